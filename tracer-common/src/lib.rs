@@ -1,0 +1,12 @@
+//! Types shared by the kernel programs (`tracer-ebpf`) and userspace (`tracer`).
+//!
+//! Everything here is `#[repr(C)]`, `Copy`, and laid out without implicit padding:
+//! the verifier rejects stack reads of padding bytes, so gaps are explicit `_pad` fields.
+#![no_std]
+
+pub mod hist;
+pub mod maps;
+pub mod probe;
+
+pub use hist::{BUCKETS, bucket_bounds, bucket_of};
+pub use probe::{FUNCTIONS, NO_CALLER, PROBES, Probe, ProbeKind};

@@ -1,0 +1,142 @@
+//! Map names and the layout of their keys and values.
+
+/// Per-CPU hash: [`HistKey`] -> number of calls in that bucket.
+pub const HIST: &str = "HIST";
+/// Per-CPU hash: [`StatKey`] -> [`Stat`] (count, sum, min, max of the same calls as `HIST`).
+pub const STATS: &str = "STATS";
+/// Per-CPU array indexed by probe id: [`ProbeCounters`].
+pub const PROBE_COUNTERS: &str = "PROBE_COUNTERS";
+/// LRU hash: [`StartKey`] -> [`Start`], the calls in flight.
+pub const STARTS: &str = "STARTS";
+/// LRU hash: thread id -> [`Frames`], the traced functions active on each thread.
+pub const FRAMES: &str = "FRAMES";
+
+/// Capacity of `HIST`: probes x callers x cgroups x used buckets.
+pub const HIST_ENTRIES: u32 = 32_768;
+/// Capacity of `STATS`.
+pub const STATS_ENTRIES: u32 = 4_096;
+/// Capacity of `STARTS` and `FRAMES`: threads inside traced functions at once.
+pub const INFLIGHT_ENTRIES: u32 = 16_384;
+/// Depth of the per-thread stack of traced functions used to find a call's caller.
+pub const MAX_FRAMES: usize = 8;
+
+/// Key of one histogram bucket. The bucket is the last field, as ebpf_exporter does.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct HistKey {
+    /// cgroup v2 id of the calling task.
+    pub cgroup: u64,
+    /// Probe id ([`crate::Probe::id`]).
+    pub probe: u16,
+    /// Innermost enclosing traced function on the same thread, or [`crate::NO_CALLER`].
+    pub caller: u16,
+    /// Bucket index ([`crate::bucket_of`]).
+    pub bucket: u32,
+}
+
+/// Key of one series' summary statistics.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StatKey {
+    /// cgroup v2 id of the calling task.
+    pub cgroup: u64,
+    /// Probe id.
+    pub probe: u16,
+    /// Enclosing traced function, or [`crate::NO_CALLER`].
+    pub caller: u16,
+    /// Always zero.
+    pub _pad: u32,
+}
+
+/// Count, sum, min and max of a series' latencies in nanoseconds, on one CPU.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stat {
+    /// Completed calls.
+    pub count: u64,
+    /// Sum of their latencies.
+    pub sum_ns: u64,
+    /// Shortest latency (`u64::MAX` while `count` is 0).
+    pub min_ns: u64,
+    /// Longest latency.
+    pub max_ns: u64,
+}
+
+/// Per-probe health counters, on one CPU. Every loss is counted here.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProbeCounters {
+    /// Function entries seen.
+    pub entries: u64,
+    /// Function returns seen with a matching entry.
+    pub exits: u64,
+    /// Returns with no recorded entry (attached mid-call, or the entry was evicted).
+    pub exits_without_entry: u64,
+    /// Entries that could not be recorded: `STARTS` was full.
+    pub start_drops: u64,
+    /// Completed calls that could not be recorded: `HIST` or `STATS` was full.
+    pub hist_drops: u64,
+}
+
+/// Key of a call in flight: start times are per (thread, probe) so nested calls don't clash.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct StartKey {
+    /// Kernel thread id (`pid` in kernel terms).
+    pub tid: u32,
+    /// Probe id, widened to keep the key free of padding.
+    pub probe: u32,
+}
+
+/// A call in flight.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Start {
+    /// `bpf_ktime_get_ns` at entry.
+    pub ts_ns: u64,
+    /// Enclosing traced function at entry, or [`crate::NO_CALLER`], widened.
+    pub caller: u32,
+    /// Always zero.
+    pub _pad: u32,
+}
+
+/// The traced functions active on one thread, innermost last.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Frames {
+    /// Number of valid entries in `probes` (may exceed `MAX_FRAMES`: deeper ones are not kept).
+    pub depth: u32,
+    /// Always zero.
+    pub _pad: u32,
+    /// Probe ids, outermost first.
+    pub probes: [u16; MAX_FRAMES],
+}
+
+#[cfg(feature = "user")]
+mod pod {
+    // SAFETY: all are repr(C), Copy, and have no padding bytes.
+    unsafe impl aya::Pod for super::HistKey {}
+    unsafe impl aya::Pod for super::StatKey {}
+    unsafe impl aya::Pod for super::Stat {}
+    unsafe impl aya::Pod for super::ProbeCounters {}
+    unsafe impl aya::Pod for super::StartKey {}
+    unsafe impl aya::Pod for super::Start {}
+    unsafe impl aya::Pod for super::Frames {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use core::mem::size_of;
+
+    #[test]
+    fn layouts_have_no_implicit_padding() {
+        assert_eq!(size_of::<HistKey>(), 8 + 2 + 2 + 4);
+        assert_eq!(size_of::<StatKey>(), 16);
+        assert_eq!(size_of::<Stat>(), 32);
+        assert_eq!(size_of::<ProbeCounters>(), 40);
+        assert_eq!(size_of::<StartKey>(), 8);
+        assert_eq!(size_of::<Start>(), 16);
+        assert_eq!(size_of::<Frames>(), 8 + 2 * MAX_FRAMES);
+    }
+}

@@ -1,0 +1,195 @@
+//! The traced kernel functions, by the kernel's own names.
+
+/// `caller` value when no traced function encloses the call on the same thread.
+pub const NO_CALLER: u16 = u16::MAX;
+
+/// How a probe's latencies are measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProbeKind {
+    /// A kernel function: kprobe + kretprobe (or fentry + fexit).
+    Function,
+    /// A system call as the user sees it, from the syscall tracepoints.
+    Syscall,
+    /// A span derived from other probes (an inode lock held, a wait on it).
+    Derived,
+}
+
+/// One traced kernel path. The discriminant is the id the kernel programs use in map keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(u16)]
+pub enum Probe {
+    /// SRCU grace-period wait; called by `unregister_shrinker` since Linux 6.0 (the -88.8% ramfs regression).
+    SynchronizeSrcu = 0,
+    /// Expedited SRCU grace-period wait.
+    SynchronizeSrcuExpedited = 1,
+    /// RCU grace-period wait; called by `namespace_unlock` on every umount.
+    SynchronizeRcu = 2,
+    /// Expedited RCU grace-period wait.
+    SynchronizeRcuExpedited = 3,
+    /// Shrinker teardown. Absent since Linux 6.7: replaced by `shrinker_free`.
+    UnregisterShrinker = 4,
+    /// Shrinker teardown since Linux 6.7.
+    ShrinkerFree = 5,
+    /// Superblock teardown on the last umount; runs the shrinker teardown.
+    DeactivateLockedSuper = 6,
+    /// Mount-namespace lock release; waits an RCU grace period (static, probed by name).
+    NamespaceUnlock = 7,
+    /// Prunes a directory's child dentries (negative ones included).
+    ShrinkDcacheParent = 8,
+    /// Unlink's dentry removal: leaves a negative dentry or drops it.
+    DDelete = 9,
+    /// Directory removal; runs with the parent's and the victim's inode locks held.
+    VfsRmdir = 10,
+    /// How long `vfs_rmdir` holds the victim's inode lock (the parent's is held around it).
+    InodeLockHold = 11,
+    /// Time spent in `shrink_dcache_parent` while `vfs_rmdir` holds the inode lock.
+    PruneUnderInodeLock = 12,
+    /// Time other tasks waited for the inode lock of a directory being removed.
+    InodeLockWait = 13,
+    /// `umount2(2)` end to end.
+    SysUmount = 14,
+    /// `rmdir(2)` end to end.
+    SysRmdir = 15,
+    /// `unlink(2)`/`unlinkat(2)` end to end.
+    SysUnlink = 16,
+}
+
+/// Every probe, in id order.
+pub const PROBES: [Probe; 17] = [
+    Probe::SynchronizeSrcu,
+    Probe::SynchronizeSrcuExpedited,
+    Probe::SynchronizeRcu,
+    Probe::SynchronizeRcuExpedited,
+    Probe::UnregisterShrinker,
+    Probe::ShrinkerFree,
+    Probe::DeactivateLockedSuper,
+    Probe::NamespaceUnlock,
+    Probe::ShrinkDcacheParent,
+    Probe::DDelete,
+    Probe::VfsRmdir,
+    Probe::InodeLockHold,
+    Probe::PruneUnderInodeLock,
+    Probe::InodeLockWait,
+    Probe::SysUmount,
+    Probe::SysRmdir,
+    Probe::SysUnlink,
+];
+
+/// The probes that are kernel functions, hooked by kprobe/kretprobe or fentry/fexit.
+pub const FUNCTIONS: [Probe; 11] = [
+    Probe::SynchronizeSrcu,
+    Probe::SynchronizeSrcuExpedited,
+    Probe::SynchronizeRcu,
+    Probe::SynchronizeRcuExpedited,
+    Probe::UnregisterShrinker,
+    Probe::ShrinkerFree,
+    Probe::DeactivateLockedSuper,
+    Probe::NamespaceUnlock,
+    Probe::ShrinkDcacheParent,
+    Probe::DDelete,
+    Probe::VfsRmdir,
+];
+
+/// Number of probe ids; sizes the per-probe arrays.
+pub const PROBE_COUNT: u32 = PROBES.len() as u32;
+
+impl Probe {
+    /// The probe's name in reports and metrics: for a function, its kernel symbol.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Probe::SynchronizeSrcu => "synchronize_srcu",
+            Probe::SynchronizeSrcuExpedited => "synchronize_srcu_expedited",
+            Probe::SynchronizeRcu => "synchronize_rcu",
+            Probe::SynchronizeRcuExpedited => "synchronize_rcu_expedited",
+            Probe::UnregisterShrinker => "unregister_shrinker",
+            Probe::ShrinkerFree => "shrinker_free",
+            Probe::DeactivateLockedSuper => "deactivate_locked_super",
+            Probe::NamespaceUnlock => "namespace_unlock",
+            Probe::ShrinkDcacheParent => "shrink_dcache_parent",
+            Probe::DDelete => "d_delete",
+            Probe::VfsRmdir => "vfs_rmdir",
+            Probe::InodeLockHold => "inode_lock_hold",
+            Probe::PruneUnderInodeLock => "prune_under_inode_lock",
+            Probe::InodeLockWait => "inode_lock_wait",
+            Probe::SysUmount => "umount",
+            Probe::SysRmdir => "rmdir",
+            Probe::SysUnlink => "unlink",
+        }
+    }
+
+    /// The probe with this id, if any.
+    #[must_use]
+    pub const fn from_id(id: u16) -> Option<Probe> {
+        if (id as usize) < PROBES.len() {
+            Some(PROBES[id as usize])
+        } else {
+            None
+        }
+    }
+
+    /// The probe with this name, if any.
+    #[must_use]
+    pub fn from_name(name: &str) -> Option<Probe> {
+        PROBES.iter().copied().find(|p| p.name() == name)
+    }
+
+    /// Id used in map keys.
+    #[must_use]
+    pub const fn id(self) -> u16 {
+        self as u16
+    }
+
+    /// How this probe hooks into the kernel.
+    #[must_use]
+    pub const fn kind(self) -> ProbeKind {
+        match self {
+            Probe::InodeLockHold | Probe::PruneUnderInodeLock | Probe::InodeLockWait => {
+                ProbeKind::Derived
+            }
+            Probe::SysUmount | Probe::SysRmdir | Probe::SysUnlink => ProbeKind::Syscall,
+            _ => ProbeKind::Function,
+        }
+    }
+
+    /// Whether this probe is a grace-period wait (RCU or SRCU).
+    #[must_use]
+    pub const fn is_grace_period(self) -> bool {
+        matches!(
+            self,
+            Probe::SynchronizeSrcu
+                | Probe::SynchronizeSrcuExpedited
+                | Probe::SynchronizeRcu
+                | Probe::SynchronizeRcuExpedited
+        )
+    }
+
+    /// Whether this probe is a shrinker teardown (`unregister_shrinker` or `shrinker_free`).
+    #[must_use]
+    pub const fn is_shrinker_teardown(self) -> bool {
+        matches!(self, Probe::UnregisterShrinker | Probe::ShrinkerFree)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_round_trip_and_symbols_are_unique() {
+        for (i, p) in PROBES.iter().enumerate() {
+            assert_eq!(usize::from(p.id()), i);
+            assert_eq!(Probe::from_id(p.id()), Some(*p));
+            assert_eq!(Probe::from_name(p.name()), Some(*p));
+        }
+        assert_eq!(Probe::from_id(PROBES.len() as u16), None);
+        assert_eq!(Probe::from_name("vfs_unlink"), None);
+    }
+
+    #[test]
+    fn functions_are_exactly_the_function_kind() {
+        let listed: usize = PROBES.iter().filter(|p| p.kind() == ProbeKind::Function).count();
+        assert_eq!(listed, FUNCTIONS.len());
+        assert!(FUNCTIONS.iter().all(|p| p.kind() == ProbeKind::Function));
+    }
+}

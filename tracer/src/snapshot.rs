@@ -1,0 +1,706 @@
+//! The one value every source produces and every view consumes.
+//!
+//! A [`Snapshot`] holds, per (probe, caller, cgroup), a latency distribution with exact
+//! count/sum/min/max; per-probe attach state and loss counters; event counters such as
+//! negative dentries; and what the capture wrapped (a command, a model scenario).
+//! Live eBPF maps, the model and saved captures all build one; the report, the TUI,
+//! `/metrics` and `compare` all read one.
+
+use std::collections::BTreeMap;
+
+use hdrhistogram::Histogram;
+pub use tracer_common::Probe;
+
+/// A cgroup v2 id (the inode number of its directory in cgroupfs).
+pub type CgroupId = u64;
+
+/// The id under which series of cgroups that no longer exist are collapsed.
+pub const GONE_CGROUP: CgroupId = u64::MAX;
+
+/// Largest latency a histogram tracks exactly; longer ones are clamped (and still counted).
+pub const MAX_TRACKABLE_NS: u64 = 3_600 * 1_000_000_000;
+
+/// Significant figures kept by the histograms: 2 gives 1% resolution, finer than the
+/// kernel's 12.5% buckets, in a few tens of KiB per series.
+const SIGFIG: u8 = 2;
+
+/// Identifies one latency series.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SeriesKey {
+    /// The traced path.
+    pub probe: Probe,
+    /// The innermost traced function enclosing the call on the same thread, if any.
+    pub caller: Option<Probe>,
+    /// The calling task's cgroup.
+    pub cgroup: CgroupId,
+}
+
+impl SeriesKey {
+    /// A series with no enclosing traced function.
+    #[must_use]
+    pub fn new(probe: Probe, cgroup: CgroupId) -> Self {
+        Self { probe, caller: None, cgroup }
+    }
+
+    /// The same series, with an enclosing traced function.
+    #[must_use]
+    pub fn with_caller(self, caller: Probe) -> Self {
+        Self { caller: Some(caller), ..self }
+    }
+}
+
+/// A latency distribution in nanoseconds, with exact count, sum, min and max.
+#[derive(Clone, Debug)]
+pub struct Latency {
+    count: u64,
+    sum_ns: u64,
+    min_ns: u64,
+    max_ns: u64,
+    hist: Histogram<u64>,
+}
+
+impl PartialEq for Latency {
+    fn eq(&self, other: &Self) -> bool {
+        self.count == other.count
+            && self.sum_ns == other.sum_ns
+            && self.min_ns == other.min_ns
+            && self.max_ns == other.max_ns
+            && self.hist == other.hist
+    }
+}
+
+impl Default for Latency {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Latency {
+    /// An empty distribution.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            count: 0,
+            sum_ns: 0,
+            min_ns: u64::MAX,
+            max_ns: 0,
+            hist: Histogram::new_with_bounds(1, MAX_TRACKABLE_NS, SIGFIG)
+                .expect("static histogram bounds are valid"),
+        }
+    }
+
+    /// Record one call that took `ns`.
+    pub fn record(&mut self, ns: u64) {
+        self.record_n(ns, 1);
+    }
+
+    /// Record `n` calls that each took `ns`.
+    pub fn record_n(&mut self, ns: u64, n: u64) {
+        if n == 0 {
+            return;
+        }
+        self.count += n;
+        self.sum_ns = self.sum_ns.saturating_add(ns.saturating_mul(n));
+        self.min_ns = self.min_ns.min(ns);
+        self.max_ns = self.max_ns.max(ns);
+        self.hist.saturating_record_n(ns.min(MAX_TRACKABLE_NS), n);
+    }
+
+    /// Build from a kernel histogram: `(bucket, calls)` pairs plus the exact count, sum, min
+    /// and max the kernel kept beside it. Each bucket's calls are placed at its midpoint,
+    /// clamped into `[min, max]`.
+    #[must_use]
+    pub fn from_buckets(
+        buckets: impl IntoIterator<Item = (u32, u64)>,
+        sum_ns: u64,
+        min_ns: u64,
+        max_ns: u64,
+    ) -> Self {
+        let mut lat = Self::new();
+        for (bucket, n) in buckets {
+            if n == 0 {
+                continue;
+            }
+            let (lo, hi) = tracer_common::bucket_bounds(bucket);
+            let mid = if hi == u64::MAX { lo } else { lo + (hi - lo) / 2 };
+            let v = mid.clamp(min_ns.min(max_ns), max_ns.max(min_ns));
+            lat.count += n;
+            lat.hist.saturating_record_n(v.min(MAX_TRACKABLE_NS), n);
+        }
+        if lat.count > 0 {
+            lat.sum_ns = sum_ns;
+            lat.min_ns = min_ns;
+            lat.max_ns = max_ns;
+        }
+        lat
+    }
+
+    /// Rebuild from its parts (as stored in a capture file).
+    ///
+    /// # Errors
+    /// When the histogram's total disagrees with `count`.
+    pub fn from_parts(
+        count: u64,
+        sum_ns: u64,
+        min_ns: u64,
+        max_ns: u64,
+        hist: Histogram<u64>,
+    ) -> Result<Self, String> {
+        if hist.len() != count {
+            return Err(format!("histogram holds {} values but count is {count}", hist.len()));
+        }
+        let mut lat = Self::new();
+        lat.hist.add(&hist).map_err(|e| format!("histogram out of range: {e:?}"))?;
+        lat.count = count;
+        lat.sum_ns = sum_ns;
+        lat.min_ns = if count == 0 { u64::MAX } else { min_ns };
+        lat.max_ns = max_ns;
+        Ok(lat)
+    }
+
+    /// Number of calls.
+    #[must_use]
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// Total time in all calls.
+    #[must_use]
+    pub fn sum_ns(&self) -> u64 {
+        self.sum_ns
+    }
+
+    /// Shortest call, if any.
+    #[must_use]
+    pub fn min_ns(&self) -> Option<u64> {
+        (self.count > 0).then_some(self.min_ns)
+    }
+
+    /// Longest call, if any.
+    #[must_use]
+    pub fn max_ns(&self) -> Option<u64> {
+        (self.count > 0).then_some(self.max_ns)
+    }
+
+    /// Mean latency, if any calls.
+    #[must_use]
+    pub fn mean_ns(&self) -> Option<f64> {
+        #[expect(clippy::cast_precision_loss, reason = "a mean for display")]
+        (self.count > 0).then(|| self.sum_ns as f64 / self.count as f64)
+    }
+
+    /// The latency at quantile `q` in [0, 1], kept within the exact min and max.
+    #[must_use]
+    pub fn quantile_ns(&self, q: f64) -> Option<u64> {
+        if self.count == 0 {
+            return None;
+        }
+        if q >= 1.0 {
+            return Some(self.max_ns);
+        }
+        if q <= 0.0 {
+            return Some(self.min_ns);
+        }
+        Some(self.hist.value_at_quantile(q).clamp(self.min_ns, self.max_ns))
+    }
+
+    /// The underlying distribution.
+    #[must_use]
+    pub fn histogram(&self) -> &Histogram<u64> {
+        &self.hist
+    }
+
+    /// Add another distribution's calls to this one.
+    pub fn merge(&mut self, other: &Latency) {
+        if other.count == 0 {
+            return;
+        }
+        self.count += other.count;
+        self.sum_ns = self.sum_ns.saturating_add(other.sum_ns);
+        self.min_ns = self.min_ns.min(other.min_ns);
+        self.max_ns = self.max_ns.max(other.max_ns);
+        self.hist.add(&other.hist).expect("histograms share their bounds");
+    }
+
+    /// The calls in `self` that are not in `earlier` (a later reading of the same counters).
+    /// min and max cannot be subtracted: they are kept from `self`, bounded by the histogram.
+    #[must_use]
+    pub fn since(&self, earlier: &Latency) -> Latency {
+        if earlier.count == 0 {
+            return self.clone();
+        }
+        let mut hist = self.hist.clone();
+        if hist.subtract(&earlier.hist).is_err() || earlier.count > self.count {
+            // Not a later reading of the same series (counters were reset): keep all of it.
+            return self.clone();
+        }
+        let count = self.count - earlier.count;
+        if count == 0 {
+            return Latency::new();
+        }
+        Latency {
+            count,
+            sum_ns: self.sum_ns.saturating_sub(earlier.sum_ns),
+            min_ns: self.min_ns.max(hist.min()),
+            max_ns: self.max_ns.min(hist.highest_equivalent(hist.max())),
+            hist,
+        }
+    }
+}
+
+/// How a probe was hooked into the kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum AttachMethod {
+    /// kprobe + kretprobe.
+    Kprobe,
+    /// fentry + fexit (BPF trampoline).
+    Fentry,
+    /// A static tracepoint.
+    Tracepoint,
+}
+
+/// What became of a probe when the source started.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AttachState {
+    /// Attached to `symbol` (the exact kallsyms name, which may carry a `.isra.N` suffix).
+    Attached {
+        /// How.
+        method: AttachMethod,
+        /// Where.
+        symbol: String,
+    },
+    /// This kernel has no such function (e.g. `unregister_shrinker` on Linux >= 6.7).
+    Absent {
+        /// The symbol looked for.
+        symbol: String,
+    },
+    /// The kernel refused: its reason.
+    Failed {
+        /// The error, in the kernel's words where it gave any.
+        reason: String,
+    },
+    /// Left out by the user (`--probes`).
+    NotRequested,
+    /// Produced by the model, not measured.
+    Modelled,
+}
+
+/// A probe's attach state and loss counters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProbeStatus {
+    /// Attach outcome.
+    pub state: AttachState,
+    /// Function entries seen.
+    pub entries: u64,
+    /// Function returns matched with their entry.
+    pub exits: u64,
+    /// Returns with no recorded entry (the call began before attach, or its entry was evicted).
+    pub exits_without_entry: u64,
+    /// Entries not recorded because the in-flight map was full.
+    pub start_drops: u64,
+    /// Completed calls not recorded because the histogram map was full.
+    pub hist_drops: u64,
+}
+
+impl ProbeStatus {
+    /// A status with no counts.
+    #[must_use]
+    pub fn new(state: AttachState) -> Self {
+        Self { state, entries: 0, exits: 0, exits_without_entry: 0, start_drops: 0, hist_drops: 0 }
+    }
+
+    /// Entries still without a return: calls in flight at the end, or returns the kernel
+    /// missed (kretprobes are capped per function).
+    #[must_use]
+    pub fn unmatched_entries(&self) -> u64 {
+        self.entries.saturating_sub(self.exits + self.start_drops)
+    }
+
+    /// Every call this probe lost, whatever the reason.
+    #[must_use]
+    pub fn lost(&self) -> u64 {
+        self.exits_without_entry + self.start_drops + self.hist_drops
+    }
+
+    fn merge(&mut self, other: &ProbeStatus) {
+        self.entries += other.entries;
+        self.exits += other.exits;
+        self.exits_without_entry += other.exits_without_entry;
+        self.start_drops += other.start_drops;
+        self.hist_drops += other.hist_drops;
+    }
+
+    fn since(&self, earlier: &ProbeStatus) -> ProbeStatus {
+        ProbeStatus {
+            state: self.state.clone(),
+            entries: self.entries.saturating_sub(earlier.entries),
+            exits: self.exits.saturating_sub(earlier.exits),
+            exits_without_entry: self.exits_without_entry.saturating_sub(earlier.exits_without_entry),
+            start_drops: self.start_drops.saturating_sub(earlier.start_drops),
+            hist_drops: self.hist_drops.saturating_sub(earlier.hist_drops),
+        }
+    }
+}
+
+/// Event counters, per cgroup.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Counter {
+    /// `d_delete` calls that left a negative dentry (name kept, inode gone).
+    NegativeDentries,
+    /// `d_delete` calls that dropped the dentry (unhashed; tmpfs and ramfs do this).
+    DroppedDentries,
+}
+
+impl Counter {
+    /// Name in reports and metrics.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Counter::NegativeDentries => "negative_dentries",
+            Counter::DroppedDentries => "dropped_dentries",
+        }
+    }
+}
+
+/// `/proc/sys/fs/dentry-state`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DentryState {
+    /// Dentries allocated.
+    pub nr_dentry: u64,
+    /// Dentries unused (on the LRU).
+    pub nr_unused: u64,
+    /// Negative dentries (Linux >= 5.8; 0 before).
+    pub nr_negative: u64,
+}
+
+impl DentryState {
+    /// Parse the file's text.
+    ///
+    /// # Errors
+    /// When fewer than two numbers are present.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let nums: Vec<u64> = text
+            .split_whitespace()
+            .map(str::parse)
+            .collect::<Result<_, _>>()
+            .map_err(|e| format!("dentry-state: {e}"))?;
+        if nums.len() < 2 {
+            return Err(format!("dentry-state: expected at least 2 numbers, got {}", nums.len()));
+        }
+        Ok(Self { nr_dentry: nums[0], nr_unused: nums[1], nr_negative: nums.get(4).copied().unwrap_or(0) })
+    }
+}
+
+/// The command a capture ran, and how it ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CommandRun {
+    /// Program and arguments.
+    pub argv: Vec<String>,
+    /// Wall time from spawn to exit.
+    pub wall_ns: u64,
+    /// Exit code, when it exited.
+    pub exit_code: Option<i32>,
+    /// Terminating signal, when killed by one.
+    pub signal: Option<i32>,
+}
+
+/// Where a snapshot's numbers come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SourceKind {
+    /// Measured on a running kernel.
+    Kernel,
+    /// Predicted by the in-process model.
+    Model,
+}
+
+/// What produced a snapshot and over what span.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Meta {
+    /// Kernel or model.
+    pub source: SourceKind,
+    /// One line saying what this is: `capture on 6.12.9 of "umount -a"`, `model umount-storm/expedited seed=1`.
+    pub description: String,
+    /// `uname -r` of the kernel measured, or the model's kernel it mimics.
+    pub kernel: Option<String>,
+    /// Wall-clock start, Unix nanoseconds (model: 0).
+    pub started_unix_ns: u64,
+    /// Span covered, in nanoseconds (model: simulated time).
+    pub duration_ns: u64,
+}
+
+/// Everything known about the traced paths over one span. See the module docs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Snapshot {
+    /// Provenance.
+    pub meta: Meta,
+    /// Attach state and loss counters of each probe the source knows.
+    pub probes: BTreeMap<Probe, ProbeStatus>,
+    /// Latency series.
+    pub series: BTreeMap<SeriesKey, Latency>,
+    /// Event counters per cgroup.
+    pub counters: BTreeMap<(Counter, CgroupId), u64>,
+    /// cgroup id -> path (relative to the cgroup v2 root; `/` for the root).
+    pub cgroups: BTreeMap<CgroupId, String>,
+    /// `/proc/sys/fs/dentry-state` at the start and at the end of the span.
+    pub dentry_state: Option<(DentryState, DentryState)>,
+    /// The command the capture wrapped.
+    pub command: Option<CommandRun>,
+}
+
+impl Snapshot {
+    /// An empty snapshot.
+    #[must_use]
+    pub fn new(meta: Meta) -> Self {
+        Self {
+            meta,
+            probes: BTreeMap::new(),
+            series: BTreeMap::new(),
+            counters: BTreeMap::new(),
+            cgroups: BTreeMap::new(),
+            dentry_state: None,
+            command: None,
+        }
+    }
+
+    /// The series for `key`, created empty if absent.
+    pub fn series_mut(&mut self, key: SeriesKey) -> &mut Latency {
+        self.series.entry(key).or_default()
+    }
+
+    /// Record one call of `key` that took `ns`.
+    pub fn record(&mut self, key: SeriesKey, ns: u64) {
+        self.series_mut(key).record(ns);
+    }
+
+    /// Add `n` to a counter.
+    pub fn count(&mut self, counter: Counter, cgroup: CgroupId, n: u64) {
+        *self.counters.entry((counter, cgroup)).or_default() += n;
+    }
+
+    /// A counter's total over all cgroups.
+    #[must_use]
+    pub fn counter_total(&self, counter: Counter) -> u64 {
+        self.counters.iter().filter(|((c, _), _)| *c == counter).map(|(_, n)| n).sum()
+    }
+
+    /// All calls of `probe`, whatever the caller and cgroup.
+    #[must_use]
+    pub fn probe_total(&self, probe: Probe) -> Latency {
+        self.total_where(|k| k.probe == probe)
+    }
+
+    /// All calls of `probe` made from inside `caller`, whatever the cgroup.
+    #[must_use]
+    pub fn probe_by_caller(&self, probe: Probe, caller: Option<Probe>) -> Latency {
+        self.total_where(|k| k.probe == probe && k.caller == caller)
+    }
+
+    /// All calls of series matching `pred`, merged.
+    #[must_use]
+    pub fn total_where(&self, pred: impl Fn(&SeriesKey) -> bool) -> Latency {
+        let mut total = Latency::new();
+        for (_, lat) in self.series.iter().filter(|(k, _)| pred(k)) {
+            total.merge(lat);
+        }
+        total
+    }
+
+    /// The probes with any recorded calls, in id order.
+    #[must_use]
+    pub fn probes_seen(&self) -> Vec<Probe> {
+        let mut seen: Vec<Probe> = self.series.keys().map(|k| k.probe).collect();
+        seen.dedup();
+        seen
+    }
+
+    /// The path of a cgroup, or its id when unknown.
+    #[must_use]
+    pub fn cgroup_name(&self, id: CgroupId) -> String {
+        if id == GONE_CGROUP {
+            return "(gone)".to_owned();
+        }
+        self.cgroups.get(&id).cloned().unwrap_or_else(|| format!("cgroup#{id}"))
+    }
+
+    /// Add another snapshot's calls, counters and losses to this one (e.g. several runs of
+    /// the same workload). Attach states, meta and command are kept from `self`; durations add.
+    pub fn merge(&mut self, other: &Snapshot) {
+        self.meta.duration_ns += other.meta.duration_ns;
+        for (k, lat) in &other.series {
+            self.series_mut(*k).merge(lat);
+        }
+        for (k, n) in &other.counters {
+            *self.counters.entry(*k).or_default() += n;
+        }
+        for (p, st) in &other.probes {
+            self.probes
+                .entry(*p)
+                .and_modify(|mine| mine.merge(st))
+                .or_insert_with(|| st.clone());
+        }
+        for (id, path) in &other.cgroups {
+            self.cgroups.entry(*id).or_insert_with(|| path.clone());
+        }
+    }
+
+    /// What happened between `earlier` and `self`, two readings of the same cumulative
+    /// source: series, counters and losses are subtracted; the span is the gap between them.
+    #[must_use]
+    pub fn since(&self, earlier: &Snapshot) -> Snapshot {
+        let mut out = Snapshot::new(Meta {
+            started_unix_ns: earlier.meta.started_unix_ns + earlier.meta.duration_ns,
+            duration_ns: self.meta.duration_ns.saturating_sub(earlier.meta.duration_ns),
+            ..self.meta.clone()
+        });
+        for (k, lat) in &self.series {
+            let d = match earlier.series.get(k) {
+                Some(e) => lat.since(e),
+                None => lat.clone(),
+            };
+            if d.count() > 0 {
+                out.series.insert(*k, d);
+            }
+        }
+        for (k, n) in &self.counters {
+            let d = n.saturating_sub(earlier.counters.get(k).copied().unwrap_or(0));
+            if d > 0 {
+                out.counters.insert(*k, d);
+            }
+        }
+        for (p, st) in &self.probes {
+            let d = match earlier.probes.get(p) {
+                Some(e) => st.since(e),
+                None => st.clone(),
+            };
+            out.probes.insert(*p, d);
+        }
+        out.cgroups = self.cgroups.clone();
+        out.dentry_state = match (earlier.dentry_state, self.dentry_state) {
+            (Some((_, a)), Some((_, b))) => Some((a, b)),
+            (_, d) => d,
+        };
+        out.command = self.command.clone();
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta() -> Meta {
+        Meta {
+            source: SourceKind::Kernel,
+            description: "test".into(),
+            kernel: None,
+            started_unix_ns: 0,
+            duration_ns: 1_000,
+        }
+    }
+
+    #[test]
+    fn latency_keeps_exact_count_sum_min_max() {
+        let mut l = Latency::new();
+        for v in [100, 2_000, 30_000, 400_000] {
+            l.record(v);
+        }
+        assert_eq!(l.count(), 4);
+        assert_eq!(l.sum_ns(), 432_100);
+        assert_eq!(l.min_ns(), Some(100));
+        assert_eq!(l.max_ns(), Some(400_000));
+        assert_eq!(l.quantile_ns(1.0), Some(400_000));
+        let p50 = l.quantile_ns(0.5).unwrap();
+        assert!((1_980..=2_020).contains(&p50), "p50={p50}");
+    }
+
+    #[test]
+    fn empty_latency_has_no_statistics() {
+        let l = Latency::new();
+        assert_eq!((l.min_ns(), l.max_ns(), l.quantile_ns(0.5), l.mean_ns()), (None, None, None, None));
+    }
+
+    #[test]
+    fn from_buckets_places_calls_inside_their_bucket_and_keeps_exact_totals() {
+        let b1 = tracer_common::bucket_of(1_000_000);
+        let b2 = tracer_common::bucket_of(20_000_000);
+        let l = Latency::from_buckets([(b1, 3), (b2, 1)], 23_000_000, 990_000, 20_100_000);
+        assert_eq!(l.count(), 4);
+        assert_eq!(l.sum_ns(), 23_000_000);
+        let (lo, hi) = tracer_common::bucket_bounds(b1);
+        let p50 = l.quantile_ns(0.5).unwrap();
+        assert!(p50 >= lo * 99 / 100 && p50 < hi * 101 / 100, "p50={p50} not in [{lo},{hi})");
+        assert_eq!(l.quantile_ns(1.0), Some(20_100_000));
+    }
+
+    #[test]
+    fn merge_adds_and_since_subtracts() {
+        let key = SeriesKey::new(Probe::VfsRmdir, 7);
+        let mut a = Snapshot::new(meta());
+        a.record(key, 1_000);
+        a.count(Counter::NegativeDentries, 7, 5);
+        let mut status = ProbeStatus::new(AttachState::Modelled);
+        status.entries = 1;
+        status.exits = 1;
+        a.probes.insert(Probe::VfsRmdir, status);
+
+        let mut b = a.clone();
+        b.record(key, 3_000);
+        b.record(key.with_caller(Probe::DeactivateLockedSuper), 50);
+        b.count(Counter::NegativeDentries, 7, 2);
+        b.probes.get_mut(&Probe::VfsRmdir).unwrap().entries = 3;
+        b.meta.duration_ns = 3_000;
+
+        let d = b.since(&a);
+        assert_eq!(d.series[&key].count(), 1);
+        assert_eq!(d.series[&key].sum_ns(), 3_000);
+        // The exact min of the difference is not knowable; it is bounded by the histogram's 1%.
+        let min = d.series[&key].min_ns().unwrap();
+        assert!((2_970..=3_000).contains(&min), "min={min}");
+        assert_eq!(d.counters[&(Counter::NegativeDentries, 7)], 2);
+        assert_eq!(d.probes[&Probe::VfsRmdir].entries, 2);
+        assert_eq!(d.meta.duration_ns, 2_000);
+
+        let mut m = a.clone();
+        m.merge(&d);
+        assert_eq!(m.series[&key], b.series[&key]);
+        assert_eq!(m.counter_total(Counter::NegativeDentries), 7);
+        assert_eq!(m.probe_total(Probe::VfsRmdir).count(), 2);
+        assert_eq!(m.probe_by_caller(Probe::VfsRmdir, Some(Probe::DeactivateLockedSuper)).count(), 1);
+    }
+
+    #[test]
+    fn since_a_reset_source_keeps_the_later_reading() {
+        let key = SeriesKey::new(Probe::DDelete, 1);
+        let mut earlier = Snapshot::new(meta());
+        earlier.record(key, 10);
+        earlier.record(key, 10);
+        let mut later = Snapshot::new(meta());
+        later.record(key, 99);
+        assert_eq!(later.since(&earlier).series[&key].count(), 1);
+    }
+
+    #[test]
+    fn unmatched_entries_and_losses() {
+        let mut s = ProbeStatus::new(AttachState::Modelled);
+        s.entries = 10;
+        s.exits = 7;
+        s.start_drops = 1;
+        s.exits_without_entry = 2;
+        assert_eq!(s.unmatched_entries(), 2);
+        assert_eq!(s.lost(), 3);
+    }
+
+    #[test]
+    fn dentry_state_parses_the_proc_file() {
+        let d = DentryState::parse("123\t45\t45\t0\t7\t0\n").unwrap();
+        assert_eq!(d, DentryState { nr_dentry: 123, nr_unused: 45, nr_negative: 7 });
+        assert!(DentryState::parse("garbage").is_err());
+    }
+
+    #[test]
+    fn gone_cgroups_have_one_name() {
+        let s = Snapshot::new(meta());
+        assert_eq!(s.cgroup_name(GONE_CGROUP), "(gone)");
+        assert_eq!(s.cgroup_name(42), "cgroup#42");
+    }
+}
