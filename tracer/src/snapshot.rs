@@ -664,7 +664,7 @@ mod tests {
         m.merge(&d);
         assert_eq!(m.series[&key], b.series[&key]);
         assert_eq!(m.counter_total(Counter::NegativeDentries), 7);
-        assert_eq!(m.probe_total(Probe::VfsRmdir).count(), 2);
+        assert_eq!(m.probe_total(Probe::VfsRmdir).count(), 3);
         assert_eq!(m.probe_by_caller(Probe::VfsRmdir, Some(Probe::DeactivateLockedSuper)).count(), 1);
     }
 
