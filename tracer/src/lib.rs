@@ -3,4 +3,14 @@
 //! Sources (live eBPF maps, the model, saved captures) produce a [`snapshot::Snapshot`];
 //! sinks (the text and JSON report, the TUI, Prometheus metrics) consume one.
 
+pub mod model;
+pub mod report;
 pub mod snapshot;
+pub mod capture;
+
+/// Whether to colour standard output: a terminal, and `NO_COLOR` unset or empty.
+#[must_use]
+pub fn color_stdout() -> bool {
+    use std::io::IsTerminal as _;
+    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}

@@ -1,1 +1,74 @@
-fn main() {}
+//! `tracer`: see where Linux loses time in grace periods, shrinker teardown and dcache pruning.
+
+use std::{path::PathBuf, process::ExitCode};
+
+use clap::{Parser, Subcommand};
+use tracer::{model, report};
+
+/// See where Linux loses time in RCU/SRCU grace periods, shrinker teardown and dcache
+/// pruning under inode locks: per call path, per caller, per cgroup.
+#[derive(Debug, Parser)]
+#[command(version, propagate_version = true, after_help = "Examples:\n  \
+    tracer capture -- umount /mnt/a /mnt/b   where did this umount's time go?\n  \
+    tracer capture --duration 30s -o cap.json   30 s of the whole host, saved\n  \
+    tracer report cap.json                     re-render a saved capture\n  \
+    tracer model umount-storm --variant expedited   what would expedited RCU change?\n  \
+    tracer compare cap.json model.json        measured vs predicted, with ratios")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Trace the kernel paths for a while, or around one command, and report.
+    Capture(tracer::capture::Args),
+    /// Re-render a saved capture file.
+    Report {
+        /// A capture file written by `tracer capture --format json` or `tracer model --format json`.
+        file: PathBuf,
+        #[command(flatten)]
+        out: report::OutputArgs,
+    },
+    /// Put two captures (or a capture and a model run) side by side, with ratios B/A.
+    Compare {
+        /// Baseline capture file.
+        a: PathBuf,
+        /// Capture file compared against it.
+        b: PathBuf,
+    },
+    /// Run the companion model of the same kernel paths and report what it predicts.
+    Model {
+        #[command(flatten)]
+        args: model::Args,
+        #[command(flatten)]
+        out: report::OutputArgs,
+    },
+}
+
+fn main() -> ExitCode {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Capture(args) => tracer::capture::main(args),
+        Command::Report { file, out } => {
+            report::load(&file).and_then(|s| report::emit(&s, &out)).map(|()| ExitCode::SUCCESS)
+        }
+        Command::Compare { a, b } => (|| {
+            let a = report::load(&a)?;
+            let b = report::load(&b)?;
+            print!("{}", report::compare(&a, &b, tracer::color_stdout()));
+            Ok(ExitCode::SUCCESS)
+        })(),
+        Command::Model { args, out } => {
+            model::run(&args).and_then(|s| report::emit(&s, &out)).map(|()| ExitCode::SUCCESS)
+        }
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("tracer: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
