@@ -17,8 +17,11 @@ pub const HIST_ENTRIES: u32 = 32_768;
 pub const STATS_ENTRIES: u32 = 4_096;
 /// Capacity of `STARTS` and `FRAMES`: threads inside traced functions at once.
 pub const INFLIGHT_ENTRIES: u32 = 16_384;
-/// Depth of the per-thread stack of traced functions used to find a call's caller.
+/// Depth of the per-thread stack of traced functions used to find a call's caller: one
+/// byte per frame in a `u64`, so pushes and pops are shifts the verifier need not bound.
 pub const MAX_FRAMES: usize = 8;
+/// A free slot in [`Frames::stack`].
+pub const NO_FRAME: u64 = 0xff;
 
 /// Key of one histogram bucket. The bucket is the last field, as ebpf_exporter does.
 #[repr(C)]
@@ -100,16 +103,58 @@ pub struct Start {
     pub _pad: u32,
 }
 
-/// The traced functions active on one thread, innermost last.
+/// The traced functions active on one thread: probe ids one per byte, innermost in the
+/// lowest byte, free slots [`NO_FRAME`]. Deeper than [`MAX_FRAMES`], the outermost fall off.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Frames {
-    /// Number of valid entries in `probes` (may exceed `MAX_FRAMES`: deeper ones are not kept).
-    pub depth: u32,
-    /// Always zero.
-    pub _pad: u32,
-    /// Probe ids, outermost first.
-    pub probes: [u16; MAX_FRAMES],
+    /// The packed stack.
+    pub stack: u64,
+}
+
+impl Frames {
+    /// No function active.
+    pub const EMPTY: Frames = Frames { stack: u64::MAX };
+
+    /// The innermost active probe id, if any.
+    #[inline(always)]
+    #[must_use]
+    pub const fn top(self) -> Option<u16> {
+        let top = self.stack & NO_FRAME;
+        if top == NO_FRAME { None } else { Some(top as u16) }
+    }
+
+    /// `probe` entered.
+    #[inline(always)]
+    #[must_use]
+    pub const fn push(self, probe: u16) -> Frames {
+        Frames { stack: (self.stack << 8) | (probe as u64 & NO_FRAME) }
+    }
+
+    /// `probe` returned: drop it and any frames above it (left by returns the kernel
+    /// missed). `None` when `probe` is not on the stack.
+    #[inline(always)]
+    #[must_use]
+    pub const fn pop(self, probe: u16) -> Option<Frames> {
+        let mut stack = self.stack;
+        let mut i = 0;
+        while i < MAX_FRAMES {
+            let top = stack & NO_FRAME;
+            stack = (stack >> 8) | (NO_FRAME << 56);
+            if top == probe as u64 {
+                return Some(Frames { stack });
+            }
+            i += 1;
+        }
+        None
+    }
+
+    /// Whether no function is active.
+    #[inline(always)]
+    #[must_use]
+    pub const fn is_empty(self) -> bool {
+        self.stack == u64::MAX
+    }
 }
 
 #[cfg(feature = "user")]
@@ -137,6 +182,31 @@ mod tests {
         assert_eq!(size_of::<ProbeCounters>(), 40);
         assert_eq!(size_of::<StartKey>(), 8);
         assert_eq!(size_of::<Start>(), 16);
-        assert_eq!(size_of::<Frames>(), 8 + 2 * MAX_FRAMES);
+        assert_eq!(size_of::<Frames>(), 8);
+    }
+
+    #[test]
+    fn frames_track_the_innermost_caller() {
+        let f = Frames::EMPTY;
+        assert_eq!(f.top(), None);
+        let f = f.push(6).push(4).push(0); // deactivate_locked_super > unregister_shrinker > synchronize_srcu
+        assert_eq!(f.top(), Some(0));
+        let f = f.pop(0).unwrap();
+        assert_eq!(f.top(), Some(4));
+        // A missed return of 4: popping 6 drops 4 too.
+        let f = f.pop(6).unwrap();
+        assert!(f.is_empty());
+        assert_eq!(Frames::EMPTY.push(3).pop(9), None);
+    }
+
+    #[test]
+    fn frames_deeper_than_the_stack_lose_the_outermost() {
+        let mut f = Frames::EMPTY;
+        for id in 0..10 {
+            f = f.push(id);
+        }
+        assert_eq!(f.top(), Some(9));
+        assert_eq!(f.pop(2), Some(Frames { stack: u64::MAX }));
+        assert_eq!(f.pop(1), None, "fell off");
     }
 }

@@ -14,3 +14,6 @@ pub fn color_stdout() -> bool {
     use std::io::IsTerminal as _;
     std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
+pub mod cgroup;
+pub mod collect;
+pub mod probes;

@@ -23,6 +23,8 @@ struct Cli {
 enum Command {
     /// Trace the kernel paths for a while, or around one command, and report.
     Capture(tracer::capture::Args),
+    /// Show each probe's kernel symbol on this host and whether its programs load.
+    Probes,
     /// Re-render a saved capture file.
     Report {
         /// A capture file written by `tracer capture --format json` or `tracer model --format json`.
@@ -51,6 +53,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Capture(args) => tracer::capture::main(args),
+        Command::Probes => probes(),
         Command::Report { file, out } => {
             report::load(&file).and_then(|s| report::emit(&s, &out)).map(|()| ExitCode::SUCCESS)
         }
@@ -71,4 +74,34 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `tracer probes`: what would attach here, and why not.
+fn probes() -> anyhow::Result<ExitCode> {
+    use tracer::probes::{self, kallsyms::Resolution};
+    let (checks, verdict) = probes::check()?;
+    println!("{:<28} {:<40} programs", "probe", "kernel symbol");
+    for c in &checks {
+        let symbol = match &c.resolution {
+            Resolution::Exact(s) => s.clone(),
+            Resolution::Clone(s) => format!("{s} (compiler clone)"),
+            Resolution::Absent => "absent on this kernel".to_owned(),
+            Resolution::Ambiguous(n) => format!("{n} functions share this name"),
+        };
+        let load = match &c.load {
+            Ok(()) => "load ok".to_owned(),
+            Err(e) => {
+                // The verifier log is long: its last line says why; the rest is for debugging.
+                log::debug!("{}: {e}", c.probe.name());
+                let last = e.lines().rev().find(|l| l.contains("access") || l.contains("invalid") || l.contains("error"));
+                format!("rejected: {} (RUST_LOG=debug shows the verifier log)", last.unwrap_or(e.lines().next().unwrap_or("")))
+            }
+        };
+        println!("{:<28} {symbol:<40} {load}", c.probe.name());
+    }
+    if let Some(v) = verdict {
+        println!("\ncannot attach here: {v}");
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
 }

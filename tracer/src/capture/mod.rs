@@ -1,16 +1,263 @@
-//! `tracer capture`: attach, wait (for a duration, Ctrl-C, or a command), report.
-//! (Placeholder: filled in by the capture change.)
+//! `tracer capture`: attach, wait (for a duration, Ctrl-C, or a command to exit), report.
 
-use std::process::ExitCode;
+use std::{
+    ffi::OsStr,
+    io::{IsTerminal as _, Write as _},
+    os::unix::{fs::PermissionsExt as _, process::ExitStatusExt as _},
+    path::{Path, PathBuf},
+    process::ExitCode,
+    time::{Duration, Instant, SystemTime},
+};
+
+use anyhow::Context as _;
+use tokio::signal::unix::{SignalKind, signal};
+
+use crate::{
+    cgroup, collect, probes,
+    report::{self, OutputArgs},
+    snapshot::{CommandRun, DentryState, Meta, SourceKind},
+};
 
 /// `tracer capture` arguments.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+#[command(after_help = "Examples:\n  \
+    tracer capture -- umount /mnt/a          trace one command; the report leads with its wall time\n  \
+    tracer capture -d 30s -o cap.json        the whole host for 30 s, saved for `tracer report`\n  \
+    tracer capture --probes vfs_rmdir,shrink_dcache_parent -- rm -rf /data/old\n\n\
+    Exit status: the command's own (128+N if killed by signal N; 127 if it cannot be run);\n\
+    130 or 143 when Ctrl-C or SIGTERM ended the capture (the report is still printed).")]
+pub struct Args {
+    /// Capture for this long (e.g. 500ms, 10s, 2m) when no command is given; default: until Ctrl-C.
+    #[arg(short, long, value_parser = parse_duration, value_name = "D")]
+    pub duration: Option<Duration>,
+    /// Comma-separated probes to attach (default: all), e.g. `vfs_rmdir,d_delete`.
+    #[arg(long, value_name = "LIST")]
+    pub probes: Option<String>,
+    /// Report only calls made from this cgroup (path under the cgroup2 mount, e.g. /system.slice).
+    #[arg(long, value_name = "PATH")]
+    pub cgroup: Option<PathBuf>,
+    #[command(flatten)]
+    pub out: OutputArgs,
+    /// Command to run under the capture; the capture ends when it exits.
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// Parse `500ms`, `10s`, `2m`, `1h`, or plain seconds.
+///
+/// # Errors
+/// On anything else.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: f64 = num.parse().map_err(|_| format!("{s:?} is not a duration (try 500ms, 10s, 2m)"))?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "" | "s" => n,
+        "m" => n * 60.0,
+        "h" => n * 3600.0,
+        _ => return Err(format!("unknown unit {unit:?} in {s:?} (use ms, s, m or h)")),
+    };
+    Duration::try_from_secs_f64(secs).map_err(|e| format!("{s:?}: {e}"))
+}
+
+/// How the capture ended.
+enum Ended {
+    /// The duration ran out.
+    Elapsed,
+    /// The command exited.
+    Command(std::process::ExitStatus),
+    /// A signal asked us to stop: its number.
+    Signal(i32),
+}
+
+/// Find `program` the way a shell would: a path is taken as is, a bare name is looked up in PATH.
+fn resolve_program(program: &str) -> Option<PathBuf> {
+    let executable = |p: &Path| p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    if program.contains('/') {
+        let p = PathBuf::from(program);
+        return executable(&p).then_some(p);
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|d| d.join(program)).find(|p| executable(p))
+}
+
+fn read_dentry_state() -> Option<DentryState> {
+    DentryState::parse(&std::fs::read_to_string("/proc/sys/fs/dentry-state").ok()?).ok()
+}
+
+fn kernel_release() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease").ok().map(|s| s.trim().to_owned())
+}
 
 /// Run a capture.
 ///
 /// # Errors
-/// When the probes cannot be loaded.
-pub fn main(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("not implemented yet")
+/// When the probes cannot be loaded or the report cannot be written.
+pub fn main(args: Args) -> anyhow::Result<ExitCode> {
+    let wanted = probes::select(args.probes.as_deref()).map_err(anyhow::Error::msg)?;
+    let cgroup_filter = args
+        .cgroup
+        .as_deref()
+        .map(cgroup::id_of)
+        .transpose()
+        .map_err(anyhow::Error::msg)?;
+    // Check the command before attaching anything, so a typo leaves no probe behind.
+    if let Some(program) = args.command.first()
+        && resolve_program(program).is_none()
+    {
+        eprintln!("tracer: {program}: command not found or not executable");
+        return Ok(ExitCode::from(127));
+    }
+
+    let attached = probes::attach(&wanted)?;
+    let missing: Vec<String> = attached
+        .states
+        .iter()
+        .filter_map(|(p, s)| match s {
+            crate::snapshot::AttachState::Absent { symbol } => Some(format!("{} (no {symbol} on this kernel)", p.name())),
+            crate::snapshot::AttachState::Failed { reason } => Some(format!("{} ({reason})", p.name())),
+            _ => None,
+        })
+        .collect();
+    if !missing.is_empty() {
+        eprintln!("tracer: not attached: {}", missing.join("; "));
+    }
+
+    let cgroup_root = cgroup::find_cgroup2();
+    let mut cgroups = cgroup_root.as_deref().map(cgroup::walk).unwrap_or_default();
+    let dentry_start = read_dentry_state();
+    let started_unix_ns = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+    let started = Instant::now();
+
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let ended = runtime.block_on(wait(&args, &attached))?;
+    let elapsed = started.elapsed();
+
+    if let Some(root) = cgroup_root.as_deref() {
+        // Cgroups made and removed during the capture are named if still present now.
+        cgroups.extend(cgroup::walk(root));
+    }
+    let release = kernel_release();
+    let description = if args.command.is_empty() {
+        format!("capture of the whole host for {:.1} s", elapsed.as_secs_f64())
+    } else {
+        format!("capture of `{}`", args.command.join(" "))
+    };
+    let meta = Meta {
+        source: SourceKind::Kernel,
+        description,
+        kernel: release,
+        started_unix_ns,
+        duration_ns: u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX),
+    };
+    let mut snap = collect::read(&attached.ebpf, &attached.states, &cgroups, meta)?;
+    drop(attached); // detach before reporting
+    if let Some(id) = cgroup_filter {
+        snap.series.retain(|k, _| k.cgroup == id);
+        snap.counters.retain(|(_, c), _| *c == id);
+    }
+    snap.dentry_state = dentry_start.zip(read_dentry_state());
+    if let Ended::Command(status) = &ended {
+        snap.command = Some(CommandRun {
+            argv: args.command.clone(),
+            wall_ns: snap.meta.duration_ns,
+            exit_code: status.code(),
+            signal: status.signal(),
+        });
+    }
+    report::emit(&snap, &args.out)?;
+
+    Ok(match ended {
+        Ended::Elapsed => ExitCode::SUCCESS,
+        Ended::Command(status) => match (status.code(), status.signal()) {
+            (Some(code), _) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+            (None, Some(sig)) => ExitCode::from(u8::try_from(128 + sig).unwrap_or(1)),
+            (None, None) => ExitCode::FAILURE,
+        },
+        Ended::Signal(sig) => ExitCode::from(u8::try_from(128 + sig).unwrap_or(1)),
+    })
+}
+
+/// Wait for the end of the capture, showing a one-line status on a terminal.
+async fn wait(args: &Args, attached: &probes::Attached) -> anyhow::Result<Ended> {
+    let mut sigint = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
+    let mut sigterm = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+    let mut child = match args.command.split_first() {
+        Some((program, rest)) => Some(
+            tokio::process::Command::new(OsStr::new(program))
+                .args(rest)
+                .spawn()
+                .with_context(|| format!("running {program}"))?,
+        ),
+        None => None,
+    };
+    let has_child = child.is_some();
+    let deadline = async move {
+        match args.duration {
+            Some(d) if !has_child => tokio::time::sleep(d).await,
+            _ => std::future::pending().await,
+        }
+    };
+    tokio::pin!(deadline);
+    let tty = std::io::stderr().is_terminal();
+    let started = Instant::now();
+    let mut tick = tokio::time::interval(Duration::from_millis(500));
+    let ended = loop {
+        tokio::select! {
+            status = async { child.as_mut().expect("guarded").wait().await }, if child.is_some() => {
+                break Ended::Command(status.context("waiting for the command")?);
+            }
+            () = &mut deadline => break Ended::Elapsed,
+            _ = sigint.recv() => break Ended::Signal(libc::SIGINT),
+            _ = sigterm.recv() => break Ended::Signal(libc::SIGTERM),
+            _ = tick.tick(), if tty => {
+                let calls = collect::calls_so_far(&attached.ebpf);
+                eprint!("\r\x1b[2Ktracer: {:.1} s, {calls} calls traced", started.elapsed().as_secs_f64());
+                let _ = std::io::stderr().flush();
+            }
+        }
+    };
+    if tty {
+        eprint!("\r\x1b[2K");
+    }
+    if let (Ended::Signal(sig), Some(child)) = (&ended, child.as_mut()) {
+        // The command shares our terminal and got the same Ctrl-C; give it a moment to end,
+        // then pass the signal on so no stray process outlives the capture.
+        if tokio::time::timeout(Duration::from_secs(2), child.wait()).await.is_err() {
+            if let Some(pid) = child.id() {
+                // SAFETY: kill with a pid we spawned and a valid signal number.
+                unsafe { libc::kill(i32::try_from(pid).unwrap_or(0), *sig) };
+            }
+            let _ = child.wait().await;
+        }
+    }
+    Ok(ended)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_with_units_and_reject_nonsense() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
+        assert!(parse_duration("10 parsecs").is_err());
+        assert!(parse_duration("s").is_err());
+        assert!(parse_duration("-1s").is_err());
+    }
+
+    #[test]
+    fn programs_resolve_like_a_shell() {
+        assert!(resolve_program("sh").is_some());
+        assert!(resolve_program("/bin/sh").is_some());
+        assert!(resolve_program("definitely-not-a-command-xyz").is_none());
+        assert!(resolve_program("/etc/hostname").is_none(), "not executable");
+    }
 }

@@ -1,0 +1,138 @@
+//! Finds the symbol to attach a probe to in `/proc/kallsyms`.
+//!
+//! The compiler may rename a static function (`namespace_unlock.isra.0`) or leave only
+//! clones (`*.constprop.N`); a name may also exist several times. Like libbpf-tools, prefer
+//! the exact name, else a single suffixed clone.
+
+use std::collections::BTreeMap;
+
+/// Where a probe can attach on this kernel.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Resolution {
+    /// The exact symbol exists once.
+    Exact(String),
+    /// Only a compiler clone exists (`name.isra.0`, `name.constprop.0`, ...): attach to it.
+    Clone(String),
+    /// The kernel has no such function.
+    Absent,
+    /// The name exists several times (distinct static functions): a kprobe by name would
+    /// hit only one, so none is chosen.
+    Ambiguous(usize),
+}
+
+/// The text symbols of a kernel, by name, with how often each name occurs.
+#[derive(Debug, Default)]
+pub struct Kallsyms {
+    text: BTreeMap<String, usize>,
+}
+
+impl Kallsyms {
+    /// Read the running kernel's `/proc/kallsyms`.
+    ///
+    /// # Errors
+    /// When the file cannot be read.
+    pub fn read() -> std::io::Result<Self> {
+        Ok(Self::parse(&std::fs::read_to_string("/proc/kallsyms")?))
+    }
+
+    /// Parse kallsyms text: `ADDRESS TYPE NAME [MODULE]` lines; only text (`t`/`T`) symbols
+    /// are kept, and `__pfx_` padding symbols (Linux >= 6.2) are skipped.
+    #[must_use]
+    pub fn parse(text: &str) -> Self {
+        let mut syms = Kallsyms::default();
+        for line in text.lines() {
+            let mut fields = line.split_ascii_whitespace();
+            let (Some(_addr), Some(kind), Some(name)) = (fields.next(), fields.next(), fields.next())
+            else {
+                continue;
+            };
+            if !matches!(kind, "t" | "T") || name.starts_with("__pfx_") {
+                continue;
+            }
+            *syms.text.entry(name.to_owned()).or_default() += 1;
+        }
+        syms
+    }
+
+    /// Whether the text has any symbols at all.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.text.is_empty()
+    }
+
+    /// Where to attach for the function `name`.
+    #[must_use]
+    pub fn resolve(&self, name: &str) -> Resolution {
+        match self.text.get(name) {
+            Some(1) => return Resolution::Exact(name.to_owned()),
+            Some(&n) => return Resolution::Ambiguous(n),
+            None => {}
+        }
+        let prefix = format!("{name}.");
+        let clones: Vec<&String> = self
+            .text
+            .range(prefix.clone()..)
+            .take_while(|(k, _)| k.starts_with(&prefix))
+            .filter(|(k, n)| **n == 1 && is_clone_suffix(&k[prefix.len()..]))
+            .map(|(k, _)| k)
+            .collect();
+        match clones.as_slice() {
+            [] => Resolution::Absent,
+            [one] => Resolution::Clone((*one).clone()),
+            many => Resolution::Ambiguous(many.len()),
+        }
+    }
+}
+
+/// `isra.0`, `constprop.0`, `part.0`, `cold` and their combinations.
+fn is_clone_suffix(s: &str) -> bool {
+    s.split('.').all(|part| {
+        matches!(part, "isra" | "constprop" | "part" | "cold" | "lto_priv")
+            || (!part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = "\
+ffffffff81000000 T _stext
+ffffffff81200000 t __pfx_namespace_unlock
+ffffffff81200010 t namespace_unlock
+ffffffff81300000 T synchronize_srcu
+ffffffff81400000 t shrink_dcache_parent.constprop.0
+ffffffff81500000 t dup_static
+ffffffff81600000 t dup_static
+ffffffff81700000 T vfs_rmdir
+ffffffff81700100 t vfs_rmdirx
+ffffffff81800000 d synchronize_rcu_data
+ffffffffc0000000 t loop_configure\t[loop]
+";
+
+    #[test]
+    fn resolves_exact_clone_absent_and_ambiguous() {
+        let k = Kallsyms::parse(SAMPLE);
+        assert_eq!(k.resolve("namespace_unlock"), Resolution::Exact("namespace_unlock".into()));
+        assert_eq!(k.resolve("synchronize_srcu"), Resolution::Exact("synchronize_srcu".into()));
+        assert_eq!(
+            k.resolve("shrink_dcache_parent"),
+            Resolution::Clone("shrink_dcache_parent.constprop.0".into())
+        );
+        assert_eq!(k.resolve("unregister_shrinker"), Resolution::Absent);
+        assert_eq!(k.resolve("dup_static"), Resolution::Ambiguous(2));
+        assert_eq!(k.resolve("vfs_rmdir"), Resolution::Exact("vfs_rmdir".into()));
+        // Data symbols are not functions.
+        assert_eq!(k.resolve("synchronize_rcu_data"), Resolution::Absent);
+        // Module symbols count too.
+        assert_eq!(k.resolve("loop_configure"), Resolution::Exact("loop_configure".into()));
+    }
+
+    #[test]
+    fn clone_suffixes() {
+        assert!(is_clone_suffix("isra.0"));
+        assert!(is_clone_suffix("constprop.0.isra.0"));
+        assert!(!is_clone_suffix("x"));
+        assert!(!is_clone_suffix(""));
+    }
+}
