@@ -258,6 +258,9 @@ mod tests {
         assert!(resolve_program("sh").is_some());
         assert!(resolve_program("/bin/sh").is_some());
         assert!(resolve_program("definitely-not-a-command-xyz").is_none());
-        assert!(resolve_program("/etc/hostname").is_none(), "not executable");
+        let plain = std::env::temp_dir().join(format!("tracer-not-executable-{}", std::process::id()));
+        std::fs::write(&plain, "#!/bin/sh\n").unwrap();
+        assert!(resolve_program(plain.to_str().unwrap()).is_none(), "not executable");
+        std::fs::remove_file(&plain).unwrap();
     }
 }
