@@ -1,0 +1,708 @@
+//! The capture file: a [`Snapshot`] as versioned JSON, read back losslessly.
+//!
+//! The schema is documented field by field in `docs/capture-file.md`; the structs below
+//! are that schema, kept apart from the Snapshot types so that the file format changes
+//! only on purpose. Histograms are hdrhistogram V2 serializations in base64, beside the
+//! exact count, sum, min and max.
+
+use base64::Engine as _;
+use hdrhistogram::serialization::{Deserializer, Serializer as _, V2Serializer};
+use serde::{Deserialize, Serialize};
+use serde_json::error::Category;
+
+use crate::snapshot::{
+    AttachMethod, AttachState, CgroupId, CommandRun, Counter, DentryState, Latency, Meta, Probe,
+    ProbeStatus, SeriesKey, Snapshot, SourceKind,
+};
+
+/// The `format` field of every capture file.
+pub const FORMAT: &str = "tracer-capture";
+/// The schema version this tracer writes and the newest it reads.
+pub const VERSION: u64 = 1;
+
+/// Why a capture file could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The text ends before the JSON does.
+    #[error("truncated JSON at line {line} column {column}")]
+    Truncated {
+        /// Line of the end.
+        line: usize,
+        /// Column of the end.
+        column: usize,
+    },
+    /// The text is not JSON.
+    #[error("invalid JSON at line {line} column {column}: {msg}")]
+    Syntax {
+        /// Where.
+        line: usize,
+        /// Where.
+        column: usize,
+        /// `serde_json`'s description.
+        msg: String,
+    },
+    /// JSON, but not a capture file.
+    #[error("not a tracer capture file: {0}")]
+    WrongFormat(String),
+    /// Written by a newer tracer.
+    #[error("capture file version {0} is newer than this tracer understands ({VERSION})")]
+    FutureVersion(u64),
+    /// A version field that is not a version.
+    #[error("invalid capture file version {0}")]
+    BadVersion(String),
+    /// A capture file whose fields do not match the schema.
+    #[error("{0}")]
+    Schema(String),
+    /// One record is wrong: which one, and how.
+    #[error("{what} {index}: {msg}")]
+    Record {
+        /// `series`, `probes`, `counters` or `cgroups`.
+        what: &'static str,
+        /// Index in that array (0-based, as `jq '.series[4]'`).
+        index: usize,
+        /// The problem.
+        msg: String,
+    },
+}
+
+#[derive(Serialize, Deserialize)]
+struct CaptureFile {
+    format: String,
+    version: u64,
+    meta: MetaRec,
+    command: Option<CommandRec>,
+    probes: Vec<ProbeRec>,
+    series: Vec<SeriesRec>,
+    counters: Vec<CounterRec>,
+    cgroups: Vec<CgroupRec>,
+    dentry_state: Option<DentryStateRec>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct MetaRec {
+    source: SourceRec,
+    description: String,
+    kernel: Option<String>,
+    started_unix_ns: u64,
+    duration_ns: u64,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum SourceRec {
+    Kernel,
+    Model,
+}
+
+#[derive(Serialize, Deserialize)]
+struct CommandRec {
+    argv: Vec<String>,
+    wall_ns: u64,
+    exit_code: Option<i32>,
+    signal: Option<i32>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct ProbeRec {
+    probe: String,
+    attach: AttachRec,
+    entries: u64,
+    exits: u64,
+    exits_without_entry: u64,
+    start_drops: u64,
+    hist_drops: u64,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+enum AttachRec {
+    Attached { method: MethodRec, symbol: String },
+    Absent { symbol: String },
+    Failed { reason: String },
+    NotRequested,
+    Modelled,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum MethodRec {
+    Kprobe,
+    Fentry,
+    Tracepoint,
+}
+
+#[derive(Serialize, Deserialize)]
+struct SeriesRec {
+    probe: String,
+    caller: Option<String>,
+    cgroup: CgroupId,
+    count: u64,
+    sum_ns: u64,
+    min_ns: Option<u64>,
+    max_ns: Option<u64>,
+    histogram: String,
+}
+
+#[derive(Serialize, Deserialize)]
+struct CounterRec {
+    counter: String,
+    cgroup: CgroupId,
+    value: u64,
+}
+
+#[derive(Serialize, Deserialize)]
+struct CgroupRec {
+    id: CgroupId,
+    path: String,
+}
+
+#[derive(Serialize, Deserialize)]
+struct DentryStateRec {
+    start: DentryRec,
+    end: DentryRec,
+}
+
+#[derive(Serialize, Deserialize)]
+#[expect(
+    clippy::struct_field_names,
+    reason = "the kernel's names for dentry-state fields"
+)]
+struct DentryRec {
+    nr_dentry: u64,
+    nr_unused: u64,
+    nr_negative: u64,
+}
+
+/// Every counter, for reading names back. The match keeps it complete.
+const COUNTERS: [Counter; 2] = [Counter::NegativeDentries, Counter::DroppedDentries];
+const _: () = {
+    // A new Counter variant fails to compile here until COUNTERS lists it.
+    const fn listed(c: Counter) -> usize {
+        match c {
+            Counter::NegativeDentries => 0,
+            Counter::DroppedDentries => 1,
+        }
+    }
+    assert!(listed(Counter::DroppedDentries) + 1 == COUNTERS.len());
+};
+
+/// The capture file for `snapshot`, pretty-printed, ending in a newline.
+///
+/// # Panics
+/// Never: serializing into memory cannot fail.
+#[must_use]
+pub fn to_string(snapshot: &Snapshot) -> String {
+    let file = CaptureFile {
+        format: FORMAT.to_owned(),
+        version: VERSION,
+        meta: MetaRec {
+            source: match snapshot.meta.source {
+                SourceKind::Kernel => SourceRec::Kernel,
+                SourceKind::Model => SourceRec::Model,
+            },
+            description: snapshot.meta.description.clone(),
+            kernel: snapshot.meta.kernel.clone(),
+            started_unix_ns: snapshot.meta.started_unix_ns,
+            duration_ns: snapshot.meta.duration_ns,
+        },
+        command: snapshot.command.as_ref().map(|c| CommandRec {
+            argv: c.argv.clone(),
+            wall_ns: c.wall_ns,
+            exit_code: c.exit_code,
+            signal: c.signal,
+        }),
+        probes: snapshot
+            .probes
+            .iter()
+            .map(|(p, st)| ProbeRec {
+                probe: p.name().to_owned(),
+                attach: attach_rec(&st.state),
+                entries: st.entries,
+                exits: st.exits,
+                exits_without_entry: st.exits_without_entry,
+                start_drops: st.start_drops,
+                hist_drops: st.hist_drops,
+            })
+            .collect(),
+        series: snapshot
+            .series
+            .iter()
+            .map(|(k, lat)| SeriesRec {
+                probe: k.probe.name().to_owned(),
+                caller: k.caller.map(|c| c.name().to_owned()),
+                cgroup: k.cgroup,
+                count: lat.count(),
+                sum_ns: lat.sum_ns(),
+                min_ns: lat.min_ns(),
+                max_ns: lat.max_ns(),
+                histogram: encode_histogram(lat),
+            })
+            .collect(),
+        counters: snapshot
+            .counters
+            .iter()
+            .map(|((c, cg), n)| CounterRec {
+                counter: c.name().to_owned(),
+                cgroup: *cg,
+                value: *n,
+            })
+            .collect(),
+        cgroups: snapshot
+            .cgroups
+            .iter()
+            .map(|(id, path)| CgroupRec {
+                id: *id,
+                path: path.clone(),
+            })
+            .collect(),
+        dentry_state: snapshot.dentry_state.map(|(a, b)| DentryStateRec {
+            start: dentry_rec(a),
+            end: dentry_rec(b),
+        }),
+    };
+    let mut s = serde_json::to_string_pretty(&file).expect("capture records serialize");
+    s.push('\n');
+    s
+}
+
+fn attach_rec(state: &AttachState) -> AttachRec {
+    match state {
+        AttachState::Attached { method, symbol } => AttachRec::Attached {
+            method: match method {
+                AttachMethod::Kprobe => MethodRec::Kprobe,
+                AttachMethod::Fentry => MethodRec::Fentry,
+                AttachMethod::Tracepoint => MethodRec::Tracepoint,
+            },
+            symbol: symbol.clone(),
+        },
+        AttachState::Absent { symbol } => AttachRec::Absent {
+            symbol: symbol.clone(),
+        },
+        AttachState::Failed { reason } => AttachRec::Failed {
+            reason: reason.clone(),
+        },
+        AttachState::NotRequested => AttachRec::NotRequested,
+        AttachState::Modelled => AttachRec::Modelled,
+    }
+}
+
+fn dentry_rec(d: DentryState) -> DentryRec {
+    DentryRec {
+        nr_dentry: d.nr_dentry,
+        nr_unused: d.nr_unused,
+        nr_negative: d.nr_negative,
+    }
+}
+
+fn encode_histogram(lat: &Latency) -> String {
+    let mut buf = Vec::new();
+    V2Serializer::new()
+        .serialize(lat.histogram(), &mut buf)
+        .expect("a histogram serializes into memory");
+    base64::engine::general_purpose::STANDARD.encode(buf)
+}
+
+/// Read a capture file's text.
+///
+/// # Errors
+/// When it is not JSON, not a capture file, from a newer tracer, or a record is invalid;
+/// the error says which and where.
+pub fn from_str(text: &str) -> Result<Snapshot, LoadError> {
+    // Check what the file is before its shape, so that a future version is reported as
+    // such rather than as whatever field it renamed.
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| json_error(&e))?;
+    check_header(&value)?;
+    let file: CaptureFile = serde_json::from_str(text).map_err(|e| json_error(&e))?;
+    build(file)
+}
+
+fn json_error(e: &serde_json::Error) -> LoadError {
+    let (line, column) = (e.line(), e.column());
+    match e.classify() {
+        Category::Eof => LoadError::Truncated { line, column },
+        Category::Syntax => {
+            let msg = e.to_string();
+            // serde_json appends " at line L column C"; we say it first.
+            let msg = msg
+                .rsplit_once(" at line ")
+                .map_or(msg.as_str(), |(m, _)| m)
+                .to_owned();
+            LoadError::Syntax { line, column, msg }
+        }
+        Category::Data | Category::Io => LoadError::Schema(e.to_string()),
+    }
+}
+
+fn check_header(value: &serde_json::Value) -> Result<(), LoadError> {
+    let Some(obj) = value.as_object() else {
+        return Err(LoadError::WrongFormat(
+            "the top level is not a JSON object".to_owned(),
+        ));
+    };
+    match obj.get("format") {
+        Some(serde_json::Value::String(f)) if f == FORMAT => {}
+        Some(other) => {
+            return Err(LoadError::WrongFormat(format!(
+                "format is {other}, expected \"{FORMAT}\""
+            )));
+        }
+        None => return Err(LoadError::WrongFormat("no \"format\" field".to_owned())),
+    }
+    match obj.get("version") {
+        Some(v) => match v.as_u64() {
+            Some(n) if n > VERSION => Err(LoadError::FutureVersion(n)),
+            Some(n) if n >= 1 => Ok(()),
+            _ => Err(LoadError::BadVersion(v.to_string())),
+        },
+        None => Err(LoadError::BadVersion("(missing)".to_owned())),
+    }
+}
+
+fn probe_named(name: &str) -> Result<Probe, String> {
+    Probe::from_name(name).ok_or_else(|| format!("unknown probe \"{name}\""))
+}
+
+fn build(file: CaptureFile) -> Result<Snapshot, LoadError> {
+    let record = |what, index| move |msg: String| LoadError::Record { what, index, msg };
+    let mut s = Snapshot::new(Meta {
+        source: match file.meta.source {
+            SourceRec::Kernel => SourceKind::Kernel,
+            SourceRec::Model => SourceKind::Model,
+        },
+        description: file.meta.description,
+        kernel: file.meta.kernel,
+        started_unix_ns: file.meta.started_unix_ns,
+        duration_ns: file.meta.duration_ns,
+    });
+    s.command = file.command.map(|c| CommandRun {
+        argv: c.argv,
+        wall_ns: c.wall_ns,
+        exit_code: c.exit_code,
+        signal: c.signal,
+    });
+    for (i, p) in file.probes.into_iter().enumerate() {
+        let probe = probe_named(&p.probe).map_err(record("probes", i))?;
+        let status = ProbeStatus {
+            state: attach_state(p.attach),
+            entries: p.entries,
+            exits: p.exits,
+            exits_without_entry: p.exits_without_entry,
+            start_drops: p.start_drops,
+            hist_drops: p.hist_drops,
+        };
+        if s.probes.insert(probe, status).is_some() {
+            return Err(record("probes", i)(format!(
+                "probe \"{}\" listed twice",
+                p.probe
+            )));
+        }
+    }
+    for (i, r) in file.series.into_iter().enumerate() {
+        let err = record("series", i);
+        let probe = probe_named(&r.probe).map_err(err)?;
+        let caller = r
+            .caller
+            .as_deref()
+            .map(probe_named)
+            .transpose()
+            .map_err(err)?;
+        let lat = latency(&r).map_err(err)?;
+        let key = SeriesKey {
+            probe,
+            caller,
+            cgroup: r.cgroup,
+        };
+        if s.series.insert(key, lat).is_some() {
+            return Err(err(
+                "the same probe, caller and cgroup as an earlier series".to_owned(),
+            ));
+        }
+    }
+    for (i, c) in file.counters.into_iter().enumerate() {
+        let err = record("counters", i);
+        let counter = COUNTERS
+            .into_iter()
+            .find(|k| k.name() == c.counter)
+            .ok_or_else(|| err(format!("unknown counter \"{}\"", c.counter)))?;
+        if s.counters.insert((counter, c.cgroup), c.value).is_some() {
+            return Err(err(
+                "the same counter and cgroup as an earlier one".to_owned()
+            ));
+        }
+    }
+    for (i, c) in file.cgroups.into_iter().enumerate() {
+        if s.cgroups.insert(c.id, c.path).is_some() {
+            return Err(record("cgroups", i)(format!(
+                "cgroup id {} listed twice",
+                c.id
+            )));
+        }
+    }
+    s.dentry_state = file
+        .dentry_state
+        .map(|d| (dentry_state(&d.start), dentry_state(&d.end)));
+    Ok(s)
+}
+
+fn attach_state(a: AttachRec) -> AttachState {
+    match a {
+        AttachRec::Attached { method, symbol } => AttachState::Attached {
+            method: match method {
+                MethodRec::Kprobe => AttachMethod::Kprobe,
+                MethodRec::Fentry => AttachMethod::Fentry,
+                MethodRec::Tracepoint => AttachMethod::Tracepoint,
+            },
+            symbol,
+        },
+        AttachRec::Absent { symbol } => AttachState::Absent { symbol },
+        AttachRec::Failed { reason } => AttachState::Failed { reason },
+        AttachRec::NotRequested => AttachState::NotRequested,
+        AttachRec::Modelled => AttachState::Modelled,
+    }
+}
+
+fn dentry_state(d: &DentryRec) -> DentryState {
+    DentryState {
+        nr_dentry: d.nr_dentry,
+        nr_unused: d.nr_unused,
+        nr_negative: d.nr_negative,
+    }
+}
+
+fn latency(r: &SeriesRec) -> Result<Latency, String> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(&r.histogram)
+        .map_err(|e| format!("histogram: invalid base64 ({e})"))?;
+    let hist = Deserializer::new()
+        .deserialize::<u64, _>(&mut bytes.as_slice())
+        .map_err(|e| format!("histogram: not an hdrhistogram V2 serialization ({e})"))?;
+    let (min, max) = match (r.count, r.min_ns, r.max_ns) {
+        (0, _, _) => (0, 0),
+        (_, Some(min), Some(max)) if min <= max => (min, max),
+        (_, Some(_), Some(_)) => return Err("min_ns is larger than max_ns".to_owned()),
+        _ => return Err("min_ns and max_ns are required when count is not 0".to_owned()),
+    };
+    Latency::from_parts(r.count, r.sum_ns, min, max, hist).map_err(|e| format!("histogram: {e}"))
+}
+
+/// Histogram bytes per series, for the size note in `docs/capture-file.md`.
+#[cfg(test)]
+fn encoded_sizes(lat: &Latency) -> (usize, usize) {
+    use hdrhistogram::serialization::V2DeflateSerializer;
+    let mut plain = Vec::new();
+    V2Serializer::new()
+        .serialize(lat.histogram(), &mut plain)
+        .expect("serializes");
+    let mut deflated = Vec::new();
+    V2DeflateSerializer::new()
+        .serialize(lat.histogram(), &mut deflated)
+        .expect("serializes");
+    (plain.len(), deflated.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::testdata;
+
+    fn load_err(text: &str) -> String {
+        match from_str(text) {
+            Ok(_) => panic!("loaded:\n{text}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn rich_snapshots_round_trip_exactly() {
+        for s in [
+            testdata::umount_capture(),
+            testdata::model_run(),
+            testdata::empty(),
+        ] {
+            let text = to_string(&s);
+            let back = from_str(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+            assert_eq!(back, s);
+            // And a second trip writes the same bytes.
+            assert_eq!(to_string(&back), text);
+        }
+    }
+
+    #[test]
+    fn the_file_says_what_it_is_and_keys_are_strings() {
+        let text = to_string(&testdata::umount_capture());
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["format"], "tracer-capture");
+        assert_eq!(v["version"], 1);
+        assert_eq!(v["meta"]["source"], "kernel");
+        assert_eq!(v["command"]["exit_code"], 0);
+        let srcu = v["series"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["probe"] == "synchronize_srcu" && r["caller"] == "unregister_shrinker")
+            .unwrap();
+        assert_eq!(srcu["count"], 300);
+        assert_eq!(v["probes"][0]["attach"]["state"], "attached");
+        assert_eq!(v["probes"][0]["attach"]["method"], "fentry");
+        // The gone-cgroup id survives as an exact integer.
+        assert!(
+            v["series"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r["cgroup"] == u64::MAX)
+        );
+    }
+
+    #[test]
+    fn thirty_series_stay_small() {
+        let s = testdata::many_series(30);
+        let text = to_string(&s);
+        let (plain, deflated): (usize, usize) = s
+            .series
+            .values()
+            .map(encoded_sizes)
+            .fold((0, 0), |(a, b), (p, d)| (a + p, b + d));
+        eprintln!(
+            "30 series: file {} bytes; histograms V2 {plain} bytes, V2+deflate {deflated} bytes",
+            text.len()
+        );
+        assert!(text.len() < 100_000, "{} bytes", text.len());
+        let umount = to_string(&testdata::umount_capture()).len();
+        eprintln!("the umount capture (11 series, 300 calls each at most): {umount} bytes");
+        assert!(umount < 20_000, "{umount} bytes");
+    }
+
+    #[test]
+    fn truncated_files_say_where_they_end() {
+        let text = to_string(&testdata::umount_capture());
+        let cut = &text[..text.len() / 2];
+        let msg = load_err(cut);
+        assert!(msg.starts_with("truncated JSON at line "), "{msg}");
+        assert_eq!(
+            load_err("{\n  \"format\": \"tracer-capture\",\n  \"ver"),
+            "truncated JSON at line 3 column 6"
+        );
+        assert_eq!(load_err(""), "truncated JSON at line 1 column 0");
+    }
+
+    #[test]
+    fn corrupt_and_foreign_files_are_named_as_such() {
+        assert_eq!(
+            load_err("{\"format\" 1}"),
+            "invalid JSON at line 1 column 11: expected `:`"
+        );
+        assert_eq!(
+            load_err("{\n  \"format\": \"tracer-capture\"\n  \"version\": 1\n}"),
+            "invalid JSON at line 3 column 3: expected `,` or `}`"
+        );
+        assert_eq!(
+            load_err("[1, 2]"),
+            "not a tracer capture file: the top level is not a JSON object"
+        );
+        assert_eq!(
+            load_err(r#"{"format": "pcap", "version": 1}"#),
+            r#"not a tracer capture file: format is "pcap", expected "tracer-capture""#
+        );
+        assert_eq!(
+            load_err(r#"{"version": 1}"#),
+            r#"not a tracer capture file: no "format" field"#
+        );
+        assert_eq!(
+            load_err(r#"{"format": "tracer-capture", "version": "one"}"#),
+            r#"invalid capture file version "one""#
+        );
+    }
+
+    #[test]
+    fn future_versions_are_refused_before_their_fields_are_read() {
+        assert_eq!(
+            load_err(r#"{"format": "tracer-capture", "version": 7, "everything": "renamed"}"#),
+            "capture file version 7 is newer than this tracer understands (1)"
+        );
+    }
+
+    fn edited(edit: impl FnOnce(&mut serde_json::Value)) -> String {
+        let mut v: serde_json::Value =
+            serde_json::from_str(&to_string(&testdata::umount_capture())).unwrap();
+        edit(&mut v);
+        serde_json::to_string_pretty(&v).unwrap()
+    }
+
+    #[test]
+    fn a_bad_record_is_named_by_its_index() {
+        let bad_b64 = edited(|v| v["series"][4]["histogram"] = "@@not base64@@".into());
+        assert!(
+            load_err(&bad_b64).starts_with("series 4: histogram: invalid base64"),
+            "{}",
+            load_err(&bad_b64)
+        );
+
+        let not_hdr = edited(|v| v["series"][1]["histogram"] = "aGVsbG8gd29ybGQ=".into());
+        assert!(load_err(&not_hdr).starts_with("series 1: histogram: not an hdrhistogram V2"));
+
+        let miscount = edited(|v| v["series"][2]["count"] = 5.into());
+        assert!(
+            load_err(&miscount).starts_with("series 2: histogram: histogram holds "),
+            "{}",
+            load_err(&miscount)
+        );
+
+        let probe = edited(|v| v["series"][0]["probe"] = "vfs_unlink".into());
+        assert_eq!(load_err(&probe), "series 0: unknown probe \"vfs_unlink\"");
+
+        let caller = edited(|v| v["series"][0]["caller"] = "nope".into());
+        assert_eq!(load_err(&caller), "series 0: unknown probe \"nope\"");
+
+        let counter = edited(|v| v["counters"][0]["counter"] = "positive_dentries".into());
+        assert_eq!(
+            load_err(&counter),
+            "counters 0: unknown counter \"positive_dentries\""
+        );
+
+        let dup = edited(|v| {
+            let first = v["probes"][0].clone();
+            v["probes"].as_array_mut().unwrap().push(first);
+        });
+        assert!(
+            load_err(&dup).ends_with("listed twice"),
+            "{}",
+            load_err(&dup)
+        );
+
+        let min_max = edited(|v| v["series"][0]["min_ns"] = u64::MAX.into());
+        assert_eq!(load_err(&min_max), "series 0: min_ns is larger than max_ns");
+    }
+
+    #[test]
+    fn deflated_histograms_are_read_too() {
+        use hdrhistogram::serialization::V2DeflateSerializer;
+        let s = testdata::umount_capture();
+        let mut v: serde_json::Value = serde_json::from_str(&to_string(&s)).unwrap();
+        for (rec, lat) in v["series"]
+            .as_array_mut()
+            .unwrap()
+            .iter_mut()
+            .zip(s.series.values())
+        {
+            let mut buf = Vec::new();
+            V2DeflateSerializer::new()
+                .serialize(lat.histogram(), &mut buf)
+                .unwrap();
+            rec["histogram"] = base64::engine::general_purpose::STANDARD.encode(buf).into();
+        }
+        assert_eq!(from_str(&v.to_string()).unwrap(), s);
+    }
+
+    #[test]
+    fn a_missing_field_is_named() {
+        let text = edited(|v| {
+            v["meta"].as_object_mut().unwrap().remove("duration_ns");
+        });
+        let msg = load_err(&text);
+        assert!(
+            msg.starts_with("missing field `duration_ns` at line "),
+            "{msg}"
+        );
+    }
+}

@@ -1,0 +1,180 @@
+//! Human units for durations, counts, ratios and timestamps.
+
+/// A duration in nanoseconds with three significant digits: `812 ns`, `7.21 µs`, `2.41 s`.
+#[must_use]
+pub fn ns(v: u64) -> String {
+    if v < 1_000 {
+        return format!("{v} ns");
+    }
+    #[expect(
+        clippy::cast_precision_loss,
+        reason = "three significant digits are shown"
+    )]
+    ns_f(v as f64)
+}
+
+/// A fractional duration in nanoseconds (a mean), as [`ns`].
+#[must_use]
+pub fn ns_f(v: f64) -> String {
+    const UNITS: [(f64, &str); 4] = [(1.0, "ns"), (1e3, "µs"), (1e6, "ms"), (1e9, "s")];
+    if !v.is_finite() || v < 0.0 {
+        return "—".to_owned();
+    }
+    let mut i = UNITS
+        .iter()
+        .rposition(|(scale, _)| v >= *scale)
+        .unwrap_or(0);
+    // 999.7 µs would round to "1000 µs": show it as 1.00 ms.
+    if i + 1 < UNITS.len() && v / UNITS[i].0 >= 999.5 {
+        i += 1;
+    }
+    let (scale, unit) = UNITS[i];
+    let x = v / scale;
+    if i == 0 && x.fract() == 0.0 {
+        format!("{x:.0} {unit}")
+    } else if x < 9.995 {
+        format!("{x:.2} {unit}")
+    } else if x < 99.95 {
+        format!("{x:.1} {unit}")
+    } else {
+        format!("{x:.0} {unit}")
+    }
+}
+
+/// `part` as a percentage of `whole`, or `—` when `whole` is zero.
+#[must_use]
+pub fn percent(part: u64, whole: u64) -> String {
+    if whole == 0 {
+        return "—".to_owned();
+    }
+    #[expect(clippy::cast_precision_loss, reason = "a percentage for display")]
+    let p = part as f64 * 100.0 / whole as f64;
+    format!("{p:.1}%")
+}
+
+/// A ratio B/A, or `—` when it is undefined (A is zero or either side is missing).
+#[must_use]
+pub fn ratio(a: Option<f64>, b: Option<f64>) -> String {
+    match ratio_value(a, b) {
+        Some(r) if r >= 99.95 => format!("{r:.0}×"),
+        Some(r) if r >= 9.995 => format!("{r:.1}×"),
+        Some(r) => format!("{r:.2}×"),
+        None => "—".to_owned(),
+    }
+}
+
+/// B/A when both are known and A is not zero.
+#[must_use]
+pub fn ratio_value(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) if a > 0.0 && a.is_finite() && b.is_finite() => Some(b / a),
+        _ => None,
+    }
+}
+
+/// A command line as a shell would read it back: arguments with spaces or quotes are
+/// single-quoted.
+#[must_use]
+pub fn shell_words(argv: &[String]) -> String {
+    argv.iter()
+        .map(|a| {
+            let plain = !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
+            if plain {
+                a.clone()
+            } else {
+                format!("'{}'", a.replace('\'', r"'\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A conventional name for the signals a traced command usually dies of.
+#[must_use]
+pub fn signal_name(sig: i32) -> Option<&'static str> {
+    Some(match sig {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        3 => "SIGQUIT",
+        6 => "SIGABRT",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        13 => "SIGPIPE",
+        14 => "SIGALRM",
+        15 => "SIGTERM",
+        _ => return None,
+    })
+}
+
+/// Unix nanoseconds as `YYYY-MM-DD hh:mm:ss UTC`.
+#[must_use]
+pub fn utc(unix_ns: u64) -> String {
+    let secs = unix_ns / 1_000_000_000;
+    let days = secs / 86_400;
+    let rem = secs % 86_400;
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
+        rem / 3_600,
+        rem % 3_600 / 60,
+        rem % 60
+    )
+}
+
+/// Proleptic Gregorian date of a day count since 1970-01-01 (days-from-civil, inverted).
+fn civil_from_days(days: u64) -> (u64, u64, u64) {
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + u64::from(m <= 2);
+    (y, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_keep_three_significant_digits() {
+        assert_eq!(ns(0), "0 ns");
+        assert_eq!(ns(812), "812 ns");
+        assert_eq!(ns(7_214), "7.21 µs");
+        assert_eq!(ns(12_340_000), "12.3 ms");
+        assert_eq!(ns(999_700), "1.00 ms");
+        assert_eq!(ns(2_410_000_000), "2.41 s");
+        assert_eq!(ns(125_000_000_000), "125 s");
+        assert_eq!(ns_f(2.5), "2.50 ns");
+        assert_eq!(ns_f(f64::NAN), "—");
+    }
+
+    #[test]
+    fn ratios_and_percentages_refuse_to_divide_by_zero() {
+        assert_eq!(ratio(Some(2.0), Some(1.0)), "0.50×");
+        assert_eq!(ratio(Some(1.0), Some(12.0)), "12.0×");
+        assert_eq!(ratio(Some(0.0), Some(1.0)), "—");
+        assert_eq!(ratio(None, Some(1.0)), "—");
+        assert_eq!(percent(1, 3), "33.3%");
+        assert_eq!(percent(1, 0), "—");
+    }
+
+    #[test]
+    fn command_lines_quote_what_a_shell_would_split() {
+        let argv: Vec<String> = ["sh", "-c", "umount /mnt/a", "it's"]
+            .map(String::from)
+            .into();
+        assert_eq!(shell_words(&argv), r"sh -c 'umount /mnt/a' 'it'\''s'");
+    }
+
+    #[test]
+    fn timestamps_are_utc_dates() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(utc(1_709_251_199_000_000_000), "2024-02-29 23:59:59 UTC");
+    }
+}
