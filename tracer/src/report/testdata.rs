@@ -83,6 +83,12 @@ pub fn umount_capture() -> Snapshot {
         },
     ));
 
+    umount_probes(&mut s);
+    s
+}
+
+/// Attach states and loss counters of the umount capture: every state, every kind of loss.
+fn umount_probes(s: &mut Snapshot) {
     let mut srcu = attached(AttachMethod::Fentry, "synchronize_srcu");
     (srcu.entries, srcu.exits) = (300, 300);
     s.probes.insert(Probe::SynchronizeSrcu, srcu);
@@ -128,7 +134,6 @@ pub fn umount_capture() -> Snapshot {
         Probe::SysUmount,
         ProbeStatus::new(AttachState::NotRequested),
     );
-    s
 }
 
 /// A model run of the same workload, with expedited grace periods.
