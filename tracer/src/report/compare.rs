@@ -31,6 +31,8 @@ enum Callers {
 struct Entry {
     probe: Probe,
     callers: Callers,
+    /// Drawn under the probe's own row (a breakdown), rather than as the probe's row.
+    nested: bool,
 }
 
 impl Entry {
@@ -49,11 +51,17 @@ impl Entry {
         known.then(|| s.total_where(|k| self.matches(k)))
     }
 
-    fn label(&self) -> String {
-        match self.callers {
-            Callers::All => self.probe.name().to_owned(),
+    /// The label of the entry's first row and of its second.
+    fn labels(&self) -> (String, String) {
+        let under = match self.callers {
+            Callers::All => return (self.probe.name().to_owned(), String::new()),
             Callers::Under(None) => "  under no traced caller".to_owned(),
             Callers::Under(Some(c)) => format!("  under {}", c.name()),
+        };
+        if self.nested {
+            (under, String::new())
+        } else {
+            (self.probe.name().to_owned(), under)
         }
     }
 }
@@ -65,13 +73,6 @@ fn entries(a: &Snapshot, b: &Snapshot) -> Vec<Entry> {
     probes.dedup();
     let mut out = Vec::new();
     for probe in probes {
-        out.push(Entry {
-            probe,
-            callers: Callers::All,
-        });
-        if !probe.is_grace_period() {
-            continue;
-        }
         let mut callers: Vec<Option<Probe>> = a
             .series
             .keys()
@@ -81,11 +82,19 @@ fn entries(a: &Snapshot, b: &Snapshot) -> Vec<Entry> {
             .collect();
         callers.sort();
         callers.dedup();
-        if callers.iter().any(Option::is_some) {
-            out.extend(callers.into_iter().map(|c| Entry {
-                probe,
-                callers: Callers::Under(c),
-            }));
+        let entry = |callers, nested| Entry {
+            probe,
+            callers,
+            nested,
+        };
+        match callers[..] {
+            // One caller on both sides: name it on the probe's row rather than repeat it.
+            [Some(c)] if probe.is_grace_period() => out.push(entry(Callers::Under(Some(c)), false)),
+            [_, _, ..] if probe.is_grace_period() => {
+                out.push(entry(Callers::All, false));
+                out.extend(callers.into_iter().map(|c| entry(Callers::Under(c), true)));
+            }
+            _ => out.push(entry(Callers::All, false)),
         }
     }
     out
@@ -177,11 +186,11 @@ pub fn render(a: &Snapshot, b: &Snapshot, color: bool) -> String {
         ("total", Align::Right),
     ]);
     for (i, e) in list.iter().enumerate() {
-        if i > 0 && matches!(e.callers, Callers::All) {
+        if i > 0 && !e.nested {
             table.row(Vec::new());
         }
         let (la, lb) = (e.latency(a), e.latency(b));
-        let label = e.label();
+        let labels = e.labels();
         for (j, (side, lat)) in [("A", &la), ("B", &lb)].into_iter().enumerate() {
             let stat = |f: &dyn Fn(&Latency) -> Option<String>| -> Cell {
                 lat.as_ref()
@@ -192,15 +201,11 @@ pub fn render(a: &Snapshot, b: &Snapshot, color: bool) -> String {
             table.row(vec![
                 if j == 0 {
                     Cell::styled(
-                        label.clone(),
-                        if matches!(e.callers, Callers::All) {
-                            Style::Bold
-                        } else {
-                            Style::Plain
-                        },
+                        labels.0.clone(),
+                        if e.nested { Style::Plain } else { Style::Bold },
                     )
                 } else {
-                    "".into()
+                    labels.1.clone().into()
                 },
                 Cell::styled(side, Style::Dim),
                 stat(&|l| Some(l.count().to_string())),
@@ -311,11 +316,15 @@ mod tests {
         // The kernel ran synchronize_srcu; the model, its expedited variant.
         let [ra, rb, ratio] = rows_of(&r, "synchronize_srcu");
         assert_eq!(ra[2], "300");
-        assert_eq!(rb, ["B", "—", "—", "—", "—", "—"]);
+        // Its only caller, on both sides, is named on the second row.
+        assert_eq!(
+            rb,
+            ["under unregister_shrinker", "B", "—", "—", "—", "—", "—"]
+        );
         assert_eq!(ratio, ["B/A", "—", "—", "—", "—", "—"]);
         let [ra, rb, _] = rows_of(&r, "synchronize_srcu_expedited");
         assert_eq!(ra[1..], ["A", "—", "—", "—", "—", "—"]);
-        assert_eq!(rb[1], "300");
+        assert_eq!(rb[..3], ["under unregister_shrinker", "B", "300"]);
         // B has no namespace_unlock probe at all (only calls under it).
         let [_, rb, ratio] = rows_of(&r, "namespace_unlock");
         assert_eq!(rb[..2], ["B", "—"]);
@@ -373,5 +382,19 @@ mod tests {
     fn two_empty_snapshots() {
         let r = render(&testdata::empty(), &testdata::empty(), false);
         assert!(r.ends_with("no calls recorded on either side\n"), "{r}");
+    }
+}
+
+#[cfg(test)]
+mod sample {
+    /// `cargo test -p tracer --lib report::compare::sample -- --ignored --nocapture`
+    #[test]
+    #[ignore = "prints a sample comparison"]
+    fn print_sample_comparison() {
+        use crate::report::testdata;
+        print!(
+            "{}",
+            super::render(&testdata::umount_capture(), &testdata::model_run(), false)
+        );
     }
 }

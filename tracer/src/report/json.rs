@@ -515,12 +515,34 @@ mod tests {
         }
     }
 
+    /// Series as the live source builds them: from kernel buckets, and as the difference
+    /// of two readings (min and max then bounded by the histogram, not exact calls).
+    fn kernel_buckets_and_a_difference() -> Snapshot {
+        let mut s = testdata::umount_capture();
+        let b = |ns| tracer_common::bucket_of(ns);
+        let from_kernel = Latency::from_buckets(
+            [(b(900), 3), (b(7_000_000), 2), (b(200_000_000_000), 1)],
+            214_000_000_000,
+            870,
+            201_000_000_000,
+        );
+        s.series
+            .insert(SeriesKey::new(Probe::SysUmount, 9), from_kernel);
+        let key = SeriesKey::new(Probe::VfsRmdir, testdata::SESSION);
+        let mut later = s.clone();
+        later.record(key, 123_456);
+        later.meta.duration_ns += 1_000;
+        later.since(&s)
+    }
+
     #[test]
     fn rich_snapshots_round_trip_exactly() {
         for s in [
             testdata::umount_capture(),
             testdata::model_run(),
             testdata::empty(),
+            testdata::many_series(30),
+            kernel_buckets_and_a_difference(),
         ] {
             let text = to_string(&s);
             let back = from_str(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
