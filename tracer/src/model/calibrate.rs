@@ -1,0 +1,290 @@
+//! Fit the model's per-operation costs to a measured capture, so that it speaks for the
+//! user's own kernel.
+//!
+//! Two kinds of fit. Costs the capture measures directly (per-dentry prune cost, umount's own
+//! work) come from differences and ratios of means. Grace-period lengths are the outcome of
+//! a mechanism, not a parameter: the model is run with the current guess, its predicted mean
+//! compared with the measured one, and the parameter behind it scaled by the ratio until the
+//! two agree. Everything is deterministic: the same capture gives the same fit.
+
+use std::fmt::Write as _;
+
+use crate::snapshot::{Counter, Latency, Probe, Snapshot};
+
+use super::{
+    engine::scale,
+    params::{Params, show, show_ns},
+    scenarios,
+};
+
+/// One fitted parameter.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Fit {
+    /// The parameter.
+    pub key: &'static str,
+    /// Its fitted value.
+    pub value: u64,
+    /// What in the capture it comes from.
+    pub from: String,
+}
+
+/// The fitted values, and what could not be fitted.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Calibration {
+    /// Parameters fitted, in the order they were.
+    pub fits: Vec<Fit>,
+    /// What the capture lacked for the other parameters.
+    pub notes: Vec<String>,
+}
+
+impl Calibration {
+    /// The fitted value of `key`, if fitted.
+    #[must_use]
+    pub fn get(&self, key: &str) -> Option<u64> {
+        self.fits.iter().rev().find(|f| f.key == key).map(|f| f.value)
+    }
+
+    /// Set the fitted values in `p`.
+    pub fn apply(&self, p: &mut Params) {
+        for f in &self.fits {
+            p.put(f.key, f.value);
+        }
+    }
+
+    /// A report for stderr: each fitted value next to the one it replaces.
+    #[must_use]
+    pub fn render(&self, before: &Params) -> String {
+        let mut out = String::new();
+        let mut after = before.clone();
+        self.apply(&mut after);
+        for f in &self.fits {
+            let _ = writeln!(
+                out,
+                "calibrate: {:<22} = {:<10} (was {}) from {}",
+                f.key,
+                show(&after, f.key),
+                show(before, f.key),
+                f.from
+            );
+        }
+        for n in &self.notes {
+            let _ = writeln!(out, "calibrate: {n}");
+        }
+        if self.fits.is_empty() {
+            out.push_str("calibrate: nothing to fit in this capture; running with the defaults\n");
+        }
+        out
+    }
+}
+
+fn mean(l: &Latency) -> Option<u64> {
+    #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "a mean of u64 ns")]
+    l.mean_ns().map(|m| m.round() as u64)
+}
+
+fn measured(probe: Probe, l: &Latency) -> String {
+    format!("{}: {} calls, mean {}", probe.name(), l.count(), show_ns(mean(l).unwrap_or(0)))
+}
+
+/// Fit `base`'s per-operation costs to `capture`. Parameters the capture says nothing about
+/// keep their value in `base`.
+#[must_use]
+pub fn calibrate(capture: &Snapshot, base: &Params) -> Calibration {
+    let mut cal = Calibration::default();
+    let mut p = base.clone();
+    let total = |probe| capture.probe_total(probe);
+
+    // Normal RCU grace period: the jiffy sets its length (tick, FQS sleep, callback tick).
+    let rcu = total(Probe::SynchronizeRcu);
+    if let Some(m) = mean(&rcu) {
+        let tick = fit_by_model(&p, "tick_ns", m, 100_000, 100_000_000, |q| {
+            let o = scenarios::simulate("umount-storm", "baseline", q, 1);
+            mean(&o.snapshot.probe_total(Probe::SynchronizeRcu))
+        });
+        p.tick_ns = tick;
+        cal.fits.push(Fit { key: "tick_ns", value: tick, from: measured(Probe::SynchronizeRcu, &rcu) });
+    } else {
+        cal.notes.push("no synchronize_rcu calls: tick_ns not fitted from RCU".into());
+    }
+
+    // Expedited RCU: scale its three costs together.
+    let exp = total(Probe::SynchronizeRcuExpedited);
+    if let Some(m) = mean(&exp) {
+        let keys = ["rcu_exp_base_ns", "rcu_exp_idle_ns", "rcu_exp_ipi_ns"];
+        let start: Vec<u64> = keys.iter().map(|k| p.get(k).unwrap_or(0)).collect();
+        let mut factor = 1.0;
+        for _ in 0..4 {
+            let mut q = p.clone();
+            for (k, v) in keys.iter().zip(&start) {
+                q.put(k, scale(*v, factor).max(1));
+            }
+            q.mounts = 100;
+            let o = scenarios::simulate("umount-storm", "expedited", &q, 1);
+            let Some(pred) = mean(&o.snapshot.probe_total(Probe::SynchronizeRcuExpedited)) else { break };
+            factor *= ratio(m, pred);
+        }
+        for (k, v) in keys.iter().zip(&start) {
+            let value = scale(*v, factor).max(1);
+            p.put(k, value);
+            cal.fits.push(Fit { key: k, value, from: measured(Probe::SynchronizeRcuExpedited, &exp) });
+        }
+    }
+
+    // SRCU: expedited is two reader scans between two work-queue hops and a wakeup.
+    let cpus = p.cpus.max(1);
+    let srcu_exp = total(Probe::SynchronizeSrcuExpedited);
+    if let Some(m) = mean(&srcu_exp) {
+        let fixed = 2 * p.wq_latency_ns + p.wakeup_ns;
+        let v = (m.saturating_sub(fixed) / (2 * cpus)).max(1);
+        p.srcu_scan_per_cpu_ns = v;
+        cal.fits.push(Fit { key: "srcu_scan_per_cpu_ns", value: v, from: measured(Probe::SynchronizeSrcuExpedited, &srcu_exp) });
+    }
+    let srcu = total(Probe::SynchronizeSrcu);
+    if let (Some(m), None) = (mean(&srcu), mean(&rcu)) {
+        // An uncontended normal SRCU grace period sleeps about 2.5 jiffies (to the next
+        // jiffy to start, one between the scans, one before the callbacks).
+        let fixed = 2 * p.wq_latency_ns + p.wakeup_ns + 2 * cpus * p.srcu_scan_per_cpu_ns;
+        let v = (m.saturating_sub(fixed) * 2 / 5).clamp(100_000, 100_000_000);
+        p.tick_ns = v;
+        cal.fits.push(Fit { key: "tick_ns", value: v, from: measured(Probe::SynchronizeSrcu, &srcu) });
+    }
+
+    // umount's own work: what is left of the syscall outside the two traced parts.
+    let (um, nu, dls) = (total(Probe::SysUmount), total(Probe::NamespaceUnlock), total(Probe::DeactivateLockedSuper));
+    if let (Some(a), Some(b), Some(c)) = (mean(&um), mean(&nu), mean(&dls)) {
+        let v = a.saturating_sub(b + c).max(1_000);
+        cal.fits.push(Fit { key: "umount_work_ns", value: v, from: format!("umount - namespace_unlock - deactivate_locked_super means over {} umounts", um.count()) });
+        let mut teardown = total(Probe::UnregisterShrinker);
+        teardown.merge(&total(Probe::ShrinkerFree));
+        let v = c.saturating_sub(mean(&teardown).unwrap_or(0) + p.list_lru_destroy_ns).max(1_000);
+        cal.fits.push(Fit { key: "kill_sb_ns", value: v, from: "deactivate_locked_super - shrinker teardown - list_lru_destroy".into() });
+    }
+
+    // Dcache: per-dentry prune cost from the negatives the capture saw go away.
+    let sdp = total(Probe::ShrinkDcacheParent);
+    let made = capture.counter_total(Counter::NegativeDentries);
+    let dropped = capture.dentry_state.map_or(0, |(a, b)| a.nr_negative.saturating_sub(b.nr_negative));
+    let pruned = made.max(dropped);
+    if sdp.count() > 0 && pruned > 0 {
+        let v = (sdp.sum_ns() / pruned).max(1);
+        cal.fits.push(Fit {
+            key: "prune_ns",
+            value: v,
+            from: format!("shrink_dcache_parent: {} total over {pruned} negative dentries", show_ns(sdp.sum_ns())),
+        });
+    } else if sdp.count() > 0 {
+        cal.notes.push("shrink_dcache_parent seen but no negative dentries counted: prune_ns not fitted".into());
+    }
+    let unlink = total(Probe::SysUnlink);
+    if let Some(m) = mean(&unlink) {
+        cal.fits.push(Fit { key: "populate_ns", value: m, from: measured(Probe::SysUnlink, &unlink) });
+    }
+    let vfs_rmdir = total(Probe::VfsRmdir);
+    if let Some(m) = mean(&vfs_rmdir) {
+        let inner = mean(&capture.probe_by_caller(Probe::ShrinkDcacheParent, Some(Probe::VfsRmdir))).unwrap_or(0);
+        let v = m.saturating_sub(inner).max(100);
+        cal.fits.push(Fit { key: "rmdir_ns", value: v, from: "vfs_rmdir - shrink_dcache_parent inside it".into() });
+    }
+    cal
+}
+
+fn ratio(measured: u64, predicted: u64) -> f64 {
+    #[expect(clippy::cast_precision_loss, reason = "a ratio of durations")]
+    let r = measured as f64 / predicted.max(1) as f64;
+    r
+}
+
+/// Scale parameter `key` until `predict` (a model run) gives `target`, within `[lo, hi]`.
+fn fit_by_model(p: &Params, key: &str, target: u64, lo: u64, hi: u64, predict: impl Fn(&Params) -> Option<u64>) -> u64 {
+    let mut q = p.clone();
+    q.mounts = 100;
+    let mut v = p.get(key).unwrap_or(lo).clamp(lo, hi);
+    // The length is close to proportional to the parameter (plus fixed costs): a few
+    // proportional steps converge.
+    for _ in 0..5 {
+        q.put(key, v);
+        let Some(pred) = predict(&q) else { break };
+        v = scale(v, ratio(target, pred)).clamp(lo, hi);
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::{DentryState, Meta, SeriesKey, SourceKind};
+
+    fn capture() -> Snapshot {
+        Snapshot::new(Meta {
+            source: SourceKind::Kernel,
+            description: "test".into(),
+            kernel: None,
+            started_unix_ns: 0,
+            duration_ns: 1,
+        })
+    }
+
+    #[test]
+    fn an_empty_capture_fits_nothing_and_says_so() {
+        let cal = calibrate(&capture(), &Params::base());
+        assert!(cal.fits.is_empty());
+        assert!(cal.render(&Params::base()).contains("nothing to fit"));
+    }
+
+    #[test]
+    fn prune_cost_is_total_prune_time_over_negatives() {
+        let mut c = capture();
+        // 2 million negatives pruned in 0.5 s: 250 ns each.
+        c.record(SeriesKey::new(Probe::ShrinkDcacheParent, 1).with_caller(Probe::VfsRmdir), 500_000_000);
+        c.count(Counter::NegativeDentries, 1, 2_000_000);
+        assert_eq!(calibrate(&c, &Params::base()).get("prune_ns"), Some(250));
+        // Failed lookups leave no d_delete count; /proc/sys/fs/dentry-state still shows them go.
+        let mut c = capture();
+        c.record(SeriesKey::new(Probe::ShrinkDcacheParent, 1), 500_000_000);
+        let before = DentryState { nr_dentry: 0, nr_unused: 0, nr_negative: 1_000_000 };
+        c.dentry_state = Some((before, DentryState { nr_negative: 0, ..before }));
+        assert_eq!(calibrate(&c, &Params::base()).get("prune_ns"), Some(500));
+    }
+
+    #[test]
+    fn grace_period_fit_reproduces_the_measured_mean() {
+        // A kernel whose synchronize_rcu takes 9 ms (faster ticks than the default HZ=250).
+        let mut c = capture();
+        for _ in 0..10 {
+            c.record(SeriesKey::new(Probe::SynchronizeRcu, 1).with_caller(Probe::NamespaceUnlock), 9_000_000);
+        }
+        let base = Params::base();
+        let cal = calibrate(&c, &base);
+        let tick = cal.get("tick_ns").unwrap();
+        assert!(tick < base.tick_ns, "tick {tick}");
+        let mut p = base.clone();
+        cal.apply(&mut p);
+        p.mounts = 300;
+        let o = scenarios::simulate("umount-storm", "baseline", &p, 7);
+        let m = o.snapshot.probe_total(Probe::SynchronizeRcu).mean_ns().unwrap();
+        assert!((m / 9e6 - 1.0).abs() < 0.10, "fitted model predicts {m} ns, capture 9 ms");
+    }
+
+    #[test]
+    fn expedited_fit_scales_its_costs_and_umount_work_is_the_remainder() {
+        let mut c = capture();
+        for _ in 0..10 {
+            c.record(SeriesKey::new(Probe::SynchronizeRcuExpedited, 1).with_caller(Probe::NamespaceUnlock), 100_000);
+            c.record(SeriesKey::new(Probe::SysUmount, 1), 400_000);
+            c.record(SeriesKey::new(Probe::NamespaceUnlock, 1), 110_000);
+            c.record(SeriesKey::new(Probe::DeactivateLockedSuper, 1), 90_000);
+            c.record(SeriesKey::new(Probe::UnregisterShrinker, 1).with_caller(Probe::DeactivateLockedSuper), 5_000);
+        }
+        let base = Params::base();
+        let cal = calibrate(&c, &base);
+        assert!(cal.get("rcu_exp_ipi_ns").unwrap() > base.rcu_exp_ipi_ns);
+        assert_eq!(cal.get("umount_work_ns"), Some(200_000));
+        assert_eq!(cal.get("kill_sb_ns"), Some(90_000 - 5_000 - base.list_lru_destroy_ns));
+        let mut p = base.clone();
+        cal.apply(&mut p);
+        p.mounts = 200;
+        let o = scenarios::simulate("umount-storm", "expedited", &p, 3);
+        let m = o.snapshot.probe_total(Probe::SynchronizeRcuExpedited).mean_ns().unwrap();
+        assert!((m / 100e3 - 1.0).abs() < 0.10, "fitted model predicts {m} ns, capture 100 us");
+    }
+}

@@ -1,0 +1,165 @@
+//! The kernel paths the scenarios exercise, written as scripts of [`Step`]s in the order the
+//! kernel runs them, with the traced functions entered and left where the kernel side's
+//! probes fire.
+
+use crate::snapshot::Probe;
+
+use super::{
+    params::Params,
+    sim::{Gp, LockId, Step},
+};
+
+/// How a superblock's shrinker is torn down at umount.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Teardown {
+    /// Before Linux 6.4's lockless slab shrink: `down_write(&shrinker_rwsem)`, unlink, done.
+    Rwsem,
+    /// Since then: `shrinker_mutex`, then `synchronize_srcu(&shrinker_srcu)` (or expedited).
+    Srcu(Gp),
+    /// The deferred-finalize series: `unregister_shrinker_delayed_initiate` at umount; the
+    /// SRCU wait and `list_lru_destroy` move to `destroy_super_work` on a kworker.
+    Deferred,
+}
+
+/// The locks the umount and mount paths take.
+#[derive(Clone, Copy, Debug)]
+pub struct Registry {
+    /// `shrinker_rwsem` (before 6.4) or `shrinker_mutex` (since).
+    pub shrinker: LockId,
+    /// `list_lrus_mutex`, taken by `list_lru_destroy`.
+    pub list_lrus: LockId,
+}
+
+fn grace_period(probe: Probe, step: Step) -> [Step; 3] {
+    [Step::Enter(probe), step, Step::Exit(probe)]
+}
+
+fn list_lru_destroy(p: &Params, reg: Registry) -> [Step; 3] {
+    [Step::Lock(reg.list_lrus, true), Step::Cpu(p.list_lru_destroy_ns), Step::Unlock(reg.list_lrus)]
+}
+
+/// register_shrinker at mount: add to the registry under its lock.
+#[must_use]
+pub fn register_shrinker(p: &Params, reg: Registry) -> Vec<Step> {
+    vec![Step::Lock(reg.shrinker, true), Step::Cpu(p.shrinker_lock_ns), Step::Unlock(reg.shrinker)]
+}
+
+/// umount(2) of one tmpfs: do_umount, namespace_unlock's grace period, then (task_work on the
+/// way out) deactivate_locked_super with the shrinker teardown and kill_sb.
+#[must_use]
+pub fn umount(p: &Params, namespace_gp: Gp, teardown: Teardown, reg: Registry) -> Vec<Step> {
+    let mut s = vec![Step::Enter(Probe::SysUmount), Step::Cpu(p.umount_work_ns / 2)];
+    s.push(Step::Enter(Probe::NamespaceUnlock));
+    s.extend(match namespace_gp {
+        Gp::Normal => grace_period(Probe::SynchronizeRcu, Step::Rcu(Gp::Normal)),
+        Gp::Expedited => grace_period(Probe::SynchronizeRcuExpedited, Step::Rcu(Gp::Expedited)),
+    });
+    s.push(Step::Exit(Probe::NamespaceUnlock));
+    s.push(Step::Cpu(p.umount_work_ns - p.umount_work_ns / 2));
+    s.push(Step::Enter(Probe::DeactivateLockedSuper));
+    let unlink = [Step::Lock(reg.shrinker, true), Step::Cpu(p.shrinker_lock_ns), Step::Unlock(reg.shrinker)];
+    match teardown {
+        Teardown::Rwsem => {
+            s.push(Step::Enter(Probe::UnregisterShrinker));
+            s.extend(unlink);
+            s.push(Step::Exit(Probe::UnregisterShrinker));
+        }
+        Teardown::Srcu(gp) => {
+            s.push(Step::Enter(Probe::UnregisterShrinker));
+            s.extend(unlink);
+            s.extend(match gp {
+                Gp::Normal => grace_period(Probe::SynchronizeSrcu, Step::Srcu(Gp::Normal)),
+                Gp::Expedited => grace_period(Probe::SynchronizeSrcuExpedited, Step::Srcu(Gp::Expedited)),
+            });
+            s.push(Step::Exit(Probe::UnregisterShrinker));
+        }
+        // unregister_shrinker_delayed_initiate is not traced: only its lock shows, as time.
+        Teardown::Deferred => s.extend(unlink),
+    }
+    s.push(Step::Cpu(p.kill_sb_ns));
+    if teardown == Teardown::Deferred {
+        // destroy_super_work: the finalize's grace period runs in a kworker, where no traced
+        // function encloses it (caller none, root cgroup).
+        let mut work: Vec<Step> = grace_period(Probe::SynchronizeSrcu, Step::Srcu(Gp::Normal)).into();
+        work.extend(list_lru_destroy(p, reg));
+        s.push(Step::Work(work));
+    } else {
+        s.extend(list_lru_destroy(p, reg));
+    }
+    s.push(Step::Exit(Probe::DeactivateLockedSuper));
+    s.push(Step::Exit(Probe::SysUmount));
+    s
+}
+
+/// Where rmdir prunes the removed directory's children.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Prune {
+    /// Mainline: shrink_dcache_parent inside vfs_rmdir, both inode locks held.
+    UnderLock,
+    /// Linus's first patch: after dropping the victim's lock, still under the parent's.
+    AfterVictimUnlock,
+    /// Linus's v2: after dropping both locks (vfs_rmdir_cleanup in do_rmdir).
+    AfterUnlock,
+}
+
+/// The inode locks of an rmdir.
+#[derive(Clone, Copy, Debug)]
+pub struct Dirs {
+    /// The parent directory's i_rwsem (do_rmdir takes it, I_MUTEX_PARENT).
+    pub parent: LockId,
+    /// The removed directory's i_rwsem (vfs_rmdir takes it).
+    pub victim: LockId,
+}
+
+/// rmdir(2) of a directory whose negative children are pruned at `prune`.
+#[must_use]
+pub fn rmdir(p: &Params, prune: Prune, dirs: Dirs) -> Vec<Step> {
+    let pruning = |under_lock: bool| {
+        let mut s = vec![Step::Enter(Probe::ShrinkDcacheParent)];
+        if under_lock {
+            s.push(Step::Enter(Probe::PruneUnderInodeLock));
+        }
+        s.push(Step::Prune(p.prune_ns));
+        if under_lock {
+            s.push(Step::Exit(Probe::PruneUnderInodeLock));
+        }
+        s.push(Step::Exit(Probe::ShrinkDcacheParent));
+        s
+    };
+    let mut s = vec![
+        Step::Enter(Probe::SysRmdir),
+        Step::Lock(dirs.parent, true),
+        Step::Enter(Probe::VfsRmdir),
+        Step::Lock(dirs.victim, true),
+        Step::Enter(Probe::InodeLockHold),
+        Step::Cpu(p.rmdir_ns),
+    ];
+    let release_victim = [Step::Exit(Probe::InodeLockHold), Step::Unlock(dirs.victim)];
+    match prune {
+        Prune::UnderLock => {
+            s.extend(pruning(true));
+            s.extend(release_victim);
+            s.extend([Step::Exit(Probe::VfsRmdir), Step::Unlock(dirs.parent)]);
+        }
+        Prune::AfterVictimUnlock => {
+            s.extend(release_victim);
+            s.extend(pruning(false));
+            s.extend([Step::Exit(Probe::VfsRmdir), Step::Unlock(dirs.parent)]);
+        }
+        Prune::AfterUnlock => {
+            // vfs_rmdir_raw is static in the patch; the model still names its span vfs_rmdir
+            // so that runs of the variants line up in `tracer compare`.
+            s.extend(release_victim);
+            s.extend([Step::Exit(Probe::VfsRmdir), Step::Unlock(dirs.parent)]);
+            s.extend(pruning(false));
+        }
+    }
+    s.push(Step::Exit(Probe::SysRmdir));
+    s
+}
+
+/// `ls` of a directory: readdir under its inode lock, shared.
+#[must_use]
+pub fn ls(p: &Params, dir: LockId) -> Vec<Step> {
+    vec![Step::Lock(dir, false), Step::Cpu(p.lookup_ns), Step::Unlock(dir)]
+}

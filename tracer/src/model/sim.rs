@@ -1,0 +1,664 @@
+//! A small simulated kernel: tasks that run scripts of steps on a pool of CPUs, take
+//! rwsems, wait for RCU and SRCU grace periods, and enter and leave traced functions.
+//!
+//! Tracing mirrors the kernel side: entering a traced *function* pushes a frame, so a call's
+//! `caller` is the innermost traced function around it on the same task; syscall and derived
+//! spans are recorded without pushing a frame. Every series lands in a [`Snapshot`].
+
+use std::collections::{BTreeMap, VecDeque};
+
+use crate::snapshot::{
+    AttachState, CgroupId, Counter, Latency, Meta, Probe, ProbeStatus, SeriesKey, Snapshot,
+    SourceKind,
+};
+use tracer_common::ProbeKind;
+
+use super::{
+    engine::{Engine, Rng, scale},
+    params::Params,
+    rcu::{Rcu, RcuExp, Srcu},
+};
+
+/// Index of a task.
+pub type TaskId = usize;
+/// Index of a lock (an rwsem; a mutex is an rwsem only ever taken for write).
+pub type LockId = usize;
+/// Index of a contended cache line.
+pub type LineId = usize;
+
+/// Normal or expedited grace period.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Gp {
+    /// Waits for quiescent states to happen.
+    Normal,
+    /// Forces them (IPIs for RCU, no delays for SRCU).
+    Expedited,
+}
+
+/// Scenario-level events a script counts (completed operations and the like).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Tally {
+    /// One iteration of a throughput workload finished.
+    Op,
+    /// A shrink_slab_memcg call that got the shrinker lock and scanned.
+    ShrinkScanned,
+    /// A shrink_slab_memcg call whose down_read_trylock failed: no slab was reclaimed.
+    ShrinkSkipped,
+}
+
+/// What a task's CPU time is counted as, for per-class accounting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Class {
+    /// The scenario's main actor(s).
+    Main,
+    /// Tasks reclaiming memory.
+    Reclaimer,
+    /// Kernel workers running queued work.
+    Kworker,
+}
+
+/// One thing a task does.
+#[derive(Clone, Debug)]
+pub enum Step {
+    /// Run on a CPU for about this long (spread by `jitter_pct`).
+    Cpu(u64),
+    /// An atomic on a contended cache line: on a CPU, wait for the line, hold it this long.
+    Atomic(LineId, u64),
+    /// Sleep this long, off CPU.
+    Sleep(u64),
+    /// Enter a traced function or span.
+    Enter(Probe),
+    /// Leave it.
+    Exit(Probe),
+    /// Take a lock, for write or for read, blocking.
+    Lock(LockId, bool),
+    /// down_read_trylock: on failure count a skipped shrink and skip the next `skip` steps.
+    TryRead(LockId, usize),
+    /// Release whichever way this task holds the lock.
+    Unlock(LockId),
+    /// synchronize_rcu or synchronize_rcu_expedited.
+    Rcu(Gp),
+    /// synchronize_srcu or synchronize_srcu_expedited.
+    Srcu(Gp),
+    /// srcu_read_lock (true) or srcu_read_unlock (false).
+    SrcuRead(bool),
+    /// queue_work: a kworker runs these steps.
+    Work(Vec<Step>),
+    /// Count a scenario event.
+    Tally(Tally),
+    /// `n` unlinks or failed lookups of `ns` each in one directory, done in one go so that
+    /// ten million cost O(1): `unlink` says d_delete runs, `retain` that a negative dentry
+    /// stays behind.
+    Populate { n: u64, ns: u64, unlink: bool, retain: bool },
+    /// shrink_dcache_parent's work: `ns` per negative child of the directory being removed.
+    Prune(u64),
+}
+
+/// Series recorded per batch: enough distinct values to shape a histogram, independent of
+/// the batch size.
+const BATCH_SAMPLES: u64 = 256;
+
+struct Frame {
+    probe: Probe,
+    start: u64,
+    caller: Option<Probe>,
+}
+
+struct Task {
+    script: Vec<Step>,
+    pc: usize,
+    repeats_left: u64,
+    cgroup: CgroupId,
+    class: Class,
+    /// The CPU it last ran on (RCU callbacks queue there; it prefers to run there again).
+    cpu: usize,
+    frames: Vec<Frame>,
+    spans: Vec<(Probe, u64)>,
+    /// Pending CPU burst: its length and, for an atomic, the line.
+    want: Option<(u64, Option<LineId>)>,
+    on_cpu_since: u64,
+    done: bool,
+}
+
+#[derive(Default)]
+struct Lock {
+    readers: BTreeMap<TaskId, u32>,
+    writer: Option<TaskId>,
+    queue: VecDeque<(TaskId, bool, u64)>,
+    /// An inode's i_rwsem: shared acquisitions are recorded as inode_lock_wait.
+    inode: bool,
+}
+
+#[derive(Default)]
+struct Line {
+    busy: bool,
+    queue: VecDeque<TaskId>,
+}
+
+/// Events of the simulated kernel.
+#[derive(Clone, Copy, Debug)]
+pub enum Ev {
+    /// A task continues with its next step.
+    Run(TaskId),
+    /// A task's CPU burst ended.
+    CpuDone(TaskId),
+    /// A normal RCU grace period starts.
+    RcuStart,
+    /// The normal RCU grace period ends.
+    RcuEnd,
+    /// The expedited RCU grace period ends.
+    RcuExpEnd,
+    /// The SRCU state machine's work item runs.
+    SrcuWork,
+}
+
+/// CPU accounting of one task class.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Account {
+    /// Time on CPU, ns.
+    pub cpu_ns: u64,
+    /// Of which on atomics (waiting for and holding contended lines), ns.
+    pub atomic_ns: u64,
+}
+
+/// The simulated kernel and what it recorded.
+pub struct World {
+    /// Parameters in force.
+    pub p: Params,
+    tasks: Vec<Task>,
+    running: Vec<Option<TaskId>>,
+    cpu_queue: VecDeque<TaskId>,
+    locks: Vec<Lock>,
+    lines: Vec<Line>,
+    pub(crate) rcu: Rcu,
+    pub(crate) rcu_exp: RcuExp,
+    pub(crate) srcu: Srcu,
+    /// Negative dentries in the directory a scenario removes.
+    pub negatives: u64,
+    /// What the tracer would have seen.
+    pub snapshot: Snapshot,
+    tallies: BTreeMap<Tally, u64>,
+    accounts: BTreeMap<Class, Account>,
+    last_task_end: u64,
+}
+
+impl World {
+    /// An idle machine described by `p`, recording into a snapshot whose probes are `probes`.
+    #[must_use]
+    pub fn new(p: Params, description: String, kernel: &str, probes: &[Probe]) -> Self {
+        let mut snapshot = Snapshot::new(Meta {
+            source: SourceKind::Model,
+            description,
+            kernel: Some(kernel.to_owned()),
+            started_unix_ns: 0,
+            duration_ns: 0,
+        });
+        for probe in probes {
+            snapshot.probes.insert(*probe, ProbeStatus::new(AttachState::Modelled));
+        }
+        snapshot.cgroups.insert(1, "/".to_owned());
+        let cpus = usize::try_from(p.cpus.max(1)).unwrap_or(1);
+        Self {
+            p,
+            tasks: Vec::new(),
+            running: vec![None; cpus],
+            cpu_queue: VecDeque::new(),
+            locks: Vec::new(),
+            lines: Vec::new(),
+            rcu: Rcu::default(),
+            rcu_exp: RcuExp::default(),
+            srcu: Srcu::default(),
+            negatives: 0,
+            snapshot,
+            tallies: BTreeMap::new(),
+            accounts: BTreeMap::new(),
+            last_task_end: 0,
+        }
+    }
+
+    /// A new lock; `inode` marks an inode's i_rwsem.
+    pub fn lock(&mut self, inode: bool) -> LockId {
+        self.locks.push(Lock { inode, ..Lock::default() });
+        self.locks.len() - 1
+    }
+
+    /// A new contended cache line.
+    pub fn line(&mut self) -> LineId {
+        self.lines.push(Line::default());
+        self.lines.len() - 1
+    }
+
+    /// Name a cgroup.
+    pub fn cgroup(&mut self, id: CgroupId, path: &str) {
+        self.snapshot.cgroups.insert(id, path.to_owned());
+    }
+
+    /// A task that runs `script` `repeats` times (`u64::MAX`: until the run ends), starting at `at`.
+    pub fn spawn(
+        &mut self,
+        eng: &mut Engine<Ev>,
+        at: u64,
+        script: Vec<Step>,
+        repeats: u64,
+        cgroup: CgroupId,
+        class: Class,
+    ) -> TaskId {
+        let id = self.tasks.len();
+        let cpu = id % self.running.len();
+        self.tasks.push(Task {
+            script,
+            pc: 0,
+            repeats_left: repeats,
+            cgroup,
+            class,
+            cpu,
+            frames: Vec::new(),
+            spans: Vec::new(),
+            want: None,
+            on_cpu_since: 0,
+            done: false,
+        });
+        eng.at(at, Ev::Run(id));
+        id
+    }
+
+    /// How many times `t` was counted.
+    #[must_use]
+    pub fn tally(&self, t: Tally) -> u64 {
+        self.tallies.get(&t).copied().unwrap_or(0)
+    }
+
+    /// CPU accounting of a class.
+    #[must_use]
+    pub fn account(&self, c: Class) -> Account {
+        self.accounts.get(&c).copied().unwrap_or_default()
+    }
+
+    /// When the last task finished its script.
+    #[must_use]
+    pub fn last_task_end(&self) -> u64 {
+        self.last_task_end
+    }
+
+    /// The CPU task `t` last ran on.
+    pub(crate) fn cpu_of(&self, t: TaskId) -> usize {
+        self.tasks[t].cpu
+    }
+
+    /// Whether CPU `c` is running a task now.
+    pub(crate) fn cpu_busy(&self, c: usize) -> bool {
+        self.running[c].is_some()
+    }
+
+    /// CPUs online.
+    pub(crate) fn ncpus(&self) -> usize {
+        self.running.len()
+    }
+
+    /// Handle events until none is left or the next is after `horizon`.
+    pub fn run(&mut self, eng: &mut Engine<Ev>, horizon: u64) {
+        while eng.peek_time().is_some_and(|t| t <= horizon) {
+            let Some(ev) = eng.pop() else { break };
+            self.handle(eng, ev);
+        }
+    }
+
+    fn handle(&mut self, eng: &mut Engine<Ev>, ev: Ev) {
+        match ev {
+            Ev::Run(t) => self.advance(eng, t),
+            Ev::CpuDone(t) => self.cpu_done(eng, t),
+            Ev::RcuStart => Rcu::start(self, eng),
+            Ev::RcuEnd => Rcu::end(self, eng),
+            Ev::RcuExpEnd => RcuExp::end(self, eng),
+            Ev::SrcuWork => Srcu::work(self, eng),
+        }
+    }
+
+    /// Run task `t`'s steps until one of them makes it wait.
+    fn advance(&mut self, eng: &mut Engine<Ev>, t: TaskId) {
+        loop {
+            let task = &mut self.tasks[t];
+            if task.pc == task.script.len() {
+                task.repeats_left = task.repeats_left.saturating_sub(1);
+                if task.repeats_left == 0 {
+                    task.done = true;
+                    self.last_task_end = self.last_task_end.max(eng.now());
+                    return;
+                }
+                task.pc = 0;
+            }
+            let step = task.script[task.pc].clone();
+            task.pc += 1;
+            if !self.step(eng, t, step) {
+                return;
+            }
+        }
+    }
+
+    /// Do one step; false when the task now waits for an event.
+    fn step(&mut self, eng: &mut Engine<Ev>, t: TaskId, step: Step) -> bool {
+        let now = eng.now();
+        match step {
+            Step::Cpu(ns) => {
+                let ns = eng.rng.around(ns, self.jitter());
+                self.want_cpu(eng, t, ns, None);
+                false
+            }
+            Step::Atomic(line, ns) => {
+                self.want_cpu(eng, t, ns, Some(line));
+                false
+            }
+            Step::Sleep(ns) => {
+                eng.after(ns, Ev::Run(t));
+                false
+            }
+            Step::Enter(probe) => {
+                self.enter(t, probe, now);
+                true
+            }
+            Step::Exit(probe) => {
+                self.exit(t, probe, now);
+                true
+            }
+            Step::Lock(l, write) => self.acquire(eng, t, l, write),
+            Step::TryRead(l, skip) => {
+                let lock = &mut self.locks[l];
+                if lock.writer.is_none() && lock.queue.is_empty() {
+                    *lock.readers.entry(t).or_default() += 1;
+                } else {
+                    self.tasks[t].pc += skip;
+                    *self.tallies.entry(Tally::ShrinkSkipped).or_default() += 1;
+                }
+                true
+            }
+            Step::Unlock(l) => {
+                self.release(eng, t, l);
+                true
+            }
+            Step::Rcu(Gp::Normal) => {
+                Rcu::request(self, eng, t);
+                false
+            }
+            Step::Rcu(Gp::Expedited) => {
+                RcuExp::request(self, eng, t);
+                false
+            }
+            Step::Srcu(gp) => {
+                Srcu::request(self, eng, t, gp);
+                false
+            }
+            Step::SrcuRead(lock) => {
+                if lock {
+                    self.srcu.readers.insert(t, now);
+                } else {
+                    self.srcu.readers.remove(&t);
+                }
+                true
+            }
+            Step::Work(script) => {
+                let at = now + self.p.wq_latency_ns;
+                self.spawn(eng, at, script, 1, 1, Class::Kworker);
+                true
+            }
+            Step::Tally(k) => {
+                *self.tallies.entry(k).or_default() += 1;
+                true
+            }
+            Step::Populate { n, ns, unlink, retain } => {
+                let total = self.populate(eng, t, n, ns, unlink, retain);
+                self.want_cpu(eng, t, total, None);
+                false
+            }
+            Step::Prune(per_dentry) => {
+                // The per-dentry costs of a large directory average out: one draw of the
+                // batch's mean, spread by the jitter over sqrt(n) as for a sum of n draws.
+                let n = std::mem::take(&mut self.negatives);
+                #[expect(clippy::cast_precision_loss, reason = "a spread factor")]
+                let spread = self.jitter() / (n.max(1) as f64).sqrt();
+                let ns = per_dentry.saturating_mul(n);
+                let ns = scale(ns, 1.0 + spread * eng.rng.normal() / 3.0);
+                self.want_cpu(eng, t, ns, None);
+                false
+            }
+        }
+    }
+
+    fn jitter(&self) -> f64 {
+        #[expect(clippy::cast_precision_loss, reason = "a percentage")]
+        let j = self.p.jitter_pct.min(100) as f64 / 100.0;
+        j
+    }
+
+    /// `n` unlinks (or failed lookups) recorded in [`BATCH_SAMPLES`] groups; returns their CPU time.
+    fn populate(&mut self, eng: &mut Engine<Ev>, t: TaskId, n: u64, ns: u64, unlink: bool, retain: bool) -> u64 {
+        let cgroup = self.tasks[t].cgroup;
+        let jitter = self.jitter();
+        let mut total = 0u64;
+        let groups = n.min(BATCH_SAMPLES);
+        for g in 0..groups {
+            let k = n / groups + u64::from(g < n % groups);
+            let call = eng.rng.around(ns, jitter);
+            total = total.saturating_add(call.saturating_mul(k));
+            if unlink {
+                // d_delete is a small part of unlink: the rest is the lookup and the filesystem.
+                let d = call / 8;
+                self.record_n(SeriesKey::new(Probe::SysUnlink, cgroup), call, k);
+                self.record_n(SeriesKey::new(Probe::DDelete, cgroup), d, k);
+            }
+        }
+        if unlink {
+            let counter = if retain { Counter::NegativeDentries } else { Counter::DroppedDentries };
+            self.snapshot.count(counter, cgroup, n);
+        }
+        if retain {
+            self.negatives += n;
+        }
+        total
+    }
+
+    fn record_n(&mut self, key: SeriesKey, ns: u64, n: u64) {
+        if let Some(st) = self.snapshot.probes.get_mut(&key.probe) {
+            st.entries += n;
+            st.exits += n;
+        }
+        self.snapshot.series_mut(key).record_n(ns, n);
+    }
+
+    /// Record one completed call.
+    pub(crate) fn record(&mut self, key: SeriesKey, ns: u64) {
+        self.record_n(key, ns, 1);
+    }
+
+    fn enter(&mut self, t: TaskId, probe: Probe, now: u64) {
+        if let Some(st) = self.snapshot.probes.get_mut(&probe) {
+            st.entries += 1;
+        }
+        let task = &mut self.tasks[t];
+        if probe.kind() == ProbeKind::Function {
+            let caller = task.frames.last().map(|f| f.probe);
+            task.frames.push(Frame { probe, start: now, caller });
+        } else {
+            task.spans.push((probe, now));
+        }
+    }
+
+    fn exit(&mut self, t: TaskId, probe: Probe, now: u64) {
+        let task = &mut self.tasks[t];
+        let cgroup = task.cgroup;
+        let (start, caller) = if probe.kind() == ProbeKind::Function {
+            let Some(i) = task.frames.iter().rposition(|f| f.probe == probe) else { return };
+            let f = task.frames.remove(i);
+            (f.start, f.caller)
+        } else {
+            let Some(i) = task.spans.iter().rposition(|s| s.0 == probe) else { return };
+            (task.spans.remove(i).1, None)
+        };
+        if let Some(st) = self.snapshot.probes.get_mut(&probe) {
+            st.exits += 1;
+        }
+        let key = SeriesKey { probe, caller, cgroup };
+        self.snapshot.series_mut(key).record(now - start);
+    }
+
+    // --- CPUs ----------------------------------------------------------------------------
+
+    fn want_cpu(&mut self, eng: &mut Engine<Ev>, t: TaskId, ns: u64, line: Option<LineId>) {
+        self.tasks[t].want = Some((ns, line));
+        let home = self.tasks[t].cpu;
+        let free = if self.running[home].is_none() {
+            Some(home)
+        } else {
+            self.running.iter().position(Option::is_none)
+        };
+        match free {
+            Some(c) => self.put_on_cpu(eng, t, c),
+            None => self.cpu_queue.push_back(t),
+        }
+    }
+
+    fn put_on_cpu(&mut self, eng: &mut Engine<Ev>, t: TaskId, c: usize) {
+        self.running[c] = Some(t);
+        let task = &mut self.tasks[t];
+        task.cpu = c;
+        task.on_cpu_since = eng.now();
+        let (ns, line) = task.want.expect("a task is put on a CPU only when it wants one");
+        match line {
+            None => eng.after(ns, Ev::CpuDone(t)),
+            Some(l) => {
+                let line = &mut self.lines[l];
+                if line.busy {
+                    line.queue.push_back(t);
+                } else {
+                    line.busy = true;
+                    eng.after(ns, Ev::CpuDone(t));
+                }
+            }
+        }
+    }
+
+    fn cpu_done(&mut self, eng: &mut Engine<Ev>, t: TaskId) {
+        let now = eng.now();
+        let task = &mut self.tasks[t];
+        let (_, line) = task.want.take().expect("CpuDone for a task on a CPU");
+        let spent = now - task.on_cpu_since;
+        let acct = self.accounts.entry(task.class).or_default();
+        acct.cpu_ns += spent;
+        if let Some(l) = line {
+            acct.atomic_ns += spent;
+            // The line goes to the next CPU waiting for it.
+            let line = &mut self.lines[l];
+            match line.queue.pop_front() {
+                Some(next) => {
+                    let (ns, _) = self.tasks[next].want.expect("queued on a line with a want");
+                    eng.after(ns, Ev::CpuDone(next));
+                }
+                None => line.busy = false,
+            }
+        }
+        let c = self.tasks[t].cpu;
+        self.running[c] = None;
+        if let Some(next) = self.cpu_queue.pop_front() {
+            self.put_on_cpu(eng, next, c);
+        }
+        self.advance(eng, t);
+    }
+
+    // --- locks ---------------------------------------------------------------------------
+
+    fn acquire(&mut self, eng: &mut Engine<Ev>, t: TaskId, l: LockId, write: bool) -> bool {
+        let now = eng.now();
+        let lock = &mut self.locks[l];
+        let free = if write {
+            lock.readers.is_empty() && lock.writer.is_none() && lock.queue.is_empty()
+        } else {
+            lock.writer.is_none() && lock.queue.is_empty()
+        };
+        if free {
+            if write {
+                lock.writer = Some(t);
+            } else {
+                *lock.readers.entry(t).or_default() += 1;
+                if lock.inode {
+                    self.lock_waited(t, 0);
+                }
+            }
+            true
+        } else {
+            lock.queue.push_back((t, write, now));
+            false
+        }
+    }
+
+    fn release(&mut self, eng: &mut Engine<Ev>, t: TaskId, l: LockId) {
+        let lock = &mut self.locks[l];
+        if lock.writer == Some(t) {
+            lock.writer = None;
+        } else if let Some(n) = lock.readers.get_mut(&t) {
+            *n -= 1;
+            if *n == 0 {
+                lock.readers.remove(&t);
+            }
+        }
+        // Hand over in FIFO order: a writer once the lock is free, else every reader at the head.
+        let now = eng.now();
+        let mut granted = Vec::new();
+        while let Some(&(w, write, since)) = lock.queue.front() {
+            if lock.writer.is_some() || (write && !lock.readers.is_empty()) {
+                break;
+            }
+            lock.queue.pop_front();
+            if write {
+                lock.writer = Some(w);
+            } else {
+                *lock.readers.entry(w).or_default() += 1;
+            }
+            granted.push((w, write, now - since));
+            if write {
+                break;
+            }
+        }
+        let inode = lock.inode;
+        for (w, write, waited) in granted {
+            if inode && !write {
+                self.lock_waited(w, waited);
+            }
+            eng.after(0, Ev::Run(w));
+        }
+    }
+
+    fn lock_waited(&mut self, t: TaskId, ns: u64) {
+        let cgroup = self.tasks[t].cgroup;
+        self.record(SeriesKey::new(Probe::InodeLockWait, cgroup), ns);
+    }
+
+    /// Wake task `t` at `at` (it continues with its next step).
+    pub(crate) fn wake(eng: &mut Engine<Ev>, t: TaskId, at: u64) {
+        eng.at(at, Ev::Run(t));
+    }
+
+    /// The end of the jiffy containing `t`: when timers and the tick next run.
+    pub(crate) fn next_tick(&self, t: u64) -> u64 {
+        let j = self.p.tick_ns.max(1);
+        (t / j + 1) * j
+    }
+
+    /// The finished snapshot, covering `duration_ns`.
+    #[must_use]
+    pub fn finish(mut self, duration_ns: u64) -> Snapshot {
+        self.snapshot.meta.duration_ns = duration_ns;
+        self.snapshot
+    }
+
+    /// Every recorded call of `probe` from `caller`.
+    #[must_use]
+    pub fn calls(&self, probe: Probe, caller: Option<Probe>) -> Latency {
+        self.snapshot.probe_by_caller(probe, caller)
+    }
+
+    /// Draw from the engine's RNG: whether an otherwise idle CPU is busy.
+    pub(crate) fn background_busy(&self, rng: &mut Rng) -> bool {
+        #[expect(clippy::cast_precision_loss, reason = "a percentage")]
+        let p = self.p.background_busy_pct.min(100) as f64 / 100.0;
+        rng.chance(p)
+    }
+}
