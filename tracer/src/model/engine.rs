@@ -47,16 +47,19 @@ pub struct Engine<E> {
 
 impl<E> Engine<E> {
     /// An engine at time 0 whose RNG is seeded with `seed`.
+    #[must_use]
     pub fn new(seed: u64) -> Self {
         Self { now: 0, seq: 0, queue: BinaryHeap::new(), handled: 0, rng: Rng::new(seed) }
     }
 
     /// Current simulated time, ns.
+    #[must_use]
     pub fn now(&self) -> u64 {
         self.now
     }
 
     /// Events handled so far.
+    #[must_use]
     pub fn handled(&self) -> u64 {
         self.handled
     }
@@ -82,6 +85,7 @@ impl<E> Engine<E> {
     }
 
     /// Time of the next event, if any.
+    #[must_use]
     pub fn peek_time(&self) -> Option<u64> {
         self.queue.peek().map(|p| p.at)
     }
@@ -92,6 +96,7 @@ pub struct Rng(ChaCha8Rng);
 
 impl Rng {
     /// Seeded generator.
+    #[must_use]
     pub fn new(seed: u64) -> Self {
         Self(ChaCha8Rng::seed_from_u64(seed))
     }
@@ -134,6 +139,7 @@ impl Rng {
 }
 
 /// `ns * f`, rounded, never negative.
+#[must_use]
 pub fn scale(ns: u64, f: f64) -> u64 {
     #[expect(clippy::cast_precision_loss, reason = "durations well below 2^53 ns")]
     let v = ns as f64 * f;

@@ -31,7 +31,7 @@ use params::Params;
 use scenarios::{Ctx, SCENARIOS, Scenario};
 
 /// `tracer model` arguments.
-#[derive(Debug, Default, clap::Args)]
+#[derive(Debug, clap::Args)]
 pub struct Args {
     /// Scenario to run; omit it (or pass --list) to see the scenarios, their variants and
     /// parameters.
@@ -55,6 +55,13 @@ pub struct Args {
     /// Print the simulation's wall time and its simulated-time/wall-time ratio to stderr.
     #[arg(long)]
     pub timing: bool,
+}
+
+impl Default for Args {
+    fn default() -> Self {
+        // The same seed as the command line's default.
+        Self { scenario: None, variant: None, set: Vec::new(), seed: 1, list: false, calibrate: None, timing: false }
+    }
 }
 
 /// Run a scenario and return its Snapshot.
@@ -223,7 +230,7 @@ mod tests {
     fn snapshots_look_like_captures() {
         let s = run(&args("umount-storm", &["mounts=50"])).unwrap();
         assert_eq!(s.meta.source, crate::snapshot::SourceKind::Model);
-        assert!(s.meta.description.contains("umount-storm/baseline seed=1 mounts=50"));
+        assert!(s.meta.description.contains("umount-storm/baseline seed=1 mounts=50"), "{}", s.meta.description);
         assert_eq!(s.cgroups.get(&1).map(String::as_str), Some("/"));
         let st = &s.probes[&crate::snapshot::Probe::SynchronizeRcu];
         assert_eq!(st.state, crate::snapshot::AttachState::Modelled);

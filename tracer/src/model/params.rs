@@ -95,7 +95,7 @@ params! {
     fqs_scan_per_cpu_ns: Unit::Ns;
     /// Grace-period cleanup by the kthread after the last quiescent state.
     gp_cleanup_ns: Unit::Ns;
-    /// Expedited RCU: fixed cost (exp_mutex, the CPU mask walk, waking the waiter).
+    /// Expedited RCU: fixed cost (`exp_mutex`, the CPU mask walk, waking the waiter).
     rcu_exp_base_ns: Unit::Ns;
     /// Expedited RCU: per idle CPU (its dynticks counter is read, no IPI).
     rcu_exp_idle_ns: Unit::Ns;
@@ -104,25 +104,25 @@ params! {
 
     // --- SRCU ----------------------------------------------------------------------------
     /// SRCU reader check: per CPU and per scan ("at least one cache miss per CPU along with
-    /// a number of full memory barriers", Paul McKenney in the shrinker thread).
+    /// a number of full memory barriers", the RCU maintainer in the shrinker thread).
     srcu_scan_per_cpu_ns: Unit::Ns;
     /// Expedited SRCU: busy-wait between two reader checks that still found readers
-    /// (the kernel's SRCU_RETRY_CHECK_DELAY, 5 us).
+    /// (the kernel's `SRCU_RETRY_CHECK_DELAY`, 5 us).
     srcu_retry_ns: Unit::Ns;
-    /// From queue_work until the SRCU (or destroy_super) work item runs on a kworker.
+    /// From `queue_work` until the SRCU (or `destroy_super`) work item runs on a kworker.
     wq_latency_ns: Unit::Ns;
 
     // --- mount, umount and the shrinker registry ------------------------------------------
     /// tmpfs mounts to unmount, one after the other (`umount /tmp/Mtest/*` in the thread).
     mounts: Unit::Count;
-    /// CPU time of umount(2) outside namespace_unlock and deactivate_locked_super.
+    /// CPU time of umount(2) outside `namespace_unlock` and `deactivate_locked_super`.
     umount_work_ns: Unit::Ns;
-    /// CPU time of deactivate_locked_super besides the shrinker teardown (kill_sb).
+    /// CPU time of `deactivate_locked_super` besides the shrinker teardown (`kill_sb`).
     kill_sb_ns: Unit::Ns;
-    /// Time shrinker_rwsem (or shrinker_mutex) is held to add or remove one shrinker.
+    /// Time `shrinker_rwsem` (or `shrinker_mutex`) is held to add or remove one shrinker.
     shrinker_lock_ns: Unit::Ns;
-    /// list_lru_destroy of a superblock's dentry and inode LRUs, under list_lrus_mutex;
-    /// moved into destroy_super_work by patch 3/8 of the deferred-finalize series.
+    /// `list_lru_destroy` of a superblock's dentry and inode LRUs, under `list_lrus_mutex`;
+    /// moved into `destroy_super_work` by patch 3/8 of the deferred-finalize series.
     list_lru_destroy_ns: Unit::Ns;
 
     // --- ramfs-stress ------------------------------------------------------------------------
@@ -136,12 +136,12 @@ params! {
     // --- memcg-shrink ------------------------------------------------------------------------
     /// Tasks in memory-limited cgroups reclaiming, each in its own memcg (`dd` in the thread).
     reclaimers: Unit::Count;
-    /// Reclaim CPU time per shrink_slab_memcg call outside the shrinker lock (LRU scan,
+    /// Reclaim CPU time per `shrink_slab_memcg` call outside the shrinker lock (LRU scan,
     /// charging, the shrinkers themselves).
     reclaim_work_ns: Unit::Ns;
-    /// shrink_slab_memcg's walk of the memcg's shrinker bitmap, inside the read side.
+    /// `shrink_slab_memcg`'s walk of the memcg's shrinker bitmap, inside the read side.
     shrink_scan_ns: Unit::Ns;
-    /// One atomic on a contended cache line (the shrinker_rwsem count): the line moves
+    /// One atomic on a contended cache line (the `shrinker_rwsem` count): the line moves
     /// between CPUs one at a time.
     cacheline_ns: Unit::Ns;
     /// Pause between the writer's umount+mount cycles (a container runtime's churn).
@@ -151,17 +151,17 @@ params! {
     /// Negative dentries in the directory that is removed.
     negatives: Unit::Count;
     /// Filesystem: ext4 keeps negative dentries, tmpfs deletes them at once
-    /// (always_delete_dentry).
+    /// (`always_delete_dentry`).
     fs: Unit::Choice(FS);
-    /// How the negatives are made: unlink of existing files (d_delete leaves them) or
+    /// How the negatives are made: unlink of existing files (`d_delete` leaves them) or
     /// failed lookups (Linus's dirtest).
     populate: Unit::Choice(POPULATE);
     /// CPU time per unlink or failed lookup while populating (12.6 s / 10 million failed
     /// opens on ext4 in the thread).
     populate_ns: Unit::Ns;
-    /// shrink_dcache_parent cost per negative child (rmdir of 10 million took 1.892 s).
+    /// `shrink_dcache_parent` cost per negative child (rmdir of 10 million took 1.892 s).
     prune_ns: Unit::Ns;
-    /// vfs_rmdir's own work besides the pruning.
+    /// `vfs_rmdir`'s own work besides the pruning.
     rmdir_ns: Unit::Ns;
     /// Which directory the concurrent `ls` reads: the removed one's parent (the report) or
     /// the removed one itself (Linus's first test).
@@ -227,6 +227,9 @@ impl Params {
     ///
     /// # Errors
     /// When `key` is not one of `allowed` or `text` is not a valid value for it.
+    ///
+    /// # Panics
+    /// Never: every spec names a field.
     pub fn set(&mut self, key: &str, text: &str, allowed: &[&str]) -> Result<(), String> {
         let Some(spec) = SPECS.iter().find(|s| s.key == key).filter(|s| allowed.contains(&s.key))
         else {
@@ -271,7 +274,7 @@ pub fn show(p: &Params, key: &str) -> String {
 #[must_use]
 pub fn show_ns(ns: u64) -> String {
     for (unit, div) in [("s", 1_000_000_000), ("ms", 1_000_000), ("us", 1_000)] {
-        if ns >= div && ns % div == 0 {
+        if ns >= div && ns.is_multiple_of(div) {
             return format!("{}{unit}", ns / div);
         }
     }
@@ -327,7 +330,8 @@ pub fn table(p: &Params, keys: &[&str]) -> String {
     let mut out = String::new();
     for key in keys {
         let Some(spec) = SPECS.iter().find(|s| s.key == *key) else { continue };
-        let doc = spec.doc.split_whitespace().collect::<Vec<_>>().join(" ");
+        // Docs double as help text: drop the rustdoc code marks.
+        let doc = spec.doc.replace('`', "").split_whitespace().collect::<Vec<_>>().join(" ");
         let _ = writeln!(out, "    {:<22} = {:<10} {}", spec.key, show(p, key), doc);
     }
     out

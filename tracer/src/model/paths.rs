@@ -38,14 +38,14 @@ fn list_lru_destroy(p: &Params, reg: Registry) -> [Step; 3] {
     [Step::Lock(reg.list_lrus, true), Step::Cpu(p.list_lru_destroy_ns), Step::Unlock(reg.list_lrus)]
 }
 
-/// register_shrinker at mount: add to the registry under its lock.
+/// `register_shrinker` at mount: add to the registry under its lock.
 #[must_use]
 pub fn register_shrinker(p: &Params, reg: Registry) -> Vec<Step> {
     vec![Step::Lock(reg.shrinker, true), Step::Cpu(p.shrinker_lock_ns), Step::Unlock(reg.shrinker)]
 }
 
-/// umount(2) of one tmpfs: do_umount, namespace_unlock's grace period, then (task_work on the
-/// way out) deactivate_locked_super with the shrinker teardown and kill_sb.
+/// umount(2) of one tmpfs: `do_umount`, `namespace_unlock`'s grace period, then (`task_work` on the
+/// way out) `deactivate_locked_super` with the shrinker teardown and `kill_sb`.
 #[must_use]
 pub fn umount(p: &Params, namespace_gp: Gp, teardown: Teardown, reg: Registry) -> Vec<Step> {
     let mut s = vec![Step::Enter(Probe::SysUmount), Step::Cpu(p.umount_work_ns / 2)];
@@ -94,20 +94,20 @@ pub fn umount(p: &Params, namespace_gp: Gp, teardown: Teardown, reg: Registry) -
 /// Where rmdir prunes the removed directory's children.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Prune {
-    /// Mainline: shrink_dcache_parent inside vfs_rmdir, both inode locks held.
+    /// Mainline: `shrink_dcache_parent` inside `vfs_rmdir`, both inode locks held.
     UnderLock,
     /// Linus's first patch: after dropping the victim's lock, still under the parent's.
     AfterVictimUnlock,
-    /// Linus's v2: after dropping both locks (vfs_rmdir_cleanup in do_rmdir).
+    /// Linus's v2: after dropping both locks (`vfs_rmdir_cleanup` in `do_rmdir`).
     AfterUnlock,
 }
 
 /// The inode locks of an rmdir.
 #[derive(Clone, Copy, Debug)]
 pub struct Dirs {
-    /// The parent directory's i_rwsem (do_rmdir takes it, I_MUTEX_PARENT).
+    /// The parent directory's `i_rwsem` (`do_rmdir` takes it, `I_MUTEX_PARENT`).
     pub parent: LockId,
-    /// The removed directory's i_rwsem (vfs_rmdir takes it).
+    /// The removed directory's `i_rwsem` (`vfs_rmdir` takes it).
     pub victim: LockId,
 }
 

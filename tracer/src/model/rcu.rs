@@ -10,7 +10,7 @@
 //!
 //! SRCU scans every CPU's reader counters twice (before and after flipping the index), and a
 //! normal SRCU grace period sleeps a jiffy before it starts, between the scans and before
-//! invoking callbacks (SRCU_INTERVAL); expedited skips the sleeps.
+//! invoking callbacks (`SRCU_INTERVAL`); expedited skips the sleeps.
 
 use std::collections::BTreeMap;
 
@@ -32,7 +32,7 @@ pub struct Rcu {
 }
 
 impl Rcu {
-    /// synchronize_rcu by task `t`: it queues a callback and sleeps until it runs.
+    /// `synchronize_rcu` by task `t`: it queues a callback and sleeps until it runs.
     pub fn request(w: &mut World, eng: &mut Engine<Ev>, t: TaskId) {
         let r = &mut w.rcu;
         let needed = r.completed + 1 + u64::from(r.in_progress);
@@ -101,7 +101,7 @@ impl Rcu {
     }
 }
 
-/// Expedited RCU: grace periods serialised by exp_mutex, shared by concurrent requesters.
+/// Expedited RCU: grace periods serialised by `exp_mutex`, shared by concurrent requesters.
 #[derive(Default)]
 pub struct RcuExp {
     completed: u64,
@@ -110,7 +110,7 @@ pub struct RcuExp {
 }
 
 impl RcuExp {
-    /// synchronize_rcu_expedited by task `t`.
+    /// `synchronize_rcu_expedited` by task `t`.
     pub fn request(w: &mut World, eng: &mut Engine<Ev>, t: TaskId) {
         let r = &mut w.rcu_exp;
         let needed = r.completed + 1 + u64::from(r.in_progress);
@@ -165,7 +165,7 @@ enum Phase {
     Callbacks,
 }
 
-/// One srcu_struct (the shrinker registry's `shrinker_srcu`).
+/// One `srcu_struct` (the shrinker registry's `shrinker_srcu`).
 #[derive(Default)]
 pub struct Srcu {
     completed: u64,
@@ -176,7 +176,7 @@ pub struct Srcu {
     gp_start: u64,
     flip_at: u64,
     waiters: Vec<(TaskId, u64)>,
-    /// Readers inside srcu_read_lock, with when they entered.
+    /// Readers inside `srcu_read_lock`, with when they entered.
     pub(crate) readers: BTreeMap<TaskId, u64>,
     /// Reader scans done (each one costs a cache miss per CPU).
     pub scans: u64,
@@ -187,7 +187,7 @@ impl Srcu {
         self.exp_needed > self.completed
     }
 
-    /// synchronize_srcu(_expedited) by task `t`.
+    /// `synchronize_srcu`(_expedited) by task `t`.
     pub fn request(w: &mut World, eng: &mut Engine<Ev>, t: TaskId, gp: Gp) {
         let s = &mut w.srcu;
         let in_progress = s.phase != Phase::Idle && s.phase != Phase::Callbacks;
@@ -218,7 +218,7 @@ impl Srcu {
         self.readers.values().any(|&since| since < t)
     }
 
-    /// The SRCU work item (process_srcu / srcu_invoke_callbacks) runs.
+    /// The SRCU work item (`process_srcu` / `srcu_invoke_callbacks`) runs.
     pub fn work(w: &mut World, eng: &mut Engine<Ev>) {
         let now = eng.now();
         w.srcu.work_pending = false;

@@ -40,9 +40,9 @@ pub enum Gp {
 pub enum Tally {
     /// One iteration of a throughput workload finished.
     Op,
-    /// A shrink_slab_memcg call that got the shrinker lock and scanned.
+    /// A `shrink_slab_memcg` call that got the shrinker lock and scanned.
     ShrinkScanned,
-    /// A shrink_slab_memcg call whose down_read_trylock failed: no slab was reclaimed.
+    /// A `shrink_slab_memcg` call whose `down_read_trylock` failed: no slab was reclaimed.
     ShrinkSkipped,
 }
 
@@ -72,25 +72,25 @@ pub enum Step {
     Exit(Probe),
     /// Take a lock, for write or for read, blocking.
     Lock(LockId, bool),
-    /// down_read_trylock: on failure count a skipped shrink and skip the next `skip` steps.
+    /// `down_read_trylock`: on failure count a skipped shrink and skip the next `skip` steps.
     TryRead(LockId, usize),
     /// Release whichever way this task holds the lock.
     Unlock(LockId),
-    /// synchronize_rcu or synchronize_rcu_expedited.
+    /// `synchronize_rcu` or `synchronize_rcu_expedited`.
     Rcu(Gp),
-    /// synchronize_srcu or synchronize_srcu_expedited.
+    /// `synchronize_srcu` or `synchronize_srcu_expedited`.
     Srcu(Gp),
-    /// srcu_read_lock (true) or srcu_read_unlock (false).
+    /// `srcu_read_lock` (true) or `srcu_read_unlock` (false).
     SrcuRead(bool),
-    /// queue_work: a kworker runs these steps.
+    /// `queue_work`: a kworker runs these steps.
     Work(Vec<Step>),
     /// Count a scenario event.
     Tally(Tally),
     /// `n` unlinks or failed lookups of `ns` each in one directory, done in one go so that
-    /// ten million cost O(1): `unlink` says d_delete runs, `retain` that a negative dentry
+    /// ten million cost O(1): `unlink` says `d_delete` runs, `retain` that a negative dentry
     /// stays behind.
     Populate { n: u64, ns: u64, unlink: bool, retain: bool },
-    /// shrink_dcache_parent's work: `ns` per negative child of the directory being removed.
+    /// `shrink_dcache_parent`'s work: `ns` per negative child of the directory being removed.
     Prune(u64),
 }
 
@@ -125,7 +125,7 @@ struct Lock {
     readers: BTreeMap<TaskId, u32>,
     writer: Option<TaskId>,
     queue: VecDeque<(TaskId, bool, u64)>,
-    /// An inode's i_rwsem: shared acquisitions are recorded as inode_lock_wait.
+    /// An inode's `i_rwsem`: shared acquisitions are recorded as `inode_lock_wait`.
     inode: bool,
 }
 
@@ -216,7 +216,7 @@ impl World {
         }
     }
 
-    /// A new lock; `inode` marks an inode's i_rwsem.
+    /// A new lock; `inode` marks an inode's `i_rwsem`.
     pub fn lock(&mut self, inode: bool) -> LockId {
         self.locks.push(Lock { inode, ..Lock::default() });
         self.locks.len() - 1

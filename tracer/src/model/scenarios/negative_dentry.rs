@@ -1,6 +1,6 @@
 //! `negative-dentry-rmdir`: remove a directory holding millions of negative dentries while
 //! another task lists a directory (Yafang Shao and Linus Torvalds, 2024: "vfs: move dentry
-//! shrinking outside the inode lock in 'rmdir()'").
+//! shrinking outside the inode lock in `rmdir()`").
 
 use crate::snapshot::Probe;
 

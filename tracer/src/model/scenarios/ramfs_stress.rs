@@ -1,6 +1,6 @@
 //! `ramfs-stress`: stress-ng's ramfs stressor, W workers each looping mount, file
-//! operations, umount (Qi Zheng, 2023: "make unregistration of super_block shrinker more
-//! faster", after the -88.8% stress-ng.ramfs.ops_per_sec regression of f95bdb700bc6).
+//! operations, umount (Qi Zheng, 2023: "make unregistration of `super_block` shrinker more
+//! faster", after the -88.8% stress-ng.ramfs.`ops_per_sec` regression of f95bdb700bc6).
 
 use crate::snapshot::Probe;
 
@@ -51,8 +51,8 @@ pub const SCENARIO: Scenario = Scenario {
 
 /// The thread's machine: 1,920 s of CPU time available in 60 s is 32 CPUs; the 0-day
 /// robot's kernels run at HZ=1000. Per-iteration CPU time: (10.18 s user + 169.45 s sys) /
-/// 774,966 ops = 232 us, split between op_work_ns, umount_work_ns, kill_sb_ns,
-/// list_lru_destroy_ns and the shrinker lock. Bare-metal IPIs are cheaper than the VM's,
+/// 774,966 ops = 232 us, split between `op_work_ns`, `umount_work_ns`, `kill_sb_ns`,
+/// `list_lru_destroy_ns` and the shrinker lock. Bare-metal IPIs are cheaper than the VM's,
 /// but an expedited grace period on a server goes through a workqueue: its fixed cost is
 /// fitted so that the baseline lands near the thread's 12,916 ops/s (a worker busy 31% of
 /// the time: 179.6 s of CPU over 9 x 60 s); the other variants are predictions from there.

@@ -1,5 +1,5 @@
-//! `umount-storm`: unmount N tmpfs one after the other on C CPUs (NeilBrown, 2017:
-//! "VFS: use synchronize_rcu_expedited() in namespace_unlock()").
+//! `umount-storm`: unmount N tmpfs one after the other on C CPUs (Neil Brown, 2017:
+//! "VFS: use `synchronize_rcu_expedited()` in `namespace_unlock()`").
 
 use crate::snapshot::Probe;
 
