@@ -10,11 +10,40 @@ pub const PROBE_COUNTERS: &str = "PROBE_COUNTERS";
 pub const STARTS: &str = "STARTS";
 /// LRU hash: thread id -> [`Frames`], the traced functions active on each thread.
 pub const FRAMES: &str = "FRAMES";
+/// Per-CPU hash: [`CounterKey`] -> events (negative dentries, ...).
+pub const COUNTERS: &str = "COUNTERS";
+/// Hash: address of an inode's `i_rwsem` -> thread id of the `vfs_rmdir` holding it.
+pub const RMDIR_LOCKS: &str = "RMDIR_LOCKS";
+/// Hash: thread id -> [`RmdirLocks`], the locks that thread's `vfs_rmdir` registered.
+pub const RMDIR_BY_THREAD: &str = "RMDIR_BY_THREAD";
+/// Per-CPU array of one u64 per [`Loss`]: losses not tied to one probe.
+pub const LOSSES: &str = "LOSSES";
+
+/// Global (set at load time): offset of `d_inode` in `struct dentry`.
+pub const DENTRY_D_INODE: &str = "DENTRY_D_INODE";
+/// Global: offset of `d_flags` in `struct dentry`.
+pub const DENTRY_D_FLAGS: &str = "DENTRY_D_FLAGS";
+/// Global: offset of `d_hash.pprev` in `struct dentry` (NULL when unhashed).
+pub const DENTRY_D_HASH_PPREV: &str = "DENTRY_D_HASH_PPREV";
+/// Global: offset of `i_rwsem` in `struct inode`.
+pub const INODE_I_RWSEM: &str = "INODE_I_RWSEM";
+/// Global: 1 when the offsets above were found in the kernel's BTF.
+pub const OFFSETS_VALID: &str = "OFFSETS_VALID";
+
+/// `DCACHE_OP_DELETE`: the filesystem's `d_delete` op decides at the last `dput` (tmpfs and
+/// ramfs always delete), so a negative dentry with it set does not stay cached.
+pub const DCACHE_OP_DELETE: u32 = 0x8;
+/// `AT_REMOVEDIR`: `unlinkat` removes a directory (what `rm -r` uses instead of `rmdir`).
+pub const AT_REMOVEDIR: u64 = 0x200;
 
 /// Capacity of `HIST`: probes x callers x cgroups x used buckets.
 pub const HIST_ENTRIES: u32 = 32_768;
 /// Capacity of `STATS`.
 pub const STATS_ENTRIES: u32 = 4_096;
+/// Capacity of `COUNTERS`: counters x cgroups.
+pub const COUNTER_ENTRIES: u32 = 4_096;
+/// Capacity of `RMDIR_LOCKS` and `RMDIR_BY_THREAD`: directory removals in flight at once.
+pub const RMDIR_ENTRIES: u32 = 1_024;
 /// Capacity of `STARTS` and `FRAMES`: threads inside traced functions at once.
 pub const INFLIGHT_ENTRIES: u32 = 16_384;
 /// Depth of the per-thread stack of traced functions used to find a call's caller: one
@@ -101,6 +130,88 @@ pub struct Start {
     pub caller: u32,
     /// Always zero.
     pub _pad: u32,
+    /// The argument the exit needs (`d_delete`'s dentry), else 0.
+    pub arg: u64,
+}
+
+/// Event counters kept per cgroup in `COUNTERS`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum CounterId {
+    /// `d_delete` left the dentry negative and cached.
+    NegativeDentries = 0,
+    /// `d_delete` dropped the dentry (unhashed, or the filesystem deletes it at the last dput).
+    DroppedDentries = 1,
+}
+
+/// Key of one event counter.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CounterKey {
+    /// cgroup v2 id.
+    pub cgroup: u64,
+    /// [`CounterId`] as u32.
+    pub counter: u32,
+    /// Always zero.
+    pub _pad: u32,
+}
+
+/// Losses not tied to one probe, indexes into `LOSSES`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(u32)]
+pub enum Loss {
+    /// An event counter could not be recorded: `COUNTERS` was full.
+    CounterDrops = 0,
+    /// A `vfs_rmdir`'s locks could not be registered: `RMDIR_LOCKS` was full, so waits on
+    /// them were not seen.
+    RmdirLockDrops = 1,
+    /// `d_delete` outcomes not classified: the dentry could not be read.
+    DentryReadFailures = 2,
+}
+
+/// Number of [`Loss`] kinds.
+pub const LOSS_COUNT: u32 = 3;
+
+impl Loss {
+    /// Every kind, in index order.
+    pub const ALL: [Loss; LOSS_COUNT as usize] =
+        [Loss::CounterDrops, Loss::RmdirLockDrops, Loss::DentryReadFailures];
+
+    /// Name in reports and capture files.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Loss::CounterDrops => "counter_drops",
+            Loss::RmdirLockDrops => "rmdir_lock_drops",
+            Loss::DentryReadFailures => "dentry_read_failures",
+        }
+    }
+
+    /// What was lost, for a reader of the report.
+    #[must_use]
+    pub const fn meaning(self) -> &'static str {
+        match self {
+            Loss::CounterDrops => "dentry events not counted: the counter map was full",
+            Loss::RmdirLockDrops => "directory removals whose inode-lock waiters were not watched: the lock map was full",
+            Loss::DentryReadFailures => "d_delete outcomes not classified: the dentry could not be read",
+        }
+    }
+
+    /// The kind with this name.
+    #[must_use]
+    pub fn from_name(name: &str) -> Option<Loss> {
+        Loss::ALL.iter().copied().find(|l| l.name() == name)
+    }
+}
+
+/// The inode locks one `vfs_rmdir` holds: the parent's and the victim's `i_rwsem`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RmdirLocks {
+    /// Parent directory's `i_rwsem` address.
+    pub parent: u64,
+    /// Removed directory's `i_rwsem` address (0 if unknown).
+    pub victim: u64,
 }
 
 /// The traced functions active on one thread: probe ids one per byte, innermost in the
@@ -167,6 +278,8 @@ mod pod {
     unsafe impl aya::Pod for super::StartKey {}
     unsafe impl aya::Pod for super::Start {}
     unsafe impl aya::Pod for super::Frames {}
+    unsafe impl aya::Pod for super::CounterKey {}
+    unsafe impl aya::Pod for super::RmdirLocks {}
 }
 
 #[cfg(test)]
@@ -181,7 +294,9 @@ mod tests {
         assert_eq!(size_of::<Stat>(), 32);
         assert_eq!(size_of::<ProbeCounters>(), 40);
         assert_eq!(size_of::<StartKey>(), 8);
-        assert_eq!(size_of::<Start>(), 16);
+        assert_eq!(size_of::<Start>(), 24);
+        assert_eq!(size_of::<CounterKey>(), 16);
+        assert_eq!(size_of::<RmdirLocks>(), 16);
         assert_eq!(size_of::<Frames>(), 8);
     }
 

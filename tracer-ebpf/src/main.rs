@@ -1,20 +1,26 @@
-//! tracer's kernel programs: entry/exit pairs on the traced kernel functions, aggregated in
-//! the kernel into per-CPU latency histograms keyed by (cgroup, probe, caller, bucket).
-//! No event per call crosses to userspace; userspace reads the maps.
+//! tracer's kernel programs: entry/exit pairs on the traced kernel functions (kprobe or
+//! fentry, whichever userspace attaches), syscall tracepoints, and lock-contention
+//! tracepoints, aggregated in the kernel into per-CPU latency histograms keyed by
+//! (cgroup, probe, caller, bucket) and per-cgroup event counters. No event per call
+//! crosses to userspace; userspace reads the maps.
 #![no_std]
 #![no_main]
 
 use aya_ebpf::{
-    helpers::{bpf_get_current_cgroup_id, bpf_get_current_pid_tgid, bpf_ktime_get_ns},
-    macros::{kprobe, kretprobe, map},
-    maps::{LruHashMap, PerCpuArray, PerCpuHashMap},
-    programs::{ProbeContext, RetProbeContext},
+    helpers::{
+        bpf_get_current_cgroup_id, bpf_get_current_pid_tgid, bpf_ktime_get_ns,
+        bpf_probe_read_kernel,
+    },
+    macros::{fentry, fexit, kprobe, kretprobe, map, tracepoint},
+    maps::{HashMap, LruHashMap, PerCpuArray, PerCpuHashMap},
+    programs::{FEntryContext, FExitContext, ProbeContext, RetProbeContext, TracePointContext},
 };
 use tracer_common::{
     NO_CALLER, Probe, bucket_of,
     maps::{
-        Frames, HIST_ENTRIES, HistKey, INFLIGHT_ENTRIES, ProbeCounters, STATS_ENTRIES,
-        Start, StartKey, Stat, StatKey,
+        AT_REMOVEDIR, COUNTER_ENTRIES, CounterId, CounterKey, DCACHE_OP_DELETE, Frames,
+        HIST_ENTRIES, HistKey, INFLIGHT_ENTRIES, LOSS_COUNT, Loss, ProbeCounters, RMDIR_ENTRIES,
+        RmdirLocks, STATS_ENTRIES, Start, StartKey, Stat, StatKey,
     },
     probe::PROBE_COUNT,
 };
@@ -34,11 +40,48 @@ static STARTS: LruHashMap<StartKey, Start> = LruHashMap::with_max_entries(INFLIG
 #[map]
 static FRAMES: LruHashMap<u32, Frames> = LruHashMap::with_max_entries(INFLIGHT_ENTRIES, 0);
 
-/// This CPU's counters of `probe`. Kprobe handlers run with preemption disabled, so plain
+#[map]
+static COUNTERS: PerCpuHashMap<CounterKey, u64> = PerCpuHashMap::with_max_entries(COUNTER_ENTRIES, 0);
+
+#[map]
+static RMDIR_LOCKS: HashMap<u64, u32> = HashMap::with_max_entries(RMDIR_ENTRIES, 0);
+
+#[map]
+static RMDIR_BY_THREAD: HashMap<u32, RmdirLocks> = HashMap::with_max_entries(RMDIR_ENTRIES, 0);
+
+#[map]
+static LOSSES: PerCpuArray<u64> = PerCpuArray::with_max_entries(LOSS_COUNT, 0);
+
+// Kernel struct offsets, from BTF in userspace (aya's Rust programs have no CO-RE).
+// Globals must be read volatile, or the compiler folds in the zero they are built with.
+#[unsafe(no_mangle)]
+static DENTRY_D_INODE: u32 = 0;
+#[unsafe(no_mangle)]
+static DENTRY_D_FLAGS: u32 = 0;
+#[unsafe(no_mangle)]
+static DENTRY_D_HASH_PPREV: u32 = 0;
+#[unsafe(no_mangle)]
+static INODE_I_RWSEM: u32 = 0;
+#[unsafe(no_mangle)]
+static OFFSETS_VALID: u32 = 0;
+
+#[inline(always)]
+fn global(g: &'static u32) -> u64 {
+    u64::from(unsafe { core::ptr::read_volatile(g) })
+}
+
+/// This CPU's counters of `probe`. Probe handlers run with preemption disabled, so plain
 /// increments of per-CPU values are not racy.
 #[inline(always)]
 fn counters(probe: Probe) -> Option<&'static mut ProbeCounters> {
     PROBE_COUNTERS.get_ptr_mut(u32::from(probe.id())).map(|p| unsafe { &mut *p })
+}
+
+#[inline(always)]
+fn lose(loss: Loss) {
+    if let Some(n) = LOSSES.get_ptr_mut(loss as u32) {
+        unsafe { *n += 1 };
+    }
 }
 
 #[inline(always)]
@@ -50,7 +93,18 @@ fn current_tid() -> u32 {
 }
 
 #[inline(always)]
-fn on_entry(probe: Probe) {
+fn read_u64(addr: u64) -> Option<u64> {
+    unsafe { bpf_probe_read_kernel(addr as *const u64) }.ok()
+}
+
+#[inline(always)]
+fn read_u32(addr: u64) -> Option<u32> {
+    unsafe { bpf_probe_read_kernel(addr as *const u32) }.ok()
+}
+
+/// A traced function (or syscall) was entered by the current thread.
+#[inline(always)]
+fn on_entry(probe: Probe, arg: u64) {
     let Some(c) = counters(probe) else { return };
     c.entries += 1;
     let tid = current_tid();
@@ -63,7 +117,7 @@ fn on_entry(probe: Probe) {
     let _ = FRAMES.insert(tid, frames.push(probe.id()), 0);
 
     let key = StartKey { tid, probe: u32::from(probe.id()) };
-    let start = Start { ts_ns, caller: u32::from(caller), _pad: 0 };
+    let start = Start { ts_ns, caller: u32::from(caller), _pad: 0, arg };
     if STARTS.insert(key, start, 0).is_err() {
         c.start_drops += 1;
     }
@@ -84,16 +138,18 @@ fn pop_frame(tid: u32, probe: Probe) {
     }
 }
 
+/// The current thread returned from `probe`: record its latency. Returns the call's start
+/// (for probes that derive more from it) and the cgroup.
 #[inline(always)]
-fn on_exit(probe: Probe) {
-    let Some(c) = counters(probe) else { return };
+fn on_exit(probe: Probe) -> Option<(Start, u64, u64)> {
+    let c = counters(probe)?;
     let now = unsafe { bpf_ktime_get_ns() };
     let tid = current_tid();
     let key = StartKey { tid, probe: u32::from(probe.id()) };
     let Some(start) = STARTS.get_ptr(key).map(|s| unsafe { *s }) else {
         c.exits_without_entry += 1;
         pop_frame(tid, probe);
-        return;
+        return None;
     };
     let _ = STARTS.remove(key);
     pop_frame(tid, probe);
@@ -103,6 +159,18 @@ fn on_exit(probe: Probe) {
     let cgroup = unsafe { bpf_get_current_cgroup_id() };
     #[expect(clippy::cast_possible_truncation, reason = "caller ids fit in u16")]
     let caller = start.caller as u16;
+    if !record(cgroup, probe.id(), caller, delta) {
+        c.hist_drops += 1;
+    }
+    Some((start, cgroup, delta))
+}
+
+/// Record a span derived from another probe's call (an inode lock held, pruning under it).
+#[inline(always)]
+fn record_derived(probe: Probe, cgroup: u64, caller: u16, delta: u64) {
+    let Some(c) = counters(probe) else { return };
+    c.entries += 1;
+    c.exits += 1;
     if !record(cgroup, probe.id(), caller, delta) {
         c.hist_drops += 1;
     }
@@ -141,47 +209,333 @@ fn record(cgroup: u64, probe: u16, caller: u16, delta: u64) -> bool {
     hist_ok && stat_ok
 }
 
-/// One kprobe/kretprobe pair per traced function. Program names are `<symbol>_entry` and
-/// `<symbol>_exit`; userspace finds them by those names.
+#[inline(always)]
+fn count(counter: CounterId, cgroup: u64) {
+    let key = CounterKey { cgroup, counter: counter as u32, _pad: 0 };
+    match COUNTERS.get_ptr_mut(key) {
+        Some(n) => unsafe { *n += 1 },
+        None => {
+            if COUNTERS.insert(key, 1, 0).is_err() {
+                lose(Loss::CounterDrops);
+            }
+        }
+    }
+}
+
+// ---- What some probes do beyond timing --------------------------------------------------
+
+/// `d_delete(dentry)` returned: did it leave a cached negative dentry, or drop it?
+#[inline(always)]
+fn after_d_delete(start: Start, cgroup: u64) {
+    if global(&OFFSETS_VALID) == 0 || start.arg == 0 {
+        return;
+    }
+    let dentry = start.arg;
+    let (Some(inode), Some(flags), Some(pprev)) = (
+        read_u64(dentry + global(&DENTRY_D_INODE)),
+        read_u32(dentry + global(&DENTRY_D_FLAGS)),
+        read_u64(dentry + global(&DENTRY_D_HASH_PPREV)),
+    ) else {
+        lose(Loss::DentryReadFailures);
+        return;
+    };
+    // Negative and still hashed, on a filesystem that keeps unused dentries: it stays in
+    // the dcache (ext4, xfs, ...). tmpfs and ramfs set DCACHE_OP_DELETE and free it.
+    if inode == 0 && pprev != 0 && flags & DCACHE_OP_DELETE == 0 {
+        count(CounterId::NegativeDentries, cgroup);
+    } else {
+        count(CounterId::DroppedDentries, cgroup);
+    }
+}
+
+/// `vfs_rmdir(idmap, dir, dentry)` entered: register the parent's and the victim's
+/// `i_rwsem`, so waits on them can be told apart from other lock contention.
+#[inline(always)]
+fn before_vfs_rmdir(dir: u64, dentry: u64) {
+    if global(&OFFSETS_VALID) == 0 || dir == 0 {
+        return;
+    }
+    let tid = current_tid();
+    let rwsem = global(&INODE_I_RWSEM);
+    let victim = read_u64(dentry + global(&DENTRY_D_INODE)).unwrap_or(0);
+    let locks = RmdirLocks { parent: dir + rwsem, victim: if victim == 0 { 0 } else { victim + rwsem } };
+    let ok = RMDIR_LOCKS.insert(locks.parent, tid, 0).is_ok()
+        && (locks.victim == 0 || RMDIR_LOCKS.insert(locks.victim, tid, 0).is_ok())
+        && RMDIR_BY_THREAD.insert(tid, locks, 0).is_ok();
+    if !ok {
+        lose(Loss::RmdirLockDrops);
+    }
+}
+
+/// `vfs_rmdir` returned: unregister its locks; its duration is the victim's lock hold time.
+#[inline(always)]
+fn after_vfs_rmdir(start: Start, cgroup: u64, delta: u64) {
+    let tid = current_tid();
+    if let Some(locks) = RMDIR_BY_THREAD.get_ptr(tid).map(|l| unsafe { *l }) {
+        let _ = RMDIR_LOCKS.remove(locks.parent);
+        if locks.victim != 0 {
+            let _ = RMDIR_LOCKS.remove(locks.victim);
+        }
+        let _ = RMDIR_BY_THREAD.remove(tid);
+    }
+    #[expect(clippy::cast_possible_truncation, reason = "caller ids fit in u16")]
+    record_derived(Probe::InodeLockHold, cgroup, start.caller as u16, delta);
+}
+
+/// `shrink_dcache_parent` returned: inside `vfs_rmdir`, that time was spent under its locks.
+#[inline(always)]
+fn after_shrink_dcache_parent(start: Start, cgroup: u64, delta: u64) {
+    if start.caller == u32::from(Probe::VfsRmdir.id()) {
+        record_derived(Probe::PruneUnderInodeLock, cgroup, Probe::VfsRmdir.id(), delta);
+    }
+}
+
+#[inline(always)]
+fn exit_hooks(probe: Probe) {
+    let Some((start, cgroup, delta)) = on_exit(probe) else { return };
+    match probe {
+        Probe::DDelete => after_d_delete(start, cgroup),
+        Probe::VfsRmdir => after_vfs_rmdir(start, cgroup, delta),
+        Probe::ShrinkDcacheParent => after_shrink_dcache_parent(start, cgroup, delta),
+        _ => {}
+    }
+}
+
+// ---- Function probes: kprobe/kretprobe and fentry/fexit variants ------------------------
+
+/// Four programs per traced function: `<symbol>_entry`/`_exit` (kprobe/kretprobe) and
+/// `<symbol>_fentry`/`_fexit`. Userspace loads one pair; the other is never loaded.
 macro_rules! function_probe {
-    ($probe:expr, $entry:ident, $exit:ident) => {
+    ($probe:expr, $entry:ident, $exit:ident, $fentry:ident, $fexit:ident) => {
         #[kprobe]
         pub fn $entry(_ctx: ProbeContext) -> u32 {
-            on_entry($probe);
+            on_entry($probe, 0);
             0
         }
 
         #[kretprobe]
         pub fn $exit(_ctx: RetProbeContext) -> u32 {
-            on_exit($probe);
+            exit_hooks($probe);
+            0
+        }
+
+        #[fentry]
+        pub fn $fentry(_ctx: FEntryContext) -> u32 {
+            on_entry($probe, 0);
+            0
+        }
+
+        #[fexit]
+        pub fn $fexit(_ctx: FExitContext) -> u32 {
+            exit_hooks($probe);
             0
         }
     };
 }
 
-function_probe!(Probe::SynchronizeSrcu, synchronize_srcu_entry, synchronize_srcu_exit);
+function_probe!(
+    Probe::SynchronizeSrcu,
+    synchronize_srcu_entry,
+    synchronize_srcu_exit,
+    synchronize_srcu_fentry,
+    synchronize_srcu_fexit
+);
 function_probe!(
     Probe::SynchronizeSrcuExpedited,
     synchronize_srcu_expedited_entry,
-    synchronize_srcu_expedited_exit
+    synchronize_srcu_expedited_exit,
+    synchronize_srcu_expedited_fentry,
+    synchronize_srcu_expedited_fexit
 );
-function_probe!(Probe::SynchronizeRcu, synchronize_rcu_entry, synchronize_rcu_exit);
+function_probe!(
+    Probe::SynchronizeRcu,
+    synchronize_rcu_entry,
+    synchronize_rcu_exit,
+    synchronize_rcu_fentry,
+    synchronize_rcu_fexit
+);
 function_probe!(
     Probe::SynchronizeRcuExpedited,
     synchronize_rcu_expedited_entry,
-    synchronize_rcu_expedited_exit
+    synchronize_rcu_expedited_exit,
+    synchronize_rcu_expedited_fentry,
+    synchronize_rcu_expedited_fexit
 );
-function_probe!(Probe::UnregisterShrinker, unregister_shrinker_entry, unregister_shrinker_exit);
-function_probe!(Probe::ShrinkerFree, shrinker_free_entry, shrinker_free_exit);
+function_probe!(
+    Probe::UnregisterShrinker,
+    unregister_shrinker_entry,
+    unregister_shrinker_exit,
+    unregister_shrinker_fentry,
+    unregister_shrinker_fexit
+);
+function_probe!(
+    Probe::ShrinkerFree,
+    shrinker_free_entry,
+    shrinker_free_exit,
+    shrinker_free_fentry,
+    shrinker_free_fexit
+);
 function_probe!(
     Probe::DeactivateLockedSuper,
     deactivate_locked_super_entry,
-    deactivate_locked_super_exit
+    deactivate_locked_super_exit,
+    deactivate_locked_super_fentry,
+    deactivate_locked_super_fexit
 );
-function_probe!(Probe::NamespaceUnlock, namespace_unlock_entry, namespace_unlock_exit);
-function_probe!(Probe::ShrinkDcacheParent, shrink_dcache_parent_entry, shrink_dcache_parent_exit);
-function_probe!(Probe::DDelete, d_delete_entry, d_delete_exit);
-function_probe!(Probe::VfsRmdir, vfs_rmdir_entry, vfs_rmdir_exit);
+function_probe!(
+    Probe::NamespaceUnlock,
+    namespace_unlock_entry,
+    namespace_unlock_exit,
+    namespace_unlock_fentry,
+    namespace_unlock_fexit
+);
+function_probe!(
+    Probe::ShrinkDcacheParent,
+    shrink_dcache_parent_entry,
+    shrink_dcache_parent_exit,
+    shrink_dcache_parent_fentry,
+    shrink_dcache_parent_fexit
+);
+
+// d_delete and vfs_rmdir read their arguments at entry.
+
+#[kprobe]
+pub fn d_delete_entry(ctx: ProbeContext) -> u32 {
+    on_entry(Probe::DDelete, ctx.arg::<u64>(0).unwrap_or(0));
+    0
+}
+
+#[kretprobe]
+pub fn d_delete_exit(_ctx: RetProbeContext) -> u32 {
+    exit_hooks(Probe::DDelete);
+    0
+}
+
+#[fentry]
+pub fn d_delete_fentry(ctx: FEntryContext) -> u32 {
+    on_entry(Probe::DDelete, ctx.arg::<u64>(0));
+    0
+}
+
+#[fexit]
+pub fn d_delete_fexit(_ctx: FExitContext) -> u32 {
+    exit_hooks(Probe::DDelete);
+    0
+}
+
+#[kprobe]
+pub fn vfs_rmdir_entry(ctx: ProbeContext) -> u32 {
+    before_vfs_rmdir(ctx.arg::<u64>(1).unwrap_or(0), ctx.arg::<u64>(2).unwrap_or(0));
+    on_entry(Probe::VfsRmdir, 0);
+    0
+}
+
+#[kretprobe]
+pub fn vfs_rmdir_exit(_ctx: RetProbeContext) -> u32 {
+    exit_hooks(Probe::VfsRmdir);
+    0
+}
+
+#[fentry]
+pub fn vfs_rmdir_fentry(ctx: FEntryContext) -> u32 {
+    before_vfs_rmdir(ctx.arg::<u64>(1), ctx.arg::<u64>(2));
+    on_entry(Probe::VfsRmdir, 0);
+    0
+}
+
+#[fexit]
+pub fn vfs_rmdir_fexit(_ctx: FExitContext) -> u32 {
+    exit_hooks(Probe::VfsRmdir);
+    0
+}
+
+// ---- Syscall tracepoints: what the user waits for ---------------------------------------
+
+#[tracepoint]
+pub fn sys_enter_umount(_ctx: TracePointContext) -> u32 {
+    on_entry(Probe::SysUmount, 0);
+    0
+}
+
+#[tracepoint]
+pub fn sys_exit_umount(_ctx: TracePointContext) -> u32 {
+    exit_hooks(Probe::SysUmount);
+    0
+}
+
+#[tracepoint]
+pub fn sys_enter_rmdir(_ctx: TracePointContext) -> u32 {
+    on_entry(Probe::SysRmdir, 0);
+    0
+}
+
+#[tracepoint]
+pub fn sys_exit_rmdir(_ctx: TracePointContext) -> u32 {
+    exit_hooks(Probe::SysRmdir);
+    0
+}
+
+#[tracepoint]
+pub fn sys_enter_unlink(_ctx: TracePointContext) -> u32 {
+    on_entry(Probe::SysUnlink, 0);
+    0
+}
+
+#[tracepoint]
+pub fn sys_exit_unlink(_ctx: TracePointContext) -> u32 {
+    exit_hooks(Probe::SysUnlink);
+    0
+}
+
+/// `unlinkat(dfd, path, flags)`: with AT_REMOVEDIR it is an rmdir (`rm -r` does this).
+#[tracepoint]
+pub fn sys_enter_unlinkat(ctx: TracePointContext) -> u32 {
+    // Syscall tracepoint layout: 8 bytes of common fields, the syscall nr (padded to 8),
+    // then each argument as 8 bytes.
+    let flags: u64 = unsafe { ctx.read_at(16 + 2 * 8) }.unwrap_or(0);
+    let probe = if flags & AT_REMOVEDIR != 0 { Probe::SysRmdir } else { Probe::SysUnlink };
+    on_entry(probe, 0);
+    0
+}
+
+#[tracepoint]
+pub fn sys_exit_unlinkat(_ctx: TracePointContext) -> u32 {
+    // Whichever of the two the entry chose is on top of this thread's frames.
+    let tid = current_tid();
+    let top = FRAMES.get_ptr(tid).and_then(|f| unsafe { *f }.top());
+    if top == Some(Probe::SysRmdir.id()) {
+        exit_hooks(Probe::SysRmdir);
+    } else {
+        exit_hooks(Probe::SysUnlink);
+    }
+    0
+}
+
+// ---- Lock contention on the inode locks of directories being removed (Linux >= 5.19) ---
+
+/// `lock:contention_begin(lock_addr, flags)`.
+#[tracepoint]
+pub fn contention_begin(ctx: TracePointContext) -> u32 {
+    let lock: u64 = unsafe { ctx.read_at(8) }.unwrap_or(0);
+    let tid = current_tid();
+    if let Some(holder) = RMDIR_LOCKS.get_ptr(lock)
+        && unsafe { *holder } != tid
+    {
+        on_entry(Probe::InodeLockWait, lock);
+    }
+    0
+}
+
+/// `lock:contention_end(lock_addr, ret)`.
+#[tracepoint]
+pub fn contention_end(_ctx: TracePointContext) -> u32 {
+    let tid = current_tid();
+    let key = StartKey { tid, probe: u32::from(Probe::InodeLockWait.id()) };
+    if STARTS.get_ptr(key).is_some() {
+        exit_hooks(Probe::InodeLockWait);
+    }
+    0
+}
 
 #[cfg(not(test))]
 #[panic_handler]

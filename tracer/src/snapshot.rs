@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
-pub use tracer_common::Probe;
+pub use tracer_common::{Probe, maps::Loss};
 
 /// A cgroup v2 id (the inode number of its directory in cgroupfs).
 pub type CgroupId = u64;
@@ -445,6 +445,8 @@ pub struct Snapshot {
     pub dentry_state: Option<(DentryState, DentryState)>,
     /// The command the capture wrapped.
     pub command: Option<CommandRun>,
+    /// Losses not tied to one probe (full maps, unreadable kernel memory); zeros omitted.
+    pub losses: BTreeMap<Loss, u64>,
 }
 
 impl Snapshot {
@@ -459,6 +461,7 @@ impl Snapshot {
             cgroups: BTreeMap::new(),
             dentry_state: None,
             command: None,
+            losses: BTreeMap::new(),
         }
     }
 
@@ -541,6 +544,9 @@ impl Snapshot {
         for (id, path) in &other.cgroups {
             self.cgroups.entry(*id).or_insert_with(|| path.clone());
         }
+        for (loss, n) in &other.losses {
+            *self.losses.entry(*loss).or_default() += n;
+        }
     }
 
     /// What happened between `earlier` and `self`, two readings of the same cumulative
@@ -575,6 +581,12 @@ impl Snapshot {
             out.probes.insert(*p, d);
         }
         out.cgroups = self.cgroups.clone();
+        for (loss, n) in &self.losses {
+            let d = n.saturating_sub(earlier.losses.get(loss).copied().unwrap_or(0));
+            if d > 0 {
+                out.losses.insert(*loss, d);
+            }
+        }
         out.dentry_state = match (earlier.dentry_state, self.dentry_state) {
             (Some((_, a)), Some((_, b))) => Some((a, b)),
             (_, d) => d,

@@ -15,7 +15,7 @@ use tokio::signal::unix::{SignalKind, signal};
 use crate::{
     cgroup, collect, probes,
     report::{self, OutputArgs},
-    snapshot::{CommandRun, DentryState, Meta, SourceKind},
+    snapshot::{AttachState, CommandRun, DentryState, Meta, SourceKind},
 };
 
 /// `tracer capture` arguments.
@@ -33,6 +33,9 @@ pub struct Args {
     /// Comma-separated probes to attach (default: all), e.g. `vfs_rmdir,d_delete`.
     #[arg(long, value_name = "LIST")]
     pub probes: Option<String>,
+    /// How to hook kernel functions.
+    #[arg(long, value_enum, default_value_t = probes::AttachMode::Auto, value_name = "HOW")]
+    pub attach: probes::AttachMode,
     /// Report only calls made from this cgroup (path under the cgroup2 mount, e.g. /system.slice).
     #[arg(long, value_name = "PATH")]
     pub cgroup: Option<PathBuf>,
@@ -111,18 +114,22 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(127));
     }
 
-    let attached = probes::attach(&wanted)?;
-    let missing: Vec<String> = attached
-        .states
-        .iter()
-        .filter_map(|(p, s)| match s {
-            crate::snapshot::AttachState::Absent { symbol } => Some(format!("{} (no {symbol} on this kernel)", p.name())),
-            crate::snapshot::AttachState::Failed { reason } => Some(format!("{} ({reason})", p.name())),
-            _ => None,
-        })
-        .collect();
-    if !missing.is_empty() {
-        eprintln!("tracer: not attached: {}", missing.join("; "));
+    let attached = probes::attach(&wanted, args.attach)?;
+    for w in &attached.warnings {
+        eprintln!("tracer: warning: {w}");
+    }
+    // One line per distinct reason, so twelve probes failing alike read as one fact.
+    let mut missing: std::collections::BTreeMap<String, Vec<&str>> = std::collections::BTreeMap::new();
+    for (p, s) in &attached.states {
+        let why = match s {
+            AttachState::Absent { symbol } => format!("no {symbol} on this kernel"),
+            AttachState::Failed { reason } => reason.clone(),
+            _ => continue,
+        };
+        missing.entry(why).or_default().push(p.name());
+    }
+    for (why, names) in &missing {
+        eprintln!("tracer: not attached: {}: {why}", names.join(", "));
     }
 
     let cgroup_root = cgroup::find_cgroup2();

@@ -8,10 +8,12 @@ use aya::{
 };
 use tracer_common::{
     NO_CALLER, Probe,
-    maps::{self, HistKey, ProbeCounters, Stat, StatKey},
+    maps::{self, CounterId, CounterKey, HistKey, Loss, ProbeCounters, Stat, StatKey},
 };
 
-use crate::snapshot::{AttachState, GONE_CGROUP, Latency, Meta, ProbeStatus, SeriesKey, Snapshot};
+use crate::snapshot::{
+    AttachState, Counter, GONE_CGROUP, Latency, Meta, ProbeStatus, SeriesKey, Snapshot,
+};
 
 /// Why the maps could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -69,11 +71,39 @@ pub fn read(
         let cgroup = if cgroups.contains_key(&skey.cgroup) { skey.cgroup } else { GONE_CGROUP };
         snap.series_mut(SeriesKey { probe, caller, cgroup }).merge(&lat);
     }
-    snap.cgroups = snap
+    let events: PerCpuHashMap<_, CounterKey, u64> = per_cpu_hash(ebpf, maps::COUNTERS)?;
+    for item in events.iter() {
+        let (key, per_cpu) = item.map_err(|e| CollectError::Map(maps::COUNTERS, e))?;
+        let counter = match key.counter {
+            c if c == CounterId::NegativeDentries as u32 => Counter::NegativeDentries,
+            c if c == CounterId::DroppedDentries as u32 => Counter::DroppedDentries,
+            _ => continue,
+        };
+        let cgroup = if cgroups.contains_key(&key.cgroup) { key.cgroup } else { GONE_CGROUP };
+        snap.count(counter, cgroup, per_cpu.iter().sum());
+    }
+
+    let map = ebpf.map(maps::LOSSES).ok_or(CollectError::MissingMap(maps::LOSSES))?;
+    let losses: PerCpuArray<_, u64> =
+        PerCpuArray::try_from(map).map_err(|e| CollectError::Map(maps::LOSSES, e))?;
+    for loss in Loss::ALL {
+        let n: u64 = losses
+            .get(&(loss as u32), 0)
+            .map_err(|e| CollectError::Map(maps::LOSSES, e))?
+            .iter()
+            .sum();
+        if n > 0 {
+            snap.losses.insert(loss, n);
+        }
+    }
+
+    let used: std::collections::BTreeSet<u64> = snap
         .series
         .keys()
-        .filter_map(|k| cgroups.get(&k.cgroup).map(|p| (k.cgroup, p.clone())))
+        .map(|k| k.cgroup)
+        .chain(snap.counters.keys().map(|(_, c)| *c))
         .collect();
+    snap.cgroups = used.iter().filter_map(|id| cgroups.get(id).map(|p| (*id, p.clone()))).collect();
 
     let map = ebpf.map(maps::PROBE_COUNTERS).ok_or(CollectError::MissingMap(maps::PROBE_COUNTERS))?;
     let counters: PerCpuArray<_, ProbeCounters> =

@@ -3,12 +3,16 @@
 //! One missing symbol never stops the others: every probe ends in an [`AttachState`] that
 //! the Snapshot carries (attached and how, absent on this kernel, or failed and why).
 
+pub mod btf;
 pub mod kallsyms;
 
 use std::{collections::BTreeMap, path::Path};
 
-use aya::{Ebpf, programs::KProbe};
-use tracer_common::{FUNCTIONS, Probe};
+use aya::{
+    Ebpf, EbpfLoader,
+    programs::{FEntry, FExit, KProbe, TracePoint},
+};
+use tracer_common::{FUNCTIONS, PROBES, Probe, maps};
 
 use crate::snapshot::{AttachMethod, AttachState};
 use kallsyms::{Kallsyms, Resolution};
@@ -45,6 +49,9 @@ pub enum LoadError {
     /// kallsyms could not be read.
     #[error("cannot read /proc/kallsyms: {0}")]
     Kallsyms(std::io::Error),
+    /// Not one probe could attach.
+    #[error("no probe could be attached: {0}")]
+    NothingAttached(String),
     /// The object was rejected as a whole.
     #[error("loading the kernel programs failed: {0}")]
     Load(#[from] aya::EbpfError),
@@ -56,6 +63,8 @@ pub struct Attached {
     pub ebpf: Ebpf,
     /// Outcome per probe.
     pub states: BTreeMap<Probe, AttachState>,
+    /// Things the user should know (degraded features), one sentence each.
+    pub warnings: Vec<String>,
 }
 
 /// Check what tracing needs before touching the kernel, so the error names the real cause.
@@ -63,16 +72,28 @@ pub struct Attached {
 /// # Errors
 /// The first missing prerequisite.
 pub fn preflight() -> Result<(), LoadError> {
+    preflight_common()?;
+    kprobe_support()
+}
+
+/// The programs are embedded and we may load them.
+fn preflight_common() -> Result<(), LoadError> {
     if EBPF_OBJECT.is_empty() {
         return Err(LoadError::NoPrograms);
     }
     if !has_tracing_privileges() {
         return Err(LoadError::NoPrivileges);
     }
-    if !Path::new("/sys/bus/event_source/devices/kprobe").exists() {
-        return Err(LoadError::NoKprobes { config: kernel_config_says("CONFIG_KPROBES") });
-    }
     Ok(())
+}
+
+/// Whether this kernel can attach kprobes at all.
+fn kprobe_support() -> Result<(), LoadError> {
+    if Path::new("/sys/bus/event_source/devices/kprobe").exists() {
+        Ok(())
+    } else {
+        Err(LoadError::NoKprobes { config: kernel_config_says("CONFIG_KPROBES") })
+    }
 }
 
 /// CAP_SYS_ADMIN, or CAP_BPF with CAP_PERFMON, in the effective set.
@@ -103,20 +124,40 @@ fn kernel_config_says(option: &str) -> String {
         .unwrap_or_default()
 }
 
-/// The probes `--probes` names, or all function probes.
+/// How function probes are hooked.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum AttachMode {
+    /// fentry/fexit where the kernel allows it (checked by a trial attach), else kprobes.
+    #[default]
+    Auto,
+    /// kprobe/kretprobe only.
+    Kprobe,
+    /// fentry/fexit only (BPF trampolines; Linux >= 5.5 with BTF).
+    Fentry,
+}
+
+/// The probes `--probes` names (any probe name; derived spans bring the probes they come
+/// from), or all of them.
 ///
 /// # Errors
 /// An unknown name, with the list of known ones.
 pub fn select(names: Option<&str>) -> Result<Vec<Probe>, String> {
-    let Some(names) = names else { return Ok(FUNCTIONS.to_vec()) };
+    let Some(names) = names else { return Ok(PROBES.to_vec()) };
     let mut out = Vec::new();
     for name in names.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-        match FUNCTIONS.iter().find(|p| p.name() == name) {
-            Some(p) if !out.contains(p) => out.push(*p),
-            Some(_) => {}
-            None => {
-                let known: Vec<&str> = FUNCTIONS.iter().map(|p| p.name()).collect();
-                return Err(format!("unknown probe {name:?}; known probes: {}", known.join(", ")));
+        let Some(p) = Probe::from_name(name) else {
+            let known: Vec<&str> = PROBES.iter().map(|p| p.name()).collect();
+            return Err(format!("unknown probe {name:?}; known probes: {}", known.join(", ")));
+        };
+        let needs: &[Probe] = match p {
+            Probe::InodeLockHold => &[Probe::VfsRmdir],
+            Probe::PruneUnderInodeLock => &[Probe::VfsRmdir, Probe::ShrinkDcacheParent],
+            Probe::InodeLockWait => &[Probe::VfsRmdir],
+            _ => &[],
+        };
+        for q in needs.iter().chain([&p]) {
+            if !out.contains(q) {
+                out.push(*q);
             }
         }
     }
@@ -126,30 +167,291 @@ pub fn select(names: Option<&str>) -> Result<Vec<Probe>, String> {
     Ok(out)
 }
 
+/// Offsets the programs need, from the kernel's BTF; `Err` says why they are missing.
+fn kernel_offsets() -> Result<[(&'static str, u32); 4], String> {
+    let btf = btf::Btf::from_sys_fs()?;
+    let off = |s: &str, m: &str| btf.offset_of(s, m).map_err(|e| e.to_string());
+    Ok([
+        (maps::DENTRY_D_INODE, off("dentry", "d_inode")?),
+        (maps::DENTRY_D_FLAGS, off("dentry", "d_flags")?),
+        (maps::DENTRY_D_HASH_PPREV, off("dentry", "d_hash.pprev")?),
+        (maps::INODE_I_RWSEM, off("inode", "i_rwsem")?),
+    ])
+}
+
 /// Load the programs and attach `wanted` probes. Probes not in `wanted` are `NotRequested`.
+/// Warnings (missing BTF offsets, ...) are returned beside the states for the caller to show.
 ///
 /// # Errors
-/// Only when nothing can be loaded at all; a probe that fails is reported in its state.
-pub fn attach(wanted: &[Probe]) -> Result<Attached, LoadError> {
-    preflight()?;
+/// Only when nothing can be loaded at all, or `--attach kprobe` on a kernel without
+/// kprobes; a probe that fails is reported in its state.
+pub fn attach(wanted: &[Probe], mode: AttachMode) -> Result<Attached, LoadError> {
+    preflight_common()?;
+    let kprobes = kprobe_support();
+    if mode == AttachMode::Kprobe
+        && let Err(e) = kprobes
+    {
+        return Err(e);
+    }
     raise_memlock_limit();
     let kallsyms = Kallsyms::read().map_err(LoadError::Kallsyms)?;
-    let mut ebpf = Ebpf::load(EBPF_OBJECT)?;
+
+    let mut warnings = Vec::new();
+    let mut loader = EbpfLoader::new();
+    let offsets = kernel_offsets();
+    let valid: u32 = match &offsets {
+        Ok(offsets) => {
+            for (name, value) in offsets {
+                loader.override_global(name, value, true);
+            }
+            1
+        }
+        Err(e) => {
+            warnings.push(format!(
+                "no kernel struct offsets ({e}): negative dentries are not classified and \
+                 inode-lock waits are not watched"
+            ));
+            0
+        }
+    };
+    loader.override_global(maps::OFFSETS_VALID, &valid, true);
+    let mut ebpf = loader.load(EBPF_OBJECT)?;
+    let aya_btf = match mode {
+        AttachMode::Kprobe => None,
+        _ => aya::Btf::from_sys_fs().ok(),
+    };
+
+    if let Err(e) = ensure_tracefs() {
+        warnings.push(e);
+    }
     let mut states = BTreeMap::new();
     for probe in FUNCTIONS {
         let state = if wanted.contains(&probe) {
-            attach_function(&mut ebpf, &kallsyms, probe)
+            attach_function(&mut ebpf, &kallsyms, aya_btf.as_ref(), mode, kprobes.is_err(), probe)
         } else {
             AttachState::NotRequested
         };
-        log::debug!("{}: {state:?}", probe.name());
         states.insert(probe, state);
     }
-    Ok(Attached { ebpf, states })
+    for (probe, programs) in SYSCALLS {
+        let state = if wanted.contains(&probe) {
+            attach_tracepoints(&mut ebpf, "syscalls", programs)
+        } else {
+            AttachState::NotRequested
+        };
+        states.insert(probe, state);
+    }
+    // Spans derived from vfs_rmdir and shrink_dcache_parent share their fate.
+    let rmdir = states[&Probe::VfsRmdir].clone();
+    let derived_state = |p: Probe| {
+        if wanted.contains(&p) { rmdir.clone() } else { AttachState::NotRequested }
+    };
+    states.insert(Probe::InodeLockHold, derived_state(Probe::InodeLockHold));
+    states.insert(Probe::PruneUnderInodeLock, derived_state(Probe::PruneUnderInodeLock));
+    let wait = if !wanted.contains(&Probe::InodeLockWait) {
+        AttachState::NotRequested
+    } else if valid == 0 {
+        AttachState::Failed { reason: "needs the kernel's BTF for struct inode offsets".to_owned() }
+    } else if !matches!(rmdir, AttachState::Attached { .. }) {
+        AttachState::Failed { reason: "needs the vfs_rmdir probe".to_owned() }
+    } else {
+        attach_tracepoints(&mut ebpf, "lock", &["contention_begin", "contention_end"])
+    };
+    states.insert(Probe::InodeLockWait, wait);
+
+    for (p, s) in &states {
+        log::debug!("{}: {s:?}", p.name());
+    }
+    let any_function = FUNCTIONS.iter().any(|p| matches!(states[p], AttachState::Attached { .. }));
+    if !any_function && FUNCTIONS.iter().any(|p| wanted.contains(p)) {
+        let why = match kprobes {
+            Err(e) => e.to_string(),
+            Ok(()) => "every function probe failed (see the probes table)".to_owned(),
+        };
+        if !states.values().any(|s| matches!(s, AttachState::Attached { .. })) {
+            return Err(LoadError::NothingAttached(why));
+        }
+        warnings.push(format!(
+            "no kernel function could be traced, only syscalls and tracepoints: {why}"
+        ));
+    }
+    Ok(Attached { ebpf, states, warnings })
+}
+
+/// Tracepoints are attached through tracefs; mount it where the system has not (as
+/// `mount -t tracefs nodev /sys/kernel/tracing` would).
+fn ensure_tracefs() -> Result<(), String> {
+    let mounted = ["/sys/kernel/tracing/events", "/sys/kernel/debug/tracing/events"]
+        .iter()
+        .any(|p| Path::new(p).exists());
+    if mounted {
+        return Ok(());
+    }
+    let target = c"/sys/kernel/tracing";
+    // SAFETY: valid NUL-terminated strings; no data argument.
+    let rc = unsafe {
+        libc::mount(c"nodev".as_ptr(), target.as_ptr(), c"tracefs".as_ptr(), 0, std::ptr::null())
+    };
+    if rc == 0 {
+        log::info!("mounted tracefs at /sys/kernel/tracing");
+        Ok(())
+    } else {
+        Err(format!(
+            "tracefs is not mounted and mounting it failed ({}): syscall and lock tracepoints \
+             cannot attach; try `mount -t tracefs nodev /sys/kernel/tracing`",
+            std::io::Error::last_os_error()
+        ))
+    }
+}
+
+/// The syscall probes and their tracepoint programs (named as the tracepoints).
+const SYSCALLS: [(Probe, &[&str]); 3] = [
+    (Probe::SysUmount, &["sys_enter_umount", "sys_exit_umount"]),
+    (Probe::SysRmdir, &["sys_enter_rmdir", "sys_exit_rmdir", "sys_enter_unlinkat", "sys_exit_unlinkat"]),
+    (Probe::SysUnlink, &["sys_enter_unlink", "sys_exit_unlink", "sys_enter_unlinkat", "sys_exit_unlinkat"]),
+];
+
+/// Attach tracepoint programs named like the tracepoints, all or none. A program already
+/// attached (unlinkat serves two probes) counts as attached.
+fn attach_tracepoints(ebpf: &mut Ebpf, category: &str, programs: &[&str]) -> AttachState {
+    for name in programs {
+        let result = (|| -> Result<(), String> {
+            let program: &mut TracePoint = ebpf
+                .program_mut(name)
+                .ok_or_else(|| format!("program {name} missing from the object"))?
+                .try_into()
+                .map_err(|e| format!("{name}: {e}"))?;
+            if program.fd().is_ok() {
+                return Ok(()); // loaded and attached for another probe
+            }
+            program.load().map_err(|e| format!("loading {name}: {e}"))?;
+            program.attach(category, name).map_err(|e| format!("tracepoint {category}:{name}: {e}"))?;
+            Ok(())
+        })();
+        if let Err(reason) = result {
+            return AttachState::Failed { reason };
+        }
+    }
+    AttachState::Attached { method: AttachMethod::Tracepoint, symbol: format!("{category}:{}", programs[0]) }
+}
+
+fn attach_function(
+    ebpf: &mut Ebpf,
+    kallsyms: &Kallsyms,
+    btf: Option<&aya::Btf>,
+    mode: AttachMode,
+    no_kprobes: bool,
+    probe: Probe,
+) -> AttachState {
+    let symbol = match kallsyms.resolve(probe.name()) {
+        Resolution::Exact(s) | Resolution::Clone(s) => s,
+        Resolution::Absent => return AttachState::Absent { symbol: probe.name().to_owned() },
+        Resolution::Ambiguous(n) => {
+            return AttachState::Failed {
+                reason: format!("{n} kernel functions are named {}; cannot tell which", probe.name()),
+            };
+        }
+    };
+    let mut fentry_error = None;
+    // fentry needs the function in BTF by its own name: not for compiler clones.
+    if mode != AttachMode::Kprobe && symbol == probe.name() {
+        match btf {
+            Some(btf) => match attach_fentry(ebpf, btf, probe) {
+                Ok(()) => return AttachState::Attached { method: AttachMethod::Fentry, symbol },
+                Err(e) => fentry_error = Some(e),
+            },
+            None => fentry_error = Some("no kernel BTF".to_owned()),
+        }
+    }
+    if mode == AttachMode::Fentry {
+        let reason = fentry_error.unwrap_or_else(|| format!("{symbol} is a compiler clone, not in BTF"));
+        return AttachState::Failed { reason: format!("fentry: {reason}") };
+    }
+    if no_kprobes {
+        // The full explanation goes in the capture's warning; the state says it briefly.
+        let also = fentry_error.map(|f| format!("; fentry: {f}")).unwrap_or_default();
+        return AttachState::Failed { reason: format!("no kprobes (CONFIG_KPROBES not set){also}") };
+    }
+    match attach_kprobe(ebpf, probe, &symbol) {
+        Ok(()) => AttachState::Attached { method: AttachMethod::Kprobe, symbol },
+        Err(reason) => {
+            let also = fentry_error.map(|f| format!(" (fentry: {f})")).unwrap_or_default();
+            AttachState::Failed { reason: format!("{reason}{also}") }
+        }
+    }
+}
+
+/// Load and attach `<name>_fentry`/`_fexit`; on failure nothing stays attached.
+fn attach_fentry(ebpf: &mut Ebpf, btf: &aya::Btf, probe: Probe) -> Result<(), String> {
+    let entry = format!("{}_fentry", probe.name());
+    let exit = format!("{}_fexit", probe.name());
+    let program: &mut FEntry = ebpf
+        .program_mut(&entry)
+        .ok_or_else(|| format!("program {entry} missing"))?
+        .try_into()
+        .map_err(|e| format!("{entry}: {e}"))?;
+    program.load(probe.name(), btf).map_err(|e| format!("refused: {}", short(&e)))?;
+    let link = program.attach().map_err(|e| format!("attach refused: {}", short(&e)))?;
+    let result = (|| -> Result<(), String> {
+        let program: &mut FExit = ebpf
+            .program_mut(&exit)
+            .ok_or_else(|| format!("program {exit} missing"))?
+            .try_into()
+            .map_err(|e| format!("{exit}: {e}"))?;
+        program.load(probe.name(), btf).map_err(|e| format!("fexit refused: {}", short(&e)))?;
+        program.attach().map_err(|e| format!("fexit attach refused: {}", short(&e)))?;
+        Ok(())
+    })();
+    if result.is_err()
+        && let Some(p) = ebpf.program_mut(&entry).and_then(|p| <&mut FEntry>::try_from(p).ok())
+    {
+        let _ = p.detach(link);
+    }
+    result
+}
+
+/// Load and attach `<name>_entry`/`_exit` (kprobe/kretprobe); on failure nothing stays attached.
+fn attach_kprobe(ebpf: &mut Ebpf, probe: Probe, symbol: &str) -> Result<(), String> {
+    let mut links = Vec::new();
+    for suffix in ["entry", "exit"] {
+        let name = format!("{}_{suffix}", probe.name());
+        let result = (|| -> Result<(), String> {
+            let program: &mut KProbe = ebpf
+                .program_mut(&name)
+                .ok_or_else(|| format!("program {name} missing from the object"))?
+                .try_into()
+                .map_err(|e| format!("{name}: {e}"))?;
+            program.load().map_err(|e| format!("loading {name}: {}", short(&e)))?;
+            let link = program.attach(symbol, 0).map_err(|e| format!("kprobe on {symbol}: {}", short(&e)))?;
+            links.push((name.clone(), link));
+            Ok(())
+        })();
+        if let Err(reason) = result {
+            for (name, link) in links {
+                if let Some(p) = ebpf.program_mut(&name).and_then(|p| <&mut KProbe>::try_from(p).ok()) {
+                    let _ = p.detach(link);
+                }
+            }
+            return Err(reason);
+        }
+    }
+    Ok(())
+}
+
+/// An error's message without a verifier log (kept for `RUST_LOG=debug`).
+fn short(e: &dyn std::error::Error) -> String {
+    let full = e.to_string();
+    log::debug!("{full}");
+    let Some((head, log)) = full.split_once(". Verifier output:") else { return full };
+    let noise = ["verification time", "processed ", "stack depth"];
+    match log.lines().map(str::trim).rev().find(|l| !l.is_empty() && !noise.iter().any(|n| l.starts_with(n))) {
+        Some(last) => format!("{head}: {last}"),
+        None => head.to_owned(),
+    }
 }
 
 /// One probe's readiness on this kernel, without attaching: its symbol, and whether its
-/// programs pass the verifier.
+/// kprobe programs pass the verifier.
 #[derive(Debug)]
 pub struct Check {
     /// The probe.
@@ -160,19 +462,14 @@ pub struct Check {
     pub load: Result<(), String>,
 }
 
-/// Resolve and load (not attach) every function probe: `tracer probes`.
+/// Resolve and load (not attach) every function probe: `tracer probes`. Also returns why
+/// kprobes cannot attach here, if they cannot.
 ///
 /// # Errors
 /// When the programs or kallsyms cannot be read at all.
 pub fn check() -> Result<(Vec<Check>, Option<LoadError>), LoadError> {
-    if EBPF_OBJECT.is_empty() {
-        return Err(LoadError::NoPrograms);
-    }
-    // Loading needs privileges but not kprobes: keep going and report the kprobe verdict.
-    let verdict = preflight().err();
-    if matches!(verdict, Some(LoadError::NoPrivileges)) {
-        return Err(LoadError::NoPrivileges);
-    }
+    preflight_common()?;
+    let verdict = kprobe_support().err();
     raise_memlock_limit();
     let kallsyms = Kallsyms::read().map_err(LoadError::Kallsyms)?;
     let mut ebpf = Ebpf::load(EBPF_OBJECT)?;
@@ -185,48 +482,11 @@ pub fn check() -> Result<(Vec<Check>, Option<LoadError>), LoadError> {
                 .ok_or_else(|| format!("program {name} missing from the object"))?
                 .try_into()
                 .map_err(|e| format!("{name}: {e}"))?;
-            program.load().map_err(|e| format!("loading {name}: {e}"))
+            program.load().map_err(|e| format!("loading {name}: {}", short(&e)))
         });
         out.push(Check { probe, resolution: kallsyms.resolve(probe.name()), load });
     }
     Ok((out, verdict))
-}
-
-fn attach_function(ebpf: &mut Ebpf, kallsyms: &Kallsyms, probe: Probe) -> AttachState {
-    let symbol = match kallsyms.resolve(probe.name()) {
-        Resolution::Exact(s) | Resolution::Clone(s) => s,
-        Resolution::Absent => return AttachState::Absent { symbol: probe.name().to_owned() },
-        Resolution::Ambiguous(n) => {
-            return AttachState::Failed {
-                reason: format!("{n} kernel functions are named {}; cannot tell which", probe.name()),
-            };
-        }
-    };
-    // Entry and exit must both attach, or neither: half a pair would count unmatched calls.
-    let mut links = Vec::new();
-    for suffix in ["entry", "exit"] {
-        let name = format!("{}_{suffix}", probe.name());
-        let result = (|| -> Result<(), String> {
-            let program: &mut KProbe = ebpf
-                .program_mut(&name)
-                .ok_or_else(|| format!("program {name} missing from the object"))?
-                .try_into()
-                .map_err(|e| format!("{name}: {e}"))?;
-            program.load().map_err(|e| format!("loading {name}: {e}"))?;
-            let link = program.attach(&symbol, 0).map_err(|e| format!("kprobe on {symbol}: {e}"))?;
-            links.push((name.clone(), link));
-            Ok(())
-        })();
-        if let Err(reason) = result {
-            for (name, link) in links {
-                if let Some(p) = ebpf.program_mut(&name).and_then(|p| <&mut KProbe>::try_from(p).ok()) {
-                    let _ = p.detach(link);
-                }
-            }
-            return AttachState::Failed { reason };
-        }
-    }
-    AttachState::Attached { method: AttachMethod::Kprobe, symbol }
 }
 
 /// Kernels before 5.11 charge BPF maps to RLIMIT_MEMLOCK; later ones to the memory cgroup,
@@ -244,8 +504,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn select_defaults_to_every_function_and_rejects_unknown_names() {
-        assert_eq!(select(None).unwrap(), FUNCTIONS.to_vec());
+    fn select_defaults_to_every_probe_and_rejects_unknown_names() {
+        assert_eq!(select(None).unwrap(), PROBES.to_vec());
+        assert_eq!(
+            select(Some("prune_under_inode_lock")).unwrap(),
+            vec![Probe::VfsRmdir, Probe::ShrinkDcacheParent, Probe::PruneUnderInodeLock]
+        );
         assert_eq!(select(Some("vfs_rmdir, d_delete,vfs_rmdir")).unwrap(), vec![Probe::VfsRmdir, Probe::DDelete]);
         let err = select(Some("vfs_rmdir,vfs_unlink")).unwrap_err();
         assert!(err.contains("\"vfs_unlink\"") && err.contains("synchronize_srcu"), "{err}");

@@ -77,6 +77,15 @@ struct CaptureFile {
     counters: Vec<CounterRec>,
     cgroups: Vec<CgroupRec>,
     dentry_state: Option<DentryStateRec>,
+    /// Losses not tied to one probe, by name; absent in files that lost nothing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    losses: Vec<LossRec>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct LossRec {
+    name: String,
+    value: u64,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -260,6 +269,11 @@ pub fn to_string(snapshot: &Snapshot) -> String {
             start: dentry_rec(a),
             end: dentry_rec(b),
         }),
+        losses: snapshot
+            .losses
+            .iter()
+            .map(|(l, n)| LossRec { name: l.name().to_owned(), value: *n })
+            .collect(),
     };
     let mut s = serde_json::to_string_pretty(&file).expect("capture records serialize");
     s.push('\n');
@@ -444,6 +458,13 @@ fn build(file: CaptureFile) -> Result<Snapshot, LoadError> {
     s.dentry_state = file
         .dentry_state
         .map(|d| (dentry_state(&d.start), dentry_state(&d.end)));
+    for (i, l) in file.losses.into_iter().enumerate() {
+        let loss = crate::snapshot::Loss::from_name(&l.name)
+            .ok_or_else(|| record("losses", i)(format!("unknown loss {:?}", l.name)))?;
+        if s.losses.insert(loss, l.value).is_some() {
+            return Err(record("losses", i)(format!("loss {:?} listed twice", l.name)));
+        }
+    }
     Ok(s)
 }
 

@@ -79,6 +79,7 @@ fn header(s: &Snapshot, p: Painter) -> String {
         .probes
         .values()
         .map(|st| st.lost() + st.unmatched_entries())
+        .chain(s.losses.values().copied())
         .sum();
     if lost > 0 {
         let _ = writeln!(
@@ -565,6 +566,13 @@ fn losses(s: &Snapshot, p: Painter) -> String {
             ]);
         }
     }
+    for (loss, n) in s.losses.iter().filter(|(_, n)| **n > 0) {
+        t.row(vec![
+            "(all)".into(),
+            Cell::styled(n.to_string(), Style::Red),
+            loss.meaning().into(),
+        ]);
+    }
     if t.is_empty() {
         out.push_str("  none: every call seen was recorded\n");
     } else {
@@ -797,13 +805,14 @@ mod tests {
         assert!(line_with(sec, &["d_delete", "5"]).contains("histogram map was full"));
         assert!(line_with(sec, &["vfs_rmdir", "7"]).contains("in-flight map was full"));
         assert!(line_with(sec, &["vfs_rmdir", "3"]).contains("entries without a return"));
+        assert!(line_with(sec, &["(all)", "2"]).contains("dentry could not be read"));
         assert_eq!(
             sec.lines().count(),
-            6,
-            "heading, column titles, 4 losses:\n{sec}"
+            7,
+            "heading, column titles, 5 losses:\n{sec}"
         );
         assert!(
-            r.contains("warning: 17 calls were lost or left unmatched"),
+            r.contains("warning: 19 calls were lost or left unmatched"),
             "{r}"
         );
 
