@@ -1,1 +1,251 @@
-fn main() {}
+//! `cargo xtask`: set up this machine, build the static tracer, boot real kernels under
+//! QEMU, and run every test. Each command runs `setup` first (cheap once done).
+
+mod initramfs;
+mod kernel;
+mod setup;
+mod tracer_build;
+mod util;
+mod vm;
+mod vm_tests;
+
+use std::{process::ExitCode, time::Duration};
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+
+/// Exit status of `vm` when the VM itself failed (panic, timeout, no end marker), as
+/// opposed to the guest command's own status.
+const VM_FAILED: u8 = 125;
+
+#[derive(Debug, Parser)]
+#[command(about = "Set-up, kernel VMs and tests for tracer")]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Install what building and the VM tests need (idempotent; prints each step).
+    Setup,
+    /// Build the static tracer with its kernel programs embedded; prints its path.
+    Build,
+    /// Boot a kernel under QEMU with tracer in its initramfs and run a command there.
+    ///
+    /// Exits with the command's status, or 125 when the VM failed.
+    Vm {
+        /// 6.1, 6.12 (the cached Debian cloud kernels), a kernel directory or a bzImage.
+        #[arg(long)]
+        kernel: String,
+        #[command(flatten)]
+        qemu: QemuArgs,
+        /// The command to run in the guest (default: a shell on a terminal).
+        #[arg(last = true)]
+        command: Vec<String>,
+    },
+    /// Unit tests, the host case, then the VM suite on each kernel.
+    Test {
+        /// 6.1, 6.12 or all.
+        #[arg(long, default_value = "all")]
+        kernel: String,
+        /// Leave out `cargo test --workspace`.
+        #[arg(long)]
+        skip_unit: bool,
+        #[command(flatten)]
+        qemu: QemuArgs,
+    },
+    /// Set up, build and run tracer: on this host when it has kprobes, else a demo in a
+    /// 6.12 VM (umount of 100 tmpfs under `tracer capture`).
+    Run {
+        #[command(flatten)]
+        qemu: QemuArgs,
+        /// Arguments for tracer (default: capture --duration 10s).
+        #[arg(last = true)]
+        args: Vec<String>,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+struct QemuArgs {
+    /// Kill the VM after this many seconds.
+    #[arg(long, default_value_t = 900)]
+    timeout: u64,
+    /// Use KVM instead of TCG emulation (it hangs where nested virtualisation is broken).
+    #[arg(long)]
+    kvm: bool,
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse().command) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("xtask: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
+    match cmd {
+        Cmd::Setup => {
+            setup::setup()?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Build => {
+            let tools = setup::setup()?;
+            let bin = tracer_build::build(&tools)?;
+            println!("{}", bin.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Vm {
+            kernel,
+            qemu,
+            command,
+        } => {
+            let tools = setup::setup()?;
+            let tracer = tracer_build::build(&tools)?;
+            let kernel = kernel::resolve(&kernel, &tools.kernels)?;
+            let (command, interactive) = vm::command_line(&command);
+            let outcome = boot(&kernel, &tracer, command, &qemu, interactive)?;
+            Ok(match (outcome.failure, outcome.exit) {
+                (None, Some(rc)) => ExitCode::from(u8::try_from(rc).unwrap_or(1)),
+                _ => ExitCode::from(VM_FAILED),
+            })
+        }
+        Cmd::Test {
+            kernel,
+            skip_unit,
+            qemu,
+        } => test(&kernel, skip_unit, &qemu),
+        Cmd::Run { qemu, args } => run_main(&qemu, args),
+    }
+}
+
+fn boot(
+    kernel: &kernel::Kernel,
+    tracer: &std::path::Path,
+    command: String,
+    qemu: &QemuArgs,
+    interactive: bool,
+) -> anyhow::Result<vm::Outcome> {
+    let spec = vm::Spec {
+        kernel,
+        tracer: Some(tracer),
+        command,
+        files: Vec::new(),
+        timeout: Duration::from_secs(qemu.timeout),
+        kvm: qemu.kvm,
+        interactive,
+        out_dir: util::target_dir().join("vm").join(&kernel.name),
+    };
+    let outcome = vm::boot(&spec)?;
+    if let Some(boot) = outcome.boot {
+        eprintln!(
+            "{}: guest /init after {:.1} s, VM done after {:.1} s",
+            kernel.name,
+            boot.as_secs_f64(),
+            outcome.total.as_secs_f64()
+        );
+    }
+    Ok(outcome)
+}
+
+fn test(which: &str, skip_unit: bool, qemu: &QemuArgs) -> anyhow::Result<ExitCode> {
+    let series: Vec<kernel::Series> = match which {
+        "all" => kernel::SERIES.to_vec(),
+        name => vec![
+            kernel::Series::by_name(name)
+                .with_context(|| format!("--kernel {name}: expected 6.1, 6.12 or all"))?,
+        ],
+    };
+    let tools = setup::setup()?;
+    let mut tally = vm_tests::Tally::default();
+    if !skip_unit {
+        tally.record(
+            "host",
+            "unit tests (cargo test --workspace)",
+            &vm_tests::unit_tests(),
+        );
+    }
+    let tracer = match tracer_build::build(&tools) {
+        Ok(bin) => {
+            tally.record(
+                "host",
+                "static tracer builds",
+                &Ok(bin.display().to_string()),
+            );
+            bin
+        }
+        Err(e) => {
+            tally.record("host", "static tracer builds", &Err(format!("{e:#}")));
+            tally.finish();
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    vm_tests::host_case(&tracer, &mut tally);
+    for s in series {
+        let kernel = kernel::resolve(s.name, &tools.kernels)?;
+        vm_tests::vm_suite(
+            &kernel,
+            &tracer,
+            Duration::from_secs(qemu.timeout),
+            qemu.kvm,
+            &mut tally,
+        )?;
+    }
+    Ok(if tally.finish() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// The README's main job: tracer on this host, or where it cannot attach, in a VM.
+fn run_main(qemu: &QemuArgs, args: Vec<String>) -> anyhow::Result<ExitCode> {
+    let tools = setup::setup()?;
+    let tracer = tracer_build::build(&tools)?;
+    match vm_tests::host_kprobes() {
+        Ok(()) => {
+            let args = if args.is_empty() {
+                vec!["capture".into(), "--duration".into(), "10s".into()]
+            } else {
+                args
+            };
+            if !util::is_root() {
+                eprintln!("xtask: note: tracer needs root (CAP_BPF, CAP_PERFMON) to attach probes");
+            }
+            let status = std::process::Command::new(&tracer)
+                .args(&args)
+                .status()
+                .with_context(|| format!("running {}", tracer.display()))?;
+            Ok(if status.success() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
+        }
+        Err(why) => {
+            println!("run: this host cannot run tracer: {why}.");
+            println!(
+                "run: booting the Debian 6.12 kernel instead, to trace umount of 100 tmpfs there."
+            );
+            if !args.is_empty() {
+                println!("run: (the arguments {args:?} apply to a host run only)");
+            }
+            let kernel = kernel::resolve("6.12", &tools.kernels)?;
+            let outcome = boot(
+                &kernel,
+                &tracer,
+                include_str!("../vm/demo.sh").to_owned(),
+                qemu,
+                false,
+            )?;
+            Ok(if outcome.success() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
+        }
+    }
+}

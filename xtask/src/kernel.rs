@@ -1,0 +1,167 @@
+//! The Debian cloud kernels the VM tests boot, as cached by `setup`.
+
+use std::{
+    fs,
+    path::{Path, PathBuf},
+};
+
+use anyhow::{Context as _, bail};
+
+/// A kernel series the tests boot, and where Debian ships it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Series {
+    /// What `--kernel` takes and what prefixes console lines: `6.1`.
+    pub name: &'static str,
+    /// Whether the package comes from bookworm-backports (a `~bpo12` version of
+    /// `linux-image-cloud-amd64`) rather than bookworm itself.
+    pub backports: bool,
+}
+
+/// Both kernels the tests boot: 6.1 still has `unregister_shrinker` (which waits for an
+/// SRCU grace period since 6.0); 6.12 has `shrinker_free` instead (since 6.7).
+pub const SERIES: [Series; 2] = [
+    Series {
+        name: "6.1",
+        backports: false,
+    },
+    Series {
+        name: "6.12",
+        backports: true,
+    },
+];
+
+impl Series {
+    /// The series called `name`.
+    pub fn by_name(name: &str) -> Option<Series> {
+        SERIES.iter().copied().find(|s| s.name == name)
+    }
+}
+
+/// A kernel ready to boot.
+#[derive(Clone, Debug)]
+pub struct Kernel {
+    /// Short name for console prefixes and result directories (`6.1`, or a file name).
+    pub name: String,
+    /// `uname -r` of the kernel, when known.
+    pub release: Option<String>,
+    /// The bzImage.
+    pub vmlinuz: PathBuf,
+    /// `loop.ko`, uncompressed, when the kernel has loop as a module.
+    pub loop_ko: Option<PathBuf>,
+}
+
+/// Name of the file in a kernel directory that marks it complete (written last).
+pub const RELEASE_FILE: &str = "release";
+
+/// The complete cached kernel of `series` under `kernels`, if any: a directory named by
+/// its release (`6.1.0-57-cloud-amd64`) holding the release file.
+pub fn cached(kernels: &Path, series: Series) -> Option<PathBuf> {
+    let prefix = format!("{}.", series.name);
+    let mut found: Vec<PathBuf> = fs::read_dir(kernels)
+        .ok()?
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .map(|e| e.path())
+        .filter(|p| p.join(RELEASE_FILE).is_file())
+        .collect();
+    // Several after a point release: take the newest by name (good enough within a series).
+    found.sort();
+    found.pop()
+}
+
+/// Resolve `--kernel`: a series name (from the cache), a kernel directory laid out like
+/// the cache's, or a bzImage file (booted without modules).
+pub fn resolve(spec: &str, kernels: &Path) -> anyhow::Result<Kernel> {
+    if let Some(series) = Series::by_name(spec) {
+        let dir = cached(kernels, series).with_context(|| {
+            format!(
+                "kernel {spec} is not in {}: run `cargo xtask setup`",
+                kernels.display()
+            )
+        })?;
+        let mut k = from_dir(&dir)?;
+        series.name.clone_into(&mut k.name);
+        return Ok(k);
+    }
+    let path = Path::new(spec);
+    if path.is_dir() {
+        return from_dir(path);
+    }
+    if path.is_file() {
+        let name = path
+            .file_name()
+            .map_or_else(|| spec.to_owned(), |n| n.to_string_lossy().into_owned());
+        return Ok(Kernel {
+            name,
+            release: None,
+            vmlinuz: path.to_path_buf(),
+            loop_ko: None,
+        });
+    }
+    bail!("--kernel {spec}: neither 6.1, 6.12, a kernel directory nor a bzImage file")
+}
+
+fn from_dir(dir: &Path) -> anyhow::Result<Kernel> {
+    let vmlinuz = dir.join("vmlinuz");
+    if !vmlinuz.is_file() {
+        bail!("{} has no vmlinuz", dir.display());
+    }
+    let release = fs::read_to_string(dir.join(RELEASE_FILE))
+        .ok()
+        .map(|s| s.trim().to_owned());
+    let loop_ko = Some(dir.join("loop.ko")).filter(|p| p.is_file());
+    let name = dir.file_name().map_or_else(
+        || dir.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    Ok(Kernel {
+        name,
+        release,
+        vmlinuz,
+        loop_ko,
+    })
+}
+
+/// `(major, minor)` of a release string like `6.12.95+deb12-cloud-amd64`.
+pub fn version_of(release: &str) -> Option<(u32, u32)> {
+    let mut parts = release.split(|c: char| !c.is_ascii_digit());
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next()?.parse().ok()?;
+    Some((major, minor))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_parse_from_debian_releases() {
+        assert_eq!(version_of("6.1.0-57-cloud-amd64"), Some((6, 1)));
+        assert_eq!(version_of("6.12.95+deb12-cloud-amd64"), Some((6, 12)));
+        assert_eq!(version_of("vmlinuz"), None);
+    }
+
+    #[test]
+    fn cached_tells_6_1_from_6_12() {
+        let dir = std::env::temp_dir().join(format!("xtask-kernels-{}", std::process::id()));
+        for rel in [
+            "6.1.0-57-cloud-amd64",
+            "6.12.95+deb12-cloud-amd64",
+            "6.1.0-99-cloud-amd64",
+        ] {
+            fs::create_dir_all(dir.join(rel)).unwrap();
+        }
+        // Incomplete directories (no release file) are not picked.
+        fs::write(dir.join("6.1.0-57-cloud-amd64").join(RELEASE_FILE), "x").unwrap();
+        fs::write(
+            dir.join("6.12.95+deb12-cloud-amd64").join(RELEASE_FILE),
+            "x",
+        )
+        .unwrap();
+        let one = cached(&dir, SERIES[0]).unwrap();
+        let twelve = cached(&dir, SERIES[1]).unwrap();
+        fs::remove_dir_all(&dir).unwrap();
+        assert!(one.ends_with("6.1.0-57-cloud-amd64"));
+        assert!(twelve.ends_with("6.12.95+deb12-cloud-amd64"));
+    }
+}

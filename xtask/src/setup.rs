@@ -1,0 +1,524 @@
+//! `cargo xtask setup`: everything a fresh Debian bookworm machine lacks to build the
+//! kernel programs and boot the test kernels. Each step checks first and says what it did,
+//! so every other command can call this and pay only for the checks.
+
+use std::{
+    fs,
+    os::unix::fs::symlink,
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+use anyhow::{Context as _, anyhow, bail};
+
+use crate::{
+    kernel::{self, RELEASE_FILE, SERIES, Series},
+    util::{self, output, run},
+};
+
+/// The bpf-linker release the kernel programs are linked with (LLVM 22 capable).
+const BPF_LINKER_VERSION: &str = "0.13.0";
+/// Debian packages the VM tests and the host need. QEMU is handled apart (it must come
+/// from backports: bookworm's 7.2 crashes booting 6.12 under TCG).
+const APT_PACKAGES: [&str; 4] = ["busybox-static", "bpftrace", "e2fsprogs", "xz-utils"];
+/// The suite QEMU 10 and the 6.12 kernel come from.
+const BACKPORTS: &str = "bookworm-backports";
+/// The sources file setup adds when the machine has no backports suite yet.
+const BACKPORTS_SOURCES: &str = "/etc/apt/sources.list.d/tracer-backports.sources";
+
+/// What setup made available.
+pub struct Tools {
+    /// The directory holding `bpf-linker`, to put on PATH for the build.
+    pub bpf_linker_bin: PathBuf,
+    /// Where the kernels are cached, one directory per release.
+    pub kernels: PathBuf,
+}
+
+/// Run every step; cheap when all is present.
+pub fn setup() -> anyhow::Result<Tools> {
+    let cache = util::cache_dir()?;
+    fs::create_dir_all(&cache).with_context(|| format!("creating {}", cache.display()))?;
+    let mut apt = Apt::default();
+    step("rust-src (nightly)", rust_src)?;
+    let bpf_linker_bin = step(&format!("bpf-linker {BPF_LINKER_VERSION}"), || {
+        bpf_linker(&cache)
+    })?;
+    step("qemu-system-x86 10 (bookworm-backports)", || qemu(&mut apt))?;
+    step(&format!("packages {}", APT_PACKAGES.join(" ")), || {
+        packages(&mut apt)
+    })?;
+    let kernels = cache.join("kernels");
+    for series in SERIES {
+        step(&format!("kernel {}", series.name), || {
+            fetch_kernel(&mut apt, &kernels, series)
+        })?;
+    }
+    Ok(Tools {
+        bpf_linker_bin,
+        kernels,
+    })
+}
+
+/// Run one step, saying which failed.
+fn step<T>(name: &str, f: impl FnOnce() -> anyhow::Result<(T, String)>) -> anyhow::Result<T> {
+    match f() {
+        Ok((value, what)) => {
+            println!("setup: {name} ... {what}");
+            Ok(value)
+        }
+        Err(e) => Err(e.context(format!("setup: {name} failed"))),
+    }
+}
+
+/// Print progress inside a step before a slow action.
+fn doing(name: &str, what: &str) {
+    println!("setup: {name} ... {what}");
+}
+
+fn rust_src() -> anyhow::Result<((), String)> {
+    let sysroot = nightly_sysroot()?;
+    if sysroot.join("lib/rustlib/src/rust/library/core").is_dir() {
+        return Ok(((), "already installed".into()));
+    }
+    doing("rust-src (nightly)", "installing");
+    run(Command::new("rustup").args(["component", "add", "rust-src", "--toolchain", "nightly"]))?;
+    Ok(((), "installed".into()))
+}
+
+fn nightly_sysroot() -> anyhow::Result<PathBuf> {
+    let out = output(Command::new("rustc").args(["+nightly", "--print", "sysroot"]))
+        .context("the nightly toolchain is needed for the kernel programs (rustup toolchain install nightly)")?;
+    Ok(PathBuf::from(out.trim()))
+}
+
+fn bpf_linker(cache: &Path) -> anyhow::Result<(PathBuf, String)> {
+    let root = cache.join("bpf-linker");
+    let bin = root.join("bin");
+    let exe = bin.join("bpf-linker");
+    // Running it, not just finding it, also catches a nightly update that moved the libLLVM
+    // it was linked against.
+    if let Ok(v) = output(Command::new(&exe).arg("--version"))
+        && v.contains(BPF_LINKER_VERSION)
+    {
+        return Ok((bin, "already built".into()));
+    }
+    // bpf-linker needs LLVM 22 at build time, which Debian bookworm lacks; the nightly
+    // toolchain carries it as libLLVM.so.22.1-rust-*. (The libLLVM-22-rust-*.so beside it is
+    // a linker script, not the library.)
+    let lib = nightly_sysroot()?.join("lib");
+    let llvm = fs::read_dir(&lib)
+        .with_context(|| format!("reading {}", lib.display()))?
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .find(|n| n.starts_with("libLLVM.so."))
+        .with_context(|| format!("no libLLVM.so.* in {}", lib.display()))?;
+    let major = llvm
+        .trim_start_matches("libLLVM.so.")
+        .split('.')
+        .next()
+        .filter(|m| m.chars().all(|c| c.is_ascii_digit()))
+        .with_context(|| format!("cannot read the LLVM version from {llvm}"))?
+        .to_owned();
+    let prefix = cache.join("llvm");
+    let prefix_lib = prefix.join("lib");
+    fs::create_dir_all(&prefix_lib)
+        .with_context(|| format!("creating {}", prefix_lib.display()))?;
+    for name in ["libLLVM.so", llvm.as_str()] {
+        let link = prefix_lib.join(name);
+        let _ = fs::remove_file(&link);
+        symlink(lib.join(&llvm), &link).with_context(|| format!("linking {}", link.display()))?;
+    }
+    doing(
+        &format!("bpf-linker {BPF_LINKER_VERSION}"),
+        &format!("installing, against the nightly toolchain's {llvm} (about 3 min on 2 cores)"),
+    );
+    run(util::cargo()
+        .args([
+            "install",
+            "bpf-linker",
+            "--version",
+            &format!("={BPF_LINKER_VERSION}"),
+        ])
+        .args([
+            "--no-default-features",
+            "--features",
+            &format!("llvm-{major}"),
+            "--root",
+        ])
+        .arg(&root)
+        .env("LLVM_PREFIX", &prefix)
+        // A build directory of its own, not the workspace's (or whatever the caller set).
+        .env_remove("CARGO_TARGET_DIR")
+        .current_dir(cache))?;
+    let v =
+        output(Command::new(&exe).arg("--version")).context("the new bpf-linker does not run")?;
+    Ok((bin, format!("installed ({})", v.trim())))
+}
+
+/// apt-get, refreshing the package lists at most once per run.
+#[derive(Default)]
+struct Apt {
+    updated: bool,
+}
+
+impl Apt {
+    fn update(&mut self) -> anyhow::Result<()> {
+        if !self.updated {
+            require_root("apt-get update")?;
+            println!("setup: apt-get update");
+            run(apt_get().arg("update"))?;
+            self.updated = true;
+        }
+        Ok(())
+    }
+
+    fn install(&mut self, suite: Option<&str>, packages: &[&str]) -> anyhow::Result<()> {
+        self.update()?;
+        let mut cmd = apt_get();
+        cmd.args(["install", "-y", "--no-install-recommends"]);
+        if let Some(suite) = suite {
+            cmd.args(["-t", suite]);
+        }
+        run(cmd.args(packages))
+    }
+}
+
+fn apt_get() -> Command {
+    let mut cmd = Command::new("apt-get");
+    cmd.args(["-q", "-o", "Dpkg::Use-Pty=0"])
+        .env("DEBIAN_FRONTEND", "noninteractive");
+    cmd
+}
+
+fn require_root(what: &str) -> anyhow::Result<()> {
+    if util::is_root() {
+        Ok(())
+    } else {
+        bail!("{what} needs root: run `cargo xtask setup` as root once")
+    }
+}
+
+/// Installed version of each package (None: not installed).
+fn installed(packages: &[&str]) -> Vec<Option<String>> {
+    // dpkg-query exits non-zero when one package is unknown, but still prints the others.
+    let out = Command::new("dpkg-query")
+        .arg("-W")
+        .arg("-f=${Package} ${db:Status-Abbrev} ${Version}\n")
+        .args(packages)
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    packages
+        .iter()
+        .map(|p| {
+            out.lines().find_map(|l| {
+                let mut f = l.split_whitespace();
+                (f.next() == Some(p) && f.next() == Some("ii"))
+                    .then(|| f.next().unwrap_or("").to_owned())
+            })
+        })
+        .collect()
+}
+
+/// Upstream major version of a Debian version string (`1:10.0.2+ds-2~bpo12+1` -> 10).
+fn upstream_major(version: &str) -> Option<u32> {
+    let upstream = version.split_once(':').map_or(version, |(_, v)| v);
+    upstream.split('.').next()?.parse().ok()
+}
+
+fn qemu(apt: &mut Apt) -> anyhow::Result<((), String)> {
+    const PKG: &str = "qemu-system-x86";
+    if let Some(Some(v)) = installed(&[PKG]).pop()
+        && upstream_major(&v).is_some_and(|m| m >= 10)
+    {
+        return Ok(((), format!("already installed ({v})")));
+    }
+    require_root("installing QEMU")?;
+    if add_backports()? {
+        apt.updated = false;
+    }
+    doing("qemu-system-x86 10 (bookworm-backports)", "installing");
+    apt.install(Some(BACKPORTS), &[PKG])?;
+    Ok(((), "installed".into()))
+}
+
+fn packages(apt: &mut Apt) -> anyhow::Result<((), String)> {
+    let missing: Vec<&str> = APT_PACKAGES
+        .iter()
+        .zip(installed(&APT_PACKAGES))
+        .filter(|(_, v)| v.is_none())
+        .map(|(p, _)| *p)
+        .collect();
+    if missing.is_empty() {
+        return Ok(((), "already installed".into()));
+    }
+    require_root("installing packages")?;
+    doing("packages", &format!("installing {}", missing.join(" ")));
+    apt.install(None, &missing)?;
+    Ok(((), "installed".into()))
+}
+
+/// Add bookworm-backports to apt's sources unless some source already has it. The
+/// mirror is the machine's own (copied from its Debian source), never one we name.
+/// Returns whether a file was written.
+fn add_backports() -> anyhow::Result<bool> {
+    let mut existing = Vec::new();
+    for dir in ["/etc/apt/sources.list.d"] {
+        if let Ok(entries) = fs::read_dir(dir) {
+            existing.extend(entries.filter_map(Result::ok).map(|e| e.path()));
+        }
+    }
+    existing.push(PathBuf::from("/etc/apt/sources.list"));
+    let sources: Vec<(PathBuf, String)> = existing
+        .into_iter()
+        .filter(|p| {
+            p.extension().is_some_and(|e| e == "sources" || e == "list")
+                || p.ends_with("sources.list")
+        })
+        .filter_map(|p| fs::read_to_string(&p).ok().map(|s| (p, s)))
+        .collect();
+    if sources
+        .iter()
+        .any(|(_, text)| mentions_suite(text, BACKPORTS))
+    {
+        return Ok(false);
+    }
+    let (uris, signed_by) = sources
+        .iter()
+        .find_map(|(_, text)| debian_source(text))
+        .context("no Debian source for bookworm found under /etc/apt to copy the mirror from")?;
+    let text = format!(
+        "# Added by `cargo xtask setup`: QEMU 10 and the 6.12 kernel.\nTypes: deb\nURIs: {uris}\nSuites: {BACKPORTS}\nComponents: main\nSigned-By: {signed_by}\n"
+    );
+    println!("setup: adding {BACKPORTS} to apt sources ({BACKPORTS_SOURCES})");
+    fs::write(BACKPORTS_SOURCES, text).with_context(|| format!("writing {BACKPORTS_SOURCES}"))?;
+    Ok(true)
+}
+
+/// Whether a sources text (deb822 or one-line format) enables `suite`.
+fn mentions_suite(text: &str, suite: &str) -> bool {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.starts_with('#'))
+        .any(|l| l.split_whitespace().any(|w| w == suite))
+}
+
+/// The URIs (and keyring) of the stanza that serves plain `bookworm`, in deb822 or
+/// one-line format.
+fn debian_source(text: &str) -> Option<(String, String)> {
+    const KEYRING: &str = "/usr/share/keyrings/debian-archive-keyring.gpg";
+    for stanza in text.split("\n\n") {
+        let field = |name: &str| {
+            stanza.lines().find_map(|l| {
+                l.strip_prefix(name)
+                    .and_then(|r| r.strip_prefix(':'))
+                    .map(str::trim)
+            })
+        };
+        if let (Some(uris), Some(suites)) = (field("URIs"), field("Suites"))
+            && suites.split_whitespace().any(|s| s == "bookworm")
+        {
+            return Some((
+                uris.to_owned(),
+                field("Signed-By").unwrap_or(KEYRING).to_owned(),
+            ));
+        }
+    }
+    text.lines().find_map(|l| {
+        let words: Vec<&str> = l
+            .split_whitespace()
+            .filter(|w| !w.starts_with('['))
+            .collect();
+        (words.first() == Some(&"deb") && words.get(2) == Some(&"bookworm"))
+            .then(|| (words[1].to_owned(), KEYRING.to_owned()))
+    })
+}
+
+fn fetch_kernel(apt: &mut Apt, kernels: &Path, series: Series) -> anyhow::Result<((), String)> {
+    if let Some(dir) = kernel::cached(kernels, series) {
+        let name = dir
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        return Ok(((), format!("already cached ({name})")));
+    }
+    require_root("fetching kernels")?;
+    let package = match resolve_kernel_package(series) {
+        Ok(p) => p,
+        Err(_) if !apt.updated => {
+            // Lists may be stale or lack backports: refresh once and ask again.
+            if series.backports && add_backports()? {
+                apt.updated = false;
+            }
+            apt.update()?;
+            resolve_kernel_package(series)?
+        }
+        Err(e) => return Err(e),
+    };
+    let release = package
+        .strip_prefix("linux-image-")
+        .context("unexpected package name")?
+        .to_owned();
+    if !release.starts_with(&format!("{}.", series.name)) {
+        bail!("{package} is not a {} kernel", series.name);
+    }
+    doing(
+        &format!("kernel {}", series.name),
+        &format!("downloading {package}"),
+    );
+    let work = kernels.join(format!(".work-{release}"));
+    let _ = fs::remove_dir_all(&work);
+    fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
+    // As root, apt would try to drop to its sandbox user, which cannot write into our cache.
+    run(apt_get()
+        .args(["-o", "APT::Sandbox::User=root", "download", &package])
+        .current_dir(&work))?;
+    let deb = fs::read_dir(&work)?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "deb"))
+        .context("apt-get download left no .deb")?;
+    let root = work.join("root");
+    run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&root))?;
+
+    let out = work.join("out");
+    fs::create_dir_all(&out)?;
+    for (from, to) in [
+        ("vmlinuz", "vmlinuz"),
+        ("System.map", "System.map"),
+        ("config", "config"),
+    ] {
+        let src = root.join("boot").join(format!("{from}-{release}"));
+        fs::copy(&src, out.join(to)).with_context(|| format!("copying {}", src.display()))?;
+    }
+    // Loop is a module in Debian's kernels; ext4 on a loop device is where the tests keep
+    // negative dentries (tmpfs drops them).
+    let modules = ["lib/modules", "usr/lib/modules"]
+        .iter()
+        .map(|m| root.join(m).join(&release).join("kernel/drivers/block"))
+        .find(|p| p.is_dir())
+        .context("no kernel/drivers/block in the package's modules")?;
+    let config = fs::read_to_string(out.join("config"))?;
+    if modules.join("loop.ko").is_file() {
+        fs::copy(modules.join("loop.ko"), out.join("loop.ko"))?;
+    } else if modules.join("loop.ko.xz").is_file() {
+        let ko = fs::File::create(out.join("loop.ko"))?;
+        let status = Command::new("xz")
+            .arg("-dc")
+            .arg(modules.join("loop.ko.xz"))
+            .stdout(ko)
+            .status()
+            .context("running xz")?;
+        if !status.success() {
+            bail!("xz -dc loop.ko.xz failed ({status})");
+        }
+    } else if !config.lines().any(|l| l == "CONFIG_BLK_DEV_LOOP=y") {
+        bail!("{release} has neither loop.ko nor CONFIG_BLK_DEV_LOOP=y");
+    }
+    // Written last: a directory without it is an interrupted fetch.
+    fs::write(out.join(RELEASE_FILE), format!("{release}\n"))?;
+    let dest = kernels.join(&release);
+    let _ = fs::remove_dir_all(&dest);
+    fs::rename(&out, &dest).with_context(|| format!("moving into {}", dest.display()))?;
+    fs::remove_dir_all(&work).with_context(|| format!("removing {}", work.display()))?;
+    Ok(((), format!("cached ({release})")))
+}
+
+/// The versioned image package (`linux-image-6.1.0-57-cloud-amd64`) that the
+/// `linux-image-cloud-amd64` meta package of `series`'s suite depends on.
+fn resolve_kernel_package(series: Series) -> anyhow::Result<String> {
+    const META: &str = "linux-image-cloud-amd64";
+    let policy = output(Command::new("apt-cache").args(["policy", META]))?;
+    let version = if series.backports {
+        policy_versions(&policy)
+            .into_iter()
+            .find(|v| v.contains("~bpo"))
+    } else {
+        policy_versions(&policy)
+            .into_iter()
+            .find(|v| !v.contains("~bpo"))
+    }
+    .ok_or_else(|| anyhow!("apt-cache policy {META} lists no {} version", series.name))?;
+    let depends =
+        output(Command::new("apt-cache").args(["depends", &format!("{META}={version}")]))?;
+    depends
+        .lines()
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix("Depends: ")
+                .filter(|d| d.starts_with("linux-image-"))
+        })
+        .map(str::to_owned)
+        .with_context(|| format!("{META}={version} depends on no linux-image package"))
+}
+
+/// The versions in an `apt-cache policy` version table, highest first (apt's order).
+fn policy_versions(policy: &str) -> Vec<String> {
+    policy
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("Version table:"))
+        .skip(1)
+        // Version lines: "     6.1.192-3 500" or " *** 6.1.192-3 500"; origin lines start with a priority.
+        .filter_map(|l| {
+            let words: Vec<&str> = l.split_whitespace().filter(|w| *w != "***").collect();
+            match words.as_slice() {
+                [version, priority]
+                    if priority.parse::<i32>().is_ok() && !version.starts_with('/') =>
+                {
+                    Some((*version).to_owned())
+                }
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const POLICY: &str = "linux-image-cloud-amd64:
+  Installed: (none)
+  Candidate: 6.1.192-3
+  Version table:
+     6.12.95-1~bpo12+1 100
+        100 http://mirror.invalid/debian bookworm-backports/main amd64 Packages
+     6.1.192-3 500
+        500 http://mirror.invalid/debian-security bookworm-security/main amd64 Packages
+ *** 6.1.176-1 500
+        500 http://mirror.invalid/debian bookworm/main amd64 Packages
+        100 /var/lib/dpkg/status
+";
+
+    #[test]
+    fn policy_versions_lists_the_version_table() {
+        assert_eq!(
+            policy_versions(POLICY),
+            ["6.12.95-1~bpo12+1", "6.1.192-3", "6.1.176-1"]
+        );
+    }
+
+    #[test]
+    fn upstream_major_skips_the_epoch() {
+        assert_eq!(upstream_major("1:10.0.2+ds-2+deb13u1~bpo12+1"), Some(10));
+        assert_eq!(upstream_major("1:7.2+dfsg-7+deb12u18+b3"), Some(7));
+    }
+
+    #[test]
+    fn debian_source_copies_the_bookworm_stanza() {
+        let deb822 = "Types: deb\nURIs: http://mirror.invalid/debian\nSuites: bookworm bookworm-updates\nComponents: main\nSigned-By: /k.gpg\n\nTypes: deb\nURIs: http://mirror.invalid/debian-security\nSuites: bookworm-security\n";
+        assert_eq!(
+            debian_source(deb822),
+            Some(("http://mirror.invalid/debian".into(), "/k.gpg".into()))
+        );
+        assert!(!mentions_suite(deb822, BACKPORTS));
+        let one_line = "# comment\ndeb [arch=amd64] http://mirror.invalid/debian bookworm main\n";
+        assert_eq!(
+            debian_source(one_line).unwrap().0,
+            "http://mirror.invalid/debian"
+        );
+        assert!(mentions_suite("Suites: bookworm-backports\n", BACKPORTS));
+        assert!(!mentions_suite("# Suites: bookworm-backports\n", BACKPORTS));
+    }
+}

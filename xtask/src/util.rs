@@ -1,0 +1,160 @@
+//! Paths and child processes shared by every command.
+
+use std::{
+    ffi::OsString,
+    fmt::Write as _,
+    os::unix::fs::MetadataExt as _,
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+};
+
+use anyhow::{Context as _, bail};
+
+/// The workspace root: xtask lives one level below it.
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}
+
+/// Where cargo puts what xtask hands on (the static tracer, unit tests), whatever
+/// `CARGO_TARGET_DIR` xtask itself was built with: one place, so nothing builds twice.
+pub fn target_dir() -> PathBuf {
+    workspace_root().join("target")
+}
+
+/// `${XDG_CACHE_HOME:-$HOME/.cache}/tracer-xtask`: survives fresh clones, so the kernels
+/// and bpf-linker are fetched and built once per machine.
+pub fn cache_dir() -> anyhow::Result<PathBuf> {
+    let base = match std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(
+            std::env::var_os("HOME").context("neither XDG_CACHE_HOME nor HOME is set")?,
+        )
+        .join(".cache"),
+    };
+    Ok(base.join("tracer-xtask"))
+}
+
+/// The cargo that runs us (`$CARGO`), so children use the same toolchain.
+pub fn cargo() -> Command {
+    Command::new(std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo")))
+}
+
+/// Whether we run as root. The owner of `/proc/self` is the effective uid, which spares
+/// a libc dependency.
+pub fn is_root() -> bool {
+    std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
+}
+
+/// The command line, for error messages.
+pub fn describe(cmd: &Command) -> String {
+    let mut s = cmd.get_program().to_string_lossy().into_owned();
+    for arg in cmd.get_args() {
+        let _ = write!(s, " {}", arg.to_string_lossy());
+    }
+    s
+}
+
+/// Run `cmd` with inherited output; fail unless it exits 0.
+pub fn run(cmd: &mut Command) -> anyhow::Result<()> {
+    let status = cmd
+        .stdin(Stdio::null())
+        .status()
+        .with_context(|| format!("cannot start `{}`", describe(cmd)))?;
+    if !status.success() {
+        bail!("`{}` failed ({status})", describe(cmd));
+    }
+    Ok(())
+}
+
+/// Run `cmd` and return its standard output; fail (with its stderr) unless it exits 0.
+pub fn output(cmd: &mut Command) -> anyhow::Result<String> {
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("cannot start `{}`", describe(cmd)))?;
+    if !out.status.success() {
+        bail!(
+            "`{}` failed ({}): {}",
+            describe(cmd),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    String::from_utf8(out.stdout).with_context(|| format!("`{}` printed non-UTF-8", describe(cmd)))
+}
+
+/// Whether an ELF file has no program interpreter, i.e. runs without a dynamic loader
+/// (a static or static-pie executable): the guest has no libraries.
+pub fn is_static_elf(path: &Path) -> anyhow::Result<bool> {
+    const PT_INTERP: u32 = 3;
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let u16_at = |o: usize| {
+        bytes
+            .get(o..o + 2)
+            .map(|b| u16::from_le_bytes([b[0], b[1]]))
+    };
+    let u32_at = |o: usize| {
+        bytes
+            .get(o..o + 4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let u64_at = |o: usize| {
+        bytes
+            .get(o..o + 8)
+            .and_then(|b| b.try_into().ok())
+            .map(u64::from_le_bytes)
+    };
+    // ELF64 little-endian only: that is all x86_64 runs.
+    if bytes.get(..6) != Some(b"\x7fELF\x02\x01".as_slice()) {
+        bail!("{} is not a 64-bit little-endian ELF file", path.display());
+    }
+    let (Some(phoff), Some(phentsize), Some(phnum)) = (u64_at(0x20), u16_at(0x36), u16_at(0x38))
+    else {
+        bail!("{}: truncated ELF header", path.display());
+    };
+    let phoff = usize::try_from(phoff).context("program header offset")?;
+    for i in 0..usize::from(phnum) {
+        let p_type =
+            u32_at(phoff + i * usize::from(phentsize)).context("truncated program header")?;
+        if p_type == PT_INTERP {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Quote `arg` for a POSIX shell.
+pub fn shell_quote(arg: &str) -> String {
+    if !arg.is_empty()
+        && arg
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b))
+    {
+        return arg.to_owned();
+    }
+    format!("'{}'", arg.replace('\'', r"'\''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_quote_leaves_plain_words_and_quotes_the_rest() {
+        assert_eq!(shell_quote("uname"), "uname");
+        assert_eq!(shell_quote("-r"), "-r");
+        assert_eq!(shell_quote(""), "''");
+        assert_eq!(shell_quote("a b"), "'a b'");
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+    }
+
+    #[test]
+    fn a_dynamic_executable_has_an_interpreter() {
+        // This test binary is linked dynamically (only xtask's own build adds +crt-static).
+        let me = std::env::current_exe().unwrap();
+        assert!(!is_static_elf(&me).unwrap());
+        assert!(is_static_elf(Path::new("/proc/self/cmdline")).is_err());
+    }
+}

@@ -1,0 +1,376 @@
+//! `cargo xtask vm`: boot a kernel under QEMU with our own initramfs, run a command in
+//! it, stream the console, and collect what the guest wrote to its second serial port.
+
+use std::{
+    collections::VecDeque,
+    fs,
+    io::{BufRead as _, BufReader, IsTerminal as _, Read},
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+    sync::{Arc, Mutex},
+    thread,
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context as _, bail};
+
+use crate::{initramfs, kernel::Kernel, util};
+
+/// Console lines kept for a failure report.
+const TAIL_LINES: usize = 40;
+/// Where the guest finds the loop module.
+pub const GUEST_LOOP_KO: &str = "/lib/modules/loop.ko";
+
+/// What to boot and run.
+pub struct Spec<'a> {
+    /// The kernel.
+    pub kernel: &'a Kernel,
+    /// The static tracer binary, put at /bin/tracer.
+    pub tracer: Option<&'a Path>,
+    /// Shell text the guest runs as /cmd.sh; its exit status is the VM's.
+    pub command: String,
+    /// Extra files: guest path, mode, contents.
+    pub files: Vec<(String, u32, Vec<u8>)>,
+    /// Kill QEMU after this long.
+    pub timeout: Duration,
+    /// Use KVM instead of TCG (hangs on machines with broken nested virtualisation).
+    pub kvm: bool,
+    /// Hand the terminal to the guest (no command given, standard input a terminal).
+    pub interactive: bool,
+    /// Where the initramfs, the results file and the files split from it go.
+    pub out_dir: PathBuf,
+}
+
+/// How a boot went.
+pub struct Outcome {
+    /// The guest's exit status, from its end marker.
+    pub exit: Option<i32>,
+    /// Why the run failed, when it did (panic, timeout, no end marker).
+    pub failure: Option<String>,
+    /// Result files the guest sent, by name, as written under `out_dir`.
+    pub files: Vec<(String, PathBuf)>,
+    /// QEMU start to the guest's /init speaking.
+    pub boot: Option<Duration>,
+    /// QEMU start to QEMU exit.
+    pub total: Duration,
+}
+
+impl Outcome {
+    /// Whether the guest ran to its end marker and its command exited 0.
+    pub fn success(&self) -> bool {
+        self.failure.is_none() && self.exit == Some(0)
+    }
+}
+
+/// Build the initramfs for `spec`; returns its path.
+fn build_initramfs(spec: &Spec<'_>) -> anyhow::Result<PathBuf> {
+    let path = spec.out_dir.join("initramfs.cpio.gz");
+    let busybox = Path::new("/bin/busybox");
+    if !util::is_static_elf(busybox)? {
+        bail!("/bin/busybox is not static: install busybox-static (`cargo xtask setup`)");
+    }
+    let mut w = initramfs::create(&path)?;
+    for dir in [
+        "/bin",
+        "/dev",
+        "/proc",
+        "/sys",
+        "/tmp",
+        "/mnt",
+        "/root",
+        "/lib",
+        "/lib/modules",
+        "/etc",
+    ] {
+        w.dir(dir)?;
+    }
+    w.char_dev("/dev/console", 0o600, 5, 1)?;
+    w.file(
+        "/bin/busybox",
+        0o755,
+        &fs::read(busybox).context("reading /bin/busybox")?,
+    )?;
+    w.file("/init", 0o755, include_bytes!("../vm/init.sh"))?;
+    w.file("/cmd.sh", 0o644, spec.command.as_bytes())?;
+    if let Some(tracer) = spec.tracer {
+        let bytes = fs::read(tracer).with_context(|| format!("reading {}", tracer.display()))?;
+        w.file("/bin/tracer", 0o755, &bytes)?;
+    }
+    if let Some(ko) = &spec.kernel.loop_ko {
+        w.file(
+            GUEST_LOOP_KO,
+            0o644,
+            &fs::read(ko).with_context(|| format!("reading {}", ko.display()))?,
+        )?;
+    }
+    for (guest, mode, data) in &spec.files {
+        w.file(guest, *mode, data)?;
+    }
+    initramfs::finish(w)?;
+    Ok(path)
+}
+
+/// The QEMU command line: TCG unless asked for KVM, no network, the console on standard
+/// output and the results port into `results`.
+fn qemu_command(spec: &Spec<'_>, initrd: &Path, results: &Path) -> Command {
+    let mut qemu = Command::new("qemu-system-x86_64");
+    if spec.kvm {
+        qemu.args(["-accel", "kvm", "-cpu", "host"]);
+    } else {
+        qemu.args(["-accel", "tcg", "-cpu", "max"]);
+    }
+    qemu.args(["-smp", "2", "-m", "1024", "-kernel"])
+        .arg(&spec.kernel.vmlinuz)
+        .arg("-initrd")
+        .arg(initrd)
+        .args(["-append", "console=ttyS0 quiet panic=-1"])
+        // Not -nographic: it claims stdio for a monitor mux, which the console needs, and
+        // its monitor would take Ctrl-A from an interactive guest.
+        .args([
+            "-display",
+            "none",
+            "-monitor",
+            "none",
+            "-no-reboot",
+            "-nic",
+            "none",
+        ])
+        .args(["-serial", "stdio", "-serial"])
+        .arg(format!("file:{}", results.display()));
+    if spec.interactive {
+        qemu.stdin(Stdio::inherit()).stdout(Stdio::inherit());
+    } else {
+        qemu.stdin(Stdio::null()).stdout(Stdio::piped());
+    }
+    qemu
+}
+
+/// Boot, run, collect. Errors only when QEMU cannot be started; a guest that fails is
+/// an [`Outcome`] with `failure` set.
+pub fn boot(spec: &Spec<'_>) -> anyhow::Result<Outcome> {
+    fs::create_dir_all(&spec.out_dir)
+        .with_context(|| format!("creating {}", spec.out_dir.display()))?;
+    let initrd = build_initramfs(spec)?;
+    let results = spec.out_dir.join("results.txt");
+    let _ = fs::remove_file(&results);
+    let prefix = spec.kernel.name.clone();
+
+    let mut qemu = qemu_command(spec, &initrd, &results);
+    let start = Instant::now();
+    let mut child = qemu
+        .spawn()
+        .with_context(|| format!("starting `{}`", util::describe(&qemu)))?;
+
+    let tail = Arc::new(Mutex::new(VecDeque::with_capacity(TAIL_LINES)));
+    let booted = Arc::new(Mutex::new(None));
+    let reader = child.stdout.take().map(|stdout| {
+        let (tail, booted, prefix) = (Arc::clone(&tail), Arc::clone(&booted), prefix.clone());
+        thread::spawn(move || stream_console(stdout, &prefix, &tail, &booted, start))
+    });
+
+    let mut timed_out = false;
+    let status = loop {
+        if let Some(status) = child.try_wait().context("waiting for QEMU")? {
+            break Some(status);
+        }
+        if start.elapsed() > spec.timeout {
+            timed_out = true;
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        thread::sleep(Duration::from_millis(50));
+    };
+    let total = start.elapsed();
+    if let Some(reader) = reader {
+        let _ = reader.join();
+    }
+
+    let text = fs::read(&results)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
+    let parsed = parse_results(&text);
+    let mut files = Vec::new();
+    for (name, body) in &parsed.files {
+        // Names come from our own suite, but keep them inside out_dir regardless.
+        let safe: String = name
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || ".-_".contains(c) {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let path = spec.out_dir.join(&safe);
+        fs::write(&path, body).with_context(|| format!("writing {}", path.display()))?;
+        files.push((name.clone(), path));
+    }
+    let tail: Vec<String> = tail
+        .lock()
+        .map(|t| t.iter().cloned().collect())
+        .unwrap_or_default();
+    let panicked = tail.iter().any(|l| l.contains("Kernel panic"));
+    let failure = if timed_out {
+        Some(format!(
+            "timed out after {} s: QEMU killed",
+            spec.timeout.as_secs()
+        ))
+    } else if panicked {
+        Some("the guest kernel panicked".to_owned())
+    } else if parsed.exit.is_none() {
+        Some(format!(
+            "no end marker from the guest (QEMU exited with {})",
+            status.map_or_else(|| "?".to_owned(), |s| s.to_string())
+        ))
+    } else {
+        None
+    };
+    if let Some(why) = &failure {
+        eprintln!(
+            "{prefix} | VM FAILED: {why}; the console's last {} lines:",
+            tail.len()
+        );
+        for line in &tail {
+            eprintln!("{prefix} ! {line}");
+        }
+    }
+    let boot = *booted
+        .lock()
+        .map_err(|_| anyhow::anyhow!("console reader panicked"))?;
+    Ok(Outcome {
+        exit: parsed.exit,
+        failure,
+        files,
+        boot,
+        total,
+    })
+}
+
+/// Echo the console with a prefix, keep its tail, note when /init first speaks.
+fn stream_console(
+    stdout: impl Read,
+    prefix: &str,
+    tail: &Mutex<VecDeque<String>>,
+    booted: &Mutex<Option<Duration>>,
+    start: Instant,
+) {
+    let mut reader = BufReader::new(stdout);
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        match reader.read_until(b'\n', &mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        let line = String::from_utf8_lossy(&buf);
+        let line = line.trim_end_matches(['\n', '\r']).replace('\r', "");
+        if line.starts_with("init: up after")
+            && let Ok(mut b) = booted.lock()
+        {
+            b.get_or_insert(start.elapsed());
+        }
+        println!("{prefix} | {line}");
+        if let Ok(mut t) = tail.lock() {
+            if t.len() == TAIL_LINES {
+                t.pop_front();
+            }
+            t.push_back(line);
+        }
+    }
+}
+
+/// What the guest wrote to /dev/ttyS1.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Results {
+    /// `=== FILE name ===` ... `=== END name ===` blocks.
+    pub files: Vec<(String, String)>,
+    /// `=== EXIT rc ===`.
+    pub exit: Option<i32>,
+}
+
+/// Split the results stream into files and the exit status. A file cut off by a crash
+/// is kept with what arrived; lines outside any block are ignored.
+pub fn parse_results(text: &str) -> Results {
+    let mut out = Results::default();
+    let mut open: Option<(String, String)> = None;
+    for raw in text.split('\n') {
+        let line = raw.strip_suffix('\r').unwrap_or(raw);
+        let marker = line
+            .strip_prefix("=== ")
+            .and_then(|l| l.strip_suffix(" ==="));
+        match (marker, &mut open) {
+            (Some(m), Some((name, body))) if m.strip_prefix("END ") == Some(name.as_str()) => {
+                out.files.push((std::mem::take(name), std::mem::take(body)));
+                open = None;
+            }
+            (_, Some((_, body))) => {
+                body.push_str(line);
+                body.push('\n');
+            }
+            (Some(m), None) => {
+                if let Some(name) = m.strip_prefix("FILE ") {
+                    open = Some((name.to_owned(), String::new()));
+                } else if let Some(rc) = m.strip_prefix("EXIT ") {
+                    out.exit = rc.trim().parse().ok();
+                }
+            }
+            (None, None) => {}
+        }
+    }
+    if let Some(file) = open {
+        out.files.push(file);
+    }
+    out
+}
+
+/// The `vm` command's own entry: boot, stream, return the guest's status.
+pub fn command_line(argv: &[String]) -> (String, bool) {
+    if argv.is_empty() {
+        // No command: a shell on the console, when there is a terminal to type into.
+        let interactive = std::io::stdin().is_terminal();
+        let cmd = if interactive {
+            "setsid cttyhack sh\n"
+        } else {
+            "echo 'no command given'\n"
+        };
+        return (cmd.to_owned(), interactive);
+    }
+    let words: Vec<String> = argv.iter().map(|a| util::shell_quote(a)).collect();
+    (format!("{}\n", words.join(" ")), false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn results_split_into_files_and_exit() {
+        let text = "noise\r\n=== FILE a.json ===\r\n{\"x\": 1}\r\n=== END a.json ===\r\n=== FILE b ===\nline\n=== EXIT 3 ===\n=== END b ===\n=== EXIT 0 ===\n";
+        let r = parse_results(text);
+        assert_eq!(
+            r.files,
+            vec![
+                ("a.json".into(), "{\"x\": 1}\n".into()),
+                ("b".into(), "line\n=== EXIT 3 ===\n".into())
+            ]
+        );
+        assert_eq!(r.exit, Some(0));
+    }
+
+    #[test]
+    fn a_cut_off_file_is_kept_and_no_marker_means_no_exit() {
+        let r = parse_results("=== FILE a ===\npartial");
+        assert_eq!(r.files, vec![("a".into(), "partial\n".into())]);
+        assert_eq!(r.exit, None);
+    }
+
+    #[test]
+    fn commands_are_quoted_for_the_guest_shell() {
+        let (cmd, interactive) =
+            command_line(&["sh".into(), "-c".into(), "echo hi; exit 3".into()]);
+        assert_eq!(cmd, "sh -c 'echo hi; exit 3'\n");
+        assert!(!interactive);
+    }
+}

@@ -1,0 +1,616 @@
+//! `cargo xtask test`: unit tests, then the tracer on the host and in one VM per kernel,
+//! checked here in Rust against the files the guest suite (`vm/suite.sh`) sends back.
+
+use std::{
+    collections::BTreeMap,
+    fs,
+    io::Read as _,
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+    thread,
+    time::{Duration, Instant},
+};
+
+use tracer::snapshot::{AttachState, Probe, Snapshot};
+
+use crate::{
+    kernel::{self, Kernel},
+    util, vm,
+};
+
+/// A case's verdict: what was seen when it passed, why when it failed.
+pub type Verdict = Result<String, String>;
+
+/// Counts PASS/FAIL/SKIP lines as they are printed.
+#[derive(Default)]
+pub struct Tally {
+    passed: usize,
+    failed: usize,
+    skipped: usize,
+}
+
+impl Tally {
+    /// Print one case's line.
+    pub fn record(&mut self, scope: &str, case: &str, verdict: &Verdict) {
+        match verdict {
+            Ok(seen) => {
+                self.passed += 1;
+                println!("PASS [{scope}] {case}: {seen}");
+            }
+            Err(why) => {
+                self.failed += 1;
+                println!("FAIL [{scope}] {case}: {why}");
+            }
+        }
+    }
+
+    /// Print a case that does not apply here.
+    pub fn skip(&mut self, scope: &str, case: &str, why: &str) {
+        self.skipped += 1;
+        println!("SKIP [{scope}] {case}: {why}");
+    }
+
+    /// Print the closing line CI reads; true when nothing failed.
+    pub fn finish(&self) -> bool {
+        if self.skipped > 0 {
+            println!(
+                "{} passed, {} failed, {} skipped",
+                self.passed, self.failed, self.skipped
+            );
+        } else {
+            println!("{} passed, {} failed", self.passed, self.failed);
+        }
+        self.failed == 0
+    }
+}
+
+/// `cargo test --workspace` (the kernel crate aside: it only builds for BPF).
+pub fn unit_tests() -> Verdict {
+    let mut cmd = util::cargo();
+    cmd.args(["test", "--workspace", "--exclude", "tracer-ebpf"])
+        .env("CARGO_TARGET_DIR", util::target_dir())
+        .current_dir(util::workspace_root());
+    println!("test: {}", util::describe(&cmd));
+    match cmd.stdin(Stdio::null()).status() {
+        Ok(s) if s.success() => Ok("all passed".into()),
+        Ok(s) => Err(format!("cargo test failed ({s})")),
+        Err(e) => Err(format!("cannot run cargo test: {e}")),
+    }
+}
+
+/// Whether this host can attach kprobes, and if not, why.
+pub fn host_kprobes() -> Result<(), String> {
+    if Path::new("/sys/bus/event_source/devices/kprobe").exists() {
+        Ok(())
+    } else {
+        Err("no kprobe PMU (/sys/bus/event_source/devices/kprobe): this kernel is built without CONFIG_KPROBES".into())
+    }
+}
+
+/// On a host without kprobes, `tracer capture` must say so, naming `CONFIG_KPROBES`, and
+/// exit non-zero without panicking.
+pub fn host_case(tracer: &Path, tally: &mut Tally) {
+    const CASE: &str = "capture without kprobes names CONFIG_KPROBES";
+    if host_kprobes().is_ok() {
+        tally.skip("host", CASE, "this host has kprobes");
+        return;
+    }
+    let verdict = run_with_timeout(
+        Command::new(tracer).args(["capture", "--duration", "1s"]),
+        Duration::from_mins(1),
+    )
+    .and_then(|(code, stderr)| check_no_kprobes_message(code, &stderr));
+    tally.record("host", CASE, &verdict);
+}
+
+/// The verdict on `tracer capture`'s exit code and stderr on a host without kprobes.
+pub fn check_no_kprobes_message(code: Option<i32>, stderr: &str) -> Verdict {
+    let first = stderr
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("(nothing on stderr)");
+    if stderr.contains("panicked") {
+        return Err(format!("it panicked: {}", stderr.trim()));
+    }
+    match code {
+        Some(0) => Err(format!("exit code 0; stderr: {first}")),
+        None => Err("killed by a signal".into()),
+        Some(_) if !stderr.contains("CONFIG_KPROBES") => Err(format!(
+            "stderr does not name CONFIG_KPROBES: {}",
+            stderr.trim()
+        )),
+        Some(c) => Ok(format!("exit {c}: {first}")),
+    }
+}
+
+/// Run `cmd`, killing it after `timeout`; its exit code and stderr.
+fn run_with_timeout(cmd: &mut Command, timeout: Duration) -> Result<(Option<i32>, String), String> {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run {}: {e}", util::describe(cmd)))?;
+    let mut stderr = child.stderr.take().ok_or("no stderr pipe")?;
+    let reader = thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let start = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if start.elapsed() > timeout => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "still running after {} s: killed",
+                    timeout.as_secs()
+                ));
+            }
+            Ok(None) => thread::sleep(Duration::from_millis(50)),
+            Err(e) => return Err(format!("waiting: {e}")),
+        }
+    };
+    Ok((status.code(), reader.join().unwrap_or_default()))
+}
+
+/// Boot `kernel`, run the guest suite, check what comes back.
+pub fn vm_suite(
+    kernel: &Kernel,
+    tracer: &Path,
+    timeout: Duration,
+    kvm: bool,
+    tally: &mut Tally,
+) -> anyhow::Result<()> {
+    let scope = kernel.name.clone();
+    let out_dir = util::target_dir().join("vm").join(&kernel.name);
+    // Files from an earlier run must not pass for this one's.
+    let _ = fs::remove_dir_all(&out_dir);
+    let spec = vm::Spec {
+        kernel,
+        tracer: Some(tracer),
+        command: "sh /suite.sh\n".into(),
+        files: vec![(
+            "/suite.sh".into(),
+            0o644,
+            include_bytes!("../vm/suite.sh").to_vec(),
+        )],
+        timeout,
+        kvm,
+        interactive: false,
+        out_dir,
+    };
+    let outcome = vm::boot(&spec)?;
+    let boot = outcome
+        .boot
+        .map_or_else(|| "?".into(), |b| format!("{:.1}", b.as_secs_f64()));
+    println!(
+        "{scope}: guest /init after {boot} s, VM done after {:.1} s",
+        outcome.total.as_secs_f64()
+    );
+    tally.record(
+        &scope,
+        "VM boots, runs the suite and powers off",
+        &match &outcome.failure {
+            None => Ok(format!(
+                "exit {}, {} result files",
+                outcome.exit.unwrap_or(-1),
+                outcome.files.len()
+            )),
+            Some(why) => Err(why.clone()),
+        },
+    );
+    let files: BTreeMap<String, PathBuf> = outcome.files.into_iter().collect();
+    let release = kernel.release.clone().unwrap_or_default();
+    let version = kernel::version_of(&release).unwrap_or((0, 0));
+    for case in cases() {
+        let verdict = match case.check {
+            Check::Uname => check_uname(&files, &release),
+            Check::Reference(f) => read(&files, &format!("{}.ref", case.file))
+                .and_then(|text| f(&parse_reference(&text), version))
+                .map_err(|e| with_log(&files, &format!("{}.ref.log", case.file), e)),
+            Check::Capture(f) => check_capture(&files, case.file, version, f),
+        };
+        tally.record(&scope, case.name, &verdict);
+    }
+    Ok(())
+}
+
+/// How a case is judged.
+enum Check {
+    /// The guest's `uname -r` is the booted kernel's release.
+    Uname,
+    /// Hit counts of the kernel's own kprobe events around the workload.
+    Reference(fn(&BTreeMap<String, u64>, (u32, u32)) -> Verdict),
+    /// A `tracer capture` file of the workload.
+    Capture(fn(&Snapshot, (u32, u32)) -> Verdict),
+}
+
+struct Case {
+    name: &'static str,
+    /// Result file stem the suite uses.
+    file: &'static str,
+    check: Check,
+}
+
+fn cases() -> Vec<Case> {
+    vec![
+        Case {
+            name: "uname -r is the booted kernel",
+            file: "uname",
+            check: Check::Uname,
+        },
+        Case {
+            name: "rmdir x200: kprobe events count vfs_rmdir = 200",
+            file: "rmdir",
+            check: Check::Reference(|hits, _| ref_exact(hits, "vfs_rmdir", 200)),
+        },
+        Case {
+            name: "rmdir x200: tracer counts vfs_rmdir = 200",
+            file: "rmdir",
+            check: Check::Capture(|s, _| exact(s, Probe::VfsRmdir, 200)),
+        },
+        Case {
+            name: "unlink x100 (ext2): kprobe events count d_delete = 100",
+            file: "unlink",
+            check: Check::Reference(|hits, _| ref_exact(hits, "d_delete", 100)),
+        },
+        Case {
+            name: "unlink x100 (ext2): tracer counts d_delete = 100",
+            file: "unlink",
+            check: Check::Capture(|s, _| exact(s, Probe::DDelete, 100)),
+        },
+        Case {
+            name: "tmpfs mount+umount x50: kprobe events count 50 shrinker teardowns, 50 expedited RCU waits",
+            file: "tmpfs",
+            check: Check::Reference(ref_tmpfs),
+        },
+        Case {
+            name: "tmpfs mount+umount x50: tracer counts 50 shrinker teardowns, 50 expedited RCU waits",
+            file: "tmpfs",
+            check: Check::Capture(tmpfs),
+        },
+    ]
+}
+
+/// The shrinker teardown function a kernel has, and the one it lacks.
+pub fn teardown_probes(version: (u32, u32)) -> (Probe, Probe) {
+    // shrinker_free replaced unregister_shrinker in Linux 6.7.
+    if version >= (6, 7) {
+        (Probe::ShrinkerFree, Probe::UnregisterShrinker)
+    } else {
+        (Probe::UnregisterShrinker, Probe::ShrinkerFree)
+    }
+}
+
+fn read(files: &BTreeMap<String, PathBuf>, name: &str) -> Result<String, String> {
+    let path = files
+        .get(name)
+        .ok_or_else(|| format!("the guest sent no {name}"))?;
+    fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))
+}
+
+/// `why`, followed by the last lines of the log file `log` when the guest sent it.
+fn with_log(files: &BTreeMap<String, PathBuf>, log: &str, why: String) -> String {
+    match read(files, log) {
+        Ok(text) => {
+            let lines: Vec<&str> = text.lines().collect();
+            let tail = lines[lines.len().saturating_sub(10)..].join("\n    ");
+            format!("{why}\n  {log}:\n    {tail}")
+        }
+        Err(_) => why,
+    }
+}
+
+fn check_uname(files: &BTreeMap<String, PathBuf>, release: &str) -> Verdict {
+    let got = read(files, "uname")?;
+    let got = got.trim();
+    if release.is_empty() {
+        Ok(format!("{got} (release of this kernel unknown)"))
+    } else if got == release {
+        Ok(got.to_owned())
+    } else {
+        Err(format!("guest says {got}, expected {release}"))
+    }
+}
+
+/// `symbol hits` lines, as the suite writes them from `kprobe_profile`.
+pub fn parse_reference(text: &str) -> BTreeMap<String, u64> {
+    text.lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            Some((w.next()?.to_owned(), w.next()?.parse().ok()?))
+        })
+        .collect()
+}
+
+fn ref_exact(hits: &BTreeMap<String, u64>, symbol: &str, want: u64) -> Verdict {
+    match hits.get(symbol) {
+        Some(&n) if n == want => Ok(format!("{symbol} = {n}")),
+        Some(&n) => Err(format!("{symbol} = {n}, expected exactly {want}")),
+        None => Err(format!("no kprobe event on {symbol}")),
+    }
+}
+
+fn ref_tmpfs(hits: &BTreeMap<String, u64>, version: (u32, u32)) -> Verdict {
+    let (present, absent) = teardown_probes(version);
+    let teardown = ref_exact(hits, present.name(), 50)?;
+    if hits.contains_key(absent.name()) {
+        return Err(format!(
+            "{} exists on this kernel; expected only {}",
+            absent.name(),
+            present.name()
+        ));
+    }
+    let expedited = ref_exact(hits, "synchronize_rcu_expedited", 50)?;
+    let srcu = hits.get("synchronize_srcu").copied().unwrap_or(0);
+    Ok(format!(
+        "{teardown}, {expedited}, synchronize_srcu = {srcu}"
+    ))
+}
+
+/// Load the capture `name.json` after checking that `tracer capture` exited 0, then
+/// apply the checks every capture must pass and `specific`.
+fn check_capture(
+    files: &BTreeMap<String, PathBuf>,
+    name: &str,
+    version: (u32, u32),
+    specific: fn(&Snapshot, (u32, u32)) -> Verdict,
+) -> Verdict {
+    let log = format!("{name}.log");
+    let rc = read(files, &format!("{name}.rc"))?;
+    if rc.trim() != "0" {
+        return Err(with_log(
+            files,
+            &log,
+            format!("tracer capture exited {}", rc.trim()),
+        ));
+    }
+    let path = files
+        .get(&format!("{name}.json"))
+        .ok_or_else(|| with_log(files, &log, format!("no {name}.json")))?;
+    let snapshot = tracer::report::load(path).map_err(|e| format!("{}: {e:#}", path.display()))?;
+    capture_sanity(&snapshot)?;
+    specific(&snapshot, version)
+}
+
+/// Every capture: the workload ran and exited 0; every probe's calls took a positive
+/// time, and none longer than the whole workload.
+pub fn capture_sanity(s: &Snapshot) -> Result<(), String> {
+    let command = s.command.as_ref().ok_or("the capture records no command")?;
+    if command.exit_code != Some(0) {
+        return Err(format!(
+            "the workload ended with exit code {:?}, signal {:?}",
+            command.exit_code, command.signal
+        ));
+    }
+    let wall = command.wall_ns;
+    for probe in s.probes_seen() {
+        let total = s.probe_total(probe);
+        let (Some(min), Some(max)) = (total.min_ns(), total.max_ns()) else {
+            continue;
+        };
+        if min == 0 {
+            return Err(format!("{}: a call took 0 ns", probe.name()));
+        }
+        if max >= wall {
+            return Err(format!(
+                "{}: a call took {max} ns, not below the workload's wall time {wall} ns",
+                probe.name()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `probe` attached and counted exactly `want` calls.
+pub fn exact(s: &Snapshot, probe: Probe, want: u64) -> Verdict {
+    let symbol = attached(s, probe)?;
+    let n = s.probe_total(probe).count();
+    if n == want {
+        Ok(format!("{} = {n} (attached to {symbol})", probe.name()))
+    } else {
+        Err(format!("{} = {n}, expected exactly {want}", probe.name()))
+    }
+}
+
+fn attached(s: &Snapshot, probe: Probe) -> Result<String, String> {
+    match s.probes.get(&probe).map(|st| &st.state) {
+        Some(AttachState::Attached { symbol, .. }) => Ok(symbol.clone()),
+        Some(other) => Err(format!("{} is not attached: {other:?}", probe.name())),
+        None => Err(format!("the capture has no status for {}", probe.name())),
+    }
+}
+
+/// 50 tmpfs mount+umount: exactly 50 teardowns by the function this kernel has, the other
+/// one reported absent, and one expedited RCU grace period per umount, waited for in
+/// `namespace_unlock`.
+///
+/// No SRCU wait is asserted: the kernel's own kprobe events count no `synchronize_srcu`
+/// during this workload on Debian's 6.1 or 6.12 (the SRCU wait in `unregister_shrinker`
+/// existed only in 6.4 release candidates), so its count is reported, not judged.
+pub fn tmpfs(s: &Snapshot, version: (u32, u32)) -> Verdict {
+    let (present, absent) = teardown_probes(version);
+    let teardown = exact(s, present, 50)?;
+    match s.probes.get(&absent).map(|st| &st.state) {
+        Some(AttachState::Absent { .. }) => {}
+        other => {
+            return Err(format!(
+                "{} should be Absent on this kernel, is {other:?}",
+                absent.name()
+            ));
+        }
+    }
+    attached(s, Probe::SynchronizeRcuExpedited)?;
+    let expedited = s
+        .probe_by_caller(Probe::SynchronizeRcuExpedited, Some(Probe::NamespaceUnlock))
+        .count();
+    if expedited != 50 {
+        return Err(format!(
+            "{teardown}, but synchronize_rcu_expedited from namespace_unlock = {expedited}, expected 50"
+        ));
+    }
+    attached(s, Probe::SynchronizeSrcu)?;
+    let srcu = s.probe_total(Probe::SynchronizeSrcu).count();
+    Ok(format!(
+        "{teardown}, {} absent, synchronize_rcu_expedited from namespace_unlock = 50, synchronize_srcu = {srcu}",
+        absent.name()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use tracer::snapshot::{AttachMethod, CommandRun, Meta, ProbeStatus, SeriesKey, SourceKind};
+
+    use super::*;
+
+    fn snapshot(kernel: &str, wall_ns: u64) -> Snapshot {
+        let mut s = Snapshot::new(Meta {
+            source: SourceKind::Kernel,
+            description: "test".into(),
+            kernel: Some(kernel.into()),
+            started_unix_ns: 0,
+            duration_ns: wall_ns + 1_000,
+        });
+        s.command = Some(CommandRun {
+            argv: vec!["sh".into()],
+            wall_ns,
+            exit_code: Some(0),
+            signal: None,
+        });
+        s
+    }
+
+    fn attach(s: &mut Snapshot, probe: Probe) {
+        let state = AttachState::Attached {
+            method: AttachMethod::Kprobe,
+            symbol: probe.name().into(),
+        };
+        s.probes.insert(probe, ProbeStatus::new(state));
+    }
+
+    fn absent(s: &mut Snapshot, probe: Probe) {
+        s.probes.insert(
+            probe,
+            ProbeStatus::new(AttachState::Absent {
+                symbol: probe.name().into(),
+            }),
+        );
+    }
+
+    fn calls(s: &mut Snapshot, probe: Probe, n: u64, ns: u64) {
+        for _ in 0..n {
+            s.record(SeriesKey::new(probe, 1), ns);
+        }
+    }
+
+    #[test]
+    fn exact_counts_pass_and_off_by_one_fails() {
+        let mut s = snapshot("6.1.0-57-cloud-amd64", 1_000_000_000);
+        attach(&mut s, Probe::VfsRmdir);
+        calls(&mut s, Probe::VfsRmdir, 200, 5_000);
+        assert!(capture_sanity(&s).is_ok());
+        assert!(exact(&s, Probe::VfsRmdir, 200).is_ok());
+        calls(&mut s, Probe::VfsRmdir, 1, 5_000);
+        assert!(exact(&s, Probe::VfsRmdir, 200).unwrap_err().contains("201"));
+    }
+
+    #[test]
+    fn a_probe_that_did_not_attach_fails_even_with_counts() {
+        let mut s = snapshot("6.1.0-57-cloud-amd64", 1_000_000_000);
+        s.probes.insert(
+            Probe::DDelete,
+            ProbeStatus::new(AttachState::Failed {
+                reason: "EPERM".into(),
+            }),
+        );
+        calls(&mut s, Probe::DDelete, 100, 5_000);
+        assert!(
+            exact(&s, Probe::DDelete, 100)
+                .unwrap_err()
+                .contains("not attached")
+        );
+    }
+
+    #[test]
+    fn latencies_must_be_below_the_workload_wall_time() {
+        let mut s = snapshot("6.1.0-57-cloud-amd64", 1_000_000);
+        calls(&mut s, Probe::SynchronizeRcu, 1, 2_000_000);
+        assert!(capture_sanity(&s).unwrap_err().contains("synchronize_rcu"));
+        let mut s = snapshot("6.1.0-57-cloud-amd64", 1_000_000);
+        s.command.as_mut().unwrap().exit_code = Some(1);
+        assert!(capture_sanity(&s).is_err());
+    }
+
+    #[test]
+    fn tmpfs_expects_the_teardown_of_each_kernel() {
+        let mut old = snapshot("6.1.0-57-cloud-amd64", 1_000_000_000);
+        attach(&mut old, Probe::UnregisterShrinker);
+        absent(&mut old, Probe::ShrinkerFree);
+        attach(&mut old, Probe::SynchronizeSrcu);
+        attach(&mut old, Probe::SynchronizeRcuExpedited);
+        calls(&mut old, Probe::UnregisterShrinker, 50, 20_000);
+        assert!(
+            tmpfs(&old, (6, 1))
+                .unwrap_err()
+                .contains("synchronize_rcu_expedited")
+        );
+        for _ in 0..50 {
+            old.record(
+                SeriesKey::new(Probe::SynchronizeRcuExpedited, 1)
+                    .with_caller(Probe::NamespaceUnlock),
+                9_000,
+            );
+        }
+        assert!(tmpfs(&old, (6, 1)).is_ok());
+        // The 6.1 capture judged as a 6.12 one: wrong function.
+        assert!(tmpfs(&old, (6, 12)).is_err());
+
+        let mut new = snapshot("6.12.95+deb12-cloud-amd64", 1_000_000_000);
+        attach(&mut new, Probe::ShrinkerFree);
+        absent(&mut new, Probe::UnregisterShrinker);
+        attach(&mut new, Probe::SynchronizeSrcu);
+        attach(&mut new, Probe::SynchronizeRcuExpedited);
+        calls(&mut new, Probe::ShrinkerFree, 50, 20_000);
+        for _ in 0..50 {
+            new.record(
+                SeriesKey::new(Probe::SynchronizeRcuExpedited, 1)
+                    .with_caller(Probe::NamespaceUnlock),
+                9_000,
+            );
+        }
+        assert!(tmpfs(&new, (6, 12)).is_ok());
+    }
+
+    #[test]
+    fn reference_lines_parse_and_judge() {
+        let hits = parse_reference("vfs_rmdir 200\nd_delete 200\n");
+        assert_eq!(
+            ref_exact(&hits, "vfs_rmdir", 200),
+            Ok("vfs_rmdir = 200".into())
+        );
+        assert!(ref_exact(&hits, "shrinker_free", 50).is_err());
+        let old = parse_reference(
+            "unregister_shrinker 50\nsynchronize_rcu_expedited 50\nsynchronize_srcu 0\n",
+        );
+        assert!(ref_tmpfs(&old, (6, 1)).is_ok());
+        assert!(ref_tmpfs(&old, (6, 12)).is_err());
+        assert!(ref_tmpfs(&parse_reference("unregister_shrinker 50\n"), (6, 1)).is_err());
+        let new = parse_reference("shrinker_free 50\nsynchronize_rcu_expedited 50\n");
+        assert!(ref_tmpfs(&new, (6, 12)).is_ok());
+    }
+
+    #[test]
+    fn the_host_message_must_name_config_kprobes() {
+        let good =
+            "tracer: error: no kprobes on this kernel (CONFIG_KPROBES is not set); try the VM";
+        assert!(check_no_kprobes_message(Some(1), good).is_ok());
+        assert!(check_no_kprobes_message(Some(0), good).is_err());
+        assert!(check_no_kprobes_message(Some(1), "tracer: error: not implemented yet").is_err());
+        assert!(
+            check_no_kprobes_message(Some(101), "thread 'main' panicked at src/main.rs").is_err()
+        );
+    }
+}
