@@ -13,7 +13,7 @@ use crate::snapshot::{Counter, Latency, Probe, Snapshot};
 
 use super::{
     engine::scale,
-    params::{Params, show, show_ns},
+    params::{Params, show},
     scenarios,
 };
 
@@ -82,8 +82,20 @@ fn mean(l: &Latency) -> Option<u64> {
     l.mean_ns().map(|m| m.round() as u64)
 }
 
+/// A duration to read, not to type back: three significant figures.
+fn human(ns: u64) -> String {
+    #[expect(clippy::cast_precision_loss, reason = "for display")]
+    let v = ns as f64;
+    match ns {
+        0..1_000 => format!("{ns} ns"),
+        1_000..1_000_000 => format!("{:.3} us", v / 1e3),
+        1_000_000..1_000_000_000 => format!("{:.3} ms", v / 1e6),
+        _ => format!("{:.3} s", v / 1e9),
+    }
+}
+
 fn measured(probe: Probe, l: &Latency) -> String {
-    format!("{}: {} calls, mean {}", probe.name(), l.count(), show_ns(mean(l).unwrap_or(0)))
+    format!("{}: {} calls, mean {}", probe.name(), l.count(), human(mean(l).unwrap_or(0)))
 }
 
 /// Fit `base`'s per-operation costs to `capture`. Parameters the capture says nothing about
@@ -170,7 +182,7 @@ pub fn calibrate(capture: &Snapshot, base: &Params) -> Calibration {
         cal.fits.push(Fit {
             key: "prune_ns",
             value: v,
-            from: format!("shrink_dcache_parent: {} total over {pruned} negative dentries", show_ns(sdp.sum_ns())),
+            from: format!("shrink_dcache_parent: {} total over {pruned} negative dentries", human(sdp.sum_ns())),
         });
     } else if sdp.count() > 0 {
         cal.notes.push("shrink_dcache_parent seen but no negative dentries counted: prune_ns not fitted".into());
