@@ -29,6 +29,8 @@ pub const DENTRY_D_HASH_PPREV: &str = "DENTRY_D_HASH_PPREV";
 pub const INODE_I_RWSEM: &str = "INODE_I_RWSEM";
 /// Global: 1 when the offsets above were found in the kernel's BTF.
 pub const OFFSETS_VALID: &str = "OFFSETS_VALID";
+/// Global: the tracer's own process id, whose calls are not recorded.
+pub const SELF_TGID: &str = "SELF_TGID";
 
 /// `DCACHE_OP_DELETE`: the filesystem's `d_delete` op decides at the last `dput` (tmpfs and
 /// ramfs always delete), so a negative dentry with it set does not stay cached.

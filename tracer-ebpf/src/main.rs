@@ -64,6 +64,16 @@ static DENTRY_D_HASH_PPREV: u32 = 0;
 static INODE_I_RWSEM: u32 = 0;
 #[unsafe(no_mangle)]
 static OFFSETS_VALID: u32 = 0;
+/// The tracer's own process id: its attach and detach work (trampoline updates wait for
+/// grace periods) is not the system's, so it is not recorded.
+#[unsafe(no_mangle)]
+static SELF_TGID: u32 = 0;
+
+#[inline(always)]
+fn is_self() -> bool {
+    let tgid = bpf_get_current_pid_tgid() >> 32;
+    tgid == global(&SELF_TGID)
+}
 
 #[inline(always)]
 fn global(g: &'static u32) -> u64 {
@@ -105,6 +115,9 @@ fn read_u32(addr: u64) -> Option<u32> {
 /// A traced function (or syscall) was entered by the current thread.
 #[inline(always)]
 fn on_entry(probe: Probe, arg: u64) {
+    if is_self() {
+        return;
+    }
     let Some(c) = counters(probe) else { return };
     c.entries += 1;
     let tid = current_tid();
@@ -142,6 +155,9 @@ fn pop_frame(tid: u32, probe: Probe) {
 /// (for probes that derive more from it) and the cgroup.
 #[inline(always)]
 fn on_exit(probe: Probe) -> Option<(Start, u64, u64)> {
+    if is_self() {
+        return None;
+    }
     let c = counters(probe)?;
     let now = unsafe { bpf_ktime_get_ns() };
     let tid = current_tid();

@@ -215,6 +215,8 @@ pub fn attach(wanted: &[Probe], mode: AttachMode) -> Result<Attached, LoadError>
         }
     };
     loader.override_global(maps::OFFSETS_VALID, &valid, true);
+    let self_tgid = std::process::id();
+    loader.override_global(maps::SELF_TGID, &self_tgid, true);
     let mut ebpf = loader.load(EBPF_OBJECT)?;
     let aya_btf = match mode {
         AttachMode::Kprobe => None,
