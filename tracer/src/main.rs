@@ -63,9 +63,9 @@ fn main() -> ExitCode {
             print!("{}", report::compare(&a, &b, tracer::color_stdout()));
             Ok(ExitCode::SUCCESS)
         })(),
-        Command::Model { args, out } => {
-            model::run(&args).and_then(|s| report::emit(&s, &out)).map(|()| ExitCode::SUCCESS)
-        }
+        Command::Model { args, out } => model::run(&args)
+            .and_then(|s| s.map_or(Ok(()), |s| report::emit(&s, &out)))
+            .map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,

@@ -68,10 +68,10 @@ impl Default for Args {
 ///
 /// # Errors
 /// Unknown scenario, variant or parameter; an unreadable calibration capture.
-pub fn run(args: &Args) -> anyhow::Result<Snapshot> {
+pub fn run(args: &Args) -> anyhow::Result<Option<Snapshot>> {
     if args.list {
         print!("{}", listing(args.scenario.as_deref().and_then(scenarios::find)));
-        std::process::exit(0);
+        return Ok(None);
     }
     let Some(name) = args.scenario.as_deref() else {
         eprint!("{}", listing(None));
@@ -124,7 +124,7 @@ pub fn run(args: &Args) -> anyhow::Result<Snapshot> {
             outcome.events
         );
     }
-    Ok(outcome.snapshot)
+    Ok(Some(outcome.snapshot))
 }
 
 fn apply_sets(p: &mut Params, s: &Scenario, sets: &[String], changed: &mut Vec<String>) -> anyhow::Result<()> {
@@ -187,10 +187,10 @@ mod tests {
             ("memcg-shrink", &["duration_ns=2ms", "reclaimers=100"][..]),
             ("negative-dentry-rmdir", &["negatives=100000", "lookups=3", "lookup_interval_ns=2ms"][..]),
         ] {
-            let a = run(&args(name, sets)).unwrap();
-            let b = run(&args(name, sets)).unwrap();
+            let a = run(&args(name, sets)).unwrap().unwrap();
+            let b = run(&args(name, sets)).unwrap().unwrap();
             assert_eq!(a, b, "{name}");
-            let c = run(&Args { seed: 2, ..args(name, sets) }).unwrap();
+            let c = run(&Args { seed: 2, ..args(name, sets) }).unwrap().unwrap();
             assert_ne!(a.series, c.series, "{name}: the seed changes nothing");
         }
     }
