@@ -402,6 +402,9 @@ pub struct CommandRun {
     pub exit_code: Option<i32>,
     /// Terminating signal, when killed by one.
     pub signal: Option<i32>,
+    /// The cgroup the command (and every process it started) ran in, when the capture
+    /// gave it one of its own: its series are the command's, apart from the host's.
+    pub cgroup: Option<CgroupId>,
 }
 
 /// Where a snapshot's numbers come from.

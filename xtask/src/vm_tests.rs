@@ -479,6 +479,7 @@ mod tests {
             wall_ns,
             exit_code: Some(0),
             signal: None,
+            cgroup: None,
         });
         s
     }

@@ -140,8 +140,18 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
     let started = Instant::now();
 
+    // The command gets a cgroup of its own, so its calls can be told from the host's.
+    let transient = if args.command.is_empty() {
+        None
+    } else {
+        cgroup::Transient::create()
+            .inspect_err(|e| {
+                eprintln!("tracer: the command shares the host's cgroups (no cgroup of its own: {e})");
+            })
+            .ok()
+    };
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let ended = runtime.block_on(wait(&args, &attached))?;
+    let (ended, in_cgroup) = runtime.block_on(wait(&args, &attached, transient.as_ref()))?;
     let elapsed = started.elapsed();
 
     if let Some(root) = cgroup_root.as_deref() {
@@ -174,6 +184,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
             wall_ns: snap.meta.duration_ns,
             exit_code: status.code(),
             signal: status.signal(),
+            cgroup: transient.as_ref().filter(|_| in_cgroup).map(|t| t.id),
         });
     }
     report::emit(&snap, &args.out)?;
@@ -190,16 +201,39 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 /// Wait for the end of the capture, showing a one-line status on a terminal.
-async fn wait(args: &Args, attached: &probes::Attached) -> anyhow::Result<Ended> {
+async fn wait(
+    args: &Args,
+    attached: &probes::Attached,
+    transient: Option<&cgroup::Transient>,
+) -> anyhow::Result<(Ended, bool)> {
     let mut sigint = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
     let mut sigterm = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+    let mut in_cgroup = false;
     let mut child = match args.command.split_first() {
-        Some((program, rest)) => Some(
-            tokio::process::Command::new(OsStr::new(program))
-                .args(rest)
-                .spawn()
-                .with_context(|| format!("running {program}"))?,
-        ),
+        Some((program, rest)) => {
+            let mut cmd = tokio::process::Command::new(OsStr::new(program));
+            cmd.args(rest);
+            if let Some(t) = transient {
+                let procs = t.procs_file();
+                // SAFETY: the closure only makes async-signal-safe calls (open/write/close).
+                unsafe {
+                    cmd.pre_exec(move || {
+                        // Failing to move is not fatal: the parent checks and reports it.
+                        let _ = cgroup::enter_from_child(&procs);
+                        Ok(())
+                    });
+                }
+            }
+            let child = cmd.spawn().with_context(|| format!("running {program}"))?;
+            in_cgroup = match (transient, child.id()) {
+                (Some(t), Some(pid)) => t.holds(pid),
+                _ => false,
+            };
+            if transient.is_some() && !in_cgroup {
+                eprintln!("tracer: the command could not enter its own cgroup; its calls are mixed with the host's");
+            }
+            Some(child)
+        }
         None => None,
     };
     let has_child = child.is_some();
@@ -242,7 +276,7 @@ async fn wait(args: &Args, attached: &probes::Attached) -> anyhow::Result<Ended>
             let _ = child.wait().await;
         }
     }
-    Ok(ended)
+    Ok((ended, in_cgroup))
 }
 
 #[cfg(test)]

@@ -40,13 +40,21 @@ pub fn walk(root: &Path) -> BTreeMap<u64, String> {
         if out.len() >= MAX_CGROUPS {
             break;
         }
-        let Ok(meta) = std::fs::metadata(&dir) else { continue };
+        let Ok(meta) = std::fs::metadata(&dir) else {
+            continue;
+        };
         out.insert(meta.ino(), rel.clone());
-        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
         for entry in entries.flatten() {
             if entry.file_type().is_ok_and(|t| t.is_dir()) {
                 let name = entry.file_name().to_string_lossy().into_owned();
-                let child = if rel == "/" { format!("/{name}") } else { format!("{rel}/{name}") };
+                let child = if rel == "/" {
+                    format!("/{name}")
+                } else {
+                    format!("{rel}/{name}")
+                };
                 stack.push((entry.path(), child));
             }
         }
@@ -70,6 +78,91 @@ pub fn id_of(path: &Path) -> Result<u64, String> {
         .map_err(|e| format!("cgroup {}: {e}", full.display()))
 }
 
+/// This process's cgroup v2 path, from `/proc/self/cgroup` (`0::/PATH`).
+#[must_use]
+pub fn own_path() -> Option<String> {
+    let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .map(str::to_owned)
+}
+
+/// A cgroup made for one command, under the tracer's own cgroup (so the command keeps the
+/// same ancestors, and their limits); removed on drop when empty.
+#[derive(Debug)]
+pub struct Transient {
+    /// Its directory.
+    pub dir: PathBuf,
+    /// Its id.
+    pub id: u64,
+    /// `<dir>/cgroup.procs` as a C string, for the child to write to before exec.
+    procs: std::ffi::CString,
+}
+
+impl Transient {
+    /// Make `tracer-capture-<pid>` under this process's cgroup.
+    ///
+    /// # Errors
+    /// No cgroup2 mount, or the directory cannot be made.
+    pub fn create() -> Result<Self, String> {
+        let root = find_cgroup2().ok_or("no cgroup2 filesystem is mounted")?;
+        let own = own_path().ok_or("this process has no cgroup v2 path")?;
+        let dir = root
+            .join(own.trim_start_matches('/'))
+            .join(format!("tracer-capture-{}", std::process::id()));
+        std::fs::create_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let id = std::fs::metadata(&dir).map_err(|e| e.to_string())?.ino();
+        let procs = std::ffi::CString::new(
+            dir.join("cgroup.procs")
+                .into_os_string()
+                .into_encoded_bytes(),
+        )
+        .map_err(|e| e.to_string())?;
+        Ok(Self { dir, id, procs })
+    }
+
+    /// What a child needs to move itself in (see [`enter_from_child`]).
+    #[must_use]
+    pub fn procs_file(&self) -> std::ffi::CString {
+        self.procs.clone()
+    }
+
+    /// Whether process `pid` is in this cgroup.
+    #[must_use]
+    pub fn holds(&self, pid: u32) -> bool {
+        std::fs::read_to_string(self.dir.join("cgroup.procs"))
+            .is_ok_and(|t| t.lines().any(|l| l.trim() == pid.to_string()))
+    }
+}
+
+/// Move the calling process into the cgroup whose `cgroup.procs` is `procs`. Only
+/// async-signal-safe calls: it runs in the child between fork and exec.
+///
+/// # Errors
+/// The kernel refused (e.g. a threaded or domain-invalid cgroup).
+pub fn enter_from_child(procs: &std::ffi::CStr) -> std::io::Result<()> {
+    // SAFETY: a valid C string, and plain open/write/close.
+    unsafe {
+        let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let ok = libc::write(fd, b"0".as_ptr().cast(), 1) == 1;
+        let err = std::io::Error::last_os_error();
+        libc::close(fd);
+        if ok { Ok(()) } else { Err(err) }
+    }
+}
+
+impl Drop for Transient {
+    fn drop(&mut self) {
+        if let Err(e) = std::fs::remove_dir(&self.dir) {
+            // Processes the command left running keep it busy; say where they are.
+            eprintln!("tracer: cgroup {} left in place: {e}", self.dir.display());
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -82,8 +175,14 @@ mod tests {
 34 33 0:29 / /sys/fs/cgroup/unified rw,nosuid shared:10 - cgroup2 cgroup2 rw,nsdelegate
 35 33 0:30 / /sys/fs/cgroup/memory rw shared:11 - cgroup cgroup rw,memory
 ";
-        assert_eq!(cgroup2_mount(text), Some(PathBuf::from("/sys/fs/cgroup/unified")));
-        assert_eq!(cgroup2_mount("25 30 0:23 / /sys rw - sysfs sysfs rw\n"), None);
+        assert_eq!(
+            cgroup2_mount(text),
+            Some(PathBuf::from("/sys/fs/cgroup/unified"))
+        );
+        assert_eq!(
+            cgroup2_mount("25 30 0:23 / /sys rw - sysfs sysfs rw\n"),
+            None
+        );
     }
 
     #[test]

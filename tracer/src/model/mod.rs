@@ -228,7 +228,7 @@ mod tests {
 
     #[test]
     fn snapshots_look_like_captures() {
-        let s = run(&args("umount-storm", &["mounts=50"])).unwrap();
+        let s = run(&args("umount-storm", &["mounts=50"])).unwrap().unwrap();
         assert_eq!(s.meta.source, crate::snapshot::SourceKind::Model);
         assert!(s.meta.description.contains("umount-storm/baseline seed=1 mounts=50"), "{}", s.meta.description);
         assert_eq!(s.cgroups.get(&1).map(String::as_str), Some("/"));

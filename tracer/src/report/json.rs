@@ -110,6 +110,8 @@ struct CommandRec {
     wall_ns: u64,
     exit_code: Option<i32>,
     signal: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    cgroup: Option<u64>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -220,6 +222,7 @@ pub fn to_string(snapshot: &Snapshot) -> String {
             wall_ns: c.wall_ns,
             exit_code: c.exit_code,
             signal: c.signal,
+            cgroup: c.cgroup,
         }),
         probes: snapshot
             .probes
@@ -396,6 +399,7 @@ fn build(file: CaptureFile) -> Result<Snapshot, LoadError> {
         wall_ns: c.wall_ns,
         exit_code: c.exit_code,
         signal: c.signal,
+        cgroup: c.cgroup,
     });
     for (i, p) in file.probes.into_iter().enumerate() {
         let probe = probe_named(&p.probe).map_err(record("probes", i))?;

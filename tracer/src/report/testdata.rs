@@ -35,6 +35,7 @@ pub fn umount_capture() -> Snapshot {
         wall_ns: 2_400_000_000,
         exit_code: Some(0),
         signal: None,
+        cgroup: None,
     });
     let k = |p| SeriesKey::new(p, SESSION);
     for v in spread(6_000_000, 8_000_000, 300) {
@@ -152,6 +153,7 @@ pub fn model_run() -> Snapshot {
         wall_ns: 400_000_000,
         exit_code: Some(0),
         signal: None,
+        cgroup: None,
     });
     let k = |p| SeriesKey::new(p, 1);
     for v in spread(600_000, 800_000, 300) {

@@ -131,16 +131,34 @@ fn command(s: &Snapshot, p: Painter) -> String {
         p.paint(&units::ns(cmd.wall_ns), Style::Bold)
     );
 
-    let funcs = by_total(s, |pr| pr.kind() != ProbeKind::Derived);
+    // With a cgroup of its own, the command's calls are told apart from the host's.
+    let funcs: Vec<(Probe, Latency)> = match cmd.cgroup {
+        Some(id) => {
+            let mut v: Vec<(Probe, Latency)> = s
+                .probes_seen()
+                .into_iter()
+                .filter(|pr| pr.kind() != ProbeKind::Derived)
+                .map(|pr| (pr, s.total_where(|k| k.probe == pr && k.cgroup == id)))
+                .filter(|(_, lat)| lat.count() > 0)
+                .collect();
+            v.sort_by(|a, b| b.1.sum_ns().cmp(&a.1.sum_ns()).then(a.0.cmp(&b.0)));
+            v
+        }
+        None => by_total(s, |pr| pr.kind() != ProbeKind::Derived),
+    };
     if funcs.is_empty() {
         return out;
     }
     let _ = writeln!(out, "\n{}", p.heading("where its time went").trim_end());
+    let scope = match cmd.cgroup {
+        Some(id) => format!("in the command's own cgroup {}", s.cgroup_name(id)),
+        None => "on the whole host while the command ran".to_owned(),
+    };
     let _ = writeln!(
         out,
         "  {}",
         p.paint(
-            "inclusive time per traced function: nested calls count in each, parallel ones can pass 100%",
+            &format!("inclusive time per traced function {scope}; nested calls count in each, parallel ones can pass 100%"),
             Style::Dim
         )
     );
