@@ -8,12 +8,13 @@ use tracer::{model, report};
 /// See where Linux loses time in RCU/SRCU grace periods, shrinker teardown and dcache
 /// pruning under inode locks: per call path, per caller, per cgroup.
 #[derive(Debug, Parser)]
-#[command(version, propagate_version = true, after_help = "Examples:\n  \
-    tracer capture -- umount /mnt/a /mnt/b   where did this umount's time go?\n  \
-    tracer capture --duration 30s -o cap.json   30 s of the whole host, saved\n  \
-    tracer report cap.json                     re-render a saved capture\n  \
-    tracer model umount-storm --variant expedited   what would expedited RCU change?\n  \
-    tracer compare cap.json model.json        measured vs predicted, with ratios")]
+#[command(version, propagate_version = true, after_help = "Examples:
+  tracer capture -- umount /mnt/a /mnt/b          where did this umount's time go?
+  tracer capture -d 30s --format json -o cap.json  30 s of the whole host, saved
+  tracer report cap.json                           re-render a saved capture
+  tracer model umount-storm --variant expedited    what would expedited RCU change?
+  tracer compare cap.json model.json               measured vs predicted, with ratios
+  tracer probes                                    what can attach on this kernel")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
