@@ -7,7 +7,10 @@ use std::{
     io::{BufRead as _, BufReader, IsTerminal as _, Read},
     path::{Path, PathBuf},
     process::{Command, Stdio},
-    sync::{Arc, Mutex},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, Ordering},
+    },
     thread,
     time::{Duration, Instant},
 };
@@ -163,9 +166,16 @@ pub fn boot(spec: &Spec<'_>) -> anyhow::Result<Outcome> {
 
     let tail = Arc::new(Mutex::new(VecDeque::with_capacity(TAIL_LINES)));
     let booted = Arc::new(Mutex::new(None));
+    let panicked = Arc::new(AtomicBool::new(false));
     let reader = child.stdout.take().map(|stdout| {
-        let (tail, booted, prefix) = (Arc::clone(&tail), Arc::clone(&booted), prefix.clone());
-        thread::spawn(move || stream_console(stdout, &prefix, &tail, &booted, start))
+        let console = Console {
+            prefix: prefix.clone(),
+            tail: Arc::clone(&tail),
+            booted: Arc::clone(&booted),
+            panicked: Arc::clone(&panicked),
+            start,
+        };
+        thread::spawn(move || console.stream(stdout))
     });
 
     let mut timed_out = false;
@@ -211,13 +221,12 @@ pub fn boot(spec: &Spec<'_>) -> anyhow::Result<Outcome> {
         .lock()
         .map(|t| t.iter().cloned().collect())
         .unwrap_or_default();
-    let panicked = tail.iter().any(|l| l.contains("Kernel panic"));
     let failure = if timed_out {
         Some(format!(
             "timed out after {} s: QEMU killed",
             spec.timeout.as_secs()
         ))
-    } else if panicked {
+    } else if panicked.load(Ordering::Relaxed) {
         Some("the guest kernel panicked".to_owned())
     } else if parsed.exit.is_none() {
         Some(format!(
@@ -248,35 +257,46 @@ pub fn boot(spec: &Spec<'_>) -> anyhow::Result<Outcome> {
     })
 }
 
-/// Echo the console with a prefix, keep its tail, note when /init first speaks.
-fn stream_console(
-    stdout: impl Read,
-    prefix: &str,
-    tail: &Mutex<VecDeque<String>>,
-    booted: &Mutex<Option<Duration>>,
+/// What the console reader shares with the waiting thread.
+struct Console {
+    prefix: String,
+    /// The last lines, for a failure report.
+    tail: Arc<Mutex<VecDeque<String>>>,
+    /// When /init first spoke.
+    booted: Arc<Mutex<Option<Duration>>>,
+    /// Whether the kernel said it panicked (the panic line can scroll out of the tail).
+    panicked: Arc<AtomicBool>,
     start: Instant,
-) {
-    let mut reader = BufReader::new(stdout);
-    let mut buf = Vec::new();
-    loop {
-        buf.clear();
-        match reader.read_until(b'\n', &mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
-        }
-        let line = String::from_utf8_lossy(&buf);
-        let line = line.trim_end_matches(['\n', '\r']).replace('\r', "");
-        if line.starts_with("init: up after")
-            && let Ok(mut b) = booted.lock()
-        {
-            b.get_or_insert(start.elapsed());
-        }
-        println!("{prefix} | {line}");
-        if let Ok(mut t) = tail.lock() {
-            if t.len() == TAIL_LINES {
-                t.pop_front();
+}
+
+impl Console {
+    /// Echo the console with a prefix until QEMU closes it.
+    fn stream(&self, stdout: impl Read) {
+        let mut reader = BufReader::new(stdout);
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            match reader.read_until(b'\n', &mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
             }
-            t.push_back(line);
+            let line = String::from_utf8_lossy(&buf);
+            let line = line.trim_end_matches(['\n', '\r']).replace('\r', "");
+            if line.starts_with("init: up after")
+                && let Ok(mut b) = self.booted.lock()
+            {
+                b.get_or_insert(self.start.elapsed());
+            }
+            if line.contains("Kernel panic") {
+                self.panicked.store(true, Ordering::Relaxed);
+            }
+            println!("{} | {line}", self.prefix);
+            if let Ok(mut t) = self.tail.lock() {
+                if t.len() == TAIL_LINES {
+                    t.pop_front();
+                }
+                t.push_back(line);
+            }
         }
     }
 }

@@ -42,10 +42,11 @@ reference() {
     emit $name.ref.log /tmp/$name.ref.log
 }
 
-# capture NAME WORKLOAD: one run of WORKLOAD under `tracer capture`.
+# capture NAME WORKLOAD: one run of WORKLOAD under `tracer capture`. A capture that
+# hangs fails its own case (exit 143) instead of the whole VM's timeout.
 capture() {
     name=$1 workload=$2
-    tracer capture --format json -o /tmp/$name.json -- sh -c "$workload" > /tmp/$name.log 2>&1
+    timeout 300 tracer capture --format json -o /tmp/$name.json -- sh -c "$workload" > /tmp/$name.log 2>&1
     echo $? > /tmp/$name.rc
     emit $name.rc /tmp/$name.rc
     emit $name.log /tmp/$name.log
