@@ -159,16 +159,15 @@ fn test(which: &str, skip_unit: bool, qemu: &QemuArgs) -> anyhow::Result<ExitCod
                 .with_context(|| format!("--kernel {name}: expected 6.1, 6.12 or all"))?,
         ],
     };
-    let tools = setup::setup()?;
+    // Phase times, printed at the end: the budget is 40 min from a fresh machine, 12 with caches.
+    let mut phases = Phases::default();
+    let tools = phases.time("setup", setup::setup)?;
     let mut tally = vm_tests::Tally::default();
     if !skip_unit {
-        tally.record(
-            "host",
-            "unit tests (cargo test --workspace)",
-            &vm_tests::unit_tests(),
-        );
+        let verdict = phases.time("unit tests", vm_tests::unit_tests);
+        tally.record("host", "unit tests (cargo test --workspace)", &verdict);
     }
-    let tracer = match tracer_build::build(&tools) {
+    let tracer = match phases.time("build", || tracer_build::build(&tools)) {
         Ok(bin) => {
             tally.record(
                 "host",
@@ -183,22 +182,48 @@ fn test(which: &str, skip_unit: bool, qemu: &QemuArgs) -> anyhow::Result<ExitCod
             return Ok(ExitCode::FAILURE);
         }
     };
-    vm_tests::host_case(&tracer, &mut tally);
+    phases.time("host case", || vm_tests::host_case(&tracer, &mut tally));
     for s in series {
         let kernel = kernel::resolve(s.name, &tools.kernels)?;
-        vm_tests::vm_suite(
-            &kernel,
-            &tracer,
-            Duration::from_secs(qemu.timeout),
-            qemu.kvm,
-            &mut tally,
-        )?;
+        phases.time(&format!("VM {}", s.name), || {
+            vm_tests::vm_suite(
+                &kernel,
+                &tracer,
+                Duration::from_secs(qemu.timeout),
+                qemu.kvm,
+                &mut tally,
+            )
+        })?;
     }
+    println!("time: {}", phases.summary());
     Ok(if tally.finish() {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// Wall time per phase of a command.
+#[derive(Default)]
+struct Phases(Vec<(String, Duration)>);
+
+impl Phases {
+    fn time<T>(&mut self, name: &str, f: impl FnOnce() -> T) -> T {
+        let start = std::time::Instant::now();
+        let out = f();
+        self.0.push((name.to_owned(), start.elapsed()));
+        out
+    }
+
+    fn summary(&self) -> String {
+        let total: Duration = self.0.iter().map(|(_, d)| *d).sum();
+        let parts: Vec<String> = self
+            .0
+            .iter()
+            .map(|(n, d)| format!("{n} {:.0} s", d.as_secs_f64()))
+            .collect();
+        format!("{} (total {:.0} s)", parts.join(", "), total.as_secs_f64())
+    }
 }
 
 /// The README's main job: tracer on this host, or where it cannot attach, in a VM.
