@@ -31,14 +31,22 @@ fn main() -> anyhow::Result<()> {
                 .manifest_path
                 .parent()
                 .ok_or_else(|| anyhow!("no parent for {}", ebpf.manifest_path))?;
-            let package = aya_build::Package { name: "tracer-ebpf", root_dir: root.as_str(), ..Default::default() };
+            let package = aya_build::Package {
+                name: "tracer-ebpf",
+                root_dir: root.as_str(),
+                ..Default::default()
+            };
             aya_build::build_ebpf([package], aya_build::Toolchain::default())?;
         }
         Err(e) if required => {
-            return Err(anyhow!("bpf-linker not found ({e}); run `cargo xtask setup`"));
+            return Err(anyhow!(
+                "bpf-linker not found ({e}); run `cargo xtask setup`"
+            ));
         }
         Err(_) => {
-            println!("cargo:warning=bpf-linker not found: building tracer without its kernel programs (run `cargo xtask setup`)");
+            println!(
+                "cargo:warning=bpf-linker not found: building tracer without its kernel programs (run `cargo xtask setup`)"
+            );
         }
     }
     if !out.exists() {

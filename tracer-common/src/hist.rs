@@ -50,6 +50,7 @@ pub const fn ilog2(mut v: u64) -> u32 {
 #[must_use]
 pub const fn bucket_of(v: u64) -> u32 {
     if v < SUB_BUCKETS as u64 {
+        #[expect(clippy::cast_possible_truncation, reason = "v < 8")]
         return v as u32;
     }
     let e = ilog2(v);
@@ -106,7 +107,12 @@ mod tests {
         let mut prev_high = 0;
         for b in 0..BUCKETS {
             let (lo, hi) = bucket_bounds(b);
-            assert_eq!(lo, prev_high, "bucket {b} starts where {} ends", b.saturating_sub(1));
+            assert_eq!(
+                lo,
+                prev_high,
+                "bucket {b} starts where {} ends",
+                b.saturating_sub(1)
+            );
             assert!(hi > lo);
             prev_high = hi;
         }
@@ -119,7 +125,10 @@ mod tests {
             let (lo, hi) = bucket_bounds(b);
             assert!((hi - lo) * 8 <= lo, "bucket {b} [{lo},{hi}) too wide");
         }
-        assert!(bucket_of(100_000_000_000) < BUCKETS - 1, "100 s still has its own bucket");
+        assert!(
+            bucket_of(100_000_000_000) < BUCKETS - 1,
+            "100 s still has its own bucket"
+        );
     }
 
     #[test]

@@ -54,7 +54,7 @@ pub const MAX_FRAMES: usize = 8;
 /// A free slot in [`Frames::stack`].
 pub const NO_FRAME: u64 = 0xff;
 
-/// Key of one histogram bucket. The bucket is the last field, as ebpf_exporter does.
+/// Key of one histogram bucket. The bucket is the last field, as `ebpf_exporter` does.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct HistKey {
@@ -176,8 +176,11 @@ pub const LOSS_COUNT: u32 = 3;
 
 impl Loss {
     /// Every kind, in index order.
-    pub const ALL: [Loss; LOSS_COUNT as usize] =
-        [Loss::CounterDrops, Loss::RmdirLockDrops, Loss::DentryReadFailures];
+    pub const ALL: [Loss; LOSS_COUNT as usize] = [
+        Loss::CounterDrops,
+        Loss::RmdirLockDrops,
+        Loss::DentryReadFailures,
+    ];
 
     /// Name in reports and capture files.
     #[must_use]
@@ -194,8 +197,12 @@ impl Loss {
     pub const fn meaning(self) -> &'static str {
         match self {
             Loss::CounterDrops => "dentry events not counted: the counter map was full",
-            Loss::RmdirLockDrops => "directory removals whose inode-lock waiters were not watched: the lock map was full",
-            Loss::DentryReadFailures => "d_delete outcomes not classified: the dentry could not be read",
+            Loss::RmdirLockDrops => {
+                "directory removals whose inode-lock waiters were not watched: the lock map was full"
+            }
+            Loss::DentryReadFailures => {
+                "d_delete outcomes not classified: the dentry could not be read"
+            }
         }
     }
 
@@ -234,14 +241,20 @@ impl Frames {
     #[must_use]
     pub const fn top(self) -> Option<u16> {
         let top = self.stack & NO_FRAME;
-        if top == NO_FRAME { None } else { Some(top as u16) }
+        if top == NO_FRAME {
+            None
+        } else {
+            Some(top as u16)
+        }
     }
 
     /// `probe` entered.
     #[inline(always)]
     #[must_use]
     pub const fn push(self, probe: u16) -> Frames {
-        Frames { stack: (self.stack << 8) | (probe as u64 & NO_FRAME) }
+        Frames {
+            stack: (self.stack << 8) | (probe as u64 & NO_FRAME),
+        }
     }
 
     /// `probe` returned: drop it and any frames above it (left by returns the kernel

@@ -91,6 +91,7 @@ pub const FUNCTIONS: [Probe; 11] = [
 ];
 
 /// Number of probe ids; sizes the per-probe arrays.
+#[expect(clippy::cast_possible_truncation, reason = "17 probes")]
 pub const PROBE_COUNT: u32 = PROBES.len() as u32;
 
 impl Probe {
@@ -182,13 +183,16 @@ mod tests {
             assert_eq!(Probe::from_id(p.id()), Some(*p));
             assert_eq!(Probe::from_name(p.name()), Some(*p));
         }
-        assert_eq!(Probe::from_id(PROBES.len() as u16), None);
+        assert_eq!(Probe::from_id(u16::try_from(PROBES.len()).unwrap()), None);
         assert_eq!(Probe::from_name("vfs_unlink"), None);
     }
 
     #[test]
     fn functions_are_exactly_the_function_kind() {
-        let listed: usize = PROBES.iter().filter(|p| p.kind() == ProbeKind::Function).count();
+        let listed: usize = PROBES
+            .iter()
+            .filter(|p| p.kind() == ProbeKind::Function)
+            .count();
         assert_eq!(listed, FUNCTIONS.len());
         assert!(FUNCTIONS.iter().all(|p| p.kind() == ProbeKind::Function));
     }

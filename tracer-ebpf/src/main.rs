@@ -41,7 +41,8 @@ static STARTS: LruHashMap<StartKey, Start> = LruHashMap::with_max_entries(INFLIG
 static FRAMES: LruHashMap<u32, Frames> = LruHashMap::with_max_entries(INFLIGHT_ENTRIES, 0);
 
 #[map]
-static COUNTERS: PerCpuHashMap<CounterKey, u64> = PerCpuHashMap::with_max_entries(COUNTER_ENTRIES, 0);
+static COUNTERS: PerCpuHashMap<CounterKey, u64> =
+    PerCpuHashMap::with_max_entries(COUNTER_ENTRIES, 0);
 
 #[map]
 static RMDIR_LOCKS: HashMap<u64, u32> = HashMap::with_max_entries(RMDIR_ENTRIES, 0);
@@ -84,7 +85,9 @@ fn global(g: &'static u32) -> u64 {
 /// increments of per-CPU values are not racy.
 #[inline(always)]
 fn counters(probe: Probe) -> Option<&'static mut ProbeCounters> {
-    PROBE_COUNTERS.get_ptr_mut(u32::from(probe.id())).map(|p| unsafe { &mut *p })
+    PROBE_COUNTERS
+        .get_ptr_mut(u32::from(probe.id()))
+        .map(|p| unsafe { &mut *p })
 }
 
 #[inline(always)]
@@ -129,8 +132,16 @@ fn on_entry(probe: Probe, arg: u64) {
     // A full FRAMES only loses caller attribution; the LRU evicts the oldest thread.
     let _ = FRAMES.insert(tid, frames.push(probe.id()), 0);
 
-    let key = StartKey { tid, probe: u32::from(probe.id()) };
-    let start = Start { ts_ns, caller: u32::from(caller), _pad: 0, arg };
+    let key = StartKey {
+        tid,
+        probe: u32::from(probe.id()),
+    };
+    let start = Start {
+        ts_ns,
+        caller: u32::from(caller),
+        _pad: 0,
+        arg,
+    };
     if STARTS.insert(key, start, 0).is_err() {
         c.start_drops += 1;
     }
@@ -139,7 +150,9 @@ fn on_entry(probe: Probe, arg: u64) {
 /// Pop `probe` (and any frames above it, left by missed returns) off this thread's stack.
 #[inline(always)]
 fn pop_frame(tid: u32, probe: Probe) {
-    let Some(frames) = FRAMES.get_ptr(tid).map(|f| unsafe { *f }) else { return };
+    let Some(frames) = FRAMES.get_ptr(tid).map(|f| unsafe { *f }) else {
+        return;
+    };
     match frames.pop(probe.id()) {
         Some(f) if f.is_empty() => {
             let _ = FRAMES.remove(tid);
@@ -161,7 +174,10 @@ fn on_exit(probe: Probe) -> Option<(Start, u64, u64)> {
     let c = counters(probe)?;
     let now = unsafe { bpf_ktime_get_ns() };
     let tid = current_tid();
-    let key = StartKey { tid, probe: u32::from(probe.id()) };
+    let key = StartKey {
+        tid,
+        probe: u32::from(probe.id()),
+    };
     let Some(start) = STARTS.get_ptr(key).map(|s| unsafe { *s }) else {
         c.exits_without_entry += 1;
         pop_frame(tid, probe);
@@ -195,7 +211,12 @@ fn record_derived(probe: Probe, cgroup: u64, caller: u16, delta: u64) {
 /// Add one call to the histogram and the summary statistics; false when a map is full.
 #[inline(always)]
 fn record(cgroup: u64, probe: u16, caller: u16, delta: u64) -> bool {
-    let hkey = HistKey { cgroup, probe, caller, bucket: bucket_of(delta) };
+    let hkey = HistKey {
+        cgroup,
+        probe,
+        caller,
+        bucket: bucket_of(delta),
+    };
     let hist_ok = match HIST.get_ptr_mut(hkey) {
         Some(n) => {
             unsafe { *n += 1 };
@@ -203,7 +224,12 @@ fn record(cgroup: u64, probe: u16, caller: u16, delta: u64) -> bool {
         }
         None => HIST.insert(hkey, 1, 0).is_ok(),
     };
-    let skey = StatKey { cgroup, probe, caller, _pad: 0 };
+    let skey = StatKey {
+        cgroup,
+        probe,
+        caller,
+        _pad: 0,
+    };
     let stat_ok = match STATS.get_ptr_mut(skey) {
         Some(s) => {
             let s = unsafe { &mut *s };
@@ -218,7 +244,12 @@ fn record(cgroup: u64, probe: u16, caller: u16, delta: u64) -> bool {
             true
         }
         None => {
-            let s = Stat { count: 1, sum_ns: delta, min_ns: delta, max_ns: delta };
+            let s = Stat {
+                count: 1,
+                sum_ns: delta,
+                min_ns: delta,
+                max_ns: delta,
+            };
             STATS.insert(skey, s, 0).is_ok()
         }
     };
@@ -227,7 +258,11 @@ fn record(cgroup: u64, probe: u16, caller: u16, delta: u64) -> bool {
 
 #[inline(always)]
 fn count(counter: CounterId, cgroup: u64) {
-    let key = CounterKey { cgroup, counter: counter as u32, _pad: 0 };
+    let key = CounterKey {
+        cgroup,
+        counter: counter as u32,
+        _pad: 0,
+    };
     match COUNTERS.get_ptr_mut(key) {
         Some(n) => unsafe { *n += 1 },
         None => {
@@ -274,7 +309,10 @@ fn before_vfs_rmdir(dir: u64, dentry: u64) {
     let tid = current_tid();
     let rwsem = global(&INODE_I_RWSEM);
     let victim = read_u64(dentry + global(&DENTRY_D_INODE)).unwrap_or(0);
-    let locks = RmdirLocks { parent: dir + rwsem, victim: if victim == 0 { 0 } else { victim + rwsem } };
+    let locks = RmdirLocks {
+        parent: dir + rwsem,
+        victim: if victim == 0 { 0 } else { victim + rwsem },
+    };
     let ok = RMDIR_LOCKS.insert(locks.parent, tid, 0).is_ok()
         && (locks.victim == 0 || RMDIR_LOCKS.insert(locks.victim, tid, 0).is_ok())
         && RMDIR_BY_THREAD.insert(tid, locks, 0).is_ok();
@@ -302,13 +340,20 @@ fn after_vfs_rmdir(start: Start, cgroup: u64, delta: u64) {
 #[inline(always)]
 fn after_shrink_dcache_parent(start: Start, cgroup: u64, delta: u64) {
     if start.caller == u32::from(Probe::VfsRmdir.id()) {
-        record_derived(Probe::PruneUnderInodeLock, cgroup, Probe::VfsRmdir.id(), delta);
+        record_derived(
+            Probe::PruneUnderInodeLock,
+            cgroup,
+            Probe::VfsRmdir.id(),
+            delta,
+        );
     }
 }
 
 #[inline(always)]
 fn exit_hooks(probe: Probe) {
-    let Some((start, cgroup, delta)) = on_exit(probe) else { return };
+    let Some((start, cgroup, delta)) = on_exit(probe) else {
+        return;
+    };
     match probe {
         Probe::DDelete => after_d_delete(start, cgroup),
         Probe::VfsRmdir => after_vfs_rmdir(start, cgroup, delta),
@@ -441,7 +486,10 @@ pub fn d_delete_fexit(_ctx: FExitContext) -> u32 {
 
 #[kprobe]
 pub fn vfs_rmdir_entry(ctx: ProbeContext) -> u32 {
-    before_vfs_rmdir(ctx.arg::<u64>(1).unwrap_or(0), ctx.arg::<u64>(2).unwrap_or(0));
+    before_vfs_rmdir(
+        ctx.arg::<u64>(1).unwrap_or(0),
+        ctx.arg::<u64>(2).unwrap_or(0),
+    );
     on_entry(Probe::VfsRmdir, 0);
     0
 }
@@ -509,7 +557,11 @@ pub fn sys_enter_unlinkat(ctx: TracePointContext) -> u32 {
     // Syscall tracepoint layout: 8 bytes of common fields, the syscall nr (padded to 8),
     // then each argument as 8 bytes.
     let flags: u64 = unsafe { ctx.read_at(16 + 2 * 8) }.unwrap_or(0);
-    let probe = if flags & AT_REMOVEDIR != 0 { Probe::SysRmdir } else { Probe::SysUnlink };
+    let probe = if flags & AT_REMOVEDIR != 0 {
+        Probe::SysRmdir
+    } else {
+        Probe::SysUnlink
+    };
     on_entry(probe, 0);
     0
 }
@@ -546,7 +598,10 @@ pub fn contention_begin(ctx: TracePointContext) -> u32 {
 #[tracepoint]
 pub fn contention_end(_ctx: TracePointContext) -> u32 {
     let tid = current_tid();
-    let key = StartKey { tid, probe: u32::from(Probe::InodeLockWait.id()) };
+    let key = StartKey {
+        tid,
+        probe: u32::from(Probe::InodeLockWait.id()),
+    };
     if STARTS.get_ptr(key).is_some() {
         exit_hooks(Probe::InodeLockWait);
     }

@@ -3,10 +3,10 @@
 //! Sources (live eBPF maps, the model, saved captures) produce a [`snapshot::Snapshot`];
 //! sinks (the text and JSON report, the TUI, Prometheus metrics) consume one.
 
+pub mod capture;
 pub mod model;
 pub mod report;
 pub mod snapshot;
-pub mod capture;
 
 /// Whether to colour standard output: a terminal, and `NO_COLOR` unset or empty.
 #[must_use]

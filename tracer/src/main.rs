@@ -8,13 +8,17 @@ use tracer::{model, report};
 /// See where Linux loses time in RCU/SRCU grace periods, shrinker teardown and dcache
 /// pruning under inode locks: per call path, per caller, per cgroup.
 #[derive(Debug, Parser)]
-#[command(version, propagate_version = true, after_help = "Examples:
+#[command(
+    version,
+    propagate_version = true,
+    after_help = "Examples:
   tracer capture -- umount /mnt/a /mnt/b          where did this umount's time go?
   tracer capture -d 30s --format json -o cap.json  30 s of the whole host, saved
   tracer report cap.json                           re-render a saved capture
   tracer model umount-storm --variant expedited    what would expedited RCU change?
   tracer compare cap.json model.json               measured vs predicted, with ratios
-  tracer probes                                    what can attach on this kernel")]
+  tracer probes                                    what can attach on this kernel"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -53,11 +57,11 @@ fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Capture(args) => tracer::capture::main(args),
+        Command::Capture(args) => tracer::capture::main(&args),
         Command::Probes => probes(),
-        Command::Report { file, out } => {
-            report::load(&file).and_then(|s| report::emit(&s, &out)).map(|()| ExitCode::SUCCESS)
-        }
+        Command::Report { file, out } => report::load(&file)
+            .and_then(|s| report::emit(&s, &out))
+            .map(|()| ExitCode::SUCCESS),
         Command::Compare { a, b } => (|| {
             let a = report::load(&a)?;
             let b = report::load(&b)?;

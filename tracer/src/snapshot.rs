@@ -39,13 +39,20 @@ impl SeriesKey {
     /// A series with no enclosing traced function.
     #[must_use]
     pub fn new(probe: Probe, cgroup: CgroupId) -> Self {
-        Self { probe, caller: None, cgroup }
+        Self {
+            probe,
+            caller: None,
+            cgroup,
+        }
     }
 
     /// The same series, with an enclosing traced function.
     #[must_use]
     pub fn with_caller(self, caller: Probe) -> Self {
-        Self { caller: Some(caller), ..self }
+        Self {
+            caller: Some(caller),
+            ..self
+        }
     }
 }
 
@@ -77,6 +84,9 @@ impl Default for Latency {
 
 impl Latency {
     /// An empty distribution.
+    ///
+    /// # Panics
+    /// Never: the histogram's bounds are constants known to be valid.
     #[must_use]
     pub fn new() -> Self {
         Self {
@@ -122,7 +132,11 @@ impl Latency {
                 continue;
             }
             let (lo, hi) = tracer_common::bucket_bounds(bucket);
-            let mid = if hi == u64::MAX { lo } else { lo + (hi - lo) / 2 };
+            let mid = if hi == u64::MAX {
+                lo
+            } else {
+                lo + (hi - lo) / 2
+            };
             let v = mid.clamp(min_ns.min(max_ns), max_ns.max(min_ns));
             lat.count += n;
             lat.hist.saturating_record_n(v.min(MAX_TRACKABLE_NS), n);
@@ -144,13 +158,18 @@ impl Latency {
         sum_ns: u64,
         min_ns: u64,
         max_ns: u64,
-        hist: Histogram<u64>,
+        hist: &Histogram<u64>,
     ) -> Result<Self, String> {
         if hist.len() != count {
-            return Err(format!("histogram holds {} values but count is {count}", hist.len()));
+            return Err(format!(
+                "histogram holds {} values but count is {count}",
+                hist.len()
+            ));
         }
         let mut lat = Self::new();
-        lat.hist.add(&hist).map_err(|e| format!("histogram out of range: {e:?}"))?;
+        lat.hist
+            .add(hist)
+            .map_err(|e| format!("histogram out of range: {e:?}"))?;
         lat.count = count;
         lat.sum_ns = sum_ns;
         lat.min_ns = if count == 0 { u64::MAX } else { min_ns };
@@ -201,7 +220,11 @@ impl Latency {
         if q <= 0.0 {
             return Some(self.min_ns);
         }
-        Some(self.hist.value_at_quantile(q).clamp(self.min_ns, self.max_ns))
+        Some(
+            self.hist
+                .value_at_quantile(q)
+                .clamp(self.min_ns, self.max_ns),
+        )
     }
 
     /// The underlying distribution.
@@ -211,6 +234,9 @@ impl Latency {
     }
 
     /// Add another distribution's calls to this one.
+    ///
+    /// # Panics
+    /// Never: every `Latency` histogram has the same bounds.
     pub fn merge(&mut self, other: &Latency) {
         if other.count == 0 {
             return;
@@ -219,7 +245,9 @@ impl Latency {
         self.sum_ns = self.sum_ns.saturating_add(other.sum_ns);
         self.min_ns = self.min_ns.min(other.min_ns);
         self.max_ns = self.max_ns.max(other.max_ns);
-        self.hist.add(&other.hist).expect("histograms share their bounds");
+        self.hist
+            .add(&other.hist)
+            .expect("histograms share their bounds");
     }
 
     /// The calls in `self` that are not in `earlier` (a later reading of the same counters).
@@ -306,7 +334,14 @@ impl ProbeStatus {
     /// A status with no counts.
     #[must_use]
     pub fn new(state: AttachState) -> Self {
-        Self { state, entries: 0, exits: 0, exits_without_entry: 0, start_drops: 0, hist_drops: 0 }
+        Self {
+            state,
+            entries: 0,
+            exits: 0,
+            exits_without_entry: 0,
+            start_drops: 0,
+            hist_drops: 0,
+        }
     }
 
     /// Entries still without a return: calls in flight at the end, or returns the kernel
@@ -335,7 +370,9 @@ impl ProbeStatus {
             state: self.state.clone(),
             entries: self.entries.saturating_sub(earlier.entries),
             exits: self.exits.saturating_sub(earlier.exits),
-            exits_without_entry: self.exits_without_entry.saturating_sub(earlier.exits_without_entry),
+            exits_without_entry: self
+                .exits_without_entry
+                .saturating_sub(earlier.exits_without_entry),
             start_drops: self.start_drops.saturating_sub(earlier.start_drops),
             hist_drops: self.hist_drops.saturating_sub(earlier.hist_drops),
         }
@@ -385,9 +422,16 @@ impl DentryState {
             .collect::<Result<_, _>>()
             .map_err(|e| format!("dentry-state: {e}"))?;
         if nums.len() < 2 {
-            return Err(format!("dentry-state: expected at least 2 numbers, got {}", nums.len()));
+            return Err(format!(
+                "dentry-state: expected at least 2 numbers, got {}",
+                nums.len()
+            ));
         }
-        Ok(Self { nr_dentry: nums[0], nr_unused: nums[1], nr_negative: nums.get(4).copied().unwrap_or(0) })
+        Ok(Self {
+            nr_dentry: nums[0],
+            nr_unused: nums[1],
+            nr_negative: nums.get(4).copied().unwrap_or(0),
+        })
     }
 }
 
@@ -486,7 +530,11 @@ impl Snapshot {
     /// A counter's total over all cgroups.
     #[must_use]
     pub fn counter_total(&self, counter: Counter) -> u64 {
-        self.counters.iter().filter(|((c, _), _)| *c == counter).map(|(_, n)| n).sum()
+        self.counters
+            .iter()
+            .filter(|((c, _), _)| *c == counter)
+            .map(|(_, n)| n)
+            .sum()
     }
 
     /// All calls of `probe`, whatever the caller and cgroup.
@@ -525,7 +573,10 @@ impl Snapshot {
         if id == GONE_CGROUP {
             return "(gone)".to_owned();
         }
-        self.cgroups.get(&id).cloned().unwrap_or_else(|| format!("cgroup#{id}"))
+        self.cgroups
+            .get(&id)
+            .cloned()
+            .unwrap_or_else(|| format!("cgroup#{id}"))
     }
 
     /// Add another snapshot's calls, counters and losses to this one (e.g. several runs of
@@ -558,7 +609,10 @@ impl Snapshot {
     pub fn since(&self, earlier: &Snapshot) -> Snapshot {
         let mut out = Snapshot::new(Meta {
             started_unix_ns: earlier.meta.started_unix_ns + earlier.meta.duration_ns,
-            duration_ns: self.meta.duration_ns.saturating_sub(earlier.meta.duration_ns),
+            duration_ns: self
+                .meta
+                .duration_ns
+                .saturating_sub(earlier.meta.duration_ns),
             ..self.meta.clone()
         });
         for (k, lat) in &self.series {
@@ -594,7 +648,7 @@ impl Snapshot {
             (Some((_, a)), Some((_, b))) => Some((a, b)),
             (_, d) => d,
         };
-        out.command = self.command.clone();
+        out.command.clone_from(&self.command);
         out
     }
 }
@@ -631,7 +685,10 @@ mod tests {
     #[test]
     fn empty_latency_has_no_statistics() {
         let l = Latency::new();
-        assert_eq!((l.min_ns(), l.max_ns(), l.quantile_ns(0.5), l.mean_ns()), (None, None, None, None));
+        assert_eq!(
+            (l.min_ns(), l.max_ns(), l.quantile_ns(0.5), l.mean_ns()),
+            (None, None, None, None)
+        );
     }
 
     #[test]
@@ -643,7 +700,10 @@ mod tests {
         assert_eq!(l.sum_ns(), 23_000_000);
         let (lo, hi) = tracer_common::bucket_bounds(b1);
         let p50 = l.quantile_ns(0.5).unwrap();
-        assert!(p50 >= lo * 99 / 100 && p50 < hi * 101 / 100, "p50={p50} not in [{lo},{hi})");
+        assert!(
+            p50 >= lo * 99 / 100 && p50 < hi * 101 / 100,
+            "p50={p50} not in [{lo},{hi})"
+        );
         assert_eq!(l.quantile_ns(1.0), Some(20_100_000));
     }
 
@@ -680,7 +740,11 @@ mod tests {
         assert_eq!(m.series[&key], b.series[&key]);
         assert_eq!(m.counter_total(Counter::NegativeDentries), 7);
         assert_eq!(m.probe_total(Probe::VfsRmdir).count(), 3);
-        assert_eq!(m.probe_by_caller(Probe::VfsRmdir, Some(Probe::DeactivateLockedSuper)).count(), 1);
+        assert_eq!(
+            m.probe_by_caller(Probe::VfsRmdir, Some(Probe::DeactivateLockedSuper))
+                .count(),
+            1
+        );
     }
 
     #[test]
@@ -708,7 +772,14 @@ mod tests {
     #[test]
     fn dentry_state_parses_the_proc_file() {
         let d = DentryState::parse("123\t45\t45\t0\t7\t0\n").unwrap();
-        assert_eq!(d, DentryState { nr_dentry: 123, nr_unused: 45, nr_negative: 7 });
+        assert_eq!(
+            d,
+            DentryState {
+                nr_dentry: 123,
+                nr_unused: 45,
+                nr_negative: 7
+            }
+        );
         assert!(DentryState::parse("garbage").is_err());
     }
 

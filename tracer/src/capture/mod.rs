@@ -52,15 +52,23 @@ pub struct Args {
 /// On anything else.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(s.len());
+    let split = s
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
-    let n: f64 = num.parse().map_err(|_| format!("{s:?} is not a duration (try 500ms, 10s, 2m)"))?;
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration (try 500ms, 10s, 2m)"))?;
     let secs = match unit {
         "ms" => n / 1000.0,
         "" | "s" => n,
         "m" => n * 60.0,
         "h" => n * 3600.0,
-        _ => return Err(format!("unknown unit {unit:?} in {s:?} (use ms, s, m or h)")),
+        _ => {
+            return Err(format!(
+                "unknown unit {unit:?} in {s:?} (use ms, s, m or h)"
+            ));
+        }
     };
     Duration::try_from_secs_f64(secs).map_err(|e| format!("{s:?}: {e}"))
 }
@@ -77,13 +85,18 @@ enum Ended {
 
 /// Find `program` the way a shell would: a path is taken as is, a bare name is looked up in PATH.
 fn resolve_program(program: &str) -> Option<PathBuf> {
-    let executable = |p: &Path| p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    let executable = |p: &Path| {
+        p.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
     if program.contains('/') {
         let p = PathBuf::from(program);
         return executable(&p).then_some(p);
     }
     let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|d| d.join(program)).find(|p| executable(p))
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| executable(p))
 }
 
 fn read_dentry_state() -> Option<DentryState> {
@@ -91,14 +104,16 @@ fn read_dentry_state() -> Option<DentryState> {
 }
 
 fn kernel_release() -> Option<String> {
-    std::fs::read_to_string("/proc/sys/kernel/osrelease").ok().map(|s| s.trim().to_owned())
+    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .ok()
+        .map(|s| s.trim().to_owned())
 }
 
 /// Run a capture.
 ///
 /// # Errors
 /// When the probes cannot be loaded or the report cannot be written.
-pub fn main(args: Args) -> anyhow::Result<ExitCode> {
+pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
     let wanted = probes::select(args.probes.as_deref()).map_err(anyhow::Error::msg)?;
     let cgroup_filter = args
         .cgroup
@@ -119,7 +134,8 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         eprintln!("tracer: warning: {w}");
     }
     // One line per distinct reason, so twelve probes failing alike read as one fact.
-    let mut missing: std::collections::BTreeMap<String, Vec<&str>> = std::collections::BTreeMap::new();
+    let mut missing: std::collections::BTreeMap<String, Vec<&str>> =
+        std::collections::BTreeMap::new();
     for (p, s) in &attached.states {
         let why = match s {
             AttachState::Absent { symbol } => format!("no {symbol} on this kernel"),
@@ -146,12 +162,16 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         cgroup::Transient::create()
             .inspect_err(|e| {
-                eprintln!("tracer: the command shares the host's cgroups (no cgroup of its own: {e})");
+                eprintln!(
+                    "tracer: the command shares the host's cgroups (no cgroup of its own: {e})"
+                );
             })
             .ok()
     };
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let (ended, in_cgroup) = runtime.block_on(wait(&args, &attached, transient.as_ref()))?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let (ended, in_cgroup) = runtime.block_on(wait(args, &attached, transient.as_ref()))?;
     let elapsed = started.elapsed();
 
     if let Some(root) = cgroup_root.as_deref() {
@@ -160,7 +180,10 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     }
     let release = kernel_release();
     let description = if args.command.is_empty() {
-        format!("capture of the whole host for {:.1} s", elapsed.as_secs_f64())
+        format!(
+            "capture of the whole host for {:.1} s",
+            elapsed.as_secs_f64()
+        )
     } else {
         format!("capture of `{}`", args.command.join(" "))
     };
@@ -230,7 +253,9 @@ async fn wait(
                 _ => false,
             };
             if transient.is_some() && !in_cgroup {
-                eprintln!("tracer: the command could not enter its own cgroup; its calls are mixed with the host's");
+                eprintln!(
+                    "tracer: the command could not enter its own cgroup; its calls are mixed with the host's"
+                );
             }
             Some(child)
         }
@@ -268,7 +293,10 @@ async fn wait(
     if let (Ended::Signal(sig), Some(child)) = (&ended, child.as_mut()) {
         // The command shares our terminal and got the same Ctrl-C; give it a moment to end,
         // then pass the signal on so no stray process outlives the capture.
-        if tokio::time::timeout(Duration::from_secs(2), child.wait()).await.is_err() {
+        if tokio::time::timeout(Duration::from_secs(2), child.wait())
+            .await
+            .is_err()
+        {
             if let Some(pid) = child.id() {
                 // SAFETY: kill with a pid we spawned and a valid signal number.
                 unsafe { libc::kill(i32::try_from(pid).unwrap_or(0), *sig) };
@@ -287,7 +315,7 @@ mod tests {
     fn durations_parse_with_units_and_reject_nonsense() {
         assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
         assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
-        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_mins(2)));
         assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
         assert!(parse_duration("10 parsecs").is_err());
         assert!(parse_duration("s").is_err());
@@ -299,9 +327,13 @@ mod tests {
         assert!(resolve_program("sh").is_some());
         assert!(resolve_program("/bin/sh").is_some());
         assert!(resolve_program("definitely-not-a-command-xyz").is_none());
-        let plain = std::env::temp_dir().join(format!("tracer-not-executable-{}", std::process::id()));
+        let plain =
+            std::env::temp_dir().join(format!("tracer-not-executable-{}", std::process::id()));
         std::fs::write(&plain, "#!/bin/sh\n").unwrap();
-        assert!(resolve_program(plain.to_str().unwrap()).is_none(), "not executable");
+        assert!(
+            resolve_program(plain.to_str().unwrap()).is_none(),
+            "not executable"
+        );
         std::fs::remove_file(&plain).unwrap();
     }
 }

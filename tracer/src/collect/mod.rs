@@ -47,43 +47,74 @@ pub fn read(
 ) -> Result<Snapshot, CollectError> {
     let mut snap = Snapshot::new(meta);
 
-    let stats: PerCpuHashMap<_, StatKey, Stat> = per_cpu_hash(ebpf, maps::STATS)?;
+    let stat_map: PerCpuHashMap<_, StatKey, Stat> = per_cpu_hash(ebpf, maps::STATS)?;
     let mut summary: BTreeMap<StatKey, Stat> = BTreeMap::new();
-    for item in stats.iter() {
+    for item in &stat_map {
         let (key, per_cpu) = item.map_err(|e| CollectError::Map(maps::STATS, e))?;
         summary.insert(key, fold_stats(&per_cpu));
     }
 
     let hist: PerCpuHashMap<_, HistKey, u64> = per_cpu_hash(ebpf, maps::HIST)?;
     let mut buckets: BTreeMap<StatKey, Vec<(u32, u64)>> = BTreeMap::new();
-    for item in hist.iter() {
+    for item in &hist {
         let (key, per_cpu) = item.map_err(|e| CollectError::Map(maps::HIST, e))?;
         let n: u64 = per_cpu.iter().sum();
-        let skey = StatKey { cgroup: key.cgroup, probe: key.probe, caller: key.caller, _pad: 0 };
+        let skey = StatKey {
+            cgroup: key.cgroup,
+            probe: key.probe,
+            caller: key.caller,
+            _pad: 0,
+        };
         buckets.entry(skey).or_default().push((key.bucket, n));
     }
 
     for (skey, b) in buckets {
-        let Some(probe) = Probe::from_id(skey.probe) else { continue };
-        let caller = if skey.caller == NO_CALLER { None } else { Probe::from_id(skey.caller) };
-        let stat = summary.get(&skey).copied().unwrap_or(Stat { count: 0, sum_ns: 0, min_ns: 0, max_ns: 0 });
+        let Some(probe) = Probe::from_id(skey.probe) else {
+            continue;
+        };
+        let caller = if skey.caller == NO_CALLER {
+            None
+        } else {
+            Probe::from_id(skey.caller)
+        };
+        let stat = summary.get(&skey).copied().unwrap_or(Stat {
+            count: 0,
+            sum_ns: 0,
+            min_ns: 0,
+            max_ns: 0,
+        });
         let lat = Latency::from_buckets(b, stat.sum_ns, stat.min_ns, stat.max_ns);
-        let cgroup = if cgroups.contains_key(&skey.cgroup) { skey.cgroup } else { GONE_CGROUP };
-        snap.series_mut(SeriesKey { probe, caller, cgroup }).merge(&lat);
+        let cgroup = if cgroups.contains_key(&skey.cgroup) {
+            skey.cgroup
+        } else {
+            GONE_CGROUP
+        };
+        snap.series_mut(SeriesKey {
+            probe,
+            caller,
+            cgroup,
+        })
+        .merge(&lat);
     }
     let events: PerCpuHashMap<_, CounterKey, u64> = per_cpu_hash(ebpf, maps::COUNTERS)?;
-    for item in events.iter() {
+    for item in &events {
         let (key, per_cpu) = item.map_err(|e| CollectError::Map(maps::COUNTERS, e))?;
         let counter = match key.counter {
             c if c == CounterId::NegativeDentries as u32 => Counter::NegativeDentries,
             c if c == CounterId::DroppedDentries as u32 => Counter::DroppedDentries,
             _ => continue,
         };
-        let cgroup = if cgroups.contains_key(&key.cgroup) { key.cgroup } else { GONE_CGROUP };
+        let cgroup = if cgroups.contains_key(&key.cgroup) {
+            key.cgroup
+        } else {
+            GONE_CGROUP
+        };
         snap.count(counter, cgroup, per_cpu.iter().sum());
     }
 
-    let map = ebpf.map(maps::LOSSES).ok_or(CollectError::MissingMap(maps::LOSSES))?;
+    let map = ebpf
+        .map(maps::LOSSES)
+        .ok_or(CollectError::MissingMap(maps::LOSSES))?;
     let losses: PerCpuArray<_, u64> =
         PerCpuArray::try_from(map).map_err(|e| CollectError::Map(maps::LOSSES, e))?;
     for loss in Loss::ALL {
@@ -103,22 +134,29 @@ pub fn read(
         .map(|k| k.cgroup)
         .chain(snap.counters.keys().map(|(_, c)| *c))
         .collect();
-    snap.cgroups = used.iter().filter_map(|id| cgroups.get(id).map(|p| (*id, p.clone()))).collect();
+    snap.cgroups = used
+        .iter()
+        .filter_map(|id| cgroups.get(id).map(|p| (*id, p.clone())))
+        .collect();
 
-    let map = ebpf.map(maps::PROBE_COUNTERS).ok_or(CollectError::MissingMap(maps::PROBE_COUNTERS))?;
+    let map = ebpf
+        .map(maps::PROBE_COUNTERS)
+        .ok_or(CollectError::MissingMap(maps::PROBE_COUNTERS))?;
     let counters: PerCpuArray<_, ProbeCounters> =
         PerCpuArray::try_from(map).map_err(|e| CollectError::Map(maps::PROBE_COUNTERS, e))?;
     for (probe, state) in states {
         let per_cpu = counters
             .get(&u32::from(probe.id()), 0)
             .map_err(|e| CollectError::Map(maps::PROBE_COUNTERS, e))?;
-        let c = per_cpu.iter().fold(ProbeCounters::default(), |a, b| ProbeCounters {
-            entries: a.entries + b.entries,
-            exits: a.exits + b.exits,
-            exits_without_entry: a.exits_without_entry + b.exits_without_entry,
-            start_drops: a.start_drops + b.start_drops,
-            hist_drops: a.hist_drops + b.hist_drops,
-        });
+        let c = per_cpu
+            .iter()
+            .fold(ProbeCounters::default(), |a, b| ProbeCounters {
+                entries: a.entries + b.entries,
+                exits: a.exits + b.exits,
+                exits_without_entry: a.exits_without_entry + b.exits_without_entry,
+                start_drops: a.start_drops + b.start_drops,
+                hist_drops: a.hist_drops + b.hist_drops,
+            });
         snap.probes.insert(
             *probe,
             ProbeStatus {
@@ -135,23 +173,39 @@ pub fn read(
 }
 
 fn fold_stats(per_cpu: &PerCpuValues<Stat>) -> Stat {
-    per_cpu.iter().fold(Stat { count: 0, sum_ns: 0, min_ns: u64::MAX, max_ns: 0 }, |a, s| {
-        if s.count == 0 {
-            return a;
-        }
+    per_cpu.iter().fold(
         Stat {
-            count: a.count + s.count,
-            sum_ns: a.sum_ns + s.sum_ns,
-            min_ns: a.min_ns.min(s.min_ns),
-            max_ns: a.max_ns.max(s.max_ns),
-        }
-    })
+            count: 0,
+            sum_ns: 0,
+            min_ns: u64::MAX,
+            max_ns: 0,
+        },
+        |a, s| {
+            if s.count == 0 {
+                return a;
+            }
+            Stat {
+                count: a.count + s.count,
+                sum_ns: a.sum_ns + s.sum_ns,
+                min_ns: a.min_ns.min(s.min_ns),
+                max_ns: a.max_ns.max(s.max_ns),
+            }
+        },
+    )
 }
 
 /// Function entries seen so far over all probes (for the live status line); 0 if unreadable.
 #[must_use]
 pub fn calls_so_far(ebpf: &Ebpf) -> u64 {
-    let Some(map) = ebpf.map(maps::PROBE_COUNTERS) else { return 0 };
-    let Ok(counters) = PerCpuArray::<_, ProbeCounters>::try_from(map) else { return 0 };
-    counters.iter().flatten().flat_map(|per_cpu| per_cpu.iter().map(|c| c.entries).collect::<Vec<_>>()).sum()
+    let Some(map) = ebpf.map(maps::PROBE_COUNTERS) else {
+        return 0;
+    };
+    let Ok(counters) = PerCpuArray::<_, ProbeCounters>::try_from(map) else {
+        return 0;
+    };
+    counters
+        .iter()
+        .flatten()
+        .flat_map(|per_cpu| per_cpu.iter().map(|c| c.entries).collect::<Vec<_>>())
+        .sum()
 }

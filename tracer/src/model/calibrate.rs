@@ -41,7 +41,11 @@ impl Calibration {
     /// The fitted value of `key`, if fitted.
     #[must_use]
     pub fn get(&self, key: &str) -> Option<u64> {
-        self.fits.iter().rev().find(|f| f.key == key).map(|f| f.value)
+        self.fits
+            .iter()
+            .rev()
+            .find(|f| f.key == key)
+            .map(|f| f.value)
     }
 
     /// Set the fitted values in `p`.
@@ -78,7 +82,11 @@ impl Calibration {
 }
 
 fn mean(l: &Latency) -> Option<u64> {
-    #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "a mean of u64 ns")]
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "a mean of u64 ns"
+    )]
     l.mean_ns().map(|m| m.round() as u64)
 }
 
@@ -95,7 +103,12 @@ fn human(ns: u64) -> String {
 }
 
 fn measured(probe: Probe, l: &Latency) -> String {
-    format!("{}: {} calls, mean {}", probe.name(), l.count(), human(mean(l).unwrap_or(0)))
+    format!(
+        "{}: {} calls, mean {}",
+        probe.name(),
+        l.count(),
+        human(mean(l).unwrap_or(0))
+    )
 }
 
 /// Fit `base`'s per-operation costs to `capture`. Parameters the capture says nothing about
@@ -114,9 +127,14 @@ pub fn calibrate(capture: &Snapshot, base: &Params) -> Calibration {
             mean(&o.snapshot.probe_total(Probe::SynchronizeRcu))
         });
         p.tick_ns = tick;
-        cal.fits.push(Fit { key: "tick_ns", value: tick, from: measured(Probe::SynchronizeRcu, &rcu) });
+        cal.fits.push(Fit {
+            key: "tick_ns",
+            value: tick,
+            from: measured(Probe::SynchronizeRcu, &rcu),
+        });
     } else {
-        cal.notes.push("no synchronize_rcu calls: tick_ns not fitted from RCU".into());
+        cal.notes
+            .push("no synchronize_rcu calls: tick_ns not fitted from RCU".into());
     }
 
     // Expedited RCU: scale its three costs together.
@@ -132,13 +150,19 @@ pub fn calibrate(capture: &Snapshot, base: &Params) -> Calibration {
             }
             q.mounts = 100;
             let o = scenarios::simulate("umount-storm", "expedited", &q, 1);
-            let Some(pred) = mean(&o.snapshot.probe_total(Probe::SynchronizeRcuExpedited)) else { break };
+            let Some(pred) = mean(&o.snapshot.probe_total(Probe::SynchronizeRcuExpedited)) else {
+                break;
+            };
             factor *= ratio(m, pred);
         }
         for (k, v) in keys.iter().zip(&start) {
             let value = scale(*v, factor).max(1);
             p.put(k, value);
-            cal.fits.push(Fit { key: k, value, from: measured(Probe::SynchronizeRcuExpedited, &exp) });
+            cal.fits.push(Fit {
+                key: k,
+                value,
+                from: measured(Probe::SynchronizeRcuExpedited, &exp),
+            });
         }
     }
 
@@ -149,7 +173,11 @@ pub fn calibrate(capture: &Snapshot, base: &Params) -> Calibration {
         let fixed = 2 * p.wq_latency_ns + p.wakeup_ns;
         let v = (m.saturating_sub(fixed) / (2 * cpus)).max(1);
         p.srcu_scan_per_cpu_ns = v;
-        cal.fits.push(Fit { key: "srcu_scan_per_cpu_ns", value: v, from: measured(Probe::SynchronizeSrcuExpedited, &srcu_exp) });
+        cal.fits.push(Fit {
+            key: "srcu_scan_per_cpu_ns",
+            value: v,
+            from: measured(Probe::SynchronizeSrcuExpedited, &srcu_exp),
+        });
     }
     let srcu = total(Probe::SynchronizeSrcu);
     if let (Some(m), None) = (mean(&srcu), mean(&rcu)) {
@@ -158,44 +186,83 @@ pub fn calibrate(capture: &Snapshot, base: &Params) -> Calibration {
         let fixed = 2 * p.wq_latency_ns + p.wakeup_ns + 2 * cpus * p.srcu_scan_per_cpu_ns;
         let v = (m.saturating_sub(fixed) * 2 / 5).clamp(100_000, 100_000_000);
         p.tick_ns = v;
-        cal.fits.push(Fit { key: "tick_ns", value: v, from: measured(Probe::SynchronizeSrcu, &srcu) });
+        cal.fits.push(Fit {
+            key: "tick_ns",
+            value: v,
+            from: measured(Probe::SynchronizeSrcu, &srcu),
+        });
     }
 
     // umount's own work: what is left of the syscall outside the two traced parts.
-    let (um, nu, dls) = (total(Probe::SysUmount), total(Probe::NamespaceUnlock), total(Probe::DeactivateLockedSuper));
+    let (um, nu, dls) = (
+        total(Probe::SysUmount),
+        total(Probe::NamespaceUnlock),
+        total(Probe::DeactivateLockedSuper),
+    );
     if let (Some(a), Some(b), Some(c)) = (mean(&um), mean(&nu), mean(&dls)) {
         let v = a.saturating_sub(b + c).max(1_000);
-        cal.fits.push(Fit { key: "umount_work_ns", value: v, from: format!("umount - namespace_unlock - deactivate_locked_super means over {} umounts", um.count()) });
+        cal.fits.push(Fit {
+            key: "umount_work_ns",
+            value: v,
+            from: format!(
+                "umount - namespace_unlock - deactivate_locked_super means over {} umounts",
+                um.count()
+            ),
+        });
         let mut teardown = total(Probe::UnregisterShrinker);
         teardown.merge(&total(Probe::ShrinkerFree));
-        let v = c.saturating_sub(mean(&teardown).unwrap_or(0) + p.list_lru_destroy_ns).max(1_000);
-        cal.fits.push(Fit { key: "kill_sb_ns", value: v, from: "deactivate_locked_super - shrinker teardown - list_lru_destroy".into() });
+        let v = c
+            .saturating_sub(mean(&teardown).unwrap_or(0) + p.list_lru_destroy_ns)
+            .max(1_000);
+        cal.fits.push(Fit {
+            key: "kill_sb_ns",
+            value: v,
+            from: "deactivate_locked_super - shrinker teardown - list_lru_destroy".into(),
+        });
     }
 
     // Dcache: per-dentry prune cost from the negatives the capture saw go away.
     let sdp = total(Probe::ShrinkDcacheParent);
     let made = capture.counter_total(Counter::NegativeDentries);
-    let dropped = capture.dentry_state.map_or(0, |(a, b)| a.nr_negative.saturating_sub(b.nr_negative));
+    let dropped = capture
+        .dentry_state
+        .map_or(0, |(a, b)| a.nr_negative.saturating_sub(b.nr_negative));
     let pruned = made.max(dropped);
     if sdp.count() > 0 && pruned > 0 {
         let v = (sdp.sum_ns() / pruned).max(1);
         cal.fits.push(Fit {
             key: "prune_ns",
             value: v,
-            from: format!("shrink_dcache_parent: {} total over {pruned} negative dentries", human(sdp.sum_ns())),
+            from: format!(
+                "shrink_dcache_parent: {} total over {pruned} negative dentries",
+                human(sdp.sum_ns())
+            ),
         });
     } else if sdp.count() > 0 {
-        cal.notes.push("shrink_dcache_parent seen but no negative dentries counted: prune_ns not fitted".into());
+        cal.notes.push(
+            "shrink_dcache_parent seen but no negative dentries counted: prune_ns not fitted"
+                .into(),
+        );
     }
     let unlink = total(Probe::SysUnlink);
     if let Some(m) = mean(&unlink) {
-        cal.fits.push(Fit { key: "populate_ns", value: m, from: measured(Probe::SysUnlink, &unlink) });
+        cal.fits.push(Fit {
+            key: "populate_ns",
+            value: m,
+            from: measured(Probe::SysUnlink, &unlink),
+        });
     }
     let vfs_rmdir = total(Probe::VfsRmdir);
     if let Some(m) = mean(&vfs_rmdir) {
-        let inner = mean(&capture.probe_by_caller(Probe::ShrinkDcacheParent, Some(Probe::VfsRmdir))).unwrap_or(0);
+        let inner =
+            mean(&capture.probe_by_caller(Probe::ShrinkDcacheParent, Some(Probe::VfsRmdir)))
+                .unwrap_or(0);
         let v = m.saturating_sub(inner).max(100);
-        cal.fits.push(Fit { key: "rmdir_ns", value: v, from: "vfs_rmdir - shrink_dcache_parent inside it".into() });
+        cal.fits.push(Fit {
+            key: "rmdir_ns",
+            value: v,
+            from: "vfs_rmdir - shrink_dcache_parent inside it".into(),
+        });
     }
     cal
 }
@@ -207,7 +274,14 @@ fn ratio(measured: u64, predicted: u64) -> f64 {
 }
 
 /// Scale parameter `key` until `predict` (a model run) gives `target`, within `[lo, hi]`.
-fn fit_by_model(p: &Params, key: &str, target: u64, lo: u64, hi: u64, predict: impl Fn(&Params) -> Option<u64>) -> u64 {
+fn fit_by_model(
+    p: &Params,
+    key: &str,
+    target: u64,
+    lo: u64,
+    hi: u64,
+    predict: impl Fn(&Params) -> Option<u64>,
+) -> u64 {
     let mut q = p.clone();
     q.mounts = 100;
     let mut v = p.get(key).unwrap_or(lo).clamp(lo, hi);
@@ -247,14 +321,27 @@ mod tests {
     fn prune_cost_is_total_prune_time_over_negatives() {
         let mut c = capture();
         // 2 million negatives pruned in 0.5 s: 250 ns each.
-        c.record(SeriesKey::new(Probe::ShrinkDcacheParent, 1).with_caller(Probe::VfsRmdir), 500_000_000);
+        c.record(
+            SeriesKey::new(Probe::ShrinkDcacheParent, 1).with_caller(Probe::VfsRmdir),
+            500_000_000,
+        );
         c.count(Counter::NegativeDentries, 1, 2_000_000);
         assert_eq!(calibrate(&c, &Params::base()).get("prune_ns"), Some(250));
         // Failed lookups leave no d_delete count; /proc/sys/fs/dentry-state still shows them go.
         let mut c = capture();
         c.record(SeriesKey::new(Probe::ShrinkDcacheParent, 1), 500_000_000);
-        let before = DentryState { nr_dentry: 0, nr_unused: 0, nr_negative: 1_000_000 };
-        c.dentry_state = Some((before, DentryState { nr_negative: 0, ..before }));
+        let before = DentryState {
+            nr_dentry: 0,
+            nr_unused: 0,
+            nr_negative: 1_000_000,
+        };
+        c.dentry_state = Some((
+            before,
+            DentryState {
+                nr_negative: 0,
+                ..before
+            },
+        ));
         assert_eq!(calibrate(&c, &Params::base()).get("prune_ns"), Some(500));
     }
 
@@ -263,7 +350,10 @@ mod tests {
         // A kernel whose synchronize_rcu takes 9 ms (faster ticks than the default HZ=250).
         let mut c = capture();
         for _ in 0..10 {
-            c.record(SeriesKey::new(Probe::SynchronizeRcu, 1).with_caller(Probe::NamespaceUnlock), 9_000_000);
+            c.record(
+                SeriesKey::new(Probe::SynchronizeRcu, 1).with_caller(Probe::NamespaceUnlock),
+                9_000_000,
+            );
         }
         let base = Params::base();
         let cal = calibrate(&c, &base);
@@ -273,30 +363,55 @@ mod tests {
         cal.apply(&mut p);
         p.mounts = 300;
         let o = scenarios::simulate("umount-storm", "baseline", &p, 7);
-        let m = o.snapshot.probe_total(Probe::SynchronizeRcu).mean_ns().unwrap();
-        assert!((m / 9e6 - 1.0).abs() < 0.10, "fitted model predicts {m} ns, capture 9 ms");
+        let m = o
+            .snapshot
+            .probe_total(Probe::SynchronizeRcu)
+            .mean_ns()
+            .unwrap();
+        assert!(
+            (m / 9e6 - 1.0).abs() < 0.10,
+            "fitted model predicts {m} ns, capture 9 ms"
+        );
     }
 
     #[test]
     fn expedited_fit_scales_its_costs_and_umount_work_is_the_remainder() {
         let mut c = capture();
         for _ in 0..10 {
-            c.record(SeriesKey::new(Probe::SynchronizeRcuExpedited, 1).with_caller(Probe::NamespaceUnlock), 100_000);
+            c.record(
+                SeriesKey::new(Probe::SynchronizeRcuExpedited, 1)
+                    .with_caller(Probe::NamespaceUnlock),
+                100_000,
+            );
             c.record(SeriesKey::new(Probe::SysUmount, 1), 400_000);
             c.record(SeriesKey::new(Probe::NamespaceUnlock, 1), 110_000);
             c.record(SeriesKey::new(Probe::DeactivateLockedSuper, 1), 90_000);
-            c.record(SeriesKey::new(Probe::UnregisterShrinker, 1).with_caller(Probe::DeactivateLockedSuper), 5_000);
+            c.record(
+                SeriesKey::new(Probe::UnregisterShrinker, 1)
+                    .with_caller(Probe::DeactivateLockedSuper),
+                5_000,
+            );
         }
         let base = Params::base();
         let cal = calibrate(&c, &base);
         assert!(cal.get("rcu_exp_ipi_ns").unwrap() > base.rcu_exp_ipi_ns);
         assert_eq!(cal.get("umount_work_ns"), Some(200_000));
-        assert_eq!(cal.get("kill_sb_ns"), Some(90_000 - 5_000 - base.list_lru_destroy_ns));
+        assert_eq!(
+            cal.get("kill_sb_ns"),
+            Some(90_000 - 5_000 - base.list_lru_destroy_ns)
+        );
         let mut p = base.clone();
         cal.apply(&mut p);
         p.mounts = 200;
         let o = scenarios::simulate("umount-storm", "expedited", &p, 3);
-        let m = o.snapshot.probe_total(Probe::SynchronizeRcuExpedited).mean_ns().unwrap();
-        assert!((m / 100e3 - 1.0).abs() < 0.10, "fitted model predicts {m} ns, capture 100 us");
+        let m = o
+            .snapshot
+            .probe_total(Probe::SynchronizeRcuExpedited)
+            .mean_ns()
+            .unwrap();
+        assert!(
+            (m / 100e3 - 1.0).abs() < 0.10,
+            "fitted model predicts {m} ns, capture 100 us"
+        );
     }
 }

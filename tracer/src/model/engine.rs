@@ -17,7 +17,10 @@ struct Pending<E> {
 // The heap is a max-heap: invert the order so the earliest (then first inserted) pops first.
 impl<E> Ord for Pending<E> {
     fn cmp(&self, other: &Self) -> Ordering {
-        other.at.cmp(&self.at).then_with(|| other.seq.cmp(&self.seq))
+        other
+            .at
+            .cmp(&self.at)
+            .then_with(|| other.seq.cmp(&self.seq))
     }
 }
 
@@ -49,7 +52,13 @@ impl<E> Engine<E> {
     /// An engine at time 0 whose RNG is seeded with `seed`.
     #[must_use]
     pub fn new(seed: u64) -> Self {
-        Self { now: 0, seq: 0, queue: BinaryHeap::new(), handled: 0, rng: Rng::new(seed) }
+        Self {
+            now: 0,
+            seq: 0,
+            queue: BinaryHeap::new(),
+            handled: 0,
+            rng: Rng::new(seed),
+        }
     }
 
     /// Current simulated time, ns.
@@ -67,7 +76,11 @@ impl<E> Engine<E> {
     /// Schedule `event` at absolute time `at` (never before now).
     pub fn at(&mut self, at: u64, event: E) {
         let at = at.max(self.now);
-        self.queue.push(Pending { at, seq: self.seq, event });
+        self.queue.push(Pending {
+            at,
+            seq: self.seq,
+            event,
+        });
         self.seq += 1;
     }
 
@@ -143,7 +156,11 @@ impl Rng {
 pub fn scale(ns: u64, f: f64) -> u64 {
     #[expect(clippy::cast_precision_loss, reason = "durations well below 2^53 ns")]
     let v = ns as f64 * f;
-    #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "clamped to >= 0")]
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "clamped to >= 0"
+    )]
     let r = v.max(0.0).round() as u64;
     r
 }
@@ -162,7 +179,12 @@ mod tests {
         let order: Vec<_> = std::iter::from_fn(|| e.pop().map(|ev| (e.now(), ev))).collect();
         assert_eq!(
             order,
-            [(5, "early"), (10, "first-at-10"), (10, "second-at-10"), (20, "late")]
+            [
+                (5, "early"),
+                (10, "first-at-10"),
+                (10, "second-at-10"),
+                (20, "late")
+            ]
         );
     }
 
@@ -190,7 +212,10 @@ mod tests {
     fn draws_have_the_asked_means() {
         let mut r = Rng::new(3);
         let n = 20_000u32;
-        let exp: f64 = (0..n).map(|_| f64::from(u32::try_from(r.exp(1_000)).unwrap())).sum::<f64>() / f64::from(n);
+        let exp: f64 = (0..n)
+            .map(|_| f64::from(u32::try_from(r.exp(1_000)).unwrap()))
+            .sum::<f64>()
+            / f64::from(n);
         let normal: f64 = (0..n).map(|_| r.normal()).sum::<f64>() / f64::from(n);
         assert!((exp - 1_000.0).abs() < 30.0, "exp mean {exp}");
         assert!(normal.abs() < 0.03, "normal mean {normal}");

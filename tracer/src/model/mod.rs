@@ -60,7 +60,15 @@ pub struct Args {
 impl Default for Args {
     fn default() -> Self {
         // The same seed as the command line's default.
-        Self { scenario: None, variant: None, set: Vec::new(), seed: 1, list: false, calibrate: None, timing: false }
+        Self {
+            scenario: None,
+            variant: None,
+            set: Vec::new(),
+            seed: 1,
+            list: false,
+            calibrate: None,
+            timing: false,
+        }
     }
 }
 
@@ -70,7 +78,10 @@ impl Default for Args {
 /// Unknown scenario, variant or parameter; an unreadable calibration capture.
 pub fn run(args: &Args) -> anyhow::Result<Option<Snapshot>> {
     if args.list {
-        print!("{}", listing(args.scenario.as_deref().and_then(scenarios::find)));
+        print!(
+            "{}",
+            listing(args.scenario.as_deref().and_then(scenarios::find))
+        );
         return Ok(None);
     }
     let Some(name) = args.scenario.as_deref() else {
@@ -81,10 +92,17 @@ pub fn run(args: &Args) -> anyhow::Result<Option<Snapshot>> {
         .with_context(|| format!("unknown scenario `{name}`; scenarios: {}", names()))?;
     let variant = match args.variant.as_deref() {
         None => 0,
-        Some(v) => scenario.variants.iter().position(|(n, _)| *n == v).with_context(|| {
-            let all: Vec<_> = scenario.variants.iter().map(|(n, _)| *n).collect();
-            format!("unknown variant `{v}` of {name}; variants: {}", all.join(", "))
-        })?,
+        Some(v) => scenario
+            .variants
+            .iter()
+            .position(|(n, _)| *n == v)
+            .with_context(|| {
+                let all: Vec<_> = scenario.variants.iter().map(|(n, _)| *n).collect();
+                format!(
+                    "unknown variant `{v}` of {name}; variants: {}",
+                    all.join(", ")
+                )
+            })?,
     };
 
     let mut p = (scenario.defaults)();
@@ -99,16 +117,28 @@ pub fn run(args: &Args) -> anyhow::Result<Option<Snapshot>> {
         eprint!("{}", fit.render(&p));
         fit.apply(&mut p);
         apply_sets(&mut p, scenario, &args.set, &mut Vec::new())?;
-        changed.extend(fit.fits.iter().map(|f| format!("{}={}", f.key, params::show(&p, f.key))));
+        changed.extend(
+            fit.fits
+                .iter()
+                .map(|f| format!("{}={}", f.key, params::show(&p, f.key))),
+        );
     }
 
-    let mut description = format!("model {name}/{} seed={}", scenario.variants[variant].0, args.seed);
+    let mut description = format!(
+        "model {name}/{} seed={}",
+        scenario.variants[variant].0, args.seed
+    );
     for c in &changed {
         description.push(' ');
         description.push_str(c);
     }
     let started = Instant::now();
-    let outcome = (scenario.run)(&Ctx { p: &p, variant, seed: args.seed, description });
+    let outcome = (scenario.run)(&Ctx {
+        p: &p,
+        variant,
+        seed: args.seed,
+        description,
+    });
     let wall = started.elapsed();
 
     for f in &outcome.figures {
@@ -127,19 +157,33 @@ pub fn run(args: &Args) -> anyhow::Result<Option<Snapshot>> {
     Ok(Some(outcome.snapshot))
 }
 
-fn apply_sets(p: &mut Params, s: &Scenario, sets: &[String], changed: &mut Vec<String>) -> anyhow::Result<()> {
+fn apply_sets(
+    p: &mut Params,
+    s: &Scenario,
+    sets: &[String],
+    changed: &mut Vec<String>,
+) -> anyhow::Result<()> {
     for kv in sets {
         let Some((k, v)) = kv.split_once('=') else {
-            bail!("--set wants KEY=VALUE, got `{kv}`; valid keys for {}: {}", s.name, s.keys.join(", "));
+            bail!(
+                "--set wants KEY=VALUE, got `{kv}`; valid keys for {}: {}",
+                s.name,
+                s.keys.join(", ")
+            );
         };
-        p.set(k.trim(), v, s.keys).map_err(|e| anyhow::anyhow!("{}: {e}", s.name))?;
+        p.set(k.trim(), v, s.keys)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", s.name))?;
         changed.push(format!("{}={}", k.trim(), params::show(p, k.trim())));
     }
     Ok(())
 }
 
 fn names() -> String {
-    SCENARIOS.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
+    SCENARIOS
+        .iter()
+        .map(|s| s.name)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[expect(clippy::cast_precision_loss, reason = "seconds for display")]
@@ -154,13 +198,27 @@ pub fn listing(only: Option<&Scenario>) -> String {
     let mut out = String::from(
         "tracer model SCENARIO [--variant V] [--set key=value ...] [--seed S] [--calibrate CAPTURE.json]\n\n",
     );
-    for s in SCENARIOS.iter().filter(|s| only.is_none_or(|o| o.name == s.name)) {
+    for s in SCENARIOS
+        .iter()
+        .filter(|s| only.is_none_or(|o| o.name == s.name))
+    {
         let about = s.about.split_whitespace().collect::<Vec<_>>().join(" ");
-        let _ = writeln!(out, "{} (mimics Linux {})\n  {about}\n  variants:", s.name, s.kernel);
+        let _ = writeln!(
+            out,
+            "{} (mimics Linux {})\n  {about}\n  variants:",
+            s.name, s.kernel
+        );
         for (i, (v, doc)) in s.variants.iter().enumerate() {
-            let _ = writeln!(out, "    {v:<26} {doc}{}", if i == 0 { " (default)" } else { "" });
+            let _ = writeln!(
+                out,
+                "    {v:<26} {doc}{}",
+                if i == 0 { " (default)" } else { "" }
+            );
         }
-        let _ = writeln!(out, "  parameters (--set key=value; durations take ns/us/ms/s):");
+        let _ = writeln!(
+            out,
+            "  parameters (--set key=value; durations take ns/us/ms/s):"
+        );
         out.push_str(&params::table(&(s.defaults)(), s.keys));
         out.push('\n');
     }
@@ -185,12 +243,20 @@ mod tests {
             ("umount-storm", &["mounts=200"][..]),
             ("ramfs-stress", &["duration_ns=200ms"][..]),
             ("memcg-shrink", &["duration_ns=2ms", "reclaimers=100"][..]),
-            ("negative-dentry-rmdir", &["negatives=100000", "lookups=3", "lookup_interval_ns=2ms"][..]),
+            (
+                "negative-dentry-rmdir",
+                &["negatives=100000", "lookups=3", "lookup_interval_ns=2ms"][..],
+            ),
         ] {
             let a = run(&args(name, sets)).unwrap().unwrap();
             let b = run(&args(name, sets)).unwrap().unwrap();
             assert_eq!(a, b, "{name}");
-            let c = run(&Args { seed: 2, ..args(name, sets) }).unwrap().unwrap();
+            let c = run(&Args {
+                seed: 2,
+                ..args(name, sets)
+            })
+            .unwrap()
+            .unwrap();
             assert_ne!(a.series, c.series, "{name}: the seed changes nothing");
         }
     }
@@ -198,16 +264,28 @@ mod tests {
     #[test]
     fn unknown_names_are_refused_with_the_valid_ones() {
         let e = run(&args("umount-stom", &[])).unwrap_err().to_string();
-        assert!(e.contains("umount-storm") && e.contains("negative-dentry-rmdir"), "{e}");
-        let e = run(&Args { variant: Some("fast".into()), ..args("umount-storm", &[]) })
+        assert!(
+            e.contains("umount-storm") && e.contains("negative-dentry-rmdir"),
+            "{e}"
+        );
+        let e = run(&Args {
+            variant: Some("fast".into()),
+            ..args("umount-storm", &[])
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("baseline, expedited"), "{e}");
+        let e = run(&args("umount-storm", &["negatives=5"]))
             .unwrap_err()
             .to_string();
-        assert!(e.contains("baseline, expedited"), "{e}");
-        let e = run(&args("umount-storm", &["negatives=5"])).unwrap_err().to_string();
         assert!(e.contains("valid keys") && e.contains("mounts"), "{e}");
-        let e = run(&args("umount-storm", &["mounts=lots"])).unwrap_err().to_string();
+        let e = run(&args("umount-storm", &["mounts=lots"]))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("whole number"), "{e}");
-        let e = run(&args("umount-storm", &["mounts"])).unwrap_err().to_string();
+        let e = run(&args("umount-storm", &["mounts"]))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("KEY=VALUE"), "{e}");
     }
 
@@ -230,7 +308,13 @@ mod tests {
     fn snapshots_look_like_captures() {
         let s = run(&args("umount-storm", &["mounts=50"])).unwrap().unwrap();
         assert_eq!(s.meta.source, crate::snapshot::SourceKind::Model);
-        assert!(s.meta.description.contains("umount-storm/baseline seed=1 mounts=50"), "{}", s.meta.description);
+        assert!(
+            s.meta
+                .description
+                .contains("umount-storm/baseline seed=1 mounts=50"),
+            "{}",
+            s.meta.description
+        );
         assert_eq!(s.cgroups.get(&1).map(String::as_str), Some("/"));
         let st = &s.probes[&crate::snapshot::Probe::SynchronizeRcu];
         assert_eq!(st.state, crate::snapshot::AttachState::Modelled);

@@ -231,12 +231,22 @@ impl Params {
     /// # Panics
     /// Never: every spec names a field.
     pub fn set(&mut self, key: &str, text: &str, allowed: &[&str]) -> Result<(), String> {
-        let Some(spec) = SPECS.iter().find(|s| s.key == key).filter(|s| allowed.contains(&s.key))
+        let Some(spec) = SPECS
+            .iter()
+            .find(|s| s.key == key)
+            .filter(|s| allowed.contains(&s.key))
         else {
-            return Err(format!("unknown parameter `{key}`; valid keys: {}", allowed.join(", ")));
+            return Err(format!(
+                "unknown parameter `{key}`; valid keys: {}",
+                allowed.join(", ")
+            ));
         };
-        let value = parse(spec.unit, text)
-            .map_err(|why| format!("bad value `{text}` for `{key}` ({why}); {}", expected(spec.unit)))?;
+        let value = parse(spec.unit, text).map_err(|why| {
+            format!(
+                "bad value `{text}` for `{key}` ({why}); {}",
+                expected(spec.unit)
+            )
+        })?;
         *self.slot(key).expect("spec keys are fields") = value;
         Ok(())
     }
@@ -263,9 +273,11 @@ pub fn show(p: &Params, key: &str) -> String {
     match spec.map(|s| s.unit) {
         Some(Unit::Ns) => show_ns(v),
         Some(Unit::Percent) => format!("{v}%"),
-        Some(Unit::Choice(names)) => {
-            names.get(usize::try_from(v).unwrap_or(usize::MAX)).copied().unwrap_or("?").to_owned()
-        }
+        Some(Unit::Choice(names)) => names
+            .get(usize::try_from(v).unwrap_or(usize::MAX))
+            .copied()
+            .unwrap_or("?")
+            .to_owned(),
         _ => v.to_string(),
     }
 }
@@ -299,11 +311,15 @@ fn parse(unit: Unit, text: &str) -> Result<u64, String> {
             Ok(_) => Err("above 100".into()),
             Err(e) => Err(format!("{e}")),
         },
-        Unit::Choice(names) => {
-            names.iter().position(|n| *n == t).map(|i| i as u64).ok_or_else(|| "unknown name".into())
-        }
+        Unit::Choice(names) => names
+            .iter()
+            .position(|n| *n == t)
+            .map(|i| i as u64)
+            .ok_or_else(|| "unknown name".into()),
         Unit::Ns => {
-            let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+            let split = t
+                .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+                .unwrap_or(t.len());
             let (num, suffix) = t.split_at(split);
             let mult = match suffix {
                 "" | "ns" => 1.0,
@@ -317,7 +333,11 @@ fn parse(unit: Unit, text: &str) -> Result<u64, String> {
             if !ns.is_finite() || !(0.0..1.8e19).contains(&ns) {
                 return Err("out of range".into());
             }
-            #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "range checked")]
+            #[expect(
+                clippy::cast_possible_truncation,
+                clippy::cast_sign_loss,
+                reason = "range checked"
+            )]
             let ns = ns.round() as u64;
             Ok(ns)
         }
@@ -329,9 +349,16 @@ fn parse(unit: Unit, text: &str) -> Result<u64, String> {
 pub fn table(p: &Params, keys: &[&str]) -> String {
     let mut out = String::new();
     for key in keys {
-        let Some(spec) = SPECS.iter().find(|s| s.key == *key) else { continue };
+        let Some(spec) = SPECS.iter().find(|s| s.key == *key) else {
+            continue;
+        };
         // Docs double as help text: drop the rustdoc code marks.
-        let doc = spec.doc.replace('`', "").split_whitespace().collect::<Vec<_>>().join(" ");
+        let doc = spec
+            .doc
+            .replace('`', "")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
         let _ = writeln!(out, "    {:<22} = {:<10} {}", spec.key, show(p, key), doc);
     }
     out
@@ -356,7 +383,10 @@ mod tests {
     fn set_rejects_unknown_keys_and_bad_values_listing_what_is_valid() {
         let mut p = Params::base();
         let err = p.set("mountz", "5", &["mounts", "cpus"]).unwrap_err();
-        assert!(err.contains("mountz") && err.contains("mounts, cpus"), "{err}");
+        assert!(
+            err.contains("mountz") && err.contains("mounts, cpus"),
+            "{err}"
+        );
         // A real parameter, but not one this scenario uses, is refused too.
         assert!(p.set("negatives", "5", &["mounts"]).is_err());
         let err = p.set("fs", "btrfs", &["fs"]).unwrap_err();

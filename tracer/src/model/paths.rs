@@ -35,20 +35,31 @@ fn grace_period(probe: Probe, step: Step) -> [Step; 3] {
 }
 
 fn list_lru_destroy(p: &Params, reg: Registry) -> [Step; 3] {
-    [Step::Lock(reg.list_lrus, true), Step::Cpu(p.list_lru_destroy_ns), Step::Unlock(reg.list_lrus)]
+    [
+        Step::Lock(reg.list_lrus, true),
+        Step::Cpu(p.list_lru_destroy_ns),
+        Step::Unlock(reg.list_lrus),
+    ]
 }
 
 /// `register_shrinker` at mount: add to the registry under its lock.
 #[must_use]
 pub fn register_shrinker(p: &Params, reg: Registry) -> Vec<Step> {
-    vec![Step::Lock(reg.shrinker, true), Step::Cpu(p.shrinker_lock_ns), Step::Unlock(reg.shrinker)]
+    vec![
+        Step::Lock(reg.shrinker, true),
+        Step::Cpu(p.shrinker_lock_ns),
+        Step::Unlock(reg.shrinker),
+    ]
 }
 
 /// umount(2) of one tmpfs: `do_umount`, `namespace_unlock`'s grace period, then (`task_work` on the
 /// way out) `deactivate_locked_super` with the shrinker teardown and `kill_sb`.
 #[must_use]
 pub fn umount(p: &Params, namespace_gp: Gp, teardown: Teardown, reg: Registry) -> Vec<Step> {
-    let mut s = vec![Step::Enter(Probe::SysUmount), Step::Cpu(p.umount_work_ns / 2)];
+    let mut s = vec![
+        Step::Enter(Probe::SysUmount),
+        Step::Cpu(p.umount_work_ns / 2),
+    ];
     s.push(Step::Enter(Probe::NamespaceUnlock));
     s.extend(match namespace_gp {
         Gp::Normal => grace_period(Probe::SynchronizeRcu, Step::Rcu(Gp::Normal)),
@@ -57,7 +68,11 @@ pub fn umount(p: &Params, namespace_gp: Gp, teardown: Teardown, reg: Registry) -
     s.push(Step::Exit(Probe::NamespaceUnlock));
     s.push(Step::Cpu(p.umount_work_ns - p.umount_work_ns / 2));
     s.push(Step::Enter(Probe::DeactivateLockedSuper));
-    let unlink = [Step::Lock(reg.shrinker, true), Step::Cpu(p.shrinker_lock_ns), Step::Unlock(reg.shrinker)];
+    let unlink = [
+        Step::Lock(reg.shrinker, true),
+        Step::Cpu(p.shrinker_lock_ns),
+        Step::Unlock(reg.shrinker),
+    ];
     match teardown {
         Teardown::Rwsem => {
             s.push(Step::Enter(Probe::UnregisterShrinker));
@@ -69,7 +84,9 @@ pub fn umount(p: &Params, namespace_gp: Gp, teardown: Teardown, reg: Registry) -
             s.extend(unlink);
             s.extend(match gp {
                 Gp::Normal => grace_period(Probe::SynchronizeSrcu, Step::Srcu(Gp::Normal)),
-                Gp::Expedited => grace_period(Probe::SynchronizeSrcuExpedited, Step::Srcu(Gp::Expedited)),
+                Gp::Expedited => {
+                    grace_period(Probe::SynchronizeSrcuExpedited, Step::Srcu(Gp::Expedited))
+                }
             });
             s.push(Step::Exit(Probe::UnregisterShrinker));
         }
@@ -80,7 +97,8 @@ pub fn umount(p: &Params, namespace_gp: Gp, teardown: Teardown, reg: Registry) -
     if teardown == Teardown::Deferred {
         // destroy_super_work: the finalize's grace period runs in a kworker, where no traced
         // function encloses it (caller none, root cgroup).
-        let mut work: Vec<Step> = grace_period(Probe::SynchronizeSrcu, Step::Srcu(Gp::Normal)).into();
+        let mut work: Vec<Step> =
+            grace_period(Probe::SynchronizeSrcu, Step::Srcu(Gp::Normal)).into();
         work.extend(list_lru_destroy(p, reg));
         s.push(Step::Work(work));
     } else {
@@ -161,5 +179,9 @@ pub fn rmdir(p: &Params, prune: Prune, dirs: Dirs) -> Vec<Step> {
 /// `ls` of a directory: readdir under its inode lock, shared.
 #[must_use]
 pub fn ls(p: &Params, dir: LockId) -> Vec<Step> {
-    vec![Step::Lock(dir, false), Step::Cpu(p.lookup_ns), Step::Unlock(dir)]
+    vec![
+        Step::Lock(dir, false),
+        Step::Cpu(p.lookup_ns),
+        Step::Unlock(dir),
+    ]
 }

@@ -83,11 +83,16 @@ impl Rcu {
     /// when a tick's report ended it (on one CPU, that tick is the waiter's own).
     pub fn end(w: &mut World, eng: &mut Engine<Ev>) {
         let now = eng.now();
-        let callbacks_at = if w.rcu.ends_on_tick { now } else { w.next_tick(now) };
+        let callbacks_at = if w.rcu.ends_on_tick {
+            now
+        } else {
+            w.next_tick(now)
+        };
         w.rcu.in_progress = false;
         w.rcu.completed += 1;
         let done = w.rcu.completed;
-        let (ready, rest): (Vec<_>, Vec<_>) = w.rcu.waiters.drain(..).partition(|&(_, n)| n <= done);
+        let (ready, rest): (Vec<_>, Vec<_>) =
+            w.rcu.waiters.drain(..).partition(|&(_, n)| n <= done);
         w.rcu.waiters = rest;
         let wake_at = callbacks_at + w.p.wakeup_ns;
         for (t, _) in ready {
@@ -206,7 +211,11 @@ impl Srcu {
 
     /// When delayed work queued now runs: at once if expedited, else at the next jiffy.
     fn delayed(w: &World, now: u64) -> u64 {
-        if w.srcu.expedited() { now } else { w.next_tick(now) }
+        if w.srcu.expedited() {
+            now
+        } else {
+            w.next_tick(now)
+        }
     }
 
     fn scan_cost(w: &World) -> u64 {
@@ -233,10 +242,18 @@ impl Srcu {
             }
             Phase::Scan1 | Phase::Scan2 => {
                 w.srcu.scans += 1;
-                let since = if w.srcu.phase == Phase::Scan1 { w.srcu.gp_start } else { w.srcu.flip_at };
+                let since = if w.srcu.phase == Phase::Scan1 {
+                    w.srcu.gp_start
+                } else {
+                    w.srcu.flip_at
+                };
                 if w.srcu.old_readers(since) {
                     // Readers still inside: check again later (busy-wait if expedited).
-                    let retry = if w.srcu.expedited() { now + w.p.srcu_retry_ns } else { w.next_tick(now) };
+                    let retry = if w.srcu.expedited() {
+                        now + w.p.srcu_retry_ns
+                    } else {
+                        w.next_tick(now)
+                    };
                     Self::again(w, eng, retry + Self::scan_cost(w));
                 } else if w.srcu.phase == Phase::Scan1 {
                     w.srcu.phase = Phase::Scan2;

@@ -89,7 +89,12 @@ pub enum Step {
     /// `n` unlinks or failed lookups of `ns` each in one directory, done in one go so that
     /// ten million cost O(1): `unlink` says `d_delete` runs, `retain` that a negative dentry
     /// stays behind.
-    Populate { n: u64, ns: u64, unlink: bool, retain: bool },
+    Populate {
+        n: u64,
+        ns: u64,
+        unlink: bool,
+        retain: bool,
+    },
     /// `shrink_dcache_parent`'s work: `ns` per negative child of the directory being removed.
     Prune(u64),
 }
@@ -194,7 +199,9 @@ impl World {
             duration_ns: 0,
         });
         for probe in probes {
-            snapshot.probes.insert(*probe, ProbeStatus::new(AttachState::Modelled));
+            snapshot
+                .probes
+                .insert(*probe, ProbeStatus::new(AttachState::Modelled));
         }
         snapshot.cgroups.insert(1, "/".to_owned());
         let cpus = usize::try_from(p.cpus.max(1)).unwrap_or(1);
@@ -218,7 +225,10 @@ impl World {
 
     /// A new lock; `inode` marks an inode's `i_rwsem`.
     pub fn lock(&mut self, inode: bool) -> LockId {
-        self.locks.push(Lock { inode, ..Lock::default() });
+        self.locks.push(Lock {
+            inode,
+            ..Lock::default()
+        });
         self.locks.len() - 1
     }
 
@@ -404,7 +414,12 @@ impl World {
                 *self.tallies.entry(k).or_default() += 1;
                 true
             }
-            Step::Populate { n, ns, unlink, retain } => {
+            Step::Populate {
+                n,
+                ns,
+                unlink,
+                retain,
+            } => {
                 let total = self.populate(eng, t, n, ns, unlink, retain);
                 self.want_cpu(eng, t, total, None);
                 false
@@ -430,7 +445,15 @@ impl World {
     }
 
     /// `n` unlinks (or failed lookups) recorded in [`BATCH_SAMPLES`] groups; returns their CPU time.
-    fn populate(&mut self, eng: &mut Engine<Ev>, t: TaskId, n: u64, ns: u64, unlink: bool, retain: bool) -> u64 {
+    fn populate(
+        &mut self,
+        eng: &mut Engine<Ev>,
+        t: TaskId,
+        n: u64,
+        ns: u64,
+        unlink: bool,
+        retain: bool,
+    ) -> u64 {
         let cgroup = self.tasks[t].cgroup;
         let jitter = self.jitter();
         let mut total = 0u64;
@@ -447,7 +470,11 @@ impl World {
             }
         }
         if unlink {
-            let counter = if retain { Counter::NegativeDentries } else { Counter::DroppedDentries };
+            let counter = if retain {
+                Counter::NegativeDentries
+            } else {
+                Counter::DroppedDentries
+            };
             self.snapshot.count(counter, cgroup, n);
         }
         if retain {
@@ -476,7 +503,11 @@ impl World {
         let task = &mut self.tasks[t];
         if probe.kind() == ProbeKind::Function {
             let caller = task.frames.last().map(|f| f.probe);
-            task.frames.push(Frame { probe, start: now, caller });
+            task.frames.push(Frame {
+                probe,
+                start: now,
+                caller,
+            });
         } else {
             task.spans.push((probe, now));
         }
@@ -486,17 +517,25 @@ impl World {
         let task = &mut self.tasks[t];
         let cgroup = task.cgroup;
         let (start, caller) = if probe.kind() == ProbeKind::Function {
-            let Some(i) = task.frames.iter().rposition(|f| f.probe == probe) else { return };
+            let Some(i) = task.frames.iter().rposition(|f| f.probe == probe) else {
+                return;
+            };
             let f = task.frames.remove(i);
             (f.start, f.caller)
         } else {
-            let Some(i) = task.spans.iter().rposition(|s| s.0 == probe) else { return };
+            let Some(i) = task.spans.iter().rposition(|s| s.0 == probe) else {
+                return;
+            };
             (task.spans.remove(i).1, None)
         };
         if let Some(st) = self.snapshot.probes.get_mut(&probe) {
             st.exits += 1;
         }
-        let key = SeriesKey { probe, caller, cgroup };
+        let key = SeriesKey {
+            probe,
+            caller,
+            cgroup,
+        };
         self.snapshot.series_mut(key).record(now - start);
     }
 
@@ -521,7 +560,9 @@ impl World {
         let task = &mut self.tasks[t];
         task.cpu = c;
         task.on_cpu_since = eng.now();
-        let (ns, line) = task.want.expect("a task is put on a CPU only when it wants one");
+        let (ns, line) = task
+            .want
+            .expect("a task is put on a CPU only when it wants one");
         match line {
             None => eng.after(ns, Ev::CpuDone(t)),
             Some(l) => {

@@ -56,12 +56,11 @@ impl Btf {
     /// Read the running kernel's BTF.
     ///
     /// # Errors
-    /// When the file is missing (kernel without CONFIG_DEBUG_INFO_BTF) or malformed.
+    /// When the file is missing (kernel without `CONFIG_DEBUG_INFO_BTF`) or malformed.
     pub fn from_sys_fs() -> Result<Self, String> {
         let path = "/sys/kernel/btf/vmlinux";
-        let data = std::fs::read(path).map_err(|e| {
-            format!("{path}: {e} (the kernel needs CONFIG_DEBUG_INFO_BTF=y)")
-        })?;
+        let data = std::fs::read(path)
+            .map_err(|e| format!("{path}: {e} (the kernel needs CONFIG_DEBUG_INFO_BTF=y)"))?;
         Self::parse(&data).map_err(|e| format!("{path}: {e}"))
     }
 
@@ -116,7 +115,11 @@ impl Btf {
                         name: name(u32_at(types, at)?),
                         type_id: u32_at(types, at + 4)?,
                         // With kind_flag, the top 8 bits hold a bitfield's size.
-                        bit_offset: if kind_flag { raw_offset & 0x00ff_ffff } else { raw_offset },
+                        bit_offset: if kind_flag {
+                            raw_offset & 0x00ff_ffff
+                        } else {
+                            raw_offset
+                        },
                     });
                 }
                 btf.composites.insert(id, members);
@@ -139,7 +142,10 @@ impl Btf {
     /// # Errors
     /// When the struct or member does not exist.
     pub fn offset_of(&self, name: &str, member: &str) -> Result<u32, BtfError> {
-        let mut id = *self.struct_by_name.get(name).ok_or_else(|| BtfError::NoStruct(name.into()))?;
+        let mut id = *self
+            .struct_by_name
+            .get(name)
+            .ok_or_else(|| BtfError::NoStruct(name.into()))?;
         let mut total = 0;
         for part in member.split('.') {
             let (bits, type_id) = self
@@ -179,7 +185,10 @@ mod tests {
         let strings = b"\0int\0inner\0a\0b\0outer\0x\0y\0z\0";
         let s = |name: &str| -> u32 {
             let needle = format!("\0{name}\0");
-            let pos = strings.windows(needle.len()).position(|w| w == needle.as_bytes()).unwrap();
+            let pos = strings
+                .windows(needle.len())
+                .position(|w| w == needle.as_bytes())
+                .unwrap();
             u32::try_from(pos + 1).unwrap()
         };
         let mut types: Vec<u32> = Vec::new();
@@ -214,15 +223,24 @@ mod tests {
         assert_eq!(btf.offset_of("outer", "z"), Ok(8));
         assert_eq!(btf.offset_of("outer", "z.b"), Ok(12));
         assert_eq!(btf.offset_of("inner", "b"), Ok(4));
-        assert_eq!(btf.offset_of("outer", "w"), Err(BtfError::NoMember("outer".into(), "w".into())));
-        assert_eq!(btf.offset_of("nope", "x"), Err(BtfError::NoStruct("nope".into())));
+        assert_eq!(
+            btf.offset_of("outer", "w"),
+            Err(BtfError::NoMember("outer".into(), "w".into()))
+        );
+        assert_eq!(
+            btf.offset_of("nope", "x"),
+            Err(BtfError::NoStruct("nope".into()))
+        );
     }
 
     #[test]
     fn rejects_garbage_and_truncation() {
         assert!(matches!(Btf::parse(b"ELF\0"), Err(BtfError::Malformed(_))));
         let blob = sample();
-        assert!(matches!(Btf::parse(&blob[..blob.len() - 30]), Err(BtfError::Malformed(_))));
+        assert!(matches!(
+            Btf::parse(&blob[..blob.len() - 30]),
+            Err(BtfError::Malformed(_))
+        ));
     }
 
     #[test]
@@ -233,6 +251,9 @@ mod tests {
         let d_flags = btf.offset_of("dentry", "d_flags").unwrap();
         assert!(d_inode > d_flags, "d_flags leads struct dentry");
         assert!(btf.offset_of("inode", "i_rwsem").unwrap() > 0);
-        assert_eq!(btf.offset_of("dentry", "d_hash.pprev").unwrap(), btf.offset_of("dentry", "d_hash").unwrap() + 8);
+        assert_eq!(
+            btf.offset_of("dentry", "d_hash.pprev").unwrap(),
+            btf.offset_of("dentry", "d_hash").unwrap() + 8
+        );
     }
 }

@@ -42,7 +42,8 @@ impl Kallsyms {
         let mut syms = Kallsyms::default();
         for line in text.lines() {
             let mut fields = line.split_ascii_whitespace();
-            let (Some(_addr), Some(kind), Some(name)) = (fields.next(), fields.next(), fields.next())
+            let (Some(_addr), Some(kind), Some(name)) =
+                (fields.next(), fields.next(), fields.next())
             else {
                 continue;
             };
@@ -113,19 +114,31 @@ ffffffffc0000000 t loop_configure\t[loop]
     #[test]
     fn resolves_exact_clone_absent_and_ambiguous() {
         let k = Kallsyms::parse(SAMPLE);
-        assert_eq!(k.resolve("namespace_unlock"), Resolution::Exact("namespace_unlock".into()));
-        assert_eq!(k.resolve("synchronize_srcu"), Resolution::Exact("synchronize_srcu".into()));
+        assert_eq!(
+            k.resolve("namespace_unlock"),
+            Resolution::Exact("namespace_unlock".into())
+        );
+        assert_eq!(
+            k.resolve("synchronize_srcu"),
+            Resolution::Exact("synchronize_srcu".into())
+        );
         assert_eq!(
             k.resolve("shrink_dcache_parent"),
             Resolution::Clone("shrink_dcache_parent.constprop.0".into())
         );
         assert_eq!(k.resolve("unregister_shrinker"), Resolution::Absent);
         assert_eq!(k.resolve("dup_static"), Resolution::Ambiguous(2));
-        assert_eq!(k.resolve("vfs_rmdir"), Resolution::Exact("vfs_rmdir".into()));
+        assert_eq!(
+            k.resolve("vfs_rmdir"),
+            Resolution::Exact("vfs_rmdir".into())
+        );
         // Data symbols are not functions.
         assert_eq!(k.resolve("synchronize_rcu_data"), Resolution::Absent);
         // Module symbols count too.
-        assert_eq!(k.resolve("loop_configure"), Resolution::Exact("loop_configure".into()));
+        assert_eq!(
+            k.resolve("loop_configure"),
+            Resolution::Exact("loop_configure".into())
+        );
     }
 
     #[test]

@@ -92,16 +92,20 @@ fn kprobe_support() -> Result<(), LoadError> {
     if Path::new("/sys/bus/event_source/devices/kprobe").exists() {
         Ok(())
     } else {
-        Err(LoadError::NoKprobes { config: kernel_config_says("CONFIG_KPROBES") })
+        Err(LoadError::NoKprobes {
+            config: kernel_config_says("CONFIG_KPROBES"),
+        })
     }
 }
 
-/// CAP_SYS_ADMIN, or CAP_BPF with CAP_PERFMON, in the effective set.
+/// `CAP_SYS_ADMIN`, or `CAP_BPF` with `CAP_PERFMON`, in the effective set.
 fn has_tracing_privileges() -> bool {
     const CAP_SYS_ADMIN: u32 = 21;
     const CAP_PERFMON: u32 = 38;
     const CAP_BPF: u32 = 39;
-    let Ok(status) = std::fs::read_to_string("/proc/self/status") else { return false };
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+        return false;
+    };
     let Some(eff) = status
         .lines()
         .find_map(|l| l.strip_prefix("CapEff:"))
@@ -117,9 +121,13 @@ fn has_tracing_privileges() -> bool {
 fn kernel_config_says(option: &str) -> String {
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     let path = format!("/boot/config-{}", release.trim());
-    let Ok(text) = std::fs::read_to_string(&path) else { return String::new() };
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return String::new();
+    };
     text.lines()
-        .find(|l| l.starts_with(&format!("{option}=")) || l.contains(&format!("{option} is not set")))
+        .find(|l| {
+            l.starts_with(&format!("{option}=")) || l.contains(&format!("{option} is not set"))
+        })
         .map(|l| format!(", and {path} says \"{l}\""))
         .unwrap_or_default()
 }
@@ -142,17 +150,21 @@ pub enum AttachMode {
 /// # Errors
 /// An unknown name, with the list of known ones.
 pub fn select(names: Option<&str>) -> Result<Vec<Probe>, String> {
-    let Some(names) = names else { return Ok(PROBES.to_vec()) };
+    let Some(names) = names else {
+        return Ok(PROBES.to_vec());
+    };
     let mut out = Vec::new();
     for name in names.split(',').map(str::trim).filter(|n| !n.is_empty()) {
         let Some(p) = Probe::from_name(name) else {
             let known: Vec<&str> = PROBES.iter().map(|p| p.name()).collect();
-            return Err(format!("unknown probe {name:?}; known probes: {}", known.join(", ")));
+            return Err(format!(
+                "unknown probe {name:?}; known probes: {}",
+                known.join(", ")
+            ));
         };
         let needs: &[Probe] = match p {
-            Probe::InodeLockHold => &[Probe::VfsRmdir],
+            Probe::InodeLockHold | Probe::InodeLockWait => &[Probe::VfsRmdir],
             Probe::PruneUnderInodeLock => &[Probe::VfsRmdir, Probe::ShrinkDcacheParent],
-            Probe::InodeLockWait => &[Probe::VfsRmdir],
             _ => &[],
         };
         for q in needs.iter().chain([&p]) {
@@ -229,7 +241,14 @@ pub fn attach(wanted: &[Probe], mode: AttachMode) -> Result<Attached, LoadError>
     let mut states = BTreeMap::new();
     for probe in FUNCTIONS {
         let state = if wanted.contains(&probe) {
-            attach_function(&mut ebpf, &kallsyms, aya_btf.as_ref(), mode, kprobes.is_err(), probe)
+            attach_function(
+                &mut ebpf,
+                &kallsyms,
+                aya_btf.as_ref(),
+                mode,
+                kprobes.is_err(),
+                probe,
+            )
         } else {
             AttachState::NotRequested
         };
@@ -246,16 +265,27 @@ pub fn attach(wanted: &[Probe], mode: AttachMode) -> Result<Attached, LoadError>
     // Spans derived from vfs_rmdir and shrink_dcache_parent share their fate.
     let rmdir = states[&Probe::VfsRmdir].clone();
     let derived_state = |p: Probe| {
-        if wanted.contains(&p) { rmdir.clone() } else { AttachState::NotRequested }
+        if wanted.contains(&p) {
+            rmdir.clone()
+        } else {
+            AttachState::NotRequested
+        }
     };
     states.insert(Probe::InodeLockHold, derived_state(Probe::InodeLockHold));
-    states.insert(Probe::PruneUnderInodeLock, derived_state(Probe::PruneUnderInodeLock));
+    states.insert(
+        Probe::PruneUnderInodeLock,
+        derived_state(Probe::PruneUnderInodeLock),
+    );
     let wait = if !wanted.contains(&Probe::InodeLockWait) {
         AttachState::NotRequested
     } else if valid == 0 {
-        AttachState::Failed { reason: "needs the kernel's BTF for struct inode offsets".to_owned() }
+        AttachState::Failed {
+            reason: "needs the kernel's BTF for struct inode offsets".to_owned(),
+        }
     } else if !matches!(rmdir, AttachState::Attached { .. }) {
-        AttachState::Failed { reason: "needs the vfs_rmdir probe".to_owned() }
+        AttachState::Failed {
+            reason: "needs the vfs_rmdir probe".to_owned(),
+        }
     } else {
         attach_tracepoints(&mut ebpf, "lock", &["contention_begin", "contention_end"])
     };
@@ -264,35 +294,53 @@ pub fn attach(wanted: &[Probe], mode: AttachMode) -> Result<Attached, LoadError>
     for (p, s) in &states {
         log::debug!("{}: {s:?}", p.name());
     }
-    let any_function = FUNCTIONS.iter().any(|p| matches!(states[p], AttachState::Attached { .. }));
+    let any_function = FUNCTIONS
+        .iter()
+        .any(|p| matches!(states[p], AttachState::Attached { .. }));
     if !any_function && FUNCTIONS.iter().any(|p| wanted.contains(p)) {
         let why = match kprobes {
             Err(e) => e.to_string(),
             Ok(()) => "every function probe failed (see the probes table)".to_owned(),
         };
-        if !states.values().any(|s| matches!(s, AttachState::Attached { .. })) {
+        if !states
+            .values()
+            .any(|s| matches!(s, AttachState::Attached { .. }))
+        {
             return Err(LoadError::NothingAttached(why));
         }
         warnings.push(format!(
             "no kernel function could be traced, only syscalls and tracepoints: {why}"
         ));
     }
-    Ok(Attached { ebpf, states, warnings })
+    Ok(Attached {
+        ebpf,
+        states,
+        warnings,
+    })
 }
 
 /// Tracepoints are attached through tracefs; mount it where the system has not (as
 /// `mount -t tracefs nodev /sys/kernel/tracing` would).
 fn ensure_tracefs() -> Result<(), String> {
-    let mounted = ["/sys/kernel/tracing/events", "/sys/kernel/debug/tracing/events"]
-        .iter()
-        .any(|p| Path::new(p).exists());
+    let mounted = [
+        "/sys/kernel/tracing/events",
+        "/sys/kernel/debug/tracing/events",
+    ]
+    .iter()
+    .any(|p| Path::new(p).exists());
     if mounted {
         return Ok(());
     }
     let target = c"/sys/kernel/tracing";
     // SAFETY: valid NUL-terminated strings; no data argument.
     let rc = unsafe {
-        libc::mount(c"nodev".as_ptr(), target.as_ptr(), c"tracefs".as_ptr(), 0, std::ptr::null())
+        libc::mount(
+            c"nodev".as_ptr(),
+            target.as_ptr(),
+            c"tracefs".as_ptr(),
+            0,
+            std::ptr::null(),
+        )
     };
     if rc == 0 {
         log::info!("mounted tracefs at /sys/kernel/tracing");
@@ -309,8 +357,24 @@ fn ensure_tracefs() -> Result<(), String> {
 /// The syscall probes and their tracepoint programs (named as the tracepoints).
 const SYSCALLS: [(Probe, &[&str]); 3] = [
     (Probe::SysUmount, &["sys_enter_umount", "sys_exit_umount"]),
-    (Probe::SysRmdir, &["sys_enter_rmdir", "sys_exit_rmdir", "sys_enter_unlinkat", "sys_exit_unlinkat"]),
-    (Probe::SysUnlink, &["sys_enter_unlink", "sys_exit_unlink", "sys_enter_unlinkat", "sys_exit_unlinkat"]),
+    (
+        Probe::SysRmdir,
+        &[
+            "sys_enter_rmdir",
+            "sys_exit_rmdir",
+            "sys_enter_unlinkat",
+            "sys_exit_unlinkat",
+        ],
+    ),
+    (
+        Probe::SysUnlink,
+        &[
+            "sys_enter_unlink",
+            "sys_exit_unlink",
+            "sys_enter_unlinkat",
+            "sys_exit_unlinkat",
+        ],
+    ),
 ];
 
 /// Attach tracepoint programs named like the tracepoints, all or none. A program already
@@ -327,14 +391,19 @@ fn attach_tracepoints(ebpf: &mut Ebpf, category: &str, programs: &[&str]) -> Att
                 return Ok(()); // loaded and attached for another probe
             }
             program.load().map_err(|e| format!("loading {name}: {e}"))?;
-            program.attach(category, name).map_err(|e| format!("tracepoint {category}:{name}: {e}"))?;
+            program
+                .attach(category, name)
+                .map_err(|e| format!("tracepoint {category}:{name}: {e}"))?;
             Ok(())
         })();
         if let Err(reason) = result {
             return AttachState::Failed { reason };
         }
     }
-    AttachState::Attached { method: AttachMethod::Tracepoint, symbol: format!("{category}:{}", programs[0]) }
+    AttachState::Attached {
+        method: AttachMethod::Tracepoint,
+        symbol: format!("{category}:{}", programs[0]),
+    }
 }
 
 fn attach_function(
@@ -347,10 +416,17 @@ fn attach_function(
 ) -> AttachState {
     let symbol = match kallsyms.resolve(probe.name()) {
         Resolution::Exact(s) | Resolution::Clone(s) => s,
-        Resolution::Absent => return AttachState::Absent { symbol: probe.name().to_owned() },
+        Resolution::Absent => {
+            return AttachState::Absent {
+                symbol: probe.name().to_owned(),
+            };
+        }
         Resolution::Ambiguous(n) => {
             return AttachState::Failed {
-                reason: format!("{n} kernel functions are named {}; cannot tell which", probe.name()),
+                reason: format!(
+                    "{n} kernel functions are named {}; cannot tell which",
+                    probe.name()
+                ),
             };
         }
     };
@@ -359,26 +435,45 @@ fn attach_function(
     if mode != AttachMode::Kprobe && symbol == probe.name() {
         match btf {
             Some(btf) => match attach_fentry(ebpf, btf, probe) {
-                Ok(()) => return AttachState::Attached { method: AttachMethod::Fentry, symbol },
+                Ok(()) => {
+                    return AttachState::Attached {
+                        method: AttachMethod::Fentry,
+                        symbol,
+                    };
+                }
                 Err(e) => fentry_error = Some(e),
             },
             None => fentry_error = Some("no kernel BTF".to_owned()),
         }
     }
     if mode == AttachMode::Fentry {
-        let reason = fentry_error.unwrap_or_else(|| format!("{symbol} is a compiler clone, not in BTF"));
-        return AttachState::Failed { reason: format!("fentry: {reason}") };
+        let reason =
+            fentry_error.unwrap_or_else(|| format!("{symbol} is a compiler clone, not in BTF"));
+        return AttachState::Failed {
+            reason: format!("fentry: {reason}"),
+        };
     }
     if no_kprobes {
         // The full explanation goes in the capture's warning; the state says it briefly.
-        let also = fentry_error.map(|f| format!("; fentry: {f}")).unwrap_or_default();
-        return AttachState::Failed { reason: format!("no kprobes (CONFIG_KPROBES not set){also}") };
+        let also = fentry_error
+            .map(|f| format!("; fentry: {f}"))
+            .unwrap_or_default();
+        return AttachState::Failed {
+            reason: format!("no kprobes (CONFIG_KPROBES not set){also}"),
+        };
     }
     match attach_kprobe(ebpf, probe, &symbol) {
-        Ok(()) => AttachState::Attached { method: AttachMethod::Kprobe, symbol },
+        Ok(()) => AttachState::Attached {
+            method: AttachMethod::Kprobe,
+            symbol,
+        },
         Err(reason) => {
-            let also = fentry_error.map(|f| format!(" (fentry: {f})")).unwrap_or_default();
-            AttachState::Failed { reason: format!("{reason}{also}") }
+            let also = fentry_error
+                .map(|f| format!(" (fentry: {f})"))
+                .unwrap_or_default();
+            AttachState::Failed {
+                reason: format!("{reason}{also}"),
+            }
         }
     }
 }
@@ -392,20 +487,30 @@ fn attach_fentry(ebpf: &mut Ebpf, btf: &aya::Btf, probe: Probe) -> Result<(), St
         .ok_or_else(|| format!("program {entry} missing"))?
         .try_into()
         .map_err(|e| format!("{entry}: {e}"))?;
-    program.load(probe.name(), btf).map_err(|e| format!("refused: {}", short(&e)))?;
-    let link = program.attach().map_err(|e| format!("attach refused: {}", short(&e)))?;
+    program
+        .load(probe.name(), btf)
+        .map_err(|e| format!("refused: {}", short(&e)))?;
+    let link = program
+        .attach()
+        .map_err(|e| format!("attach refused: {}", short(&e)))?;
     let result = (|| -> Result<(), String> {
         let program: &mut FExit = ebpf
             .program_mut(&exit)
             .ok_or_else(|| format!("program {exit} missing"))?
             .try_into()
             .map_err(|e| format!("{exit}: {e}"))?;
-        program.load(probe.name(), btf).map_err(|e| format!("fexit refused: {}", short(&e)))?;
-        program.attach().map_err(|e| format!("fexit attach refused: {}", short(&e)))?;
+        program
+            .load(probe.name(), btf)
+            .map_err(|e| format!("fexit refused: {}", short(&e)))?;
+        program
+            .attach()
+            .map_err(|e| format!("fexit attach refused: {}", short(&e)))?;
         Ok(())
     })();
     if result.is_err()
-        && let Some(p) = ebpf.program_mut(&entry).and_then(|p| <&mut FEntry>::try_from(p).ok())
+        && let Some(p) = ebpf
+            .program_mut(&entry)
+            .and_then(|p| <&mut FEntry>::try_from(p).ok())
     {
         let _ = p.detach(link);
     }
@@ -423,14 +528,21 @@ fn attach_kprobe(ebpf: &mut Ebpf, probe: Probe, symbol: &str) -> Result<(), Stri
                 .ok_or_else(|| format!("program {name} missing from the object"))?
                 .try_into()
                 .map_err(|e| format!("{name}: {e}"))?;
-            program.load().map_err(|e| format!("loading {name}: {}", short(&e)))?;
-            let link = program.attach(symbol, 0).map_err(|e| format!("kprobe on {symbol}: {}", short(&e)))?;
+            program
+                .load()
+                .map_err(|e| format!("loading {name}: {}", short(&e)))?;
+            let link = program
+                .attach(symbol, 0)
+                .map_err(|e| format!("kprobe on {symbol}: {}", short(&e)))?;
             links.push((name.clone(), link));
             Ok(())
         })();
         if let Err(reason) = result {
             for (name, link) in links {
-                if let Some(p) = ebpf.program_mut(&name).and_then(|p| <&mut KProbe>::try_from(p).ok()) {
+                if let Some(p) = ebpf
+                    .program_mut(&name)
+                    .and_then(|p| <&mut KProbe>::try_from(p).ok())
+                {
                     let _ = p.detach(link);
                 }
             }
@@ -444,9 +556,16 @@ fn attach_kprobe(ebpf: &mut Ebpf, probe: Probe, symbol: &str) -> Result<(), Stri
 fn short(e: &dyn std::error::Error) -> String {
     let full = e.to_string();
     log::debug!("{full}");
-    let Some((head, log)) = full.split_once(". Verifier output:") else { return full };
+    let Some((head, log)) = full.split_once(". Verifier output:") else {
+        return full;
+    };
     let noise = ["verification time", "processed ", "stack depth"];
-    match log.lines().map(str::trim).rev().find(|l| !l.is_empty() && !noise.iter().any(|n| l.starts_with(n))) {
+    match log
+        .lines()
+        .map(str::trim)
+        .rev()
+        .find(|l| !l.is_empty() && !noise.iter().any(|n| l.starts_with(n)))
+    {
         Some(last) => format!("{head}: {last}"),
         None => head.to_owned(),
     }
@@ -484,20 +603,32 @@ pub fn check() -> Result<(Vec<Check>, Option<LoadError>), LoadError> {
                 .ok_or_else(|| format!("program {name} missing from the object"))?
                 .try_into()
                 .map_err(|e| format!("{name}: {e}"))?;
-            program.load().map_err(|e| format!("loading {name}: {}", short(&e)))
+            program
+                .load()
+                .map_err(|e| format!("loading {name}: {}", short(&e)))
         });
-        out.push(Check { probe, resolution: kallsyms.resolve(probe.name()), load });
+        out.push(Check {
+            probe,
+            resolution: kallsyms.resolve(probe.name()),
+            load,
+        });
     }
     Ok((out, verdict))
 }
 
-/// Kernels before 5.11 charge BPF maps to RLIMIT_MEMLOCK; later ones to the memory cgroup,
+/// Kernels before 5.11 charge BPF maps to `RLIMIT_MEMLOCK`; later ones to the memory cgroup,
 /// where raising it may be refused and does not matter.
 fn raise_memlock_limit() {
-    let rlim = libc::rlimit { rlim_cur: libc::RLIM_INFINITY, rlim_max: libc::RLIM_INFINITY };
+    let rlim = libc::rlimit {
+        rlim_cur: libc::RLIM_INFINITY,
+        rlim_max: libc::RLIM_INFINITY,
+    };
     // SAFETY: setrlimit reads a valid rlimit struct.
     if unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &raw const rlim) } != 0 {
-        log::debug!("raising RLIMIT_MEMLOCK failed: {}", std::io::Error::last_os_error());
+        log::debug!(
+            "raising RLIMIT_MEMLOCK failed: {}",
+            std::io::Error::last_os_error()
+        );
     }
 }
 
@@ -510,11 +641,21 @@ mod tests {
         assert_eq!(select(None).unwrap(), PROBES.to_vec());
         assert_eq!(
             select(Some("prune_under_inode_lock")).unwrap(),
-            vec![Probe::VfsRmdir, Probe::ShrinkDcacheParent, Probe::PruneUnderInodeLock]
+            vec![
+                Probe::VfsRmdir,
+                Probe::ShrinkDcacheParent,
+                Probe::PruneUnderInodeLock
+            ]
         );
-        assert_eq!(select(Some("vfs_rmdir, d_delete,vfs_rmdir")).unwrap(), vec![Probe::VfsRmdir, Probe::DDelete]);
+        assert_eq!(
+            select(Some("vfs_rmdir, d_delete,vfs_rmdir")).unwrap(),
+            vec![Probe::VfsRmdir, Probe::DDelete]
+        );
         let err = select(Some("vfs_rmdir,vfs_unlink")).unwrap_err();
-        assert!(err.contains("\"vfs_unlink\"") && err.contains("synchronize_srcu"), "{err}");
+        assert!(
+            err.contains("\"vfs_unlink\"") && err.contains("synchronize_srcu"),
+            "{err}"
+        );
         assert!(select(Some(",")).is_err());
     }
 }

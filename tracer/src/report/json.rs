@@ -275,7 +275,10 @@ pub fn to_string(snapshot: &Snapshot) -> String {
         losses: snapshot
             .losses
             .iter()
-            .map(|(l, n)| LossRec { name: l.name().to_owned(), value: *n })
+            .map(|(l, n)| LossRec {
+                name: l.name().to_owned(),
+                value: *n,
+            })
             .collect(),
     };
     let mut s = serde_json::to_string_pretty(&file).expect("capture records serialize");
@@ -466,7 +469,10 @@ fn build(file: CaptureFile) -> Result<Snapshot, LoadError> {
         let loss = crate::snapshot::Loss::from_name(&l.name)
             .ok_or_else(|| record("losses", i)(format!("unknown loss {:?}", l.name)))?;
         if s.losses.insert(loss, l.value).is_some() {
-            return Err(record("losses", i)(format!("loss {:?} listed twice", l.name)));
+            return Err(record("losses", i)(format!(
+                "loss {:?} listed twice",
+                l.name
+            )));
         }
     }
     Ok(s)
@@ -510,7 +516,7 @@ fn latency(r: &SeriesRec) -> Result<Latency, String> {
         (_, Some(_), Some(_)) => return Err("min_ns is larger than max_ns".to_owned()),
         _ => return Err("min_ns and max_ns are required when count is not 0".to_owned()),
     };
-    Latency::from_parts(r.count, r.sum_ns, min, max, hist).map_err(|e| format!("histogram: {e}"))
+    Latency::from_parts(r.count, r.sum_ns, min, max, &hist).map_err(|e| format!("histogram: {e}"))
 }
 
 /// Histogram bytes per series, for the size note in `docs/capture-file.md`.

@@ -66,7 +66,8 @@ pub fn umount_capture() -> Snapshot {
     s.count(Counter::NegativeDentries, 1, 80);
     s.count(Counter::DroppedDentries, SESSION, 40);
     s.count(Counter::NegativeDentries, GONE_CGROUP, 3);
-    s.losses.insert(crate::snapshot::Loss::DentryReadFailures, 2);
+    s.losses
+        .insert(crate::snapshot::Loss::DentryReadFailures, 2);
     s.cgroups.insert(1, "/".to_owned());
     s.cgroups.insert(
         SESSION,

@@ -20,8 +20,14 @@ pub const SCENARIO: Scenario = Scenario {
             the trylock fail. With SRCU the readers touch only per-CPU counters (1.38% \
             __srcu_read_lock) and never fail; the writer waits for them instead.",
     variants: &[
-        ("rwsem", "readers take shrinker_rwsem with down_read_trylock"),
-        ("srcu", "readers are SRCU readers; unregister_shrinker waits in synchronize_srcu"),
+        (
+            "rwsem",
+            "readers take shrinker_rwsem with down_read_trylock",
+        ),
+        (
+            "srcu",
+            "readers are SRCU readers; unregister_shrinker waits in synchronize_srcu",
+        ),
     ],
     keys: &[
         "reclaimers",
@@ -80,7 +86,10 @@ fn run(ctx: &Ctx) -> Outcome {
     let mut eng = Engine::new(ctx.seed);
     let mut w = World::new(p.clone(), ctx.description.clone(), SCENARIO.kernel, PROBES);
     w.cgroup(WRITER_CGROUP, "/test/2000");
-    let reg = Registry { shrinker: w.lock(false), list_lrus: w.lock(false) };
+    let reg = Registry {
+        shrinker: w.lock(false),
+        list_lrus: w.lock(false),
+    };
     let count_line = w.line();
 
     let reclaim = if rwsem {
@@ -105,10 +114,21 @@ fn run(ctx: &Ctx) -> Outcome {
     };
     for i in 0..p.reclaimers {
         let at = eng.rng.below(p.reclaim_work_ns.max(1));
-        w.spawn(&mut eng, at, reclaim.clone(), u64::MAX, 100 + i, Class::Reclaimer);
+        w.spawn(
+            &mut eng,
+            at,
+            reclaim.clone(),
+            u64::MAX,
+            100 + i,
+            Class::Reclaimer,
+        );
     }
 
-    let teardown = if rwsem { Teardown::Rwsem } else { Teardown::Srcu(Gp::Normal) };
+    let teardown = if rwsem {
+        Teardown::Rwsem
+    } else {
+        Teardown::Srcu(Gp::Normal)
+    };
     let mut writer = vec![Step::Sleep(p.writer_interval_ns)];
     writer.extend(paths::umount(p, Gp::Expedited, teardown, reg));
     writer.extend(paths::register_shrinker(p, reg));
@@ -118,7 +138,10 @@ fn run(ctx: &Ctx) -> Outcome {
     let scanned = w.tally(Tally::ShrinkScanned);
     let skipped = w.tally(Tally::ShrinkSkipped);
     let acct = w.account(Class::Reclaimer);
-    let unregister = w.calls(Probe::UnregisterShrinker, Some(Probe::DeactivateLockedSuper));
+    let unregister = w.calls(
+        Probe::UnregisterShrinker,
+        Some(Probe::DeactivateLockedSuper),
+    );
     let events = eng.handled();
     let snapshot = w.finish(p.duration_ns);
     #[expect(clippy::cast_precision_loss, reason = "figures")]
@@ -144,5 +167,9 @@ fn run(ctx: &Ctx) -> Outcome {
             unit: "ms",
         },
     ];
-    Outcome { snapshot, figures, events }
+    Outcome {
+        snapshot,
+        figures,
+        events,
+    }
 }

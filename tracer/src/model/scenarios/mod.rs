@@ -97,12 +97,24 @@ pub fn find(name: &str) -> Option<&'static Scenario> {
 #[must_use]
 pub fn simulate(name: &str, variant: &str, p: &Params, seed: u64) -> Outcome {
     let s = find(name).expect("known scenario");
-    let variant = s.variants.iter().position(|v| v.0 == variant).expect("known variant");
-    (s.run)(&Ctx { p, variant, seed, description: format!("model {name}/{} seed={seed}", s.variants[variant].0) })
+    let variant = s
+        .variants
+        .iter()
+        .position(|v| v.0 == variant)
+        .expect("known variant");
+    (s.run)(&Ctx {
+        p,
+        variant,
+        seed,
+        description: format!("model {name}/{} seed={seed}", s.variants[variant].0),
+    })
 }
 
 /// Seconds in `ns`, for figures.
-#[expect(clippy::cast_precision_loss, reason = "figures for display and tolerances")]
+#[expect(
+    clippy::cast_precision_loss,
+    reason = "figures for display and tolerances"
+)]
 fn secs(ns: u64) -> f64 {
     ns as f64 / 1e9
 }

@@ -19,9 +19,18 @@ pub const SCENARIO: Scenario = Scenario {
             1.892 s for 10 million on ext4 and 0.001 s on tmpfs, which never keeps negative \
             dentries. Pruning under the inode locks makes the `ls` wait as long.",
     variants: &[
-        ("prune-under-lock", "mainline: shrink_dcache_parent with both inode locks held"),
-        ("prune-after-unlock", "Linus's v2: prune after dropping both inode locks"),
-        ("prune-after-victim-unlock", "Linus's v1: prune after dropping only the victim's lock"),
+        (
+            "prune-under-lock",
+            "mainline: shrink_dcache_parent with both inode locks held",
+        ),
+        (
+            "prune-after-unlock",
+            "Linus's v2: prune after dropping both inode locks",
+        ),
+        (
+            "prune-after-victim-unlock",
+            "Linus's v1: prune after dropping only the victim's lock",
+        ),
     ],
     keys: &[
         "negatives",
@@ -63,19 +72,38 @@ fn run(ctx: &Ctx) -> Outcome {
     };
     let mut eng = Engine::new(ctx.seed);
     let mut w = World::new(p.clone(), ctx.description.clone(), SCENARIO.kernel, PROBES);
-    let dirs = Dirs { parent: w.lock(true), victim: w.lock(true) };
+    let dirs = Dirs {
+        parent: w.lock(true),
+        victim: w.lock(true),
+    };
 
     // Phase 1: fill the directory. tmpfs's always_delete_dentry drops each dentry at once.
     let unlink = POPULATE[usize::try_from(p.populate).unwrap_or(0)] == "unlink";
-    let fill = Step::Populate { n: p.negatives, ns: p.populate_ns, unlink, retain: !p.tmpfs() };
+    let fill = Step::Populate {
+        n: p.negatives,
+        ns: p.populate_ns,
+        unlink,
+        retain: !p.tmpfs(),
+    };
     w.spawn(&mut eng, 0, vec![fill], 1, 1, Class::Main);
     w.run(&mut eng, u64::MAX);
     let filled = w.last_task_end();
     let negatives = w.negatives;
 
     // Phase 2: rmdir, and `ls` beside it.
-    w.spawn(&mut eng, filled, paths::rmdir(p, prune, dirs), 1, 1, Class::Main);
-    let dir = if LOOKUP_IN[usize::try_from(p.lookup_in).unwrap_or(0)] == "parent" { dirs.parent } else { dirs.victim };
+    w.spawn(
+        &mut eng,
+        filled,
+        paths::rmdir(p, prune, dirs),
+        1,
+        1,
+        Class::Main,
+    );
+    let dir = if LOOKUP_IN[usize::try_from(p.lookup_in).unwrap_or(0)] == "parent" {
+        dirs.parent
+    } else {
+        dirs.victim
+    };
     for i in 0..p.lookups {
         let at = filled + p.lookup_after_ns + i * p.lookup_interval_ns;
         w.spawn(&mut eng, at, paths::ls(p, dir), 1, 1, Class::Main);
@@ -84,18 +112,46 @@ fn run(ctx: &Ctx) -> Outcome {
     let span = w.last_task_end();
     let rmdir = w.calls(Probe::SysRmdir, None);
     let prune_calls = w.calls(Probe::ShrinkDcacheParent, None);
-    let prune_calls = if prune_calls.count() > 0 { prune_calls } else { w.calls(Probe::ShrinkDcacheParent, Some(Probe::VfsRmdir)) };
+    let prune_calls = if prune_calls.count() > 0 {
+        prune_calls
+    } else {
+        w.calls(Probe::ShrinkDcacheParent, Some(Probe::VfsRmdir))
+    };
     let waits = w.calls(Probe::InodeLockWait, None);
     let events = eng.handled();
     let snapshot = w.finish(span);
     let ms = |ns: Option<u64>| secs(ns.unwrap_or(0)) * 1e3;
     #[expect(clippy::cast_precision_loss, reason = "a figure")]
     let figures = vec![
-        Figure { name: "negative_dentries", value: negatives as f64, unit: "" },
-        Figure { name: "populate", value: secs(filled), unit: "s" },
-        Figure { name: "rmdir", value: secs(rmdir.max_ns().unwrap_or(0)), unit: "s" },
-        Figure { name: "prune", value: secs(prune_calls.max_ns().unwrap_or(0)), unit: "s" },
-        Figure { name: "lookup_wait_max", value: ms(waits.max_ns()), unit: "ms" },
+        Figure {
+            name: "negative_dentries",
+            value: negatives as f64,
+            unit: "",
+        },
+        Figure {
+            name: "populate",
+            value: secs(filled),
+            unit: "s",
+        },
+        Figure {
+            name: "rmdir",
+            value: secs(rmdir.max_ns().unwrap_or(0)),
+            unit: "s",
+        },
+        Figure {
+            name: "prune",
+            value: secs(prune_calls.max_ns().unwrap_or(0)),
+            unit: "s",
+        },
+        Figure {
+            name: "lookup_wait_max",
+            value: ms(waits.max_ns()),
+            unit: "ms",
+        },
     ];
-    Outcome { snapshot, figures, events }
+    Outcome {
+        snapshot,
+        figures,
+        events,
+    }
 }

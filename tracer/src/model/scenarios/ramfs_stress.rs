@@ -19,10 +19,22 @@ pub const SCENARIO: Scenario = Scenario {
             change, 2,811 with synchronize_srcu in unregister_shrinker, 11,834 with \
             synchronize_srcu_expedited and 13,824 with the deferred finalize.",
     variants: &[
-        ("baseline", "before 6.4: unregister_shrinker takes shrinker_rwsem, no grace period"),
-        ("srcu", "unregister_shrinker waits in synchronize_srcu (the regression)"),
-        ("expedited", "unregister_shrinker waits in synchronize_srcu_expedited"),
-        ("deferred-finalize", "the SRCU wait and list_lru_destroy move to destroy_super_work"),
+        (
+            "baseline",
+            "before 6.4: unregister_shrinker takes shrinker_rwsem, no grace period",
+        ),
+        (
+            "srcu",
+            "unregister_shrinker waits in synchronize_srcu (the regression)",
+        ),
+        (
+            "expedited",
+            "unregister_shrinker waits in synchronize_srcu_expedited",
+        ),
+        (
+            "deferred-finalize",
+            "the SRCU wait and list_lru_destroy move to destroy_super_work",
+        ),
     ],
     keys: &[
         "workers",
@@ -93,7 +105,10 @@ fn run(ctx: &Ctx) -> Outcome {
     };
     let mut eng = Engine::new(ctx.seed);
     let mut w = World::new(p.clone(), ctx.description.clone(), SCENARIO.kernel, PROBES);
-    let reg = Registry { shrinker: w.lock(false), list_lrus: w.lock(false) };
+    let reg = Registry {
+        shrinker: w.lock(false),
+        list_lrus: w.lock(false),
+    };
     // One iteration: mount (registers the superblock's shrinker), work, umount. Since 4.15
     // namespace_unlock waits with synchronize_rcu_expedited (NeilBrown's patch).
     let mut script = vec![Step::Cpu(p.op_work_ns / 2)];
@@ -112,5 +127,13 @@ fn run(ctx: &Ctx) -> Outcome {
     let snapshot = w.finish(p.duration_ns);
     #[expect(clippy::cast_precision_loss, reason = "a figure")]
     let ops_per_s = ops as f64 / secs(p.duration_ns).max(1e-9);
-    Outcome { snapshot, figures: vec![Figure { name: "ops_per_s", value: ops_per_s, unit: "ops/s" }], events }
+    Outcome {
+        snapshot,
+        figures: vec![Figure {
+            name: "ops_per_s",
+            value: ops_per_s,
+            unit: "ops/s",
+        }],
+        events,
+    }
 }

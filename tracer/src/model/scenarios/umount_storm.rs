@@ -18,7 +18,10 @@ pub const SCENARIO: Scenario = Scenario {
             CPUs, 36 s on 1 CPU, 0.6 s with synchronize_rcu_expedited.",
     variants: &[
         ("baseline", "namespace_unlock calls synchronize_rcu"),
-        ("expedited", "namespace_unlock calls synchronize_rcu_expedited (the patch)"),
+        (
+            "expedited",
+            "namespace_unlock calls synchronize_rcu_expedited (the patch)",
+        ),
     ],
     keys: &[
         "mounts",
@@ -55,10 +58,17 @@ const PROBES: &[Probe] = &[
 
 fn run(ctx: &Ctx) -> Outcome {
     let p = ctx.p;
-    let gp = if ctx.variant == 0 { Gp::Normal } else { Gp::Expedited };
+    let gp = if ctx.variant == 0 {
+        Gp::Normal
+    } else {
+        Gp::Expedited
+    };
     let mut eng = Engine::new(ctx.seed);
     let mut w = World::new(p.clone(), ctx.description.clone(), SCENARIO.kernel, PROBES);
-    let reg = Registry { shrinker: w.lock(false), list_lrus: w.lock(false) };
+    let reg = Registry {
+        shrinker: w.lock(false),
+        list_lrus: w.lock(false),
+    };
     // 4.14: unregister_shrinker only takes shrinker_rwsem; no SRCU yet.
     let script = paths::umount(p, gp, Teardown::Rwsem, reg);
     if p.mounts > 0 {
@@ -73,8 +83,16 @@ fn run(ctx: &Ctx) -> Outcome {
     Outcome {
         snapshot,
         figures: vec![
-            Figure { name: "umount_total", value: secs(span), unit: "s" },
-            Figure { name: "per_umount", value: per, unit: "ms" },
+            Figure {
+                name: "umount_total",
+                value: secs(span),
+                unit: "s",
+            },
+            Figure {
+                name: "per_umount",
+                value: per,
+                unit: "ms",
+            },
         ],
         events,
     }
