@@ -372,8 +372,13 @@ fn check_capture(
         .get(&format!("{name}.json"))
         .ok_or_else(|| with_log(files, &log, format!("no {name}.json")))?;
     let snapshot = tracer::report::load(path).map_err(|e| format!("{}: {e:#}", path.display()))?;
-    capture_sanity(&snapshot)?;
-    specific(&snapshot, version)
+    // Both verdicts, so a failure of one does not hide what the other saw.
+    match (specific(&snapshot, version), capture_sanity(&snapshot)) {
+        (Ok(seen), Ok(())) => Ok(seen),
+        (Ok(seen), Err(why)) => Err(format!("{seen}, but {why}")),
+        (Err(why), Ok(())) => Err(why),
+        (Err(why), Err(also)) => Err(format!("{why}; also {also}")),
+    }
 }
 
 /// Every capture: the workload ran and exited 0; every probe's calls took a positive
