@@ -233,11 +233,13 @@ fn record(cgroup: u64, probe: u16, caller: u16, delta: u64) -> bool {
     let stat_ok = match STATS.get_ptr_mut(skey) {
         Some(s) => {
             let s = unsafe { &mut *s };
-            s.count += 1;
-            s.sum_ns += delta;
-            if delta < s.min_ns {
+            // Another CPU's first call of this series finds a zeroed slot (per-CPU hash
+            // entries are created for all CPUs at once): its min starts at this call.
+            if s.count == 0 || delta < s.min_ns {
                 s.min_ns = delta;
             }
+            s.count += 1;
+            s.sum_ns += delta;
             if delta > s.max_ns {
                 s.max_ns = delta;
             }
