@@ -113,6 +113,27 @@ fn build_initramfs(spec: &Spec<'_>) -> anyhow::Result<PathBuf> {
     Ok(path)
 }
 
+/// A program of this host with every shared library `ldd` names, as initramfs files at
+/// the same paths, so the guest can run it (bpftrace, for comparisons in the same boot).
+///
+/// # Errors
+/// When the program or one of its libraries cannot be read.
+pub fn host_program(path: &str) -> anyhow::Result<Vec<(String, u32, Vec<u8>)>> {
+    let out = Command::new("ldd")
+        .arg(path)
+        .output()
+        .with_context(|| format!("running ldd {path}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut files = vec![(path.to_owned(), 0o755, fs::read(path).with_context(|| format!("reading {path}"))?)];
+    // `libx.so => /lib/libx.so (0x...)` or `/lib64/ld-linux-x86-64.so.2 (0x...)`.
+    for lib in text.lines().filter_map(|l| l.split_whitespace().find(|w| w.starts_with('/'))) {
+        // Read through symlinks; the guest gets the file at the name the loader asks for.
+        let data = fs::read(lib).with_context(|| format!("reading {lib} (needed by {path})"))?;
+        files.push((lib.to_owned(), 0o755, data));
+    }
+    Ok(files)
+}
+
 /// The QEMU command line: TCG unless asked for KVM, no network, the console on standard
 /// output and the results port into `results`.
 fn qemu_command(spec: &Spec<'_>, initrd: &Path, results: &Path) -> Command {
@@ -122,7 +143,8 @@ fn qemu_command(spec: &Spec<'_>, initrd: &Path, results: &Path) -> Command {
     } else {
         qemu.args(["-accel", "tcg", "-cpu", "max"]);
     }
-    qemu.args(["-smp", "2", "-m", "1024", "-kernel"])
+    // 2 GiB: room for bpftrace and its libraries (about 200 MiB) in the initramfs.
+    qemu.args(["-smp", "2", "-m", "2048", "-kernel"])
         .arg(&spec.kernel.vmlinuz)
         .arg("-initrd")
         .arg(initrd)
