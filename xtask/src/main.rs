@@ -1,6 +1,7 @@
 //! `cargo xtask`: set up this machine, build the static tracer, boot real kernels under
 //! QEMU, and run every test. Each command runs `setup` first (cheap once done).
 
+mod bench;
 mod initramfs;
 mod kernel;
 mod setup;
@@ -64,6 +65,11 @@ enum Cmd {
         #[arg(last = true)]
         args: Vec<String>,
     },
+    /// Benchmarks, each printing a ratio against a peer measured in the same run.
+    Bench {
+        #[command(subcommand)]
+        what: bench::Bench,
+    },
 }
 
 #[derive(Debug, clap::Args)]
@@ -119,6 +125,7 @@ fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
             qemu,
         } => test(&kernel, skip_unit, &qemu),
         Cmd::Run { qemu, args } => run_main(&qemu, args),
+        Cmd::Bench { what } => bench::run(&what),
     }
 }
 

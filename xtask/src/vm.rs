@@ -73,18 +73,7 @@ fn build_initramfs(spec: &Spec<'_>) -> anyhow::Result<PathBuf> {
         bail!("/bin/busybox is not static: install busybox-static (`cargo xtask setup`)");
     }
     let mut w = initramfs::create(&path)?;
-    for dir in [
-        "/bin",
-        "/dev",
-        "/proc",
-        "/sys",
-        "/tmp",
-        "/mnt",
-        "/root",
-        "/lib",
-        "/lib/modules",
-        "/etc",
-    ] {
+    for dir in BASE_DIRS {
         w.dir(dir)?;
     }
     w.char_dev("/dev/console", 0o600, 5, 1)?;
@@ -106,12 +95,39 @@ fn build_initramfs(spec: &Spec<'_>) -> anyhow::Result<PathBuf> {
             &fs::read(ko).with_context(|| format!("reading {}", ko.display()))?,
         )?;
     }
+    // The kernel's unpacker makes no missing parent directories: list each one first.
+    let mut dirs = std::collections::BTreeSet::new();
+    for (guest, _, _) in &spec.files {
+        let mut parent = Path::new(guest).parent();
+        while let Some(p) = parent.filter(|p| *p != Path::new("/")) {
+            dirs.insert(p.to_string_lossy().into_owned());
+            parent = p.parent();
+        }
+    }
+    // BTreeSet order puts every directory before its children.
+    for dir in dirs.iter().filter(|d| !BASE_DIRS.contains(&d.as_str())) {
+        w.dir(dir)?;
+    }
     for (guest, mode, data) in &spec.files {
         w.file(guest, *mode, data)?;
     }
     initramfs::finish(w)?;
     Ok(path)
 }
+
+/// The initramfs's own directories, parents first.
+const BASE_DIRS: [&str; 10] = [
+    "/bin",
+    "/dev",
+    "/proc",
+    "/sys",
+    "/tmp",
+    "/mnt",
+    "/root",
+    "/lib",
+    "/lib/modules",
+    "/etc",
+];
 
 /// A program of this host with every shared library `ldd` names, as initramfs files at
 /// the same paths, so the guest can run it (bpftrace, for comparisons in the same boot).
@@ -124,9 +140,16 @@ pub fn host_program(path: &str) -> anyhow::Result<Vec<(String, u32, Vec<u8>)>> {
         .output()
         .with_context(|| format!("running ldd {path}"))?;
     let text = String::from_utf8_lossy(&out.stdout);
-    let mut files = vec![(path.to_owned(), 0o755, fs::read(path).with_context(|| format!("reading {path}"))?)];
+    let mut files = vec![(
+        path.to_owned(),
+        0o755,
+        fs::read(path).with_context(|| format!("reading {path}"))?,
+    )];
     // `libx.so => /lib/libx.so (0x...)` or `/lib64/ld-linux-x86-64.so.2 (0x...)`.
-    for lib in text.lines().filter_map(|l| l.split_whitespace().find(|w| w.starts_with('/'))) {
+    for lib in text
+        .lines()
+        .filter_map(|l| l.split_whitespace().find(|w| w.starts_with('/')))
+    {
         // Read through symlinks; the guest gets the file at the name the loader asks for.
         let data = fs::read(lib).with_context(|| format!("reading {lib} (needed by {path})"))?;
         files.push((lib.to_owned(), 0o755, data));

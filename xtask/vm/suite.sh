@@ -86,4 +86,66 @@ mkdir -p /mnt/t
 reference tmpfs "$tmpfs_workload" unregister_shrinker shrinker_free synchronize_srcu synchronize_rcu_expedited
 capture tmpfs "$tmpfs_workload"
 
+echo "suite: dentries on tmpfs (100 unlinks: tmpfs drops every negative dentry)"
+mkdir -p /tmp/kept
+sh -c 'cd /tmp/kept && i=0; while [ $i -lt 100 ]; do touch f$i || exit 1; i=$((i+1)); done'
+capture unlink_tmpfs 'cd /tmp/kept && i=0; while [ $i -lt 100 ]; do rm f$i || exit 1; i=$((i+1)); done'
+
+echo "suite: cgroups (120 and 70 mkdir + rmdir at once, each in a cgroup of its own)"
+mkdir -p /sys/fs/cgroup/wa /sys/fs/cgroup/wb /tmp/ca /tmp/cb
+# Each half moves itself into its cgroup before its first mkdir.
+half='echo $$ > /sys/fs/cgroup/$1/cgroup.procs && cd /tmp/$2 && i=0; while [ $i -lt $3 ]; do mkdir d$i && rmdir d$i || exit 1; i=$((i+1)); done'
+echo "$half" > /tmp/half.sh
+capture cgroups 'sh /tmp/half.sh wa ca 120 & a=$!; sh /tmp/half.sh wb cb 70 & b=$!; wait $a && wait $b'
+
+echo "suite: umount of 300 tmpfs, and the capture file re-rendered"
+i=0; while [ $i -lt 300 ]; do mkdir -p /mnt/s/$i && mount -t tmpfs none /mnt/s/$i; i=$((i+1)); done
+capture umount300 'i=0; while [ $i -lt 300 ]; do umount /mnt/s/$i || exit 1; i=$((i+1)); done'
+if tracer report --format json -o /tmp/umount300.rt.json /tmp/umount300.json > /tmp/rt.log 2>&1; then
+    emit umount300.rt.json /tmp/umount300.rt.json
+else
+    emit umount300.rt.log /tmp/rt.log
+fi
+
+echo "suite: negative dentries (20000 failed lookups), then rmdir while ls reads the parent"
+if [ -d /mnt/ext2 ]; then
+    mkdir -p /mnt/ext2/es
+    # `[ -e ]` is a shell builtin: 20000 lookups without 20000 forks.
+    sh -c 'i=0; while [ $i -lt 20000 ]; do [ -e /mnt/ext2/es/n$i ]; i=$((i+1)); done'
+    capture negdentry '(while [ ! -e /tmp/stop ]; do ls /mnt/ext2 > /dev/null; done) & sleep 0.3; rmdir /mnt/ext2/es; rc=$?; touch /tmp/stop; wait; exit $rc'
+fi
+
+# The same workloads under bpftrace, in the same boot: its counts must equal tracer's.
+teardown=unregister_shrinker
+grep -q ' shrinker_free$' /proc/kallsyms && teardown=shrinker_free
+# bt NAME WORKLOAD PROGRAM: bpftrace's maps after one run of WORKLOAD.
+bt() {
+    echo "$2" > /tmp/$1.sh
+    timeout 300 /usr/bin/bpftrace -e "$3" -c "sh /tmp/$1.sh" > /tmp/$1.bt 2>&1
+    echo "exit $?" >> /tmp/$1.bt
+    emit $1.bt /tmp/$1.bt
+}
+if [ -x /usr/bin/bpftrace ]; then
+    echo "suite: bpftrace on the same workloads"
+    bt rmdir "$rmdir_workload" 'kprobe:vfs_rmdir { @vfs_rmdir = count(); } kprobe:d_delete { @d_delete = count(); }'
+    if [ -d /mnt/ext2/kept ]; then
+        sh -c "$make_files"
+        bt unlink "$unlink_workload" 'kprobe:d_delete { @d_delete = count(); }'
+    fi
+    bt tmpfs "$tmpfs_workload" "kprobe:$teardown { @$teardown = count(); } kprobe:synchronize_rcu_expedited { @synchronize_rcu_expedited = count(); }"
+fi
+
+echo "suite: calibration captures (umount of 50 and 150 tmpfs; rmdir of 5000 and 20000 negatives)"
+for n in 50 150; do
+    i=0; while [ $i -lt $n ]; do mkdir -p /mnt/c$n/$i && mount -t tmpfs none /mnt/c$n/$i; i=$((i+1)); done
+    capture um$n "i=0; while [ \$i -lt $n ]; do umount /mnt/c$n/\$i || exit 1; i=\$((i+1)); done"
+done
+if [ -d /mnt/ext2 ]; then
+    for n in 5000 20000; do
+        mkdir -p /mnt/ext2/n$n
+        sh -c "i=0; while [ \$i -lt $n ]; do [ -e /mnt/ext2/n$n/x\$i ]; i=\$((i+1)); done"
+        capture neg$n "rmdir /mnt/ext2/n$n"
+    done
+fi
+
 echo "suite: done"
