@@ -34,8 +34,9 @@ fn per_cpu_hash<'a, K: aya::Pod, V: aya::Pod>(
     PerCpuHashMap::try_from(map).map_err(|e| CollectError::Map(name, e))
 }
 
-/// Read the maps: latency series per (probe, caller, cgroup) and each probe's counters,
-/// under the attach `states`. Cgroup ids are named from `cgroups`; others become "(gone)".
+/// Read the maps: latency series per (probe, caller, cgroup), event counters, losses and
+/// each probe's counters, under the attach `states`. Cgroup ids are named from `cgroups`;
+/// others (cgroups removed since) collapse into one "(gone)" row.
 ///
 /// # Errors
 /// When a map cannot be read.
@@ -46,7 +47,36 @@ pub fn read(
     meta: Meta,
 ) -> Result<Snapshot, CollectError> {
     let mut snap = Snapshot::new(meta);
+    let known = |id: u64| {
+        if cgroups.contains_key(&id) {
+            id
+        } else {
+            GONE_CGROUP
+        }
+    };
+    read_series(ebpf, &mut snap, known)?;
+    read_events(ebpf, &mut snap, known)?;
+    read_losses(ebpf, &mut snap)?;
+    read_probe_counters(ebpf, &mut snap, states)?;
+    let used: std::collections::BTreeSet<u64> = snap
+        .series
+        .keys()
+        .map(|k| k.cgroup)
+        .chain(snap.counters.keys().map(|(_, c)| *c))
+        .collect();
+    snap.cgroups = used
+        .iter()
+        .filter_map(|id| cgroups.get(id).map(|p| (*id, p.clone())))
+        .collect();
+    Ok(snap)
+}
 
+/// `HIST` and `STATS` into latency series.
+fn read_series(
+    ebpf: &Ebpf,
+    snap: &mut Snapshot,
+    known: impl Fn(u64) -> u64,
+) -> Result<(), CollectError> {
     let stat_map: PerCpuHashMap<_, StatKey, Stat> = per_cpu_hash(ebpf, maps::STATS)?;
     let mut summary: BTreeMap<StatKey, Stat> = BTreeMap::new();
     for item in &stat_map {
@@ -58,14 +88,16 @@ pub fn read(
     let mut buckets: BTreeMap<StatKey, Vec<(u32, u64)>> = BTreeMap::new();
     for item in &hist {
         let (key, per_cpu) = item.map_err(|e| CollectError::Map(maps::HIST, e))?;
-        let n: u64 = per_cpu.iter().sum();
         let skey = StatKey {
             cgroup: key.cgroup,
             probe: key.probe,
             caller: key.caller,
             _pad: 0,
         };
-        buckets.entry(skey).or_default().push((key.bucket, n));
+        buckets
+            .entry(skey)
+            .or_default()
+            .push((key.bucket, per_cpu.iter().sum()));
     }
 
     for (skey, b) in buckets {
@@ -84,11 +116,7 @@ pub fn read(
             max_ns: 0,
         });
         let lat = Latency::from_buckets(b, stat.sum_ns, stat.min_ns, stat.max_ns);
-        let cgroup = if cgroups.contains_key(&skey.cgroup) {
-            skey.cgroup
-        } else {
-            GONE_CGROUP
-        };
+        let cgroup = known(skey.cgroup);
         snap.series_mut(SeriesKey {
             probe,
             caller,
@@ -96,6 +124,15 @@ pub fn read(
         })
         .merge(&lat);
     }
+    Ok(())
+}
+
+/// `COUNTERS` into per-cgroup event counters.
+fn read_events(
+    ebpf: &Ebpf,
+    snap: &mut Snapshot,
+    known: impl Fn(u64) -> u64,
+) -> Result<(), CollectError> {
     let events: PerCpuHashMap<_, CounterKey, u64> = per_cpu_hash(ebpf, maps::COUNTERS)?;
     for item in &events {
         let (key, per_cpu) = item.map_err(|e| CollectError::Map(maps::COUNTERS, e))?;
@@ -104,14 +141,13 @@ pub fn read(
             c if c == CounterId::DroppedDentries as u32 => Counter::DroppedDentries,
             _ => continue,
         };
-        let cgroup = if cgroups.contains_key(&key.cgroup) {
-            key.cgroup
-        } else {
-            GONE_CGROUP
-        };
-        snap.count(counter, cgroup, per_cpu.iter().sum());
+        snap.count(counter, known(key.cgroup), per_cpu.iter().sum());
     }
+    Ok(())
+}
 
+/// `LOSSES` into the losses not tied to one probe.
+fn read_losses(ebpf: &Ebpf, snap: &mut Snapshot) -> Result<(), CollectError> {
     let map = ebpf
         .map(maps::LOSSES)
         .ok_or(CollectError::MissingMap(maps::LOSSES))?;
@@ -127,18 +163,15 @@ pub fn read(
             snap.losses.insert(loss, n);
         }
     }
+    Ok(())
+}
 
-    let used: std::collections::BTreeSet<u64> = snap
-        .series
-        .keys()
-        .map(|k| k.cgroup)
-        .chain(snap.counters.keys().map(|(_, c)| *c))
-        .collect();
-    snap.cgroups = used
-        .iter()
-        .filter_map(|id| cgroups.get(id).map(|p| (*id, p.clone())))
-        .collect();
-
+/// `PROBE_COUNTERS` into each probe's status.
+fn read_probe_counters(
+    ebpf: &Ebpf,
+    snap: &mut Snapshot,
+    states: &BTreeMap<Probe, AttachState>,
+) -> Result<(), CollectError> {
     let map = ebpf
         .map(maps::PROBE_COUNTERS)
         .ok_or(CollectError::MissingMap(maps::PROBE_COUNTERS))?;
@@ -169,7 +202,7 @@ pub fn read(
             },
         );
     }
-    Ok(snap)
+    Ok(())
 }
 
 fn fold_stats(per_cpu: &PerCpuValues<Stat>) -> Stat {

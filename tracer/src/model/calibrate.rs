@@ -112,12 +112,19 @@ fn measured(probe: Probe, l: &Latency) -> String {
 }
 
 /// Fit `base`'s per-operation costs to `capture`. Parameters the capture says nothing about
-/// keep their value in `base`.
+/// keep their value in `base`. When the capture ran its command in a cgroup of its own,
+/// only that cgroup's calls are fitted: the host's other grace periods are not the workload's.
 #[must_use]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one fit per parameter, in the order the model uses them"
+)]
 pub fn calibrate(capture: &Snapshot, base: &Params) -> Calibration {
     let mut cal = Calibration::default();
     let mut p = base.clone();
-    let total = |probe| capture.probe_total(probe);
+    let own = capture.command.as_ref().and_then(|c| c.cgroup);
+    let total =
+        |probe| capture.total_where(|k| k.probe == probe && own.is_none_or(|id| k.cgroup == id));
 
     // Normal RCU grace period: the jiffy sets its length (tick, FQS sleep, callback tick).
     let rcu = total(Probe::SynchronizeRcu);

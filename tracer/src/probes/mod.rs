@@ -209,27 +209,7 @@ pub fn attach(wanted: &[Probe], mode: AttachMode) -> Result<Attached, LoadError>
     let kallsyms = Kallsyms::read().map_err(LoadError::Kallsyms)?;
 
     let mut warnings = Vec::new();
-    let mut loader = EbpfLoader::new();
-    let offsets = kernel_offsets();
-    let valid: u32 = match &offsets {
-        Ok(offsets) => {
-            for (name, value) in offsets {
-                loader.override_global(name, value, true);
-            }
-            1
-        }
-        Err(e) => {
-            warnings.push(format!(
-                "no kernel struct offsets ({e}): negative dentries are not classified and \
-                 inode-lock waits are not watched"
-            ));
-            0
-        }
-    };
-    loader.override_global(maps::OFFSETS_VALID, &valid, true);
-    let self_tgid = std::process::id();
-    loader.override_global(maps::SELF_TGID, &self_tgid, true);
-    let mut ebpf = loader.load(EBPF_OBJECT)?;
+    let (mut ebpf, offsets_valid) = load_object(&mut warnings)?;
     let aya_btf = match mode {
         AttachMode::Kprobe => None,
         _ => aya::Btf::from_sys_fs().ok(),
@@ -262,34 +242,7 @@ pub fn attach(wanted: &[Probe], mode: AttachMode) -> Result<Attached, LoadError>
         };
         states.insert(probe, state);
     }
-    // Spans derived from vfs_rmdir and shrink_dcache_parent share their fate.
-    let rmdir = states[&Probe::VfsRmdir].clone();
-    let derived_state = |p: Probe| {
-        if wanted.contains(&p) {
-            rmdir.clone()
-        } else {
-            AttachState::NotRequested
-        }
-    };
-    states.insert(Probe::InodeLockHold, derived_state(Probe::InodeLockHold));
-    states.insert(
-        Probe::PruneUnderInodeLock,
-        derived_state(Probe::PruneUnderInodeLock),
-    );
-    let wait = if !wanted.contains(&Probe::InodeLockWait) {
-        AttachState::NotRequested
-    } else if valid == 0 {
-        AttachState::Failed {
-            reason: "needs the kernel's BTF for struct inode offsets".to_owned(),
-        }
-    } else if !matches!(rmdir, AttachState::Attached { .. }) {
-        AttachState::Failed {
-            reason: "needs the vfs_rmdir probe".to_owned(),
-        }
-    } else {
-        attach_tracepoints(&mut ebpf, "lock", &["contention_begin", "contention_end"])
-    };
-    states.insert(Probe::InodeLockWait, wait);
+    attach_derived(&mut ebpf, wanted, offsets_valid, &mut states);
 
     for (p, s) in &states {
         log::debug!("{}: {s:?}", p.name());
@@ -352,6 +305,65 @@ fn ensure_tracefs() -> Result<(), String> {
             std::io::Error::last_os_error()
         ))
     }
+}
+
+/// Load the object with the kernel's struct offsets and our own pid set; whether the
+/// offsets were found (else a warning says what is lost).
+fn load_object(warnings: &mut Vec<String>) -> Result<(Ebpf, bool), LoadError> {
+    let mut loader = EbpfLoader::new();
+    let offsets = kernel_offsets();
+    let valid: u32 = match &offsets {
+        Ok(offsets) => {
+            for (name, value) in offsets {
+                loader.override_global(name, value, true);
+            }
+            1
+        }
+        Err(e) => {
+            warnings.push(format!(
+                "no kernel struct offsets ({e}): negative dentries are not classified and \
+                 inode-lock waits are not watched"
+            ));
+            0
+        }
+    };
+    loader.override_global(maps::OFFSETS_VALID, &valid, true);
+    let self_tgid = std::process::id();
+    loader.override_global(maps::SELF_TGID, &self_tgid, true);
+    Ok((loader.load(EBPF_OBJECT)?, valid == 1))
+}
+
+/// The spans derived from `vfs_rmdir` share its fate; waits on its inode locks also need
+/// the offsets and the lock-contention tracepoints.
+fn attach_derived(
+    ebpf: &mut Ebpf,
+    wanted: &[Probe],
+    offsets_valid: bool,
+    states: &mut BTreeMap<Probe, AttachState>,
+) {
+    let rmdir = states[&Probe::VfsRmdir].clone();
+    for p in [Probe::InodeLockHold, Probe::PruneUnderInodeLock] {
+        let state = if wanted.contains(&p) {
+            rmdir.clone()
+        } else {
+            AttachState::NotRequested
+        };
+        states.insert(p, state);
+    }
+    let wait = if !wanted.contains(&Probe::InodeLockWait) {
+        AttachState::NotRequested
+    } else if !offsets_valid {
+        AttachState::Failed {
+            reason: "needs the kernel's BTF for struct inode offsets".to_owned(),
+        }
+    } else if !matches!(rmdir, AttachState::Attached { .. }) {
+        AttachState::Failed {
+            reason: "needs the vfs_rmdir probe".to_owned(),
+        }
+    } else {
+        attach_tracepoints(ebpf, "lock", &["contention_begin", "contention_end"])
+    };
+    states.insert(Probe::InodeLockWait, wait);
 }
 
 /// The syscall probes and their tracepoint programs (named as the tracepoints).
