@@ -151,9 +151,7 @@ fn degraded_capture(tracer: &Path) -> Verdict {
             "expected 1 rmdir syscall in the command's own cgroup, got {rmdirs} (cgroup {own:?})"
         ));
     }
-    Ok(format!(
-        "exit 0, 1 rmdir syscall timed; vfs_rmdir: failed naming CONFIG_KPROBES"
-    ))
+    Ok("exit 0, 1 rmdir syscall timed; vfs_rmdir: failed naming CONFIG_KPROBES".into())
 }
 
 /// The verdict on `tracer capture`'s exit code and stderr on a host without kprobes.
@@ -297,6 +295,7 @@ struct Case {
     check: Check,
 }
 
+#[expect(clippy::too_many_lines, reason = "the list of cases, read as a table")]
 fn cases() -> Vec<Case> {
     vec![
         Case {

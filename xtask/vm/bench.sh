@@ -108,8 +108,8 @@ echo 1 > $tracing/tracing_on
 echo > $tracing/trace
 
 # one ROW RUN: run ROW's tool once around its trivial command (startup) or around the
-# workload (overhead). The scripts run as `/bin/sh SCRIPT` for every row: bpftrace -c
-# takes only an ELF file as the program. The last run's stderr of each row goes back as ROW.err.
+# workload (overhead); the last run's output and stderr go back as ROW.out and ROW.err.
+# The scripts run as `/bin/sh SCRIPT` for every row: bpftrace -c takes only an ELF file.
 one() {
     row=$1 run=$2
     case $MODE in
@@ -149,7 +149,10 @@ while [ $run -le "$RUNS" ]; do
     run=$((run + 1))
 done
 
-for row in $rows; do emit $row.err /tmp/$row.err; done
+for row in $rows; do
+    emit $row.err /tmp/$row.err
+    emit $row.out /tmp/$row.out
+done
 cat $tracing/trace > /tmp/trace
 emit trace /tmp/trace
 echo "bench: done"
