@@ -189,7 +189,10 @@ fn test(which: &str, skip_unit: bool, qemu: &QemuArgs) -> anyhow::Result<ExitCod
             return Ok(ExitCode::FAILURE);
         }
     };
-    phases.time("host case", || vm_tests::host_case(&tracer, &mut tally));
+    phases.time("host cases", || {
+        vm_tests::host_case(&tracer, &mut tally);
+        vm_tests::host_fault_cases(&tracer, &mut tally);
+    });
     for s in series {
         let kernel = kernel::resolve(s.name, &tools.kernels)?;
         phases.time(&format!("VM {}", s.name), || {

@@ -108,6 +108,96 @@ pub fn host_case(tracer: &Path, tally: &mut Tally) {
     tally.record("host", DEGRADED, &degraded_capture(tracer));
 }
 
+/// Bad input and interruptions, on this host (they need no kernel function probes):
+/// a missing command, no privileges, SIGTERM mid-capture.
+pub fn host_fault_cases(tracer: &Path, tally: &mut Tally) {
+    let scope = "host";
+    let missing = run_with_timeout(
+        Command::new(tracer).args(["capture", "--", "/nonexistent/command"]),
+        Duration::from_mins(1),
+    )
+    .and_then(|(code, stderr)| match code {
+        Some(127) if stderr.contains("/nonexistent/command") => {
+            Ok(format!("exit 127: {}", stderr.trim()))
+        }
+        _ => Err(format!("exit {code:?}: {}", stderr.trim())),
+    });
+    tally.record(
+        scope,
+        "capture of a missing command: exit 127, names it",
+        &missing,
+    );
+
+    // setpriv (util-linux) drops to nobody with no capabilities.
+    let unprivileged = run_with_timeout(
+        Command::new("setpriv")
+            .args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "--inh-caps=-all",
+            ])
+            .arg(tracer)
+            .args(["capture", "--duration", "1s"]),
+        Duration::from_mins(1),
+    )
+    .and_then(|(code, stderr)| {
+        if code != Some(0)
+            && stderr.contains("CAP_BPF")
+            && stderr.contains("CAP_PERFMON")
+            && !stderr.contains("panicked")
+        {
+            Ok(format!(
+                "exit {}: names CAP_BPF and CAP_PERFMON",
+                code.unwrap_or(-1)
+            ))
+        } else {
+            Err(format!("exit {code:?}: {}", stderr.trim()))
+        }
+    });
+    tally.record(
+        scope,
+        "capture without privileges: names CAP_BPF and CAP_PERFMON",
+        &unprivileged,
+    );
+
+    tally.record(
+        scope,
+        "SIGTERM mid-capture: the report is written, exit 143",
+        &sigterm_case(tracer),
+    );
+}
+
+/// `tracer capture -- sleep 60`, sent SIGTERM after 3 s.
+fn sigterm_case(tracer: &Path) -> Verdict {
+    let json = std::env::temp_dir().join(format!("tracer-sigterm-{}.json", std::process::id()));
+    let mut child = Command::new(tracer)
+        .args(["capture", "--format", "json", "-o"])
+        .arg(&json)
+        .args(["--", "sleep", "60"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot run tracer: {e}"))?;
+    thread::sleep(Duration::from_secs(3));
+    let pid = child.id().to_string();
+    let _ = Command::new("kill").args(["-TERM", &pid]).status();
+    let status = child.wait().map_err(|e| e.to_string())?;
+    let snap = tracer::report::load(&json).map_err(|e| format!("{e:#}"));
+    let _ = fs::remove_file(&json);
+    let snap = snap?;
+    let cmd = snap
+        .command
+        .ok_or("the report does not record the command")?;
+    match (status.code(), cmd.signal) {
+        (Some(143), Some(15)) => Ok(format!(
+            "exit 143; the report says `sleep 60` ran {:.1} s and was stopped by SIGTERM",
+            ms(cmd.wall_ns) / 1000.0
+        )),
+        (code, sig) => Err(format!("exit {code:?}, command signal {sig:?}")),
+    }
+}
+
 /// `tracer capture -- sh -c 'mkdir D; rmdir D'` on a host without kprobes.
 fn degraded_capture(tracer: &Path) -> Verdict {
     let dir = std::env::temp_dir().join(format!("tracer-host-case-{}", std::process::id()));

@@ -78,9 +78,18 @@ enum Ended {
     /// The duration ran out.
     Elapsed,
     /// The command exited.
-    Command(std::process::ExitStatus),
+    Command,
     /// A signal asked us to stop: its number.
     Signal(i32),
+}
+
+/// What the wait saw.
+struct Waited {
+    ended: Ended,
+    /// The command's exit status and its wall time from spawn to exit.
+    command: Option<(std::process::ExitStatus, Duration)>,
+    /// Whether the command ran in its own cgroup.
+    in_cgroup: bool,
 }
 
 /// Find `program` the way a shell would: a path is taken as is, a bare name is looked up in PATH.
@@ -133,20 +142,7 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
     for w in &attached.warnings {
         eprintln!("tracer: warning: {w}");
     }
-    // One line per distinct reason, so twelve probes failing alike read as one fact.
-    let mut missing: std::collections::BTreeMap<String, Vec<&str>> =
-        std::collections::BTreeMap::new();
-    for (p, s) in &attached.states {
-        let why = match s {
-            AttachState::Absent { symbol } => format!("no {symbol} on this kernel"),
-            AttachState::Failed { reason } => reason.clone(),
-            _ => continue,
-        };
-        missing.entry(why).or_default().push(p.name());
-    }
-    for (why, names) in &missing {
-        eprintln!("tracer: not attached: {}: {why}", names.join(", "));
-    }
+    say_what_did_not_attach(&attached.states);
 
     let cgroup_root = cgroup::find_cgroup2();
     let mut cgroups = cgroup_root.as_deref().map(cgroup::walk).unwrap_or_default();
@@ -171,7 +167,7 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let (ended, in_cgroup) = runtime.block_on(wait(args, &attached, transient.as_ref()))?;
+    let outcome = runtime.block_on(wait(args, &attached, transient.as_ref()))?;
     let elapsed = started.elapsed();
 
     if let Some(root) = cgroup_root.as_deref() {
@@ -201,26 +197,47 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
         snap.counters.retain(|(_, c), _| *c == id);
     }
     snap.dentry_state = dentry_start.zip(read_dentry_state());
-    if let Ended::Command(status) = &ended {
+    // Also when a signal ended the capture: the command was stopped and waited for.
+    if let Some((status, wall)) = outcome.command {
         snap.command = Some(CommandRun {
             argv: args.command.clone(),
-            wall_ns: snap.meta.duration_ns,
+            wall_ns: u64::try_from(wall.as_nanos()).unwrap_or(u64::MAX),
             exit_code: status.code(),
             signal: status.signal(),
-            cgroup: transient.as_ref().filter(|_| in_cgroup).map(|t| t.id),
+            cgroup: transient
+                .as_ref()
+                .filter(|_| outcome.in_cgroup)
+                .map(|t| t.id),
         });
     }
     report::emit(&snap, &args.out)?;
 
-    Ok(match ended {
-        Ended::Elapsed => ExitCode::SUCCESS,
-        Ended::Command(status) => match (status.code(), status.signal()) {
+    Ok(match (outcome.ended, outcome.command) {
+        (Ended::Signal(sig), _) => ExitCode::from(u8::try_from(128 + sig).unwrap_or(1)),
+        (Ended::Command, Some((status, _))) => match (status.code(), status.signal()) {
             (Some(code), _) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
             (None, Some(sig)) => ExitCode::from(u8::try_from(128 + sig).unwrap_or(1)),
             (None, None) => ExitCode::FAILURE,
         },
-        Ended::Signal(sig) => ExitCode::from(u8::try_from(128 + sig).unwrap_or(1)),
+        _ => ExitCode::SUCCESS,
     })
+}
+
+/// One stderr line per distinct reason, so twelve probes failing alike read as one fact.
+fn say_what_did_not_attach(states: &std::collections::BTreeMap<tracer_common::Probe, AttachState>) {
+    let mut missing: std::collections::BTreeMap<String, Vec<&str>> =
+        std::collections::BTreeMap::new();
+    for (p, s) in states {
+        let why = match s {
+            AttachState::Absent { symbol } => format!("no {symbol} on this kernel"),
+            AttachState::Failed { reason } => reason.clone(),
+            _ => continue,
+        };
+        missing.entry(why).or_default().push(p.name());
+    }
+    for (why, names) in &missing {
+        eprintln!("tracer: not attached: {}: {why}", names.join(", "));
+    }
 }
 
 /// Wait for the end of the capture, showing a one-line status on a terminal.
@@ -228,10 +245,12 @@ async fn wait(
     args: &Args,
     attached: &probes::Attached,
     transient: Option<&cgroup::Transient>,
-) -> anyhow::Result<(Ended, bool)> {
+) -> anyhow::Result<Waited> {
     let mut sigint = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
     let mut sigterm = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
     let mut in_cgroup = false;
+    let mut spawned = Instant::now();
+    let mut command = None;
     let mut child = match args.command.split_first() {
         Some((program, rest)) => {
             let mut cmd = tokio::process::Command::new(OsStr::new(program));
@@ -248,6 +267,7 @@ async fn wait(
                 }
             }
             let child = cmd.spawn().with_context(|| format!("running {program}"))?;
+            spawned = Instant::now();
             in_cgroup = match (transient, child.id()) {
                 (Some(t), Some(pid)) => t.holds(pid),
                 _ => false,
@@ -275,7 +295,8 @@ async fn wait(
     let ended = loop {
         tokio::select! {
             status = async { child.as_mut().expect("guarded").wait().await }, if child.is_some() => {
-                break Ended::Command(status.context("waiting for the command")?);
+                command = Some((status.context("waiting for the command")?, spawned.elapsed()));
+                break Ended::Command;
             }
             () = &mut deadline => break Ended::Elapsed,
             _ = sigint.recv() => break Ended::Signal(libc::SIGINT),
@@ -293,18 +314,26 @@ async fn wait(
     if let (Ended::Signal(sig), Some(child)) = (&ended, child.as_mut()) {
         // The command shares our terminal and got the same Ctrl-C; give it a moment to end,
         // then pass the signal on so no stray process outlives the capture.
-        if tokio::time::timeout(Duration::from_secs(2), child.wait())
-            .await
-            .is_err()
-        {
-            if let Some(pid) = child.id() {
-                // SAFETY: kill with a pid we spawned and a valid signal number.
-                unsafe { libc::kill(i32::try_from(pid).unwrap_or(0), *sig) };
-            }
-            let _ = child.wait().await;
-        }
+        let status =
+            if let Ok(status) = tokio::time::timeout(Duration::from_secs(2), child.wait()).await {
+                status
+            } else {
+                if let Some(pid) = child.id() {
+                    // SAFETY: kill with a pid we spawned and a valid signal number.
+                    unsafe { libc::kill(i32::try_from(pid).unwrap_or(0), *sig) };
+                }
+                child.wait().await
+            };
+        command = Some((
+            status.context("waiting for the command")?,
+            spawned.elapsed(),
+        ));
     }
-    Ok((ended, in_cgroup))
+    Ok(Waited {
+        ended,
+        command,
+        in_cgroup,
+    })
 }
 
 #[cfg(test)]
