@@ -77,20 +77,9 @@ pub const PROBES: [Probe; 17] = [
     Probe::SysUnlink,
 ];
 
-/// The probes that are kernel functions, hooked by kprobe/kretprobe or fentry/fexit.
-pub const FUNCTIONS: [Probe; 11] = [
-    Probe::SynchronizeSrcu,
-    Probe::SynchronizeSrcuExpedited,
-    Probe::SynchronizeRcu,
-    Probe::SynchronizeRcuExpedited,
-    Probe::UnregisterShrinker,
-    Probe::ShrinkerFree,
-    Probe::DeactivateLockedSuper,
-    Probe::NamespaceUnlock,
-    Probe::ShrinkDcacheParent,
-    Probe::DDelete,
-    Probe::VfsRmdir,
-];
+/// The probes that are kernel functions, hooked by kprobe/kretprobe or fentry/fexit: the
+/// first ones of [`PROBES`].
+pub const FUNCTIONS: &[Probe] = PROBES.split_at(11).0;
 
 /// Number of probe ids; sizes the per-probe arrays.
 #[expect(clippy::cast_possible_truncation, reason = "17 probes")]

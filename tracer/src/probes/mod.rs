@@ -219,7 +219,7 @@ pub fn attach(wanted: &[Probe], mode: AttachMode) -> Result<Attached, LoadError>
         warnings.push(e);
     }
     let mut states = BTreeMap::new();
-    for probe in FUNCTIONS {
+    for &probe in FUNCTIONS {
         let state = if wanted.contains(&probe) {
             attach_function(
                 &mut ebpf,
@@ -394,11 +394,7 @@ const SYSCALLS: [(Probe, &[&str]); 3] = [
 fn attach_tracepoints(ebpf: &mut Ebpf, category: &str, programs: &[&str]) -> AttachState {
     for name in programs {
         let result = (|| -> Result<(), String> {
-            let program: &mut TracePoint = ebpf
-                .program_mut(name)
-                .ok_or_else(|| format!("program {name} missing from the object"))?
-                .try_into()
-                .map_err(|e| format!("{name}: {e}"))?;
+            let program: &mut TracePoint = typed_program(ebpf, name)?;
             if program.fd().is_ok() {
                 return Ok(()); // loaded and attached for another probe
             }
@@ -490,15 +486,22 @@ fn attach_function(
     }
 }
 
+/// The program `name` of the object, as program type `T`.
+fn typed_program<'a, T>(ebpf: &'a mut Ebpf, name: &str) -> Result<&'a mut T, String>
+where
+    &'a mut T: TryFrom<&'a mut aya::programs::Program, Error = aya::programs::ProgramError>,
+{
+    ebpf.program_mut(name)
+        .ok_or_else(|| format!("program {name} missing from the object"))?
+        .try_into()
+        .map_err(|e| format!("{name}: {e}"))
+}
+
 /// Load and attach `<name>_fentry`/`_fexit`; on failure nothing stays attached.
 fn attach_fentry(ebpf: &mut Ebpf, btf: &aya::Btf, probe: Probe) -> Result<(), String> {
     let entry = format!("{}_fentry", probe.name());
     let exit = format!("{}_fexit", probe.name());
-    let program: &mut FEntry = ebpf
-        .program_mut(&entry)
-        .ok_or_else(|| format!("program {entry} missing"))?
-        .try_into()
-        .map_err(|e| format!("{entry}: {e}"))?;
+    let program: &mut FEntry = typed_program(ebpf, &entry)?;
     program
         .load(probe.name(), btf)
         .map_err(|e| format!("refused: {}", short(&e)))?;
@@ -506,11 +509,7 @@ fn attach_fentry(ebpf: &mut Ebpf, btf: &aya::Btf, probe: Probe) -> Result<(), St
         .attach()
         .map_err(|e| format!("attach refused: {}", short(&e)))?;
     let result = (|| -> Result<(), String> {
-        let program: &mut FExit = ebpf
-            .program_mut(&exit)
-            .ok_or_else(|| format!("program {exit} missing"))?
-            .try_into()
-            .map_err(|e| format!("{exit}: {e}"))?;
+        let program: &mut FExit = typed_program(ebpf, &exit)?;
         program
             .load(probe.name(), btf)
             .map_err(|e| format!("fexit refused: {}", short(&e)))?;
@@ -520,9 +519,7 @@ fn attach_fentry(ebpf: &mut Ebpf, btf: &aya::Btf, probe: Probe) -> Result<(), St
         Ok(())
     })();
     if result.is_err()
-        && let Some(p) = ebpf
-            .program_mut(&entry)
-            .and_then(|p| <&mut FEntry>::try_from(p).ok())
+        && let Ok(p) = typed_program::<FEntry>(ebpf, &entry)
     {
         let _ = p.detach(link);
     }
@@ -535,11 +532,7 @@ fn attach_kprobe(ebpf: &mut Ebpf, probe: Probe, symbol: &str) -> Result<(), Stri
     for suffix in ["entry", "exit"] {
         let name = format!("{}_{suffix}", probe.name());
         let result = (|| -> Result<(), String> {
-            let program: &mut KProbe = ebpf
-                .program_mut(&name)
-                .ok_or_else(|| format!("program {name} missing from the object"))?
-                .try_into()
-                .map_err(|e| format!("{name}: {e}"))?;
+            let program: &mut KProbe = typed_program(ebpf, &name)?;
             program
                 .load()
                 .map_err(|e| format!("loading {name}: {}", short(&e)))?;
@@ -551,10 +544,7 @@ fn attach_kprobe(ebpf: &mut Ebpf, probe: Probe, symbol: &str) -> Result<(), Stri
         })();
         if let Err(reason) = result {
             for (name, link) in links {
-                if let Some(p) = ebpf
-                    .program_mut(&name)
-                    .and_then(|p| <&mut KProbe>::try_from(p).ok())
-                {
+                if let Ok(p) = typed_program::<KProbe>(ebpf, &name) {
                     let _ = p.detach(link);
                 }
             }
@@ -607,14 +597,10 @@ pub fn check() -> Result<(Vec<Check>, Option<LoadError>), LoadError> {
     let kallsyms = Kallsyms::read().map_err(LoadError::Kallsyms)?;
     let mut ebpf = Ebpf::load(EBPF_OBJECT)?;
     let mut out = Vec::new();
-    for probe in FUNCTIONS {
+    for &probe in FUNCTIONS {
         let load = ["entry", "exit"].iter().try_for_each(|suffix| {
             let name = format!("{}_{suffix}", probe.name());
-            let program: &mut KProbe = ebpf
-                .program_mut(&name)
-                .ok_or_else(|| format!("program {name} missing from the object"))?
-                .try_into()
-                .map_err(|e| format!("{name}: {e}"))?;
+            let program: &mut KProbe = typed_program(&mut ebpf, &name)?;
             program
                 .load()
                 .map_err(|e| format!("loading {name}: {}", short(&e)))
