@@ -184,6 +184,12 @@ fn boot_bench(
         "functions (kprobe + kretprobe each): {}",
         funcs.trim()
     );
+    // bpftrace's own word on what it attached and counted: proof that the peer traced.
+    let _ = writeln!(
+        header,
+        "bpftrace's last run: {}",
+        bpftrace_summary(&read("bpftrace.out").unwrap_or_default())
+    );
     let failures = failed_runs(&marks);
     let mut body = match mode {
         Mode::Startup => startup_table(&marks, &failures),
@@ -202,6 +208,38 @@ fn boot_bench(
         );
     }
     Ok(Ok(format!("{header}{body}")))
+}
+
+/// `Attaching 20 probes...` and the `@entries[kprobe:f]: N` / `@returns[kretprobe:f]: N`
+/// maps bpftrace prints at exit, as `20 probes; f N/M, ...` (entries/returns).
+fn bpftrace_summary(out: &str) -> String {
+    let probes = out
+        .lines()
+        .find_map(|l| l.strip_prefix("Attaching ")?.strip_suffix(" probes..."))
+        .unwrap_or("?");
+    let mut counts: BTreeMap<&str, (&str, &str)> = BTreeMap::new();
+    for line in out.lines() {
+        let Some((key, n)) = line.split_once("]: ") else {
+            continue;
+        };
+        if let Some(f) = key.strip_prefix("@entries[kprobe:") {
+            counts.entry(f).or_insert(("0", "0")).0 = n.trim();
+        } else if let Some(f) = key.strip_prefix("@returns[kretprobe:") {
+            counts.entry(f).or_insert(("0", "0")).1 = n.trim();
+        }
+    }
+    let counted: Vec<String> = counts
+        .iter()
+        .map(|(f, (e, r))| format!("{f} {e}/{r}"))
+        .collect();
+    format!(
+        "{probes} probes attached; calls/returns counted: {}",
+        if counted.is_empty() {
+            "none".to_owned()
+        } else {
+            counted.join(", ")
+        }
+    )
 }
 
 /// One `trace_marker` line: `WHAT ROW RUN [STATUS]` and when the kernel stamped it.
@@ -403,7 +441,7 @@ fn overhead_table(marks: &[Mark], failures: &BTreeMap<String, Vec<u32>>) -> Stri
     );
     let _ = writeln!(
         out,
-        "{:<16} {:>22} {:>8} {:>22} {:>8}",
+        "{:<16} {:>30} {:>7} {:>30} {:>7}",
         "tool", "2000 mkdir+rmdir", "ratio", "umount of 200 tmpfs", "ratio"
     );
     let cell = |t: &BTreeMap<String, Vec<u64>>, row: &str, b: Option<Stats>| match t
@@ -424,7 +462,7 @@ fn overhead_table(marks: &[Mark], failures: &BTreeMap<String, Vec<u32>>) -> Stri
     for row in ["none", "tracer-kprobe", "tracer-auto", "bpftrace"] {
         let (r, rr) = cell(&rmdir, row, rmdir_base);
         let (u, ur) = cell(&umount, row, umount_base);
-        let _ = writeln!(out, "{row:<16} {r:>22} {rr:>8} {u:>22} {ur:>8}");
+        let _ = writeln!(out, "{row:<16} {r:>30} {rr:>7} {u:>30} {ur:>7}");
     }
     let _ = writeln!(out, "rows:");
     for row in ["none", "tracer-kprobe", "tracer-auto", "bpftrace"] {
@@ -499,7 +537,7 @@ fn model(tracer: &Path, runs: usize) -> anyhow::Result<ExitCode> {
         if pinned { ", pinned to CPU 0" } else { "" }
     );
     println!(
-        "{:<56} {:>11} {:>10} {:>10} {:>12} {:>8} {:>6}",
+        "{:<62} {:>11} {:>10} {:>10} {:>12} {:>8} {:>6}",
         "scenario", "simulated", "wall", "process", "sim/wall", "events", "< 1 s"
     );
     let mut all_held = true;
@@ -549,7 +587,7 @@ fn model(tracer: &Path, runs: usize) -> anyhow::Result<ExitCode> {
         let held = process.median < 1e6;
         all_held &= held;
         println!(
-            "{:<56} {:>9.3} s {:>10} {:>10} {:>11.0}x {:>8} {:>6}",
+            "{:<62} {:>9.3} s {:>10} {:>10} {:>11.0}x {:>8} {:>6}",
             format!("{scenario}/{variant} {set}"),
             t.simulated_s,
             show_us(wall.median),
@@ -618,6 +656,21 @@ mod tests {
         assert_eq!(attach.get("tracer-auto"), Some(&vec![250_000]));
         let whole = spans(&marks, "start", "end", &failures);
         assert_eq!(whole.get("bpftrace"), None);
+    }
+
+    #[test]
+    fn bpftrace_counts_are_summarised() {
+        let out = "Attaching 4 probes...\n\n\n@entries[kprobe:vfs_rmdir]: 2000\n\
+            @entries[kprobe:synchronize_rcu]: 42\n@returns[kretprobe:synchronize_rcu]: 15\n\
+            @returns[kretprobe:vfs_rmdir]: 2000\n";
+        assert_eq!(
+            bpftrace_summary(out),
+            "4 probes attached; calls/returns counted: synchronize_rcu 42/15, vfs_rmdir 2000/2000"
+        );
+        assert_eq!(
+            bpftrace_summary(""),
+            "? probes attached; calls/returns counted: none"
+        );
     }
 
     #[test]
