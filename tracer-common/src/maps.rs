@@ -6,10 +6,8 @@ pub const HIST: &str = "HIST";
 pub const STATS: &str = "STATS";
 /// Per-CPU array indexed by probe id: [`ProbeCounters`].
 pub const PROBE_COUNTERS: &str = "PROBE_COUNTERS";
-/// LRU hash: [`StartKey`] -> [`Start`], the calls in flight.
-pub const STARTS: &str = "STARTS";
-/// LRU hash: thread id -> [`Frames`], the traced functions active on each thread.
-pub const FRAMES: &str = "FRAMES";
+/// LRU hash: thread id -> [`Thread`], the traced calls in flight on each thread.
+pub const THREADS: &str = "THREADS";
 /// Per-CPU hash: [`CounterKey`] -> events (negative dentries, ...).
 pub const COUNTERS: &str = "COUNTERS";
 /// Hash: address of an inode's `i_rwsem` -> thread id of the `vfs_rmdir` holding it.
@@ -46,7 +44,7 @@ pub const STATS_ENTRIES: u32 = 4_096;
 pub const COUNTER_ENTRIES: u32 = 4_096;
 /// Capacity of `RMDIR_LOCKS` and `RMDIR_BY_THREAD`: directory removals in flight at once.
 pub const RMDIR_ENTRIES: u32 = 1_024;
-/// Capacity of `STARTS` and `FRAMES`: threads inside traced functions at once.
+/// Capacity of `THREADS`: threads that have made traced calls (the LRU evicts the oldest).
 pub const INFLIGHT_ENTRIES: u32 = 16_384;
 /// Depth of the per-thread stack of traced functions used to find a call's caller: one
 /// byte per frame in a `u64`, so pushes and pops are shifts the verifier need not bound.
@@ -106,34 +104,33 @@ pub struct ProbeCounters {
     pub exits: u64,
     /// Returns with no recorded entry (attached mid-call, or the entry was evicted).
     pub exits_without_entry: u64,
-    /// Entries that could not be recorded: `STARTS` was full.
+    /// Entries that could not be recorded: the thread's state could not be stored.
     pub start_drops: u64,
     /// Completed calls that could not be recorded: `HIST` or `STATS` was full.
     pub hist_drops: u64,
 }
 
-/// Key of a call in flight: start times are per (thread, probe) so nested calls don't clash.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct StartKey {
-    /// Kernel thread id (`pid` in kernel terms).
-    pub tid: u32,
-    /// Probe id, widened to keep the key free of padding.
-    pub probe: u32,
-}
-
-/// A call in flight.
+/// The traced calls in flight on one thread: one lookup per entry and per exit finds the
+/// start time and the caller. Start times are per (thread, probe), so nested calls
+/// (`synchronize_srcu` in `unregister_shrinker` in `deactivate_locked_super`) keep theirs.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Start {
-    /// `bpf_ktime_get_ns` at entry.
-    pub ts_ns: u64,
-    /// Enclosing traced function at entry, or [`crate::NO_CALLER`], widened.
-    pub caller: u32,
-    /// Always zero.
-    pub _pad: u32,
-    /// The argument the exit needs (`d_delete`'s dentry), else 0.
-    pub arg: u64,
+pub struct Thread {
+    /// The traced functions active on the thread, innermost on top.
+    pub frames: Frames,
+    /// `bpf_ktime_get_ns` at each probe's entry, by probe id; 0 when not in flight.
+    pub start_ns: [u64; crate::probe::PROBE_COUNT as usize],
+    /// `d_delete`'s dentry argument, for its exit.
+    pub d_delete_dentry: u64,
+}
+
+impl Thread {
+    /// Nothing in flight.
+    pub const IDLE: Thread = Thread {
+        frames: Frames::EMPTY,
+        start_ns: [0; crate::probe::PROBE_COUNT as usize],
+        d_delete_dentry: 0,
+    };
 }
 
 /// Event counters kept per cgroup in `COUNTERS`.
@@ -290,8 +287,7 @@ mod pod {
     unsafe impl aya::Pod for super::StatKey {}
     unsafe impl aya::Pod for super::Stat {}
     unsafe impl aya::Pod for super::ProbeCounters {}
-    unsafe impl aya::Pod for super::StartKey {}
-    unsafe impl aya::Pod for super::Start {}
+    unsafe impl aya::Pod for super::Thread {}
     unsafe impl aya::Pod for super::Frames {}
     unsafe impl aya::Pod for super::CounterKey {}
     unsafe impl aya::Pod for super::RmdirLocks {}
@@ -308,8 +304,7 @@ mod tests {
         assert_eq!(size_of::<StatKey>(), 16);
         assert_eq!(size_of::<Stat>(), 32);
         assert_eq!(size_of::<ProbeCounters>(), 40);
-        assert_eq!(size_of::<StartKey>(), 8);
-        assert_eq!(size_of::<Start>(), 24);
+        assert_eq!(size_of::<Thread>(), 8 + 8 * crate::probe::PROBE_COUNT as usize + 8);
         assert_eq!(size_of::<CounterKey>(), 16);
         assert_eq!(size_of::<RmdirLocks>(), 16);
         assert_eq!(size_of::<Frames>(), 8);

@@ -18,9 +18,9 @@ use aya_ebpf::{
 use tracer_common::{
     NO_CALLER, Probe, bucket_of,
     maps::{
-        AT_REMOVEDIR, COUNTER_ENTRIES, CounterId, CounterKey, DCACHE_OP_DELETE, Frames,
-        HIST_ENTRIES, HistKey, INFLIGHT_ENTRIES, LOSS_COUNT, Loss, ProbeCounters, RMDIR_ENTRIES,
-        RmdirLocks, STATS_ENTRIES, Start, StartKey, Stat, StatKey,
+        AT_REMOVEDIR, COUNTER_ENTRIES, CounterId, CounterKey, DCACHE_OP_DELETE, HIST_ENTRIES,
+        HistKey, INFLIGHT_ENTRIES, LOSS_COUNT, Loss, ProbeCounters, RMDIR_ENTRIES, RmdirLocks,
+        STATS_ENTRIES, Stat, StatKey, Thread,
     },
     probe::PROBE_COUNT,
 };
@@ -35,10 +35,7 @@ static STATS: PerCpuHashMap<StatKey, Stat> = PerCpuHashMap::with_max_entries(STA
 static PROBE_COUNTERS: PerCpuArray<ProbeCounters> = PerCpuArray::with_max_entries(PROBE_COUNT, 0);
 
 #[map]
-static STARTS: LruHashMap<StartKey, Start> = LruHashMap::with_max_entries(INFLIGHT_ENTRIES, 0);
-
-#[map]
-static FRAMES: LruHashMap<u32, Frames> = LruHashMap::with_max_entries(INFLIGHT_ENTRIES, 0);
+static THREADS: LruHashMap<u32, Thread> = LruHashMap::with_max_entries(INFLIGHT_ENTRIES, 0);
 
 #[map]
 static COUNTERS: PerCpuHashMap<CounterKey, u64> =
@@ -115,7 +112,29 @@ fn read_u32(addr: u64) -> Option<u32> {
     unsafe { bpf_probe_read_kernel(addr as *const u32) }.ok()
 }
 
-/// A traced function (or syscall) was entered by the current thread.
+/// This thread's calls in flight, created idle on its first traced call.
+#[inline(always)]
+fn thread(tid: u32) -> Option<&'static mut Thread> {
+    if let Some(t) = THREADS.get_ptr_mut(tid) {
+        return Some(unsafe { &mut *t });
+    }
+    // A full map evicts the least recently used thread (an LRU), so this rarely fails.
+    THREADS.insert(tid, Thread::IDLE, 0).ok()?;
+    THREADS.get_ptr_mut(tid).map(|t| unsafe { &mut *t })
+}
+
+/// A completed call, for the probes that derive more from it.
+struct Call {
+    /// The enclosing traced function, or `NO_CALLER`.
+    caller: u16,
+    /// `d_delete`'s dentry, else 0.
+    dentry: u64,
+    cgroup: u64,
+    delta: u64,
+}
+
+/// A traced function (or syscall) was entered by the current thread. One map lookup: the
+/// thread's state holds its stack of active probes and their start times.
 #[inline(always)]
 fn on_entry(probe: Probe, arg: u64) {
     if is_self() {
@@ -123,78 +142,60 @@ fn on_entry(probe: Probe, arg: u64) {
     }
     let Some(c) = counters(probe) else { return };
     c.entries += 1;
-    let tid = current_tid();
     let ts_ns = unsafe { bpf_ktime_get_ns() };
-
-    // The caller is the innermost traced function active on this thread.
-    let frames = FRAMES.get_ptr(tid).map_or(Frames::EMPTY, |f| unsafe { *f });
-    let caller = frames.top().unwrap_or(NO_CALLER);
-    // A full FRAMES only loses caller attribution; the LRU evicts the oldest thread.
-    let _ = FRAMES.insert(tid, frames.push(probe.id()), 0);
-
-    let key = StartKey {
-        tid,
-        probe: u32::from(probe.id()),
-    };
-    let start = Start {
-        ts_ns,
-        caller: u32::from(caller),
-        _pad: 0,
-        arg,
-    };
-    if STARTS.insert(key, start, 0).is_err() {
+    let Some(t) = thread(current_tid()) else {
         c.start_drops += 1;
-    }
-}
-
-/// Pop `probe` (and any frames above it, left by missed returns) off this thread's stack.
-#[inline(always)]
-fn pop_frame(tid: u32, probe: Probe) {
-    let Some(frames) = FRAMES.get_ptr(tid).map(|f| unsafe { *f }) else {
         return;
     };
-    match frames.pop(probe.id()) {
-        Some(f) if f.is_empty() => {
-            let _ = FRAMES.remove(tid);
-        }
-        Some(f) => {
-            let _ = FRAMES.insert(tid, f, 0);
-        }
-        None => {}
+    t.frames = t.frames.push(probe.id());
+    // `probe` is a constant in each program, so this index is too (the verifier wants that).
+    t.start_ns[usize::from(probe.id())] = ts_ns;
+    if probe == Probe::DDelete {
+        t.d_delete_dentry = arg;
     }
 }
 
-/// The current thread returned from `probe`: record its latency. Returns the call's start
-/// (for probes that derive more from it) and the cgroup.
+/// The current thread returned from `probe`: record its latency.
 #[inline(always)]
-fn on_exit(probe: Probe) -> Option<(Start, u64, u64)> {
+fn on_exit(probe: Probe) -> Option<Call> {
     if is_self() {
         return None;
     }
     let c = counters(probe)?;
     let now = unsafe { bpf_ktime_get_ns() };
-    let tid = current_tid();
-    let key = StartKey {
-        tid,
-        probe: u32::from(probe.id()),
-    };
-    let Some(start) = STARTS.get_ptr(key).map(|s| unsafe { *s }) else {
+    let Some(t) = THREADS
+        .get_ptr_mut(current_tid())
+        .map(|t| unsafe { &mut *t })
+    else {
         c.exits_without_entry += 1;
-        pop_frame(tid, probe);
         return None;
     };
-    let _ = STARTS.remove(key);
-    pop_frame(tid, probe);
+    let slot = usize::from(probe.id());
+    let start = t.start_ns[slot];
+    t.start_ns[slot] = 0;
+    // Dropping our frame (and any left above it by missed returns) bares our caller.
+    if let Some(f) = t.frames.pop(probe.id()) {
+        t.frames = f;
+    }
+    if start == 0 {
+        c.exits_without_entry += 1;
+        return None;
+    }
     c.exits += 1;
-
-    let delta = now.saturating_sub(start.ts_ns);
-    let cgroup = unsafe { bpf_get_current_cgroup_id() };
-    #[expect(clippy::cast_possible_truncation, reason = "caller ids fit in u16")]
-    let caller = start.caller as u16;
-    if !record(cgroup, probe.id(), caller, delta) {
+    let call = Call {
+        caller: t.frames.top().unwrap_or(NO_CALLER),
+        dentry: if probe == Probe::DDelete {
+            t.d_delete_dentry
+        } else {
+            0
+        },
+        cgroup: unsafe { bpf_get_current_cgroup_id() },
+        delta: now.saturating_sub(start),
+    };
+    if !record(call.cgroup, probe.id(), call.caller, call.delta) {
         c.hist_drops += 1;
     }
-    Some((start, cgroup, delta))
+    Some(call)
 }
 
 /// Record a span derived from another probe's call (an inode lock held, pruning under it).
@@ -279,11 +280,11 @@ fn count(counter: CounterId, cgroup: u64) {
 
 /// `d_delete(dentry)` returned: did it leave a cached negative dentry, or drop it?
 #[inline(always)]
-fn after_d_delete(start: Start, cgroup: u64) {
-    if global(&OFFSETS_VALID) == 0 || start.arg == 0 {
+fn after_d_delete(call: &Call) {
+    let (dentry, cgroup) = (call.dentry, call.cgroup);
+    if global(&OFFSETS_VALID) == 0 || dentry == 0 {
         return;
     }
-    let dentry = start.arg;
     let (Some(inode), Some(flags), Some(pprev)) = (
         read_u64(dentry + global(&DENTRY_D_INODE)),
         read_u32(dentry + global(&DENTRY_D_FLAGS)),
@@ -325,7 +326,7 @@ fn before_vfs_rmdir(dir: u64, dentry: u64) {
 
 /// `vfs_rmdir` returned: unregister its locks; its duration is the victim's lock hold time.
 #[inline(always)]
-fn after_vfs_rmdir(start: Start, cgroup: u64, delta: u64) {
+fn after_vfs_rmdir(call: &Call) {
     let tid = current_tid();
     if let Some(locks) = RMDIR_BY_THREAD.get_ptr(tid).map(|l| unsafe { *l }) {
         let _ = RMDIR_LOCKS.remove(locks.parent);
@@ -334,32 +335,31 @@ fn after_vfs_rmdir(start: Start, cgroup: u64, delta: u64) {
         }
         let _ = RMDIR_BY_THREAD.remove(tid);
     }
-    #[expect(clippy::cast_possible_truncation, reason = "caller ids fit in u16")]
-    record_derived(Probe::InodeLockHold, cgroup, start.caller as u16, delta);
+    record_derived(Probe::InodeLockHold, call.cgroup, call.caller, call.delta);
 }
 
 /// `shrink_dcache_parent` returned: inside `vfs_rmdir`, that time was spent under its locks.
 #[inline(always)]
-fn after_shrink_dcache_parent(start: Start, cgroup: u64, delta: u64) {
-    if start.caller == u32::from(Probe::VfsRmdir.id()) {
+fn after_shrink_dcache_parent(call: &Call) {
+    if call.caller == Probe::VfsRmdir.id() {
         record_derived(
             Probe::PruneUnderInodeLock,
-            cgroup,
-            Probe::VfsRmdir.id(),
-            delta,
+            call.cgroup,
+            call.caller,
+            call.delta,
         );
     }
 }
 
 #[inline(always)]
 fn exit_hooks(probe: Probe) {
-    let Some((start, cgroup, delta)) = on_exit(probe) else {
+    let Some(call) = on_exit(probe) else {
         return;
     };
     match probe {
-        Probe::DDelete => after_d_delete(start, cgroup),
-        Probe::VfsRmdir => after_vfs_rmdir(start, cgroup, delta),
-        Probe::ShrinkDcacheParent => after_shrink_dcache_parent(start, cgroup, delta),
+        Probe::DDelete => after_d_delete(&call),
+        Probe::VfsRmdir => after_vfs_rmdir(&call),
+        Probe::ShrinkDcacheParent => after_shrink_dcache_parent(&call),
         _ => {}
     }
 }
@@ -571,8 +571,9 @@ pub fn sys_enter_unlinkat(ctx: TracePointContext) -> u32 {
 #[tracepoint]
 pub fn sys_exit_unlinkat(_ctx: TracePointContext) -> u32 {
     // Whichever of the two the entry chose is on top of this thread's frames.
-    let tid = current_tid();
-    let top = FRAMES.get_ptr(tid).and_then(|f| unsafe { *f }.top());
+    let top = THREADS
+        .get_ptr(current_tid())
+        .and_then(|t| unsafe { (*t).frames }.top());
     if top == Some(Probe::SysRmdir.id()) {
         exit_hooks(Probe::SysRmdir);
     } else {
@@ -599,12 +600,11 @@ pub fn contention_begin(ctx: TracePointContext) -> u32 {
 /// `lock:contention_end(lock_addr, ret)`.
 #[tracepoint]
 pub fn contention_end(_ctx: TracePointContext) -> u32 {
-    let tid = current_tid();
-    let key = StartKey {
-        tid,
-        probe: u32::from(Probe::InodeLockWait.id()),
-    };
-    if STARTS.get_ptr(key).is_some() {
+    // Only waits that contention_begin chose to time (ours are every other lock's too).
+    let waiting = THREADS
+        .get_ptr(current_tid())
+        .is_some_and(|t| unsafe { (*t).start_ns[usize::from(Probe::InodeLockWait.id())] } != 0);
+    if waiting {
         exit_hooks(Probe::InodeLockWait);
     }
     0
