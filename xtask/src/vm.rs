@@ -83,6 +83,8 @@ fn build_initramfs(spec: &Spec<'_>) -> anyhow::Result<PathBuf> {
         &fs::read(busybox).context("reading /bin/busybox")?,
     )?;
     w.file("/init", 0o755, include_bytes!("../vm/init.sh"))?;
+    // `emit NAME FILE`: how guest scripts send result files to the host.
+    w.file("/bin/emit", 0o755, include_bytes!("../vm/emit.sh"))?;
     w.file("/cmd.sh", 0o644, spec.command.as_bytes())?;
     if let Some(tracer) = spec.tracer {
         let bytes = fs::read(tracer).with_context(|| format!("reading {}", tracer.display()))?;

@@ -12,18 +12,7 @@
 # BTF parse). Rows are interleaved and their order rotates from run to run, so a row
 # never always follows the same one (a detach's deferred work lands on whoever is next).
 
-results=/dev/ttyS1
 tracing=/sys/kernel/tracing
-
-# emit NAME FILE: send FILE to the host as NAME.
-emit() {
-    {
-        echo "=== FILE $1 ==="
-        cat "$2"
-        [ -n "$(tail -c1 "$2")" ] && echo
-        echo "=== END $1 ==="
-    } > "$results"
-}
 
 mark() { echo "$*" > $tracing/trace_marker; }
 

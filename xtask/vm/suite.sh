@@ -3,21 +3,9 @@
 #
 # Each workload runs twice: once under the kernel's own kprobe events (tracefs), which
 # proves the expected counts independently of tracer, then under `tracer capture`.
-# Results go to /dev/ttyS1 as `=== FILE name ===` ... `=== END name ===` blocks.
+# Results go to the host through `emit` (/bin/emit: framed blocks on /dev/ttyS1).
 
-results=/dev/ttyS1
 tracing=/sys/kernel/tracing
-
-# emit NAME FILE: send FILE to the host as NAME.
-emit() {
-    {
-        echo "=== FILE $1 ==="
-        cat "$2"
-        # Keep the end marker on its own line.
-        [ -n "$(tail -c1 "$2")" ] && echo
-        echo "=== END $1 ==="
-    } > "$results"
-}
 
 # The workloads, one per capture so counts don't mix.
 rmdir_workload='cd /tmp/rmdir && i=0; while [ $i -lt 200 ]; do mkdir d$i && rmdir d$i || exit 1; i=$((i+1)); done'
