@@ -271,13 +271,6 @@ impl Frames {
         }
         None
     }
-
-    /// Whether no function is active.
-    #[inline(always)]
-    #[must_use]
-    pub const fn is_empty(self) -> bool {
-        self.stack == u64::MAX
-    }
 }
 
 #[cfg(feature = "user")]
@@ -304,7 +297,10 @@ mod tests {
         assert_eq!(size_of::<StatKey>(), 16);
         assert_eq!(size_of::<Stat>(), 32);
         assert_eq!(size_of::<ProbeCounters>(), 40);
-        assert_eq!(size_of::<Thread>(), 8 + 8 * crate::probe::PROBE_COUNT as usize + 8);
+        assert_eq!(
+            size_of::<Thread>(),
+            8 + 8 * crate::probe::PROBE_COUNT as usize + 8
+        );
         assert_eq!(size_of::<CounterKey>(), 16);
         assert_eq!(size_of::<RmdirLocks>(), 16);
         assert_eq!(size_of::<Frames>(), 8);
@@ -320,7 +316,7 @@ mod tests {
         assert_eq!(f.top(), Some(4));
         // A missed return of 4: popping 6 drops 4 too.
         let f = f.pop(6).unwrap();
-        assert!(f.is_empty());
+        assert_eq!(f, Frames::EMPTY);
         assert_eq!(Frames::EMPTY.push(3).pop(9), None);
     }
 

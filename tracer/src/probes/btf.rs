@@ -20,6 +20,18 @@ pub enum BtfError {
     NoMember(String, String),
 }
 
+/// Where the running kernel exposes its BTF.
+pub const VMLINUX: &str = "/sys/kernel/btf/vmlinux";
+
+/// The running kernel's BTF, raw.
+///
+/// # Errors
+/// When the file is missing (a kernel without `CONFIG_DEBUG_INFO_BTF`).
+pub fn read_sys_fs() -> Result<Vec<u8>, String> {
+    std::fs::read(VMLINUX)
+        .map_err(|e| format!("{VMLINUX}: {e} (the kernel needs CONFIG_DEBUG_INFO_BTF=y)"))
+}
+
 const KIND_INT: u32 = 1;
 const KIND_ARRAY: u32 = 3;
 const KIND_STRUCT: u32 = 4;
@@ -58,10 +70,7 @@ impl Btf {
     /// # Errors
     /// When the file is missing (kernel without `CONFIG_DEBUG_INFO_BTF`) or malformed.
     pub fn from_sys_fs() -> Result<Self, String> {
-        let path = "/sys/kernel/btf/vmlinux";
-        let data = std::fs::read(path)
-            .map_err(|e| format!("{path}: {e} (the kernel needs CONFIG_DEBUG_INFO_BTF=y)"))?;
-        Self::parse(&data).map_err(|e| format!("{path}: {e}"))
+        Self::parse(&read_sys_fs()?).map_err(|e| format!("{VMLINUX}: {e}"))
     }
 
     /// Parse a little-endian BTF blob.

@@ -180,8 +180,9 @@ pub fn select(names: Option<&str>) -> Result<Vec<Probe>, String> {
 }
 
 /// Offsets the programs need, from the kernel's BTF; `Err` says why they are missing.
-fn kernel_offsets() -> Result<[(&'static str, u32); 4], String> {
-    let btf = btf::Btf::from_sys_fs()?;
+fn kernel_offsets(raw: Result<&[u8], &String>) -> Result<[(&'static str, u32); 4], String> {
+    let btf = btf::Btf::parse(raw.map_err(Clone::clone)?)
+        .map_err(|e| format!("{}: {e}", btf::VMLINUX))?;
     let off = |s: &str, m: &str| btf.offset_of(s, m).map_err(|e| e.to_string());
     Ok([
         (maps::DENTRY_D_INODE, off("dentry", "d_inode")?),
@@ -209,10 +210,15 @@ pub fn attach(wanted: &[Probe], mode: AttachMode) -> Result<Attached, LoadError>
     let kallsyms = Kallsyms::read().map_err(LoadError::Kallsyms)?;
 
     let mut warnings = Vec::new();
-    let (mut ebpf, offsets_valid) = load_object(&mut warnings)?;
+    // One read of the kernel's BTF serves both our offsets and aya's fentry attach.
+    let raw_btf = btf::read_sys_fs();
+    let (mut ebpf, offsets_valid) = load_object(raw_btf.as_deref(), &mut warnings)?;
     let aya_btf = match mode {
         AttachMode::Kprobe => None,
-        _ => aya::Btf::from_sys_fs().ok(),
+        _ => raw_btf
+            .as_deref()
+            .ok()
+            .and_then(|raw| aya::Btf::parse(raw, aya::Endianness::Little).ok()),
     };
 
     if let Err(e) = ensure_tracefs() {
@@ -309,9 +315,12 @@ fn ensure_tracefs() -> Result<(), String> {
 
 /// Load the object with the kernel's struct offsets and our own pid set; whether the
 /// offsets were found (else a warning says what is lost).
-fn load_object(warnings: &mut Vec<String>) -> Result<(Ebpf, bool), LoadError> {
+fn load_object(
+    raw_btf: Result<&[u8], &String>,
+    warnings: &mut Vec<String>,
+) -> Result<(Ebpf, bool), LoadError> {
     let mut loader = EbpfLoader::new();
-    let offsets = kernel_offsets();
+    let offsets = kernel_offsets(raw_btf);
     let valid: u32 = match &offsets {
         Ok(offsets) => {
             for (name, value) in offsets {
