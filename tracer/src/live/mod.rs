@@ -1,0 +1,232 @@
+//! The live source: one loop that reads a [`Source`] every interval and publishes a
+//! [`Frame`], which every live sink (`tracer top`, `tracer serve`) reads.
+//!
+//! A source says what happened since it was last polled (a [`Delta`]); the loop keeps
+//! the rest: cumulative totals since start, short windows (10 s, 60 s) for percentiles,
+//! per-probe history for charts, the recent slow calls, and the cgroup table that keeps
+//! at most `--max-cgroups` cgroups by activity (the rest fold into one `other` row, and
+//! removed cgroups leave after a grace period, their kernel map entries deleted), so
+//! memory stays flat over days of uptime and any cgroup churn.
+//!
+//! Sources: the kernel (eBPF maps), the model (a scenario played out in simulated time),
+//! and a saved capture (replayed over its own duration). Sinks never see which, beyond
+//! [`SourceInfo`].
+
+use std::{sync::Arc, time::Duration};
+
+use crate::snapshot::{CgroupId, Probe, Snapshot};
+
+/// The id under which cgroups beyond `--max-cgroups` are summed.
+pub const OTHER_CGROUP: CgroupId = u64::MAX - 1;
+
+/// Default refresh interval.
+pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(1);
+/// Default number of cgroups kept by name; the rest are summed into `other`.
+pub const DEFAULT_MAX_CGROUPS: usize = 100;
+/// How long a removed cgroup still shows (as gone) before it leaves.
+pub const GONE_GRACE: Duration = Duration::from_secs(60);
+
+/// What a live sink shows about where its numbers come from. Fixed for the source's life.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourceInfo {
+    /// `kernel`, `model` or `replay`.
+    pub kind: SourceKindLive,
+    /// One line: `live on host`, `model umount-storm/expedited`, `replay of cap.json`.
+    pub description: String,
+    /// Host name.
+    pub host: String,
+    /// Kernel release measured (or mimicked by the model, or of the capture).
+    pub kernel: Option<String>,
+    /// Warnings to show once (what did not attach and why, degraded features).
+    pub warnings: Vec<String>,
+}
+
+/// Which kind of source feeds a live view.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SourceKindLive {
+    /// The running kernel's eBPF maps.
+    Kernel,
+    /// The companion model, in simulated time.
+    Model,
+    /// A saved capture file, replayed.
+    Replay,
+}
+
+/// One call slower than the `--slow` threshold, sent by the kernel (the only per-event data).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SlowCall {
+    /// When it returned, Unix nanoseconds.
+    pub at_unix_ns: u64,
+    /// Thread group (process) id.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// The task's command name (`comm`, at most 15 bytes).
+    pub comm: String,
+    /// The task's cgroup.
+    pub cgroup: CgroupId,
+    /// The traced path.
+    pub probe: Probe,
+    /// The innermost traced function around it, if any.
+    pub caller: Option<Probe>,
+    /// How long it took.
+    pub latency_ns: u64,
+    /// For `vfs_rmdir`: time spent pruning dentries under the inode lock.
+    pub pruned_under_lock_ns: Option<u64>,
+}
+
+/// What a source saw since it was last polled.
+#[derive(Clone, Debug)]
+pub struct Delta {
+    /// The calls, counters and losses of the interval (`meta.duration_ns` is its length),
+    /// with every probe's attach state and that interval's loss counts.
+    pub snapshot: Snapshot,
+    /// Calls over the slow threshold, oldest first.
+    pub slow: Vec<SlowCall>,
+    /// Cgroups learned (made) since the last poll: id and path under the cgroup2 root.
+    pub cgroups_made: Vec<(CgroupId, String)>,
+    /// Cgroups removed since the last poll.
+    pub cgroups_removed: Vec<CgroupId>,
+    /// Cost of the kernel programs in the interval, when the kernel keeps BPF statistics.
+    pub bpf: Option<BpfCost>,
+}
+
+/// Run time of the kernel programs over an interval, from the kernel's BPF statistics.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BpfCost {
+    /// Per program: name, nanoseconds run, runs.
+    pub programs: Vec<ProgramCost>,
+}
+
+/// One kernel program's cost.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProgramCost {
+    /// Program name (`vfs_rmdir_entry`, `sys_exit_rmdir`, ...).
+    pub name: String,
+    /// Nanoseconds the program ran.
+    pub run_ns: u64,
+    /// Times it ran.
+    pub runs: u64,
+}
+
+/// A producer of [`Delta`]s: the kernel, the model, or a capture file.
+pub trait Source: Send {
+    /// Where the numbers come from.
+    fn info(&self) -> SourceInfo;
+    /// What happened since the last poll (since the source started, the first time).
+    ///
+    /// # Errors
+    /// When the source can no longer be read; the loop reports it and stops.
+    fn poll(&mut self) -> anyhow::Result<Delta>;
+    /// Forget everything kept about these cgroups (their kernel map entries): they left
+    /// the table for good.
+    fn forget(&mut self, _cgroups: &[CgroupId]) {}
+    /// Report calls at least this slow as [`SlowCall`]s (0: none).
+    fn set_slow_threshold(&mut self, _ns: u64) {}
+}
+
+/// A cgroup the table knows by name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CgroupEntry {
+    /// Path under the cgroup2 root.
+    pub path: String,
+    /// Whether it is kept by name (`false`: its calls are summed into `other`).
+    pub tracked: bool,
+    /// When it was removed, Unix nanoseconds; it leaves the table `GONE_GRACE` later.
+    pub gone_since_unix_ns: Option<u64>,
+}
+
+/// Tracer's own cost, as the live views show it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Cost {
+    /// CPU time of the kernel programs per second of the last interval, in ns, when the
+    /// kernel keeps BPF statistics.
+    pub bpf_ns_per_s: Option<f64>,
+    /// Cumulative per-program cost since start.
+    pub bpf_programs: Vec<ProgramCost>,
+    /// This process's CPU time since start (user + system), seconds.
+    pub process_cpu_seconds: f64,
+    /// This process's CPU over the last interval, percent of one core.
+    pub process_cpu_percent: f64,
+    /// Resident memory, bytes.
+    pub rss_bytes: u64,
+}
+
+/// Per-probe history for charts: one point per interval, oldest first.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct History {
+    /// Interval end times, Unix nanoseconds.
+    pub at_unix_ns: Vec<u64>,
+    /// Per probe: calls per second in each interval.
+    pub calls_per_s: std::collections::BTreeMap<Probe, Vec<f64>>,
+    /// Per probe: p99 latency (ns) in each interval; 0 when no calls.
+    pub p99_ns: std::collections::BTreeMap<Probe, Vec<u64>>,
+}
+
+/// One refresh: everything a live sink shows.
+#[derive(Clone, Debug)]
+pub struct Frame {
+    /// Refresh number, from 1.
+    pub seq: u64,
+    /// The source.
+    pub info: Arc<SourceInfo>,
+    /// Current refresh interval.
+    pub interval: Duration,
+    /// The last interval: rates are its counts over its `meta.duration_ns`.
+    pub last: Snapshot,
+    /// Since the source started (or the last reset).
+    pub cumulative: Snapshot,
+    /// The last 10 s and the last 60 s, for percentiles.
+    pub last_10s: Snapshot,
+    /// See `last_10s`.
+    pub last_60s: Snapshot,
+    /// Per-probe history over the last minutes.
+    pub history: History,
+    /// The most recent slow calls, newest first (bounded).
+    pub slow: Vec<SlowCall>,
+    /// Current slow-call threshold (0: off).
+    pub slow_threshold_ns: u64,
+    /// Every cgroup known by name, tracked or folded, live or gone.
+    pub cgroups: std::collections::BTreeMap<CgroupId, CgroupEntry>,
+    /// Cgroups summed into `other` right now.
+    pub folded_cgroups: usize,
+    /// Tracer's own cost.
+    pub cost: Cost,
+    /// Set when the source failed: the loop stopped, this is why.
+    pub error: Option<String>,
+}
+
+/// Requests from a sink to the loop.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Control {
+    /// Refresh every this long.
+    SetInterval(Duration),
+    /// Start cumulative totals, windows and history afresh.
+    Reset,
+    /// Report calls at least this slow (0: none).
+    SetSlowThreshold(u64),
+}
+
+/// How the loop runs.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Refresh interval (changeable with [`Control::SetInterval`]).
+    pub interval: Duration,
+    /// Cgroups kept by name; the rest are summed into [`OTHER_CGROUP`].
+    pub max_cgroups: usize,
+    /// Initial slow-call threshold, ns (0: none).
+    pub slow_threshold_ns: u64,
+    /// Points of history kept per probe.
+    pub history_len: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            interval: DEFAULT_INTERVAL,
+            max_cgroups: DEFAULT_MAX_CGROUPS,
+            slow_threshold_ns: 0,
+            history_len: 300,
+        }
+    }
+}
