@@ -8,6 +8,7 @@ pub mod live;
 pub mod model;
 pub mod report;
 pub mod snapshot;
+pub mod tui;
 
 /// Whether to colour standard output: a terminal, and `NO_COLOR` unset or empty.
 #[must_use]

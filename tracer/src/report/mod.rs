@@ -16,12 +16,12 @@ use anyhow::Context as _;
 
 use crate::snapshot::Snapshot;
 
-mod bars;
+pub(crate) mod bars;
 pub mod compare;
 pub mod json;
 mod table;
 pub mod text;
-mod units;
+pub(crate) mod units;
 
 #[cfg(test)]
 mod testdata;

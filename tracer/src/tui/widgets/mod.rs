@@ -1,0 +1,443 @@
+//! Drawing the dashboard: `impl Widget for &App`. Reads the state, formats, draws; never
+//! blocks, never locks, never computes more than the rows on screen need (the rows
+//! themselves are computed once per frame in `rows`).
+
+use std::time::Duration;
+
+use ratatui::{
+    buffer::Buffer,
+    layout::{Constraint, Layout, Rect},
+    style::{Color, Modifier, Style},
+    text::{Line, Span},
+    widgets::{Block, Borders, Clear, Paragraph, Tabs, Widget, Wrap},
+};
+
+use super::app::{App, View};
+use crate::{
+    live::Frame,
+    report::units,
+    snapshot::{AttachMethod, AttachState, Probe},
+};
+
+mod detail;
+mod tables;
+
+/// Styles, all plain when colour is off (`NO_COLOR`): emphasis then comes from bold and
+/// reverse video only.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Theme {
+    color: bool,
+}
+
+impl Theme {
+    fn fg(self, c: Color) -> Style {
+        if self.color {
+            Style::default().fg(c)
+        } else {
+            Style::default()
+        }
+    }
+    fn title(self) -> Style {
+        self.fg(Color::Cyan).add_modifier(Modifier::BOLD)
+    }
+    fn header(self) -> Style {
+        self.fg(Color::Yellow).add_modifier(Modifier::BOLD)
+    }
+    fn selected() -> Style {
+        Style::default().add_modifier(Modifier::REVERSED)
+    }
+    fn dim(self) -> Style {
+        self.fg(Color::DarkGray)
+    }
+    fn warn(self) -> Style {
+        self.fg(Color::Yellow)
+    }
+    fn error(self) -> Style {
+        self.fg(Color::Red).add_modifier(Modifier::BOLD)
+    }
+    fn good(self) -> Style {
+        self.fg(Color::Green).add_modifier(Modifier::BOLD)
+    }
+    fn bar(self) -> Style {
+        self.fg(Color::Cyan)
+    }
+}
+
+/// A duration as a person says it: `250 ms`, `1 s`, `1.5 s`, `2 min`.
+#[must_use]
+pub fn duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1_000 {
+        format!("{ms} ms")
+    } else if ms.is_multiple_of(60_000) {
+        format!("{} min", ms / 60_000)
+    } else if ms.is_multiple_of(1_000) {
+        format!("{} s", ms / 1_000)
+    } else {
+        format!("{:.1} s", d.as_secs_f64())
+    }
+}
+
+/// A latency cell: `12.3 ms`, or `—` when there were no calls.
+fn ns_cell(v: Option<u64>) -> String {
+    v.map_or_else(|| "—".to_owned(), units::ns)
+}
+
+/// A rate cell with three significant digits: `0`, `0.25`, `12.5`, `840`, `12.3k`.
+#[must_use]
+pub fn rate(v: f64) -> String {
+    if !v.is_finite() || v <= 0.0 {
+        "0".to_owned()
+    } else if v < 9.995 {
+        format!("{v:.2}")
+    } else if v < 99.95 {
+        format!("{v:.1}")
+    } else if v < 9_999.5 {
+        format!("{v:.0}")
+    } else if v < 9_999_500.0 {
+        format!("{:.1}k", v / 1e3)
+    } else {
+        format!("{:.1}M", v / 1e6)
+    }
+}
+
+/// Bytes in MiB, one decimal.
+#[expect(clippy::cast_precision_loss, reason = "for display")]
+fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
+}
+
+impl Widget for &App {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        let theme = Theme { color: self.color };
+        let frame = self.shown.as_deref();
+        let header = header_lines(self, frame, theme);
+        // A line gets the rows it needs up to its own limit; the rest is cut at the edge.
+        let heights: Vec<u16> = header
+            .iter()
+            .map(|(line, most)| {
+                let w = u16::try_from(line.width()).unwrap_or(u16::MAX);
+                w.div_ceil(area.width.max(1)).clamp(1, *most)
+            })
+            .collect();
+        let header_h: u16 = heights.iter().sum();
+        let [head, tabs, body, foot] = Layout::vertical([
+            Constraint::Length(header_h),
+            Constraint::Length(1),
+            Constraint::Min(0),
+            Constraint::Length(1),
+        ])
+        .areas(area);
+        let mut y = head.y;
+        for ((line, _), h) in header.into_iter().zip(heights) {
+            let r = Rect {
+                y,
+                height: h,
+                ..head
+            }
+            .intersection(head);
+            Paragraph::new(line)
+                .wrap(Wrap { trim: true })
+                .render(r, buf);
+            y += h;
+        }
+        self.render_tabs(tabs, buf, theme);
+        match frame {
+            None => Paragraph::new("waiting for the first refresh…")
+                .style(theme.dim())
+                .render(body, buf),
+            Some(f) => match self.view {
+                View::Probes => tables::probes(self, body, buf, theme),
+                View::Cgroups => tables::cgroups(self, f, body, buf, theme),
+                View::Slow => tables::slow(self, f, body, buf, theme),
+                View::Detail => detail::render(self, f, body, buf, theme),
+            },
+        }
+        self.render_footer(foot, buf, theme);
+        if self.help {
+            help(area, buf, theme);
+        }
+    }
+}
+
+impl App {
+    fn render_tabs(&self, area: Rect, buf: &mut Buffer, theme: Theme) {
+        let selected = View::ALL.iter().position(|v| *v == self.view);
+        let titles = View::ALL
+            .iter()
+            .enumerate()
+            .map(|(i, v)| format!("{} {}", i + 1, v.title()));
+        Tabs::new(titles)
+            .select(selected)
+            .style(theme.dim())
+            .highlight_style(theme.title().add_modifier(Modifier::REVERSED))
+            .divider("│")
+            .render(area, buf);
+    }
+
+    fn render_footer(&self, area: Rect, buf: &mut Buffer, theme: Theme) {
+        let filter = self
+            .view
+            .table()
+            .map(|t| self.nav[t as usize].filter.as_str())
+            .unwrap_or_default();
+        let line = if self.editing_filter {
+            Line::from(vec![
+                Span::styled("filter: ", theme.header()),
+                Span::raw(format!("{filter}█")),
+                Span::styled("  Enter keep · Esc clear", theme.dim()),
+            ])
+        } else if let Some(s) = &self.status {
+            Line::from(Span::styled(s.clone(), theme.warn()))
+        } else {
+            let mut spans = Vec::new();
+            if !filter.is_empty() {
+                spans.push(Span::styled(format!("filter: {filter}  "), theme.warn()));
+            }
+            spans.push(Span::styled(
+                "q quit · ? help · Tab view · ↑↓ select · Enter detail · s sort · / filter · p pause",
+                theme.dim(),
+            ));
+            Line::from(spans)
+        };
+        Paragraph::new(line).render(area, buf);
+    }
+}
+
+/// Whether a probe belongs to a group.
+type Member = fn(Probe) -> bool;
+
+/// The probe groups of the header's attach line, each with its probes.
+const GROUPS: [(&str, Member); 6] = [
+    ("gp", Probe::is_grace_period),
+    ("shrinker", Probe::is_shrinker_teardown),
+    ("umount", |p| {
+        matches!(p, Probe::DeactivateLockedSuper | Probe::NamespaceUnlock)
+    }),
+    ("dcache", |p| {
+        matches!(
+            p,
+            Probe::ShrinkDcacheParent | Probe::DDelete | Probe::VfsRmdir
+        )
+    }),
+    ("locks", |p| {
+        matches!(
+            p,
+            Probe::InodeLockHold | Probe::PruneUnderInodeLock | Probe::InodeLockWait
+        )
+    }),
+    ("syscalls", |p| {
+        matches!(p, Probe::SysUmount | Probe::SysRmdir | Probe::SysUnlink)
+    }),
+];
+
+/// How each probe group is hooked, by method: `attach: fentry gp,umount · kprobe dcache`.
+/// A group hooked two ways (fentry refused for one function) is under both.
+fn attach_line(frame: &Frame) -> String {
+    let mut by_method: Vec<(&str, Vec<&str>)> = Vec::new();
+    for (name, member) in GROUPS {
+        let mut how: Vec<&str> = frame
+            .last
+            .probes
+            .iter()
+            .filter(|(p, _)| member(**p))
+            .filter_map(|(_, st)| match &st.state {
+                AttachState::Attached { method, .. } => Some(match method {
+                    AttachMethod::Fentry => "fentry",
+                    AttachMethod::Kprobe => "kprobe",
+                    AttachMethod::Tracepoint => "tracepoint",
+                }),
+                AttachState::Modelled => Some("modelled"),
+                _ => None,
+            })
+            .collect();
+        how.sort_unstable();
+        how.dedup();
+        if how.is_empty() {
+            how.push("off");
+        }
+        for m in how {
+            match by_method.iter_mut().find(|(mm, _)| *mm == m) {
+                Some((_, groups)) => groups.push(name),
+                None => by_method.push((m, vec![name])),
+            }
+        }
+    }
+    let parts: Vec<String> = by_method
+        .iter()
+        .map(|(m, groups)| format!("{m} {}", groups.join(",")))
+        .collect();
+    format!("attach: {}", parts.join(" · "))
+}
+
+/// What did not attach and why, then the source's warnings.
+fn not_attached(frame: &Frame) -> Vec<String> {
+    let mut out: Vec<String> = frame
+        .last
+        .probes
+        .iter()
+        .filter_map(|(p, st)| match &st.state {
+            AttachState::Absent { .. } => Some(format!("{} absent on this kernel", p.name())),
+            AttachState::Failed { reason } => Some(format!("{}: {reason}", p.name())),
+            _ => None,
+        })
+        .collect();
+    for w in &frame.info.warnings {
+        // The source often words the same refusal itself: say it once.
+        if !out
+            .iter()
+            .any(|o| w.contains(o.as_str()) || o.contains(w.as_str()))
+        {
+            out.push(w.clone());
+        }
+    }
+    out
+}
+
+/// The header's lines, each with the most rows it may wrap onto.
+fn header_lines<'a>(app: &App, frame: Option<&Frame>, theme: Theme) -> Vec<(Line<'a>, u16)> {
+    let Some(f) = frame else {
+        return vec![(Line::from(Span::styled("tracer top", theme.title())), 1)];
+    };
+    let state = if app.paused {
+        let latest = app.latest.as_ref().map_or(f.seq, |l| l.seq);
+        Span::styled(
+            format!("PAUSED at #{} (latest #{latest})", f.seq),
+            theme.warn().add_modifier(Modifier::BOLD),
+        )
+    } else {
+        Span::styled(format!("LIVE #{}", f.seq), theme.good())
+    };
+    let interval = match app.requested_interval {
+        Some(r) if r != f.interval => {
+            format!("every {} (→ {})", duration(f.interval), duration(r))
+        }
+        _ => format!("every {}", duration(f.interval)),
+    };
+    let mut lines = vec![(
+        Line::from(vec![
+            Span::styled("tracer top", theme.title()),
+            Span::raw(" · "),
+            state,
+            Span::raw(format!(
+                " · {interval} · {} · host {} · kernel {}",
+                f.info.description,
+                f.info.host,
+                f.info.kernel.as_deref().unwrap_or("?"),
+            )),
+        ]),
+        1,
+    )];
+    lines.push((Line::from(attach_line(f)), 1));
+    let missing = not_attached(f);
+    if !missing.is_empty() {
+        // Why a probe is missing matters more than the rest of the header: two rows.
+        lines.push((
+            Line::from(Span::styled(
+                format!("not attached: {}", missing.join(" · ")),
+                theme.warn(),
+            )),
+            2,
+        ));
+    }
+    let bpf = f.cost.bpf_ns_per_s.map_or_else(
+        || "BPF run time not kept by this kernel".to_owned(),
+        |ns| {
+            #[expect(
+                clippy::cast_possible_truncation,
+                clippy::cast_sign_loss,
+                reason = "ns per second, for display"
+            )]
+            let ns = ns.max(0.0) as u64;
+            format!("BPF {}/s", units::ns(ns))
+        },
+    );
+    let mut cost = vec![Span::raw(format!(
+        "cost: {bpf} · tracer {:.1}% CPU · RSS {}",
+        f.cost.process_cpu_percent,
+        mib(f.cost.rss_bytes)
+    ))];
+    if let Some(e) = &f.error {
+        cost.push(Span::styled(format!(" · STOPPED: {e}"), theme.error()));
+    }
+    lines.push((Line::from(cost), 1));
+    lines
+}
+
+/// The key help, over the view.
+fn help(area: Rect, buf: &mut Buffer, theme: Theme) {
+    const KEYS: [(&str, &str); 16] = [
+        ("↑ ↓  j k", "select a row (PgUp PgDn Home End)"),
+        ("Tab  Shift-Tab", "next / previous view (or 1-4)"),
+        ("Enter", "detail of the selected row; again: back"),
+        ("Esc", "back from detail; clear the filter"),
+        ("s", "sort by the next column"),
+        ("S", "reverse the sort"),
+        ("/", "filter rows by name (Enter keep, Esc clear)"),
+        ("p  Space", "pause: the view freezes, frames keep coming"),
+        ("r", "reset totals, windows and history"),
+        ("+  -", "refresh interval longer / shorter"),
+        ("]  [", "slow-call threshold higher / lower (off)"),
+        ("?", "this help"),
+        ("q  Ctrl-C", "quit"),
+        ("", ""),
+        ("windows", "rates: last interval · percentiles: last 10 s"),
+        ("", "total: since start or reset"),
+    ];
+    let w = area.width.min(72);
+    let h = area.height.min(u16::try_from(KEYS.len()).unwrap_or(16) + 2);
+    let popup = Rect {
+        x: area.x + (area.width - w) / 2,
+        y: area.y + (area.height - h) / 2,
+        width: w,
+        height: h,
+    };
+    Clear.render(popup, buf);
+    let lines: Vec<Line> = KEYS
+        .iter()
+        .map(|(k, what)| {
+            Line::from(vec![
+                Span::styled(format!("{k:<16}"), theme.header()),
+                Span::raw(*what),
+            ])
+        })
+        .collect();
+    Paragraph::new(lines)
+        .wrap(Wrap { trim: false })
+        .block(
+            Block::default()
+                .borders(Borders::ALL)
+                .title(" keys — any key closes ")
+                .title_style(theme.title()),
+        )
+        .render(popup, buf);
+}
+
+/// The lines of a buffer as plain text, trailing spaces trimmed (`tracer top --frames`).
+#[must_use]
+pub fn buffer_text(buf: &Buffer) -> Vec<String> {
+    let area = buf.area;
+    (area.y..area.y + area.height)
+        .map(|y| {
+            let mut line = String::new();
+            for x in area.x..area.x + area.width {
+                let cell = &buf[(x, y)];
+                if !cell.skip {
+                    line.push_str(cell.symbol());
+                }
+            }
+            line.trim_end().to_owned()
+        })
+        .collect()
+}
+
+/// `app` drawn on a `width` x `height` buffer, as text lines.
+#[must_use]
+pub fn render_text(app: &App, width: u16, height: u16) -> Vec<String> {
+    let mut buf = Buffer::empty(Rect::new(0, 0, width, height));
+    app.render(buf.area, &mut buf);
+    buffer_text(&buf)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,297 @@
+//! The Probes, Cgroups and Slow calls tables. Only the rows that fit are built.
+
+use ratatui::{
+    buffer::Buffer,
+    layout::{Constraint, Layout, Rect},
+    style::Style,
+    text::{Line, Span},
+    widgets::{Cell, Paragraph, Row, Table as TableWidget, Widget},
+};
+
+use super::{Theme, ns_cell, rate};
+use crate::{
+    live::{Frame, OTHER_CGROUP},
+    report::units,
+    tui::app::{App, Column, Nav, Table},
+};
+
+/// The columns that fit `width`, with their widths: columns are dropped from the right
+/// until the rest fit at their least width, then flexible ones share what is left.
+fn fitting(columns: &[Column], width: u16) -> Vec<(usize, u16)> {
+    let mut shown: Vec<usize> = (0..columns.len())
+        .filter(|&i| width >= columns[i].min_term_width)
+        .collect();
+    let need = |shown: &[usize]| -> u16 {
+        let cells: u16 = shown.iter().map(|&i| columns[i].width).sum();
+        cells + u16::try_from(shown.len().saturating_sub(1)).unwrap_or(u16::MAX)
+    };
+    while shown.len() > 1 && need(&shown) > width {
+        shown.pop();
+    }
+    let spare = width.saturating_sub(need(&shown));
+    let flex = shown.iter().filter(|&&i| columns[i].flex).count();
+    let flex = u16::try_from(flex).unwrap_or(1);
+    let mut first_flex = true;
+    shown
+        .into_iter()
+        .map(|i| {
+            let c = &columns[i];
+            let mut w = c.width;
+            if c.flex && flex > 0 {
+                w += spare / flex;
+                if first_flex {
+                    w += spare % flex;
+                    first_flex = false;
+                }
+                w = w.min(c.max_width.max(c.width));
+            }
+            (i, w.min(width))
+        })
+        .collect()
+}
+
+/// `text` in `width` cells: a long name keeps its end, the part that tells paths apart.
+fn tail(text: String, width: u16) -> String {
+    let n = text.chars().count();
+    let width = usize::from(width);
+    if n <= width || width == 0 {
+        return text;
+    }
+    let mut s = String::from("…");
+    s.extend(text.chars().skip(n + 1 - width));
+    s
+}
+
+/// The header row, the sorted column marked ▲ (A first, smallest first) or ▼.
+fn header<'a>(columns: &[Column], shown: &[(usize, u16)], nav: &Nav, theme: Theme) -> Row<'a> {
+    Row::new(shown.iter().map(|&(i, _)| {
+        let c = &columns[i];
+        let mark = match nav.sort.column {
+            Some(s) if s == i && nav.sort.descending => "▼",
+            Some(s) if s == i => "▲",
+            _ => "",
+        };
+        let text = format!("{}{mark}", c.name);
+        Cell::from(if c.numeric {
+            Line::from(text).right_aligned()
+        } else {
+            Line::from(text)
+        })
+    }))
+    .style(theme.header())
+}
+
+/// Keep the selection in view and return the first row to draw.
+fn scroll(nav: &Nav, visible: usize) -> usize {
+    let mut off = nav.offset.get();
+    if nav.selected < off {
+        off = nav.selected;
+    } else if visible > 0 && nav.selected >= off + visible {
+        off = nav.selected + 1 - visible;
+    }
+    off = off.min(nav.order.len().saturating_sub(visible.max(1)));
+    nav.offset.set(off);
+    off
+}
+
+/// Draw a table of `cells(row_index_in_order) -> (cells by column, style)`.
+fn draw(
+    app: &App,
+    t: Table,
+    area: Rect,
+    buf: &mut Buffer,
+    theme: Theme,
+    cells: impl Fn(usize) -> (Vec<String>, Style),
+) {
+    let nav = &app.nav[t as usize];
+    let columns = t.columns();
+    let shown = fitting(columns, area.width);
+    let visible = usize::from(area.height.saturating_sub(1));
+    let off = scroll(nav, visible);
+    let rows: Vec<Row> = (off..nav.order.len().min(off + visible))
+        .map(|pos| {
+            let (text, style) = cells(pos);
+            let style = if pos == nav.selected {
+                style.patch(Theme::selected())
+            } else {
+                style
+            };
+            Row::new(shown.iter().map(|&(i, w)| {
+                let s = text.get(i).cloned().unwrap_or_default();
+                let s = if columns[i].flex { tail(s, w) } else { s };
+                Cell::from(if columns[i].numeric {
+                    Line::from(s).right_aligned()
+                } else {
+                    Line::from(s)
+                })
+            }))
+            .style(style)
+        })
+        .collect();
+    let widths: Vec<Constraint> = shown.iter().map(|&(_, w)| Constraint::Length(w)).collect();
+    TableWidget::new(rows, widths)
+        .header(header(columns, &shown, nav, theme))
+        .column_spacing(1)
+        .render(area, buf);
+    if nav.order.is_empty() {
+        let msg = if nav.filter.is_empty() {
+            "no rows yet".to_owned()
+        } else {
+            format!(
+                "no row matches the filter \"{}\" (Esc clears it)",
+                nav.filter
+            )
+        };
+        if area.height > 1 {
+            Paragraph::new(msg).style(theme.dim()).render(
+                Rect {
+                    y: area.y + 1,
+                    height: 1,
+                    ..area
+                },
+                buf,
+            );
+        }
+    }
+}
+
+/// The Probes view.
+pub(super) fn probes(app: &App, area: Rect, buf: &mut Buffer, theme: Theme) {
+    let rows: Vec<_> = app.probe_rows().collect();
+    draw(app, Table::Probes, area, buf, theme, |pos| {
+        let Some(r) = rows.get(pos) else {
+            return (Vec::new(), Style::default());
+        };
+        let is_probe = r.caller == crate::tui::rows::Callers::All;
+        (
+            vec![
+                r.label(),
+                rate(r.calls_per_s),
+                ns_cell(r.p50_ns),
+                ns_cell(r.p99_ns),
+                ns_cell(r.max_ns),
+                if r.time_ns == 0 {
+                    "0".to_owned()
+                } else {
+                    units::ns(r.time_ns)
+                },
+                if is_probe {
+                    r.lost.to_string()
+                } else {
+                    String::new()
+                },
+                r.total.to_string(),
+            ],
+            if is_probe && r.lost > 0 {
+                theme.warn()
+            } else if is_probe {
+                Style::default()
+            } else {
+                theme.dim()
+            },
+        )
+    });
+}
+
+/// The Cgroups view, with a line on how many are summed into `other`.
+pub(super) fn cgroups(app: &App, frame: &Frame, area: Rect, buf: &mut Buffer, theme: Theme) {
+    let rows: Vec<_> = app.cgroup_rows().collect();
+    let tracked = frame.cgroups.values().filter(|e| e.tracked).count();
+    let [info, table] = Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(area);
+    Paragraph::new(Line::from(Span::styled(
+        format!(
+            "{tracked} cgroups by name + {} in other · p99: last 10 s · /s: last interval",
+            frame.folded_cgroups
+        ),
+        theme.dim(),
+    )))
+    .render(info, buf);
+    draw(app, Table::Cgroups, table, buf, theme, |pos| {
+        let Some(r) = rows.get(pos) else {
+            return (Vec::new(), Style::default());
+        };
+        let name = if r.id == OTHER_CGROUP {
+            format!("other ({} cgroups)", frame.folded_cgroups)
+        } else {
+            r.label()
+        };
+        (
+            vec![
+                name,
+                ns_cell(r.grace_p99_ns),
+                ns_cell(r.shrinker_p99_ns),
+                ns_cell(r.rmdir_p99_ns),
+                ns_cell(r.umount_p99_ns),
+                rate(r.negative_per_s),
+                ns_cell(r.hold_p99_ns),
+                rate(r.waits_per_s),
+            ],
+            if r.gone || r.is_other() {
+                theme.dim()
+            } else {
+                Style::default()
+            },
+        )
+    });
+}
+
+/// `hh:mm:ss.mmm` (UTC) of a Unix time in nanoseconds.
+fn clock(unix_ns: u64) -> String {
+    let ms = unix_ns / 1_000_000;
+    let s = ms / 1_000;
+    format!(
+        "{:02}:{:02}:{:02}.{:03}",
+        s / 3_600 % 24,
+        s / 60 % 60,
+        s % 60,
+        ms % 1_000
+    )
+}
+
+/// The Slow calls view: the threshold, then the calls.
+pub(super) fn slow(app: &App, frame: &Frame, area: Rect, buf: &mut Buffer, theme: Theme) {
+    let calls: Vec<_> = app.slow_rows().collect();
+    let [info, table] = Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(area);
+    let threshold = if frame.slow_threshold_ns == 0 {
+        "off".to_owned()
+    } else {
+        format!("over {}", units::ns(frame.slow_threshold_ns))
+    };
+    let asked = match app.requested_slow_ns {
+        Some(0) => " (→ off)".to_owned(),
+        Some(ns) => format!(" (→ {})", units::ns(ns)),
+        None => String::new(),
+    };
+    Paragraph::new(Line::from(vec![
+        Span::styled(format!("calls {threshold}{asked}"), theme.header()),
+        Span::styled(
+            format!(
+                " · {} recent, newest first · ] higher, [ lower · times UTC",
+                frame.slow.len()
+            ),
+            theme.dim(),
+        ),
+    ]))
+    .render(info, buf);
+    draw(app, Table::Slow, table, buf, theme, |pos| {
+        let Some(c) = calls.get(pos) else {
+            return (Vec::new(), Style::default());
+        };
+        let call = match c.caller {
+            Some(caller) => format!("{} ← {}", c.probe.name(), caller.name()),
+            None => c.probe.name().to_owned(),
+        };
+        (
+            vec![
+                clock(c.at_unix_ns),
+                c.pid.to_string(),
+                c.comm.clone(),
+                app.cgroup_path(c.cgroup),
+                call,
+                units::ns(c.latency_ns),
+                c.pruned_under_lock_ns.map(units::ns).unwrap_or_default(),
+            ],
+            Style::default(),
+        )
+    });
+}

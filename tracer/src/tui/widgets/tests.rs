@@ -1,0 +1,401 @@
+//! Every screen drawn on ratatui's `TestBackend` from hand-built frames, at 80x24 and at
+//! 200x50, checked for the rows a user reads. Expected figures come from the test data
+//! (`tui::testdata`), worked out by hand: one second of 40 + 10 + 5 + 30 (other) umounts
+//! and one unrelated grace-period wait, 12,000 negative dentries in docker-b2, two
+//! rmdirs of about 250 ms, six inode-lock waits in cron.service.
+
+use std::sync::Arc;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::{Terminal, backend::TestBackend, style::Color};
+
+use crate::{
+    live::{CgroupEntry, Frame},
+    snapshot::{Probe, SeriesKey},
+    tui::{
+        app::{App, View},
+        testdata,
+    },
+};
+
+const SIZES: [(u16, u16); 2] = [(80, 24), (200, 50)];
+
+fn draw(app: &App, w: u16, h: u16) -> (Vec<String>, ratatui::buffer::Buffer) {
+    let mut t = Terminal::new(TestBackend::new(w, h)).expect("test backend");
+    t.draw(|f| f.render_widget(app, f.area())).expect("draw");
+    let buf = t.backend().buffer().clone();
+    (super::buffer_text(&buf), buf)
+}
+
+fn screen(app: &App, w: u16, h: u16) -> Vec<String> {
+    draw(app, w, h).0
+}
+
+fn app_on(view: View) -> App {
+    let mut app = App::new(false);
+    app.on_frame(Arc::new(testdata::frame(1)));
+    app.view = view;
+    app
+}
+
+fn press(app: &mut App, code: KeyCode) {
+    app.on_key(KeyEvent::new(code, KeyModifiers::NONE));
+}
+
+/// The line holding `needle`; fails the test, showing the screen, when none does.
+fn line<'a>(lines: &'a [String], needle: &str) -> &'a str {
+    lines
+        .iter()
+        .find(|l| l.contains(needle))
+        .unwrap_or_else(|| panic!("no line with {needle:?} in:\n{}", lines.join("\n")))
+}
+
+/// The end of a cgroup path as a narrow column still shows it.
+fn end(path: &str) -> &str {
+    &path[path.len().saturating_sub(16)..]
+}
+
+/// The cells of a table row, split on runs of two or more spaces or single spaces
+/// between numbers: good enough to read a row as a user reads it.
+fn words(l: &str) -> Vec<&str> {
+    l.split_whitespace().collect()
+}
+
+#[test]
+fn header_says_where_the_numbers_come_from_and_what_did_not_attach() {
+    for (w, h) in SIZES {
+        let s = screen(&app_on(View::Probes), w, h);
+        let top = s[0].as_str();
+        assert!(
+            top.starts_with("tracer top · LIVE #1 · every 1 s · model umount-storm"),
+            "{top}"
+        );
+        let attach = line(&s, "attach:");
+        assert_eq!(
+            attach,
+            "attach: fentry gp,shrinker,umount · kprobe dcache,locks · tracepoint syscalls"
+        );
+        let missing = line(&s, "not attached:");
+        assert!(missing.contains("unregister_shrinker absent on this kernel"));
+        let missing = s.join(" ");
+        assert!(missing.contains("d_delete: permission denied"), "{missing}");
+        // The source's warning says the same as the attach state: once only.
+        assert_eq!(missing.matches("permission denied").count(), 1, "{missing}");
+        if w >= 120 {
+            assert!(
+                top.ends_with("host testhost · kernel 6.12.9+bpo-amd64"),
+                "{top}"
+            );
+        }
+        let cost = line(&s, "cost:");
+        assert!(
+            cost.contains("BPF 1.20 ms/s · tracer 0.4% CPU · RSS 12.0 MiB"),
+            "{cost}"
+        );
+    }
+}
+
+#[test]
+fn probes_show_calls_per_second_percentiles_and_losses_per_probe_and_caller() {
+    for (w, h) in SIZES {
+        let s = screen(&app_on(View::Probes), w, h);
+        let head = words(line(&s, "calls/s"));
+        assert_eq!(
+            head[..7],
+            ["probe", "calls/s", "p50", "p99", "max", "time/int", "lost"]
+        );
+        // 86 grace-period waits in the one-second interval, 85 of them from namespace_unlock.
+        let gp = words(line(&s, "synchronize_rcu_expedited"));
+        assert_eq!(gp[1], "86.0", "{gp:?}");
+        let from_ns = words(line(&s, "← namespace_unlock"));
+        assert_eq!(from_ns[1..3], ["namespace_unlock", "85.0"], "{from_ns:?}");
+        let untraced = line(&s, "← (no traced caller)");
+        assert!(untraced.contains(" 1.00 "), "{untraced}");
+        // The longest grace-period wait: the slowest of docker-a1's, under 30 ms.
+        assert!(
+            gp[6].parse::<f64>().is_ok_and(|ms| ms > 29.0 && ms < 30.5),
+            "{gp:?}"
+        );
+        // vfs_rmdir: two calls, three returns lost.
+        let rmdir = words(line(&s, "vfs_rmdir"));
+        assert_eq!(rmdir[1], "2.00", "{rmdir:?}");
+        assert_eq!(
+            rmdir.last(),
+            Some(if w >= 100 { &"2" } else { &"3" }),
+            "{rmdir:?}"
+        );
+        if w >= 100 {
+            assert!(line(&s, "calls/s").ends_with("total"));
+        }
+    }
+}
+
+#[test]
+fn probes_total_counts_since_start() {
+    let mut app = App::new(false);
+    app.on_frame(Arc::new(testdata::frame(3)));
+    let s = screen(&app, 200, 50);
+    assert_eq!(
+        words(line(&s, "synchronize_rcu_expedited")).last(),
+        Some(&"258")
+    );
+}
+
+#[test]
+fn cgroups_show_one_row_per_path_other_last_and_the_gone_marker() {
+    for (w, h) in SIZES {
+        let s = screen(&app_on(View::Cgroups), w, h);
+        let head = words(line(&s, "gp p99"));
+        assert_eq!(head[0], "cgroup▲");
+        assert_eq!(head.last(), Some(&"wait/s"), "{w}x{h}: {head:?}");
+        // 12,000 negative dentries in one second; two rmdirs holding the lock ~250 ms.
+        let b2 = words(line(&s, end("/system.slice/docker-b2.scope")));
+        assert!(b2.contains(&"12.0k"), "{b2:?}");
+        assert!(line(&s, "docker-b2").contains(" ms"), "rmdir p99 shown");
+        // Six waits for an inode lock in cron.service.
+        assert_eq!(
+            words(line(&s, end("/system.slice/cron.service"))).last(),
+            Some(&"6.00")
+        );
+        assert!(line(&s, testdata::GONE).contains("/kubepods/pod-9 (gone)"));
+        let rows: Vec<&String> = s
+            .iter()
+            .filter(|l| l.starts_with('/') || l.starts_with('…') || l.starts_with("other"))
+            .collect();
+        assert!(
+            rows.last()
+                .is_some_and(|l| l.starts_with("other (2 cgroups)")),
+            "{rows:?}"
+        );
+        assert!(line(&s, "cgroups by name").contains("5 cgroups by name + 2 in other"));
+    }
+}
+
+#[test]
+fn s_sorts_cgroups_and_the_header_marks_the_column() {
+    for (w, h) in SIZES {
+        let mut app = app_on(View::Cgroups);
+        press(&mut app, KeyCode::Char('s'));
+        let s = screen(&app, w, h);
+        assert!(line(&s, "gp p99").contains("gp p99▼"));
+        let first = s
+            .iter()
+            .position(|l| l.contains("gp p99▼"))
+            .map(|i| s[i + 1].as_str());
+        assert!(
+            first.is_some_and(|l| l.contains(end(testdata::SLOWEST_GRACE))),
+            "{first:?}"
+        );
+        assert!(
+            line(&s, "sorted by gp p99").len() > 1,
+            "status line says so"
+        );
+    }
+}
+
+#[test]
+fn the_filter_hides_rows_and_the_footer_shows_it() {
+    for (w, h) in SIZES {
+        let mut app = app_on(View::Cgroups);
+        press(&mut app, KeyCode::Char('/'));
+        for c in "docker".chars() {
+            press(&mut app, KeyCode::Char(c));
+        }
+        let typing = screen(&app, w, h);
+        assert!(
+            typing
+                .last()
+                .is_some_and(|l| l.starts_with("filter: docker█"))
+        );
+        press(&mut app, KeyCode::Enter);
+        let s = screen(&app, w, h);
+        line(&s, end(testdata::SLOWEST_GRACE));
+        line(&s, end("/system.slice/docker-b2.scope"));
+        assert!(
+            !s.iter().any(|l| l.contains(end(testdata::GROWING))),
+            "{s:#?}"
+        );
+        assert!(!s.iter().any(|l| l.starts_with("other")));
+        assert!(s.last().is_some_and(|l| l.starts_with("filter: docker")));
+        press(&mut app, KeyCode::Char('/'));
+        for c in "nothing-like-this".chars() {
+            press(&mut app, KeyCode::Char(c));
+        }
+        press(&mut app, KeyCode::Enter);
+        let s = screen(&app, w, h);
+        line(&s, "no row matches the filter");
+    }
+}
+
+#[test]
+fn slow_calls_show_time_pid_comm_cgroup_call_latency_and_pruning() {
+    for (w, h) in SIZES {
+        let s = screen(&app_on(View::Slow), w, h);
+        line(&s, "calls over 10.0 ms");
+        let head = words(line(&s, "latency"));
+        assert_eq!(
+            head,
+            ["time", "pid", "comm", "cgroup", "call", "latency", "pruned"]
+        );
+        let rm = line(&s, &format!(" {} ", testdata::SLOW_PID));
+        let cells = words(rm);
+        // 600 ms before 12:00:00 UTC.
+        assert_eq!(cells[0], "11:59:59.400");
+        assert_eq!(cells[2], testdata::SLOW_COMM);
+        assert!(rm.contains("vfs_rmdir"), "{rm}");
+        assert!(rm.contains("259 ms") && rm.contains("251 ms"), "{rm}");
+        if w >= 100 {
+            assert!(rm.contains("/system.slice/docker-b2.scope"), "{rm}");
+        }
+        // Newest first.
+        let umount = s.iter().position(|l| l.contains(" 777 "));
+        let rmdir = s.iter().position(|l| l.contains(" 4242 "));
+        assert!(umount < rmdir);
+    }
+}
+
+#[test]
+fn detail_shows_the_histogram_the_history_and_an_uncalibrated_model() {
+    for (w, h) in SIZES {
+        let s = screen(&app_on(View::Detail), w, h);
+        // With nothing chosen: the probe with the most calls.
+        line(&s, "synchronize_rcu_expedited · all callers · all cgroups");
+        line(&s, "now 86.0 calls/s · last 60 s: 86 calls");
+        line(&s, "latency, last 60 s");
+        assert!(
+            s.iter().filter(|l| l.contains('█')).count() >= 3,
+            "bars:\n{}",
+            s.join("\n")
+        );
+        line(&s, "calls/s, 2 min: now 79.0 max 79.0");
+        line(&s, "p99: now 29.0 ms max 29.0 ms");
+        line(&s, "model predicts");
+        line(&s, "not calibrated");
+    }
+}
+
+#[test]
+fn detail_of_a_cgroup_counts_only_its_calls() {
+    let mut app = app_on(View::Cgroups);
+    let i = app
+        .cgroup_rows()
+        .position(|r| r.path == testdata::SLOWEST_GRACE)
+        .expect("row");
+    for _ in 0..i {
+        press(&mut app, KeyCode::Down);
+    }
+    press(&mut app, KeyCode::Enter);
+    let s = screen(&app, 200, 50);
+    line(&s, &format!("cgroup {}", testdata::SLOWEST_GRACE));
+    line(&s, "now 40.0 calls/s · last 60 s: 40 calls");
+}
+
+#[test]
+fn a_calibrated_model_shows_its_prediction() {
+    let mut app = app_on(View::Detail);
+    let mut model = testdata::frame(1).last;
+    model.series.clear();
+    model
+        .series_mut(SeriesKey::new(Probe::SynchronizeRcuExpedited, 1))
+        .record_n(10_000_000, 100);
+    app.prediction = Some(Arc::new(model));
+    let s = screen(&app, 200, 50);
+    line(&s, "p50 10.0 ms · p99 10.0 ms");
+    assert!(!s.iter().any(|l| l.contains("not calibrated")));
+}
+
+#[test]
+fn help_lists_the_keys_over_any_view() {
+    for (w, h) in SIZES {
+        for view in View::ALL {
+            let mut app = app_on(view);
+            press(&mut app, KeyCode::Char('?'));
+            let s = screen(&app, w, h);
+            line(&s, "keys — any key closes");
+            line(&s, "sort by the next column");
+            line(&s, "refresh interval longer / shorter");
+            line(&s, "pause: the view freezes");
+        }
+    }
+}
+
+#[test]
+fn pause_shows_in_the_header_with_the_frame_shown_and_the_latest() {
+    let mut app = app_on(View::Probes);
+    press(&mut app, KeyCode::Char('p'));
+    app.on_frame(Arc::new(testdata::frame(2)));
+    let s = screen(&app, 200, 50);
+    assert!(s[0].contains("PAUSED at #1 (latest #2)"), "{}", s[0]);
+}
+
+#[test]
+fn no_color_draws_without_colours_and_color_with_them() {
+    let coloured = |app: &App| {
+        let (_, buf) = draw(app, 120, 30);
+        buf.content()
+            .iter()
+            .any(|c| c.fg != Color::Reset || c.bg != Color::Reset)
+    };
+    for view in View::ALL {
+        let plain = app_on(view);
+        assert!(!coloured(&plain), "{view:?} has colour with colour off");
+        let mut colour = app_on(view);
+        colour.color = true;
+        assert!(coloured(&colour), "{view:?} has no colour with colour on");
+    }
+}
+
+#[test]
+fn a_thousand_cgroups_scroll_and_the_selection_stays_in_view() {
+    let mut frame: Frame = testdata::frame(1);
+    for i in 0..1_000u64 {
+        let id = 10_000 + i;
+        frame.cgroups.insert(
+            id,
+            CgroupEntry {
+                path: format!("/churn/c{i:04}"),
+                tracked: true,
+                gone_since_unix_ns: None,
+            },
+        );
+    }
+    let mut app = App::new(false);
+    app.on_frame(Arc::new(frame));
+    press(&mut app, KeyCode::Tab);
+    press(&mut app, KeyCode::End);
+    let s = screen(&app, 80, 24);
+    // Path order: the docker, kubepods, system and user paths come after /churn; the
+    // last row is `other`.
+    assert!(
+        s.iter().any(|l| l.starts_with("other (2 cgroups)")),
+        "{s:#?}"
+    );
+    for _ in 0..30 {
+        press(&mut app, KeyCode::Up);
+    }
+    let s = screen(&app, 80, 24);
+    let sel = app
+        .selected_cgroup()
+        .map(|r| r.path.clone())
+        .expect("selected");
+    line(&s, &sel);
+    press(&mut app, KeyCode::Home);
+    let s = screen(&app, 80, 24);
+    line(&s, "/churn/c0000");
+}
+
+#[test]
+fn text_rendering_trims_trailing_spaces() {
+    let app = app_on(View::Probes);
+    let lines = super::render_text(&app, 120, 40);
+    assert_eq!(lines.len(), 40);
+    assert!(lines.iter().all(|l| !l.ends_with(' ')));
+    line(&lines, "synchronize_rcu_expedited");
+}
+
+#[test]
+fn waiting_for_the_first_frame_says_so() {
+    let app = App::new(false);
+    let s = screen(&app, 80, 24);
+    line(&s, "waiting for the first refresh");
+}
