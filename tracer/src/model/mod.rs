@@ -20,6 +20,7 @@ pub mod calibrate;
 pub mod engine;
 pub mod params;
 pub mod paths;
+pub mod predict;
 pub mod rcu;
 pub mod scenarios;
 pub mod sim;
