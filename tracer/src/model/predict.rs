@@ -36,6 +36,7 @@ pub fn predict(observed: &Snapshot) -> Option<Prediction> {
         .count()
         .max(observed.probe_total(Probe::SysUmount).count());
     let rmdirs = observed.probe_total(Probe::VfsRmdir).count();
+    // Negative dentries per rmdir, when any rmdir was seen.
     let (name, variant, set): (&str, &str, Vec<(&str, u64)>) = if umounts > 0 {
         let exp = observed
             .probe_by_caller(Probe::SynchronizeRcuExpedited, Some(Probe::NamespaceUnlock))
@@ -53,8 +54,10 @@ pub fn predict(observed: &Snapshot) -> Option<Prediction> {
             variant,
             vec![("mounts", umounts.min(MAX_OPS))],
         )
-    } else if rmdirs > 0 {
-        let negatives = observed.counter_total(Counter::NegativeDentries) / rmdirs;
+    } else if let Some(negatives) = observed
+        .counter_total(Counter::NegativeDentries)
+        .checked_div(rmdirs)
+    {
         (
             "negative-dentry-rmdir",
             "prune-under-lock",
