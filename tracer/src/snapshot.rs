@@ -148,7 +148,8 @@ impl Latency {
 
     /// Build from a kernel histogram: `(bucket, calls)` pairs in any order plus the exact
     /// sum, min and max the kernel kept beside it. The count is the buckets' total; an index
-    /// past the last bucket counts in the last one, so no call is lost.
+    /// past the last bucket counts in the last one, so no call is lost. A min or max outside
+    /// the first or last bucket (read while the kernel was updating them) is brought into it.
     #[must_use]
     pub fn from_buckets(
         buckets: impl IntoIterator<Item = (u32, u64)>,
@@ -171,14 +172,16 @@ impl Latency {
         });
         v.shrink_to_fit();
         let count = v.iter().fold(0u64, |a, &(_, n)| a.saturating_add(n));
-        if count == 0 {
+        let (Some(&(first, _)), Some(&(last, _))) = (v.first(), v.last()) else {
             return Self::new();
-        }
+        };
+        let ((first_lo, first_hi), (last_lo, last_hi)) = (bounds(first), bounds(last));
+        let min_ns = min_ns.clamp(first_lo, first_hi - 1);
         Self {
             count,
             sum_ns,
             min_ns,
-            max_ns,
+            max_ns: max_ns.clamp(last_lo, last_hi - 1).max(min_ns),
             buckets: v,
         }
     }
@@ -867,8 +870,13 @@ mod tests {
         let again =
             Latency::from_buckets([(b2, 1), (b1, 2), (b1, 1)], 23_000_000, 990_000, 20_100_000);
         assert_eq!(again, l);
-        let bounds: Vec<(u64, u64, u64)> = l.buckets().collect();
+        // Without the kernel's summary, min and max are bounded by the buckets.
+        let bare = Latency::from_buckets([(b1, 3), (b2, 1)], 0, 0, 0);
+        assert_eq!(bare.min_ns(), Some(lo));
         let (lo2, hi2) = tracer_common::bucket_bounds(b2);
+        assert_eq!(bare.max_ns(), Some(lo2));
+        assert!((lo..hi).contains(&bare.quantile_ns(0.5).unwrap()));
+        let bounds: Vec<(u64, u64, u64)> = l.buckets().collect();
         assert_eq!(bounds, [(lo, hi, 3), (lo2, hi2, 1)]);
     }
 
@@ -1010,6 +1018,24 @@ mod tests {
     }
 
     #[test]
+    fn merging_interleaved_buckets_is_recording_both() {
+        // Buckets only one side has, below, between and above the other's.
+        let a = [5, 1_000, 1_000, 40_000, 9_000_000];
+        let b = [1, 1_000, 3_000, 3_000, 70_000, 70_000, 2_000_000_000];
+        let mut m = recorded(&a);
+        m.merge(&recorded(&b));
+        assert_eq!(m, recorded(&[a.as_slice(), b.as_slice()].concat()));
+        let mut m = recorded(&b);
+        m.merge(&recorded(&a));
+        assert_eq!(m, recorded(&[b.as_slice(), a.as_slice()].concat()));
+        assert_eq!(
+            m.heap_bytes(),
+            8 * size_of::<(u16, u64)>(),
+            "8 buckets, no slack"
+        );
+    }
+
+    #[test]
     fn quantiles_land_in_the_bucket_of_the_ranked_call() {
         let mut values = calls(3, 10_001);
         let l = recorded(&values);
@@ -1062,6 +1088,10 @@ mod tests {
         let mut later = Snapshot::new(meta());
         later.record(key, 99);
         assert_eq!(later.since(&earlier).series[&key].count(), 1);
+        // More calls than before, but not in the buckets the earlier reading had.
+        later.record(key, 99);
+        later.record(key, 99);
+        assert_eq!(later.since(&earlier).series[&key].count(), 3);
     }
 
     #[test]
