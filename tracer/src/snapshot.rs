@@ -320,6 +320,24 @@ impl Latency {
         })
     }
 
+    /// The calls per bucket, lowest first, each at one value inside its bucket (the midpoint,
+    /// kept within the exact `[min, max]`): recording them again gives the same buckets.
+    #[must_use]
+    pub fn recorded(&self) -> Vec<(u64, u64)> {
+        self.buckets()
+            .map(|(lo, hi, n)| {
+                let lo_in = lo.max(self.min_ns);
+                let hi_in = (hi - 1).min(self.max_ns);
+                let v = if lo_in <= hi_in {
+                    lo_in + (hi_in - lo_in) / 2
+                } else {
+                    lo
+                };
+                (v, n)
+            })
+            .collect()
+    }
+
     /// Calls that took at most `ns`, from the buckets alone: every bucket wholly below `ns`,
     /// plus a linear share (rounded down) of the bucket `ns` falls inside. A call the kernel
     /// measured as `v` ns took between `v` and `v + 1`, so at a bucket bound the count is
@@ -1077,6 +1095,20 @@ mod tests {
         }
         assert_eq!(l.count_le(0), 0);
         assert_eq!(l.count_le(u64::MAX), 20_000);
+    }
+
+    #[test]
+    fn recorded_values_record_back_into_the_same_buckets() {
+        let l = recorded(&calls(5, 2_000));
+        let mut again = Latency::new();
+        for (v, n) in l.recorded() {
+            again.record_n(v, n);
+        }
+        assert_eq!(
+            again.buckets().collect::<Vec<_>>(),
+            l.buckets().collect::<Vec<_>>()
+        );
+        assert_eq!(again.count(), l.count());
     }
 
     #[test]
