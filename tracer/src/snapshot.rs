@@ -9,13 +9,16 @@
 use std::collections::BTreeMap;
 
 use tracer_common::{BUCKETS, bucket_bounds, bucket_of};
-pub use tracer_common::{Probe, maps::Loss};
+pub use tracer_common::{PROBES, Probe, maps::Loss};
 
 /// A cgroup v2 id (the inode number of its directory in cgroupfs).
 pub type CgroupId = u64;
 
 /// The id under which series of cgroups that no longer exist are collapsed.
 pub const GONE_CGROUP: CgroupId = u64::MAX;
+
+/// The id under which a live view sums the cgroups it does not keep by name.
+pub const OTHER_CGROUP: CgroupId = u64::MAX - 1;
 
 /// Identifies one latency series.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -750,6 +753,9 @@ impl Snapshot {
     pub fn cgroup_name(&self, id: CgroupId) -> String {
         if id == GONE_CGROUP {
             return "(gone)".to_owned();
+        }
+        if id == OTHER_CGROUP {
+            return "other".to_owned();
         }
         self.cgroups
             .get(&id)
