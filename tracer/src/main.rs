@@ -44,6 +44,8 @@ enum Command {
         /// Capture file compared against it.
         b: PathBuf,
     },
+    /// Live dashboard: per probe, per cgroup, slow calls; this kernel, a model or a capture.
+    Top(tracer::tui::Args),
     /// Run the companion model of the same kernel paths and report what it predicts.
     Model {
         #[command(flatten)]
@@ -68,6 +70,7 @@ fn main() -> ExitCode {
             print!("{}", report::compare(&a, &b, tracer::color_stdout()));
             Ok(ExitCode::SUCCESS)
         })(),
+        Command::Top(args) => tracer::tui::main(&args),
         Command::Model { args, out } => model::run(&args)
             .and_then(|s| s.map_or(Ok(()), |s| report::emit(&s, &out)))
             .map(|()| ExitCode::SUCCESS),

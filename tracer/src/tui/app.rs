@@ -8,7 +8,8 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use super::rows::{self, Callers, CgroupRow, ProbeRow, Rows};
 use crate::{
     live::{Control, Frame, SlowCall},
-    snapshot::{CgroupId, Probe, Snapshot},
+    model::predict::Prediction,
+    snapshot::{CgroupId, Probe},
 };
 
 /// The screens, in Tab order.
@@ -246,9 +247,9 @@ pub struct App {
     pub nav: [Nav; 3],
     /// The Detail view's subject; `None` until one is chosen (then the first probe).
     pub target: Option<Target>,
-    /// What the companion model predicts for the same paths, once calibrated from what
-    /// was seen; `None` shows "not calibrated".
-    pub prediction: Option<Arc<Snapshot>>,
+    /// What the companion model predicts for the paths seen, calibrated on the last
+    /// minute; `None` shows "not calibrated".
+    pub prediction: Option<Arc<Prediction>>,
     /// Interval asked for and not yet seen in a frame.
     pub requested_interval: Option<Duration>,
     /// Slow threshold asked for and not yet seen in a frame, ns.

@@ -8,10 +8,10 @@ use crossterm::event::{Event as TermEvent, EventStream, KeyEvent};
 use futures_util::StreamExt as _;
 use tokio::{
     signal::unix::{Signal as UnixSignal, SignalKind, signal},
-    sync::watch,
+    sync::{mpsc, watch},
 };
 
-use crate::live::Frame;
+use crate::{live::Frame, model::predict::Prediction};
 
 /// A signal that ends the dashboard.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,6 +45,8 @@ pub enum Event {
     Redraw,
     /// A new refresh.
     Frame(Arc<Frame>),
+    /// The model's prediction, calibrated on the last minute (`None`: nothing it covers).
+    Prediction(Option<Prediction>),
     /// The live loop ended (its last frame says why, in `error`).
     SourceStopped,
     /// A signal that ends the dashboard.
@@ -62,6 +64,9 @@ pub struct Events {
     term: UnixSignal,
     hup: UnixSignal,
     int: UnixSignal,
+    /// Where model predictions computed off the drawing thread are sent.
+    pub predictions: mpsc::UnboundedSender<Option<Prediction>>,
+    predicted: mpsc::UnboundedReceiver<Option<Prediction>>,
 }
 
 impl Events {
@@ -70,7 +75,10 @@ impl Events {
     /// # Errors
     /// When a signal handler cannot be installed.
     pub fn new(frames: watch::Receiver<Option<Arc<Frame>>>) -> io::Result<Self> {
+        let (predictions, predicted) = mpsc::unbounded_channel();
         Ok(Self {
+            predictions,
+            predicted,
             input: EventStream::new(),
             input_open: true,
             frames,
@@ -97,6 +105,7 @@ impl Events {
                     Event::InputClosed
                 }
             },
+            Some(p) = self.predicted.recv() => Event::Prediction(p),
             changed = self.frames.changed(), if self.frames_open => {
                 if changed.is_err() {
                     // The loop is gone: its sender dropped.

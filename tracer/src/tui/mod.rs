@@ -13,7 +13,10 @@ use std::{
     io::{self, IsTerminal as _, Write as _},
     process::ExitCode,
     sync::{Arc, Once, mpsc},
+    time::{Duration, Instant},
 };
+
+use anyhow::Context as _;
 
 use crossterm::{
     cursor, execute,
@@ -22,7 +25,10 @@ use crossterm::{
 use ratatui::{Terminal, backend::CrosstermBackend};
 use tokio::sync::watch;
 
-use crate::live::{Control, Frame};
+use crate::{
+    live::{self, Control, Frame, LiveArgs},
+    model::predict,
+};
 
 pub mod app;
 pub mod event;
@@ -57,6 +63,81 @@ impl From<ViewArg> for View {
             ViewArg::Slow => View::Slow,
         }
     }
+}
+
+/// `tracer top`: the live dashboard.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Keys: ↑↓/jk select · Tab view · Enter detail · s sort · / filter · \
+p pause · r reset · +/- interval · ]/[ slow threshold · ? help · q quit
+
+Examples:
+  tracer top                                  this kernel, live
+  tracer top --model umount-storm             the model, where kprobes cannot attach
+  tracer top --replay cap.json --speed 10     a saved capture, ten times faster
+  tracer top --frames 3 --view cgroups        three refreshes as text, for scripts"
+)]
+pub struct Args {
+    #[command(flatten)]
+    pub live: LiveArgs,
+    /// Print N refreshes as text and exit (no terminal needed).
+    #[arg(long, value_name = "N")]
+    pub frames: Option<u64>,
+    /// Width of the text --frames prints, in columns.
+    #[arg(long, default_value_t = 120, value_parser = clap::value_parser!(u16).range(40..=1000))]
+    pub width: u16,
+    /// Height of each view --frames prints, in lines.
+    #[arg(long, default_value_t = 40, value_parser = clap::value_parser!(u16).range(12..=1000))]
+    pub height: u16,
+    /// Views --frames prints per refresh, comma-separated.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "probes,cgroups,slow"
+    )]
+    pub view: Vec<ViewArg>,
+}
+
+/// Run `tracer top`: exit status 0; 2 without a terminal and without `--frames`;
+/// 128+N when signal N ended it.
+///
+/// # Errors
+/// When the source cannot be opened, or the terminal cannot be used.
+pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
+    if args.frames.is_none() && !has_terminal() {
+        eprintln!(
+            "tracer top: not a terminal. Run it in a terminal, or print refreshes as text \
+             with `tracer top --frames N` (for example `--frames 5 --view probes,cgroups`)."
+        );
+        return Ok(ExitCode::from(2));
+    }
+    let (source, opts) = live::open(&args.live)?;
+    let handle = live::spawn(source, opts).context("starting the live loop")?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let frames = handle.frames.clone();
+    let result = runtime.block_on(async {
+        match args.frames {
+            Some(n) => text(
+                frames,
+                &TextOptions {
+                    frames: n,
+                    width: args.width,
+                    height: args.height,
+                    views: args.view.iter().map(|&v| v.into()).collect(),
+                },
+            )
+            .await
+            .map(|()| ExitCode::SUCCESS),
+            None => interactive(frames, &handle.control, crate::color_stdout()).await,
+        }
+    });
+    // After the terminal is back: detaching probes can take a moment.
+    handle.stop();
+    result
 }
 
 /// How `--frames` prints.
@@ -120,7 +201,6 @@ pub async fn interactive(
     control: &mpsc::Sender<Control>,
     color: bool,
 ) -> anyhow::Result<ExitCode> {
-    use anyhow::Context as _;
     let mut app = App::new(color);
     if let Some(f) = frames.borrow().clone() {
         app.on_frame(f);
@@ -130,7 +210,11 @@ pub async fn interactive(
     let mut terminal =
         Terminal::new(CrosstermBackend::new(io::stdout())).context("setting up the terminal")?;
     terminal.clear().context("clearing the terminal")?;
+    let mut model = Predictions::default();
     loop {
+        if app.view == View::Detail {
+            model.refresh(&app, &events.predictions);
+        }
         terminal
             .draw(|f| f.render_widget(&app, f.area()))
             .context("drawing")?;
@@ -145,6 +229,10 @@ pub async fn interactive(
                 Action::None => {}
             },
             Event::Frame(f) => app.on_frame(f),
+            Event::Prediction(p) => {
+                model.running = false;
+                app.prediction = p.map(Arc::new);
+            }
             Event::Redraw => {}
             Event::SourceStopped => {
                 app.status = Some("the live source has stopped; q quits".to_owned());
@@ -152,6 +240,37 @@ pub async fn interactive(
             Event::Signal(s) => return Ok(ExitCode::from(128 + s.number())),
             Event::InputClosed => return Ok(ExitCode::SUCCESS),
         }
+    }
+}
+
+/// The model's prediction for the Detail view, calibrated on the last minute: run off the
+/// drawing thread (a model run takes a while), at most every [`Predictions::EVERY`].
+#[derive(Default)]
+struct Predictions {
+    running: bool,
+    last: Option<Instant>,
+}
+
+impl Predictions {
+    const EVERY: Duration = Duration::from_secs(10);
+
+    fn refresh(
+        &mut self,
+        app: &App,
+        to: &tokio::sync::mpsc::UnboundedSender<Option<predict::Prediction>>,
+    ) {
+        if self.running || self.last.is_some_and(|t| t.elapsed() < Self::EVERY) {
+            return;
+        }
+        let Some(frame) = app.shown.clone() else {
+            return;
+        };
+        self.running = true;
+        self.last = Some(Instant::now());
+        let to = to.clone();
+        tokio::task::spawn_blocking(move || {
+            let _ = to.send(predict::predict(&frame.last_60s));
+        });
     }
 }
 
@@ -184,6 +303,13 @@ pub async fn text(
         };
         app.on_frame(frame);
         printed += 1;
+        if opts.views.contains(&View::Detail) {
+            app.prediction = app
+                .shown
+                .as_ref()
+                .and_then(|f| predict::predict(&f.last_60s))
+                .map(Arc::new);
+        }
         let seq = app.shown.as_ref().map_or(0, |f| f.seq);
         for &view in &opts.views {
             app.view = view;

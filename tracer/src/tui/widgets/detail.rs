@@ -65,9 +65,10 @@ pub(super) fn render(app: &App, frame: &Frame, area: Rect, buf: &mut Buffer, the
         )),
         Line::from(Span::styled(
             format!(
-                "since start: {} calls, {} in all · ↑↓ other probes · Esc back",
+                "since start: {} calls, {} in all · charts: {} · ↑↓ other probes",
                 total.count(),
-                units::ns(total.sum_ns())
+                units::ns(total.sum_ns()),
+                history_scope(frame, t),
             ),
             theme.dim(),
         )),
@@ -130,17 +131,25 @@ fn histogram(lat: &Latency, area: Rect, buf: &mut Buffer, theme: Theme) {
     Paragraph::new(lines).render(inner, buf);
 }
 
-/// Calls/s and p99 of the probe over the history the live loop keeps (all cgroups and
-/// callers: the history is per probe).
-fn history(frame: &Frame, t: Target, calls: Rect, p99: Rect, buf: &mut Buffer, theme: Theme) {
+/// What the charts cover: the history the live loop keeps is per probe, over all callers
+/// and cgroups.
+fn history_scope(frame: &Frame, t: Target) -> String {
     let points = frame.history.at_unix_ns.len();
-    #[expect(clippy::cast_precision_loss, reason = "minutes, for a title")]
-    let minutes = points as f64 * frame.interval.as_secs_f64() / 60.0;
-    let scope = if t.caller != Callers::All || t.cgroup.is_some() {
-        " (all callers, cgroups)"
+    let span = frame.interval * u32::try_from(points).unwrap_or(u32::MAX);
+    let span = if span.as_secs() < 120 {
+        format!("last {} s", span.as_secs())
     } else {
-        ""
+        format!("last {} min", span.as_secs() / 60)
     };
+    if t.caller != Callers::All || t.cgroup.is_some() {
+        format!("{span}, all callers and cgroups")
+    } else {
+        span
+    }
+}
+
+/// Calls/s and p99 of the probe over the history the live loop keeps.
+fn history(frame: &Frame, t: Target, calls: Rect, p99: Rect, buf: &mut Buffer, theme: Theme) {
     let width = usize::from(calls.width.saturating_sub(2));
     let rates: &[f64] = frame
         .history
@@ -161,11 +170,7 @@ fn history(frame: &Frame, t: Target, calls: Rect, p99: Rect, buf: &mut Buffer, t
         .block(
             Block::default()
                 .borders(Borders::ALL)
-                .title(format!(
-                    " calls/s{scope}, {minutes:.0} min: now {} max {} ",
-                    rate(now),
-                    rate(peak)
-                ))
+                .title(format!(" calls/s now {} max {} ", rate(now), rate(peak)))
                 .title_style(theme.header()),
         )
         .data(scaled)
@@ -182,7 +187,7 @@ fn history(frame: &Frame, t: Target, calls: Rect, p99: Rect, buf: &mut Buffer, t
             Block::default()
                 .borders(Borders::ALL)
                 .title(format!(
-                    " p99{scope}: now {} max {} ",
+                    " p99 now {} max {} ",
                     ns_cell(p99s.last().copied().filter(|v| *v > 0)),
                     ns_cell(p99s.iter().copied().max().filter(|v| *v > 0))
                 ))
@@ -193,8 +198,8 @@ fn history(frame: &Frame, t: Target, calls: Rect, p99: Rect, buf: &mut Buffer, t
         .render(p99, buf);
 }
 
-/// What the model predicts for the same path, or plainly that it is not calibrated:
-/// an uncalibrated model's numbers are about another kernel, not this one.
+/// What the model predicts for the same path, calibrated on the last minute, or plainly
+/// that it is not calibrated: an uncalibrated model's numbers are about another kernel.
 fn prediction(app: &App, t: Target, seen: &Latency, area: Rect, buf: &mut Buffer, theme: Theme) {
     let block = Block::default()
         .borders(Borders::ALL)
@@ -204,27 +209,43 @@ fn prediction(app: &App, t: Target, seen: &Latency, area: Rect, buf: &mut Buffer
         None => vec![
             Line::from(Span::styled("not calibrated", theme.warn())),
             Line::from(Span::styled(
-                "no model fitted to this kernel yet",
+                "calibrates on the last 60 s once a umount or rmdir is seen",
                 theme.dim(),
             )),
         ],
-        Some(model) => {
+        Some(p) => {
             // The model has no cgroups of ours: compare the path over all of them.
-            let predicted = latency(model, Target { cgroup: None, ..t });
+            let predicted = latency(&p.snapshot, Target { cgroup: None, ..t });
             let p99 = predicted.quantile_ns(0.99);
-            #[expect(clippy::cast_precision_loss, reason = "a ratio, for display")]
-            let ratio = units::ratio(
-                p99.map(|v| v as f64),
-                seen.quantile_ns(0.99).map(|v| v as f64),
-            );
-            vec![
-                Line::from(format!(
-                    "p50 {} · p99 {}",
+            let mut lines = vec![Line::from(Span::styled(
+                format!("{} (as on {})", p.scenario, p.mimics),
+                theme.dim(),
+            ))];
+            if predicted.count() == 0 {
+                lines.push(Line::from(format!(
+                    "no {} calls in the model",
+                    t.probe.name()
+                )));
+            } else {
+                #[expect(clippy::cast_precision_loss, reason = "a ratio, for display")]
+                let ratio = units::ratio(
+                    p99.map(|v| v as f64),
+                    seen.quantile_ns(0.99).map(|v| v as f64),
+                );
+                lines.push(Line::from(format!(
+                    "p50 {} · p99 {} · seen/predicted p99 {ratio}",
                     ns_cell(predicted.quantile_ns(0.5)),
                     ns_cell(p99)
-                )),
-                Line::from(format!("seen/predicted p99: {ratio}")),
-            ]
+                )));
+            }
+            if !p.fitted.is_empty() {
+                // Fitted paths agree by construction: say which they are.
+                lines.push(Line::from(Span::styled(
+                    format!("fitted on the last 60 s: {}", p.fitted.join(", ")),
+                    theme.dim(),
+                )));
+            }
+            lines
         }
     };
     Paragraph::new(lines)

@@ -367,7 +367,10 @@ fn header_lines<'a>(app: &App, frame: Option<&Frame>, theme: Theme) -> Vec<(Line
 /// The key help, over the view.
 fn help(area: Rect, buf: &mut Buffer, theme: Theme) {
     const KEYS: [(&str, &str); 16] = [
-        ("↑ ↓  j k", "select a row (PgUp PgDn Home End)"),
+        (
+            "↑ ↓  j k",
+            "select a row (PgUp PgDn Home End); Detail: other probes",
+        ),
         ("Tab  Shift-Tab", "next / previous view (or 1-4)"),
         ("Enter", "detail of the selected row; again: back"),
         ("Esc", "back from detail; clear the filter"),

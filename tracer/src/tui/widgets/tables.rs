@@ -253,9 +253,9 @@ pub(super) fn slow(app: &App, frame: &Frame, area: Rect, buf: &mut Buffer, theme
     let calls: Vec<_> = app.slow_rows().collect();
     let [info, table] = Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(area);
     let threshold = if frame.slow_threshold_ns == 0 {
-        "off".to_owned()
+        "slow calls: off".to_owned()
     } else {
-        format!("over {}", units::ns(frame.slow_threshold_ns))
+        format!("slow calls over {}", units::ns(frame.slow_threshold_ns))
     };
     let asked = match app.requested_slow_ns {
         Some(0) => " (→ off)".to_owned(),
@@ -263,7 +263,7 @@ pub(super) fn slow(app: &App, frame: &Frame, area: Rect, buf: &mut Buffer, theme
         None => String::new(),
     };
     Paragraph::new(Line::from(vec![
-        Span::styled(format!("calls {threshold}{asked}"), theme.header()),
+        Span::styled(format!("{threshold}{asked}"), theme.header()),
         Span::styled(
             format!(
                 " · {} recent, newest first · ] higher, [ lower · times UTC",

@@ -11,6 +11,7 @@ use ratatui::{Terminal, backend::TestBackend, style::Color};
 
 use crate::{
     live::{CgroupEntry, Frame},
+    model::predict::Prediction,
     snapshot::{Probe, SeriesKey},
     tui::{
         app::{App, View},
@@ -231,7 +232,7 @@ fn the_filter_hides_rows_and_the_footer_shows_it() {
 fn slow_calls_show_time_pid_comm_cgroup_call_latency_and_pruning() {
     for (w, h) in SIZES {
         let s = screen(&app_on(View::Slow), w, h);
-        line(&s, "calls over 10.0 ms");
+        line(&s, "slow calls over 10.0 ms");
         let head = words(line(&s, "latency"));
         assert_eq!(
             head,
@@ -267,8 +268,9 @@ fn detail_shows_the_histogram_the_history_and_an_uncalibrated_model() {
             "bars:\n{}",
             s.join("\n")
         );
-        line(&s, "calls/s, 2 min: now 79.0 max 79.0");
-        line(&s, "p99: now 29.0 ms max 29.0 ms");
+        line(&s, "charts: last 2 min");
+        line(&s, "calls/s now 79.0 max 79.0");
+        line(&s, "p99 now 29.0 ms max 29.0 ms");
         line(&s, "model predicts");
         line(&s, "not calibrated");
     }
@@ -298,9 +300,18 @@ fn a_calibrated_model_shows_its_prediction() {
     model
         .series_mut(SeriesKey::new(Probe::SynchronizeRcuExpedited, 1))
         .record_n(10_000_000, 100);
-    app.prediction = Some(Arc::new(model));
+    app.prediction = Some(Arc::new(Prediction {
+        scenario: "umount-storm/expedited".to_owned(),
+        mimics: "6.12",
+        snapshot: model,
+        fitted: vec!["umount_work_ns"],
+    }));
     let s = screen(&app, 200, 50);
-    line(&s, "p50 10.0 ms · p99 10.0 ms");
+    line(&s, "umount-storm/expedited (as on 6.12)");
+    // Seen: p99 about 30 ms; predicted: 10 ms.
+    let p = line(&s, "p50 10.0 ms · p99 10.0 ms · seen/predicted p99 ");
+    assert!(p.contains(" 2.9") || p.contains(" 3.0"), "{p}");
+    line(&s, "fitted on the last 60 s: umount_work_ns");
     assert!(!s.iter().any(|l| l.contains("not calibrated")));
 }
 
