@@ -1195,7 +1195,7 @@ mod tests {
             match r.caller {
                 Callers::All => current = Some(r.probe),
                 Callers::Only(_) => {
-                    assert_eq!(Some(r.probe), current, "{} out of its group", r.label())
+                    assert_eq!(Some(r.probe), current, "{} out of its group", r.label());
                 }
             }
         }

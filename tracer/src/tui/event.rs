@@ -46,7 +46,7 @@ pub enum Event {
     /// A new refresh.
     Frame(Arc<Frame>),
     /// The model's prediction, calibrated on the last minute (`None`: nothing it covers).
-    Prediction(Option<Prediction>),
+    Prediction(Option<Box<Prediction>>),
     /// The live loop ended (its last frame says why, in `error`).
     SourceStopped,
     /// A signal that ends the dashboard.
@@ -105,7 +105,7 @@ impl Events {
                     Event::InputClosed
                 }
             },
-            Some(p) = self.predicted.recv() => Event::Prediction(p),
+            Some(p) = self.predicted.recv() => Event::Prediction(p.map(Box::new)),
             changed = self.frames.changed(), if self.frames_open => {
                 if changed.is_err() {
                     // The loop is gone: its sender dropped.

@@ -231,7 +231,7 @@ pub async fn interactive(
             Event::Frame(f) => app.on_frame(f),
             Event::Prediction(p) => {
                 model.running = false;
-                app.prediction = p.map(Arc::new);
+                app.prediction = p.map(|p| Arc::new(*p));
             }
             Event::Redraw => {}
             Event::SourceStopped => {
