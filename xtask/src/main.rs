@@ -5,6 +5,7 @@ mod bench;
 mod initramfs;
 mod kernel;
 mod setup;
+mod top_tests;
 mod tracer_build;
 mod util;
 mod vm;
@@ -211,6 +212,7 @@ fn test(which: &str, skip_unit: bool, qemu: &QemuArgs) -> anyhow::Result<ExitCod
     phases.time("host cases", || {
         vm_tests::host_case(&tracer, &mut tally);
         vm_tests::host_fault_cases(&tracer, &mut tally);
+        top_tests::top_cases(&tracer, &mut tally);
     });
     for s in series {
         let kernel = kernel::resolve(s.name, &tools.kernels)?;

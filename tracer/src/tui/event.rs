@@ -100,6 +100,8 @@ impl Events {
             ev = self.input.next(), if self.input_open => match ev {
                 Some(Ok(TermEvent::Key(k))) => Event::Key(k),
                 Some(Ok(_)) => Event::Redraw,
+                // A signal interrupted the read: the signal's own branch reports it next.
+                Some(Err(e)) if e.kind() == io::ErrorKind::Interrupted => Event::Redraw,
                 Some(Err(_)) | None => {
                     self.input_open = false;
                     Event::InputClosed
