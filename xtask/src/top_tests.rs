@@ -214,130 +214,144 @@ pub fn top_cases(tracer: &Path, tally: &mut Tally) {
     sighup_case(tracer, tally);
 }
 
-/// The cases that need a screen to start from; a failure to start fails them all.
-const MODEL_CASES: [&str; 7] = [
-    "top --model umount-storm: Probes shows calls/s of namespace_unlock and its RCU wait",
-    "top: Tab to Cgroups, s sorts by grace-period p99 (header marked)",
-    "top: / filters the probes by name, Esc clears it",
-    "top: Enter opens the Detail of the selected probe (histogram, model column)",
-    "top: ? shows the keys, any key closes them",
-    "top: p pauses the view while refreshes keep coming",
-    "top: q quits; the terminal is usable again (cursor shown, echo on, exit 0)",
+/// One step of the model session: what it checks, and how.
+type Step = fn(&Tmux, &Path) -> Verdict;
+
+/// The steps of one session on the model, in order; once one fails the rest cannot start
+/// from the screen they expect, and fail saying so.
+const MODEL_STEPS: [(&str, Step); 7] = [
+    (
+        "top --model umount-storm: Probes shows calls/s of namespace_unlock and its RCU wait",
+        start_on_model,
+    ),
+    (
+        "top: Tab to Cgroups, s sorts by grace-period p99 (header marked)",
+        sort_cgroups,
+    ),
+    (
+        "top: / filters the probes by name, Esc clears it",
+        filter_probes,
+    ),
+    (
+        "top: Enter opens the Detail of the selected probe (histogram, model column)",
+        detail,
+    ),
+    ("top: ? shows the keys, any key closes them", help),
+    ("top: p pauses the view while refreshes keep coming", pause),
+    (
+        "top: q quits; the terminal is usable again (cursor shown, echo on, exit 0)",
+        quit,
+    ),
 ];
 
 fn model_cases(tracer: &Path, tally: &mut Tally) {
-    let tmux = match Tmux::start(100, 30) {
-        Ok(t) => t,
-        Err(why) => {
-            for case in MODEL_CASES {
-                tally.record(SCOPE, case, &Err(why.clone()));
-            }
-            return;
-        }
-    };
-    let steps: [&dyn Fn(&Tmux) -> Verdict; 7] = [
-        &|t| {
-            t.run(&[
-                "send-keys",
-                "-t",
-                "top",
-                &format!("{} top --model umount-storm", tracer.display()),
-                "Enter",
-            ])?;
-            let s = t.wait_for("namespace_unlock with calls/s", |s| {
-                s.contains("LIVE #") && calls_per_s(s, "namespace_unlock").is_some_and(|r| r > 0.0)
-            })?;
-            let rate = calls_per_s(&s, "namespace_unlock").unwrap_or(0.0);
-            if !s.contains("← namespace_unlock") {
-                return Err(format!("no grace-period wait under namespace_unlock:\n{s}"));
-            }
-            Ok(format!("namespace_unlock {rate}/s, with its caller rows"))
-        },
-        &|t| {
-            t.keys(&["Tab"])?;
-            t.wait_for("the Cgroups view in path order", |s| s.contains("cgroup▲"))?;
-            t.keys(&["s"])?;
-            let s = t.wait_for("gp p99 marked as the sort column", |s| {
-                s.contains("gp p99▼")
-            })?;
-            if has_row(&s, "/") {
-                Ok("header `gp p99▼`, root cgroup row `/`".into())
-            } else {
-                Err(format!("no `/` row:\n{s}"))
-            }
-        },
-        &|t| {
-            t.keys(&["1", "/"])?;
-            t.type_text("namespace")?;
-            t.keys(&["Enter"])?;
-            let s = t.wait_for("only the rows about namespace_unlock", |s| {
-                s.contains("filter: namespace") && !has_row(s, "umount")
-            })?;
-            if !has_row(&s, "namespace_unlock") || has_row(&s, "deactivate_locked_super") {
-                return Err(format!("filtered rows wrong:\n{s}"));
-            }
-            t.keys(&["Escape"])?;
-            t.wait_for("every row back after Esc", |s| has_row(s, "umount"))?;
-            Ok(
-                "`namespace` leaves namespace_unlock and the wait under it; Esc brings umount back"
-                    .into(),
-            )
-        },
-        &|t| {
-            t.keys(&["Enter"])?;
-            let s = t.wait_for("the Detail view", |s| {
-                s.contains("· all callers · all cgroups") && s.contains("latency, last 60 s")
-            })?;
-            if !s.contains("model predicts") {
-                return Err(format!("no model column:\n{s}"));
-            }
-            let title = s
-                .lines()
-                .find(|l| l.contains("· all callers"))
-                .unwrap_or_default()
-                .trim()
-                .to_owned();
-            t.keys(&["Escape"])?;
-            t.wait_for("the Probes view again", |s| s.contains("calls/s"))?;
-            Ok(format!("`{title}`, histogram and model column"))
-        },
-        &|t| {
-            t.keys(&["?"])?;
-            t.wait_for("the help", |s| s.contains("keys — any key closes"))?;
-            t.keys(&["x"])?;
-            t.wait_for("the help gone", |s| !s.contains("keys — any key closes"))?;
-            Ok("help shown, then closed".into())
-        },
-        &|t| {
-            t.keys(&["p"])?;
-            let s = t.wait_for("PAUSED", |s| s.contains("PAUSED at #"))?;
-            let shown = paused_at(&s).ok_or_else(|| format!("no frame number:\n{s}"))?;
-            let s = t.wait_for("a newer frame arriving while paused", |s| {
-                s.contains(&format!("PAUSED at #{shown} (latest #"))
-                    && latest(s).is_some_and(|l| l > shown)
-            })?;
-            let newest = latest(&s).unwrap_or(0);
-            t.keys(&["p"])?;
-            t.wait_for("LIVE again", |s| s.contains("LIVE #"))?;
-            Ok(format!(
-                "view held at #{shown} while #{newest} arrived; p resumed"
-            ))
-        },
-        &|t| {
-            t.keys(&["q"])?;
-            t.terminal_restored(0)
-        },
-    ];
-    let mut failed = false;
-    for (case, step) in MODEL_CASES.iter().zip(steps) {
-        let verdict = if failed {
-            Err("an earlier step failed".to_owned())
-        } else {
-            step(&tmux)
+    let tmux = Tmux::start(100, 30);
+    let mut failed = None;
+    for (case, step) in MODEL_STEPS {
+        let verdict = match (&tmux, &failed) {
+            (Err(why), _) => Err(why.clone()),
+            (Ok(_), Some(earlier)) => Err(format!("not run: `{earlier}` failed")),
+            (Ok(t), None) => step(t, tracer),
         };
-        failed |= verdict.is_err();
+        if verdict.is_err() && failed.is_none() {
+            failed = Some(case);
+        }
         tally.record(SCOPE, case, &verdict);
     }
+}
+
+fn start_on_model(t: &Tmux, tracer: &Path) -> Verdict {
+    t.run(&[
+        "send-keys",
+        "-t",
+        "top",
+        &format!("{} top --model umount-storm", tracer.display()),
+        "Enter",
+    ])?;
+    let s = t.wait_for("namespace_unlock with calls/s", |s| {
+        s.contains("LIVE #") && calls_per_s(s, "namespace_unlock").is_some_and(|r| r > 0.0)
+    })?;
+    let rate = calls_per_s(&s, "namespace_unlock").unwrap_or(0.0);
+    if !s.contains("← namespace_unlock") {
+        return Err(format!("no grace-period wait under namespace_unlock:\n{s}"));
+    }
+    Ok(format!("namespace_unlock {rate}/s, with its caller rows"))
+}
+
+fn sort_cgroups(t: &Tmux, _: &Path) -> Verdict {
+    t.keys(&["Tab"])?;
+    t.wait_for("the Cgroups view in path order", |s| s.contains("cgroup▲"))?;
+    t.keys(&["s"])?;
+    let s = t.wait_for("gp p99 marked as the sort column", |s| {
+        s.contains("gp p99▼")
+    })?;
+    if has_row(&s, "/") {
+        Ok("header `gp p99▼`, root cgroup row `/`".into())
+    } else {
+        Err(format!("no `/` row:\n{s}"))
+    }
+}
+
+fn filter_probes(t: &Tmux, _: &Path) -> Verdict {
+    t.keys(&["1", "/"])?;
+    t.type_text("namespace")?;
+    t.keys(&["Enter"])?;
+    let s = t.wait_for("only the rows about namespace_unlock", |s| {
+        s.contains("filter: namespace") && !has_row(s, "umount")
+    })?;
+    if !has_row(&s, "namespace_unlock") || has_row(&s, "deactivate_locked_super") {
+        return Err(format!("filtered rows wrong:\n{s}"));
+    }
+    t.keys(&["Escape"])?;
+    t.wait_for("every row back after Esc", |s| has_row(s, "umount"))?;
+    Ok("`namespace` leaves namespace_unlock and the wait under it; Esc brings umount back".into())
+}
+
+fn detail(t: &Tmux, _: &Path) -> Verdict {
+    t.keys(&["Enter"])?;
+    let s = t.wait_for("the Detail view", |s| {
+        s.contains("· all callers · all cgroups") && s.contains("latency, last 60 s")
+    })?;
+    if !s.contains("model predicts") || !s.contains('█') {
+        return Err(format!("no histogram bars or no model column:\n{s}"));
+    }
+    let title = s
+        .lines()
+        .find(|l| l.contains("· all callers"))
+        .unwrap_or_default()
+        .trim()
+        .to_owned();
+    t.keys(&["Escape"])?;
+    t.wait_for("the Probes view again", |s| s.contains("calls/s"))?;
+    Ok(format!("`{title}`, histogram bars and model column"))
+}
+
+fn help(t: &Tmux, _: &Path) -> Verdict {
+    t.keys(&["?"])?;
+    t.wait_for("the help", |s| s.contains("keys — any key closes"))?;
+    t.keys(&["x"])?;
+    t.wait_for("the help gone", |s| !s.contains("keys — any key closes"))?;
+    Ok("help shown, then closed".into())
+}
+
+fn pause(t: &Tmux, _: &Path) -> Verdict {
+    t.keys(&["p"])?;
+    let s = t.wait_for("PAUSED", |s| s.contains("PAUSED at #"))?;
+    let shown = paused_at(&s).ok_or_else(|| format!("no frame number:\n{s}"))?;
+    let s = t.wait_for("a newer frame arriving while paused", |s| {
+        s.contains(&format!("PAUSED at #{shown} (latest #")) && latest(s).is_some_and(|l| l > shown)
+    })?;
+    let newest = latest(&s).unwrap_or(0);
+    t.keys(&["p"])?;
+    t.wait_for("LIVE again", |s| s.contains("LIVE #"))?;
+    Ok(format!(
+        "view held at #{shown} while #{newest} arrived; p resumed"
+    ))
+}
+
+fn quit(t: &Tmux, _: &Path) -> Verdict {
+    t.keys(&["q"])?;
+    t.terminal_restored(0)
 }
 
 /// `PAUSED at #N`.
