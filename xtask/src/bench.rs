@@ -30,6 +30,8 @@ pub enum Bench {
     /// What tracing costs the traced paths in a VM: a fixed workload untraced, under
     /// `tracer capture` (kprobe, fentry) and under bpftrace counting the same functions.
     Overhead(VmArgs),
+    /// `tracer top` on 1,000 churning cgroups x 10 probes: CPU per refresh, RSS over time.
+    Top,
     /// Wall time of the model's large scenarios on one core, against the time simulated.
     Model {
         /// Runs per scenario (the median is shown).
@@ -63,6 +65,7 @@ pub fn run(bench: &Bench) -> anyhow::Result<ExitCode> {
         Bench::Startup(args) => vm_bench(Mode::Startup, args, &tools.kernels, &tracer),
         Bench::Overhead(args) => vm_bench(Mode::Overhead, args, &tools.kernels, &tracer),
         Bench::Model { runs } => model(&tracer, (*runs).max(1)),
+        Bench::Top => crate::bench_top::top(&tracer).map(|()| ExitCode::SUCCESS),
     }
 }
 

@@ -1,0 +1,224 @@
+//! `cargo xtask bench top`: what `tracer top` costs on a busy container host. A synthetic
+//! source keeps 1,000 cgroups making calls on 10 probes, replacing 100 of them per second,
+//! for 10 simulated minutes refreshed once per simulated second; played 10 times faster
+//! than real time, so a refresh holds the same second of data it would at 1 Hz. Printed:
+//! CPU per refresh (the whole process: live loop, tables, drawing, printing) and resident
+//! memory at the start, middle and end. Goals from the design: under 2% of one core at
+//! 1 Hz, under 100 MiB and flat. Decides nothing: prints what it saw.
+
+use std::{
+    fs,
+    io::{BufRead as _, BufReader},
+    path::Path,
+    process::{Command, Stdio},
+    time::Instant,
+};
+
+use anyhow::{Context as _, bail};
+
+use crate::util;
+
+/// Cgroups alive at any time.
+const CGROUPS: usize = 1_000;
+/// Cgroups born (and as many removed) per simulated second.
+const CHURN: u32 = 100;
+/// Simulated seconds: 10 minutes, one refresh each.
+const REFRESHES: u64 = 600;
+/// Real time per refresh; with `--speed 10`, each refresh is one simulated second.
+const INTERVAL_MS: u64 = 100;
+const SPEED: u64 = 1_000 / INTERVAL_MS;
+/// A short run of the same kind, to take start-up out of the per-refresh figure.
+const SHORT: u64 = 20;
+
+/// What one run of `tracer top --frames N` showed.
+#[derive(Debug)]
+struct Run {
+    /// CPU time of the process (user + system), seconds.
+    cpu_s: f64,
+    wall_s: f64,
+    /// The last refresh number printed (the live loop's own count).
+    last_seq: u64,
+    /// Refreshes printed.
+    printed: u64,
+    /// Per printed refresh: its number and the RSS its header shows, MiB.
+    rss: Vec<(u64, f64)>,
+}
+
+/// User + system CPU of this process's waited-for children, in clock ticks
+/// (`/proc/self/stat` fields 16 and 17).
+fn children_ticks() -> anyhow::Result<u64> {
+    let stat = fs::read_to_string("/proc/self/stat").context("reading /proc/self/stat")?;
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let rest = stat
+        .rsplit_once(')')
+        .map(|(_, r)| r)
+        .context("no `)` in /proc/self/stat")?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // Field 3 (state) is fields[0]; cutime and cstime are fields 16 and 17.
+    let get = |n: usize| -> anyhow::Result<u64> {
+        fields
+            .get(n - 3)
+            .and_then(|v| v.parse().ok())
+            .with_context(|| format!("field {n} of /proc/self/stat"))
+    };
+    Ok(get(16)? + get(17)?)
+}
+
+fn clock_ticks_per_s() -> f64 {
+    util::output(Command::new("getconf").arg("CLK_TCK"))
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(100.0)
+}
+
+/// `──── refresh 3/600 (#3) · Probes ───`: the refresh number `#3`.
+fn refresh_seq(line: &str) -> Option<u64> {
+    let rest = line.strip_prefix("──── refresh ")?;
+    let (_, after) = rest.split_once("(#")?;
+    after.split(')').next()?.parse().ok()
+}
+
+/// `cost: ... · RSS 13.0 MiB`: 13.0.
+fn header_rss_mib(line: &str) -> Option<f64> {
+    let rest = line.strip_prefix("cost: ")?.split("RSS ").nth(1)?;
+    rest.strip_suffix(" MiB")
+        .or_else(|| rest.split(" MiB").next())?
+        .trim()
+        .parse()
+        .ok()
+}
+
+fn run(tracer: &Path, pinned: bool, frames: u64) -> anyhow::Result<Run> {
+    let mut cmd = if pinned {
+        let mut c = Command::new("taskset");
+        c.args(["-c", "0"]).arg(tracer);
+        c
+    } else {
+        Command::new(tracer)
+    };
+    cmd.args(["top", "--synthetic", &CGROUPS.to_string()])
+        .args(["--churn", &CHURN.to_string()])
+        .args(["--max-cgroups", &CGROUPS.to_string()])
+        .args(["--interval", &format!("{INTERVAL_MS}ms")])
+        .args(["--speed", &SPEED.to_string()])
+        .args(["--frames", &frames.to_string()])
+        .args(["--view", "probes,cgroups"]);
+    let ticks_before = children_ticks()?;
+    let started = Instant::now();
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("running `{}`", util::describe(&cmd)))?;
+    let stdout = child.stdout.take().context("no stdout pipe")?;
+    let mut seq = 0;
+    let mut last_seq = 0;
+    let mut printed = 0;
+    let mut rss = Vec::new();
+    for line in BufReader::new(stdout).lines() {
+        let line = line.context("reading tracer's output")?;
+        if let Some(s) = refresh_seq(&line) {
+            if s != seq {
+                printed += 1;
+            }
+            seq = s;
+            last_seq = s;
+        } else if let Some(mib) = header_rss_mib(&line)
+            && rss.last().is_none_or(|(s, _)| *s != seq)
+        {
+            rss.push((seq, mib));
+        }
+    }
+    let out = child.wait_with_output().context("waiting for tracer")?;
+    let wall_s = started.elapsed().as_secs_f64();
+    if !out.status.success() {
+        bail!(
+            "`{}` failed ({}): {}",
+            util::describe(&cmd),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    #[expect(clippy::cast_precision_loss, reason = "clock ticks, for a figure")]
+    let cpu_s = (children_ticks()? - ticks_before) as f64 / clock_ticks_per_s();
+    Ok(Run {
+        cpu_s,
+        wall_s,
+        last_seq,
+        printed,
+        rss,
+    })
+}
+
+/// The RSS the first refresh at or after `seq` showed.
+fn rss_at(run: &Run, seq: u64) -> Option<f64> {
+    run.rss.iter().find(|(s, _)| *s >= seq).map(|(_, m)| *m)
+}
+
+/// Run the benchmark and print its figures, the last line as the design asks.
+pub fn top(tracer: &Path) -> anyhow::Result<()> {
+    let pinned = Command::new("taskset")
+        .args(["-c", "0", "true"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    println!(
+        "==== bench top: {CGROUPS} cgroups x 10 probes (synthetic), {CHURN} replaced per second, \
+         {REFRESHES} refreshes of 1 simulated second each, played {SPEED}x real time{} ====",
+        if pinned { ", pinned to CPU 0" } else { "" }
+    );
+    let short = run(tracer, pinned, SHORT)?;
+    let long = run(tracer, pinned, REFRESHES)?;
+    #[expect(clippy::cast_precision_loss, reason = "counts, for a figure")]
+    let per_refresh_ms = (long.cpu_s - short.cpu_s).max(0.0) * 1e3
+        / (long.last_seq.saturating_sub(short.last_seq)).max(1) as f64;
+    // At 1 Hz a refresh comes once a second: its CPU in ms over 1,000 ms, in percent.
+    let core_percent = per_refresh_ms / 10.0;
+    let start = rss_at(&long, 1).unwrap_or(f64::NAN);
+    let mid = rss_at(&long, REFRESHES / 2).unwrap_or(f64::NAN);
+    let end = long.rss.last().map_or(f64::NAN, |(_, m)| *m);
+    println!(
+        "run of {SHORT} refreshes: {:.2} s CPU in {:.1} s; run of {REFRESHES}: {:.2} s CPU in {:.1} s, \
+         {} refreshes made, {} printed",
+        short.cpu_s, short.wall_s, long.cpu_s, long.wall_s, long.last_seq, long.printed
+    );
+    println!(
+        "cpu per refresh = (CPU of the long run - CPU of the short run) / refreshes between: \
+         start-up left out; includes drawing and printing two views per refresh"
+    );
+    let held = |ok: bool| if ok { "held" } else { "NOT held" };
+    println!(
+        "goal under 2% of a core at 1 Hz: {}; RSS under 100 MiB: {}; RSS flat (end within 10% of mid): {}",
+        held(core_percent < 2.0),
+        held(end < 100.0 && mid < 100.0 && start < 100.0),
+        held((end - mid).abs() <= mid * 0.1),
+    );
+    println!(
+        "top: cpu per refresh {per_refresh_ms:.2} ms ({core_percent:.2}% of a core at 1 Hz), \
+         rss start/mid/end {start:.1}/{mid:.1}/{end:.1} MiB"
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_lines_parse() {
+        assert_eq!(
+            refresh_seq("──── refresh 3/600 (#7) · Probes ────────"),
+            Some(7)
+        );
+        assert_eq!(refresh_seq("probe  calls/s"), None);
+        assert_eq!(
+            header_rss_mib(
+                "cost: BPF run time not kept by this kernel · tracer 2.0% CPU · RSS 13.5 MiB"
+            ),
+            Some(13.5)
+        );
+        assert_eq!(header_rss_mib("cost: BPF 1.20 ms/s"), None);
+    }
+}
