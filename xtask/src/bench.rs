@@ -31,7 +31,11 @@ pub enum Bench {
     /// `tracer capture` (kprobe, fentry) and under bpftrace counting the same functions.
     Overhead(VmArgs),
     /// `tracer top` on 1,000 churning cgroups x 10 probes: CPU per refresh, RSS over time.
-    Top,
+    Top {
+        /// Simulated seconds per second: one refresh per simulated second, this many a second.
+        #[arg(long, default_value_t = 4)]
+        speed: u32,
+    },
     /// Wall time of the model's large scenarios on one core, against the time simulated.
     Model {
         /// Runs per scenario (the median is shown).
@@ -65,7 +69,7 @@ pub fn run(bench: &Bench) -> anyhow::Result<ExitCode> {
         Bench::Startup(args) => vm_bench(Mode::Startup, args, &tools.kernels, &tracer),
         Bench::Overhead(args) => vm_bench(Mode::Overhead, args, &tools.kernels, &tracer),
         Bench::Model { runs } => model(&tracer, (*runs).max(1)),
-        Bench::Top => crate::bench_top::top(&tracer).map(|()| ExitCode::SUCCESS),
+        Bench::Top { speed } => crate::bench_top::top(&tracer, *speed).map(|()| ExitCode::SUCCESS),
     }
 }
 

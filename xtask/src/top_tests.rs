@@ -209,9 +209,28 @@ pub fn top_cases(tracer: &Path, tally: &mut Tally) {
         );
         return;
     }
+    tally.record(
+        SCOPE,
+        "top without a terminal: exit 2, says to use --frames",
+        &no_terminal(tracer),
+    );
     model_cases(tracer, tally);
     replay_case(tracer, tally);
     sighup_case(tracer, tally);
+}
+
+/// `tracer top --model umount-storm` with standard input and output not a terminal.
+fn no_terminal(tracer: &Path) -> Verdict {
+    let out = Command::new(tracer)
+        .args(["top", "--model", "umount-storm"])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run tracer: {e}"))?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    match out.status.code() {
+        Some(2) if stderr.contains("--frames") => Ok(format!("exit 2: {}", stderr.trim())),
+        code => Err(format!("exit {code:?}: {}", stderr.trim())),
+    }
 }
 
 /// One step of the model session: what it checks, and how.

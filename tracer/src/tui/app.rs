@@ -747,12 +747,13 @@ impl App {
                     })
                     .collect();
                 let rows = &self.rows.cgroups;
+                let keys = keys(sort, rows, cgroup_key);
                 order.sort_by(|&a, &b| {
                     // `other` stays at the bottom: it is a sum, not a cgroup.
                     rows[a]
                         .is_other()
                         .cmp(&rows[b].is_other())
-                        .then_with(|| by(sort, |i, c| cgroup_key(&rows[i], c), a, b))
+                        .then_with(|| by(sort, &keys, a, b))
                 });
                 order
             }
@@ -768,7 +769,8 @@ impl App {
                         }
                     })
                     .collect();
-                order.sort_by(|&a, &b| by(sort, |i, c| self.slow_key(&slow[i], c), a, b));
+                let keys = keys(sort, slow, |c, col| self.slow_key(c, col));
+                order.sort_by(|&a, &b| by(sort, &keys, a, b));
                 order
             }
         };
@@ -815,13 +817,19 @@ impl Key {
     }
 }
 
-/// Compare rows `a` and `b` (indices) by `sort`, using `key(row, column)`; ties, and
-/// no sort column, keep the rows' own order.
-fn by(sort: Sort, key: impl Fn(usize, usize) -> Key, a: usize, b: usize) -> Ordering {
-    let Some(col) = sort.column else {
+/// Each row's sort key, computed once per sort (`None`: the source's order needs none).
+fn keys<R>(sort: Sort, rows: &[R], key: impl Fn(&R, usize) -> Key) -> Vec<Key> {
+    sort.column
+        .map_or_else(Vec::new, |c| rows.iter().map(|r| key(r, c)).collect())
+}
+
+/// Compare rows `a` and `b` (indices) by `sort` and their `keys`; ties, and no sort
+/// column, keep the rows' own order.
+fn by(sort: Sort, keys: &[Key], a: usize, b: usize) -> Ordering {
+    let (Some(ka), Some(kb)) = (keys.get(a), keys.get(b)) else {
         return a.cmp(&b);
     };
-    let o = key(a, col).cmp(&key(b, col));
+    let o = ka.cmp(kb);
     let o = if sort.descending { o.reverse() } else { o };
     o.then(a.cmp(&b))
 }
@@ -883,11 +891,11 @@ fn probe_order(rows: &[ProbeRow], filter: &str, sort: Sort) -> Vec<usize> {
             (!callers.is_empty()).then_some((p, callers))
         })
         .collect();
-    let key = |i: usize, c: usize| probe_key(&rows[i], c);
-    kept.sort_by(|a, b| by(sort, key, a.0, b.0));
+    let keys = keys(sort, rows, probe_key);
+    kept.sort_by(|a, b| by(sort, &keys, a.0, b.0));
     let mut out = Vec::new();
     for (p, mut callers) in kept {
-        callers.sort_by(|&a, &b| by(sort, key, a, b));
+        callers.sort_by(|&a, &b| by(sort, &keys, a, b));
         out.push(p);
         out.extend(callers);
     }

@@ -52,15 +52,18 @@ pub enum ViewArg {
     Detail,
     /// Calls over the slow threshold.
     Slow,
+    /// No view: only the line per refresh (to time the live loop without the dashboard).
+    None,
 }
 
-impl From<ViewArg> for View {
-    fn from(v: ViewArg) -> View {
-        match v {
-            ViewArg::Probes => View::Probes,
-            ViewArg::Cgroups => View::Cgroups,
-            ViewArg::Detail => View::Detail,
-            ViewArg::Slow => View::Slow,
+impl ViewArg {
+    fn view(self) -> Option<View> {
+        match self {
+            ViewArg::Probes => Some(View::Probes),
+            ViewArg::Cgroups => Some(View::Cgroups),
+            ViewArg::Detail => Some(View::Detail),
+            ViewArg::Slow => Some(View::Slow),
+            ViewArg::None => None,
         }
     }
 }
@@ -127,7 +130,7 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
                     frames: n,
                     width: args.width,
                     height: args.height,
-                    views: args.view.iter().map(|&v| v.into()).collect(),
+                    views: args.view.iter().filter_map(|v| v.view()).collect(),
                 },
             )
             .await
@@ -301,8 +304,16 @@ pub async fn text(
         let Some(frame) = frames.borrow_and_update().clone() else {
             continue;
         };
-        app.on_frame(frame);
         printed += 1;
+        if opts.views.is_empty() {
+            let line = format!("──── refresh {printed}/{} (#{})\n", opts.frames, frame.seq);
+            match out.write_all(line.as_bytes()).and_then(|()| out.flush()) {
+                Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
+                r => r?,
+            }
+            continue;
+        }
+        app.on_frame(frame);
         if opts.views.contains(&View::Detail) {
             app.prediction = app
                 .shown

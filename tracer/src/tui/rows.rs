@@ -6,7 +6,9 @@
 //! come from the last interval; percentiles from the last 10 s, so one quiet interval
 //! does not blank them; cumulative counts from the start (or the last reset).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+
+use tracer_common::{BUCKETS, bucket_of};
 
 use crate::{
     live::{Frame, OTHER_CGROUP},
@@ -137,22 +139,92 @@ fn rate(n: u64, secs: f64) -> f64 {
     n as f64 / secs
 }
 
-/// The merged distribution of several series; borrowed when there is only one, so the
-/// common case (one series per row) costs no copy.
-fn merged<'a>(lats: &[&'a Latency]) -> Option<std::borrow::Cow<'a, Latency>> {
-    let (first, rest) = lats.split_first()?;
-    if rest.is_empty() {
-        return Some(std::borrow::Cow::Borrowed(first));
-    }
-    let mut m = (*first).clone();
-    for l in rest {
-        m.merge(l);
-    }
-    Some(std::borrow::Cow::Owned(m))
+/// The calls of many series added up per kernel bucket. With a series per cgroup, a probe
+/// has thousands: adding bucket counts into one array costs far less than merging them
+/// one into another, and gives the same distribution.
+struct Acc {
+    counts: Vec<u64>,
+    sum_ns: u64,
+    min_ns: u64,
+    max_ns: u64,
 }
 
-fn p99(lats: &[&Latency]) -> Option<u64> {
-    merged(lats)?.quantile_ns(0.99)
+impl Acc {
+    fn new() -> Self {
+        Self {
+            counts: vec![0; BUCKETS as usize],
+            sum_ns: 0,
+            min_ns: u64::MAX,
+            max_ns: 0,
+        }
+    }
+
+    fn add(&mut self, lat: &Latency) {
+        let (Some(min), Some(max)) = (lat.min_ns(), lat.max_ns()) else {
+            return;
+        };
+        for (lo, _, n) in lat.buckets() {
+            // A bucket's low bound lies in that bucket.
+            if let Some(c) = self.counts.get_mut(bucket_of(lo) as usize) {
+                *c = c.saturating_add(n);
+            }
+        }
+        self.sum_ns = self.sum_ns.saturating_add(lat.sum_ns());
+        self.min_ns = self.min_ns.min(min);
+        self.max_ns = self.max_ns.max(max);
+    }
+
+    fn add_acc(&mut self, other: &Acc) {
+        for (mine, theirs) in self.counts.iter_mut().zip(&other.counts) {
+            *mine = mine.saturating_add(*theirs);
+        }
+        self.sum_ns = self.sum_ns.saturating_add(other.sum_ns);
+        self.min_ns = self.min_ns.min(other.min_ns);
+        self.max_ns = self.max_ns.max(other.max_ns);
+    }
+
+    fn latency(&self) -> Latency {
+        Latency::from_buckets(
+            (0u32..)
+                .zip(&self.counts)
+                .filter(|(_, n)| **n > 0)
+                .map(|(b, n)| (b, *n)),
+            self.sum_ns,
+            self.min_ns,
+            self.max_ns,
+        )
+    }
+}
+
+/// One cgroup's calls on one column's probes: usually one series, borrowed; merged only
+/// when there are several (a grace-period wait from two callers).
+enum Agg<'a> {
+    One(&'a Latency),
+    Many(Latency),
+}
+
+impl<'a> Agg<'a> {
+    fn add(slot: &mut Option<Agg<'a>>, lat: &'a Latency) {
+        *slot = Some(match slot.take() {
+            None => Agg::One(lat),
+            Some(Agg::One(first)) => {
+                let mut m = first.clone();
+                m.merge(lat);
+                Agg::Many(m)
+            }
+            Some(Agg::Many(mut m)) => {
+                m.merge(lat);
+                Agg::Many(m)
+            }
+        });
+    }
+
+    fn p99(slot: Option<&Agg>) -> Option<u64> {
+        match slot? {
+            Agg::One(l) => l.quantile_ns(0.99),
+            Agg::Many(l) => l.quantile_ns(0.99),
+        }
+    }
 }
 
 /// The probes a view lists: attached (or modelled) ones, and any with calls.
@@ -171,32 +243,29 @@ fn listed_probes(frame: &Frame) -> Vec<Probe> {
         .map(|(p, _)| *p)
         .collect();
     for s in [&frame.last, &frame.last_10s, &frame.cumulative] {
-        probes.extend(s.series.keys().map(|k| k.probe));
+        // Series are ordered by probe first: one look per probe, not per series.
+        let mut last = None;
+        for k in s.series.keys() {
+            if last != Some(k.probe) {
+                probes.push(k.probe);
+                last = Some(k.probe);
+            }
+        }
     }
     probes.sort_unstable();
     probes.dedup();
     probes
 }
 
-/// Per (probe, caller): references to its series in `snap`, over all cgroups.
-fn by_probe_caller(snap: &Snapshot) -> BTreeMap<(Probe, Option<Probe>), Vec<&Latency>> {
-    let mut out: BTreeMap<(Probe, Option<Probe>), Vec<&Latency>> = BTreeMap::new();
+/// Per (probe, caller): calls and time in `snap`, over all cgroups.
+fn counts(snap: &Snapshot) -> HashMap<(Probe, Option<Probe>), (u64, u64)> {
+    let mut out: HashMap<(Probe, Option<Probe>), (u64, u64)> = HashMap::new();
     for (k, lat) in &snap.series {
-        out.entry((k.probe, k.caller)).or_default().push(lat);
+        let e = out.entry((k.probe, k.caller)).or_default();
+        e.0 += lat.count();
+        e.1 = e.1.saturating_add(lat.sum_ns());
     }
     out
-}
-
-/// The series of `probe` in `m` from `which` callers.
-fn gather<'a>(
-    m: &BTreeMap<(Probe, Option<Probe>), Vec<&'a Latency>>,
-    probe: Probe,
-    which: Callers,
-) -> Vec<&'a Latency> {
-    m.iter()
-        .filter(|((p, c), _)| *p == probe && which.matches(*c))
-        .flat_map(|(_, v)| v.iter().copied())
-        .collect()
 }
 
 /// The Probes view's rows: every listed probe, then one row per caller it was called
@@ -204,32 +273,49 @@ fn gather<'a>(
 #[must_use]
 pub fn probe_rows(frame: &Frame) -> Vec<ProbeRow> {
     let secs = interval_s(frame);
-    let last = by_probe_caller(&frame.last);
-    let win = by_probe_caller(&frame.last_10s);
-    let cum = by_probe_caller(&frame.cumulative);
+    let last = counts(&frame.last);
+    let cum = counts(&frame.cumulative);
+    let mut win: BTreeMap<(Probe, Option<Probe>), Acc> = BTreeMap::new();
+    for (k, lat) in &frame.last_10s.series {
+        win.entry((k.probe, k.caller))
+            .or_insert_with(Acc::new)
+            .add(lat);
+    }
     let mut out = Vec::new();
     for probe in listed_probes(frame) {
-        let callers: Vec<Option<Probe>> = {
-            let mut c: Vec<Option<Probe>> = [&last, &win, &cum]
+        let mut callers: Vec<Option<Probe>> = last
+            .keys()
+            .chain(cum.keys())
+            .chain(win.keys())
+            .filter(|(p, _)| *p == probe)
+            .map(|(_, c)| *c)
+            .collect();
+        callers.sort_unstable();
+        callers.dedup();
+        let total = |m: &HashMap<(Probe, Option<Probe>), (u64, u64)>, which: Callers| {
+            callers
                 .iter()
-                .flat_map(|m| m.keys().filter(|(p, _)| *p == probe).map(|(_, c)| *c))
-                .collect();
-            c.sort_unstable();
-            c.dedup();
-            c
+                .filter(|c| which.matches(**c))
+                .filter_map(|c| m.get(&(probe, *c)))
+                .fold((0, 0), |(n, t), (cn, ct)| (n + cn, t + ct))
         };
         let row = |which: Callers| {
-            let l = gather(&last, probe, which);
-            let w = merged(&gather(&win, probe, which));
-            let count = |v: &[&Latency]| v.iter().map(|l| l.count()).sum::<u64>();
+            let mut acc = Acc::new();
+            for c in callers.iter().filter(|c| which.matches(**c)) {
+                if let Some(a) = win.get(&(probe, *c)) {
+                    acc.add_acc(a);
+                }
+            }
+            let w = acc.latency();
+            let (calls, time_ns) = total(&last, which);
             ProbeRow {
                 probe,
                 caller: which,
-                calls_per_s: rate(count(&l), secs),
-                p50_ns: w.as_ref().and_then(|w| w.quantile_ns(0.5)),
-                p99_ns: w.as_ref().and_then(|w| w.quantile_ns(0.99)),
-                max_ns: w.as_ref().and_then(|w| w.max_ns()),
-                time_ns: l.iter().map(|l| l.sum_ns()).sum(),
+                calls_per_s: rate(calls, secs),
+                p50_ns: w.quantile_ns(0.5),
+                p99_ns: w.quantile_ns(0.99),
+                max_ns: w.max_ns(),
+                time_ns,
                 lost: if which == Callers::All {
                     frame
                         .last
@@ -239,13 +325,13 @@ pub fn probe_rows(frame: &Frame) -> Vec<ProbeRow> {
                 } else {
                     0
                 },
-                total: count(&gather(&cum, probe, which)),
+                total: total(&cum, which).0,
             }
         };
         out.push(row(Callers::All));
         // A caller breakdown says something only when some call had a traced caller.
         if callers.iter().any(Option::is_some) {
-            out.extend(callers.into_iter().map(|c| row(Callers::Only(c))));
+            out.extend(callers.iter().map(|c| row(Callers::Only(*c))));
         }
     }
     out
@@ -254,7 +340,7 @@ pub fn probe_rows(frame: &Frame) -> Vec<ProbeRow> {
 /// Which cgroup column a probe feeds.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Col {
-    Grace,
+    Grace = 0,
     Shrinker,
     Rmdir,
     Umount,
@@ -280,36 +366,37 @@ fn col_of(p: Probe) -> Option<Col> {
 /// with calls in the windows shown, then `other` when cgroups are summed there.
 #[must_use]
 pub fn cgroup_rows(frame: &Frame) -> Vec<CgroupRow> {
+    const COLS: usize = 5;
     let secs = interval_s(frame);
+    // One pass over the 10 s window's series, grouped by cgroup and column.
+    let mut lats: HashMap<CgroupId, [Option<Agg>; COLS]> = HashMap::new();
+    for (SeriesKey { probe, cgroup, .. }, lat) in &frame.last_10s.series {
+        let slots = lats.entry(*cgroup).or_default();
+        if let Some(col) = col_of(*probe) {
+            Agg::add(&mut slots[col as usize], lat);
+        }
+    }
+    let mut waits: HashMap<CgroupId, u64> = HashMap::new();
+    for (k, lat) in &frame.last.series {
+        let w = waits.entry(k.cgroup).or_default();
+        if k.probe == Probe::InodeLockWait {
+            *w += lat.count();
+        }
+    }
     let mut ids: Vec<CgroupId> = frame
         .cgroups
         .iter()
         .filter(|(_, e)| e.tracked)
         .map(|(id, _)| *id)
+        .chain(lats.keys().copied())
+        .chain(waits.keys().copied())
+        .chain(frame.last.counters.keys().map(|(_, c)| *c))
         .collect();
-    for s in [&frame.last, &frame.last_10s] {
-        ids.extend(s.series.keys().map(|k| k.cgroup));
-        ids.extend(s.counters.keys().map(|(_, c)| *c));
-    }
     if frame.folded_cgroups > 0 {
         ids.push(OTHER_CGROUP);
     }
     ids.sort_unstable();
     ids.dedup();
-    // One pass over the 10 s window's series, grouped by (cgroup, column).
-    let mut lats: BTreeMap<(CgroupId, Col), Vec<&Latency>> = BTreeMap::new();
-    for (SeriesKey { probe, cgroup, .. }, lat) in &frame.last_10s.series {
-        if let Some(col) = col_of(*probe) {
-            lats.entry((*cgroup, col)).or_default().push(lat);
-        }
-    }
-    let mut waits: BTreeMap<CgroupId, u64> = BTreeMap::new();
-    for (k, lat) in &frame.last.series {
-        if k.probe == Probe::InodeLockWait {
-            *waits.entry(k.cgroup).or_default() += lat.count();
-        }
-    }
-    let p99_of = |id: CgroupId, col: Col| lats.get(&(id, col)).and_then(|v| p99(v));
     let mut rows: Vec<CgroupRow> = ids
         .into_iter()
         .map(|id| {
@@ -319,14 +406,16 @@ pub fn cgroup_rows(frame: &Frame) -> Vec<CgroupRow> {
             } else {
                 entry.map_or_else(|| frame.last_10s.cgroup_name(id), |e| e.path.clone())
             };
+            let slots = lats.get(&id);
+            let p99 = |col: Col| Agg::p99(slots.and_then(|s| s[col as usize].as_ref()));
             CgroupRow {
                 id,
                 path,
                 gone: id == GONE_CGROUP || entry.is_some_and(|e| e.gone_since_unix_ns.is_some()),
-                grace_p99_ns: p99_of(id, Col::Grace),
-                shrinker_p99_ns: p99_of(id, Col::Shrinker),
-                rmdir_p99_ns: p99_of(id, Col::Rmdir),
-                umount_p99_ns: p99_of(id, Col::Umount),
+                grace_p99_ns: p99(Col::Grace),
+                shrinker_p99_ns: p99(Col::Shrinker),
+                rmdir_p99_ns: p99(Col::Rmdir),
+                umount_p99_ns: p99(Col::Umount),
                 negative_per_s: rate(
                     frame
                         .last
@@ -336,7 +425,7 @@ pub fn cgroup_rows(frame: &Frame) -> Vec<CgroupRow> {
                         .unwrap_or(0),
                     secs,
                 ),
-                hold_p99_ns: p99_of(id, Col::Hold),
+                hold_p99_ns: p99(Col::Hold),
                 waits_per_s: rate(waits.get(&id).copied().unwrap_or(0), secs),
             }
         })
