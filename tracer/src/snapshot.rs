@@ -9,13 +9,16 @@
 use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
-pub use tracer_common::{Probe, maps::Loss};
+pub use tracer_common::{PROBES, Probe, maps::Loss};
 
 /// A cgroup v2 id (the inode number of its directory in cgroupfs).
 pub type CgroupId = u64;
 
 /// The id under which series of cgroups that no longer exist are collapsed.
 pub const GONE_CGROUP: CgroupId = u64::MAX;
+
+/// The id under which a live view sums the cgroups it does not keep by name.
+pub const OTHER_CGROUP: CgroupId = u64::MAX - 1;
 
 /// Largest latency a histogram tracks exactly; longer ones are clamped (and still counted).
 pub const MAX_TRACKABLE_NS: u64 = 3_600 * 1_000_000_000;
@@ -225,6 +228,16 @@ impl Latency {
                 .value_at_quantile(q)
                 .clamp(self.min_ns, self.max_ns),
         )
+    }
+
+    /// The recorded values with their counts, lowest first (each value stands for the
+    /// calls recorded at it or in its histogram bucket).
+    #[must_use]
+    pub fn recorded(&self) -> Vec<(u64, u64)> {
+        self.hist
+            .iter_recorded()
+            .map(|v| (v.value_iterated_to(), v.count_at_value()))
+            .collect()
     }
 
     /// The underlying distribution.
@@ -572,6 +585,9 @@ impl Snapshot {
     pub fn cgroup_name(&self, id: CgroupId) -> String {
         if id == GONE_CGROUP {
             return "(gone)".to_owned();
+        }
+        if id == OTHER_CGROUP {
+            return "other".to_owned();
         }
         self.cgroups
             .get(&id)

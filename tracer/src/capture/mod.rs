@@ -93,7 +93,7 @@ struct Waited {
 }
 
 /// Find `program` the way a shell would: a path is taken as is, a bare name is looked up in PATH.
-fn resolve_program(program: &str) -> Option<PathBuf> {
+pub(crate) fn resolve_program(program: &str) -> Option<PathBuf> {
     let executable = |p: &Path| {
         p.metadata()
             .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
@@ -108,11 +108,15 @@ fn resolve_program(program: &str) -> Option<PathBuf> {
         .find(|p| executable(p))
 }
 
-fn read_dentry_state() -> Option<DentryState> {
+/// `/proc/sys/fs/dentry-state` now, if readable.
+#[must_use]
+pub fn read_dentry_state() -> Option<DentryState> {
     DentryState::parse(&std::fs::read_to_string("/proc/sys/fs/dentry-state").ok()?).ok()
 }
 
-fn kernel_release() -> Option<String> {
+/// `uname -r`.
+#[must_use]
+pub fn kernel_release() -> Option<String> {
     std::fs::read_to_string("/proc/sys/kernel/osrelease")
         .ok()
         .map(|s| s.trim().to_owned())
@@ -225,6 +229,16 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
 
 /// One stderr line per distinct reason, so twelve probes failing alike read as one fact.
 fn say_what_did_not_attach(states: &std::collections::BTreeMap<tracer_common::Probe, AttachState>) {
+    for line in not_attached(states) {
+        eprintln!("tracer: {line}");
+    }
+}
+
+/// `not attached: PROBES: WHY`, one line per distinct reason.
+#[must_use]
+pub fn not_attached(
+    states: &std::collections::BTreeMap<tracer_common::Probe, AttachState>,
+) -> Vec<String> {
     let mut missing: std::collections::BTreeMap<String, Vec<&str>> =
         std::collections::BTreeMap::new();
     for (p, s) in states {
@@ -235,9 +249,10 @@ fn say_what_did_not_attach(states: &std::collections::BTreeMap<tracer_common::Pr
         };
         missing.entry(why).or_default().push(p.name());
     }
-    for (why, names) in &missing {
-        eprintln!("tracer: not attached: {}: {why}", names.join(", "));
-    }
+    missing
+        .iter()
+        .map(|(why, names)| format!("not attached: {}: {why}", names.join(", ")))
+        .collect()
 }
 
 /// Wait for the end of the capture, showing a one-line status on a terminal.

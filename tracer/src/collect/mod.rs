@@ -46,7 +46,6 @@ pub fn read(
     cgroups: &BTreeMap<u64, String>,
     meta: Meta,
 ) -> Result<Snapshot, CollectError> {
-    let mut snap = Snapshot::new(meta);
     let known = |id: u64| {
         if cgroups.contains_key(&id) {
             id
@@ -54,10 +53,7 @@ pub fn read(
             GONE_CGROUP
         }
     };
-    read_series(ebpf, &mut snap, known)?;
-    read_events(ebpf, &mut snap, known)?;
-    read_losses(ebpf, &mut snap)?;
-    read_probe_counters(ebpf, &mut snap, states)?;
+    let mut snap = read_with(ebpf, states, meta, known)?;
     let used: std::collections::BTreeSet<u64> = snap
         .series
         .keys()
@@ -68,6 +64,33 @@ pub fn read(
         .iter()
         .filter_map(|id| cgroups.get(id).map(|p| (*id, p.clone())))
         .collect();
+    Ok(snap)
+}
+
+/// Read the maps keeping every cgroup id as the kernel gave it (a live source names and
+/// folds them itself); `cgroups` is left empty.
+///
+/// # Errors
+/// When a map cannot be read.
+pub fn read_raw(
+    ebpf: &Ebpf,
+    states: &BTreeMap<Probe, AttachState>,
+    meta: Meta,
+) -> Result<Snapshot, CollectError> {
+    read_with(ebpf, states, meta, |id| id)
+}
+
+fn read_with(
+    ebpf: &Ebpf,
+    states: &BTreeMap<Probe, AttachState>,
+    meta: Meta,
+    known: impl Fn(u64) -> u64 + Copy,
+) -> Result<Snapshot, CollectError> {
+    let mut snap = Snapshot::new(meta);
+    read_series(ebpf, &mut snap, known)?;
+    read_events(ebpf, &mut snap, known)?;
+    read_losses(ebpf, &mut snap)?;
+    read_probe_counters(ebpf, &mut snap, states)?;
     Ok(snap)
 }
 

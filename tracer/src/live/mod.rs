@@ -12,19 +12,28 @@
 //! and a saved capture (replayed over its own duration). Sinks never see which, beyond
 //! [`SourceInfo`].
 
+mod args;
+mod engine;
+pub mod kernel;
+pub mod model;
+pub mod replay;
+pub mod synthetic;
+pub mod table;
+
 use std::{sync::Arc, time::Duration};
 
-use crate::snapshot::{CgroupId, Probe, Snapshot};
+pub use args::{LiveArgs, open};
+pub use engine::{Handle, Live, process_cpu_seconds, rss_bytes, spawn, unix_now_ns};
 
-/// The id under which cgroups beyond `--max-cgroups` are summed.
-pub const OTHER_CGROUP: CgroupId = u64::MAX - 1;
+pub use crate::snapshot::OTHER_CGROUP;
+use crate::snapshot::{CgroupId, Probe, Snapshot};
 
 /// Default refresh interval.
 pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(1);
 /// Default number of cgroups kept by name; the rest are summed into `other`.
 pub const DEFAULT_MAX_CGROUPS: usize = 100;
 /// How long a removed cgroup still shows (as gone) before it leaves.
-pub const GONE_GRACE: Duration = Duration::from_secs(60);
+pub const GONE_GRACE: Duration = Duration::from_mins(1);
 
 /// What a live sink shows about where its numbers come from. Fixed for the source's life.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -114,10 +123,12 @@ pub trait Source: Send {
     /// Where the numbers come from.
     fn info(&self) -> SourceInfo;
     /// What happened since the last poll (since the source started, the first time).
+    /// `elapsed` is the wall time since then: a simulated source plays that much (times
+    /// its speed) of simulated time.
     ///
     /// # Errors
     /// When the source can no longer be read; the loop reports it and stops.
-    fn poll(&mut self) -> anyhow::Result<Delta>;
+    fn poll(&mut self, elapsed: Duration) -> anyhow::Result<Delta>;
     /// Forget everything kept about these cgroups (their kernel map entries): they left
     /// the table for good.
     fn forget(&mut self, _cgroups: &[CgroupId]) {}
@@ -205,6 +216,8 @@ pub enum Control {
     Reset,
     /// Report calls at least this slow (0: none).
     SetSlowThreshold(u64),
+    /// Stop the loop (the source is dropped: probes detach).
+    Stop,
 }
 
 /// How the loop runs.

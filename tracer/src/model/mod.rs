@@ -20,6 +20,7 @@ pub mod calibrate;
 pub mod engine;
 pub mod params;
 pub mod paths;
+pub mod predict;
 pub mod rcu;
 pub mod scenarios;
 pub mod sim;
@@ -28,7 +29,7 @@ pub mod sim;
 mod fidelity;
 
 use params::Params;
-use scenarios::{Ctx, SCENARIOS, Scenario};
+pub use scenarios::{Ctx, SCENARIOS, Scenario};
 
 /// `tracer model` arguments.
 #[derive(Debug, clap::Args)]
@@ -72,18 +73,39 @@ impl Default for Args {
     }
 }
 
-/// Run a scenario and return its Snapshot.
+/// A scenario ready to run: its variant and parameters resolved, calibration applied.
+pub struct Prepared {
+    /// The scenario.
+    pub scenario: &'static Scenario,
+    /// Index of its variant.
+    pub variant: usize,
+    /// Parameters in force.
+    pub params: Params,
+    /// The snapshot's description: scenario, variant, seed and changed parameters.
+    pub description: String,
+    /// The seed.
+    pub seed: u64,
+}
+
+impl Prepared {
+    /// Run it; `timeline` keeps every recorded fact with its simulated time.
+    #[must_use]
+    pub fn run(&self, timeline: bool) -> scenarios::Outcome {
+        (self.scenario.run)(&Ctx {
+            p: &self.params,
+            variant: self.variant,
+            seed: self.seed,
+            description: self.description.clone(),
+            timeline,
+        })
+    }
+}
+
+/// Resolve the scenario, variant, `--set` values and calibration `args` name.
 ///
 /// # Errors
 /// Unknown scenario, variant or parameter; an unreadable calibration capture.
-pub fn run(args: &Args) -> anyhow::Result<Option<Snapshot>> {
-    if args.list {
-        print!(
-            "{}",
-            listing(args.scenario.as_deref().and_then(scenarios::find))
-        );
-        return Ok(None);
-    }
+pub fn prepare(args: &Args) -> anyhow::Result<Prepared> {
     let Some(name) = args.scenario.as_deref() else {
         eprint!("{}", listing(None));
         bail!("no scenario given: choose one of {}", names());
@@ -132,13 +154,30 @@ pub fn run(args: &Args) -> anyhow::Result<Option<Snapshot>> {
         description.push(' ');
         description.push_str(c);
     }
-    let started = Instant::now();
-    let outcome = (scenario.run)(&Ctx {
-        p: &p,
+    Ok(Prepared {
+        scenario,
         variant,
-        seed: args.seed,
+        params: p,
         description,
-    });
+        seed: args.seed,
+    })
+}
+
+/// Run a scenario and return its Snapshot.
+///
+/// # Errors
+/// Unknown scenario, variant or parameter; an unreadable calibration capture.
+pub fn run(args: &Args) -> anyhow::Result<Option<Snapshot>> {
+    if args.list {
+        print!(
+            "{}",
+            listing(args.scenario.as_deref().and_then(scenarios::find))
+        );
+        return Ok(None);
+    }
+    let prepared = prepare(args)?;
+    let started = Instant::now();
+    let outcome = prepared.run(false);
     let wall = started.elapsed();
 
     for f in &outcome.figures {

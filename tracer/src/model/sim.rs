@@ -157,6 +157,44 @@ pub enum Ev {
     SrcuWork,
 }
 
+/// One recorded fact with the simulated time it happened: what a live view of the model
+/// plays back at the refresh rate.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Timed {
+    /// `n` calls of `key` that took `ns` each, completed at `at`.
+    Calls {
+        /// Simulated time, ns.
+        at: u64,
+        /// The series.
+        key: SeriesKey,
+        /// Latency of each call.
+        ns: u64,
+        /// Number of calls.
+        n: u64,
+    },
+    /// A counter moved by `n` at `at`.
+    Count {
+        /// Simulated time, ns.
+        at: u64,
+        /// Which counter.
+        counter: Counter,
+        /// Whose.
+        cgroup: CgroupId,
+        /// By how much.
+        n: u64,
+    },
+}
+
+impl Timed {
+    /// When it happened.
+    #[must_use]
+    pub fn at(&self) -> u64 {
+        match self {
+            Timed::Calls { at, .. } | Timed::Count { at, .. } => *at,
+        }
+    }
+}
+
 /// CPU accounting of one task class.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Account {
@@ -185,6 +223,10 @@ pub struct World {
     tallies: BTreeMap<Tally, u64>,
     accounts: BTreeMap<Class, Account>,
     last_task_end: u64,
+    /// The time of the event being handled.
+    clock: u64,
+    /// Every recorded fact in time order, when asked for ([`World::keep_timeline`]).
+    timeline: Option<Vec<Timed>>,
 }
 
 impl World {
@@ -220,7 +262,19 @@ impl World {
             tallies: BTreeMap::new(),
             accounts: BTreeMap::new(),
             last_task_end: 0,
+            clock: 0,
+            timeline: None,
         }
+    }
+
+    /// Also keep every recorded fact with its time (for a live view of the model).
+    pub fn keep_timeline(&mut self) {
+        self.timeline.get_or_insert_with(Vec::new);
+    }
+
+    /// The facts recorded since [`World::keep_timeline`], in time order (empty if not kept).
+    pub fn take_timeline(&mut self) -> Vec<Timed> {
+        self.timeline.take().unwrap_or_default()
     }
 
     /// A new lock; `inode` marks an inode's `i_rwsem`.
@@ -314,6 +368,7 @@ impl World {
     }
 
     fn handle(&mut self, eng: &mut Engine<Ev>, ev: Ev) {
+        self.clock = eng.now();
         match ev {
             Ev::Run(t) => self.advance(eng, t),
             Ev::CpuDone(t) => self.cpu_done(eng, t),
@@ -476,6 +531,14 @@ impl World {
                 Counter::DroppedDentries
             };
             self.snapshot.count(counter, cgroup, n);
+            if let Some(timeline) = &mut self.timeline {
+                timeline.push(Timed::Count {
+                    at: self.clock,
+                    counter,
+                    cgroup,
+                    n,
+                });
+            }
         }
         if retain {
             self.negatives += n;
@@ -489,6 +552,14 @@ impl World {
             st.exits += n;
         }
         self.snapshot.series_mut(key).record_n(ns, n);
+        if let Some(timeline) = &mut self.timeline {
+            timeline.push(Timed::Calls {
+                at: self.clock,
+                key,
+                ns,
+                n,
+            });
+        }
     }
 
     /// Record one completed call.
@@ -537,6 +608,14 @@ impl World {
             cgroup,
         };
         self.snapshot.series_mut(key).record(now - start);
+        if let Some(timeline) = &mut self.timeline {
+            timeline.push(Timed::Calls {
+                at: now,
+                key,
+                ns: now - start,
+                n: 1,
+            });
+        }
     }
 
     // --- CPUs ----------------------------------------------------------------------------

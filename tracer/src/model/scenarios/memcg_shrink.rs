@@ -85,6 +85,9 @@ fn run(ctx: &Ctx) -> Outcome {
     let rwsem = ctx.variant == 0;
     let mut eng = Engine::new(ctx.seed);
     let mut w = World::new(p.clone(), ctx.description.clone(), SCENARIO.kernel, PROBES);
+    if ctx.timeline {
+        w.keep_timeline();
+    }
     w.cgroup(WRITER_CGROUP, "/test/2000");
     let reg = Registry {
         shrinker: w.lock(false),
@@ -143,6 +146,7 @@ fn run(ctx: &Ctx) -> Outcome {
         Some(Probe::DeactivateLockedSuper),
     );
     let events = eng.handled();
+    let timeline = w.take_timeline();
     let snapshot = w.finish(p.duration_ns);
     #[expect(clippy::cast_precision_loss, reason = "figures")]
     let figures = vec![
@@ -171,5 +175,6 @@ fn run(ctx: &Ctx) -> Outcome {
         snapshot,
         figures,
         events,
+        timeline,
     }
 }

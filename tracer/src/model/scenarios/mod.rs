@@ -29,6 +29,8 @@ pub struct Outcome {
     pub figures: Vec<Figure>,
     /// Events the engine handled.
     pub events: u64,
+    /// Every recorded fact with its simulated time, when [`Ctx::timeline`] asked for it.
+    pub timeline: Vec<super::sim::Timed>,
 }
 
 impl Outcome {
@@ -56,6 +58,8 @@ pub struct Ctx<'a> {
     pub seed: u64,
     /// Meta.description of the snapshot.
     pub description: String,
+    /// Keep every recorded fact with its time in [`Outcome::timeline`] (a live view).
+    pub timeline: bool,
 }
 
 /// A scenario's description and entry point.
@@ -107,6 +111,7 @@ pub fn simulate(name: &str, variant: &str, p: &Params, seed: u64) -> Outcome {
         variant,
         seed,
         description: format!("model {name}/{} seed={seed}", s.variants[variant].0),
+        timeline: false,
     })
 }
 

@@ -72,6 +72,9 @@ fn run(ctx: &Ctx) -> Outcome {
     };
     let mut eng = Engine::new(ctx.seed);
     let mut w = World::new(p.clone(), ctx.description.clone(), SCENARIO.kernel, PROBES);
+    if ctx.timeline {
+        w.keep_timeline();
+    }
     let dirs = Dirs {
         parent: w.lock(true),
         victim: w.lock(true),
@@ -119,6 +122,7 @@ fn run(ctx: &Ctx) -> Outcome {
     };
     let waits = w.calls(Probe::InodeLockWait, None);
     let events = eng.handled();
+    let timeline = w.take_timeline();
     let snapshot = w.finish(span);
     let ms = |ns: Option<u64>| secs(ns.unwrap_or(0)) * 1e3;
     #[expect(clippy::cast_precision_loss, reason = "a figure")]
@@ -153,5 +157,6 @@ fn run(ctx: &Ctx) -> Outcome {
         snapshot,
         figures,
         events,
+        timeline,
     }
 }

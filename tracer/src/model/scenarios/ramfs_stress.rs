@@ -105,6 +105,9 @@ fn run(ctx: &Ctx) -> Outcome {
     };
     let mut eng = Engine::new(ctx.seed);
     let mut w = World::new(p.clone(), ctx.description.clone(), SCENARIO.kernel, PROBES);
+    if ctx.timeline {
+        w.keep_timeline();
+    }
     let reg = Registry {
         shrinker: w.lock(false),
         list_lrus: w.lock(false),
@@ -124,6 +127,7 @@ fn run(ctx: &Ctx) -> Outcome {
     w.run(&mut eng, p.duration_ns);
     let ops = w.tally(Tally::Op);
     let events = eng.handled();
+    let timeline = w.take_timeline();
     let snapshot = w.finish(p.duration_ns);
     #[expect(clippy::cast_precision_loss, reason = "a figure")]
     let ops_per_s = ops as f64 / secs(p.duration_ns).max(1e-9);
@@ -135,5 +139,6 @@ fn run(ctx: &Ctx) -> Outcome {
             unit: "ops/s",
         }],
         events,
+        timeline,
     }
 }

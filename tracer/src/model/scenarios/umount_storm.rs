@@ -65,6 +65,9 @@ fn run(ctx: &Ctx) -> Outcome {
     };
     let mut eng = Engine::new(ctx.seed);
     let mut w = World::new(p.clone(), ctx.description.clone(), SCENARIO.kernel, PROBES);
+    if ctx.timeline {
+        w.keep_timeline();
+    }
     let reg = Registry {
         shrinker: w.lock(false),
         list_lrus: w.lock(false),
@@ -77,6 +80,7 @@ fn run(ctx: &Ctx) -> Outcome {
     w.run(&mut eng, u64::MAX);
     let span = w.last_task_end();
     let events = eng.handled();
+    let timeline = w.take_timeline();
     let snapshot = w.finish(span);
     #[expect(clippy::cast_precision_loss, reason = "a figure")]
     let per = secs(span) * 1e3 / p.mounts.max(1) as f64;
@@ -95,5 +99,6 @@ fn run(ctx: &Ctx) -> Outcome {
             },
         ],
         events,
+        timeline,
     }
 }

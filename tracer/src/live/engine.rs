@@ -1,0 +1,688 @@
+//! The loop behind every live view: poll the source each interval, fold cgroups, keep
+//! totals, windows and history, publish a [`Frame`].
+
+use std::{
+    collections::{BTreeMap, BTreeSet, VecDeque},
+    sync::{Arc, mpsc},
+    time::{Duration, Instant},
+};
+
+use super::{
+    BpfCost, Control, Cost, Delta, Frame, History, OTHER_CGROUP, Options, ProgramCost, SlowCall,
+    Source, SourceInfo, table::Table,
+};
+use crate::snapshot::{CgroupId, Meta, PROBES, SeriesKey, Snapshot, SourceKind};
+
+/// Slow calls kept for the views.
+pub const SLOW_CALLS_KEPT: usize = 200;
+/// Shortest refresh interval the loop accepts.
+pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
+/// Longest refresh interval the loop accepts.
+pub const MAX_INTERVAL: Duration = Duration::from_mins(1);
+/// The windows kept for percentiles, in nanoseconds of data.
+const WINDOWS_NS: [u64; 2] = [10_000_000_000, 60_000_000_000];
+
+/// A running loop. Dropping it stops the loop and with it the source (probes detach).
+pub struct Handle {
+    /// The latest frame; `None` until the first refresh.
+    pub frames: tokio::sync::watch::Receiver<Option<Arc<Frame>>>,
+    /// Requests to the loop.
+    pub control: mpsc::Sender<Control>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Handle {
+    /// Stop the loop and wait for the source to be dropped (its probes detached).
+    pub fn stop(mut self) {
+        self.join();
+    }
+
+    fn join(&mut self) {
+        let _ = self.control.send(Control::Stop);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.join();
+    }
+}
+
+/// Start the loop on its own thread.
+///
+/// # Errors
+/// When the thread cannot be started.
+pub fn spawn(mut source: Box<dyn Source>, opts: Options) -> std::io::Result<Handle> {
+    let (tx, rx) = tokio::sync::watch::channel(None);
+    let (ctl_tx, ctl_rx) = mpsc::channel();
+    let thread = std::thread::Builder::new()
+        .name("tracer-live".into())
+        .spawn(move || {
+            let info = Arc::new(source.info());
+            let mut live = Live::new(info, &opts);
+            source.set_slow_threshold(opts.slow_threshold_ns);
+            run(source.as_mut(), &mut live, opts.interval, &tx, &ctl_rx);
+        })?;
+    Ok(Handle {
+        frames: rx,
+        control: ctl_tx,
+        thread: Some(thread),
+    })
+}
+
+fn run(
+    source: &mut dyn Source,
+    live: &mut Live,
+    interval: Duration,
+    tx: &tokio::sync::watch::Sender<Option<Arc<Frame>>>,
+    ctl: &mpsc::Receiver<Control>,
+) {
+    let mut interval = interval.clamp(MIN_INTERVAL, MAX_INTERVAL);
+    let mut last = Instant::now();
+    let mut next = last + interval;
+    loop {
+        match ctl.recv_timeout(next.saturating_duration_since(Instant::now())) {
+            Ok(Control::SetInterval(d)) => {
+                interval = d.clamp(MIN_INTERVAL, MAX_INTERVAL);
+                live.interval = interval;
+                next = last + interval;
+                continue;
+            }
+            Ok(Control::Reset) => {
+                live.reset();
+                continue;
+            }
+            Ok(Control::SetSlowThreshold(ns)) => {
+                source.set_slow_threshold(ns);
+                live.slow_threshold_ns = ns;
+                continue;
+            }
+            Ok(Control::Stop) | Err(mpsc::RecvTimeoutError::Disconnected) => return,
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        let now = Instant::now();
+        let elapsed = now - last;
+        last = now;
+        next = (next + interval).max(now + MIN_INTERVAL);
+        let frame = match source.poll(elapsed) {
+            Ok(delta) => {
+                let (frame, leave) = live.apply(delta, unix_now_ns());
+                if !leave.is_empty() {
+                    source.forget(&leave);
+                }
+                frame
+            }
+            Err(e) => {
+                let mut frame = live.frame(live.last.clone());
+                frame.error = Some(format!("{e:#}"));
+                tx.send_replace(Some(Arc::new(frame)));
+                return;
+            }
+        };
+        tx.send_replace(Some(Arc::new(frame)));
+    }
+}
+
+/// Wall-clock now, Unix nanoseconds.
+#[must_use]
+pub fn unix_now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+/// The loop's state: everything but the thread and the source, so it is tested on plain
+/// [`Delta`]s.
+pub struct Live {
+    info: Arc<SourceInfo>,
+    /// Current refresh interval (shown in frames).
+    pub interval: Duration,
+    /// Current slow-call threshold.
+    pub slow_threshold_ns: u64,
+    history_len: usize,
+    seq: u64,
+    table: Table,
+    cumulative: Snapshot,
+    last: Snapshot,
+    /// Folded interval snapshots within the longest window, oldest first.
+    recent: VecDeque<Snapshot>,
+    /// Sums of `recent` over each window.
+    windows: [Snapshot; 2],
+    /// Index in `recent` of each window's oldest interval.
+    window_from: [usize; 2],
+    history: History,
+    slow: VecDeque<SlowCall>,
+    bpf_total: BTreeMap<String, ProgramCost>,
+    cpu: CpuClock,
+    cost: Cost,
+}
+
+impl Live {
+    /// A fresh state for a source described by `info`.
+    #[must_use]
+    pub fn new(info: Arc<SourceInfo>, opts: &Options) -> Self {
+        let empty = empty_snapshot(&info, 0);
+        Self {
+            interval: opts.interval,
+            slow_threshold_ns: opts.slow_threshold_ns,
+            history_len: opts.history_len.max(1),
+            seq: 0,
+            table: Table::new(
+                opts.max_cgroups,
+                u64::try_from(super::GONE_GRACE.as_nanos()).unwrap_or(u64::MAX),
+            ),
+            cumulative: empty.clone(),
+            last: empty.clone(),
+            recent: VecDeque::new(),
+            windows: [empty.clone(), empty],
+            window_from: [0; 2],
+            history: History::default(),
+            slow: VecDeque::new(),
+            bpf_total: BTreeMap::new(),
+            cpu: CpuClock::start(),
+            cost: Cost::default(),
+            info,
+        }
+    }
+
+    /// Start totals, windows, history and slow calls afresh (the cgroup table stays).
+    pub fn reset(&mut self) {
+        let empty = empty_snapshot(&self.info, unix_now_ns());
+        self.cumulative = empty.clone();
+        self.last = empty.clone();
+        self.recent.clear();
+        self.windows = [empty.clone(), empty];
+        self.window_from = [0; 2];
+        self.history = History::default();
+        self.slow.clear();
+        self.bpf_total.clear();
+        self.table.reset();
+    }
+
+    /// Take one interval's delta at `now`; returns the frame and the cgroups the source may
+    /// forget (they left the table).
+    pub fn apply(&mut self, delta: Delta, now_unix_ns: u64) -> (Frame, Vec<CgroupId>) {
+        self.seq += 1;
+        for (id, path) in delta.cgroups_made {
+            self.table.made(id, path);
+        }
+        for (id, path) in &delta.snapshot.cgroups {
+            if self.table.path(*id).is_none() {
+                self.table.made(*id, path.clone());
+            }
+        }
+        for id in delta.cgroups_removed {
+            self.table.removed(id, now_unix_ns);
+        }
+        let active: BTreeSet<CgroupId> = delta
+            .snapshot
+            .series
+            .keys()
+            .map(|k| k.cgroup)
+            .chain(delta.snapshot.counters.keys().map(|(_, c)| *c))
+            .collect();
+        let decisions = self.table.interval(self.seq, &active, now_unix_ns);
+        if !decisions.evicted.is_empty() {
+            let evicted: BTreeSet<CgroupId> = decisions.evicted.iter().copied().collect();
+            fold(&mut self.cumulative, &evicted);
+            for w in &mut self.windows {
+                fold(w, &evicted);
+            }
+            for s in &mut self.recent {
+                fold(s, &evicted);
+            }
+        }
+
+        let mut last = self.route(delta.snapshot);
+        last.meta.started_unix_ns = now_unix_ns.saturating_sub(last.meta.duration_ns);
+        self.name_cgroups(&mut last);
+        self.cumulative.merge(&last);
+        self.cumulative.dentry_state = match (self.cumulative.dentry_state, last.dentry_state) {
+            (Some((first, _)), Some((_, end))) => Some((first, end)),
+            (_, d) => d,
+        };
+        self.slide_windows(&last);
+        self.record_history(&last, now_unix_ns);
+        for call in delta.slow {
+            self.slow.push_front(call);
+        }
+        self.slow.truncate(SLOW_CALLS_KEPT);
+        self.account(delta.bpf.as_ref(), last.meta.duration_ns);
+        self.last = last;
+
+        for snap in [&mut self.cumulative] {
+            let mut names = BTreeMap::new();
+            for k in snap.series.keys() {
+                if let Some(p) = self.table.path(k.cgroup) {
+                    names.insert(k.cgroup, p.to_owned());
+                }
+            }
+            snap.cgroups = names;
+        }
+        let frame = self.frame(self.last.clone());
+        (frame, decisions.left)
+    }
+
+    /// The frame showing `last` as the last interval.
+    fn frame(&self, last: Snapshot) -> Frame {
+        let mut windows = self.windows.clone();
+        for w in &mut windows {
+            self.name_cgroups_ref(w);
+        }
+        let [last_10s, last_60s] = windows;
+        Frame {
+            seq: self.seq,
+            info: Arc::clone(&self.info),
+            interval: self.interval,
+            last,
+            cumulative: self.cumulative.clone(),
+            last_10s,
+            last_60s,
+            history: self.history.clone(),
+            slow: self.slow.iter().cloned().collect(),
+            slow_threshold_ns: self.slow_threshold_ns,
+            cgroups: self.table.entries(),
+            folded_cgroups: self.table.folded(),
+            cost: self.cost.clone(),
+            error: None,
+        }
+    }
+
+    /// Re-key a delta's cgroups: tracked ones keep their id, the rest become `other`.
+    fn route(&self, mut snap: Snapshot) -> Snapshot {
+        let series = std::mem::take(&mut snap.series);
+        for (k, lat) in series {
+            let key = SeriesKey {
+                cgroup: self.table.route(k.cgroup),
+                ..k
+            };
+            snap.series_mut(key).merge(&lat);
+        }
+        let counters = std::mem::take(&mut snap.counters);
+        for ((c, id), n) in counters {
+            snap.count(c, self.table.route(id), n);
+        }
+        snap
+    }
+
+    fn name_cgroups(&self, snap: &mut Snapshot) {
+        self.name_cgroups_ref(snap);
+    }
+
+    fn name_cgroups_ref(&self, snap: &mut Snapshot) {
+        let ids: BTreeSet<CgroupId> = snap
+            .series
+            .keys()
+            .map(|k| k.cgroup)
+            .chain(snap.counters.keys().map(|(_, c)| *c))
+            .collect();
+        snap.cgroups = ids
+            .into_iter()
+            .filter_map(|id| self.table.path(id).map(|p| (id, p.to_owned())))
+            .collect();
+    }
+
+    /// Add `last` to the windows and take out what fell out of them: a window keeps its
+    /// oldest interval while it still needs it to cover its length.
+    fn slide_windows(&mut self, last: &Snapshot) {
+        self.recent.push_back(last.clone());
+        for (i, limit) in WINDOWS_NS.iter().enumerate() {
+            self.windows[i].merge(last);
+            while self.window_from[i] + 1 < self.recent.len() {
+                let oldest = &self.recent[self.window_from[i]];
+                let without = self.windows[i]
+                    .meta
+                    .duration_ns
+                    .saturating_sub(oldest.meta.duration_ns);
+                if without < *limit {
+                    break;
+                }
+                self.windows[i] = self.windows[i].since(oldest);
+                self.window_from[i] += 1;
+            }
+            self.windows[i].dentry_state = last.dentry_state;
+        }
+        let unused = self.window_from.iter().copied().min().unwrap_or(0);
+        self.recent.drain(..unused);
+        for f in &mut self.window_from {
+            *f -= unused;
+        }
+    }
+
+    fn record_history(&mut self, last: &Snapshot, now_unix_ns: u64) {
+        let h = &mut self.history;
+        #[expect(clippy::cast_precision_loss, reason = "a rate for display")]
+        let secs = (last.meta.duration_ns.max(1)) as f64 / 1e9;
+        h.at_unix_ns.push(now_unix_ns);
+        for probe in PROBES {
+            let total = last.probe_total(probe);
+            #[expect(clippy::cast_precision_loss, reason = "a rate for display")]
+            let rate = total.count() as f64 / secs;
+            h.calls_per_s.entry(probe).or_default().push(rate);
+            h.p99_ns
+                .entry(probe)
+                .or_default()
+                .push(total.quantile_ns(0.99).unwrap_or(0));
+        }
+        let excess = h.at_unix_ns.len().saturating_sub(self.history_len);
+        if excess > 0 {
+            h.at_unix_ns.drain(..excess);
+            for v in h.calls_per_s.values_mut() {
+                v.drain(..excess.min(v.len()));
+            }
+            for v in h.p99_ns.values_mut() {
+                v.drain(..excess.min(v.len()));
+            }
+        }
+    }
+
+    fn account(&mut self, bpf: Option<&BpfCost>, interval_ns: u64) {
+        #[expect(clippy::cast_precision_loss, reason = "a rate for display")]
+        let secs = interval_ns.max(1) as f64 / 1e9;
+        if let Some(bpf) = bpf {
+            let mut ns = 0u64;
+            for p in &bpf.programs {
+                ns += p.run_ns;
+                let t = self
+                    .bpf_total
+                    .entry(p.name.clone())
+                    .or_insert_with(|| ProgramCost {
+                        name: p.name.clone(),
+                        ..ProgramCost::default()
+                    });
+                t.run_ns += p.run_ns;
+                t.runs += p.runs;
+            }
+            #[expect(clippy::cast_precision_loss, reason = "a rate for display")]
+            let per_s = ns as f64 / secs;
+            self.cost.bpf_ns_per_s = Some(per_s);
+            self.cost.bpf_programs = self.bpf_total.values().cloned().collect();
+        }
+        let (cpu_s, pct) = self.cpu.sample();
+        self.cost.process_cpu_seconds = cpu_s;
+        self.cost.process_cpu_percent = pct;
+        self.cost.rss_bytes = rss_bytes();
+    }
+}
+
+/// Move the series and counters of `cgroups` into `other`.
+fn fold(snap: &mut Snapshot, cgroups: &BTreeSet<CgroupId>) {
+    let moving: Vec<SeriesKey> = snap
+        .series
+        .keys()
+        .filter(|k| cgroups.contains(&k.cgroup))
+        .copied()
+        .collect();
+    for k in moving {
+        if let Some(lat) = snap.series.remove(&k) {
+            snap.series_mut(SeriesKey {
+                cgroup: OTHER_CGROUP,
+                ..k
+            })
+            .merge(&lat);
+        }
+    }
+    let moving: Vec<_> = snap
+        .counters
+        .keys()
+        .filter(|(_, c)| cgroups.contains(c))
+        .copied()
+        .collect();
+    for k in moving {
+        if let Some(n) = snap.counters.remove(&k) {
+            snap.count(k.0, OTHER_CGROUP, n);
+        }
+    }
+    for id in cgroups {
+        snap.cgroups.remove(id);
+    }
+}
+
+fn empty_snapshot(info: &SourceInfo, started_unix_ns: u64) -> Snapshot {
+    Snapshot::new(Meta {
+        source: match info.kind {
+            super::SourceKindLive::Model => SourceKind::Model,
+            _ => SourceKind::Kernel,
+        },
+        description: info.description.clone(),
+        kernel: info.kernel.clone(),
+        started_unix_ns,
+        duration_ns: 0,
+    })
+}
+
+/// This process's CPU time, sampled.
+struct CpuClock {
+    last_cpu_s: f64,
+    last_at: Instant,
+}
+
+impl CpuClock {
+    fn start() -> Self {
+        Self {
+            last_cpu_s: process_cpu_seconds(),
+            last_at: Instant::now(),
+        }
+    }
+
+    /// Total CPU seconds, and percent of one core since the last sample.
+    fn sample(&mut self) -> (f64, f64) {
+        let now = Instant::now();
+        let cpu = process_cpu_seconds();
+        let wall = (now - self.last_at).as_secs_f64();
+        let pct = if wall > 0.0 {
+            (cpu - self.last_cpu_s) / wall * 100.0
+        } else {
+            0.0
+        };
+        self.last_cpu_s = cpu;
+        self.last_at = now;
+        (cpu, pct.max(0.0))
+    }
+}
+
+/// User + system CPU seconds of this process, from `/proc/self/stat`.
+#[must_use]
+pub fn process_cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    // Fields after the parenthesised command name: state is field 3, utime 14, stime 15.
+    let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+        return 0.0;
+    };
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1);
+    #[expect(clippy::cast_precision_loss, reason = "CPU seconds for display")]
+    let secs = (ticks(11) + ticks(12)) as f64 / hz as f64;
+    secs
+}
+
+/// Resident memory of this process, from `/proc/self/statm`.
+#[must_use]
+pub fn rss_bytes() -> u64 {
+    let pages = std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .unwrap_or(0);
+    // SAFETY: sysconf has no preconditions.
+    let page = u64::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+    pages * page
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{
+        live::{SlowCall, SourceKindLive},
+        snapshot::{Counter, Probe},
+    };
+
+    const SEC: u64 = 1_000_000_000;
+
+    fn live(max_cgroups: usize) -> Live {
+        let info = Arc::new(SourceInfo {
+            kind: SourceKindLive::Kernel,
+            description: "test".into(),
+            host: "h".into(),
+            kernel: None,
+            warnings: Vec::new(),
+        });
+        Live::new(
+            info,
+            &Options {
+                max_cgroups,
+                history_len: 5,
+                ..Options::default()
+            },
+        )
+    }
+
+    /// One second with `calls` rmdirs in each cgroup.
+    fn delta(cgroups: &[CgroupId], calls: u64) -> Delta {
+        let mut s = Snapshot::new(Meta {
+            source: SourceKind::Kernel,
+            description: String::new(),
+            kernel: None,
+            started_unix_ns: 0,
+            duration_ns: SEC,
+        });
+        for &c in cgroups {
+            for _ in 0..calls {
+                s.record(SeriesKey::new(Probe::VfsRmdir, c), 50_000);
+            }
+            s.count(Counter::NegativeDentries, c, calls);
+        }
+        Delta {
+            snapshot: s,
+            slow: Vec::new(),
+            cgroups_made: cgroups.iter().map(|c| (*c, format!("/c{c}"))).collect(),
+            cgroups_removed: Vec::new(),
+            bpf: None,
+        }
+    }
+
+    fn rmdirs(s: &Snapshot) -> u64 {
+        s.probe_total(Probe::VfsRmdir).count()
+    }
+
+    #[test]
+    fn totals_and_windows_add_up_over_intervals() {
+        let mut l = live(10);
+        let mut frame = None;
+        for i in 1..=75 {
+            frame = Some(l.apply(delta(&[1], 2), i * SEC).0);
+        }
+        let f = frame.unwrap();
+        assert_eq!(f.seq, 75);
+        assert_eq!(rmdirs(&f.last), 2);
+        assert_eq!(rmdirs(&f.cumulative), 150);
+        assert_eq!(rmdirs(&f.last_10s), 20, "ten one-second intervals");
+        assert_eq!(rmdirs(&f.last_60s), 120);
+        assert_eq!(f.last_10s.meta.duration_ns, 10 * SEC);
+        assert_eq!(f.cumulative.counter_total(Counter::NegativeDentries), 150);
+        assert_eq!(f.cumulative.cgroup_name(1), "/c1");
+        // History: one point per interval, bounded.
+        assert_eq!(f.history.at_unix_ns.len(), 5);
+        assert_eq!(f.history.calls_per_s[&Probe::VfsRmdir], vec![2.0; 5]);
+        // The windows hold at most 60 s of intervals, not all 75.
+        assert!(l.recent.len() <= 61, "{}", l.recent.len());
+    }
+
+    #[test]
+    fn cgroups_beyond_the_limit_are_summed_into_other() {
+        let mut l = live(2);
+        let (f, _) = l.apply(delta(&[1, 2, 3], 1), SEC);
+        let other = f.cumulative.total_where(|k| k.cgroup == OTHER_CGROUP);
+        assert_eq!(other.count(), 1);
+        assert_eq!(f.cumulative.cgroup_name(OTHER_CGROUP), "other");
+        assert_eq!(f.folded_cgroups, 1);
+        assert_eq!(rmdirs(&f.cumulative), 3);
+    }
+
+    #[test]
+    fn an_evicted_cgroup_folds_into_other_and_totals_never_shrink() {
+        let mut l = live(2);
+        l.apply(delta(&[1, 2], 5), SEC);
+        // Cgroup 1 idles; 3 arrives and takes its slot.
+        let (f, _) = l.apply(delta(&[2, 3], 1), 2 * SEC);
+        assert_eq!(rmdirs(&f.cumulative), 12);
+        let by = |c| f.cumulative.total_where(|k| k.cgroup == c).count();
+        assert_eq!((by(1), by(2), by(3), by(OTHER_CGROUP)), (0, 6, 1, 5));
+        assert_eq!(
+            f.last_10s.total_where(|k| k.cgroup == 1).count(),
+            0,
+            "windows fold the evicted cgroup too"
+        );
+    }
+
+    #[test]
+    fn a_removed_cgroup_shows_as_gone_then_leaves_and_is_forgotten() {
+        let mut l = live(10);
+        l.apply(delta(&[7], 3), SEC);
+        let mut d = delta(&[], 0);
+        d.cgroups_removed.push(7);
+        let (f, leave) = l.apply(d, 2 * SEC);
+        assert!(leave.is_empty());
+        assert_eq!(f.cgroups[&7].gone_since_unix_ns, Some(2 * SEC));
+        let later = 2 * SEC + u64::try_from(super::super::GONE_GRACE.as_nanos()).unwrap();
+        let (f, leave) = l.apply(delta(&[], 0), later);
+        assert_eq!(leave, vec![7]);
+        assert!(!f.cgroups.contains_key(&7));
+        assert_eq!(
+            rmdirs(&f.cumulative),
+            3,
+            "its calls stay in the totals, as other"
+        );
+        assert_eq!(
+            f.cumulative
+                .total_where(|k| k.cgroup == OTHER_CGROUP)
+                .count(),
+            3
+        );
+    }
+
+    #[test]
+    fn slow_calls_are_kept_newest_first_and_bounded() {
+        let mut l = live(10);
+        let call = |pid| SlowCall {
+            at_unix_ns: 0,
+            pid,
+            tid: pid,
+            comm: "rm".into(),
+            cgroup: 1,
+            probe: Probe::VfsRmdir,
+            caller: None,
+            latency_ns: 20_000_000,
+            pruned_under_lock_ns: None,
+        };
+        let mut d = delta(&[1], 1);
+        d.slow = (0..150).map(call).collect();
+        l.apply(d, SEC);
+        let mut d = delta(&[1], 1);
+        d.slow = (150..300).map(call).collect();
+        let (f, _) = l.apply(d, 2 * SEC);
+        assert_eq!(f.slow.len(), SLOW_CALLS_KEPT);
+        assert_eq!(f.slow[0].pid, 299);
+    }
+
+    #[test]
+    fn reset_starts_totals_afresh() {
+        let mut l = live(10);
+        l.apply(delta(&[1], 4), SEC);
+        l.reset();
+        let (f, _) = l.apply(delta(&[1], 1), 2 * SEC);
+        assert_eq!(rmdirs(&f.cumulative), 1);
+        assert_eq!(rmdirs(&f.last_60s), 1);
+    }
+}

@@ -1,0 +1,301 @@
+//! The cgroup table: which cgroups a live view keeps by name, which it folds into `other`,
+//! and when a removed one leaves.
+//!
+//! At most `max` cgroups are tracked. A cgroup with calls gets a slot while one is free;
+//! when none is, it takes the slot of a removed cgroup, else of the tracked cgroup idle the
+//! longest (not active in this interval). Otherwise its calls go to `other`. A removed
+//! cgroup shows as gone for [`super::GONE_GRACE`] (or until its slot is needed), then leaves:
+//! its totals fold into `other`, so totals never shrink, and the source forgets its kernel
+//! map entries.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{CgroupEntry, OTHER_CGROUP};
+use crate::snapshot::CgroupId;
+
+/// What the table knows of one cgroup.
+#[derive(Clone, Debug)]
+struct Known {
+    entry: CgroupEntry,
+    /// The last interval (refresh number) it had calls in; 0: never.
+    last_active: u64,
+}
+
+/// See the module docs.
+#[derive(Debug)]
+pub struct Table {
+    max: usize,
+    grace_ns: u64,
+    known: BTreeMap<CgroupId, Known>,
+    tracked: usize,
+}
+
+/// What one interval's bookkeeping decided.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Decisions {
+    /// Tracked cgroups that gave up their slot this interval: fold their totals into `other`.
+    pub evicted: Vec<CgroupId>,
+    /// Cgroups that left the table for good: the source may forget them.
+    pub left: Vec<CgroupId>,
+}
+
+impl Table {
+    /// A table keeping at most `max` cgroups by name; removed ones stay `grace_ns`.
+    #[must_use]
+    pub fn new(max: usize, grace_ns: u64) -> Self {
+        Self {
+            max,
+            grace_ns,
+            known: BTreeMap::new(),
+            tracked: 0,
+        }
+    }
+
+    /// A cgroup was made (or found by a walk) with this path.
+    pub fn made(&mut self, id: CgroupId, path: String) {
+        let k = self.known.entry(id).or_insert_with(|| Known {
+            entry: CgroupEntry {
+                path: String::new(),
+                tracked: false,
+                gone_since_unix_ns: None,
+            },
+            last_active: 0,
+        });
+        k.entry.path = path;
+        k.entry.gone_since_unix_ns = None;
+    }
+
+    /// A cgroup was removed at `now`.
+    pub fn removed(&mut self, id: CgroupId, now_unix_ns: u64) {
+        if let Some(k) = self.known.get_mut(&id) {
+            k.entry.gone_since_unix_ns.get_or_insert(now_unix_ns);
+        }
+    }
+
+    /// Where the calls of `id` go: itself when tracked, else [`OTHER_CGROUP`].
+    #[must_use]
+    pub fn route(&self, id: CgroupId) -> CgroupId {
+        match self.known.get(&id) {
+            Some(k) if k.entry.tracked => id,
+            _ => OTHER_CGROUP,
+        }
+    }
+
+    /// The interval `seq` had calls from `active`: give them slots where the rules allow,
+    /// and let removed cgroups whose grace ran out leave.
+    ///
+    /// # Panics
+    /// Never: the ids it looks up again were inserted or chosen from the table just before.
+    pub fn interval(
+        &mut self,
+        seq: u64,
+        active: &BTreeSet<CgroupId>,
+        now_unix_ns: u64,
+    ) -> Decisions {
+        let mut out = Decisions::default();
+        for &id in active {
+            if id == OTHER_CGROUP {
+                continue;
+            }
+            let k = self.known.entry(id).or_insert_with(|| Known {
+                entry: CgroupEntry {
+                    path: String::new(),
+                    tracked: false,
+                    gone_since_unix_ns: None,
+                },
+                last_active: 0,
+            });
+            k.last_active = seq;
+            if k.entry.tracked {
+                continue;
+            }
+            if self.tracked >= self.max {
+                match self.victim(seq) {
+                    Some(victim) => {
+                        let v = self.known.get_mut(&victim).expect("victim is known");
+                        v.entry.tracked = false;
+                        self.tracked -= 1;
+                        out.evicted.push(victim);
+                    }
+                    None => continue,
+                }
+            }
+            if self.tracked < self.max {
+                self.known
+                    .get_mut(&id)
+                    .expect("inserted above")
+                    .entry
+                    .tracked = true;
+                self.tracked += 1;
+            }
+        }
+        let grace = self.grace_ns;
+        let leaving: Vec<CgroupId> = self
+            .known
+            .iter()
+            .filter(|(_, k)| {
+                k.entry
+                    .gone_since_unix_ns
+                    .is_some_and(|t| now_unix_ns.saturating_sub(t) >= grace)
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        for id in leaving {
+            if let Some(k) = self.known.remove(&id)
+                && k.entry.tracked
+            {
+                self.tracked -= 1;
+                out.evicted.push(id);
+            }
+            out.left.push(id);
+        }
+        out
+    }
+
+    /// The tracked cgroup to give up its slot: a removed one first, else the one idle the
+    /// longest, but never one with calls in this interval.
+    fn victim(&self, seq: u64) -> Option<CgroupId> {
+        self.known
+            .iter()
+            .filter(|(_, k)| k.entry.tracked && k.last_active < seq)
+            .min_by_key(|(_, k)| (k.entry.gone_since_unix_ns.is_none(), k.last_active))
+            .map(|(id, _)| *id)
+    }
+
+    /// Cgroups summed into `other` now: known, alive and not tracked.
+    #[must_use]
+    pub fn folded(&self) -> usize {
+        self.known
+            .values()
+            .filter(|k| !k.entry.tracked && k.entry.gone_since_unix_ns.is_none())
+            .count()
+    }
+
+    /// Every known cgroup.
+    #[must_use]
+    pub fn entries(&self) -> BTreeMap<CgroupId, CgroupEntry> {
+        self.known
+            .iter()
+            .map(|(id, k)| (*id, k.entry.clone()))
+            .collect()
+    }
+
+    /// Path of a known cgroup.
+    #[must_use]
+    pub fn path(&self, id: CgroupId) -> Option<&str> {
+        self.known
+            .get(&id)
+            .map(|k| k.entry.path.as_str())
+            .filter(|p| !p.is_empty())
+    }
+
+    /// Cgroups known by the table: every one made and not yet left.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.known.len()
+    }
+
+    /// Whether the table knows no cgroup.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.known.is_empty()
+    }
+
+    /// Cgroups kept by name now.
+    #[must_use]
+    pub fn tracked(&self) -> usize {
+        self.tracked
+    }
+
+    /// Untrack everything (a reset): slots are given again from the next interval.
+    pub fn reset(&mut self) {
+        for k in self.known.values_mut() {
+            k.entry.tracked = false;
+            k.last_active = 0;
+        }
+        self.tracked = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(ids: &[CgroupId]) -> BTreeSet<CgroupId> {
+        ids.iter().copied().collect()
+    }
+
+    #[test]
+    fn active_cgroups_get_slots_until_full_then_fold_into_other() {
+        let mut t = Table::new(2, 60);
+        for id in [10, 11, 12] {
+            t.made(id, format!("/c{id}"));
+        }
+        let d = t.interval(1, &set(&[10, 11, 12]), 0);
+        assert_eq!(d, Decisions::default());
+        assert_eq!((t.route(10), t.route(11)), (10, 11));
+        assert_eq!(
+            t.route(12),
+            OTHER_CGROUP,
+            "no slot left while 10 and 11 are busy"
+        );
+        assert_eq!(t.folded(), 1);
+    }
+
+    #[test]
+    fn an_idle_cgroup_gives_its_slot_to_a_busy_one() {
+        let mut t = Table::new(2, 60);
+        t.interval(1, &set(&[10, 11]), 0);
+        let d = t.interval(2, &set(&[11, 12]), 0);
+        assert_eq!(d.evicted, vec![10]);
+        assert_eq!(
+            (t.route(10), t.route(11), t.route(12)),
+            (OTHER_CGROUP, 11, 12)
+        );
+    }
+
+    #[test]
+    fn a_removed_cgroup_is_evicted_before_an_idle_live_one() {
+        let mut t = Table::new(2, 1_000);
+        t.interval(1, &set(&[10]), 0);
+        t.interval(2, &set(&[11]), 0);
+        t.removed(11, 5);
+        let d = t.interval(3, &set(&[12]), 10);
+        assert_eq!(d.evicted, vec![11], "10 idled longer, but 11 is gone");
+        assert!(d.left.is_empty(), "still within its grace period");
+        assert_eq!(t.entries()[&11].gone_since_unix_ns, Some(5));
+    }
+
+    #[test]
+    fn a_removed_cgroup_leaves_after_its_grace_period() {
+        let mut t = Table::new(4, 100);
+        t.made(10, "/a".into());
+        t.interval(1, &set(&[10]), 0);
+        t.removed(10, 50);
+        assert!(t.interval(2, &set(&[]), 149).left.is_empty());
+        let d = t.interval(3, &set(&[]), 150);
+        assert_eq!((d.evicted, d.left), (vec![10], vec![10]));
+        assert!(t.is_empty());
+        assert_eq!(t.tracked(), 0);
+    }
+
+    #[test]
+    fn a_thousand_cgroups_churning_never_grow_the_table_past_those_alive() {
+        let mut t = Table::new(100, 10);
+        let mut now = 0;
+        for seq in 1..=200u64 {
+            now += 1;
+            let born: Vec<CgroupId> = (0..50).map(|i| seq * 1_000 + i).collect();
+            for &id in &born {
+                t.made(id, format!("/c{id}"));
+            }
+            t.interval(seq, &born.iter().copied().collect(), now);
+            for &id in &born {
+                t.removed(id, now);
+            }
+        }
+        // Alive: none; within grace: the last 10 intervals' 50 each (plus this one's).
+        assert!(t.len() <= 11 * 50, "table holds {}", t.len());
+        assert!(t.tracked() <= 100);
+    }
+}
