@@ -20,7 +20,14 @@ use crate::{
 const BPF_LINKER_VERSION: &str = "0.13.0";
 /// Debian packages the VM tests and the host need. QEMU is handled apart (it must come
 /// from backports: bookworm's 7.2 crashes booting 6.12 under TCG).
-const APT_PACKAGES: [&str; 4] = ["busybox-static", "bpftrace", "e2fsprogs", "xz-utils"];
+const APT_PACKAGES: [&str; 5] = [
+    "busybox-static",
+    "bpftrace",
+    "e2fsprogs",
+    "xz-utils",
+    // promtool and a Prometheus server for the exporter's host case.
+    "prometheus",
+];
 /// The suite QEMU 10 and the 6.12 kernel come from.
 const BACKPORTS: &str = "bookworm-backports";
 /// The sources file setup adds when the machine has no backports suite yet.

@@ -235,3 +235,205 @@ pub async fn serve(
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::{net::SocketAddr, sync::Arc, time::Duration};
+
+    use tokio::{
+        io::{AsyncReadExt as _, AsyncWriteExt as _},
+        net::{TcpListener, TcpStream},
+        sync::{oneshot, watch},
+    };
+
+    use super::{Exporter, Limits, serve};
+    use crate::{
+        export::metrics::tests::{frame, sample, snapshot},
+        snapshot::{Probe, SeriesKey},
+    };
+
+    /// A server on an ephemeral loopback port, exporting a frame with one series; it
+    /// stops when the returned sender is dropped.
+    async fn server(limits: Limits) -> (SocketAddr, oneshot::Sender<()>) {
+        let mut s = snapshot();
+        s.cgroups.insert(1, "/a".into());
+        s.record(SeriesKey::new(Probe::VfsRmdir, 1), 5_000);
+        let (tx, rx) = watch::channel(Some(Arc::new(frame(s))));
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = oneshot::channel::<()>();
+        tokio::spawn(async move {
+            // The sender lives as long as the server: the frame stays published.
+            let _sender = tx;
+            let _ = serve(listener, Arc::new(Exporter::new(rx)), limits, async {
+                let _ = stopped.await;
+            })
+            .await;
+        });
+        (addr, stop)
+    }
+
+    fn limits() -> Limits {
+        Limits {
+            max_connections: 8,
+            header_read_timeout: Duration::from_millis(300),
+            request_timeout: Duration::from_secs(2),
+            max_header_bytes: 8 * 1024,
+        }
+    }
+
+    /// Send `request` and read until the server closes: the raw response, or what came
+    /// before an error. Bounded so a broken server fails the test instead of hanging it.
+    async fn exchange(addr: SocketAddr, request: &[u8]) -> String {
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        let _ = stream.write_all(request).await;
+        read_all(&mut stream).await
+    }
+
+    async fn read_all(stream: &mut TcpStream) -> String {
+        let mut out = Vec::new();
+        let _ = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut out)).await;
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    fn status(response: &str) -> Option<u16> {
+        response.split_whitespace().nth(1)?.parse().ok()
+    }
+
+    fn header<'a>(response: &'a str, name: &str) -> Option<&'a str> {
+        let head = response.split("\r\n\r\n").next()?;
+        head.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case(name).then(|| v.trim())
+        })
+    }
+
+    fn body(response: &str) -> &str {
+        response.split_once("\r\n\r\n").map_or("", |(_, b)| b)
+    }
+
+    #[tokio::test]
+    async fn metrics_in_the_format_asked_and_an_index_page() {
+        let (addr, _stop) = server(limits()).await;
+        let text = exchange(addr, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").await;
+        assert_eq!(status(&text), Some(200), "{text}");
+        assert_eq!(
+            header(&text, "content-type"),
+            Some("text/plain; version=0.0.4; charset=utf-8")
+        );
+        let labels = [("probe", "vfs_rmdir"), ("caller", "none"), ("cgroup", "/a")];
+        assert_eq!(
+            sample(body(&text), "tracer_latency_seconds_count", &labels),
+            Some(1.0)
+        );
+
+        let om = exchange(
+            addr,
+            b"GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: application/openmetrics-text;version=1.0.0,text/plain;q=0.5\r\n\r\n",
+        )
+        .await;
+        assert_eq!(
+            header(&om, "content-type"),
+            Some("application/openmetrics-text; version=1.0.0; charset=utf-8")
+        );
+        assert!(body(&om).ends_with("# EOF\n"), "{om}");
+
+        let head = exchange(addr, b"HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n").await;
+        assert_eq!((status(&head), body(&head)), (Some(200), ""), "{head}");
+
+        let index = exchange(addr, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").await;
+        assert_eq!(status(&index), Some(200));
+        assert!(body(&index).contains("href=\"/metrics\""), "{index}");
+    }
+
+    #[tokio::test]
+    async fn other_paths_are_404_other_methods_405_bodies_413() {
+        let (addr, _stop) = server(limits()).await;
+        let r = exchange(addr, b"GET /metricsz HTTP/1.1\r\nHost: x\r\n\r\n").await;
+        assert_eq!(status(&r), Some(404), "{r}");
+        let r = exchange(
+            addr,
+            b"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
+        )
+        .await;
+        assert_eq!(status(&r), Some(405), "{r}");
+        assert_eq!(header(&r, "allow"), Some("GET, HEAD"));
+        let r = exchange(addr, b"DELETE / HTTP/1.1\r\nHost: x\r\n\r\n").await;
+        assert_eq!(status(&r), Some(405), "{r}");
+        let r = exchange(
+            addr,
+            b"GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello",
+        )
+        .await;
+        assert_eq!(status(&r), Some(413), "{r}");
+    }
+
+    #[tokio::test]
+    async fn oversized_headers_are_refused() {
+        let (addr, _stop) = server(limits()).await;
+        let mut req = b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: ".to_vec();
+        req.extend(std::iter::repeat_n(b'a', 16 * 1024));
+        req.extend(b"\r\n\r\n");
+        let r = exchange(addr, &req).await;
+        assert_eq!(status(&r), Some(431), "{r}");
+        // The server is still there for others.
+        let ok = exchange(addr, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").await;
+        assert_eq!(status(&ok), Some(200));
+    }
+
+    #[tokio::test]
+    async fn a_slow_drip_client_is_dropped_while_others_are_served() {
+        let (addr, _stop) = server(limits()).await;
+        let mut slow = TcpStream::connect(addr).await.unwrap();
+        slow.write_all(b"GET /metrics HTTP/1.1\r\n").await.unwrap();
+        // One header byte every 100 ms would take 6 s to finish; the server allows 300 ms.
+        let drip = tokio::spawn(async move {
+            for i in 0..60 {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                if slow.write_all(b"X").await.is_err() {
+                    return Some(i);
+                }
+            }
+            None
+        });
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        let ok = exchange(addr, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").await;
+        assert_eq!(status(&ok), Some(200), "served while the drip goes on");
+        let cut_after = drip.await.unwrap();
+        assert!(
+            cut_after.is_some(),
+            "the slow client was never disconnected"
+        );
+    }
+
+    #[tokio::test]
+    async fn connections_past_the_limit_are_closed_at_once() {
+        let (addr, _stop) = server(Limits {
+            max_connections: 2,
+            header_read_timeout: Duration::from_secs(30),
+            ..limits()
+        })
+        .await;
+        let idle: Vec<TcpStream> = vec![
+            TcpStream::connect(addr).await.unwrap(),
+            TcpStream::connect(addr).await.unwrap(),
+        ];
+        let refused = exchange(addr, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").await;
+        assert_eq!(status(&refused), None, "answered past the limit: {refused}");
+        drop(idle);
+        // The server sees the idle connections close; a slot frees up for the next client.
+        let mut served = None;
+        for _ in 0..100 {
+            let r = exchange(addr, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").await;
+            if status(&r) == Some(200) {
+                served = Some(r);
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(
+            served.is_some(),
+            "no client served after the idle ones left"
+        );
+    }
+}

@@ -7,11 +7,12 @@
 pub mod http;
 pub mod metrics;
 
-use std::{net::SocketAddr, sync::Arc, time::Duration};
+use std::{net::SocketAddr, process::ExitCode, sync::Arc, time::Duration};
 
+use anyhow::Context as _;
 use tokio::sync::watch;
 
-use crate::live::Frame;
+use crate::live::{self, Frame, LiveArgs};
 
 /// The default port: outside the exporter range of Prometheus' default port allocations
 /// (9100-9999, all taken) and the server's own ports (9090-9094).
@@ -22,6 +23,36 @@ pub const DEFAULT_LISTEN: SocketAddr = SocketAddr::new(
     std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
     DEFAULT_PORT,
 );
+
+/// `tracer serve`: where the numbers come from, and how they are served.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The source, as for `tracer top`.
+    #[command(flatten)]
+    pub live: LiveArgs,
+    /// The HTTP side.
+    #[command(flatten)]
+    pub http: HttpArgs,
+}
+
+/// Run `tracer serve` until Ctrl-C or SIGTERM; the probes detach on the way out.
+///
+/// # Errors
+/// When the source cannot be opened or the address cannot be bound.
+pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
+    let (source, opts) = live::open(&args.live)?;
+    let handle = live::spawn(source, opts).context("starting the live loop")?;
+    // Scrapes are cheap (one encoding per refresh, shared): two workers are plenty, and
+    // the live loop has its own thread.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let served = runtime.block_on(serve_frames(handle.frames.clone(), &args.http));
+    handle.stop();
+    served.map(|()| ExitCode::SUCCESS)
+}
 
 /// Options of `tracer serve` about HTTP (the source's are the live ones).
 #[derive(Debug, Clone, clap::Args)]
@@ -63,13 +94,18 @@ pub async fn serve_frames(
     frames: watch::Receiver<Option<Arc<Frame>>>,
     args: &HttpArgs,
 ) -> anyhow::Result<()> {
-    use anyhow::Context as _;
     raise_fd_limit(args.max_connections);
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let local = listener.local_addr().unwrap_or(args.listen);
     eprintln!("tracer serve: metrics at http://{local}/metrics");
+    if !local.ip().is_loopback() {
+        eprintln!(
+            "tracer serve: listening beyond loopback, without TLS or authentication: \
+             put a TLS or authenticating proxy in front (see README)"
+        );
+    }
     let exporter = Arc::new(http::Exporter::new(frames));
     http::serve(listener, exporter, args.limits(), shutdown_signal())
         .await
