@@ -385,31 +385,35 @@ fn encode_frame(frame: &Frame, encoder: &mut DescriptorEncoder) -> fmt::Result {
         )?;
     }
 
-    for (counter, name, help) in [
+    // A cgroup with any d_delete outcome gets both counters, zero included, so "negative
+    // versus dropped" always has both sides.
+    let mut dentries: BTreeMap<String, [u64; 2]> = BTreeMap::new();
+    for ((c, id), n) in &snap.counters {
+        let slot = match c {
+            Counter::NegativeDentries => 0,
+            Counter::DroppedDentries => 1,
+        };
+        dentries.entry(cgroup_label(frame, *id)).or_default()[slot] += n;
+    }
+    for (slot, name, help) in [
         (
-            Counter::NegativeDentries,
+            0,
             "tracer_negative_dentries",
             "d_delete calls that left a negative dentry (name kept, inode gone), per cgroup.",
         ),
         (
-            Counter::DroppedDentries,
+            1,
             "tracer_dropped_dentries",
             "d_delete calls that dropped the dentry (unhashed), per cgroup.",
         ),
     ] {
-        let mut per_cgroup: BTreeMap<String, u64> = BTreeMap::new();
-        for ((c, id), n) in &snap.counters {
-            if *c == counter {
-                *per_cgroup.entry(cgroup_label(frame, *id)).or_default() += n;
-            }
-        }
         let mut m = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
-        for (cgroup, n) in per_cgroup {
+        for (cgroup, counts) in &dentries {
             let labels = CgroupLabels {
-                cgroup: Label::new(&cgroup),
+                cgroup: Label::new(cgroup),
             };
             m.encode_family(&labels)?
-                .encode_counter::<NoLabelSet, _, u64>(&n, None)?;
+                .encode_counter::<NoLabelSet, _, u64>(&counts[slot], None)?;
         }
     }
 
@@ -840,8 +844,10 @@ pub(crate) mod tests {
     fn dentry_counters_and_own_cost_are_exported() {
         let mut s = snapshot();
         s.cgroups.insert(3, "/b".into());
+        s.cgroups.insert(4, "/c".into());
         s.count(Counter::NegativeDentries, 3, 40);
         s.count(Counter::DroppedDentries, 3, 2);
+        s.count(Counter::NegativeDentries, 4, 7);
         let mut f = frame(s);
         f.cost = Cost {
             bpf_programs: vec![ProgramCost {
@@ -861,6 +867,11 @@ pub(crate) mod tests {
         assert_eq!(
             sample(&out, "tracer_dropped_dentries_total", &[("cgroup", "/b")]),
             Some(2.0)
+        );
+        assert_eq!(
+            sample(&out, "tracer_dropped_dentries_total", &[("cgroup", "/c")]),
+            Some(0.0),
+            "a cgroup with negative dentries shows its dropped ones too"
         );
         assert_eq!(
             sample(
