@@ -96,12 +96,15 @@ struct Target {
 fn start_serve(tracer: &Path, name: &'static str, source: &[&str]) -> Result<Target, String> {
     let port = free_port().map_err(|e| e.to_string())?;
     let addr = format!("127.0.0.1:{port}");
+    // What tracer says goes to a file, to be shown when it does not come up.
+    let log = std::env::temp_dir().join(format!("tracer-serve-{}-{port}.log", std::process::id()));
+    let stderr = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
     let child = Command::new(tracer)
         .arg("serve")
         .args(source)
         .args(["--listen", &addr])
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(stderr)
         .spawn()
         .map_err(|e| format!("starting tracer serve: {e}"))?;
     let target = Target {
@@ -109,12 +112,16 @@ fn start_serve(tracer: &Path, name: &'static str, source: &[&str]) -> Result<Tar
         addr,
         _child: Guard(child),
     };
-    wait_for(
+    let answered = wait_for(
         &format!("http://{}/metrics", target.addr),
         Duration::from_secs(30),
     )
-    .map_err(|e| format!("{name}: tracer serve never answered: {e}"))?;
-    Ok(target)
+    .map_err(|e| {
+        let said = std::fs::read_to_string(&log).unwrap_or_default();
+        format!("{name}: tracer serve never answered ({e}): {}", said.trim())
+    });
+    let _ = std::fs::remove_file(&log);
+    answered.map(|()| target)
 }
 
 /// `promtool check metrics` on a scrape in the classic text format (promtool 2.42 reads
