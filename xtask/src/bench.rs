@@ -158,6 +158,7 @@ fn boot_bench(
         timeout: Duration::from_secs(args.timeout),
         kvm: args.kvm,
         interactive: false,
+        forward: None,
         out_dir,
     };
     let outcome = vm::boot(&spec)?;

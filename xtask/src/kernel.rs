@@ -48,7 +48,29 @@ pub struct Kernel {
     pub vmlinuz: PathBuf,
     /// `loop.ko`, uncompressed, when the kernel has loop as a module.
     pub loop_ko: Option<PathBuf>,
+    /// The modules a virtio network card needs, uncompressed, in load order (empty when
+    /// built in or not cached).
+    pub net_modules: Vec<PathBuf>,
 }
+
+/// Directory of a cached kernel holding its network modules and their load order.
+pub const NET_DIR: &str = "net";
+/// File in [`NET_DIR`] listing the module file names in load order (written by `setup`;
+/// its absence marks a cache made before the VMs had a network).
+pub const NET_ORDER: &str = "order";
+
+/// The modules a virtio network card needs, relative to the package's `kernel/` directory,
+/// in load order. Those built into a kernel are simply absent from its package.
+pub const NET_MODULES: [&str; 8] = [
+    "drivers/virtio/virtio.ko",
+    "drivers/virtio/virtio_ring.ko",
+    "drivers/virtio/virtio_pci_legacy_dev.ko",
+    "drivers/virtio/virtio_pci_modern_dev.ko",
+    "drivers/virtio/virtio_pci.ko",
+    "net/core/failover.ko",
+    "drivers/net/net_failover.ko",
+    "drivers/net/virtio_net.ko",
+];
 
 /// Name of the file in a kernel directory that marks it complete (written last).
 pub const RELEASE_FILE: &str = "release";
@@ -62,7 +84,7 @@ pub fn cached(kernels: &Path, series: Series) -> Option<PathBuf> {
         .filter_map(Result::ok)
         .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
         .map(|e| e.path())
-        .filter(|p| p.join(RELEASE_FILE).is_file())
+        .filter(|p| p.join(RELEASE_FILE).is_file() && p.join(NET_DIR).join(NET_ORDER).is_file())
         .collect();
     // Several after a point release: take the newest by name (good enough within a series).
     found.sort();
@@ -96,6 +118,7 @@ pub fn resolve(spec: &str, kernels: &Path) -> anyhow::Result<Kernel> {
             release: None,
             vmlinuz: path.to_path_buf(),
             loop_ko: None,
+            net_modules: Vec::new(),
         });
     }
     bail!("--kernel {spec}: neither 6.1, 6.12, a kernel directory nor a bzImage file")
@@ -110,6 +133,13 @@ fn from_dir(dir: &Path) -> anyhow::Result<Kernel> {
         .ok()
         .map(|s| s.trim().to_owned());
     let loop_ko = Some(dir.join("loop.ko")).filter(|p| p.is_file());
+    let net = dir.join(NET_DIR);
+    let net_modules = fs::read_to_string(net.join(NET_ORDER))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| net.join(l.trim()))
+        .collect();
     let name = dir.file_name().map_or_else(
         || dir.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
@@ -119,6 +149,7 @@ fn from_dir(dir: &Path) -> anyhow::Result<Kernel> {
         release,
         vmlinuz,
         loop_ko,
+        net_modules,
     })
 }
 
@@ -149,15 +180,13 @@ mod tests {
             "6.12.95+deb12-cloud-amd64",
             "6.1.0-99-cloud-amd64",
         ] {
-            fs::create_dir_all(dir.join(rel)).unwrap();
+            fs::create_dir_all(dir.join(rel).join(NET_DIR)).unwrap();
         }
         // Incomplete directories (no release file) are not picked.
-        fs::write(dir.join("6.1.0-57-cloud-amd64").join(RELEASE_FILE), "x").unwrap();
-        fs::write(
-            dir.join("6.12.95+deb12-cloud-amd64").join(RELEASE_FILE),
-            "x",
-        )
-        .unwrap();
+        for rel in ["6.1.0-57-cloud-amd64", "6.12.95+deb12-cloud-amd64"] {
+            fs::write(dir.join(rel).join(RELEASE_FILE), "x").unwrap();
+            fs::write(dir.join(rel).join(NET_DIR).join(NET_ORDER), "").unwrap();
+        }
         let one = cached(&dir, SERIES[0]).unwrap();
         let twelve = cached(&dir, SERIES[1]).unwrap();
         fs::remove_dir_all(&dir).unwrap();

@@ -43,6 +43,10 @@ enum Cmd {
         kernel: String,
         #[command(flatten)]
         qemu: QemuArgs,
+        /// Give the guest a network card and forward 127.0.0.1:HOST here to its port GUEST
+        /// (e.g. `9432:9432`); the guest brings it up with `net-up`.
+        #[arg(long, value_name = "HOST:GUEST", value_parser = parse_forward)]
+        forward: Option<(u16, u16)>,
         /// The command to run in the guest (default: a shell on a terminal).
         #[arg(last = true)]
         command: Vec<String>,
@@ -116,13 +120,14 @@ fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
         Cmd::Vm {
             kernel,
             qemu,
+            forward,
             command,
         } => {
             let tools = setup::setup()?;
             let tracer = tracer_build::build(&tools)?;
             let kernel = kernel::resolve(&kernel, &tools.kernels)?;
             let (command, interactive) = vm::command_line(&command);
-            let outcome = boot(&kernel, &tracer, command, &qemu, interactive)?;
+            let outcome = boot(&kernel, &tracer, command, &qemu, interactive, forward)?;
             Ok(match (outcome.failure, outcome.exit) {
                 (None, Some(rc)) => ExitCode::from(u8::try_from(rc).unwrap_or(1)),
                 _ => ExitCode::from(VM_FAILED),
@@ -147,12 +152,25 @@ fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// `HOST:GUEST` port numbers.
+fn parse_forward(s: &str) -> Result<(u16, u16), String> {
+    let (h, g) = s
+        .split_once(':')
+        .ok_or_else(|| format!("{s:?}: expected HOST:GUEST, e.g. 9432:9432"))?;
+    let port = |p: &str| {
+        p.parse::<u16>()
+            .map_err(|e| format!("{p:?} is not a port number: {e}"))
+    };
+    Ok((port(h)?, port(g)?))
+}
+
 fn boot(
     kernel: &kernel::Kernel,
     tracer: &std::path::Path,
     command: String,
     qemu: &QemuArgs,
     interactive: bool,
+    forward: Option<(u16, u16)>,
 ) -> anyhow::Result<vm::Outcome> {
     let spec = vm::Spec {
         kernel,
@@ -162,6 +180,7 @@ fn boot(
         timeout: Duration::from_secs(qemu.timeout),
         kvm: qemu.kvm,
         interactive,
+        forward,
         out_dir: util::target_dir().join("vm").join(&kernel.name),
     };
     let outcome = vm::boot(&spec)?;
@@ -294,6 +313,7 @@ fn run_main(qemu: &QemuArgs, args: Vec<String>) -> anyhow::Result<ExitCode> {
                 include_str!("../vm/demo.sh").to_owned(),
                 qemu,
                 false,
+                None,
             )?;
             Ok(if outcome.success() {
                 ExitCode::SUCCESS

@@ -403,26 +403,27 @@ fn fetch_kernel(apt: &mut Apt, kernels: &Path, series: Series) -> anyhow::Result
     // negative dentries (tmpfs drops them).
     let modules = ["lib/modules", "usr/lib/modules"]
         .iter()
-        .map(|m| root.join(m).join(&release).join("kernel/drivers/block"))
-        .find(|p| p.is_dir())
+        .map(|m| root.join(m).join(&release).join("kernel"))
+        .find(|p| p.join("drivers/block").is_dir())
         .context("no kernel/drivers/block in the package's modules")?;
     let config = fs::read_to_string(out.join("config"))?;
-    if modules.join("loop.ko").is_file() {
-        fs::copy(modules.join("loop.ko"), out.join("loop.ko"))?;
-    } else if modules.join("loop.ko.xz").is_file() {
-        let ko = fs::File::create(out.join("loop.ko"))?;
-        let status = Command::new("xz")
-            .arg("-dc")
-            .arg(modules.join("loop.ko.xz"))
-            .stdout(ko)
-            .status()
-            .context("running xz")?;
-        if !status.success() {
-            bail!("xz -dc loop.ko.xz failed ({status})");
-        }
-    } else if !config.lines().any(|l| l == "CONFIG_BLK_DEV_LOOP=y") {
+    if !copy_module(&modules.join("drivers/block/loop.ko"), &out.join("loop.ko"))?
+        && !config.lines().any(|l| l == "CONFIG_BLK_DEV_LOOP=y")
+    {
         bail!("{release} has neither loop.ko nor CONFIG_BLK_DEV_LOOP=y");
     }
+    // A virtio network card, for the tests that scrape a guest's `tracer serve` from here.
+    let net = out.join(kernel::NET_DIR);
+    fs::create_dir_all(&net)?;
+    let mut order = String::new();
+    for m in kernel::NET_MODULES {
+        let name = Path::new(m).file_name().unwrap_or_default();
+        if copy_module(&modules.join(m), &net.join(name))? {
+            order.push_str(&name.to_string_lossy());
+            order.push('\n');
+        }
+    }
+    fs::write(net.join(kernel::NET_ORDER), order)?;
     // Written last: a directory without it is an interrupted fetch.
     fs::write(out.join(RELEASE_FILE), format!("{release}\n"))?;
     let dest = kernels.join(&release);
@@ -430,6 +431,31 @@ fn fetch_kernel(apt: &mut Apt, kernels: &Path, series: Series) -> anyhow::Result
     fs::rename(&out, &dest).with_context(|| format!("moving into {}", dest.display()))?;
     fs::remove_dir_all(&work).with_context(|| format!("removing {}", work.display()))?;
     Ok(((), format!("cached ({release})")))
+}
+
+/// Copy module `ko` (or, failing that, decompress `ko.xz`) to `to`; whether there was one.
+fn copy_module(ko: &Path, to: &Path) -> anyhow::Result<bool> {
+    if ko.is_file() {
+        fs::copy(ko, to).with_context(|| format!("copying {}", ko.display()))?;
+        return Ok(true);
+    }
+    let mut xz = ko.as_os_str().to_owned();
+    xz.push(".xz");
+    let xz = PathBuf::from(xz);
+    if !xz.is_file() {
+        return Ok(false);
+    }
+    let out = fs::File::create(to).with_context(|| format!("creating {}", to.display()))?;
+    let status = Command::new("xz")
+        .arg("-dc")
+        .arg(&xz)
+        .stdout(out)
+        .status()
+        .context("running xz")?;
+    if !status.success() {
+        bail!("xz -dc {} failed ({status})", xz.display());
+    }
+    Ok(true)
 }
 
 /// The versioned image package (`linux-image-6.1.0-57-cloud-amd64`) that the

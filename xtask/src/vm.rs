@@ -23,6 +23,8 @@ use crate::{initramfs, kernel::Kernel, util};
 const TAIL_LINES: usize = 40;
 /// Where the guest finds the loop module.
 pub const GUEST_LOOP_KO: &str = "/lib/modules/loop.ko";
+/// Where the guest finds the network modules and their load order.
+const GUEST_NET_DIR: &str = "/lib/modules/net";
 
 /// What to boot and run.
 pub struct Spec<'a> {
@@ -40,6 +42,10 @@ pub struct Spec<'a> {
     pub kvm: bool,
     /// Hand the terminal to the guest (no command given, standard input a terminal).
     pub interactive: bool,
+    /// A network card whose guest port `.1` is reachable at `127.0.0.1:.0` on this host
+    /// (QEMU user networking, restricted: the guest reaches nothing else). The guest brings
+    /// it up with `net-up`, as 10.0.2.15.
+    pub forward: Option<(u16, u16)>,
     /// Where the initramfs, the results file and the files split from it go.
     pub out_dir: PathBuf,
 }
@@ -96,6 +102,22 @@ fn build_initramfs(spec: &Spec<'_>) -> anyhow::Result<PathBuf> {
             0o644,
             &fs::read(ko).with_context(|| format!("reading {}", ko.display()))?,
         )?;
+    }
+    if spec.forward.is_some() {
+        w.dir(GUEST_NET_DIR)?;
+        let mut order = String::new();
+        for ko in &spec.kernel.net_modules {
+            let name = ko.file_name().unwrap_or_default().to_string_lossy();
+            w.file(
+                &format!("{GUEST_NET_DIR}/{name}"),
+                0o644,
+                &fs::read(ko).with_context(|| format!("reading {}", ko.display()))?,
+            )?;
+            order.push_str(&name);
+            order.push('\n');
+        }
+        w.file(&format!("{GUEST_NET_DIR}/order"), 0o644, order.as_bytes())?;
+        w.file("/bin/net-up", 0o755, include_bytes!("../vm/net-up.sh"))?;
     }
     // The kernel's unpacker makes no missing parent directories: list each one first.
     let mut dirs = std::collections::BTreeSet::new();
@@ -159,8 +181,8 @@ pub fn host_program(path: &str) -> anyhow::Result<Vec<(String, u32, Vec<u8>)>> {
     Ok(files)
 }
 
-/// The QEMU command line: TCG unless asked for KVM, no network, the console on standard
-/// output and the results port into `results`.
+/// The QEMU command line: TCG unless asked for KVM, no network (or one forwarded port),
+/// the console on standard output and the results port into `results`.
 fn qemu_command(spec: &Spec<'_>, initrd: &Path, results: &Path) -> Command {
     let mut qemu = Command::new("qemu-system-x86_64");
     if spec.kvm {
@@ -176,15 +198,14 @@ fn qemu_command(spec: &Spec<'_>, initrd: &Path, results: &Path) -> Command {
         .args(["-append", "console=ttyS0 quiet panic=-1"])
         // Not -nographic: it claims stdio for a monitor mux, which the console needs, and
         // its monitor would take Ctrl-A from an interactive guest.
-        .args([
-            "-display",
-            "none",
-            "-monitor",
-            "none",
-            "-no-reboot",
-            "-nic",
-            "none",
-        ])
+        .args(["-display", "none", "-monitor", "none", "-no-reboot", "-nic"])
+        .arg(match spec.forward {
+            // restrict=on: the guest reaches this host's forwarded port and nothing else.
+            Some((host, guest)) => format!(
+                "user,model=virtio-net-pci,restrict=on,hostfwd=tcp:127.0.0.1:{host}-10.0.2.15:{guest}"
+            ),
+            None => "none".to_owned(),
+        })
         .args(["-serial", "stdio", "-serial"])
         .arg(format!("file:{}", results.display()));
     if spec.interactive {

@@ -327,6 +327,7 @@ pub fn vm_suite(
         timeout,
         kvm,
         interactive: false,
+        forward: None,
         out_dir,
     };
     let outcome = vm::boot(&spec)?;

@@ -39,14 +39,11 @@ pub enum Row {
     Gap,
 }
 
-/// Calls per kernel bucket. The histogram's 1% bins are finer than and aligned with the
-/// kernel's buckets, so each bin falls wholly inside one bucket.
+/// Calls per kernel bucket, dense, for grouping neighbours into rows.
 fn kernel_buckets(lat: &Latency) -> Vec<u64> {
-    let h = lat.histogram();
     let mut counts = vec![0u64; BUCKETS as usize];
-    for v in h.iter_recorded() {
-        let b = bucket_of(h.lowest_equivalent(v.value_iterated_to()));
-        counts[b as usize] += v.count_at_value();
+    for (lo, _, n) in lat.buckets() {
+        counts[bucket_of(lo) as usize] += n;
     }
     counts
 }

@@ -125,8 +125,14 @@ fn as_f64(v: u64) -> f64 {
     v as f64
 }
 
-fn ratio_cell(a: Option<f64>, b: Option<f64>, timed: bool) -> Cell {
-    let text = units::ratio(a, b);
+/// `text` is [`units::ratio`], or [`units::ratio_approx`] for quantiles.
+fn ratio_cell(
+    a: Option<f64>,
+    b: Option<f64>,
+    timed: bool,
+    text: fn(Option<f64>, Option<f64>) -> String,
+) -> Cell {
+    let text = text(a, b);
     let style = match units::ratio_value(a, b) {
         Some(r) if timed && r >= WORSE => Style::Red,
         Some(r) if timed && r <= BETTER => Style::Green,
@@ -210,22 +216,29 @@ pub fn render(a: &Snapshot, b: &Snapshot, color: bool) -> String {
                 Cell::styled(side, Style::Dim),
                 stat(&|l| Some(l.count().to_string())),
                 stat(&|l| l.mean_ns().map(units::ns_f)),
-                stat(&|l| l.quantile_ns(0.5).map(units::ns)),
-                stat(&|l| l.quantile_ns(0.99).map(units::ns)),
+                stat(&|l| l.quantile_ns(0.5).map(units::ns_approx)),
+                stat(&|l| l.quantile_ns(0.99).map(units::ns_approx)),
                 stat(&|l| Some(units::ns(l.sum_ns()))),
             ]);
         }
-        let ratio = |f: &dyn Fn(&Latency) -> Option<f64>, timed: bool| {
-            ratio_cell(la.as_ref().and_then(f), lb.as_ref().and_then(f), timed)
+        let exact = |f: &dyn Fn(&Latency) -> Option<f64>, timed: bool| {
+            let (a, b) = (la.as_ref().and_then(f), lb.as_ref().and_then(f));
+            ratio_cell(a, b, timed, units::ratio)
+        };
+        // Quantiles come from 12.5%-wide buckets: their ratio is good for two digits.
+        let bucketed = |q: f64| {
+            let f = |l: &Latency| l.quantile_ns(q).map(as_f64);
+            let (a, b) = (la.as_ref().and_then(f), lb.as_ref().and_then(f));
+            ratio_cell(a, b, true, units::ratio_approx)
         };
         table.row(vec![
             "".into(),
             Cell::styled("B/A", Style::Dim),
-            ratio(&|l| Some(as_f64(l.count())), false),
-            ratio(&Latency::mean_ns, true),
-            ratio(&|l| l.quantile_ns(0.5).map(as_f64), true),
-            ratio(&|l| l.quantile_ns(0.99).map(as_f64), true),
-            ratio(&|l| Some(as_f64(l.sum_ns())), true),
+            exact(&|l| Some(as_f64(l.count())), false),
+            exact(&Latency::mean_ns, true),
+            bucketed(0.5),
+            bucketed(0.99),
+            exact(&|l| Some(as_f64(l.sum_ns())), true),
         ]);
     }
     out.push_str(&table.render(paint, 2));
@@ -369,10 +382,10 @@ mod tests {
         let r = render(&s, &s, false);
         assert!(!r.contains('\x1b'));
         for line in r.lines().filter(|l| l.trim_start().starts_with("B/A")) {
-            assert!(
-                line.split_whitespace().skip(1).all(|c| c == "1.00×"),
-                "{line}"
-            );
+            // calls, mean, p50, p99, total: the quantiles' ratio to the two digits their
+            // 12.5%-wide buckets are good for.
+            let cells: Vec<&str> = line.split_whitespace().skip(1).collect();
+            assert_eq!(cells, ["1.00×", "1.00×", "1.0×", "1.0×", "1.00×"], "{line}");
         }
         let slower = render(&testdata::model_run(), &s, true);
         assert!(slower.contains("\x1b[31m"), "slowdowns are red");

@@ -2,14 +2,16 @@
 //!
 //! The schema is documented field by field in `docs/capture-file.md`; the structs below
 //! are that schema, kept apart from the Snapshot types so that the file format changes
-//! only on purpose. Histograms are hdrhistogram V2 deflate serializations in base64 (the
-//! `HISTFAAA...` strings of `HdrHistogram`'s interval logs), beside the exact count, sum,
-//! min and max; plain V2 is read too.
+//! only on purpose. Since version 2 a series stores the kernel's buckets it has calls in,
+//! as `[lower bound ns, calls]` pairs, beside the exact count, sum, min and max. Version 1
+//! files (an `HdrHistogram` V2 serialization per series, deflated or not, in base64) are
+//! still read: each recorded value is placed in the kernel bucket that holds it.
 
 use base64::Engine as _;
-use hdrhistogram::serialization::{Deserializer, Serializer as _, V2DeflateSerializer};
+use hdrhistogram::serialization::Deserializer;
 use serde::{Deserialize, Serialize};
 use serde_json::error::Category;
+use tracer_common::{BUCKETS, bucket_bounds, bucket_of};
 
 use crate::snapshot::{
     AttachMethod, AttachState, CgroupId, CommandRun, Counter, DentryState, Latency, Meta, Probe,
@@ -19,7 +21,7 @@ use crate::snapshot::{
 /// The `format` field of every capture file.
 pub const FORMAT: &str = "tracer-capture";
 /// The schema version this tracer writes and the newest it reads.
-pub const VERSION: u64 = 1;
+pub const VERSION: u64 = 2;
 
 /// Why a capture file could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -51,6 +53,12 @@ pub enum LoadError {
     /// A version field that is not a version.
     #[error("invalid capture file version {0}")]
     BadVersion(String),
+    /// A version number past `u64`: JSON readers hold it as a float, whose digits would
+    /// name another number, so none are shown.
+    #[error(
+        "invalid capture file version: a number above 2^64-1 (this tracer reads 1 to {VERSION})"
+    )]
+    HugeVersion,
     /// A capture file whose fields do not match the schema.
     #[error("{0}")]
     Schema(String),
@@ -152,7 +160,13 @@ struct SeriesRec {
     sum_ns: u64,
     min_ns: Option<u64>,
     max_ns: Option<u64>,
-    histogram: String,
+    /// Since version 2: `[lower bound ns, calls]` per kernel bucket with calls, in
+    /// increasing order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    buckets: Option<Vec<(u64, u64)>>,
+    /// Version 1 only: an `HdrHistogram` V2 serialization (deflated or not) in base64.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    histogram: Option<String>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -248,7 +262,8 @@ pub fn to_string(snapshot: &Snapshot) -> String {
                 sum_ns: lat.sum_ns(),
                 min_ns: lat.min_ns(),
                 max_ns: lat.max_ns(),
-                histogram: encode_histogram(lat),
+                buckets: Some(lat.buckets().map(|(lo, _, n)| (lo, n)).collect()),
+                histogram: None,
             })
             .collect(),
         counters: snapshot
@@ -281,9 +296,89 @@ pub fn to_string(snapshot: &Snapshot) -> String {
             })
             .collect(),
     };
-    let mut s = serde_json::to_string_pretty(&file).expect("capture records serialize");
+    let mut out = Vec::new();
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, PairsOnOneLine::default());
+    file.serialize(&mut ser)
+        .expect("capture records serialize into memory");
+    let mut s = String::from_utf8(out).expect("serde_json writes UTF-8");
     s.push('\n');
     s
+}
+
+/// Pretty JSON, except that an array inside an array (a bucket's `[lower bound, calls]`)
+/// stays on one line: a series' buckets then take a line each rather than four.
+#[derive(Default)]
+struct PairsOnOneLine {
+    pretty: serde_json::ser::PrettyFormatter<'static>,
+    /// For each open array or object, whether it is an array.
+    open: Vec<bool>,
+    /// How many of the open arrays are written on one line.
+    inline: usize,
+}
+
+impl serde_json::ser::Formatter for PairsOnOneLine {
+    fn begin_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        let nested = self.open.last() == Some(&true);
+        self.open.push(true);
+        if self.inline > 0 || nested {
+            self.inline += 1;
+            return w.write_all(b"[");
+        }
+        self.pretty.begin_array(w)
+    }
+
+    fn end_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.open.pop();
+        if self.inline > 0 {
+            self.inline -= 1;
+            return w.write_all(b"]");
+        }
+        self.pretty.end_array(w)
+    }
+
+    fn begin_array_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        if self.inline > 0 {
+            return w.write_all(if first { b"" } else { b", " });
+        }
+        self.pretty.begin_array_value(w, first)
+    }
+
+    fn end_array_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        if self.inline > 0 {
+            return Ok(());
+        }
+        self.pretty.end_array_value(w)
+    }
+
+    fn begin_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.open.push(false);
+        self.pretty.begin_object(w)
+    }
+
+    fn end_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.open.pop();
+        self.pretty.end_object(w)
+    }
+
+    fn begin_object_key<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.pretty.begin_object_key(w, first)
+    }
+
+    fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.pretty.begin_object_value(w)
+    }
+
+    fn end_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.pretty.end_object_value(w)
+    }
 }
 
 fn attach_rec(state: &AttachState) -> AttachRec {
@@ -315,16 +410,6 @@ fn dentry_rec(d: DentryState) -> DentryRec {
     }
 }
 
-/// V2 deflate rather than plain V2: 40-45% smaller on the snapshots measured (see the
-/// doc), and the form other `HdrHistogram` tools decode from a string.
-fn encode_histogram(lat: &Latency) -> String {
-    let mut buf = Vec::new();
-    V2DeflateSerializer::new()
-        .serialize(lat.histogram(), &mut buf)
-        .expect("a histogram serializes into memory");
-    base64::engine::general_purpose::STANDARD.encode(buf)
-}
-
 /// Read a capture file's text.
 ///
 /// # Errors
@@ -334,9 +419,9 @@ pub fn from_str(text: &str) -> Result<Snapshot, LoadError> {
     // Check what the file is before its shape, so that a future version is reported as
     // such rather than as whatever field it renamed.
     let value: serde_json::Value = serde_json::from_str(text).map_err(|e| json_error(&e))?;
-    check_header(&value)?;
+    let version = check_header(&value)?;
     let file: CaptureFile = serde_json::from_str(text).map_err(|e| json_error(&e))?;
-    build(file)
+    build(file, version)
 }
 
 fn json_error(e: &serde_json::Error) -> LoadError {
@@ -356,7 +441,8 @@ fn json_error(e: &serde_json::Error) -> LoadError {
     }
 }
 
-fn check_header(value: &serde_json::Value) -> Result<(), LoadError> {
+/// The file's version, when it is a capture file this tracer reads.
+fn check_header(value: &serde_json::Value) -> Result<u64, LoadError> {
     let Some(obj) = value.as_object() else {
         return Err(LoadError::WrongFormat(
             "the top level is not a JSON object".to_owned(),
@@ -374,7 +460,12 @@ fn check_header(value: &serde_json::Value) -> Result<(), LoadError> {
     match obj.get("version") {
         Some(v) => match v.as_u64() {
             Some(n) if n > VERSION => Err(LoadError::FutureVersion(n)),
-            Some(n) if n >= 1 => Ok(()),
+            Some(n) if n >= 1 => Ok(n),
+            #[expect(
+                clippy::cast_precision_loss,
+                reason = "2^64 exactly, the first integer past u64"
+            )]
+            _ if v.as_f64().is_some_and(|f| f >= u64::MAX as f64) => Err(LoadError::HugeVersion),
             _ => Err(LoadError::BadVersion(v.to_string())),
         },
         None => Err(LoadError::BadVersion("(missing)".to_owned())),
@@ -385,7 +476,7 @@ fn probe_named(name: &str) -> Result<Probe, String> {
     Probe::from_name(name).ok_or_else(|| format!("unknown probe \"{name}\""))
 }
 
-fn build(file: CaptureFile) -> Result<Snapshot, LoadError> {
+fn build(file: CaptureFile, version: u64) -> Result<Snapshot, LoadError> {
     let record = |what, index| move |msg: String| LoadError::Record { what, index, msg };
     let mut s = Snapshot::new(Meta {
         source: match file.meta.source {
@@ -430,7 +521,7 @@ fn build(file: CaptureFile) -> Result<Snapshot, LoadError> {
             .map(probe_named)
             .transpose()
             .map_err(err)?;
-        let lat = latency(&r).map_err(err)?;
+        let lat = latency(&r, version).map_err(err)?;
         let key = SeriesKey {
             probe,
             caller,
@@ -503,41 +594,136 @@ fn dentry_state(d: &DentryRec) -> DentryState {
     }
 }
 
-fn latency(r: &SeriesRec) -> Result<Latency, String> {
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(&r.histogram)
-        .map_err(|e| format!("histogram: invalid base64 ({e})"))?;
-    let hist = Deserializer::new()
-        .deserialize::<u64, _>(&mut bytes.as_slice())
-        .map_err(|e| format!("histogram: not an hdrhistogram V2 serialization ({e})"))?;
+fn latency(r: &SeriesRec, version: u64) -> Result<Latency, String> {
     let (min, max) = match (r.count, r.min_ns, r.max_ns) {
         (0, _, _) => (0, 0),
         (_, Some(min), Some(max)) if min <= max => (min, max),
         (_, Some(_), Some(_)) => return Err("min_ns is larger than max_ns".to_owned()),
         _ => return Err("min_ns and max_ns are required when count is not 0".to_owned()),
     };
-    Latency::from_parts(r.count, r.sum_ns, min, max, &hist).map_err(|e| format!("histogram: {e}"))
+    let buckets = if version == 1 {
+        v1_buckets(r)?
+    } else {
+        let Some(pairs) = &r.buckets else {
+            return Err("no buckets (a series has them since version 2)".to_owned());
+        };
+        let mut buckets = Vec::with_capacity(pairs.len());
+        let mut prev: Option<u64> = None;
+        for &(lo, calls) in pairs {
+            let b = bucket_of(lo);
+            if bucket_bounds(b).0 != lo {
+                return Err(format!(
+                    "buckets: {lo} ns is not the lower bound of a kernel bucket"
+                ));
+            }
+            if prev.is_some_and(|p| p >= lo) {
+                return Err(format!("buckets: {lo} ns is out of order or listed twice"));
+            }
+            prev = Some(lo);
+            buckets.push((b, calls));
+        }
+        buckets
+    };
+    Latency::from_parts(r.count, r.sum_ns, min, max, buckets).map_err(|e| e.to_string())
 }
 
-/// Histogram bytes per series, for the size note in `docs/capture-file.md`.
-#[cfg(test)]
-fn encoded_sizes(lat: &Latency) -> (usize, usize) {
-    use hdrhistogram::serialization::V2Serializer;
-    let mut plain = Vec::new();
-    V2Serializer::new()
-        .serialize(lat.histogram(), &mut plain)
-        .expect("serializes");
-    let mut deflated = Vec::new();
-    V2DeflateSerializer::new()
-        .serialize(lat.histogram(), &mut deflated)
-        .expect("serializes");
-    (plain.len(), deflated.len())
+/// A version 1 series' histogram, as calls per kernel bucket. Its 1% bins are finer than
+/// and aligned with the kernel's buckets, so each bin falls wholly inside one bucket.
+fn v1_buckets(r: &SeriesRec) -> Result<Vec<(u32, u64)>, String> {
+    let Some(text) = &r.histogram else {
+        return Err("no histogram (a version 1 series has one)".to_owned());
+    };
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .map_err(|e| format!("histogram: invalid base64 ({e})"))?;
+    let hist = Deserializer::new()
+        .deserialize::<u64, _>(&mut bytes.as_slice())
+        .map_err(|e| format!("histogram: not an hdrhistogram V2 serialization ({e})"))?;
+    if hist.len() != r.count {
+        return Err(format!(
+            "histogram: histogram holds {} values but count is {}",
+            hist.len(),
+            r.count
+        ));
+    }
+    let mut calls = vec![0u64; BUCKETS as usize];
+    for v in hist.iter_recorded() {
+        let b = bucket_of(hist.lowest_equivalent(v.value_iterated_to()));
+        if let Some(c) = calls.get_mut(b as usize) {
+            *c = c.saturating_add(v.count_at_value());
+        }
+    }
+    Ok((0..BUCKETS).zip(calls).filter(|&(_, n)| n > 0).collect())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::report::testdata;
+    use hdrhistogram::{
+        Histogram,
+        serialization::{Serializer as _, V2DeflateSerializer, V2Serializer},
+    };
+
+    /// The histogram a version 1 tracer kept per series: 1 ns to 1 h, 2 significant figures,
+    /// longer calls counted at 1 h.
+    fn v1_histogram(calls: impl IntoIterator<Item = u64>) -> Histogram<u64> {
+        const HOUR_NS: u64 = 3_600 * 1_000_000_000;
+        let mut h = Histogram::new_with_bounds(1, HOUR_NS, 2).unwrap();
+        for ns in calls {
+            h.saturating_record(ns.min(HOUR_NS));
+        }
+        h
+    }
+
+    /// A histogram in base64, as a version 1 file stores it.
+    fn v1_encoded(h: &Histogram<u64>, deflate: bool) -> String {
+        let mut buf = Vec::new();
+        if deflate {
+            V2DeflateSerializer::new().serialize(h, &mut buf).unwrap();
+        } else {
+            V2Serializer::new().serialize(h, &mut buf).unwrap();
+        }
+        base64::engine::general_purpose::STANDARD.encode(buf)
+    }
+
+    /// `s` as a version 1 file: the version 2 text with each series' buckets replaced by the
+    /// version 1 histogram of its calls (`calls[i]` for `s.series`' `i`-th series).
+    fn as_v1(s: &Snapshot, calls: &[Vec<u64>], deflate: bool) -> String {
+        let mut v: serde_json::Value = serde_json::from_str(&to_string(s)).unwrap();
+        v["version"] = 1.into();
+        let recs = v["series"].as_array_mut().unwrap();
+        assert_eq!(recs.len(), calls.len());
+        for (rec, calls) in recs.iter_mut().zip(calls) {
+            let rec = rec.as_object_mut().unwrap();
+            rec.remove("buckets");
+            let h = v1_histogram(calls.iter().copied());
+            rec.insert("histogram".into(), v1_encoded(&h, deflate).into());
+        }
+        serde_json::to_string_pretty(&v).unwrap()
+    }
+
+    /// Three series of 10 000 log-uniform calls, and one of calls at the edges: at kernel
+    /// bucket bounds, one below them, under 8 ns, and past the v1 histogram's 1 h.
+    fn snapshot_and_calls() -> (Snapshot, Vec<Vec<u64>>) {
+        let mut s = testdata::empty();
+        let mut by_key = std::collections::BTreeMap::new();
+        for i in 0..3 {
+            let (key, calls) = testdata::many_series_calls(i);
+            by_key.insert(key, calls);
+        }
+        let mut edges = vec![
+            0, 1, 7, 8, 9, 1_023, 1_024, 1_151, 1_152, 999_999, 1_000_000,
+        ];
+        edges.extend([3_600_000_000_000, 7_200_000_000_000, u64::MAX / 4]);
+        by_key.insert(SeriesKey::new(Probe::DDelete, 5), edges);
+        for (key, calls) in &by_key {
+            for &ns in calls {
+                s.record(*key, ns);
+            }
+        }
+        (s, by_key.into_values().collect())
+    }
 
     fn load_err(text: &str) -> String {
         match from_str(text) {
@@ -588,7 +774,7 @@ mod tests {
         let text = to_string(&testdata::umount_capture());
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v["format"], "tracer-capture");
-        assert_eq!(v["version"], 1);
+        assert_eq!(v["version"], 2);
         assert_eq!(v["meta"]["source"], "kernel");
         assert_eq!(v["command"]["exit_code"], 0);
         let srcu = v["series"]
@@ -598,6 +784,18 @@ mod tests {
             .find(|r| r["probe"] == "synchronize_srcu" && r["caller"] == "unregister_shrinker")
             .unwrap();
         assert_eq!(srcu["count"], 300);
+        // Each bucket is named by its lower bound, and they hold every call.
+        let buckets = srcu["buckets"].as_array().unwrap();
+        let lows: Vec<u64> = buckets.iter().map(|b| b[0].as_u64().unwrap()).collect();
+        assert!(lows.windows(2).all(|w| w[0] < w[1]), "{lows:?}");
+        for lo in &lows {
+            assert_eq!(
+                tracer_common::bucket_bounds(tracer_common::bucket_of(*lo)).0,
+                *lo
+            );
+        }
+        let calls: u64 = buckets.iter().map(|b| b[1].as_u64().unwrap()).sum();
+        assert_eq!(calls, 300);
         assert_eq!(v["probes"][0]["attach"]["state"], "attached");
         assert_eq!(v["probes"][0]["attach"]["method"], "fentry");
         // The gone-cgroup id survives as an exact integer.
@@ -614,24 +812,26 @@ mod tests {
     fn thirty_series_stay_small() {
         let s = testdata::many_series(30);
         let text = to_string(&s);
-        let (plain, deflated): (usize, usize) = s
-            .series
-            .values()
-            .map(encoded_sizes)
+        let v1: (usize, usize) = (0..30)
+            .map(|i| v1_histogram(testdata::many_series_calls(i).1))
+            .map(|h| (v1_encoded(&h, false).len(), v1_encoded(&h, true).len()))
             .fold((0, 0), |(a, b), (p, d)| (a + p, b + d));
+        let buckets: usize = s.series.values().map(|l| l.buckets().count()).sum();
         eprintln!(
-            "30 series: file {} bytes; histograms V2 {plain} bytes, V2+deflate {deflated} bytes",
-            text.len()
+            "30 series: file {} bytes, {buckets} buckets; version 1 histograms: V2 {} bytes, \
+             V2+deflate {} bytes (base64)",
+            text.len(),
+            v1.0,
+            v1.1
         );
         assert!(text.len() < 100_000, "{} bytes", text.len());
-        let (p, d) = testdata::umount_capture()
-            .series
-            .values()
-            .map(encoded_sizes)
-            .fold((0, 0), |(a, b), (p, d)| (a + p, b + d));
-        eprintln!("umount capture histograms: V2 {p} bytes, V2+deflate {d} bytes");
-        let umount = to_string(&testdata::umount_capture()).len();
-        eprintln!("the umount capture (11 series, 300 calls each at most): {umount} bytes");
+        let capture = testdata::umount_capture();
+        let umount = to_string(&capture).len();
+        let buckets: usize = capture.series.values().map(|l| l.buckets().count()).sum();
+        eprintln!(
+            "the umount capture (11 series, 300 calls each at most): {umount} bytes, \
+             {buckets} buckets"
+        );
         assert!(umount < 20_000, "{umount} bytes");
     }
 
@@ -680,8 +880,25 @@ mod tests {
     fn future_versions_are_refused_before_their_fields_are_read() {
         assert_eq!(
             load_err(r#"{"format": "tracer-capture", "version": 7, "everything": "renamed"}"#),
-            "capture file version 7 is newer than this tracer understands (1)"
+            "capture file version 7 is newer than this tracer understands (2)"
         );
+        // Past u64, a JSON reader holds the number as a float: 1e23 is not what was written.
+        for huge in ["100000000000000000000000", "18446744073709551616", "1e300"] {
+            assert_eq!(
+                load_err(&format!(
+                    r#"{{"format": "tracer-capture", "version": {huge}}}"#
+                )),
+                "invalid capture file version: a number above 2^64-1 (this tracer reads 1 to 2)"
+            );
+        }
+        for bad in ["0", "-1", "1.5"] {
+            assert_eq!(
+                load_err(&format!(
+                    r#"{{"format": "tracer-capture", "version": {bad}}}"#
+                )),
+                format!("invalid capture file version {bad}")
+            );
+        }
     }
 
     fn edited(edit: impl FnOnce(&mut serde_json::Value)) -> String {
@@ -693,21 +910,47 @@ mod tests {
 
     #[test]
     fn a_bad_record_is_named_by_its_index() {
-        let bad_b64 = edited(|v| v["series"][4]["histogram"] = "@@not base64@@".into());
-        assert!(
-            load_err(&bad_b64).starts_with("series 4: histogram: invalid base64"),
-            "{}",
-            load_err(&bad_b64)
+        let not_a_bound = edited(|v| v["series"][4]["buckets"][0][0] = 1_000.into());
+        assert_eq!(
+            load_err(&not_a_bound),
+            "series 4: buckets: 1000 ns is not the lower bound of a kernel bucket"
         );
 
-        let not_hdr = edited(|v| v["series"][1]["histogram"] = "aGVsbG8gd29ybGQ=".into());
-        assert!(load_err(&not_hdr).starts_with("series 1: histogram: not an hdrhistogram V2"));
+        let unordered = edited(|v| {
+            let b = v["series"][1]["buckets"].as_array_mut().unwrap();
+            b.push(b[0].clone());
+        });
+        let lo = |v: &serde_json::Value| v["series"][1]["buckets"][0][0].clone();
+        assert_eq!(
+            load_err(&unordered),
+            format!(
+                "series 1: buckets: {} ns is out of order or listed twice",
+                lo(&serde_json::from_str(&unordered).unwrap())
+            )
+        );
 
-        let miscount = edited(|v| v["series"][2]["count"] = 5.into());
+        let not_pairs = edited(|v| v["series"][1]["buckets"] = "HISTFAAA".into());
         assert!(
-            load_err(&miscount).starts_with("series 2: histogram: histogram holds "),
+            load_err(&not_pairs)
+                .starts_with("invalid type: string \"HISTFAAA\", expected a sequence"),
             "{}",
-            load_err(&miscount)
+            load_err(&not_pairs)
+        );
+
+        let no_buckets = edited(|v| {
+            v["series"][3].as_object_mut().unwrap().remove("buckets");
+        });
+        assert_eq!(
+            load_err(&no_buckets),
+            "series 3: no buckets (a series has them since version 2)"
+        );
+
+        let s = testdata::umount_capture();
+        let held = s.series.values().nth(2).unwrap().count();
+        let miscount = edited(|v| v["series"][2]["count"] = 5.into());
+        assert_eq!(
+            load_err(&miscount),
+            format!("series 2: buckets hold {held} calls but count is 5")
         );
 
         let probe = edited(|v| v["series"][0]["probe"] = "vfs_unlink".into());
@@ -737,23 +980,57 @@ mod tests {
     }
 
     #[test]
-    fn plain_v2_histograms_are_read_too() {
-        use hdrhistogram::serialization::V2Serializer;
-        let s = testdata::umount_capture();
-        let mut v: serde_json::Value = serde_json::from_str(&to_string(&s)).unwrap();
-        for (rec, lat) in v["series"]
-            .as_array_mut()
-            .unwrap()
-            .iter_mut()
-            .zip(s.series.values())
-        {
-            let mut buf = Vec::new();
-            V2Serializer::new()
-                .serialize(lat.histogram(), &mut buf)
-                .unwrap();
-            rec["histogram"] = base64::engine::general_purpose::STANDARD.encode(buf).into();
+    fn version_1_files_still_load_into_the_same_buckets() {
+        let (s, calls) = snapshot_and_calls();
+        // V2+deflate is what version 1 wrote; plain V2 it read too.
+        for deflate in [true, false] {
+            let v1 = as_v1(&s, &calls, deflate);
+            assert!(v1.contains(r#""version": 1"#));
+            let back = from_str(&v1).unwrap_or_else(|e| panic!("{e}\n{v1}"));
+            // Every call in the kernel bucket of its value, as recording it now does.
+            assert_eq!(back, s);
+            // And it is written back as version 2.
+            assert!(to_string(&back).contains(r#""version": 2"#));
         }
-        assert_eq!(from_str(&v.to_string()).unwrap(), s);
+        // Checked against the input, not the code under test: the edge series' calls.
+        let edges = &s.series[&SeriesKey::new(Probe::DDelete, 5)];
+        let mut expected = std::collections::BTreeMap::new();
+        for &ns in &calls[calls.len() - 1] {
+            *expected
+                .entry(tracer_common::bucket_bounds(tracer_common::bucket_of(ns)).0)
+                .or_insert(0u64) += 1;
+        }
+        let got: std::collections::BTreeMap<u64, u64> =
+            edges.buckets().map(|(lo, _, n)| (lo, n)).collect();
+        assert_eq!(got, expected);
+    }
+
+    #[test]
+    fn version_1_errors_still_name_the_histogram() {
+        let (s, calls) = snapshot_and_calls();
+        let v1 = as_v1(&s, &calls, true);
+        let edit = |f: &dyn Fn(&mut serde_json::Value)| {
+            let mut v: serde_json::Value = serde_json::from_str(&v1).unwrap();
+            f(&mut v);
+            v.to_string()
+        };
+        let bad_b64 = edit(&|v| v["series"][2]["histogram"] = "@@not base64@@".into());
+        assert!(
+            load_err(&bad_b64).starts_with("series 2: histogram: invalid base64"),
+            "{}",
+            load_err(&bad_b64)
+        );
+        let not_hdr = edit(&|v| v["series"][1]["histogram"] = "aGVsbG8gd29ybGQ=".into());
+        assert!(
+            load_err(&not_hdr).starts_with("series 1: histogram: not an hdrhistogram V2"),
+            "{}",
+            load_err(&not_hdr)
+        );
+        let miscount = edit(&|v| v["series"][0]["count"] = 5.into());
+        assert_eq!(
+            load_err(&miscount),
+            "series 0: histogram: histogram holds 10000 values but count is 5"
+        );
     }
 
     #[test]

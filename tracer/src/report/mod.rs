@@ -144,7 +144,7 @@ mod tests {
         assert_eq!(
             msg,
             format!(
-                "{}: capture file version 7 is newer than this tracer understands (1)",
+                "{}: capture file version 7 is newer than this tracer understands (2)",
                 path.display()
             )
         );

@@ -9,7 +9,7 @@ use crate::snapshot::{
 pub const SESSION: u64 = 4_242;
 
 /// Values spread evenly in `[lo, hi)`, deterministic.
-fn spread(lo: u64, hi: u64, n: u64) -> impl Iterator<Item = u64> {
+pub fn spread(lo: u64, hi: u64, n: u64) -> impl Iterator<Item = u64> {
     (0..n).map(move |i| lo + (hi - lo) * ((i * 7_919) % n) / n)
 }
 
@@ -18,6 +18,11 @@ fn attached(method: AttachMethod, symbol: &str) -> ProbeStatus {
         method,
         symbol: symbol.to_owned(),
     })
+}
+
+/// The 300 `synchronize_srcu` waits of [`umount_capture`].
+pub fn srcu_waits() -> impl Iterator<Item = u64> {
+    spread(6_000_000, 8_000_000, 300)
 }
 
 /// A capture around `umount` of 300 tmpfs on 6.1: shrinker teardown waits SRCU grace periods.
@@ -38,7 +43,7 @@ pub fn umount_capture() -> Snapshot {
         cgroup: None,
     });
     let k = |p| SeriesKey::new(p, SESSION);
-    for v in spread(6_000_000, 8_000_000, 300) {
+    for v in srcu_waits() {
         s.record(k(Probe::DeactivateLockedSuper), v + 50_000);
         s.record(k(Probe::UnregisterShrinker), v + 20_000);
         s.record(
@@ -201,12 +206,23 @@ pub fn empty() -> Snapshot {
 pub fn many_series(n: u64) -> Snapshot {
     let mut s = empty();
     for i in 0..n {
-        let probe =
-            tracer_common::PROBES[usize::try_from(i).unwrap_or(0) % tracer_common::PROBES.len()];
-        let key = SeriesKey::new(probe, 100 + i);
+        let (key, calls) = many_series_calls(i);
         let lat = s.series_mut(key);
-        let mut x: u64 = 0x9e37_79b9_7f4a_7c15 ^ i;
-        for _ in 0..10_000 {
+        for ns in calls {
+            lat.record(ns);
+        }
+    }
+    s
+}
+
+/// Series `i` of [`many_series`] and the latencies of its 10 000 calls.
+pub fn many_series_calls(i: u64) -> (SeriesKey, Vec<u64>) {
+    let probe =
+        tracer_common::PROBES[usize::try_from(i).unwrap_or(0) % tracer_common::PROBES.len()];
+    let key = SeriesKey::new(probe, 100 + i);
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15 ^ i;
+    let calls = (0..10_000)
+        .map(|_| {
             // xorshift: deterministic, spread log-uniformly from 1 µs to 10 ms
             x ^= x << 13;
             x ^= x >> 7;
@@ -218,8 +234,9 @@ pub fn many_series(n: u64) -> Snapshot {
                 clippy::cast_sign_loss,
                 reason = "test data"
             )]
-            lat.record((1_000.0 * 10f64.powf(exp)) as u64);
-        }
-    }
-    s
+            let ns = (1_000.0 * 10f64.powf(exp)) as u64;
+            ns
+        })
+        .collect();
+    (key, calls)
 }

@@ -47,8 +47,15 @@ pub fn render(s: &Snapshot, color: bool) -> String {
         .join("\n")
 }
 
+/// A quantile, to the two digits its 12.5%-wide kernel bucket is good for.
 fn quantile(lat: &Latency, q: f64) -> String {
-    lat.quantile_ns(q).map_or_else(|| "—".to_owned(), units::ns)
+    lat.quantile_ns(q)
+        .map_or_else(|| "—".to_owned(), units::ns_approx)
+}
+
+/// The longest call: exact, so shown to three digits.
+fn max(lat: &Latency) -> String {
+    lat.max_ns().map_or_else(|| "—".to_owned(), units::ns)
 }
 
 fn mean(lat: &Latency) -> String {
@@ -274,7 +281,7 @@ fn inode_locks(s: &Snapshot, p: Painter) -> String {
             lat.count().to_string().into(),
             mean(lat).into(),
             quantile(lat, 0.99).into(),
-            quantile(lat, 1.0).into(),
+            max(lat).into(),
             units::ns(lat.sum_ns()).into(),
             wall_share(s, lat.sum_ns()),
         ]);
@@ -319,7 +326,7 @@ fn latency_table(s: &Snapshot, p: Painter) -> String {
             quantile(&lat, 0.9).into(),
             quantile(&lat, 0.99).into(),
             quantile(&lat, 0.999).into(),
-            quantile(&lat, 1.0).into(),
+            max(&lat).into(),
             units::ns(lat.sum_ns()).into(),
         ]);
     }
@@ -711,12 +718,33 @@ mod tests {
         );
         let srcu = s.probe_total(Probe::SynchronizeSrcu);
         let line = line_with(table, &["synchronize_srcu", "300"]);
-        for q in [0.5, 0.9, 0.99, 0.999, 1.0] {
+        let cells: Vec<&str> = line
+            .split("  ")
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .collect();
+        let mut waits: Vec<u64> = testdata::srcu_waits().collect();
+        waits.sort_unstable();
+        for (col, q) in [(3, 0.5), (4, 0.9), (5, 0.99), (6, 0.999)] {
+            // The kernel bucket of the wait of rank ceil(q * 300), from the input.
+            #[expect(
+                clippy::cast_possible_truncation,
+                clippy::cast_sign_loss,
+                reason = "a rank in 1..=300"
+            )]
+            let rank = (q * 300.0_f64).ceil() as usize;
+            let (lo, hi) = tracer_common::bucket_bounds(tracer_common::bucket_of(waits[rank - 1]));
+            let shown = srcu.quantile_ns(q).unwrap();
             assert!(
-                line.contains(&units::ns(srcu.quantile_ns(q).unwrap())),
-                "q={q}: {line}"
+                (lo..hi).contains(&shown),
+                "q={q}: {shown} not in [{lo}, {hi})"
             );
+            // Two significant digits: the bucket is 12.5% wide.
+            assert_eq!(cells[col], units::ns_approx(shown), "q={q}: {line}");
         }
+        // The max is exact, and shown to three digits.
+        assert_eq!(cells[7], units::ns(*waits.last().unwrap()), "{line}");
+        assert_eq!(cells[7], "7.99 ms");
     }
 
     #[test]

@@ -3,41 +3,60 @@
 /// A duration in nanoseconds with three significant digits: `812 ns`, `7.21 µs`, `2.41 s`.
 #[must_use]
 pub fn ns(v: u64) -> String {
-    if v < 1_000 {
-        return format!("{v} ns");
-    }
     #[expect(
         clippy::cast_precision_loss,
         reason = "three significant digits are shown"
     )]
-    ns_f(v as f64)
+    duration(v as f64, 3)
 }
 
 /// A fractional duration in nanoseconds (a mean), as [`ns`].
 #[must_use]
 pub fn ns_f(v: f64) -> String {
+    duration(v, 3)
+}
+
+/// A duration read from the kernel's 12.5%-wide buckets (a quantile), with the two
+/// significant digits it is good for: `810 ns`, `7.2 µs`, `130 ms`.
+#[must_use]
+pub fn ns_approx(v: u64) -> String {
+    #[expect(
+        clippy::cast_precision_loss,
+        reason = "two significant digits are shown"
+    )]
+    duration(v as f64, 2)
+}
+
+/// `v` ns with `digits` (2 or 3) significant digits, in the largest unit that keeps it at
+/// least 1; whole nanoseconds print without decimals.
+fn duration(v: f64, digits: i32) -> String {
     const UNITS: [(f64, &str); 4] = [(1.0, "ns"), (1e3, "µs"), (1e6, "ms"), (1e9, "s")];
     if !v.is_finite() || v < 0.0 {
         return "—".to_owned();
     }
+    // Where rounding to `digits` digits carries into one more integer digit: 9.995 and
+    // 99.95 for three digits, 9.95 and 99.5 for two.
+    let carries = |int_digits: i32| 10f64.powi(int_digits) - 0.5 * 10f64.powi(int_digits - digits);
     let mut i = UNITS
         .iter()
         .rposition(|(scale, _)| v >= *scale)
         .unwrap_or(0);
     // 999.7 µs would round to "1000 µs": show it as 1.00 ms.
-    if i + 1 < UNITS.len() && v / UNITS[i].0 >= 999.5 {
+    if i + 1 < UNITS.len() && v / UNITS[i].0 >= carries(3) {
         i += 1;
     }
     let (scale, unit) = UNITS[i];
     let x = v / scale;
-    if i == 0 && x.fract() == 0.0 {
+    let int_digits = (1..3).find(|&d| x < carries(d)).unwrap_or(3);
+    if i == 0 && x.fract() == 0.0 && int_digits <= digits {
         format!("{x:.0} {unit}")
-    } else if x < 9.995 {
-        format!("{x:.2} {unit}")
-    } else if x < 99.95 {
-        format!("{x:.1} {unit}")
+    } else if int_digits < digits {
+        let decimals = usize::try_from(digits - int_digits).unwrap_or(0);
+        format!("{x:.decimals$} {unit}")
     } else {
-        format!("{x:.0} {unit}")
+        // Round away the digits past `digits`: 812 -> 810 with two.
+        let step = 10f64.powi(int_digits - digits);
+        format!("{:.0} {unit}", (x / step).round() * step)
     }
 }
 
@@ -52,7 +71,8 @@ pub fn percent(part: u64, whole: u64) -> String {
     format!("{p:.1}%")
 }
 
-/// A ratio B/A, or `—` when it is undefined (A is zero or either side is missing).
+/// A ratio B/A with three significant digits, or `—` when it is undefined (A is zero or
+/// either side is missing).
 #[must_use]
 pub fn ratio(a: Option<f64>, b: Option<f64>) -> String {
     match ratio_value(a, b) {
@@ -61,6 +81,24 @@ pub fn ratio(a: Option<f64>, b: Option<f64>) -> String {
         Some(r) => format!("{r:.2}×"),
         None => "—".to_owned(),
     }
+}
+
+/// A ratio of two values read from kernel buckets (quantiles), with two significant
+/// digits: `1.0×`, `12×`; `—` as [`ratio`].
+#[must_use]
+pub fn ratio_approx(a: Option<f64>, b: Option<f64>) -> String {
+    match ratio_value(a, b) {
+        Some(r) if r >= 9.95 => format!("{:.0}×", round_to_two_digits(r)),
+        Some(r) if r >= 0.995 => format!("{r:.1}×"),
+        Some(r) => format!("{r:.2}×"),
+        None => "—".to_owned(),
+    }
+}
+
+/// `r` >= 9.95 rounded to two significant digits: 123 -> 120 (99.7 -> 100).
+fn round_to_two_digits(r: f64) -> f64 {
+    let step = 10f64.powf(r.log10().floor() - 1.0);
+    (r / step).round() * step
 }
 
 /// B/A when both are known and A is not zero.
@@ -152,6 +190,24 @@ mod tests {
         assert_eq!(ns(125_000_000_000), "125 s");
         assert_eq!(ns_f(2.5), "2.50 ns");
         assert_eq!(ns_f(f64::NAN), "—");
+    }
+
+    #[test]
+    fn bucketed_durations_keep_two_significant_digits() {
+        assert_eq!(ns_approx(0), "0 ns");
+        assert_eq!(ns_approx(7), "7 ns");
+        assert_eq!(ns_approx(812), "810 ns");
+        assert_eq!(ns_approx(996), "1.0 µs");
+        assert_eq!(ns_approx(7_214), "7.2 µs");
+        assert_eq!(ns_approx(12_340_000), "12 ms");
+        assert_eq!(ns_approx(99_700_000), "100 ms");
+        assert_eq!(ns_approx(125_000_000), "130 ms");
+        assert_eq!(ns_approx(996_000_000), "1.0 s");
+        assert_eq!(ratio_approx(Some(1.0), Some(1.0)), "1.0×");
+        assert_eq!(ratio_approx(Some(1.0), Some(1.234)), "1.2×");
+        assert_eq!(ratio_approx(Some(1.0), Some(123.4)), "120×");
+        assert_eq!(ratio_approx(Some(2.0), Some(1.0)), "0.50×");
+        assert_eq!(ratio_approx(Some(0.0), Some(1.0)), "—");
     }
 
     #[test]
