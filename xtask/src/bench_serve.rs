@@ -127,7 +127,10 @@ fn percentile(sorted: &[Duration], q: f64) -> f64 {
 ///
 /// # Errors
 /// When the server cannot be started or never serves the load.
-#[expect(clippy::too_many_lines, reason = "one load, its hostile clients, its report")]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one load, its hostile clients, its report"
+)]
 pub fn run(tracer: &Path, args: &ServeArgs) -> anyhow::Result<std::process::ExitCode> {
     raise_fd_limit();
     let port = std::net::TcpListener::bind("127.0.0.1:0")?
@@ -154,7 +157,10 @@ pub fn run(tracer: &Path, args: &ServeArgs) -> anyhow::Result<std::process::Exit
         if let Ok((_, _)) = scrape(addr) {
             let text = {
                 let mut s = TcpStream::connect(addr)?;
-                write!(s, "GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: text/plain\r\n\r\n")?;
+                write!(
+                    s,
+                    "GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: text/plain\r\n\r\n"
+                )?;
                 let mut t = String::new();
                 s.read_to_string(&mut t)?;
                 t
@@ -302,11 +308,18 @@ pub fn run(tracer: &Path, args: &ServeArgs) -> anyhow::Result<std::process::Exit
             .or_default() += 1;
     }
     if !errors.is_empty() {
-        println!("serve: failed scrapes by kind: {kinds:?}; first: {}", errors[0]);
+        println!(
+            "serve: failed scrapes by kind: {kinds:?}; first: {}",
+            errors[0]
+        );
     }
     println!(
         "serve: goal p99 under {GOAL_P99_MS} ms: {}",
-        if p99 < GOAL_P99_MS { "held" } else { "NOT held" }
+        if p99 < GOAL_P99_MS {
+            "held"
+        } else {
+            "NOT held"
+        }
     );
     println!(
         "serve: p99 {p99:.1} ms, p50 {p50:.1} ms, errors {}, cpu {cpu:.0}%",

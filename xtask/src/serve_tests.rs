@@ -74,14 +74,17 @@ fn get(url: &str, accept: &str) -> Result<String, String> {
     }
 }
 
-/// Wait until `url` answers, at most `limit`.
-fn wait_for(url: &str, limit: Duration) -> Result<(), String> {
+/// Wait until `url` answers with a body holding `needle`, at most `limit`.
+fn wait_for(url: &str, needle: &str, limit: Duration) -> Result<(), String> {
     let start = Instant::now();
     loop {
         match get(url, "*/*") {
-            Ok(_) => return Ok(()),
+            Ok(body) if body.contains(needle) => return Ok(()),
+            Ok(_) if start.elapsed() > limit => {
+                return Err(format!("{url} never showed {needle:?}"));
+            }
             Err(e) if start.elapsed() > limit => return Err(e),
-            Err(_) => sleep(Duration::from_millis(200)),
+            Ok(_) | Err(_) => sleep(Duration::from_millis(200)),
         }
     }
 }
@@ -112,8 +115,10 @@ fn start_serve(tracer: &Path, name: &'static str, source: &[&str]) -> Result<Tar
         addr,
         _child: Guard(child),
     };
+    // Up, and with its first refresh published.
     let answered = wait_for(
         &format!("http://{}/metrics", target.addr),
+        "\ntracer_source_up 1\n",
         Duration::from_secs(30),
     )
     .map_err(|e| {
@@ -211,7 +216,7 @@ impl Prometheus {
             dir,
             _child: Guard(child),
         };
-        wait_for(&format!("{}/-/ready", p.url), Duration::from_secs(60))
+        wait_for(&format!("{}/-/ready", p.url), "", Duration::from_secs(60))
             .map_err(|e| format!("Prometheus never became ready: {e}"))?;
         Ok(p)
     }
@@ -281,10 +286,8 @@ fn bucket_index(ns: f64) -> usize {
 
 /// Write the capture of one model run to a temporary file; tracer serve replays it.
 fn model_capture(tracer: &Path, name: &str, args: &[&str]) -> Result<PathBuf, String> {
-    let file = std::env::temp_dir().join(format!(
-        "tracer-serve-{}-{name}.json",
-        std::process::id()
-    ));
+    let file =
+        std::env::temp_dir().join(format!("tracer-serve-{}-{name}.json", std::process::id()));
     let out = Command::new(tracer)
         .arg("model")
         .args(args)
@@ -473,7 +476,10 @@ pub fn host_cases(tracer: &Path, tally: &mut Tally) {
                     .first()
                     .map(|(_, v)| *v * 1e9)
                     .ok_or_else(|| format!("{expr}: no series"))?;
-                #[expect(clippy::cast_precision_loss, reason = "nanoseconds, compared by bucket")]
+                #[expect(
+                    clippy::cast_precision_loss,
+                    reason = "nanoseconds, compared by bucket"
+                )]
                 let own = own as f64;
                 let (a, b) = (bucket_index(prom), bucket_index(own));
                 let seen = format!(
@@ -497,7 +503,10 @@ pub fn host_cases(tracer: &Path, tally: &mut Tally) {
         );
     }
     let negatives = dentries.target.as_ref().map(|t| {
-        format!("sum(tracer_negative_dentries_total{{instance=\"{}\"}})", t.addr)
+        format!(
+            "sum(tracer_negative_dentries_total{{instance=\"{}\"}})",
+            t.addr
+        )
     });
     if let Ok(expr) = negatives {
         #[expect(clippy::cast_precision_loss, reason = "counts well below 2^52")]

@@ -30,7 +30,8 @@ use crate::{
 
 /// Upper bounds of the exposed histogram buckets, in nanoseconds: 4^5 ns (1.024 µs) to
 /// 4^18 ns (68.7 s), then `+Inf`. Each is a power of two, hence a bound of the kernel's
-/// buckets, so a bucket's count is exact: the calls that took less than its bound.
+/// buckets, so a bucket's count is exact: the calls that took at most its bound (a call
+/// the kernel measured as `v` ns took between `v` and `v + 1`).
 pub const BUCKET_BOUNDS_NS: [u64; 14] = [
     1 << 10,
     1 << 12,
@@ -267,18 +268,15 @@ impl Buckets {
     }
 }
 
-/// The calls of `lat` in each finite exposed bucket. The one place that reads a latency
-/// distribution's buckets: the distribution keeps the kernel's bucket bounds, and an
-/// exposed bound is a power of two, so no recorded bucket straddles one.
+/// The calls of `lat` in each finite exposed bucket, from the kernel's buckets: every
+/// exposed bound is a bound of theirs, so [`Latency::count_le`] is exact there.
 fn buckets_of(lat: &Latency) -> [u64; BUCKET_BOUNDS_NS.len()] {
     let mut out = [0; BUCKET_BOUNDS_NS.len()];
-    for v in lat.histogram().iter_recorded() {
-        // The highest value this recorded bin stands for: below a power of two exactly when
-        // the whole bin is.
-        let top = v.value_iterated_to();
-        if let Some(i) = BUCKET_BOUNDS_NS.iter().position(|&b| top < b) {
-            out[i] += v.count_at_value();
-        }
+    let mut below = 0;
+    for (slot, &bound) in out.iter_mut().zip(&BUCKET_BOUNDS_NS) {
+        let le = lat.count_le(bound);
+        *slot = le.saturating_sub(below);
+        below = le;
     }
     out
 }
