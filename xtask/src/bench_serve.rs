@@ -83,8 +83,9 @@ fn raise_fd_limit() {
     }
 }
 
-/// One scrape: the time to the last byte, or why it failed.
-fn scrape(addr: SocketAddr) -> Result<(Duration, usize), String> {
+/// One scrape as Prometheus makes it (OpenMetrics, gzip): the time to the last byte and
+/// the body, or why it failed.
+fn scrape(addr: SocketAddr) -> Result<(Duration, Vec<u8>), String> {
     let start = Instant::now();
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(10))
         .map_err(|e| format!("connect: {e}"))?;
@@ -92,21 +93,33 @@ fn scrape(addr: SocketAddr) -> Result<(Duration, usize), String> {
         .map_err(|e| e.to_string())?;
     write!(
         s,
-        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nAccept: {PROMETHEUS_ACCEPT}\r\n\r\n"
+        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nAccept: {PROMETHEUS_ACCEPT}\r\nAccept-Encoding: gzip\r\n\r\n"
     )
     .map_err(|e| format!("send: {e}"))?;
-    let mut body = Vec::with_capacity(4 << 20);
-    s.read_to_end(&mut body).map_err(|e| format!("read: {e}"))?;
+    let mut answer = Vec::with_capacity(1 << 20);
+    s.read_to_end(&mut answer)
+        .map_err(|e| format!("read: {e}"))?;
     let took = start.elapsed();
-    if !body.starts_with(b"HTTP/1.1 200") {
-        let head = String::from_utf8_lossy(&body[..body.len().min(40)]).into_owned();
+    if !answer.starts_with(b"HTTP/1.1 200") {
+        let head = String::from_utf8_lossy(&answer[..answer.len().min(40)]).into_owned();
         return Err(format!("answer: {head:?}"));
     }
-    // A complete OpenMetrics exposition ends with this line.
-    if !body.ends_with(b"# EOF\n") {
-        return Err(format!("truncated after {} bytes", body.len()));
+    let split = answer
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or("answer: no end of headers")?;
+    let head = String::from_utf8_lossy(&answer[..split]).to_ascii_lowercase();
+    let length: Option<usize> = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse().ok());
+    let body = answer.split_off(split + 4);
+    // Complete: as long as announced (checking the gzip stream on every scrape would
+    // measure the client; one scrape is unzipped and checked whole before the run).
+    if length != Some(body.len()) || !head.contains("content-encoding: gzip") {
+        return Err(format!("truncated: {} bytes of {length:?}", body.len()));
     }
-    Ok((took, body.len()))
+    Ok((took, body))
 }
 
 fn percentile(sorted: &[Duration], q: f64) -> f64 {
@@ -153,24 +166,18 @@ pub fn run(tracer: &Path, args: &ServeArgs) -> anyhow::Result<std::process::Exit
 
     // Wait for the load to fill: every cgroup on every probe.
     let start = Instant::now();
-    let (series, bytes) = loop {
-        if let Ok((_, _)) = scrape(addr) {
-            let text = {
-                let mut s = TcpStream::connect(addr)?;
-                write!(
-                    s,
-                    "GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: text/plain\r\n\r\n"
-                )?;
-                let mut t = String::new();
-                s.read_to_string(&mut t)?;
-                t
-            };
+    let (series, bytes, zipped) = loop {
+        if let Ok((_, body)) = scrape(addr) {
+            let mut text = String::new();
+            flate2::read::GzDecoder::new(&body[..])
+                .read_to_string(&mut text)
+                .context("unzipping a scrape")?;
             let n = text
                 .lines()
                 .filter(|l| l.starts_with("tracer_latency_seconds_count{"))
                 .count();
-            if n >= CGROUPS * 10 {
-                break (n, text.len());
+            if n >= CGROUPS * 10 && text.ends_with("# EOF\n") {
+                break (n, text.len(), body.len());
             }
         }
         if start.elapsed() > Duration::from_secs(60) {
@@ -179,7 +186,7 @@ pub fn run(tracer: &Path, args: &ServeArgs) -> anyhow::Result<std::process::Exit
         thread::sleep(Duration::from_millis(500));
     };
     println!(
-        "serve: tracer serve --synthetic {CGROUPS} --max-cgroups {CGROUPS}: {series} latency histograms, {bytes} bytes per text scrape"
+        "serve: tracer serve --synthetic {CGROUPS} --max-cgroups {CGROUPS}: {series} latency histograms; a scrape is {bytes} bytes, {zipped} gzipped"
     );
 
     let stop = Arc::new(AtomicBool::new(false));

@@ -8,9 +8,10 @@
 //! response included; and at most `max_connections` are open, a connection past that
 //! being closed as soon as it is accepted.
 //!
-//! A scrape encodes the latest frame once; the scrapes of the same frame that follow (or
-//! wait while it is encoded) get the same bytes, so many scrapers cost one encoding per
-//! refresh.
+//! A frame is encoded once (and gzipped once for the clients that take gzip, as
+//! Prometheus does), when first scraped, and every scrape of it gets the same bytes; while
+//! a newer frame is being encoded, scrapes get the previous one's (at most one refresh
+//! old). So many scrapers cost one encoding per refresh, and none waits on it.
 
 use std::{convert::Infallible, future::Future, sync::Arc, time::Duration};
 
@@ -25,7 +26,7 @@ use hyper::{
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::{
     net::TcpListener,
-    sync::{Mutex, Semaphore, watch},
+    sync::{Notify, Semaphore, watch},
 };
 
 use super::metrics::{Format, render};
@@ -55,24 +56,60 @@ impl Default for Limits {
     }
 }
 
-/// The frames to export, and the encodings of the latest one.
+/// The frames to export, and the encodings of the latest one encoded.
 #[derive(Debug)]
 pub struct Exporter {
     frames: watch::Receiver<Option<Arc<Frame>>>,
-    cache: Mutex<Cache>,
+    cache: std::sync::Mutex<Cache>,
+    /// Woken when an encoding lands in the cache.
+    encoded: Notify,
 }
 
 #[derive(Debug, Default)]
 struct Cache {
+    /// The frame `bodies` encode.
     frame: Option<Arc<Frame>>,
     /// Indexed by [`slot`].
-    bodies: [Option<Bytes>; 2],
+    bodies: [Option<Bytes>; 4],
+    /// An encoding is under way.
+    busy: bool,
 }
 
-fn slot(format: Format) -> usize {
-    match format {
+fn slot(format: Format, gzip: bool) -> usize {
+    let f = match format {
         Format::OpenMetrics => 0,
         Format::Text => 1,
+    };
+    f * 2 + usize::from(gzip)
+}
+
+/// Whether an `Accept-Encoding` header takes gzip (Prometheus sends `gzip`).
+fn accepts_gzip(header: Option<&str>) -> bool {
+    header.is_some_and(|h| {
+        h.split(',').any(|coding| {
+            let mut parts = coding.split(';').map(str::trim);
+            let name = parts.next().unwrap_or("");
+            let q = parts
+                .filter_map(|p| p.strip_prefix("q="))
+                .find_map(|q| q.parse::<f64>().ok())
+                .unwrap_or(1.0);
+            name.eq_ignore_ascii_case("gzip") && q > 0.0
+        })
+    })
+}
+
+/// gzip at the fastest level: a scrape of 500 cgroups is about 10 MB of text that
+/// compresses some twentyfold, and it is compressed once per refresh.
+fn gzip(body: &[u8]) -> Bytes {
+    use std::io::Write as _;
+    let mut enc = flate2::write::GzEncoder::new(
+        Vec::with_capacity(body.len() / 8),
+        flate2::Compression::fast(),
+    );
+    // Writing into a Vec cannot fail.
+    match enc.write_all(body).and_then(|()| enc.finish()) {
+        Ok(v) => Bytes::from(v),
+        Err(_) => Bytes::new(),
     }
 }
 
@@ -82,35 +119,86 @@ impl Exporter {
     pub fn new(frames: watch::Receiver<Option<Arc<Frame>>>) -> Self {
         Self {
             frames,
-            cache: Mutex::new(Cache::default()),
+            cache: std::sync::Mutex::new(Cache::default()),
+            encoded: Notify::new(),
         }
     }
 
-    /// The latest frame in `format`, encoded now unless this frame already was.
-    pub async fn scrape(&self, format: Format) -> Bytes {
-        let frame = self.frames.borrow().clone();
-        // Held across the encoding: scrapes that arrive meanwhile wait for its bytes
-        // instead of encoding the same frame again.
-        let mut cache = self.cache.lock().await;
-        let same = match (&cache.frame, &frame) {
-            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
-            (None, None) => true,
-            _ => false,
-        };
-        if !same {
-            cache.frame.clone_from(&frame);
-            cache.bodies = [None, None];
-        }
-        if let Some(body) = &cache.bodies[slot(format)] {
-            return body.clone();
-        }
-        let body = tokio::task::spawn_blocking(move || render(frame, format))
-            .await
-            .map(Bytes::from)
-            .unwrap_or_default();
-        cache.bodies[slot(format)] = Some(body.clone());
-        body
+    fn cache(&self) -> std::sync::MutexGuard<'_, Cache> {
+        self.cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
+
+    /// The latest frame in `format` (gzipped when `gzip`).
+    ///
+    /// A frame is encoded once, when the first scrape after it was published asks, in the
+    /// background: until that encoding lands, scrapes get the previous frame's bytes (one
+    /// refresh old at most) instead of all waiting on it. Only a scrape with nothing
+    /// encoded in its format yet waits.
+    pub async fn scrape(self: &Arc<Self>, format: Format, gzip: bool) -> Bytes {
+        let want = slot(format, gzip);
+        loop {
+            // Made before looking, so an encoding that lands meanwhile still wakes it.
+            let landed = self.encoded.notified();
+            {
+                let latest = self.frames.borrow().clone();
+                let mut cache = self.cache();
+                let current = match (&cache.frame, &latest) {
+                    (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                    (None, None) => true,
+                    _ => false,
+                };
+                let have = cache.bodies[want].clone();
+                if !cache.busy && (!current || have.is_none()) {
+                    let mut wanted = [false; 4];
+                    for (w, b) in wanted.iter_mut().zip(&cache.bodies) {
+                        *w = b.is_some();
+                    }
+                    wanted[want] = true;
+                    cache.busy = true;
+                    self.encode_later(latest, wanted);
+                }
+                if let Some(body) = have {
+                    return body;
+                }
+            }
+            landed.await;
+        }
+    }
+
+    /// Encode `frame` in the `wanted` slots on a blocking thread, then publish.
+    fn encode_later(self: &Arc<Self>, frame: Option<Arc<Frame>>, wanted: [bool; 4]) {
+        let me = self.clone();
+        tokio::task::spawn_blocking(move || {
+            let bodies = encode(frame.clone(), wanted);
+            let mut cache = me.cache();
+            cache.frame = frame;
+            cache.bodies = bodies;
+            cache.busy = false;
+            drop(cache);
+            me.encoded.notify_waiters();
+        });
+    }
+}
+
+/// The encodings of `frame` in the `wanted` slots.
+fn encode(frame: Option<Arc<Frame>>, wanted: [bool; 4]) -> [Option<Bytes>; 4] {
+    let mut out: [Option<Bytes>; 4] = Default::default();
+    for format in [Format::OpenMetrics, Format::Text] {
+        let (plain, zipped) = (slot(format, false), slot(format, true));
+        if !(wanted[plain] || wanted[zipped]) {
+            continue;
+        }
+        let body = Bytes::from(render(frame.clone(), format));
+        if wanted[zipped] {
+            out[zipped] = Some(gzip(&body));
+        }
+        if wanted[plain] {
+            out[plain] = Some(body);
+        }
+    }
+    out
 }
 
 const INDEX: &str = "<!DOCTYPE html>\n<html><head><title>tracer</title></head><body>\n\
@@ -176,8 +264,25 @@ async fn handle(
                 .get(header::ACCEPT)
                 .and_then(|v| v.to_str().ok());
             let format = Format::negotiate(accept);
-            let body = exporter.scrape(format).await;
-            respond(StatusCode::OK, format.content_type(), body)
+            let zip = accepts_gzip(
+                req.headers()
+                    .get(header::ACCEPT_ENCODING)
+                    .and_then(|v| v.to_str().ok()),
+            );
+            let body = exporter.scrape(format, zip).await;
+            let mut r = respond(StatusCode::OK, format.content_type(), body);
+            let headers = r.headers_mut();
+            headers.insert(
+                header::VARY,
+                header::HeaderValue::from_static("Accept, Accept-Encoding"),
+            );
+            if zip {
+                headers.insert(
+                    header::CONTENT_ENCODING,
+                    header::HeaderValue::from_static("gzip"),
+                );
+            }
+            r
         }
     })
 }
@@ -290,6 +395,14 @@ mod tests {
         read_all(&mut stream).await
     }
 
+    async fn exchange_bytes(addr: SocketAddr, request: &[u8]) -> Vec<u8> {
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        let _ = stream.write_all(request).await;
+        let mut out = Vec::new();
+        let _ = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut out)).await;
+        out
+    }
+
     async fn read_all(stream: &mut TcpStream) -> String {
         let mut out = Vec::new();
         let _ = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut out)).await;
@@ -337,6 +450,22 @@ mod tests {
             Some("application/openmetrics-text; version=1.0.0; charset=utf-8")
         );
         assert!(body(&om).ends_with("# EOF\n"), "{om}");
+
+        let zipped = exchange_bytes(
+            addr,
+            b"GET /metrics HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n",
+        )
+        .await;
+        let split = zipped.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+        let head_text = String::from_utf8_lossy(&zipped[..split]).to_lowercase();
+        assert!(head_text.contains("content-encoding: gzip"), "{head_text}");
+        let mut unzipped = String::new();
+        std::io::Read::read_to_string(
+            &mut flate2::read::GzDecoder::new(&zipped[split + 4..]),
+            &mut unzipped,
+        )
+        .unwrap();
+        assert_eq!(unzipped, body(&text), "gzip holds the same exposition");
 
         let head = exchange(addr, b"HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n").await;
         assert_eq!((status(&head), body(&head)), (Some(200), ""), "{head}");
