@@ -83,7 +83,7 @@ fn raise_fd_limit() {
     }
 }
 
-/// One scrape as Prometheus makes it (OpenMetrics, gzip): the time to the last byte and
+/// One scrape as Prometheus makes it (`OpenMetrics`, gzip): the time to the last byte and
 /// the body, or why it failed.
 fn scrape(addr: SocketAddr) -> Result<(Duration, Vec<u8>), String> {
     let start = Instant::now();
@@ -180,7 +180,7 @@ pub fn run(tracer: &Path, args: &ServeArgs) -> anyhow::Result<std::process::Exit
                 break (n, text.len(), body.len());
             }
         }
-        if start.elapsed() > Duration::from_secs(60) {
+        if start.elapsed() > Duration::from_mins(1) {
             bail!("tracer serve never exported {CGROUPS} cgroups x 10 probes");
         }
         thread::sleep(Duration::from_millis(500));

@@ -216,7 +216,7 @@ impl Prometheus {
             dir,
             _child: Guard(child),
         };
-        wait_for(&format!("{}/-/ready", p.url), "", Duration::from_secs(60))
+        wait_for(&format!("{}/-/ready", p.url), "", Duration::from_mins(1))
             .map_err(|e| format!("Prometheus never became ready: {e}"))?;
         Ok(p)
     }
@@ -433,74 +433,7 @@ pub fn host_cases(tracer: &Path, tally: &mut Tally) {
         (&dentries, Probe::DDelete, NEGATIVES),
     ];
     for (replayed, probe, fixed) in checks {
-        let (Ok(t), Ok(capture)) = (&replayed.target, &replayed.capture) else {
-            continue;
-        };
-        let own = capture.probe_total(probe);
-        let expr = format!(
-            "sum(tracer_latency_seconds_count{{instance=\"{}\",probe=\"{}\"}})",
-            t.addr,
-            probe.name()
-        );
-        #[expect(clippy::cast_precision_loss, reason = "counts well below 2^52")]
-        let verdict = if own.count() == fixed {
-            prometheus
-                .settle(&expr, own.count() as f64, Duration::from_secs(60))
-                .map(|v| format!("{expr} = {v}: tracer's own count, as the scenario fixes"))
-        } else {
-            Err(format!(
-                "the model made {} {} calls, the scenario fixes {fixed}",
-                own.count(),
-                probe.name()
-            ))
-        };
-        tally.record(
-            SCOPE,
-            &format!(
-                "Prometheus: _count of {} equals the {fixed} the workload fixes",
-                probe.name()
-            ),
-            &verdict,
-        );
-        let expr = format!(
-            "histogram_quantile(0.99, sum by (le) (tracer_latency_seconds_bucket{{instance=\"{}\",probe=\"{}\"}}))",
-            t.addr,
-            probe.name()
-        );
-        let verdict = own
-            .quantile_ns(0.99)
-            .ok_or_else(|| format!("no {} calls", probe.name()))
-            .and_then(|own| {
-                let prom = prometheus
-                    .query(&expr)?
-                    .first()
-                    .map(|(_, v)| *v * 1e9)
-                    .ok_or_else(|| format!("{expr}: no series"))?;
-                #[expect(
-                    clippy::cast_precision_loss,
-                    reason = "nanoseconds, compared by bucket"
-                )]
-                let own = own as f64;
-                let (a, b) = (bucket_index(prom), bucket_index(own));
-                let seen = format!(
-                    "Prometheus {:.1} us (bucket {a}), tracer {:.1} us (bucket {b})",
-                    prom / 1e3,
-                    own / 1e3
-                );
-                if a.abs_diff(b) <= 1 {
-                    Ok(seen)
-                } else {
-                    Err(seen)
-                }
-            });
-        tally.record(
-            SCOPE,
-            &format!(
-                "histogram_quantile(0.99) of {} agrees with tracer's p99 within one bucket",
-                probe.name()
-            ),
-            &verdict,
-        );
+        replay_checks(&prometheus, replayed, probe, fixed, tally);
     }
     let negatives = dentries.target.as_ref().map(|t| {
         format!(
@@ -511,7 +444,7 @@ pub fn host_cases(tracer: &Path, tally: &mut Tally) {
     if let Ok(expr) = negatives {
         #[expect(clippy::cast_precision_loss, reason = "counts well below 2^52")]
         let verdict = prometheus
-            .settle(&expr, NEGATIVES as f64, Duration::from_secs(60))
+            .settle(&expr, NEGATIVES as f64, Duration::from_mins(1))
             .map(|v| format!("{expr} = {v}"));
         tally.record(
             SCOPE,
@@ -521,7 +454,16 @@ pub fn host_cases(tracer: &Path, tally: &mut Tally) {
     }
     // Rates need two samples in their window: a few more scrapes.
     sleep(Duration::from_secs(3));
-    let verdict = dashboard_exprs().and_then(|exprs| {
+    tally.record(
+        SCOPE,
+        "every dashboard expression returns a series in Prometheus",
+        &dashboards(&prometheus),
+    );
+}
+
+/// Each expression of `dashboards/*.json` has a series in `prometheus`.
+fn dashboards(prometheus: &Prometheus) -> Result<String, String> {
+    dashboard_exprs().and_then(|exprs| {
         let mut empty = Vec::new();
         for (file, expr) in &exprs {
             match prometheus.query(expr) {
@@ -540,10 +482,83 @@ pub fn host_cases(tracer: &Path, tally: &mut Tally) {
         } else {
             Err(empty.join("; "))
         }
-    });
+    })
+}
+
+/// `_count` and p99 of `probe` in Prometheus against the replayed capture's own.
+fn replay_checks(
+    prometheus: &Prometheus,
+    replayed: &Replay,
+    probe: Probe,
+    fixed: u64,
+    tally: &mut Tally,
+) {
+    let (Ok(t), Ok(capture)) = (&replayed.target, &replayed.capture) else {
+        return;
+    };
+    let own = capture.probe_total(probe);
+    let expr = format!(
+        "sum(tracer_latency_seconds_count{{instance=\"{}\",probe=\"{}\"}})",
+        t.addr,
+        probe.name()
+    );
+    #[expect(clippy::cast_precision_loss, reason = "counts well below 2^52")]
+    let verdict = if own.count() == fixed {
+        prometheus
+            .settle(&expr, own.count() as f64, Duration::from_mins(1))
+            .map(|v| format!("{expr} = {v}: tracer's own count, as the scenario fixes"))
+    } else {
+        Err(format!(
+            "the model made {} {} calls, the scenario fixes {fixed}",
+            own.count(),
+            probe.name()
+        ))
+    };
     tally.record(
         SCOPE,
-        "every dashboard expression returns a series in Prometheus",
+        &format!(
+            "Prometheus: _count of {} equals the {fixed} the workload fixes",
+            probe.name()
+        ),
+        &verdict,
+    );
+    let expr = format!(
+        "histogram_quantile(0.99, sum by (le) (tracer_latency_seconds_bucket{{instance=\"{}\",probe=\"{}\"}}))",
+        t.addr,
+        probe.name()
+    );
+    let verdict = own
+        .quantile_ns(0.99)
+        .ok_or_else(|| format!("no {} calls", probe.name()))
+        .and_then(|own| {
+            let prom = prometheus
+                .query(&expr)?
+                .first()
+                .map(|(_, v)| *v * 1e9)
+                .ok_or_else(|| format!("{expr}: no series"))?;
+            #[expect(
+                clippy::cast_precision_loss,
+                reason = "nanoseconds, compared by bucket"
+            )]
+            let own = own as f64;
+            let (a, b) = (bucket_index(prom), bucket_index(own));
+            let seen = format!(
+                "Prometheus {:.1} us (bucket {a}), tracer {:.1} us (bucket {b})",
+                prom / 1e3,
+                own / 1e3
+            );
+            if a.abs_diff(b) <= 1 {
+                Ok(seen)
+            } else {
+                Err(seen)
+            }
+        });
+    tally.record(
+        SCOPE,
+        &format!(
+            "histogram_quantile(0.99) of {} agrees with tracer's p99 within one bucket",
+            probe.name()
+        ),
         &verdict,
     );
 }

@@ -171,7 +171,7 @@ impl Exporter {
     fn encode_later(self: &Arc<Self>, frame: Option<Arc<Frame>>, wanted: [bool; 4]) {
         let me = self.clone();
         tokio::task::spawn_blocking(move || {
-            let bodies = encode(frame.clone(), wanted);
+            let bodies = encode(frame.as_ref(), wanted);
             let mut cache = me.cache();
             cache.frame = frame;
             cache.bodies = bodies;
@@ -183,14 +183,14 @@ impl Exporter {
 }
 
 /// The encodings of `frame` in the `wanted` slots.
-fn encode(frame: Option<Arc<Frame>>, wanted: [bool; 4]) -> [Option<Bytes>; 4] {
+fn encode(frame: Option<&Arc<Frame>>, wanted: [bool; 4]) -> [Option<Bytes>; 4] {
     let mut out: [Option<Bytes>; 4] = Default::default();
     for format in [Format::OpenMetrics, Format::Text] {
         let (plain, zipped) = (slot(format, false), slot(format, true));
         if !(wanted[plain] || wanted[zipped]) {
             continue;
         }
-        let body = Bytes::from(render(frame.clone(), format));
+        let body = Bytes::from(render(frame.cloned(), format));
         if wanted[zipped] {
             out[zipped] = Some(gzip(&body));
         }
