@@ -80,6 +80,32 @@ struct CaptureFile {
     /// Losses not tied to one probe, by name; absent in files that lost nothing.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     losses: Vec<LossRec>,
+    /// Calls over the `--slow` threshold; absent when none were reported.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    slow_calls: Vec<SlowCallRec>,
+    /// CPU used by tracer's kernel programs; absent when the kernel kept no statistics.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    bpf: Option<BpfRec>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct SlowCallRec {
+    at_unix_ns: u64,
+    pid: u32,
+    tid: u32,
+    comm: String,
+    cgroup: u64,
+    probe: String,
+    caller: Option<String>,
+    latency_ns: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pruned_under_lock_ns: Option<u64>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct BpfRec {
+    run_ns: u64,
+    runs: u64,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -280,6 +306,25 @@ pub fn to_string(snapshot: &Snapshot) -> String {
                 value: *n,
             })
             .collect(),
+        slow_calls: snapshot
+            .slow_calls
+            .iter()
+            .map(|c| SlowCallRec {
+                at_unix_ns: c.at_unix_ns,
+                pid: c.pid,
+                tid: c.tid,
+                comm: c.comm.clone(),
+                cgroup: c.cgroup,
+                probe: c.probe.name().to_owned(),
+                caller: c.caller.map(|p| p.name().to_owned()),
+                latency_ns: c.latency_ns,
+                pruned_under_lock_ns: c.pruned_under_lock_ns,
+            })
+            .collect(),
+        bpf: snapshot.bpf.map(|b| BpfRec {
+            run_ns: b.run_ns,
+            runs: b.runs,
+        }),
     };
     let mut s = serde_json::to_string_pretty(&file).expect("capture records serialize");
     s.push('\n');
@@ -475,6 +520,29 @@ fn build(file: CaptureFile) -> Result<Snapshot, LoadError> {
             )));
         }
     }
+    for (i, c) in file.slow_calls.into_iter().enumerate() {
+        let err = record("slow_calls", i);
+        s.slow_calls.push(crate::live::SlowCall {
+            at_unix_ns: c.at_unix_ns,
+            pid: c.pid,
+            tid: c.tid,
+            comm: c.comm,
+            cgroup: c.cgroup,
+            probe: probe_named(&c.probe).map_err(err)?,
+            caller: c
+                .caller
+                .as_deref()
+                .map(probe_named)
+                .transpose()
+                .map_err(err)?,
+            latency_ns: c.latency_ns,
+            pruned_under_lock_ns: c.pruned_under_lock_ns,
+        });
+    }
+    s.bpf = file.bpf.map(|b| crate::snapshot::BpfUsage {
+        run_ns: b.run_ns,
+        runs: b.runs,
+    });
     Ok(s)
 }
 
