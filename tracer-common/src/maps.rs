@@ -487,10 +487,7 @@ mod tests {
     fn loss_names_round_trip() {
         for l in Loss::ALL {
             assert_eq!(Loss::from_name(l.name()), Some(l));
-            assert_eq!(
-                l as u32,
-                Loss::ALL.iter().position(|k| *k == l).unwrap() as u32
-            );
+            assert_eq!(l as usize, Loss::ALL.iter().position(|k| *k == l).unwrap());
         }
     }
 

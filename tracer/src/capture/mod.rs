@@ -104,6 +104,37 @@ struct Events {
 const MAX_SLOW_CALLS: usize = 100_000;
 
 impl Events {
+    /// Put the slow calls in `snap`, their cgroups named from `cgroups`; calls from cgroups
+    /// not known there collapse into "(gone)", as the series do.
+    fn add_slow_calls_to(
+        &mut self,
+        snap: &mut crate::snapshot::Snapshot,
+        cgroups: &std::collections::BTreeMap<u64, String>,
+    ) {
+        for call in &mut self.slow {
+            match cgroups.get(&call.cgroup) {
+                Some(path) => {
+                    snap.cgroups
+                        .entry(call.cgroup)
+                        .or_insert_with(|| path.clone());
+                }
+                None => call.cgroup = crate::snapshot::GONE_CGROUP,
+            }
+        }
+        snap.slow_calls = std::mem::take(&mut self.slow);
+    }
+
+    /// The capture is over: stop sending slow calls (so what was sent and what was
+    /// counted as not sent cover the same calls), and take the rest.
+    fn finish(&mut self, attached: &mut probes::Attached, slow: bool) -> anyhow::Result<()> {
+        if slow {
+            collect::set_slow_threshold(&mut attached.ebpf, 0)
+                .context("clearing the slow-call threshold")?;
+        }
+        self.drain(&mut attached.ebpf, attached.cgroup_events, slow);
+        Ok(())
+    }
+
     /// Take what the kernel sent since the last drain.
     fn drain(&mut self, ebpf: &mut aya::Ebpf, cgroup_events: bool, slow: bool) {
         if cgroup_events {
@@ -192,18 +223,14 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
     if let collect::BpfStats::Unavailable(why) = &bpf_stats {
         log::info!("no BPF run-time statistics: {why}");
     }
-    let mut attached = probes::attach(&wanted, args.attach)?;
+    let slow_ns = args
+        .slow
+        .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).max(1));
+    let mut attached = probes::attach_with_slow(&wanted, args.attach, slow_ns.unwrap_or(0))?;
     for w in &attached.warnings {
         eprintln!("tracer: warning: {w}");
     }
     say_what_did_not_attach(&attached.states);
-    let slow_ns = args
-        .slow
-        .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).max(1));
-    if let Some(ns) = slow_ns {
-        collect::set_slow_threshold(&mut attached.ebpf, ns)
-            .context("setting the slow-call threshold")?;
-    }
 
     let cgroup_root = cgroup::find_cgroup2();
     let mut cgroups = cgroup_root.as_deref().map(cgroup::walk).unwrap_or_default();
@@ -231,11 +258,7 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
     let mut events = Events::default();
     let outcome = runtime.block_on(wait(args, &mut attached, transient.as_ref(), &mut events))?;
     let elapsed = started.elapsed();
-    events.drain(
-        &mut attached.ebpf,
-        attached.cgroup_events,
-        slow_ns.is_some(),
-    );
+    events.finish(&mut attached, slow_ns.is_some())?;
 
     // Cgroups made during the capture were learned as they were made (removed since or
     // not); the walk at the end names any the kernel's events did not.
@@ -245,46 +268,18 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
     if let Some(root) = cgroup_root.as_deref() {
         cgroups.extend(cgroup::walk(root));
     }
-    let release = kernel_release();
-    let description = if args.command.is_empty() {
-        format!(
-            "capture of the whole host for {:.1} s",
-            elapsed.as_secs_f64()
-        )
-    } else {
-        format!("capture of `{}`", args.command.join(" "))
-    };
-    let meta = Meta {
-        source: SourceKind::Kernel,
-        description,
-        kernel: release,
-        started_unix_ns,
-        duration_ns: u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX),
-    };
+    let meta = meta(args, started_unix_ns, elapsed);
     let mut snap = collect::read(&attached.ebpf, &attached.states, &cgroups, meta)?;
-    if bpf_stats.enabled() {
+    snap.bpf = bpf_stats.enabled().then(|| {
         let (run, runs) = collect::total_cost(&collect::program_costs(&attached.ebpf));
-        snap.bpf = Some(crate::snapshot::BpfUsage {
+        crate::snapshot::BpfUsage {
             run_ns: u64::try_from(run.as_nanos()).unwrap_or(u64::MAX),
             runs,
-        });
-    }
+        }
+    });
     drop(attached); // detach before reporting
     drop(bpf_stats);
-    for call in &mut events.slow {
-        // Calls from cgroups gone before the end collapse like the series do.
-        if !cgroups.contains_key(&call.cgroup) {
-            call.cgroup = crate::snapshot::GONE_CGROUP;
-        }
-    }
-    for call in &events.slow {
-        if let Some(path) = cgroups.get(&call.cgroup) {
-            snap.cgroups
-                .entry(call.cgroup)
-                .or_insert_with(|| path.clone());
-        }
-    }
-    snap.slow_calls = std::mem::take(&mut events.slow);
+    events.add_slow_calls_to(&mut snap, &cgroups);
     if let Some(id) = cgroup_filter {
         snap.series.retain(|k, _| k.cgroup == id);
         snap.counters.retain(|(_, c), _| *c == id);
@@ -315,6 +310,25 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
         },
         _ => ExitCode::SUCCESS,
     })
+}
+
+/// What the capture was, when and how long.
+fn meta(args: &Args, started_unix_ns: u64, elapsed: Duration) -> Meta {
+    let description = if args.command.is_empty() {
+        format!(
+            "capture of the whole host for {:.1} s",
+            elapsed.as_secs_f64()
+        )
+    } else {
+        format!("capture of `{}`", args.command.join(" "))
+    };
+    Meta {
+        source: SourceKind::Kernel,
+        description,
+        kernel: kernel_release(),
+        started_unix_ns,
+        duration_ns: u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX),
+    }
 }
 
 /// One stderr line per distinct reason, so twelve probes failing alike read as one fact.

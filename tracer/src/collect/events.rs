@@ -131,10 +131,10 @@ impl ClockOffset {
             i128::from(ts.tv_sec) * 1_000_000_000 + i128::from(ts.tv_nsec)
         };
         let before = read(libc::CLOCK_MONOTONIC);
-        let real = read(libc::CLOCK_REALTIME);
+        let unix = read(libc::CLOCK_REALTIME);
         let after = read(libc::CLOCK_MONOTONIC);
         ClockOffset {
-            realtime_minus_monotonic_ns: real - (before + after) / 2,
+            realtime_minus_monotonic_ns: unix - i128::midpoint(before, after),
         }
     }
 
@@ -495,6 +495,119 @@ mod tests {
                 runs: 10,
             },
         ];
-        assert_eq!(total_cost(&costs), (Duration::from_nanos(4_000), 20));
+        assert_eq!(total_cost(&costs), (Duration::from_micros(4), 20));
+    }
+}
+
+/// On a real kernel (root and BPF needed; tracepoints suffice, no kprobes):
+/// `cargo test -p tracer --lib collect::events::kernel -- --ignored`.
+#[cfg(test)]
+mod kernel {
+    use aya::maps::{PerCpuHashMap, PerCpuValues};
+    use tracer_common::maps::{CounterKey, HistKey, Stat, StatKey};
+
+    use super::*;
+    use crate::probes;
+
+    fn per_cpu<V: aya::Pod + Clone>(v: V) -> PerCpuValues<V> {
+        let cpus = aya::util::nr_cpus().expect("CPU count");
+        PerCpuValues::try_from(vec![v; cpus]).expect("per-CPU values")
+    }
+
+    #[test]
+    #[ignore = "needs root and a kernel that loads BPF programs"]
+    fn forgetting_cgroups_deletes_exactly_their_entries() {
+        let mut a = probes::attach(&[Probe::SysRmdir], probes::AttachMode::Auto).unwrap();
+        let ebpf = &mut a.ebpf;
+        // Entries for cgroups 1_000_001 (forgotten) and 1_000_002 (kept), made by hand.
+        for cgroup in [1_000_001, 1_000_002] {
+            let mut hist: PerCpuHashMap<_, HistKey, u64> =
+                PerCpuHashMap::try_from(ebpf.map_mut(maps::HIST).unwrap()).unwrap();
+            for bucket in [3, 40, 41] {
+                let key = HistKey {
+                    cgroup,
+                    probe: 10,
+                    caller: NO_CALLER,
+                    bucket,
+                };
+                hist.insert(key, per_cpu(1u64), 0).unwrap();
+            }
+            let mut stats: PerCpuHashMap<_, StatKey, Stat> =
+                PerCpuHashMap::try_from(ebpf.map_mut(maps::STATS).unwrap()).unwrap();
+            let key = StatKey {
+                cgroup,
+                probe: 10,
+                caller: NO_CALLER,
+                _pad: 0,
+            };
+            let stat = Stat {
+                count: 3,
+                sum_ns: 30,
+                min_ns: 5,
+                max_ns: 15,
+            };
+            stats.insert(key, per_cpu(stat), 0).unwrap();
+            let mut counters: PerCpuHashMap<_, CounterKey, u64> =
+                PerCpuHashMap::try_from(ebpf.map_mut(maps::COUNTERS).unwrap()).unwrap();
+            let key = CounterKey {
+                cgroup,
+                counter: 0,
+                _pad: 0,
+            };
+            counters.insert(key, per_cpu(7u64), 0).unwrap();
+        }
+        assert_eq!(forget_cgroups(ebpf, &[1_000_001, 5]).unwrap(), 3 + 1 + 1);
+        assert_eq!(
+            forget_cgroups(ebpf, &[1_000_001]).unwrap(),
+            0,
+            "already gone"
+        );
+        let hist: PerCpuHashMap<_, HistKey, u64> =
+            PerCpuHashMap::try_from(ebpf.map(maps::HIST).unwrap()).unwrap();
+        let left: Vec<u64> = hist
+            .keys()
+            .filter_map(Result::ok)
+            .map(|k| k.cgroup)
+            .filter(|c| *c > 1_000_000)
+            .collect();
+        assert_eq!(left, vec![1_000_002; 3]);
+    }
+
+    #[test]
+    #[ignore = "needs root and a kernel that loads BPF programs"]
+    fn slow_rmdir_syscalls_and_cgroups_come_through_the_rings() {
+        let mut a = probes::attach(&[Probe::SysRmdir], probes::AttachMode::Auto).unwrap();
+        assert!(a.cgroup_events, "{:?}", a.warnings);
+        set_slow_threshold(&mut a.ebpf, 1).unwrap();
+        let root = crate::cgroup::find_cgroup2().unwrap();
+        let dir = root.join(format!("tracer-test-{}", std::process::id()));
+        std::fs::create_dir(&dir).unwrap();
+        // Our own calls are not traced: a child makes the rmdir.
+        let gone = std::env::temp_dir().join(format!("tracer-slow-{}", std::process::id()));
+        std::fs::create_dir(&gone).unwrap();
+        let child = std::process::Command::new("rmdir")
+            .arg(&gone)
+            .status()
+            .unwrap();
+        assert!(child.success());
+        std::fs::remove_dir(&dir).unwrap();
+        let id = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&root).unwrap());
+        let events = drain_cgroup_events(&mut a.ebpf).unwrap();
+        let name = format!("/{}", dir.file_name().unwrap().to_string_lossy());
+        let ours: Vec<_> = events.iter().filter(|e| e.path == name).collect();
+        assert_eq!(ours.len(), 2, "made and removed: {events:?}");
+        assert!(!ours[0].removed && ours[1].removed && ours[0].id == ours[1].id);
+        assert_ne!(ours[0].id, id);
+        let slow = drain_slow_calls(&mut a.ebpf).unwrap();
+        assert!(
+            slow.iter()
+                .any(|c| c.probe == Probe::SysRmdir && c.comm == "rmdir"),
+            "{slow:?}"
+        );
+        let costs = program_costs(&a.ebpf);
+        assert!(
+            costs.iter().any(|c| c.name == "sys_exit_rmdir"),
+            "{costs:?}"
+        );
     }
 }

@@ -52,6 +52,9 @@ pub enum LoadError {
     /// Not one probe could attach.
     #[error("no probe could be attached: {0}")]
     NothingAttached(String),
+    /// The slow-call threshold could not be written.
+    #[error("setting the slow-call threshold: {0}")]
+    SlowThreshold(String),
     /// The object was rejected as a whole.
     #[error("loading the kernel programs failed: {0}")]
     Load(#[from] aya::EbpfError),
@@ -202,6 +205,20 @@ fn kernel_offsets(raw: Result<&[u8], &String>) -> Result<[(&'static str, u32); 4
 /// Only when nothing can be loaded at all, or `--attach kprobe` on a kernel without
 /// kprobes; a probe that fails is reported in its state.
 pub fn attach(wanted: &[Probe], mode: AttachMode) -> Result<Attached, LoadError> {
+    attach_with_slow(wanted, mode, 0)
+}
+
+/// [`attach`], with the slow-call threshold (ns, 0: off) set before the first probe
+/// attaches, so that every call that returns while attached is either reported as slow
+/// or counted as not reported (`collect::set_slow_threshold` changes it later).
+///
+/// # Errors
+/// As [`attach`]; also when the threshold cannot be set.
+pub fn attach_with_slow(
+    wanted: &[Probe],
+    mode: AttachMode,
+    slow_threshold_ns: u64,
+) -> Result<Attached, LoadError> {
     preflight_common()?;
     let kprobes = kprobe_support();
     if mode == AttachMode::Kprobe
@@ -225,6 +242,10 @@ pub fn attach(wanted: &[Probe], mode: AttachMode) -> Result<Attached, LoadError>
         cgroup_layout.as_ref().ok(),
         &mut warnings,
     )?;
+    if slow_threshold_ns != 0 {
+        crate::collect::set_slow_threshold(&mut ebpf, slow_threshold_ns)
+            .map_err(|e| LoadError::SlowThreshold(e.to_string()))?;
+    }
     let aya_btf = match mode {
         AttachMode::Kprobe => None,
         _ => raw_btf

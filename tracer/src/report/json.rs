@@ -521,29 +521,28 @@ fn build(file: CaptureFile) -> Result<Snapshot, LoadError> {
         }
     }
     for (i, c) in file.slow_calls.into_iter().enumerate() {
-        let err = record("slow_calls", i);
-        s.slow_calls.push(crate::live::SlowCall {
-            at_unix_ns: c.at_unix_ns,
-            pid: c.pid,
-            tid: c.tid,
-            comm: c.comm,
-            cgroup: c.cgroup,
-            probe: probe_named(&c.probe).map_err(err)?,
-            caller: c
-                .caller
-                .as_deref()
-                .map(probe_named)
-                .transpose()
-                .map_err(err)?,
-            latency_ns: c.latency_ns,
-            pruned_under_lock_ns: c.pruned_under_lock_ns,
-        });
+        s.slow_calls
+            .push(slow_call(c).map_err(record("slow_calls", i))?);
     }
     s.bpf = file.bpf.map(|b| crate::snapshot::BpfUsage {
         run_ns: b.run_ns,
         runs: b.runs,
     });
     Ok(s)
+}
+
+fn slow_call(c: SlowCallRec) -> Result<crate::live::SlowCall, String> {
+    Ok(crate::live::SlowCall {
+        at_unix_ns: c.at_unix_ns,
+        pid: c.pid,
+        tid: c.tid,
+        comm: c.comm,
+        cgroup: c.cgroup,
+        probe: probe_named(&c.probe)?,
+        caller: c.caller.as_deref().map(probe_named).transpose()?,
+        latency_ns: c.latency_ns,
+        pruned_under_lock_ns: c.pruned_under_lock_ns,
+    })
 }
 
 fn attach_state(a: AttachRec) -> AttachState {
@@ -642,6 +641,7 @@ mod tests {
             testdata::empty(),
             testdata::many_series(30),
             kernel_buckets_and_a_difference(),
+            testdata::slow_rmdir_capture(),
         ] {
             let text = to_string(&s);
             let back = from_str(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));

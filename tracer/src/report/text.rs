@@ -433,7 +433,7 @@ fn slow_calls(s: &Snapshot, p: Painter) -> String {
         ("cgroup", Align::Left),
     ]);
     let mut calls: Vec<_> = s.slow_calls.iter().collect();
-    calls.sort_by(|a, b| b.latency_ns.cmp(&a.latency_ns));
+    calls.sort_by_key(|c| std::cmp::Reverse(c.latency_ns));
     for c in calls.iter().take(SLOW_CALLS_SHOWN) {
         t.row(vec![
             format!(
@@ -919,6 +919,52 @@ mod tests {
             "{clean}"
         );
         assert!(!clean.contains("warning"));
+    }
+
+    #[test]
+    fn slow_calls_show_the_slowest_with_who_and_where() {
+        let r = render(&testdata::slow_rmdir_capture(), false);
+        let sec = section(&r, "slow calls");
+        let rows: Vec<&str> = sec.lines().skip(2).collect();
+        // The vfs_rmdir first (slowest), with its pruning, pid, comm and cgroup by name.
+        assert!(rows[0].contains("vfs_rmdir"), "{sec}");
+        for word in [
+            "+1.50 s",
+            "48.2 ms",
+            "40.1 ms",
+            "4321",
+            "rmdir",
+            "/tracer-capture-77",
+        ] {
+            assert!(rows[0].contains(word), "{word} in {}", rows[0]);
+        }
+        assert!(
+            rows[1].contains("6.02 ms"),
+            "then the slowest syscall: {sec}"
+        );
+        assert_eq!(
+            rows.last().map(|l| l.trim()),
+            Some("the 20 slowest of 25 (all are in the capture file)")
+        );
+        assert_eq!(rows.len(), 21, "{sec}");
+        // Rate-limited slow calls are a loss shown, but not calls lost.
+        assert!(line_with(section(&r, "losses"), &["(all)", "1000"]).contains("100 per second"));
+        assert!(r.contains("warning: 19 calls were lost"), "{r}");
+        assert!(
+            !render(&testdata::umount_capture(), false).contains("slow calls"),
+            "no section without --slow"
+        );
+    }
+
+    #[test]
+    fn own_cost_is_total_and_per_run() {
+        let r = render(&testdata::slow_rmdir_capture(), false);
+        let sec = section(&r, "tracer's own cost");
+        assert!(
+            sec.contains("3.00 ms of CPU over 10000 runs, 300 ns per run (0.1% of the span)"),
+            "{sec}"
+        );
+        assert!(!render(&testdata::umount_capture(), false).contains("own cost"));
     }
 
     #[test]
