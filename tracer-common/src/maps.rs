@@ -16,6 +16,15 @@ pub const RMDIR_LOCKS: &str = "RMDIR_LOCKS";
 pub const RMDIR_BY_THREAD: &str = "RMDIR_BY_THREAD";
 /// Per-CPU array of one u64 per [`Loss`]: losses not tied to one probe.
 pub const LOSSES: &str = "LOSSES";
+/// Ring buffer of [`CgroupEvent`]s: cgroup v2 directories made and removed.
+pub const CGROUP_EVENTS: &str = "CGROUP_EVENTS";
+/// Ring buffer of [`SlowCallEvent`]s: calls at least [`SLOW_THRESHOLD`] long.
+pub const SLOW_CALLS: &str = "SLOW_CALLS";
+/// Array of one u64: the slow-call threshold in ns, written by userspace at any time
+/// (0: off, the default).
+pub const SLOW_THRESHOLD: &str = "SLOW_THRESHOLD";
+/// Per-CPU array of one [`SlowBudget`]: the token bucket that rate-limits slow calls.
+pub const SLOW_BUDGET: &str = "SLOW_BUDGET";
 
 /// Global (set at load time): offset of `d_inode` in `struct dentry`.
 pub const DENTRY_D_INODE: &str = "DENTRY_D_INODE";
@@ -29,6 +38,13 @@ pub const INODE_I_RWSEM: &str = "INODE_I_RWSEM";
 pub const OFFSETS_VALID: &str = "OFFSETS_VALID";
 /// Global: the tracer's own process id, whose calls are not recorded.
 pub const SELF_TGID: &str = "SELF_TGID";
+/// Global: offset of `root` (the hierarchy id, an int) in the `cgroup:cgroup_mkdir` and
+/// `cgroup:cgroup_rmdir` tracepoint records, from their tracefs format file.
+pub const CGROUP_TP_ROOT: &str = "CGROUP_TP_ROOT";
+/// Global: offset of `id` (u64, the cgroup's kernfs id) in those records.
+pub const CGROUP_TP_ID: &str = "CGROUP_TP_ID";
+/// Global: offset of `path` (`__data_loc char[]`) in those records.
+pub const CGROUP_TP_PATH: &str = "CGROUP_TP_PATH";
 
 /// `DCACHE_OP_DELETE`: the filesystem's `d_delete` op decides at the last `dput` (tmpfs and
 /// ramfs always delete), so a negative dentry with it set does not stay cached.
@@ -51,6 +67,23 @@ pub const INFLIGHT_ENTRIES: u32 = 16_384;
 pub const MAX_FRAMES: usize = 8;
 /// A free slot in [`Frames::stack`].
 pub const NO_FRAME: u64 = 0xff;
+/// Size of `CGROUP_EVENTS` in bytes (a power of two, a multiple of the page size): about
+/// 960 events between two reads.
+pub const CGROUP_EVENTS_BYTES: u32 = 512 * 1024;
+/// Size of `SLOW_CALLS` in bytes: 3640 events (64 bytes and an 8-byte header each)
+/// between two reads.
+pub const SLOW_CALLS_BYTES: u32 = 256 * 1024;
+/// Longest cgroup path a [`CgroupEvent`] carries, NUL included; longer ones are cut.
+pub const CGROUP_PATH_MAX: usize = 512;
+/// The cgroup v2 hierarchy's id (`root` in the cgroup tracepoints): the default hierarchy
+/// is set up first at boot, so it takes id 0; v1 hierarchies number from 1.
+pub const CGROUP2_HIERARCHY: u32 = 0;
+/// Slow calls each CPU may send per second, on average.
+pub const SLOW_CALLS_PER_S: u64 = 100;
+/// Slow calls a CPU may send in a burst after being quiet.
+pub const SLOW_CALLS_BURST: u64 = 100;
+/// The time that earns one slow call: a CPU's budget grows by one call per this many ns.
+pub const SLOW_CALL_COST_NS: u64 = 1_000_000_000 / SLOW_CALLS_PER_S;
 
 /// Key of one histogram bucket. The bucket is the last field, as `ebpf_exporter` does.
 #[repr(C)]
@@ -122,7 +155,13 @@ pub struct Thread {
     pub start_ns: [u64; crate::probe::PROBE_COUNT as usize],
     /// `d_delete`'s dentry argument, for its exit.
     pub d_delete_dentry: u64,
+    /// Time the thread's `vfs_rmdir` in flight spent in `shrink_dcache_parent` so far
+    /// (under its inode locks), for its slow-call event; [`NOT_PRUNED`] when none ran.
+    pub rmdir_pruned_ns: u64,
 }
+
+/// [`Thread::rmdir_pruned_ns`] when the `vfs_rmdir` in flight has not pruned.
+pub const NOT_PRUNED: u64 = u64::MAX;
 
 impl Thread {
     /// Nothing in flight.
@@ -130,6 +169,7 @@ impl Thread {
         frames: Frames::EMPTY,
         start_ns: [0; crate::probe::PROBE_COUNT as usize],
         d_delete_dentry: 0,
+        rmdir_pruned_ns: NOT_PRUNED,
     };
 }
 
@@ -166,10 +206,16 @@ pub enum Loss {
     RmdirLockDrops = 1,
     /// `d_delete` outcomes not classified: the dentry could not be read.
     DentryReadFailures = 2,
+    /// cgroup creations or removals not sent: `CGROUP_EVENTS` was full.
+    CgroupEventDrops = 3,
+    /// Slow calls not sent: the CPU had used its budget of [`SLOW_CALLS_PER_S`].
+    SlowCallsRateLimited = 4,
+    /// Slow calls not sent: `SLOW_CALLS` was full.
+    SlowCallDrops = 5,
 }
 
 /// Number of [`Loss`] kinds.
-pub const LOSS_COUNT: u32 = 3;
+pub const LOSS_COUNT: u32 = 6;
 
 impl Loss {
     /// Every kind, in index order.
@@ -177,6 +223,9 @@ impl Loss {
         Loss::CounterDrops,
         Loss::RmdirLockDrops,
         Loss::DentryReadFailures,
+        Loss::CgroupEventDrops,
+        Loss::SlowCallsRateLimited,
+        Loss::SlowCallDrops,
     ];
 
     /// Name in reports and capture files.
@@ -186,6 +235,9 @@ impl Loss {
             Loss::CounterDrops => "counter_drops",
             Loss::RmdirLockDrops => "rmdir_lock_drops",
             Loss::DentryReadFailures => "dentry_read_failures",
+            Loss::CgroupEventDrops => "cgroup_event_drops",
+            Loss::SlowCallsRateLimited => "slow_calls_rate_limited",
+            Loss::SlowCallDrops => "slow_call_drops",
         }
     }
 
@@ -200,13 +252,108 @@ impl Loss {
             Loss::DentryReadFailures => {
                 "d_delete outcomes not classified: the dentry could not be read"
             }
+            Loss::CgroupEventDrops => {
+                "cgroups made or removed whose names were not learned: the event buffer was full"
+            }
+            Loss::SlowCallsRateLimited => {
+                "slow calls not reported: over 100 per second on one CPU (counted, not shown)"
+            }
+            Loss::SlowCallDrops => "slow calls not reported: the event buffer was full",
         }
+    }
+
+    /// Whether it loses traced calls or events (else only their per-event report: a slow
+    /// call not sent is still in the histograms, a cgroup not learned is still counted).
+    #[must_use]
+    pub const fn loses_calls(self) -> bool {
+        !matches!(
+            self,
+            Loss::CgroupEventDrops | Loss::SlowCallsRateLimited | Loss::SlowCallDrops
+        )
     }
 
     /// The kind with this name.
     #[must_use]
     pub fn from_name(name: &str) -> Option<Loss> {
         Loss::ALL.iter().copied().find(|l| l.name() == name)
+    }
+}
+
+/// A cgroup v2 directory made or removed (`cgroup:cgroup_mkdir`/`cgroup_rmdir`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CgroupEvent {
+    /// The cgroup's id (what `bpf_get_current_cgroup_id` returns for its tasks).
+    pub id: u64,
+    /// 1 when removed, 0 when made.
+    pub removed: u32,
+    /// Bytes of `path` before its NUL (`CGROUP_PATH_MAX - 1` when cut).
+    pub len: u32,
+    /// Path under the cgroup2 root (`/a/b`), NUL-terminated.
+    pub path: [u8; CGROUP_PATH_MAX],
+}
+
+/// One call at least the slow-call threshold long.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlowCallEvent {
+    /// `bpf_ktime_get_ns` (`CLOCK_MONOTONIC`) when it returned.
+    pub ts_ns: u64,
+    /// Thread group (process) id.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// The task's `comm`, NUL-padded.
+    pub comm: [u8; 16],
+    /// cgroup v2 id of the task.
+    pub cgroup: u64,
+    /// Probe id.
+    pub probe: u16,
+    /// Enclosing traced function, or [`crate::NO_CALLER`].
+    pub caller: u16,
+    /// [`SLOW_PRUNED`] when `pruned_ns` is known.
+    pub flags: u32,
+    /// How long the call took.
+    pub latency_ns: u64,
+    /// For `vfs_rmdir`: time spent in `shrink_dcache_parent` under its inode locks.
+    pub pruned_ns: u64,
+}
+
+/// [`SlowCallEvent::flags`]: `pruned_ns` is known.
+pub const SLOW_PRUNED: u32 = 1;
+
+/// One CPU's slow-call token bucket, in time: sending costs [`SLOW_CALL_COST_NS`], time
+/// earns it back, up to [`SLOW_CALLS_BURST`] calls' worth.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SlowBudget {
+    /// Time earned and not yet spent, ns.
+    pub credit_ns: u64,
+    /// When `credit_ns` was last brought up to date (0: never).
+    pub last_ns: u64,
+}
+
+impl SlowBudget {
+    /// Whether one more slow call may be sent at `now_ns`, spending its cost if so. A CPU
+    /// starts with a full burst.
+    #[inline(always)]
+    #[must_use]
+    pub fn take(&mut self, now_ns: u64) -> bool {
+        const FULL: u64 = SLOW_CALLS_BURST * SLOW_CALL_COST_NS;
+        let earned = if self.last_ns == 0 {
+            FULL
+        } else {
+            now_ns.saturating_sub(self.last_ns)
+        };
+        self.last_ns = now_ns;
+        let credit = self.credit_ns.saturating_add(earned);
+        self.credit_ns = if credit > FULL { FULL } else { credit };
+        if self.credit_ns >= SLOW_CALL_COST_NS {
+            self.credit_ns -= SLOW_CALL_COST_NS;
+            true
+        } else {
+            false
+        }
     }
 }
 
@@ -284,6 +431,9 @@ mod pod {
     unsafe impl aya::Pod for super::Frames {}
     unsafe impl aya::Pod for super::CounterKey {}
     unsafe impl aya::Pod for super::RmdirLocks {}
+    unsafe impl aya::Pod for super::CgroupEvent {}
+    unsafe impl aya::Pod for super::SlowCallEvent {}
+    unsafe impl aya::Pod for super::SlowBudget {}
 }
 
 #[cfg(test)]
@@ -299,11 +449,46 @@ mod tests {
         assert_eq!(size_of::<ProbeCounters>(), 40);
         assert_eq!(
             size_of::<Thread>(),
-            8 + 8 * crate::probe::PROBE_COUNT as usize + 8
+            8 + 8 * crate::probe::PROBE_COUNT as usize + 8 + 8
         );
+        assert_eq!(size_of::<CgroupEvent>(), 8 + 4 + 4 + CGROUP_PATH_MAX);
+        assert_eq!(
+            size_of::<SlowCallEvent>(),
+            8 + 4 + 4 + 16 + 8 + 2 + 2 + 4 + 8 + 8
+        );
+        assert_eq!(size_of::<SlowBudget>(), 16);
         assert_eq!(size_of::<CounterKey>(), 16);
         assert_eq!(size_of::<RmdirLocks>(), 16);
         assert_eq!(size_of::<Frames>(), 8);
+    }
+
+    #[test]
+    fn slow_calls_are_limited_to_a_burst_then_the_rate() {
+        let mut b = SlowBudget::default();
+        let t0 = 1_000_000_000;
+        // A tight loop: the first burst goes out, the rest of the same instant does not.
+        let sent = (0..1000).filter(|_| b.take(t0)).count();
+        assert_eq!(sent, usize::try_from(SLOW_CALLS_BURST).unwrap());
+        // One second later, one second's worth more, however many try.
+        let sent = (0..1000).filter(|_| b.take(t0 + 1_000_000_000)).count();
+        assert_eq!(sent, usize::try_from(SLOW_CALLS_PER_S).unwrap());
+        // A quiet minute does not bank more than a burst.
+        let sent = (0..1000).filter(|_| b.take(t0 + 61_000_000_000)).count();
+        assert_eq!(sent, usize::try_from(SLOW_CALLS_BURST).unwrap());
+        // Calls spaced at the rate all go out.
+        let mut t = t0 + 62_000_000_000;
+        for _ in 0..500 {
+            t += SLOW_CALL_COST_NS;
+            assert!(b.take(t));
+        }
+    }
+
+    #[test]
+    fn loss_names_round_trip() {
+        for l in Loss::ALL {
+            assert_eq!(Loss::from_name(l.name()), Some(l));
+            assert_eq!(l as usize, Loss::ALL.iter().position(|k| *k == l).unwrap());
+        }
     }
 
     #[test]

@@ -2,25 +2,30 @@
 //! fentry, whichever userspace attaches), syscall tracepoints, and lock-contention
 //! tracepoints, aggregated in the kernel into per-CPU latency histograms keyed by
 //! (cgroup, probe, caller, bucket) and per-cgroup event counters. No event per call
-//! crosses to userspace; userspace reads the maps.
+//! crosses to userspace; userspace reads the maps. Two ring buffers carry the rare events
+//! that maps cannot: cgroups made and removed (so short-lived ones keep their names), and
+//! calls over the slow-call threshold (rate-limited per CPU).
 #![no_std]
 #![no_main]
 
 use aya_ebpf::{
+    EbpfContext as _,
     helpers::{
-        bpf_get_current_cgroup_id, bpf_get_current_pid_tgid, bpf_ktime_get_ns,
-        bpf_probe_read_kernel,
+        bpf_get_current_cgroup_id, bpf_get_current_comm, bpf_get_current_pid_tgid,
+        bpf_ktime_get_ns, bpf_probe_read_kernel, generated::bpf_probe_read_kernel_str,
     },
     macros::{fentry, fexit, kprobe, kretprobe, map, tracepoint},
-    maps::{HashMap, LruHashMap, PerCpuArray, PerCpuHashMap},
+    maps::{Array, HashMap, LruHashMap, PerCpuArray, PerCpuHashMap, RingBuf},
     programs::{FEntryContext, FExitContext, ProbeContext, RetProbeContext, TracePointContext},
 };
 use tracer_common::{
     NO_CALLER, Probe, bucket_of,
     maps::{
-        AT_REMOVEDIR, COUNTER_ENTRIES, CounterId, CounterKey, DCACHE_OP_DELETE, HIST_ENTRIES,
-        HistKey, INFLIGHT_ENTRIES, LOSS_COUNT, Loss, ProbeCounters, RMDIR_ENTRIES, RmdirLocks,
-        STATS_ENTRIES, Stat, StatKey, Thread,
+        AT_REMOVEDIR, CGROUP_EVENTS_BYTES, CGROUP_PATH_MAX, CGROUP2_HIERARCHY, COUNTER_ENTRIES,
+        CgroupEvent, CounterId, CounterKey, DCACHE_OP_DELETE, HIST_ENTRIES, HistKey,
+        INFLIGHT_ENTRIES, LOSS_COUNT, Loss, NOT_PRUNED, ProbeCounters, RMDIR_ENTRIES, RmdirLocks,
+        SLOW_CALLS_BYTES, SLOW_PRUNED, STATS_ENTRIES, SlowBudget, SlowCallEvent, Stat, StatKey,
+        Thread,
     },
     probe::PROBE_COUNT,
 };
@@ -50,6 +55,18 @@ static RMDIR_BY_THREAD: HashMap<u32, RmdirLocks> = HashMap::with_max_entries(RMD
 #[map]
 static LOSSES: PerCpuArray<u64> = PerCpuArray::with_max_entries(LOSS_COUNT, 0);
 
+#[map]
+static CGROUP_EVENTS: RingBuf = RingBuf::with_byte_size(CGROUP_EVENTS_BYTES, 0);
+
+#[map]
+static SLOW_CALLS: RingBuf = RingBuf::with_byte_size(SLOW_CALLS_BYTES, 0);
+
+#[map]
+static SLOW_THRESHOLD: Array<u64> = Array::with_max_entries(1, 0);
+
+#[map]
+static SLOW_BUDGET: PerCpuArray<SlowBudget> = PerCpuArray::with_max_entries(1, 0);
+
 // Kernel struct offsets, from BTF in userspace (aya's Rust programs have no CO-RE).
 // Globals must be read volatile, or the compiler folds in the zero they are built with.
 #[unsafe(no_mangle)]
@@ -66,6 +83,14 @@ static OFFSETS_VALID: u32 = 0;
 /// grace periods) is not the system's, so it is not recorded.
 #[unsafe(no_mangle)]
 static SELF_TGID: u32 = 0;
+/// Field offsets in the cgroup tracepoints' records, from their tracefs format files
+/// (stable since Linux 5.7 made `id` a u64, but read rather than assumed).
+#[unsafe(no_mangle)]
+static CGROUP_TP_ROOT: u32 = 8;
+#[unsafe(no_mangle)]
+static CGROUP_TP_ID: u32 = 16;
+#[unsafe(no_mangle)]
+static CGROUP_TP_PATH: u32 = 24;
 
 #[inline(always)]
 fn is_self() -> bool {
@@ -153,6 +178,9 @@ fn on_entry(probe: Probe, arg: u64) {
     if probe == Probe::DDelete {
         t.d_delete_dentry = arg;
     }
+    if probe == Probe::VfsRmdir {
+        t.rmdir_pruned_ns = NOT_PRUNED;
+    }
 }
 
 /// The current thread returned from `probe`: record its latency.
@@ -195,7 +223,60 @@ fn on_exit(probe: Probe) -> Option<Call> {
     if !record(call.cgroup, probe.id(), call.caller, call.delta) {
         c.hist_drops += 1;
     }
+    // The pruning a vfs_rmdir did under its locks, for its slow-call event.
+    let mut pruned = NOT_PRUNED;
+    if probe == Probe::ShrinkDcacheParent && call.caller == Probe::VfsRmdir.id() {
+        let before = if t.rmdir_pruned_ns == NOT_PRUNED {
+            0
+        } else {
+            t.rmdir_pruned_ns
+        };
+        t.rmdir_pruned_ns = before.saturating_add(call.delta);
+    }
+    if probe == Probe::VfsRmdir {
+        pruned = t.rmdir_pruned_ns;
+        t.rmdir_pruned_ns = NOT_PRUNED;
+    }
+    slow_call(probe, &call, now, pruned);
     Some(call)
+}
+
+/// Send `call` to userspace if it took at least the slow-call threshold: one array lookup
+/// when the threshold is off (0) or not reached.
+#[inline(always)]
+fn slow_call(probe: Probe, call: &Call, now: u64, pruned: u64) {
+    let Some(threshold) = SLOW_THRESHOLD.get(0) else {
+        return;
+    };
+    let threshold = *threshold;
+    if threshold == 0 || call.delta < threshold {
+        return;
+    }
+    let Some(budget) = SLOW_BUDGET.get_ptr_mut(0) else {
+        return;
+    };
+    // Per-CPU, and probe handlers run with preemption off: no other writer.
+    if !unsafe { &mut *budget }.take(now) {
+        lose(Loss::SlowCallsRateLimited);
+        return;
+    }
+    let pid_tgid = bpf_get_current_pid_tgid();
+    #[expect(clippy::cast_possible_truncation, reason = "halves of pid_tgid")]
+    let event = SlowCallEvent {
+        ts_ns: now,
+        pid: (pid_tgid >> 32) as u32,
+        tid: pid_tgid as u32,
+        comm: bpf_get_current_comm().unwrap_or([0; 16]),
+        cgroup: call.cgroup,
+        probe: probe.id(),
+        caller: call.caller,
+        flags: if pruned == NOT_PRUNED { 0 } else { SLOW_PRUNED },
+        latency_ns: call.delta,
+        pruned_ns: if pruned == NOT_PRUNED { 0 } else { pruned },
+    };
+    if SLOW_CALLS.output::<SlowCallEvent>(&event, 0).is_err() {
+        lose(Loss::SlowCallDrops);
+    }
 }
 
 /// Record a span derived from another probe's call (an inode lock held, pruning under it).
@@ -580,6 +661,66 @@ pub fn sys_exit_unlinkat(_ctx: TracePointContext) -> u32 {
         exit_hooks(Probe::SysUnlink);
     }
     0
+}
+
+// ---- cgroup v2 directories made and removed, with their paths ----------------------------
+
+/// `cgroup:cgroup_mkdir(root, id, level, path)`.
+#[tracepoint]
+pub fn cgroup_mkdir(ctx: TracePointContext) -> u32 {
+    cgroup_event(&ctx, 0);
+    0
+}
+
+/// `cgroup:cgroup_rmdir(root, id, level, path)`.
+#[tracepoint]
+pub fn cgroup_rmdir(ctx: TracePointContext) -> u32 {
+    cgroup_event(&ctx, 1);
+    0
+}
+
+/// Send one cgroup v2 event; v1 hierarchies (a hybrid layout has several) are skipped:
+/// their ids are not what `bpf_get_current_cgroup_id` returns.
+#[inline(always)]
+fn cgroup_event(ctx: &TracePointContext, removed: u32) -> Option<()> {
+    let offset = |g: &'static u32| usize::try_from(global(g)).unwrap_or(0);
+    let root: u32 = unsafe { ctx.read_at(offset(&CGROUP_TP_ROOT)) }.ok()?;
+    if root != CGROUP2_HIERARCHY {
+        return None;
+    }
+    let id: u64 = unsafe { ctx.read_at(offset(&CGROUP_TP_ID)) }.ok()?;
+    // __data_loc: the string's offset in the record in the low 16 bits, its length above.
+    let loc: u32 = unsafe { ctx.read_at(offset(&CGROUP_TP_PATH)) }.ok()?;
+    let Some(mut entry) = CGROUP_EVENTS.reserve::<CgroupEvent>(0) else {
+        lose(Loss::CgroupEventDrops);
+        return None;
+    };
+    let event = entry.as_mut_ptr();
+    let src = unsafe { ctx.as_ptr().cast::<u8>().add((loc & 0xffff) as usize) };
+    // SAFETY: `event` is reserved memory the size of a CgroupEvent; the helper writes at
+    // most CGROUP_PATH_MAX bytes into its path and always NUL-terminates.
+    let copied = unsafe {
+        (*event).id = id;
+        (*event).removed = removed;
+        bpf_probe_read_kernel_str(
+            core::ptr::addr_of_mut!((*event).path).cast(),
+            CGROUP_PATH_MAX as u32,
+            src.cast(),
+        )
+    };
+    if copied <= 0 {
+        entry.discard(0);
+        return None;
+    }
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "1..=512"
+    )]
+    let len = (copied - 1) as u32;
+    unsafe { (*event).len = len };
+    entry.submit(0);
+    Some(())
 }
 
 // ---- Lock contention on the inode locks of directories being removed (Linux >= 5.19) ---

@@ -4,6 +4,7 @@
 //! sinks (the text and JSON report, the TUI, Prometheus metrics) consume one.
 
 pub mod capture;
+pub mod export;
 pub mod live;
 pub mod model;
 pub mod report;

@@ -53,6 +53,8 @@ enum Command {
         #[command(flatten)]
         out: report::OutputArgs,
     },
+    /// Serve the live numbers as Prometheus metrics on /metrics (loopback by default).
+    Serve(Box<tracer::export::Args>),
 }
 
 fn main() -> ExitCode {
@@ -61,6 +63,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Capture(args) => tracer::capture::main(&args),
         Command::Probes => probes(),
+        Command::Serve(args) => tracer::export::main(&args),
         Command::Report { file, out } => report::load(&file)
             .and_then(|s| report::emit(&s, &out))
             .map(|()| ExitCode::SUCCESS),

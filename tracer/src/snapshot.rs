@@ -675,6 +675,20 @@ pub struct Snapshot {
     pub command: Option<CommandRun>,
     /// Losses not tied to one probe (full maps, unreadable kernel memory); zeros omitted.
     pub losses: BTreeMap<Loss, u64>,
+    /// Calls at least the `--slow` threshold long, oldest first (empty without `--slow`).
+    pub slow_calls: Vec<crate::live::SlowCall>,
+    /// CPU time tracer's own kernel programs used over the span, when the kernel kept
+    /// BPF statistics.
+    pub bpf: Option<BpfUsage>,
+}
+
+/// What tracer's kernel programs cost, from the kernel's BPF run-time statistics.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BpfUsage {
+    /// Nanoseconds the programs ran, all CPUs together.
+    pub run_ns: u64,
+    /// Times they ran.
+    pub runs: u64,
 }
 
 impl Snapshot {
@@ -690,6 +704,8 @@ impl Snapshot {
             dentry_state: None,
             command: None,
             losses: BTreeMap::new(),
+            slow_calls: Vec::new(),
+            bpf: None,
         }
     }
 
@@ -785,6 +801,13 @@ impl Snapshot {
         for (loss, n) in &other.losses {
             *self.losses.entry(*loss).or_default() += n;
         }
+        self.slow_calls.extend(other.slow_calls.iter().cloned());
+        self.slow_calls.sort_by_key(|c| c.at_unix_ns);
+        if let Some(o) = other.bpf {
+            let mine = self.bpf.get_or_insert_default();
+            mine.run_ns += o.run_ns;
+            mine.runs += o.runs;
+        }
     }
 
     /// What happened between `earlier` and `self`, two readings of the same cumulative
@@ -833,6 +856,19 @@ impl Snapshot {
             (_, d) => d,
         };
         out.command.clone_from(&self.command);
+        out.slow_calls = self
+            .slow_calls
+            .iter()
+            .filter(|c| c.at_unix_ns >= out.meta.started_unix_ns)
+            .cloned()
+            .collect();
+        out.bpf = self.bpf.map(|b| {
+            let e = earlier.bpf.unwrap_or_default();
+            BpfUsage {
+                run_ns: b.run_ns.saturating_sub(e.run_ns),
+                runs: b.runs.saturating_sub(e.runs),
+            }
+        });
         out
     }
 }

@@ -42,6 +42,9 @@ pub enum Bench {
         #[arg(long, default_value_t = 5)]
         runs: usize,
     },
+    /// `tracer serve` under 50 concurrent scrapers and hostile clients, 500 cgroups x 10
+    /// probes: scrape latency p50/p99, failed scrapes, server CPU.
+    Serve(crate::bench_serve::ServeArgs),
 }
 
 /// What the VM benchmarks take.
@@ -63,12 +66,18 @@ pub struct VmArgs {
 
 /// Run one benchmark.
 pub fn run(bench: &Bench) -> anyhow::Result<ExitCode> {
+    if let Bench::Serve(args) = bench
+        && let Some(tracer) = &args.tracer
+    {
+        return crate::bench_serve::run(tracer, args);
+    }
     let tools = setup::setup()?;
     let tracer = tracer_build::build(&tools)?;
     match bench {
         Bench::Startup(args) => vm_bench(Mode::Startup, args, &tools.kernels, &tracer),
         Bench::Overhead(args) => vm_bench(Mode::Overhead, args, &tools.kernels, &tracer),
         Bench::Model { runs } => model(&tracer, (*runs).max(1)),
+        Bench::Serve(args) => crate::bench_serve::run(&tracer, args),
         Bench::Top { speed } => crate::bench_top::top(&tracer, *speed).map(|()| ExitCode::SUCCESS),
     }
 }

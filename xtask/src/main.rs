@@ -2,9 +2,11 @@
 //! QEMU, and run every test. Each command runs `setup` first (cheap once done).
 
 mod bench;
+mod bench_serve;
 mod bench_top;
 mod initramfs;
 mod kernel;
+mod serve_tests;
 mod setup;
 mod top_tests;
 mod tracer_build;
@@ -12,7 +14,7 @@ mod util;
 mod vm;
 mod vm_tests;
 
-use std::{process::ExitCode, time::Duration};
+use std::{path::PathBuf, process::ExitCode, time::Duration};
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
@@ -70,6 +72,13 @@ enum Cmd {
         /// Arguments for tracer (default: capture --duration 10s).
         #[arg(last = true)]
         args: Vec<String>,
+    },
+    /// The `tracer serve` host cases alone (promtool, a real Prometheus, the dashboards),
+    /// against a given tracer binary.
+    ServeCheck {
+        /// The tracer binary to check.
+        #[arg(long)]
+        tracer: PathBuf,
     },
     /// Benchmarks, each printing a ratio against a peer measured in the same run.
     Bench {
@@ -132,6 +141,15 @@ fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
             qemu,
         } => test(&kernel, skip_unit, &qemu),
         Cmd::Run { qemu, args } => run_main(&qemu, args),
+        Cmd::ServeCheck { tracer } => {
+            let mut tally = vm_tests::Tally::default();
+            serve_tests::host_cases(&tracer, &mut tally);
+            Ok(if tally.finish() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
+        }
         Cmd::Bench { what } => bench::run(&what),
     }
 }
@@ -213,6 +231,7 @@ fn test(which: &str, skip_unit: bool, qemu: &QemuArgs) -> anyhow::Result<ExitCod
     phases.time("host cases", || {
         vm_tests::host_case(&tracer, &mut tally);
         vm_tests::host_fault_cases(&tracer, &mut tally);
+        serve_tests::host_cases(&tracer, &mut tally);
         top_tests::top_cases(&tracer, &mut tally);
     });
     for s in series {

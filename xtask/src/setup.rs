@@ -20,11 +20,13 @@ use crate::{
 const BPF_LINKER_VERSION: &str = "0.13.0";
 /// Debian packages the VM tests and the host need. QEMU is handled apart (it must come
 /// from backports: bookworm's 7.2 crashes booting 6.12 under TCG).
-const APT_PACKAGES: [&str; 5] = [
+const APT_PACKAGES: [&str; 6] = [
     "busybox-static",
     "bpftrace",
     "e2fsprogs",
     "xz-utils",
+    // promtool and a Prometheus server for the exporter's host case.
+    "prometheus",
     "tmux",
 ];
 /// The suite QEMU 10 and the 6.12 kernel come from.

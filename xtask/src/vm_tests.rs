@@ -11,7 +11,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use tracer::snapshot::{AttachState, Counter, Probe, Snapshot};
+use tracer::snapshot::{AttachMethod, AttachState, Counter, GONE_CGROUP, Loss, Probe, Snapshot};
 
 use crate::{
     kernel::{self, Kernel},
@@ -440,6 +440,46 @@ fn cases() -> Vec<Case> {
             check: Check::Capture(cgroups),
         },
         Case {
+            name: "rmdir x200: the kernel's BPF statistics give tracer's own CPU per run",
+            file: "rmdir",
+            check: Check::Capture(own_cost),
+        },
+        Case {
+            name: "cgroup:cgroup_mkdir's record has root, id and path where tracer reads them",
+            file: "cgroup_format",
+            check: Check::Files(|f, _| cgroup_format(f)),
+        },
+        Case {
+            name: "kprobe: 3 cgroups made and removed during a capture are named, 30/40/50 vfs_rmdir each",
+            file: "churn_kprobe",
+            check: Check::Capture(|s, _| churn(s, AttachMethod::Kprobe)),
+        },
+        Case {
+            name: "fentry: 3 cgroups made and removed during a capture are named, 30/40/50 vfs_rmdir each",
+            file: "churn_fentry",
+            check: Check::Capture(|s, _| churn(s, AttachMethod::Fentry)),
+        },
+        Case {
+            name: "kprobe: --slow 5ms names the rmdir of 20000 negatives: vfs_rmdir, its pid, cgroup, pruning",
+            file: "slow_kprobe",
+            check: Check::Files(|f, _| slow_rmdir(f, "slow_kprobe", AttachMethod::Kprobe)),
+        },
+        Case {
+            name: "fentry: --slow 5ms names the rmdir of 20000 negatives: vfs_rmdir, its pid, cgroup, pruning",
+            file: "slow_fentry",
+            check: Check::Files(|f, _| slow_rmdir(f, "slow_fentry", AttachMethod::Fentry)),
+        },
+        Case {
+            name: "kprobe: --slow 1ns over 1000 mkdir+rmdir: every call sent or counted as rate-limited",
+            file: "tight_kprobe",
+            check: Check::Capture(|s, _| rate_limited(s, AttachMethod::Kprobe)),
+        },
+        Case {
+            name: "fentry: --slow 1ns over 1000 mkdir+rmdir: every call sent or counted as rate-limited",
+            file: "tight_fentry",
+            check: Check::Capture(|s, _| rate_limited(s, AttachMethod::Fentry)),
+        },
+        Case {
             name: "umount x300: 300 shrinker teardowns and grace-period waits, their share of the wall time",
             file: "umount300",
             check: Check::Capture(umount300),
@@ -604,6 +644,195 @@ fn umount300(s: &Snapshot, version: (u32, u32)) -> Verdict {
         teardown.name(),
         share * 100.0,
         Duration::from_nanos(wall).as_secs_f64()
+    ))
+}
+
+/// The capture's kernel programs ran at least once per traced entry and exit (200 rmdirs:
+/// `vfs_rmdir` and the rmdir syscall, each entered and left 200 times), and took CPU.
+fn own_cost(s: &Snapshot, _: (u32, u32)) -> Verdict {
+    let b = s
+        .bpf
+        .ok_or("the capture has no BPF statistics (BPF_ENABLE_STATS refused?)")?;
+    if b.runs < 800 || b.run_ns == 0 {
+        return Err(format!(
+            "{} runs, {} ns; expected at least 800 runs and some time",
+            b.runs, b.run_ns
+        ));
+    }
+    Ok(format!(
+        "{} runs, {:.2} ms of CPU, {} ns per run",
+        b.runs,
+        ms(b.run_ns),
+        b.run_ns / b.runs
+    ))
+}
+
+/// The guest kernel's `cgroup:cgroup_mkdir` format file parses as tracer reads it.
+fn cgroup_format(files: &BTreeMap<String, PathBuf>) -> Verdict {
+    let text = read(files, "cgroup_format")?;
+    let [root, id, path] = tracer::probes::cgroup_offsets(&text)?;
+    Ok(format!(
+        "root at {root}, id (u64) at {id}, path (__data_loc) at {path}"
+    ))
+}
+
+/// `probe` attached with `method`.
+fn attached_with(s: &Snapshot, probe: Probe, method: AttachMethod) -> Result<(), String> {
+    match s.probes.get(&probe).map(|st| &st.state) {
+        Some(AttachState::Attached { method: m, .. }) if *m == method => Ok(()),
+        other => Err(format!(
+            "{} should be attached with {method:?}: {other:?}",
+            probe.name()
+        )),
+    }
+}
+
+/// Three cgroups, each made, used by one shell for 30, 40 and 50 mkdir+rmdir, and removed
+/// before the capture ends: each is named by its path with its own counts, nothing is "(gone)".
+fn churn(s: &Snapshot, method: AttachMethod) -> Verdict {
+    attached_with(s, Probe::VfsRmdir, method)?;
+    let mut seen = Vec::new();
+    for (path, want) in [("/churn_a", 30), ("/churn_b", 40), ("/churn_c", 50)] {
+        let id = s
+            .cgroups
+            .iter()
+            .find(|(_, p)| p.as_str() == path)
+            .map(|(id, _)| *id)
+            .ok_or_else(|| format!("no cgroup {path} in the capture: {:?}", s.cgroups))?;
+        for probe in [Probe::VfsRmdir, Probe::SysRmdir] {
+            let n = s
+                .total_where(|k| k.probe == probe && k.cgroup == id)
+                .count();
+            if n != want {
+                return Err(format!("{path}: {} = {n}, expected {want}", probe.name()));
+            }
+        }
+        seen.push(format!("{path} = {want}"));
+    }
+    let gone = s.total_where(|k| k.cgroup == GONE_CGROUP).count();
+    if gone > 0 {
+        return Err(format!("{gone} calls reported from (gone) cgroups"));
+    }
+    Ok(format!(
+        "vfs_rmdir and rmdir: {}; none (gone)",
+        seen.join(", ")
+    ))
+}
+
+/// Load `name.json` after checking that `tracer capture` exited 0.
+fn load_capture(files: &BTreeMap<String, PathBuf>, name: &str) -> Result<Snapshot, String> {
+    let log = format!("{name}.log");
+    let rc = read(files, &format!("{name}.rc"))?;
+    if rc.trim() != "0" {
+        return Err(with_log(
+            files,
+            &log,
+            format!("tracer capture exited {}", rc.trim()),
+        ));
+    }
+    let path = files
+        .get(&format!("{name}.json"))
+        .ok_or_else(|| with_log(files, &log, format!("no {name}.json")))?;
+    let s = tracer::report::load(path).map_err(|e| format!("{}: {e:#}", path.display()))?;
+    capture_sanity(&s)?;
+    Ok(s)
+}
+
+/// `tracer capture --slow 5ms -- rmdir DIR` where DIR holds 20000 negative dentries: the
+/// slow call names `vfs_rmdir`, the rmdir process's pid, comm and cgroup, and the pruning
+/// it did under the inode lock; the report's "slow calls" section shows the same.
+fn slow_rmdir(files: &BTreeMap<String, PathBuf>, name: &str, method: AttachMethod) -> Verdict {
+    let s = load_capture(files, name)?;
+    attached_with(&s, Probe::VfsRmdir, method)?;
+    let pid: u32 = read(files, &format!("{name}.pid"))?
+        .trim()
+        .parse()
+        .map_err(|e| format!("{name}.pid: {e}"))?;
+    let own = s
+        .command
+        .as_ref()
+        .and_then(|c| c.cgroup)
+        .ok_or("the command had no cgroup of its own")?;
+    let call = s
+        .slow_calls
+        .iter()
+        .find(|c| c.probe == Probe::VfsRmdir)
+        .ok_or_else(|| {
+            format!(
+                "no vfs_rmdir slow call; vfs_rmdir took {:?} ns; slow calls: {:?}",
+                s.probe_total(Probe::VfsRmdir).max_ns(),
+                s.slow_calls
+            )
+        })?;
+    if call.pid != pid || call.tid != pid || call.comm != "rmdir" || call.cgroup != own {
+        return Err(format!(
+            "slow call {call:?}; expected pid {pid}, comm rmdir, cgroup {own}"
+        ));
+    }
+    if call.latency_ns < 5_000_000 {
+        return Err(format!("a slow call of {} ns, under 5 ms", call.latency_ns));
+    }
+    let pruned = call
+        .pruned_under_lock_ns
+        .ok_or("the slow call does not say how long it pruned")?;
+    if pruned == 0 || pruned > call.latency_ns {
+        return Err(format!(
+            "pruned {pruned} ns in a call of {} ns",
+            call.latency_ns
+        ));
+    }
+    let text = tracer::report::text::render(&s, false);
+    let cgroup = s.cgroup_name(own);
+    let line = text
+        .lines()
+        .skip_while(|l| l.trim() != "slow calls")
+        .find(|l| l.contains("vfs_rmdir") && l.contains(&pid.to_string()) && l.contains(&cgroup))
+        .ok_or_else(|| format!("no slow-call line with vfs_rmdir, {pid} and {cgroup}:\n{text}"))?;
+    Ok(format!(
+        "vfs_rmdir {:.1} ms, {:.1} ms of it pruning under the lock, pid {pid}, cgroup {cgroup}; report: {}",
+        ms(call.latency_ns),
+        ms(pruned),
+        line.split_whitespace().collect::<Vec<_>>().join(" ")
+    ))
+}
+
+/// `--slow 1ns` over 1000 mkdir+rmdir: far more calls than the rate allows. Every call that
+/// returned was either sent or counted as dropped, and no more were sent than the limit
+/// (a burst of 100 and 100 per second, per CPU; the VM has 2).
+fn rate_limited(s: &Snapshot, method: AttachMethod) -> Verdict {
+    exact(s, Probe::VfsRmdir, 1000)?;
+    attached_with(s, Probe::VfsRmdir, method)?;
+    let limited = s
+        .losses
+        .get(&Loss::SlowCallsRateLimited)
+        .copied()
+        .unwrap_or(0);
+    let full = s.losses.get(&Loss::SlowCallDrops).copied().unwrap_or(0);
+    let sent = u64::try_from(s.slow_calls.len()).unwrap_or(u64::MAX);
+    // Every probe timed by its own entry and exit can send a slow call; derived spans cannot.
+    let exits: u64 = s
+        .probes
+        .iter()
+        .filter(|(p, _)| !matches!(p, Probe::InodeLockHold | Probe::PruneUnderInodeLock))
+        .map(|(_, st)| st.exits)
+        .sum();
+    if limited == 0 {
+        return Err(format!("{sent} sent of {exits} calls, none rate-limited"));
+    }
+    if sent + limited + full != exits {
+        return Err(format!(
+            "{sent} sent + {limited} rate-limited + {full} dropped != {exits} calls returned"
+        ));
+    }
+    let seconds = s.meta.duration_ns.div_ceil(1_000_000_000);
+    let allowed = 2 * (100 + 100 * seconds);
+    if sent > allowed {
+        return Err(format!(
+            "{sent} sent in {seconds} s: more than the {allowed} the limit allows on 2 CPUs"
+        ));
+    }
+    Ok(format!(
+        "{exits} calls returned: {sent} sent, {limited} rate-limited, {full} dropped (buffer full)"
     ))
 }
 

@@ -30,11 +30,12 @@ reference() {
     emit $name.ref.log /tmp/$name.ref.log
 }
 
-# capture NAME WORKLOAD: one run of WORKLOAD under `tracer capture`. A capture that
-# hangs fails its own case (exit 143) instead of the whole VM's timeout.
+# capture NAME WORKLOAD [TRACER-ARGS...]: one run of WORKLOAD under `tracer capture`. A
+# capture that hangs fails its own case (exit 143) instead of the whole VM's timeout.
 capture() {
     name=$1 workload=$2
-    timeout 300 tracer capture --format json -o /tmp/$name.json -- sh -c "$workload" > /tmp/$name.log 2>&1
+    shift 2
+    timeout 300 tracer capture "$@" --format json -o /tmp/$name.json -- sh -c "$workload" > /tmp/$name.log 2>&1
     echo $? > /tmp/$name.rc
     emit $name.rc /tmp/$name.rc
     emit $name.log /tmp/$name.log
@@ -85,6 +86,32 @@ mkdir -p /sys/fs/cgroup/wa /sys/fs/cgroup/wb /tmp/ca /tmp/cb
 half='echo $$ > /sys/fs/cgroup/$1/cgroup.procs && cd /tmp/$2 && i=0; while [ $i -lt $3 ]; do mkdir d$i && rmdir d$i || exit 1; i=$((i+1)); done'
 echo "$half" > /tmp/half.sh
 capture cgroups 'sh /tmp/half.sh wa ca 120 & a=$!; sh /tmp/half.sh wb cb 70 & b=$!; wait $a && wait $b'
+
+echo "suite: cgroup tracepoint layout"
+emit cgroup_format $tracing/events/cgroup/cgroup_mkdir/format
+
+echo "suite: cgroups made and removed during a capture (30, 40, 50 mkdir + rmdir), kprobe and fentry"
+mkdir -p /tmp/cca /tmp/ccb /tmp/ccc
+# Each cgroup is made, used by one shell, and removed once that shell has exited.
+churn='for spec in a:30 b:40 c:50; do n=${spec%%:*}; k=${spec#*:}; mkdir /sys/fs/cgroup/churn_$n && sh /tmp/half.sh churn_$n cc$n $k && rmdir /sys/fs/cgroup/churn_$n || exit 1; done'
+for how in kprobe fentry; do
+    capture churn_$how "$churn" --attach $how
+done
+
+echo "suite: slow calls: rmdir of 20000 negative dentries over --slow 5ms; 1 ns over a tight loop"
+if [ -d /mnt/ext2 ]; then
+    for how in kprobe fentry; do
+        mkdir -p /mnt/ext2/slow_$how
+        sh -c "i=0; while [ \$i -lt 20000 ]; do [ -e /mnt/ext2/slow_$how/x\$i ]; i=\$((i+1)); done"
+        # The rmdir process's pid is the shell's: it execs.
+        capture slow_$how "echo \$\$ > /tmp/slow_$how.pid; exec rmdir /mnt/ext2/slow_$how" --attach $how --slow 5ms
+        emit slow_$how.pid /tmp/slow_$how.pid
+    done
+fi
+mkdir -p /tmp/tight
+for how in kprobe fentry; do
+    capture tight_$how 'cd /tmp/tight && i=0; while [ $i -lt 1000 ]; do mkdir d$i && rmdir d$i || exit 1; i=$((i+1)); done' --attach $how --slow 1ns
+done
 
 echo "suite: umount of 300 tmpfs, and the capture file re-rendered"
 i=0; while [ $i -lt 300 ]; do mkdir -p /mnt/s/$i && mount -t tmpfs none /mnt/s/$i; i=$((i+1)); done

@@ -39,6 +39,10 @@ pub struct Args {
     /// Report only calls made from this cgroup (path under the cgroup2 mount, e.g. /system.slice).
     #[arg(long, value_name = "PATH")]
     pub cgroup: Option<PathBuf>,
+    /// List each call at least this slow (e.g. 5ms) with its process, thread and cgroup
+    /// (at most 100 per second per CPU; the rest are counted).
+    #[arg(long, value_parser = parse_duration, value_name = "D")]
+    pub slow: Option<Duration>,
     #[command(flatten)]
     pub out: OutputArgs,
     /// Command to run under the capture; the capture ends when it exits.
@@ -46,7 +50,8 @@ pub struct Args {
     pub command: Vec<String>,
 }
 
-/// Parse `500ms`, `10s`, `2m`, `1h`, or plain seconds.
+/// Parse `500ms`, `10s`, `2m`, `1h`, or plain seconds (also `ns` and `us`, for slow-call
+/// thresholds).
 ///
 /// # Errors
 /// On anything else.
@@ -60,13 +65,15 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         .parse()
         .map_err(|_| format!("{s:?} is not a duration (try 500ms, 10s, 2m)"))?;
     let secs = match unit {
+        "ns" => n / 1e9,
+        "us" | "µs" => n / 1e6,
         "ms" => n / 1000.0,
         "" | "s" => n,
         "m" => n * 60.0,
         "h" => n * 3600.0,
         _ => {
             return Err(format!(
-                "unknown unit {unit:?} in {s:?} (use ms, s, m or h)"
+                "unknown unit {unit:?} in {s:?} (use ns, us, ms, s, m or h)"
             ));
         }
     };
@@ -82,6 +89,79 @@ enum Ended {
     /// A signal asked us to stop: its number.
     Signal(i32),
 }
+
+/// What the kernel's ring buffers sent during the capture.
+#[derive(Default)]
+struct Events {
+    /// Cgroups made during the capture, by id: their paths, even once removed.
+    cgroups_made: std::collections::BTreeMap<u64, String>,
+    /// Calls over the `--slow` threshold.
+    slow: Vec<crate::live::SlowCall>,
+}
+
+/// Slow calls kept for the report; more are counted, not kept (a threshold of 1 ns on a
+/// busy host sends 100 per second per CPU).
+const MAX_SLOW_CALLS: usize = 100_000;
+
+impl Events {
+    /// Put the slow calls in `snap`, their cgroups named from `cgroups`; calls from cgroups
+    /// not known there collapse into "(gone)", as the series do.
+    fn add_slow_calls_to(
+        &mut self,
+        snap: &mut crate::snapshot::Snapshot,
+        cgroups: &std::collections::BTreeMap<u64, String>,
+    ) {
+        for call in &mut self.slow {
+            match cgroups.get(&call.cgroup) {
+                Some(path) => {
+                    snap.cgroups
+                        .entry(call.cgroup)
+                        .or_insert_with(|| path.clone());
+                }
+                None => call.cgroup = crate::snapshot::GONE_CGROUP,
+            }
+        }
+        snap.slow_calls = std::mem::take(&mut self.slow);
+    }
+
+    /// The capture is over: stop sending slow calls (so what was sent and what was
+    /// counted as not sent cover the same calls), and take the rest.
+    fn finish(&mut self, attached: &mut probes::Attached, slow: bool) -> anyhow::Result<()> {
+        if slow {
+            collect::set_slow_threshold(&mut attached.ebpf, 0)
+                .context("clearing the slow-call threshold")?;
+        }
+        self.drain(&mut attached.ebpf, attached.cgroup_events, slow);
+        Ok(())
+    }
+
+    /// Take what the kernel sent since the last drain.
+    fn drain(&mut self, ebpf: &mut aya::Ebpf, cgroup_events: bool, slow: bool) {
+        if cgroup_events {
+            match collect::drain_cgroup_events(ebpf) {
+                Ok(events) => {
+                    for e in events.into_iter().filter(|e| !e.removed) {
+                        self.cgroups_made.insert(e.id, e.path);
+                    }
+                }
+                Err(e) => log::debug!("cgroup events: {e}"),
+            }
+        }
+        if slow {
+            match collect::drain_slow_calls(ebpf) {
+                Ok(calls) => {
+                    let room = MAX_SLOW_CALLS.saturating_sub(self.slow.len());
+                    self.slow.extend(calls.into_iter().take(room));
+                }
+                Err(e) => log::debug!("slow calls: {e}"),
+            }
+        }
+    }
+}
+
+/// How often the ring buffers are drained during a capture: often enough that a burst of
+/// cgroup churn does not fill them.
+const DRAIN_EVERY: Duration = Duration::from_millis(200);
 
 /// What the wait saw.
 struct Waited {
@@ -142,7 +222,15 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(127));
     }
 
-    let attached = probes::attach(&wanted, args.attach)?;
+    // Before attaching, so every run of the programs is counted.
+    let bpf_stats = collect::BpfStats::enable();
+    if let collect::BpfStats::Unavailable(why) = &bpf_stats {
+        log::info!("no BPF run-time statistics: {why}");
+    }
+    let slow_ns = args
+        .slow
+        .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).max(1));
+    let mut attached = probes::attach_with_slow(&wanted, args.attach, slow_ns.unwrap_or(0))?;
     for w in &attached.warnings {
         eprintln!("tracer: warning: {w}");
     }
@@ -171,34 +259,35 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let outcome = runtime.block_on(wait(args, &attached, transient.as_ref()))?;
+    let mut events = Events::default();
+    let outcome = runtime.block_on(wait(args, &mut attached, transient.as_ref(), &mut events))?;
     let elapsed = started.elapsed();
+    events.finish(&mut attached, slow_ns.is_some())?;
 
+    // Cgroups made during the capture were learned as they were made (removed since or
+    // not); the walk at the end names any the kernel's events did not.
+    for (id, path) in std::mem::take(&mut events.cgroups_made) {
+        cgroups.entry(id).or_insert(path);
+    }
     if let Some(root) = cgroup_root.as_deref() {
-        // Cgroups made and removed during the capture are named if still present now.
         cgroups.extend(cgroup::walk(root));
     }
-    let release = kernel_release();
-    let description = if args.command.is_empty() {
-        format!(
-            "capture of the whole host for {:.1} s",
-            elapsed.as_secs_f64()
-        )
-    } else {
-        format!("capture of `{}`", args.command.join(" "))
-    };
-    let meta = Meta {
-        source: SourceKind::Kernel,
-        description,
-        kernel: release,
-        started_unix_ns,
-        duration_ns: u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX),
-    };
+    let meta = meta(args, started_unix_ns, elapsed);
     let mut snap = collect::read(&attached.ebpf, &attached.states, &cgroups, meta)?;
+    snap.bpf = bpf_stats.enabled().then(|| {
+        let (run, runs) = collect::total_cost(&collect::program_costs(&attached.ebpf));
+        crate::snapshot::BpfUsage {
+            run_ns: u64::try_from(run.as_nanos()).unwrap_or(u64::MAX),
+            runs,
+        }
+    });
     drop(attached); // detach before reporting
+    drop(bpf_stats);
+    events.add_slow_calls_to(&mut snap, &cgroups);
     if let Some(id) = cgroup_filter {
         snap.series.retain(|k, _| k.cgroup == id);
         snap.counters.retain(|(_, c), _| *c == id);
+        snap.slow_calls.retain(|c| c.cgroup == id);
     }
     snap.dentry_state = dentry_start.zip(read_dentry_state());
     // Also when a signal ended the capture: the command was stopped and waited for.
@@ -225,6 +314,25 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
         },
         _ => ExitCode::SUCCESS,
     })
+}
+
+/// What the capture was, when and how long.
+fn meta(args: &Args, started_unix_ns: u64, elapsed: Duration) -> Meta {
+    let description = if args.command.is_empty() {
+        format!(
+            "capture of the whole host for {:.1} s",
+            elapsed.as_secs_f64()
+        )
+    } else {
+        format!("capture of `{}`", args.command.join(" "))
+    };
+    Meta {
+        source: SourceKind::Kernel,
+        description,
+        kernel: kernel_release(),
+        started_unix_ns,
+        duration_ns: u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX),
+    }
 }
 
 /// One stderr line per distinct reason, so twelve probes failing alike read as one fact.
@@ -258,8 +366,9 @@ pub fn not_attached(
 /// Wait for the end of the capture, showing a one-line status on a terminal.
 async fn wait(
     args: &Args,
-    attached: &probes::Attached,
+    attached: &mut probes::Attached,
     transient: Option<&cgroup::Transient>,
+    events: &mut Events,
 ) -> anyhow::Result<Waited> {
     let mut sigint = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
     let mut sigterm = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
@@ -307,6 +416,8 @@ async fn wait(
     let tty = std::io::stderr().is_terminal();
     let started = Instant::now();
     let mut tick = tokio::time::interval(Duration::from_millis(500));
+    let mut drain = tokio::time::interval(DRAIN_EVERY);
+    let slow = args.slow.is_some();
     let ended = loop {
         tokio::select! {
             status = async { child.as_mut().expect("guarded").wait().await }, if child.is_some() => {
@@ -316,6 +427,9 @@ async fn wait(
             () = &mut deadline => break Ended::Elapsed,
             _ = sigint.recv() => break Ended::Signal(libc::SIGINT),
             _ = sigterm.recv() => break Ended::Signal(libc::SIGTERM),
+            _ = drain.tick() => {
+                events.drain(&mut attached.ebpf, attached.cgroup_events, slow);
+            }
             _ = tick.tick(), if tty => {
                 let calls = collect::calls_so_far(&attached.ebpf);
                 eprint!("\r\x1b[2Ktracer: {:.1} s, {calls} calls traced", started.elapsed().as_secs_f64());
@@ -361,6 +475,8 @@ mod tests {
         assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
         assert_eq!(parse_duration("2m"), Ok(Duration::from_mins(2)));
         assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("1ns"), Ok(Duration::from_nanos(1)));
+        assert_eq!(parse_duration("250us"), Ok(Duration::from_micros(250)));
         assert!(parse_duration("10 parsecs").is_err());
         assert!(parse_duration("s").is_err());
         assert!(parse_duration("-1s").is_err());

@@ -1,4 +1,13 @@
-//! Reads the kernel's maps into a [`Snapshot`].
+//! Reads the kernel's maps into a [`Snapshot`]; [`events`] drains the kernel's ring
+//! buffers (cgroups made and removed, slow calls) and holds the controls a live view
+//! needs (slow-call threshold, forgetting cgroups, the programs' own CPU cost).
+
+pub mod events;
+
+pub use events::{
+    BpfStats, CgroupEvent, ClockOffset, drain_cgroup_events, drain_slow_calls, forget_cgroups,
+    program_costs, set_slow_threshold, total_cost,
+};
 
 use std::collections::BTreeMap;
 

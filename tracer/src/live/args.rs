@@ -88,7 +88,11 @@ pub fn open(args: &LiveArgs) -> anyhow::Result<(Box<dyn Source>, Options)> {
         Box::new(SyntheticSource::new(cgroups, args.churn, args.speed, 1))
     } else {
         let wanted = probes::select(args.probes.as_deref()).map_err(anyhow::Error::msg)?;
-        Box::new(super::kernel::KernelSource::attach(&wanted, args.attach)?)
+        Box::new(super::kernel::KernelSource::attach(
+            &wanted,
+            args.attach,
+            opts.slow_threshold_ns,
+        )?)
     };
     Ok((source, opts))
 }

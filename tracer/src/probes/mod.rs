@@ -52,6 +52,9 @@ pub enum LoadError {
     /// Not one probe could attach.
     #[error("no probe could be attached: {0}")]
     NothingAttached(String),
+    /// The slow-call threshold could not be written.
+    #[error("setting the slow-call threshold: {0}")]
+    SlowThreshold(String),
     /// The object was rejected as a whole.
     #[error("loading the kernel programs failed: {0}")]
     Load(#[from] aya::EbpfError),
@@ -65,6 +68,9 @@ pub struct Attached {
     pub states: BTreeMap<Probe, AttachState>,
     /// Things the user should know (degraded features), one sentence each.
     pub warnings: Vec<String>,
+    /// Whether the `cgroup:cgroup_mkdir`/`cgroup_rmdir` programs are attached, so
+    /// `collect::drain_cgroup_events` learns cgroups as they are made.
+    pub cgroup_events: bool,
 }
 
 /// Check what tracing needs before touching the kernel, so the error names the real cause.
@@ -199,6 +205,20 @@ fn kernel_offsets(raw: Result<&[u8], &String>) -> Result<[(&'static str, u32); 4
 /// Only when nothing can be loaded at all, or `--attach kprobe` on a kernel without
 /// kprobes; a probe that fails is reported in its state.
 pub fn attach(wanted: &[Probe], mode: AttachMode) -> Result<Attached, LoadError> {
+    attach_with_slow(wanted, mode, 0)
+}
+
+/// [`attach`], with the slow-call threshold (ns, 0: off) set before the first probe
+/// attaches, so that every call that returns while attached is either reported as slow
+/// or counted as not reported (`collect::set_slow_threshold` changes it later).
+///
+/// # Errors
+/// As [`attach`]; also when the threshold cannot be set.
+pub fn attach_with_slow(
+    wanted: &[Probe],
+    mode: AttachMode,
+    slow_threshold_ns: u64,
+) -> Result<Attached, LoadError> {
     preflight_common()?;
     let kprobes = kprobe_support();
     if mode == AttachMode::Kprobe
@@ -210,9 +230,22 @@ pub fn attach(wanted: &[Probe], mode: AttachMode) -> Result<Attached, LoadError>
     let kallsyms = Kallsyms::read().map_err(LoadError::Kallsyms)?;
 
     let mut warnings = Vec::new();
+    // Tracefs first: the cgroup tracepoints' record layout is read from it before loading.
+    if let Err(e) = ensure_tracefs() {
+        warnings.push(e);
+    }
     // One read of the kernel's BTF serves both our offsets and aya's fentry attach.
     let raw_btf = btf::read_sys_fs();
-    let (mut ebpf, offsets_valid) = load_object(raw_btf.as_deref(), &mut warnings)?;
+    let cgroup_layout = cgroup_tracepoint_layout();
+    let (mut ebpf, offsets_valid) = load_object(
+        raw_btf.as_deref(),
+        cgroup_layout.as_ref().ok(),
+        &mut warnings,
+    )?;
+    if slow_threshold_ns != 0 {
+        crate::collect::set_slow_threshold(&mut ebpf, slow_threshold_ns)
+            .map_err(|e| LoadError::SlowThreshold(e.to_string()))?;
+    }
     let aya_btf = match mode {
         AttachMode::Kprobe => None,
         _ => raw_btf
@@ -221,9 +254,6 @@ pub fn attach(wanted: &[Probe], mode: AttachMode) -> Result<Attached, LoadError>
             .and_then(|raw| aya::Btf::parse(raw, aya::Endianness::Little).ok()),
     };
 
-    if let Err(e) = ensure_tracefs() {
-        warnings.push(e);
-    }
     let mut states = BTreeMap::new();
     for &probe in FUNCTIONS {
         let state = if wanted.contains(&probe) {
@@ -249,6 +279,16 @@ pub fn attach(wanted: &[Probe], mode: AttachMode) -> Result<Attached, LoadError>
         states.insert(probe, state);
     }
     attach_derived(&mut ebpf, wanted, offsets_valid, &mut states);
+    let cgroup_events = match cgroup_layout.and_then(|_| attach_cgroup_events(&mut ebpf)) {
+        Ok(()) => true,
+        Err(e) => {
+            warnings.push(format!(
+                "cgroups made during the capture are named only if they still exist at its \
+                 end: {e}"
+            ));
+            false
+        }
+    };
 
     for (p, s) in &states {
         log::debug!("{}: {s:?}", p.name());
@@ -275,7 +315,65 @@ pub fn attach(wanted: &[Probe], mode: AttachMode) -> Result<Attached, LoadError>
         ebpf,
         states,
         warnings,
+        cgroup_events,
     })
+}
+
+/// The cgroup tracepoints both use this record layout (`TP_STRUCT__entry` of the `cgroup`
+/// event class).
+const CGROUP_FORMAT: &str = "events/cgroup/cgroup_mkdir/format";
+
+/// Offsets of `root`, `id` and `path` in the cgroup tracepoints' records, from tracefs.
+fn cgroup_tracepoint_layout() -> Result<[u32; 3], String> {
+    let text = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
+        .iter()
+        .find_map(|dir| std::fs::read_to_string(Path::new(dir).join(CGROUP_FORMAT)).ok())
+        .ok_or_else(|| format!("no tracefs file {CGROUP_FORMAT}"))?;
+    cgroup_offsets(&text)
+}
+
+/// Parse a cgroup tracepoint's format file: the offsets of `int root`, `u64 id` and
+/// `__data_loc char[] path`, checking their sizes (before Linux 5.7 `id` was an int).
+///
+/// # Errors
+/// A field missing or of another size.
+pub fn cgroup_offsets(format: &str) -> Result<[u32; 3], String> {
+    let field = |name: &str, size: u32| -> Result<u32, String> {
+        let line = format
+            .lines()
+            .map(str::trim)
+            .find(|l| {
+                l.strip_prefix("field:")
+                    .and_then(|f| f.split(';').next())
+                    .and_then(|decl| decl.split_whitespace().last())
+                    == Some(name)
+            })
+            .ok_or_else(|| format!("the cgroup tracepoint has no field {name:?}"))?;
+        let value = |key: &str| {
+            line.split(';')
+                .find_map(|part| part.trim().strip_prefix(key))
+                .and_then(|v| v.parse::<u32>().ok())
+        };
+        let (Some(offset), Some(got)) = (value("offset:"), value("size:")) else {
+            return Err(format!("unreadable field line {line:?}"));
+        };
+        if got != size {
+            return Err(format!(
+                "field {name:?} is {got} bytes, expected {size}: {line:?}"
+            ));
+        }
+        Ok(offset)
+    };
+    Ok([field("root", 4)?, field("id", 8)?, field("path", 4)?])
+}
+
+/// Attach the `cgroup:cgroup_mkdir` and `cgroup:cgroup_rmdir` programs, both or neither.
+fn attach_cgroup_events(ebpf: &mut Ebpf) -> Result<(), String> {
+    match attach_tracepoints(ebpf, "cgroup", &["cgroup_mkdir", "cgroup_rmdir"]) {
+        AttachState::Attached { .. } => Ok(()),
+        AttachState::Failed { reason } => Err(reason),
+        other => Err(format!("{other:?}")),
+    }
 }
 
 /// Tracepoints are attached through tracefs; mount it where the system has not (as
@@ -317,9 +415,15 @@ fn ensure_tracefs() -> Result<(), String> {
 /// offsets were found (else a warning says what is lost).
 fn load_object(
     raw_btf: Result<&[u8], &String>,
+    cgroup_layout: Option<&[u32; 3]>,
     warnings: &mut Vec<String>,
 ) -> Result<(Ebpf, bool), LoadError> {
     let mut loader = EbpfLoader::new();
+    if let Some([root, id, path]) = cgroup_layout {
+        loader.override_global(maps::CGROUP_TP_ROOT, root, true);
+        loader.override_global(maps::CGROUP_TP_ID, id, true);
+        loader.override_global(maps::CGROUP_TP_PATH, path, true);
+    }
     let offsets = kernel_offsets(raw_btf);
     let valid: u32 = match &offsets {
         Ok(offsets) => {
@@ -642,6 +746,31 @@ fn raise_memlock_limit() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cgroup_record_layout_is_read_from_the_format_file() {
+        // As Linux 6.18 shows it (6.1 and 6.12 alike, checked in the VM suite).
+        let format = "name: cgroup_mkdir
+ID: 544
+format:
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;
+\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;
+
+\tfield:int root;\toffset:8;\tsize:4;\tsigned:1;
+\tfield:int level;\toffset:12;\tsize:4;\tsigned:1;
+\tfield:u64 id;\toffset:16;\tsize:8;\tsigned:0;
+\tfield:__data_loc char[] path;\toffset:24;\tsize:4;\tsigned:0;
+
+print fmt: \"root=%d id=%llu level=%d path=%s\", REC->root, REC->id, REC->level, __get_str(path)
+";
+        assert_eq!(cgroup_offsets(format), Ok([8, 16, 24]));
+        // Before Linux 5.7 the id was an int: refused rather than misread.
+        let old = format.replace("u64 id;\toffset:16;\tsize:8", "int id;\toffset:16;\tsize:4");
+        assert!(cgroup_offsets(&old).unwrap_err().contains("\"id\""));
+        assert!(cgroup_offsets("name: x\n").is_err());
+    }
 
     #[test]
     fn select_defaults_to_every_probe_and_rejects_unknown_names() {

@@ -88,6 +88,32 @@ struct CaptureFile {
     /// Losses not tied to one probe, by name; absent in files that lost nothing.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     losses: Vec<LossRec>,
+    /// Calls over the `--slow` threshold; absent when none were reported.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    slow_calls: Vec<SlowCallRec>,
+    /// CPU used by tracer's kernel programs; absent when the kernel kept no statistics.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    bpf: Option<BpfRec>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct SlowCallRec {
+    at_unix_ns: u64,
+    pid: u32,
+    tid: u32,
+    comm: String,
+    cgroup: u64,
+    probe: String,
+    caller: Option<String>,
+    latency_ns: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pruned_under_lock_ns: Option<u64>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct BpfRec {
+    run_ns: u64,
+    runs: u64,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -295,6 +321,25 @@ pub fn to_string(snapshot: &Snapshot) -> String {
                 value: *n,
             })
             .collect(),
+        slow_calls: snapshot
+            .slow_calls
+            .iter()
+            .map(|c| SlowCallRec {
+                at_unix_ns: c.at_unix_ns,
+                pid: c.pid,
+                tid: c.tid,
+                comm: c.comm.clone(),
+                cgroup: c.cgroup,
+                probe: c.probe.name().to_owned(),
+                caller: c.caller.map(|p| p.name().to_owned()),
+                latency_ns: c.latency_ns,
+                pruned_under_lock_ns: c.pruned_under_lock_ns,
+            })
+            .collect(),
+        bpf: snapshot.bpf.map(|b| BpfRec {
+            run_ns: b.run_ns,
+            runs: b.runs,
+        }),
     };
     let mut out = Vec::new();
     let mut ser = serde_json::Serializer::with_formatter(&mut out, PairsOnOneLine::default());
@@ -566,7 +611,29 @@ fn build(file: CaptureFile, version: u64) -> Result<Snapshot, LoadError> {
             )));
         }
     }
+    for (i, c) in file.slow_calls.into_iter().enumerate() {
+        s.slow_calls
+            .push(slow_call(c).map_err(record("slow_calls", i))?);
+    }
+    s.bpf = file.bpf.map(|b| crate::snapshot::BpfUsage {
+        run_ns: b.run_ns,
+        runs: b.runs,
+    });
     Ok(s)
+}
+
+fn slow_call(c: SlowCallRec) -> Result<crate::live::SlowCall, String> {
+    Ok(crate::live::SlowCall {
+        at_unix_ns: c.at_unix_ns,
+        pid: c.pid,
+        tid: c.tid,
+        comm: c.comm,
+        cgroup: c.cgroup,
+        probe: probe_named(&c.probe)?,
+        caller: c.caller.as_deref().map(probe_named).transpose()?,
+        latency_ns: c.latency_ns,
+        pruned_under_lock_ns: c.pruned_under_lock_ns,
+    })
 }
 
 fn attach_state(a: AttachRec) -> AttachState {
@@ -760,6 +827,7 @@ mod tests {
             testdata::empty(),
             testdata::many_series(30),
             kernel_buckets_and_a_difference(),
+            testdata::slow_rmdir_capture(),
         ] {
             let text = to_string(&s);
             let back = from_str(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));

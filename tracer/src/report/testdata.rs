@@ -190,6 +190,44 @@ pub fn model_run() -> Snapshot {
 
 /// Nothing at all.
 #[must_use]
+/// A `--slow 5ms` capture of rmdirs: 25 slow calls (one `vfs_rmdir` that pruned under its
+/// lock, the rest rmdir syscalls), some rate-limited, and the programs' own cost.
+pub fn slow_rmdir_capture() -> Snapshot {
+    let mut s = umount_capture();
+    s.cgroups.insert(SESSION, "/tracer-capture-77".to_owned());
+    s.slow_calls.push(crate::live::SlowCall {
+        at_unix_ns: s.meta.started_unix_ns + 1_500_000_000,
+        pid: 4_321,
+        tid: 4_321,
+        comm: "rmdir".to_owned(),
+        cgroup: SESSION,
+        probe: Probe::VfsRmdir,
+        caller: None,
+        latency_ns: 48_200_000,
+        pruned_under_lock_ns: Some(40_100_000),
+    });
+    for i in 0..24u32 {
+        s.slow_calls.push(crate::live::SlowCall {
+            at_unix_ns: s.meta.started_unix_ns + 2_000_000_000 + u64::from(i),
+            pid: 5_000 + i,
+            tid: 5_000 + i,
+            comm: "rm".to_owned(),
+            cgroup: SESSION,
+            probe: Probe::SysRmdir,
+            caller: None,
+            latency_ns: 6_000_000 + u64::from(i) * 1_000,
+            pruned_under_lock_ns: None,
+        });
+    }
+    s.losses
+        .insert(crate::snapshot::Loss::SlowCallsRateLimited, 1_000);
+    s.bpf = Some(crate::snapshot::BpfUsage {
+        run_ns: 3_000_000,
+        runs: 10_000,
+    });
+    s
+}
+
 pub fn empty() -> Snapshot {
     Snapshot::new(Meta {
         source: SourceKind::Kernel,

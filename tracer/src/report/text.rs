@@ -36,9 +36,11 @@ pub fn render(s: &Snapshot, color: bool) -> String {
         latency_table(s, p),
         histograms(s, p),
         cgroups(s, p),
+        slow_calls(s, p),
         dentries(s, p),
         attach(s, p),
         losses(s, p),
+        own_cost(s, p),
     ];
     sections
         .into_iter()
@@ -86,7 +88,12 @@ fn header(s: &Snapshot, p: Painter) -> String {
         .probes
         .values()
         .map(|st| st.lost() + st.unmatched_entries())
-        .chain(s.losses.values().copied())
+        .chain(
+            s.losses
+                .iter()
+                .filter(|(l, _)| l.loses_calls())
+                .map(|(_, n)| *n),
+        )
         .sum();
     if lost > 0 {
         let _ = writeln!(
@@ -409,6 +416,78 @@ fn cgroups(s: &Snapshot, p: Painter) -> String {
         }
     }
     out.push_str(&t.render(p, 2));
+    out
+}
+
+/// Slow calls shown in the text report; the capture file keeps them all.
+const SLOW_CALLS_SHOWN: usize = 20;
+
+/// The calls over the `--slow` threshold: the slowest, with who made them and where.
+fn slow_calls(s: &Snapshot, p: Painter) -> String {
+    if s.slow_calls.is_empty() {
+        return String::new();
+    }
+    let mut out = p.heading("slow calls");
+    let mut t = Table::new(&[
+        ("at", Align::Right),
+        ("probe", Align::Left),
+        ("latency", Align::Right),
+        ("pruned under lock", Align::Right),
+        ("caller", Align::Left),
+        ("pid", Align::Right),
+        ("tid", Align::Right),
+        ("comm", Align::Left),
+        ("cgroup", Align::Left),
+    ]);
+    let mut calls: Vec<_> = s.slow_calls.iter().collect();
+    calls.sort_by_key(|c| std::cmp::Reverse(c.latency_ns));
+    for c in calls.iter().take(SLOW_CALLS_SHOWN) {
+        t.row(vec![
+            format!(
+                "+{}",
+                units::ns(c.at_unix_ns.saturating_sub(s.meta.started_unix_ns))
+            )
+            .into(),
+            c.probe.name().into(),
+            Cell::styled(units::ns(c.latency_ns), Style::Bold),
+            c.pruned_under_lock_ns.map_or("—".into(), units::ns).into(),
+            c.caller.map_or("—", Probe::name).into(),
+            c.pid.to_string().into(),
+            c.tid.to_string().into(),
+            c.comm.clone().into(),
+            s.cgroup_name(c.cgroup).into(),
+        ]);
+    }
+    out.push_str(&t.render(p, 2));
+    if s.slow_calls.len() > SLOW_CALLS_SHOWN {
+        let _ = writeln!(
+            out,
+            "  the {SLOW_CALLS_SHOWN} slowest of {} (all are in the capture file)",
+            s.slow_calls.len()
+        );
+    }
+    out
+}
+
+/// The CPU tracer's own kernel programs used, total and per run.
+fn own_cost(s: &Snapshot, p: Painter) -> String {
+    let Some(b) = s.bpf else {
+        return String::new();
+    };
+    let mut out = p.heading("tracer's own cost");
+    let per_run = if b.runs == 0 {
+        "—".to_owned()
+    } else {
+        #[expect(clippy::cast_precision_loss, reason = "a mean for display")]
+        units::ns_f(b.run_ns as f64 / b.runs as f64)
+    };
+    let _ = writeln!(
+        out,
+        "  kernel programs: {} of CPU over {} runs, {per_run} per run ({} of the span)",
+        units::ns(b.run_ns),
+        b.runs,
+        units::percent(b.run_ns, s.meta.duration_ns)
+    );
     out
 }
 
@@ -868,6 +947,52 @@ mod tests {
             "{clean}"
         );
         assert!(!clean.contains("warning"));
+    }
+
+    #[test]
+    fn slow_calls_show_the_slowest_with_who_and_where() {
+        let r = render(&testdata::slow_rmdir_capture(), false);
+        let sec = section(&r, "slow calls");
+        let rows: Vec<&str> = sec.lines().skip(2).collect();
+        // The vfs_rmdir first (slowest), with its pruning, pid, comm and cgroup by name.
+        assert!(rows[0].contains("vfs_rmdir"), "{sec}");
+        for word in [
+            "+1.50 s",
+            "48.2 ms",
+            "40.1 ms",
+            "4321",
+            "rmdir",
+            "/tracer-capture-77",
+        ] {
+            assert!(rows[0].contains(word), "{word} in {}", rows[0]);
+        }
+        assert!(
+            rows[1].contains("6.02 ms"),
+            "then the slowest syscall: {sec}"
+        );
+        assert_eq!(
+            rows.last().map(|l| l.trim()),
+            Some("the 20 slowest of 25 (all are in the capture file)")
+        );
+        assert_eq!(rows.len(), 21, "{sec}");
+        // Rate-limited slow calls are a loss shown, but not calls lost.
+        assert!(line_with(section(&r, "losses"), &["(all)", "1000"]).contains("100 per second"));
+        assert!(r.contains("warning: 19 calls were lost"), "{r}");
+        assert!(
+            !render(&testdata::umount_capture(), false).contains("slow calls"),
+            "no section without --slow"
+        );
+    }
+
+    #[test]
+    fn own_cost_is_total_and_per_run() {
+        let r = render(&testdata::slow_rmdir_capture(), false);
+        let sec = section(&r, "tracer's own cost");
+        assert!(
+            sec.contains("3.00 ms of CPU over 10000 runs, 300 ns per run (0.1% of the span)"),
+            "{sec}"
+        );
+        assert!(!render(&testdata::umount_capture(), false).contains("own cost"));
     }
 
     #[test]

@@ -1,0 +1,568 @@
+//! The HTTP side of `tracer serve`: hyper's HTTP/1 server on tokio, two pages, hard limits.
+//!
+//! `GET`/`HEAD` of `/metrics` and of an index page `/`; any other path is 404, any other
+//! method 405, a request with a body 413. A client cannot hold the server or its memory:
+//! request headers are capped (`max_header_bytes`, hyper answers 431 past it) and must
+//! arrive within `header_read_timeout` (a slow drip is cut off); each connection serves one
+//! request (no keep-alive), so `request_timeout` bounds a whole exchange, reading the
+//! response included; and at most `max_connections` are open, a connection past that
+//! being closed as soon as it is accepted.
+//!
+//! A frame is encoded once (and gzipped once for the clients that take gzip, as
+//! Prometheus does), when first scraped, and every scrape of it gets the same bytes; while
+//! a newer frame is being encoded, scrapes get the previous one's (at most one refresh
+//! old). So many scrapers cost one encoding per refresh, and none waits on it.
+
+use std::{convert::Infallible, future::Future, sync::Arc, time::Duration};
+
+use http_body_util::Full;
+use hyper::{
+    Method, Request, Response, StatusCode,
+    body::{Body as _, Bytes, Incoming},
+    header,
+    server::conn::http1,
+    service::service_fn,
+};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::{
+    net::TcpListener,
+    sync::{Notify, Semaphore, watch},
+};
+
+use super::metrics::{Format, render};
+use crate::live::Frame;
+
+/// Limits that keep a slow or hostile client from holding the server or its memory.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// Open connections at most; more are closed at once.
+    pub max_connections: usize,
+    /// Time a client has to send its request line and headers.
+    pub header_read_timeout: Duration,
+    /// Time a whole exchange may take, from accept to the response's last byte.
+    pub request_timeout: Duration,
+    /// Largest request head (request line and headers), bytes; hyper's floor is 8 KiB.
+    pub max_header_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_connections: 2048,
+            header_read_timeout: Duration::from_secs(5),
+            request_timeout: Duration::from_secs(10),
+            max_header_bytes: 8 * 1024,
+        }
+    }
+}
+
+/// The frames to export, and the encodings of the latest one encoded.
+#[derive(Debug)]
+pub struct Exporter {
+    frames: watch::Receiver<Option<Arc<Frame>>>,
+    cache: std::sync::Mutex<Cache>,
+    /// Woken when an encoding lands in the cache.
+    encoded: Notify,
+}
+
+#[derive(Debug, Default)]
+struct Cache {
+    /// The frame `bodies` encode.
+    frame: Option<Arc<Frame>>,
+    /// Indexed by [`slot`].
+    bodies: [Option<Bytes>; 4],
+    /// An encoding is under way.
+    busy: bool,
+}
+
+fn slot(format: Format, gzip: bool) -> usize {
+    let f = match format {
+        Format::OpenMetrics => 0,
+        Format::Text => 1,
+    };
+    f * 2 + usize::from(gzip)
+}
+
+/// Whether an `Accept-Encoding` header takes gzip (Prometheus sends `gzip`).
+fn accepts_gzip(header: Option<&str>) -> bool {
+    header.is_some_and(|h| {
+        h.split(',').any(|coding| {
+            let mut parts = coding.split(';').map(str::trim);
+            let name = parts.next().unwrap_or("");
+            let q = parts
+                .filter_map(|p| p.strip_prefix("q="))
+                .find_map(|q| q.parse::<f64>().ok())
+                .unwrap_or(1.0);
+            name.eq_ignore_ascii_case("gzip") && q > 0.0
+        })
+    })
+}
+
+/// gzip at the fastest level: a scrape of 500 cgroups is about 10 MB of text that
+/// compresses some twentyfold, and it is compressed once per refresh.
+fn gzip(body: &[u8]) -> Bytes {
+    use std::io::Write as _;
+    let mut enc = flate2::write::GzEncoder::new(
+        Vec::with_capacity(body.len() / 8),
+        flate2::Compression::fast(),
+    );
+    // Writing into a Vec cannot fail.
+    match enc.write_all(body).and_then(|()| enc.finish()) {
+        Ok(v) => Bytes::from(v),
+        Err(_) => Bytes::new(),
+    }
+}
+
+impl Exporter {
+    /// Export the frames published on `frames`.
+    #[must_use]
+    pub fn new(frames: watch::Receiver<Option<Arc<Frame>>>) -> Self {
+        Self {
+            frames,
+            cache: std::sync::Mutex::new(Cache::default()),
+            encoded: Notify::new(),
+        }
+    }
+
+    fn cache(&self) -> std::sync::MutexGuard<'_, Cache> {
+        self.cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The latest frame in `format` (gzipped when `gzip`).
+    ///
+    /// A frame is encoded once, when the first scrape after it was published asks, in the
+    /// background: until that encoding lands, scrapes get the previous frame's bytes (one
+    /// refresh old at most) instead of all waiting on it. Only a scrape with nothing
+    /// encoded in its format yet waits.
+    pub async fn scrape(self: &Arc<Self>, format: Format, gzip: bool) -> Bytes {
+        let want = slot(format, gzip);
+        loop {
+            // Made before looking, so an encoding that lands meanwhile still wakes it.
+            let landed = self.encoded.notified();
+            {
+                let latest = self.frames.borrow().clone();
+                let mut cache = self.cache();
+                let current = match (&cache.frame, &latest) {
+                    (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                    (None, None) => true,
+                    _ => false,
+                };
+                let have = cache.bodies[want].clone();
+                if !cache.busy && (!current || have.is_none()) {
+                    let mut wanted = [false; 4];
+                    for (w, b) in wanted.iter_mut().zip(&cache.bodies) {
+                        *w = b.is_some();
+                    }
+                    wanted[want] = true;
+                    cache.busy = true;
+                    self.encode_later(latest, wanted);
+                }
+                if let Some(body) = have {
+                    return body;
+                }
+            }
+            landed.await;
+        }
+    }
+
+    /// Encode `frame` in the `wanted` slots on a blocking thread, then publish.
+    fn encode_later(self: &Arc<Self>, frame: Option<Arc<Frame>>, wanted: [bool; 4]) {
+        let me = self.clone();
+        tokio::task::spawn_blocking(move || {
+            let bodies = encode(frame.as_ref(), wanted);
+            let mut cache = me.cache();
+            cache.frame = frame;
+            cache.bodies = bodies;
+            cache.busy = false;
+            drop(cache);
+            me.encoded.notify_waiters();
+        });
+    }
+}
+
+/// The encodings of `frame` in the `wanted` slots.
+fn encode(frame: Option<&Arc<Frame>>, wanted: [bool; 4]) -> [Option<Bytes>; 4] {
+    let mut out: [Option<Bytes>; 4] = Default::default();
+    for format in [Format::OpenMetrics, Format::Text] {
+        let (plain, zipped) = (slot(format, false), slot(format, true));
+        if !(wanted[plain] || wanted[zipped]) {
+            continue;
+        }
+        let body = Bytes::from(render(frame.cloned(), format));
+        if wanted[zipped] {
+            out[zipped] = Some(gzip(&body));
+        }
+        if wanted[plain] {
+            out[plain] = Some(body);
+        }
+    }
+    out
+}
+
+const INDEX: &str = "<!DOCTYPE html>\n<html><head><title>tracer</title></head><body>\n\
+<h1>tracer</h1>\n<p>Grace-period waits, shrinker teardown and dcache pruning under inode \
+locks, per probe, caller and cgroup.</p>\n<p><a href=\"/metrics\">/metrics</a></p>\n\
+</body></html>\n";
+
+fn respond(status: StatusCode, content_type: &str, body: Bytes) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(body));
+    *r.status_mut() = status;
+    if let Ok(v) = header::HeaderValue::from_str(content_type) {
+        r.headers_mut().insert(header::CONTENT_TYPE, v);
+    }
+    r
+}
+
+fn plain(status: StatusCode, text: &'static str) -> Response<Full<Bytes>> {
+    respond(
+        status,
+        "text/plain; charset=utf-8",
+        Bytes::from_static(text.as_bytes()),
+    )
+}
+
+fn not_allowed() -> Response<Full<Bytes>> {
+    let mut r = plain(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method not allowed: GET or HEAD\n",
+    );
+    r.headers_mut()
+        .insert(header::ALLOW, header::HeaderValue::from_static("GET, HEAD"));
+    r
+}
+
+async fn handle(
+    exporter: Arc<Exporter>,
+    req: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    let page = match req.uri().path() {
+        "/metrics" => Page::Metrics,
+        "/" => Page::Index,
+        _ => return Ok(plain(StatusCode::NOT_FOUND, "not found: try /metrics\n")),
+    };
+    if !matches!(*req.method(), Method::GET | Method::HEAD) {
+        return Ok(not_allowed());
+    }
+    // Never read: the connection closes after this response, body unread.
+    if !req.body().is_end_stream() {
+        return Ok(plain(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "request bodies are not accepted\n",
+        ));
+    }
+    Ok(match page {
+        Page::Index => respond(
+            StatusCode::OK,
+            "text/html; charset=utf-8",
+            Bytes::from_static(INDEX.as_bytes()),
+        ),
+        Page::Metrics => {
+            let accept = req
+                .headers()
+                .get(header::ACCEPT)
+                .and_then(|v| v.to_str().ok());
+            let format = Format::negotiate(accept);
+            let zip = accepts_gzip(
+                req.headers()
+                    .get(header::ACCEPT_ENCODING)
+                    .and_then(|v| v.to_str().ok()),
+            );
+            let body = exporter.scrape(format, zip).await;
+            let mut r = respond(StatusCode::OK, format.content_type(), body);
+            let headers = r.headers_mut();
+            headers.insert(
+                header::VARY,
+                header::HeaderValue::from_static("Accept, Accept-Encoding"),
+            );
+            if zip {
+                headers.insert(
+                    header::CONTENT_ENCODING,
+                    header::HeaderValue::from_static("gzip"),
+                );
+            }
+            r
+        }
+    })
+}
+
+enum Page {
+    Index,
+    Metrics,
+}
+
+/// Serve `exporter` on `listener` until `shutdown` completes.
+///
+/// # Errors
+/// Never for a client's doing; only when accepting fails for good.
+pub async fn serve(
+    listener: TcpListener,
+    exporter: Arc<Exporter>,
+    limits: Limits,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
+    let connections = Arc::new(Semaphore::new(limits.max_connections));
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout)
+        .max_buf_size(limits.max_header_bytes.max(8 * 1024))
+        .keep_alive(false);
+    tokio::pin!(shutdown);
+    loop {
+        let stream = tokio::select! {
+            () = &mut shutdown => return Ok(()),
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                // Out of file descriptors, a connection reset before accept: the next
+                // accept may succeed; pause so a persistent error does not spin.
+                Err(e) => {
+                    log::warn!("accept: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let Ok(permit) = connections.clone().try_acquire_owned() else {
+            drop(stream);
+            continue;
+        };
+        let exporter = exporter.clone();
+        let builder = builder.clone();
+        let request_timeout = limits.request_timeout;
+        tokio::spawn(async move {
+            let service = service_fn(move |req| handle(exporter.clone(), req));
+            let conn = builder.serve_connection(TokioIo::new(stream), service);
+            // Errors are the client's (a reset, a bad request, a timeout): nothing to do.
+            let _ = tokio::time::timeout(request_timeout, conn).await;
+            drop(permit);
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::{net::SocketAddr, sync::Arc, time::Duration};
+
+    use tokio::{
+        io::{AsyncReadExt as _, AsyncWriteExt as _},
+        net::{TcpListener, TcpStream},
+        sync::{oneshot, watch},
+    };
+
+    use super::{Exporter, Limits, serve};
+    use crate::{
+        export::metrics::tests::{frame, sample, snapshot},
+        snapshot::{Probe, SeriesKey},
+    };
+
+    /// A server on an ephemeral loopback port, exporting a frame with one series; it
+    /// stops when the returned sender is dropped.
+    async fn server(limits: Limits) -> (SocketAddr, oneshot::Sender<()>) {
+        let mut s = snapshot();
+        s.cgroups.insert(1, "/a".into());
+        s.record(SeriesKey::new(Probe::VfsRmdir, 1), 5_000);
+        let (tx, rx) = watch::channel(Some(Arc::new(frame(s))));
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = oneshot::channel::<()>();
+        tokio::spawn(async move {
+            // The sender lives as long as the server: the frame stays published.
+            let _sender = tx;
+            let _ = serve(listener, Arc::new(Exporter::new(rx)), limits, async {
+                let _ = stopped.await;
+            })
+            .await;
+        });
+        (addr, stop)
+    }
+
+    fn limits() -> Limits {
+        Limits {
+            max_connections: 8,
+            header_read_timeout: Duration::from_millis(300),
+            request_timeout: Duration::from_secs(2),
+            max_header_bytes: 8 * 1024,
+        }
+    }
+
+    /// Send `request` and read until the server closes: the raw response, or what came
+    /// before an error. Bounded so a broken server fails the test instead of hanging it.
+    async fn exchange(addr: SocketAddr, request: &[u8]) -> String {
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        let _ = stream.write_all(request).await;
+        read_all(&mut stream).await
+    }
+
+    async fn exchange_bytes(addr: SocketAddr, request: &[u8]) -> Vec<u8> {
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        let _ = stream.write_all(request).await;
+        let mut out = Vec::new();
+        let _ = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut out)).await;
+        out
+    }
+
+    async fn read_all(stream: &mut TcpStream) -> String {
+        let mut out = Vec::new();
+        let _ = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut out)).await;
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    fn status(response: &str) -> Option<u16> {
+        response.split_whitespace().nth(1)?.parse().ok()
+    }
+
+    fn header<'a>(response: &'a str, name: &str) -> Option<&'a str> {
+        let head = response.split("\r\n\r\n").next()?;
+        head.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case(name).then(|| v.trim())
+        })
+    }
+
+    fn body(response: &str) -> &str {
+        response.split_once("\r\n\r\n").map_or("", |(_, b)| b)
+    }
+
+    #[tokio::test]
+    async fn metrics_in_the_format_asked_and_an_index_page() {
+        let (addr, _stop) = server(limits()).await;
+        let text = exchange(addr, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").await;
+        assert_eq!(status(&text), Some(200), "{text}");
+        assert_eq!(
+            header(&text, "content-type"),
+            Some("text/plain; version=0.0.4; charset=utf-8")
+        );
+        let labels = [("probe", "vfs_rmdir"), ("caller", "none"), ("cgroup", "/a")];
+        assert_eq!(
+            sample(body(&text), "tracer_latency_seconds_count", &labels),
+            Some(1.0)
+        );
+
+        let om = exchange(
+            addr,
+            b"GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: application/openmetrics-text;version=1.0.0,text/plain;q=0.5\r\n\r\n",
+        )
+        .await;
+        assert_eq!(
+            header(&om, "content-type"),
+            Some("application/openmetrics-text; version=1.0.0; charset=utf-8")
+        );
+        assert!(body(&om).ends_with("# EOF\n"), "{om}");
+
+        let zipped = exchange_bytes(
+            addr,
+            b"GET /metrics HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n",
+        )
+        .await;
+        let split = zipped.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+        let head_text = String::from_utf8_lossy(&zipped[..split]).to_lowercase();
+        assert!(head_text.contains("content-encoding: gzip"), "{head_text}");
+        let mut unzipped = String::new();
+        std::io::Read::read_to_string(
+            &mut flate2::read::GzDecoder::new(&zipped[split + 4..]),
+            &mut unzipped,
+        )
+        .unwrap();
+        assert_eq!(unzipped, body(&text), "gzip holds the same exposition");
+
+        let head = exchange(addr, b"HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n").await;
+        assert_eq!((status(&head), body(&head)), (Some(200), ""), "{head}");
+
+        let index = exchange(addr, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").await;
+        assert_eq!(status(&index), Some(200));
+        assert!(body(&index).contains("href=\"/metrics\""), "{index}");
+    }
+
+    #[tokio::test]
+    async fn other_paths_are_404_other_methods_405_bodies_413() {
+        let (addr, _stop) = server(limits()).await;
+        let r = exchange(addr, b"GET /metricsz HTTP/1.1\r\nHost: x\r\n\r\n").await;
+        assert_eq!(status(&r), Some(404), "{r}");
+        let r = exchange(
+            addr,
+            b"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
+        )
+        .await;
+        assert_eq!(status(&r), Some(405), "{r}");
+        assert_eq!(header(&r, "allow"), Some("GET, HEAD"));
+        let r = exchange(addr, b"DELETE / HTTP/1.1\r\nHost: x\r\n\r\n").await;
+        assert_eq!(status(&r), Some(405), "{r}");
+        let r = exchange(
+            addr,
+            b"GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello",
+        )
+        .await;
+        assert_eq!(status(&r), Some(413), "{r}");
+    }
+
+    #[tokio::test]
+    async fn oversized_headers_are_refused() {
+        let (addr, _stop) = server(limits()).await;
+        let mut req = b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: ".to_vec();
+        req.extend(std::iter::repeat_n(b'a', 16 * 1024));
+        req.extend(b"\r\n\r\n");
+        let r = exchange(addr, &req).await;
+        assert_eq!(status(&r), Some(431), "{r}");
+        // The server is still there for others.
+        let ok = exchange(addr, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").await;
+        assert_eq!(status(&ok), Some(200));
+    }
+
+    #[tokio::test]
+    async fn a_slow_drip_client_is_dropped_while_others_are_served() {
+        let (addr, _stop) = server(limits()).await;
+        let mut slow = TcpStream::connect(addr).await.unwrap();
+        slow.write_all(b"GET /metrics HTTP/1.1\r\n").await.unwrap();
+        // One header byte every 100 ms would take 6 s to finish; the server allows 300 ms.
+        let drip = tokio::spawn(async move {
+            for i in 0..60 {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                if slow.write_all(b"X").await.is_err() {
+                    return Some(i);
+                }
+            }
+            None
+        });
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        let ok = exchange(addr, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").await;
+        assert_eq!(status(&ok), Some(200), "served while the drip goes on");
+        let cut_after = drip.await.unwrap();
+        assert!(
+            cut_after.is_some(),
+            "the slow client was never disconnected"
+        );
+    }
+
+    #[tokio::test]
+    async fn connections_past_the_limit_are_closed_at_once() {
+        let (addr, _stop) = server(Limits {
+            max_connections: 2,
+            header_read_timeout: Duration::from_secs(30),
+            ..limits()
+        })
+        .await;
+        let idle: Vec<TcpStream> = vec![
+            TcpStream::connect(addr).await.unwrap(),
+            TcpStream::connect(addr).await.unwrap(),
+        ];
+        let refused = exchange(addr, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").await;
+        assert_eq!(status(&refused), None, "answered past the limit: {refused}");
+        drop(idle);
+        // The server sees the idle connections close; a slot frees up for the next client.
+        let mut served = None;
+        for _ in 0..100 {
+            let r = exchange(addr, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").await;
+            if status(&r) == Some(200) {
+                served = Some(r);
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(
+            served.is_some(),
+            "no client served after the idle ones left"
+        );
+    }
+}

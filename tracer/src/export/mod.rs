@@ -1,0 +1,152 @@
+//! `tracer serve`: the live source's frames as Prometheus metrics over HTTP.
+//!
+//! A sink of the live source, like `tracer top`: the loop refreshes a [`Frame`] every
+//! interval and a scrape encodes the latest one ([`metrics`]), served by [`http`] with
+//! limits on what a client may hold.
+
+pub mod http;
+pub mod metrics;
+
+use std::{net::SocketAddr, process::ExitCode, sync::Arc, time::Duration};
+
+use anyhow::Context as _;
+use tokio::sync::watch;
+
+use crate::live::{self, Frame, LiveArgs};
+
+/// The default port: outside the exporter range of Prometheus' default port allocations
+/// (9100-9999, all taken) and the server's own ports (9090-9094).
+pub const DEFAULT_PORT: u16 = 29_110;
+
+/// The default listen address: loopback only. Any other address is an explicit choice.
+pub const DEFAULT_LISTEN: SocketAddr = SocketAddr::new(
+    std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+    DEFAULT_PORT,
+);
+
+/// `tracer serve`: where the numbers come from, and how they are served.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The source, as for `tracer top`.
+    #[command(flatten)]
+    pub live: LiveArgs,
+    /// The HTTP side.
+    #[command(flatten)]
+    pub http: HttpArgs,
+}
+
+/// Run `tracer serve` until Ctrl-C or SIGTERM; the probes detach on the way out.
+///
+/// # Errors
+/// When the source cannot be opened or the address cannot be bound.
+pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
+    let (source, opts) = live::open(&args.live)?;
+    let handle = live::spawn(source, opts).context("starting the live loop")?;
+    // Scrapes are cheap (one encoding per refresh, shared): two workers are plenty, and
+    // the live loop has its own thread.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let served = runtime.block_on(serve_frames(handle.frames.clone(), &args.http));
+    handle.stop();
+    served.map(|()| ExitCode::SUCCESS)
+}
+
+/// Options of `tracer serve` about HTTP (the source's are the live ones).
+#[derive(Debug, Clone, clap::Args)]
+pub struct HttpArgs {
+    /// Address and port to listen on. The default is loopback only; to be scraped from
+    /// elsewhere, put tracer behind a TLS or authenticating proxy (see README) or name
+    /// another address here.
+    #[arg(long, default_value_t = DEFAULT_LISTEN)]
+    pub listen: SocketAddr,
+    /// Open connections at most; more are closed as soon as accepted.
+    #[arg(long, default_value_t = http::Limits::default().max_connections)]
+    pub max_connections: usize,
+    /// Time a client has to send its request headers (e.g. 5s).
+    #[arg(long, default_value = "5s", value_parser = crate::capture::parse_duration)]
+    pub header_timeout: Duration,
+    /// Time a whole request may take, reading the response included (e.g. 10s).
+    #[arg(long, default_value = "10s", value_parser = crate::capture::parse_duration)]
+    pub request_timeout: Duration,
+}
+
+impl HttpArgs {
+    /// The limits these options set.
+    #[must_use]
+    pub fn limits(&self) -> http::Limits {
+        http::Limits {
+            max_connections: self.max_connections,
+            header_read_timeout: self.header_timeout,
+            request_timeout: self.request_timeout,
+            ..http::Limits::default()
+        }
+    }
+}
+
+/// Serve `frames` on `listen` until Ctrl-C or SIGTERM.
+///
+/// # Errors
+/// When the address cannot be bound.
+pub async fn serve_frames(
+    frames: watch::Receiver<Option<Arc<Frame>>>,
+    args: &HttpArgs,
+) -> anyhow::Result<()> {
+    raise_fd_limit(args.max_connections);
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let local = listener.local_addr().unwrap_or(args.listen);
+    eprintln!("tracer serve: metrics at http://{local}/metrics");
+    if !local.ip().is_loopback() {
+        eprintln!(
+            "tracer serve: listening beyond loopback, without TLS or authentication: \
+             put a TLS or authenticating proxy in front (see README)"
+        );
+    }
+    let exporter = Arc::new(http::Exporter::new(frames));
+    http::serve(listener, exporter, args.limits(), shutdown_signal())
+        .await
+        .context("serving HTTP")
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let term = async {
+        match signal(SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = term => {}
+    }
+}
+
+/// Each connection is a file descriptor: raise the soft limit (often 1024) toward the hard
+/// one so `max_connections` can be open at once, as servers commonly do at start.
+fn raise_fd_limit(max_connections: usize) {
+    let want = u64::try_from(max_connections)
+        .unwrap_or(u64::MAX)
+        .saturating_add(256);
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit read and write only the struct passed.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &raw mut lim) != 0 || lim.rlim_cur >= want {
+            return;
+        }
+        lim.rlim_cur = want.min(lim.rlim_max);
+        if libc::setrlimit(libc::RLIMIT_NOFILE, &raw const lim) != 0 {
+            log::warn!("could not raise the open-file limit to {want}");
+        }
+    }
+}

@@ -1,0 +1,564 @@
+//! Host cases of `tracer serve`: real scrapes checked by `promtool check metrics`, and a
+//! real Prometheus (Debian's) on loopback scraping it every second, queried through its
+//! HTTP API: `_count` against the count the workload fixes, `histogram_quantile(0.99)`
+//! against tracer's own p99, and every expression of `dashboards/*.json`.
+//!
+//! Targets: two model scenarios whose counts the scenario fixes (200 umounts; 20,000
+//! unlinks leaving negative dentries and one rmdir pruning them under the inode lock), and
+//! tracer live on this host (the syscall tracepoints attach even where kprobes cannot),
+//! which is the only one with `/proc/sys/fs/dentry-state` and kernel-program statistics.
+
+use std::{
+    net::TcpListener,
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    thread::sleep,
+    time::{Duration, Instant},
+};
+
+use tracer::snapshot::Probe;
+
+use crate::{util, vm_tests::Tally};
+
+const SCOPE: &str = "host serve";
+const UMOUNTS: u64 = 200;
+const NEGATIVES: u64 = 20_000;
+/// The exposed bucket bounds, as tracer documents them (powers of 4 from 2^10 ns).
+const BOUNDS_NS: [u64; 14] = [
+    1 << 10,
+    1 << 12,
+    1 << 14,
+    1 << 16,
+    1 << 18,
+    1 << 20,
+    1 << 22,
+    1 << 24,
+    1 << 26,
+    1 << 28,
+    1 << 30,
+    1 << 32,
+    1 << 34,
+    1 << 36,
+];
+
+/// A child process killed (and reaped) when dropped.
+struct Guard(Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A free loopback port (bound, then released for the child to bind).
+fn free_port() -> anyhow::Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// GET `url` with curl (the host has it; it keeps this crate free of an HTTP client).
+fn get(url: &str, accept: &str) -> Result<String, String> {
+    let out = Command::new("curl")
+        .args(["-sS", "--fail", "--max-time", "10", "-H"])
+        .arg(format!("Accept: {accept}"))
+        .arg(url)
+        .output()
+        .map_err(|e| format!("curl: {e}"))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(format!(
+            "curl {url}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// Wait until `url` answers with a body holding `needle`, at most `limit`.
+fn wait_for(url: &str, needle: &str, limit: Duration) -> Result<(), String> {
+    let start = Instant::now();
+    loop {
+        match get(url, "*/*") {
+            Ok(body) if body.contains(needle) => return Ok(()),
+            Ok(_) if start.elapsed() > limit => {
+                return Err(format!("{url} never showed {needle:?}"));
+            }
+            Err(e) if start.elapsed() > limit => return Err(e),
+            Ok(_) | Err(_) => sleep(Duration::from_millis(200)),
+        }
+    }
+}
+
+/// One `tracer serve` target.
+struct Target {
+    name: &'static str,
+    addr: String,
+    _child: Guard,
+}
+
+fn start_serve(tracer: &Path, name: &'static str, source: &[&str]) -> Result<Target, String> {
+    let port = free_port().map_err(|e| e.to_string())?;
+    let addr = format!("127.0.0.1:{port}");
+    // What tracer says goes to a file, to be shown when it does not come up.
+    let log = std::env::temp_dir().join(format!("tracer-serve-{}-{port}.log", std::process::id()));
+    let stderr = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+    let child = Command::new(tracer)
+        .arg("serve")
+        .args(source)
+        .args(["--listen", &addr])
+        .stdout(Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .map_err(|e| format!("starting tracer serve: {e}"))?;
+    let target = Target {
+        name,
+        addr,
+        _child: Guard(child),
+    };
+    // Up, and with its first refresh published.
+    let answered = wait_for(
+        &format!("http://{}/metrics", target.addr),
+        "\ntracer_source_up 1\n",
+        Duration::from_secs(30),
+    )
+    .map_err(|e| {
+        let said = std::fs::read_to_string(&log).unwrap_or_default();
+        format!("{name}: tracer serve never answered ({e}): {}", said.trim())
+    });
+    let _ = std::fs::remove_file(&log);
+    answered.map(|()| target)
+}
+
+/// `promtool check metrics` on a scrape in the classic text format (promtool 2.42 reads
+/// no other).
+fn promtool(target: &Target) -> Result<String, String> {
+    let text = get(
+        &format!("http://{}/metrics", target.addr),
+        "text/plain;version=0.0.4",
+    )?;
+    let mut child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("promtool: {e} (cargo xtask setup installs Debian's prometheus)"))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        use std::io::Write as _;
+        stdin
+            .write_all(text.as_bytes())
+            .map_err(|e| format!("promtool stdin: {e}"))?;
+    }
+    let out = child
+        .wait_with_output()
+        .map_err(|e| format!("promtool: {e}"))?;
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if out.status.success() {
+        Ok(format!(
+            "{}: {} lines, promtool found no problem",
+            target.name,
+            text.lines().count()
+        ))
+    } else {
+        Err(format!("{}: {}", target.name, said.trim()))
+    }
+}
+
+/// A Prometheus server on loopback scraping the targets every second.
+struct Prometheus {
+    url: String,
+    dir: PathBuf,
+    _child: Guard,
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl Prometheus {
+    fn start(targets: &[&Target]) -> Result<Prometheus, String> {
+        let dir =
+            std::env::temp_dir().join(format!("tracer-serve-prometheus-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        let list: Vec<String> = targets.iter().map(|t| format!("'{}'", t.addr)).collect();
+        let config = format!(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: tracer\n    static_configs:\n      - targets: [{}]\n",
+            list.join(", ")
+        );
+        std::fs::write(dir.join("prometheus.yml"), config).map_err(|e| e.to_string())?;
+        let port = free_port().map_err(|e| e.to_string())?;
+        let child = Command::new("prometheus")
+            .arg(format!(
+                "--config.file={}",
+                dir.join("prometheus.yml").display()
+            ))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("data").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .arg("--log.level=warn")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.join("prometheus.log")).map_err(|e| e.to_string())?)
+            .spawn()
+            .map_err(|e| {
+                format!("prometheus: {e} (cargo xtask setup installs Debian's prometheus)")
+            })?;
+        let p = Prometheus {
+            url: format!("http://127.0.0.1:{port}"),
+            dir,
+            _child: Guard(child),
+        };
+        wait_for(&format!("{}/-/ready", p.url), "", Duration::from_mins(1))
+            .map_err(|e| format!("Prometheus never became ready: {e}"))?;
+        Ok(p)
+    }
+
+    /// An instant query: each result series' labels (JSON) and value.
+    fn query(&self, expr: &str) -> Result<Vec<(serde_json::Value, f64)>, String> {
+        let out = Command::new("curl")
+            .args(["-sS", "--fail", "--max-time", "10", "--data-urlencode"])
+            .arg(format!("query={expr}"))
+            .arg(format!("{}/api/v1/query", self.url))
+            .output()
+            .map_err(|e| format!("curl: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "query {expr}: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        let v: serde_json::Value =
+            serde_json::from_slice(&out.stdout).map_err(|e| format!("query {expr}: {e}"))?;
+        if v["status"] != "success" {
+            return Err(format!("query {expr}: {}", v["error"]));
+        }
+        Ok(v["data"]["result"]
+            .as_array()
+            .map(|rs| {
+                rs.iter()
+                    .map(|r| {
+                        let value = r["value"][1]
+                            .as_str()
+                            .and_then(|s| s.parse().ok())
+                            .unwrap_or(f64::NAN);
+                        (r["metric"].clone(), value)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    /// The single value of `expr`, once it equals `want` or `limit` passed (the last one).
+    fn settle(&self, expr: &str, want: f64, limit: Duration) -> Result<f64, String> {
+        let start = Instant::now();
+        loop {
+            let got = self.query(expr)?.first().map(|(_, v)| *v);
+            match got {
+                Some(v) if (v - want).abs() < 0.5 => return Ok(v),
+                _ if start.elapsed() > limit => {
+                    return Err(format!("{expr} = {got:?} after {limit:?}, expected {want}"));
+                }
+                _ => sleep(Duration::from_millis(500)),
+            }
+        }
+    }
+}
+
+/// Index of the exposed bucket holding `ns` (`BOUNDS_NS.len()` for `+Inf`).
+fn bucket_index(ns: f64) -> usize {
+    #[expect(
+        clippy::cast_precision_loss,
+        reason = "bounds up to 2^36 are exact in f64"
+    )]
+    BOUNDS_NS
+        .iter()
+        .position(|&b| ns <= b as f64)
+        .unwrap_or(BOUNDS_NS.len())
+}
+
+/// Write the capture of one model run to a temporary file; tracer serve replays it.
+fn model_capture(tracer: &Path, name: &str, args: &[&str]) -> Result<PathBuf, String> {
+    let file =
+        std::env::temp_dir().join(format!("tracer-serve-{}-{name}.json", std::process::id()));
+    let out = Command::new(tracer)
+        .arg("model")
+        .args(args)
+        .args(["--format", "json", "-o"])
+        .arg(&file)
+        .output()
+        .map_err(|e| format!("tracer model: {e}"))?;
+    if out.status.success() {
+        Ok(file)
+    } else {
+        Err(format!(
+            "tracer model: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// Every `"expr"` of the dashboards, with `$variables` made to select everything.
+fn dashboard_exprs() -> Result<Vec<(String, String)>, String> {
+    fn walk(v: &serde_json::Value, file: &str, out: &mut Vec<(String, String)>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                if let Some(serde_json::Value::String(e)) = m.get("expr") {
+                    out.push((file.to_owned(), e.clone()));
+                }
+                m.values().for_each(|x| walk(x, file, out));
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|x| walk(x, file, out)),
+            _ => {}
+        }
+    }
+    let dir = util::workspace_root().join("dashboards");
+    let mut out = Vec::new();
+    let entries = std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.extension().is_none_or(|e| e != "json") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).map_err(|e| e.to_string())?;
+        let json: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let name = path
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        walk(&json, &name, &mut out);
+    }
+    Ok(out
+        .into_iter()
+        .map(|(f, e)| {
+            let e = e
+                .replace("$__rate_interval", "1m")
+                .replace("$instance", ".*")
+                .replace("$cgroup", ".*")
+                .replace("$probe", ".*");
+            (f, e)
+        })
+        .collect())
+}
+
+/// A capture replayed by `tracer serve`: once played, its totals are the capture's.
+struct Replay {
+    target: Result<Target, String>,
+    capture: Result<tracer::snapshot::Snapshot, String>,
+    file: Option<PathBuf>,
+}
+
+impl Drop for Replay {
+    fn drop(&mut self) {
+        if let Some(f) = &self.file {
+            let _ = std::fs::remove_file(f);
+        }
+    }
+}
+
+fn replay(tracer: &Path, name: &'static str, args: &[&str]) -> Replay {
+    match model_capture(tracer, name, args) {
+        Ok(file) => {
+            let path = file.to_string_lossy().into_owned();
+            Replay {
+                target: start_serve(tracer, name, &["--replay", &path]),
+                capture: tracer::report::load(&file).map_err(|e| format!("{e:#}")),
+                file: Some(file),
+            }
+        }
+        Err(e) => Replay {
+            target: Err(e.clone()),
+            capture: Err(e),
+            file: None,
+        },
+    }
+}
+
+const UMOUNT_ARGS: [&str; 5] = [
+    "umount-storm",
+    "--variant",
+    "expedited",
+    "--set",
+    "mounts=200",
+];
+const DENTRY_ARGS: [&str; 3] = ["negative-dentry-rmdir", "--set", "negatives=20000"];
+
+/// The host cases of `tracer serve`, against the tracer binary at `tracer`.
+pub fn host_cases(tracer: &Path, tally: &mut Tally) {
+    let model = |name, args: &[&str]| {
+        let mut source = vec!["--model"];
+        source.extend_from_slice(args);
+        start_serve(tracer, name, &source)
+    };
+    // The model plays its scenario again and again: rates for the dashboards. Replays of
+    // one run of it stop at the run's totals: exact counts.
+    let live = [
+        model("model umount-storm", &UMOUNT_ARGS),
+        model("model negative-dentry-rmdir", &DENTRY_ARGS),
+        start_serve(tracer, "live on this host", &[]),
+    ];
+    let umounts = replay(tracer, "replay of umount-storm", &UMOUNT_ARGS);
+    let dentries = replay(tracer, "replay of negative-dentry-rmdir", &DENTRY_ARGS);
+    let all: Vec<&Result<Target, String>> = live
+        .iter()
+        .chain([&umounts.target, &dentries.target])
+        .collect();
+    for t in &all {
+        match t {
+            Ok(t) => tally.record(
+                SCOPE,
+                &format!("promtool check metrics passes on a scrape ({})", t.name),
+                &promtool(t),
+            ),
+            Err(e) => tally.record(SCOPE, "tracer serve starts", &Err(e.clone())),
+        }
+    }
+    let up: Vec<&Target> = all.iter().filter_map(|t| t.as_ref().ok()).collect();
+    let prometheus = match Prometheus::start(&up) {
+        Ok(p) => p,
+        Err(e) => {
+            tally.record(SCOPE, "Prometheus scrapes tracer serve", &Err(e));
+            return;
+        }
+    };
+    let checks = [
+        (&umounts, Probe::SysUmount, UMOUNTS),
+        (&dentries, Probe::DDelete, NEGATIVES),
+    ];
+    for (replayed, probe, fixed) in checks {
+        replay_checks(&prometheus, replayed, probe, fixed, tally);
+    }
+    let negatives = dentries.target.as_ref().map(|t| {
+        format!(
+            "sum(tracer_negative_dentries_total{{instance=\"{}\"}})",
+            t.addr
+        )
+    });
+    if let Ok(expr) = negatives {
+        #[expect(clippy::cast_precision_loss, reason = "counts well below 2^52")]
+        let verdict = prometheus
+            .settle(&expr, NEGATIVES as f64, Duration::from_mins(1))
+            .map(|v| format!("{expr} = {v}"));
+        tally.record(
+            SCOPE,
+            &format!("Prometheus: negative dentries equal the {NEGATIVES} unlinks"),
+            &verdict,
+        );
+    }
+    // Rates need two samples in their window: a few more scrapes.
+    sleep(Duration::from_secs(3));
+    tally.record(
+        SCOPE,
+        "every dashboard expression returns a series in Prometheus",
+        &dashboards(&prometheus),
+    );
+}
+
+/// Each expression of `dashboards/*.json` has a series in `prometheus`.
+fn dashboards(prometheus: &Prometheus) -> Result<String, String> {
+    dashboard_exprs().and_then(|exprs| {
+        let mut empty = Vec::new();
+        for (file, expr) in &exprs {
+            match prometheus.query(expr) {
+                Ok(rs) if !rs.is_empty() => {}
+                Ok(_) => empty.push(format!("{file}: {expr} (no series)")),
+                Err(e) => empty.push(format!("{file}: {e}")),
+            }
+        }
+        if exprs.is_empty() {
+            Err("no expressions found in dashboards/*.json".into())
+        } else if empty.is_empty() {
+            Ok(format!(
+                "{} expressions, each with at least one series",
+                exprs.len()
+            ))
+        } else {
+            Err(empty.join("; "))
+        }
+    })
+}
+
+/// `_count` and p99 of `probe` in Prometheus against the replayed capture's own.
+fn replay_checks(
+    prometheus: &Prometheus,
+    replayed: &Replay,
+    probe: Probe,
+    fixed: u64,
+    tally: &mut Tally,
+) {
+    let (Ok(t), Ok(capture)) = (&replayed.target, &replayed.capture) else {
+        return;
+    };
+    let own = capture.probe_total(probe);
+    let expr = format!(
+        "sum(tracer_latency_seconds_count{{instance=\"{}\",probe=\"{}\"}})",
+        t.addr,
+        probe.name()
+    );
+    #[expect(clippy::cast_precision_loss, reason = "counts well below 2^52")]
+    let verdict = if own.count() == fixed {
+        prometheus
+            .settle(&expr, own.count() as f64, Duration::from_mins(1))
+            .map(|v| format!("{expr} = {v}: tracer's own count, as the scenario fixes"))
+    } else {
+        Err(format!(
+            "the model made {} {} calls, the scenario fixes {fixed}",
+            own.count(),
+            probe.name()
+        ))
+    };
+    tally.record(
+        SCOPE,
+        &format!(
+            "Prometheus: _count of {} equals the {fixed} the workload fixes",
+            probe.name()
+        ),
+        &verdict,
+    );
+    let expr = format!(
+        "histogram_quantile(0.99, sum by (le) (tracer_latency_seconds_bucket{{instance=\"{}\",probe=\"{}\"}}))",
+        t.addr,
+        probe.name()
+    );
+    let verdict = own
+        .quantile_ns(0.99)
+        .ok_or_else(|| format!("no {} calls", probe.name()))
+        .and_then(|own| {
+            let prom = prometheus
+                .query(&expr)?
+                .first()
+                .map(|(_, v)| *v * 1e9)
+                .ok_or_else(|| format!("{expr}: no series"))?;
+            #[expect(
+                clippy::cast_precision_loss,
+                reason = "nanoseconds, compared by bucket"
+            )]
+            let own = own as f64;
+            let (a, b) = (bucket_index(prom), bucket_index(own));
+            let seen = format!(
+                "Prometheus {:.1} us (bucket {a}), tracer {:.1} us (bucket {b})",
+                prom / 1e3,
+                own / 1e3
+            );
+            if a.abs_diff(b) <= 1 {
+                Ok(seen)
+            } else {
+                Err(seen)
+            }
+        });
+    tally.record(
+        SCOPE,
+        &format!(
+            "histogram_quantile(0.99) of {} agrees with tracer's p99 within one bucket",
+            probe.name()
+        ),
+        &verdict,
+    );
+}
