@@ -201,7 +201,8 @@ pub fn top(tracer: &Path, speed: u32) -> anyhow::Result<()> {
     );
     println!(
         "the live loop alone (--view none, {LOOP_ONLY} refreshes): {loop_ms:.2} ms per refresh; \
-         so the dashboard (tables, drawing, printing) adds {:.2} ms",
+         with the dashboard minus without: {:+.2} ms (on a machine shared with other work, \
+         runs differ by tens of ms: a small or negative difference is noise)",
         per_refresh_ms - loop_ms
     );
     #[expect(clippy::cast_precision_loss, reason = "counts, for a figure")]
