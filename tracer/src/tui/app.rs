@@ -1192,6 +1192,35 @@ mod tests {
     }
 
     #[test]
+    fn slow_calls_filter_by_comm_and_sort_by_latency() {
+        let mut app = app();
+        app.on_key(KeyEvent::new(KeyCode::Char('4'), KeyModifiers::NONE));
+        assert_eq!(app.view, View::Slow);
+        // Newest first: the umount, then the rm.
+        let pids: Vec<u32> = app.slow_rows().map(|c| c.pid).collect();
+        assert_eq!(pids, [777, testdata::SLOW_PID]);
+        // time, pid, comm, cgroup, call, latency: six presses reach latency, longest first.
+        for _ in 0..6 {
+            press(&mut app, KeyCode::Char('s'));
+        }
+        let latencies: Vec<u64> = app.slow_rows().map(|c| c.latency_ns).collect();
+        assert_eq!(latencies, [259_000_000, 29_500_000]);
+        press(&mut app, KeyCode::Char('/'));
+        type_str(&mut app, testdata::SLOW_COMM);
+        press(&mut app, KeyCode::Enter);
+        let comms: Vec<&str> = app.slow_rows().map(|c| c.comm.as_str()).collect();
+        assert_eq!(comms, [testdata::SLOW_COMM]);
+        // Enter: the detail of that call's probe in its cgroup.
+        press(&mut app, KeyCode::Enter);
+        let t = app.target().expect("target");
+        assert_eq!(t.probe, Probe::VfsRmdir);
+        assert_eq!(
+            app.cgroup_path(t.cgroup.expect("cgroup")),
+            "/system.slice/docker-b2.scope"
+        );
+    }
+
+    #[test]
     fn sorting_probes_keeps_callers_under_their_probe() {
         let mut app = app();
         // calls/s, most first.
