@@ -410,6 +410,43 @@ impl Latency {
         self.buckets = out;
     }
 
+    /// Take `earlier`'s calls out of this series, in place: what [`Latency::since`] returns,
+    /// without a new allocation (a live view's window drops its oldest interval this way).
+    pub fn subtract(&mut self, earlier: &Latency) {
+        if earlier.count == 0 || earlier.count > self.count {
+            return;
+        }
+        // Every bucket of `earlier` must be here with at least as many calls, else this is
+        // not a later reading of it: leave it whole, as `since` does.
+        let mut i = 0;
+        for &(b, n) in &earlier.buckets {
+            while i < self.buckets.len() && self.buckets[i].0 < b {
+                i += 1;
+            }
+            match self.buckets.get(i) {
+                Some(&(mine, m)) if mine == b && m >= n => {}
+                _ => return,
+            }
+        }
+        let mut i = 0;
+        for &(b, n) in &earlier.buckets {
+            while self.buckets[i].0 < b {
+                i += 1;
+            }
+            self.buckets[i].1 -= n;
+        }
+        self.buckets.retain(|&(_, n)| n > 0);
+        self.count -= earlier.count;
+        self.sum_ns = self.sum_ns.saturating_sub(earlier.sum_ns);
+        match (self.buckets.first(), self.buckets.last()) {
+            (Some(&(first, _)), Some(&(last, _))) if self.count > 0 => {
+                self.min_ns = self.min_ns.max(bounds(first).0);
+                self.max_ns = self.max_ns.min(bounds(last).1 - 1);
+            }
+            _ => *self = Latency::new(),
+        }
+    }
+
     /// The calls in `self` that are not in `earlier` (a later reading of the same counters),
     /// exact per bucket. min and max cannot be subtracted: they are kept from `self`, bounded
     /// by the buckets left.
@@ -1048,6 +1085,31 @@ mod tests {
             f64::from(u32::try_from(10_000 * hdr).unwrap()) / f64::from(1u32 << 20)
         );
         assert!(total < 20 << 20, "{total} bytes");
+    }
+
+    #[test]
+    fn subtract_in_place_is_since() {
+        let mut later = Latency::new();
+        for v in [90, 1_000, 1_100, 50_000, 50_000, 7_000_000] {
+            later.record(v);
+        }
+        let mut earlier = Latency::new();
+        earlier.record(90);
+        earlier.record(50_000);
+        let mut inplace = later.clone();
+        inplace.subtract(&earlier);
+        assert_eq!(inplace, later.since(&earlier));
+        assert_eq!(inplace.count(), 4);
+        // Not an earlier reading (a bucket it lacks): left whole, as since does.
+        let mut other = Latency::new();
+        other.record(3);
+        let mut kept = later.clone();
+        kept.subtract(&other);
+        assert_eq!(kept, later);
+        let mut all = later.clone();
+        all.subtract(&later);
+        assert_eq!(all.count(), 0);
+        assert_eq!(all.min_ns(), None);
     }
 
     #[test]

@@ -40,7 +40,9 @@ pub struct Args {
 /// # Errors
 /// When the source cannot be opened or the address cannot be bound.
 pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
-    let (source, opts) = live::open(&args.live)?;
+    let (source, mut opts) = live::open(&args.live)?;
+    // /metrics exports totals only: the percentile windows would be work for nothing.
+    opts.windows = false;
     let handle = live::spawn(source, opts).context("starting the live loop")?;
     // Scrapes are cheap (one encoding per refresh, shared): two workers are plenty, and
     // the live loop has its own thread.

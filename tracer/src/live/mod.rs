@@ -231,6 +231,9 @@ pub struct Options {
     pub slow_threshold_ns: u64,
     /// Points of history kept per probe.
     pub history_len: usize,
+    /// Keep the 10 s and 60 s windows (a sink that shows only totals saves their cost;
+    /// its frames then hold them empty).
+    pub windows: bool,
 }
 
 impl Default for Options {
@@ -240,6 +243,7 @@ impl Default for Options {
             max_cgroups: DEFAULT_MAX_CGROUPS,
             slow_threshold_ns: 0,
             history_len: 300,
+            windows: true,
         }
     }
 }

@@ -238,6 +238,20 @@ const _: () = {
     assert!(listed(Counter::DroppedDentries) + 1 == COUNTERS.len());
 };
 
+fn slow_call_rec(c: &crate::live::SlowCall) -> SlowCallRec {
+    SlowCallRec {
+        at_unix_ns: c.at_unix_ns,
+        pid: c.pid,
+        tid: c.tid,
+        comm: c.comm.clone(),
+        cgroup: c.cgroup,
+        probe: c.probe.name().to_owned(),
+        caller: c.caller.map(|p| p.name().to_owned()),
+        latency_ns: c.latency_ns,
+        pruned_under_lock_ns: c.pruned_under_lock_ns,
+    }
+}
+
 /// The capture file for `snapshot`, pretty-printed, ending in a newline.
 ///
 /// # Panics
@@ -321,21 +335,7 @@ pub fn to_string(snapshot: &Snapshot) -> String {
                 value: *n,
             })
             .collect(),
-        slow_calls: snapshot
-            .slow_calls
-            .iter()
-            .map(|c| SlowCallRec {
-                at_unix_ns: c.at_unix_ns,
-                pid: c.pid,
-                tid: c.tid,
-                comm: c.comm.clone(),
-                cgroup: c.cgroup,
-                probe: c.probe.name().to_owned(),
-                caller: c.caller.map(|p| p.name().to_owned()),
-                latency_ns: c.latency_ns,
-                pruned_under_lock_ns: c.pruned_under_lock_ns,
-            })
-            .collect(),
+        slow_calls: snapshot.slow_calls.iter().map(slow_call_rec).collect(),
         bpf: snapshot.bpf.map(|b| BpfRec {
             run_ns: b.run_ns,
             runs: b.runs,
