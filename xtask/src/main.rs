@@ -6,6 +6,7 @@ mod bench_serve;
 mod bench_top;
 mod initramfs;
 mod kernel;
+mod live_vm_tests;
 mod serve_tests;
 mod setup;
 mod top_tests;

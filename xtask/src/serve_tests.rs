@@ -52,7 +52,7 @@ impl Drop for Guard {
 }
 
 /// A free loopback port (bound, then released for the child to bind).
-fn free_port() -> anyhow::Result<u16> {
+pub(crate) fn free_port() -> anyhow::Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
@@ -136,6 +136,11 @@ fn promtool(target: &Target) -> Result<String, String> {
         &format!("http://{}/metrics", target.addr),
         "text/plain;version=0.0.4",
     )?;
+    promtool_check(target.name, &text)
+}
+
+/// `promtool check metrics` on the scrape `text` of target `name`.
+pub(crate) fn promtool_check(name: &str, text: &str) -> Result<String, String> {
     let mut child = Command::new("promtool")
         .args(["check", "metrics"])
         .stdin(Stdio::piped())
@@ -159,17 +164,16 @@ fn promtool(target: &Target) -> Result<String, String> {
     );
     if out.status.success() {
         Ok(format!(
-            "{}: {} lines, promtool found no problem",
-            target.name,
+            "{name}: {} lines, promtool found no problem",
             text.lines().count()
         ))
     } else {
-        Err(format!("{}: {}", target.name, said.trim()))
+        Err(format!("{name}: {}", said.trim()))
     }
 }
 
 /// A Prometheus server on loopback scraping the targets every second.
-struct Prometheus {
+pub(crate) struct Prometheus {
     url: String,
     dir: PathBuf,
     _child: Guard,
@@ -183,11 +187,20 @@ impl Drop for Prometheus {
 
 impl Prometheus {
     fn start(targets: &[&Target]) -> Result<Prometheus, String> {
-        let dir =
-            std::env::temp_dir().join(format!("tracer-serve-prometheus-{}", std::process::id()));
+        let addrs: Vec<String> = targets.iter().map(|t| t.addr.clone()).collect();
+        Self::scraping(&addrs, "host")
+    }
+
+    /// A Prometheus scraping `addrs` (`host:port`) every second; `tag` keeps its files
+    /// apart from another's.
+    pub(crate) fn scraping(addrs: &[String], tag: &str) -> Result<Prometheus, String> {
+        let dir = std::env::temp_dir().join(format!(
+            "tracer-serve-prometheus-{}-{tag}",
+            std::process::id()
+        ));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-        let list: Vec<String> = targets.iter().map(|t| format!("'{}'", t.addr)).collect();
+        let list: Vec<String> = addrs.iter().map(|a| format!("'{a}'")).collect();
         let config = format!(
             "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: tracer\n    static_configs:\n      - targets: [{}]\n",
             list.join(", ")
@@ -222,7 +235,7 @@ impl Prometheus {
     }
 
     /// An instant query: each result series' labels (JSON) and value.
-    fn query(&self, expr: &str) -> Result<Vec<(serde_json::Value, f64)>, String> {
+    pub(crate) fn query(&self, expr: &str) -> Result<Vec<(serde_json::Value, f64)>, String> {
         let out = Command::new("curl")
             .args(["-sS", "--fail", "--max-time", "10", "--data-urlencode"])
             .arg(format!("query={expr}"))

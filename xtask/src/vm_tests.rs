@@ -319,6 +319,12 @@ pub fn vm_suite(
     )];
     // bpftrace, the peer whose counts tracer's must equal in the same boot (setup installs it).
     files.extend(vm::host_program(BPFTRACE)?);
+    // The guest's `tracer serve` is scraped from here, by a Prometheus started first.
+    let port = crate::serve_tests::free_port()?;
+    let prometheus =
+        crate::serve_tests::Prometheus::scraping(&[format!("127.0.0.1:{port}")], &kernel.name)
+            .inspect_err(|e| eprintln!("{scope}: no Prometheus for the live cases: {e}"))
+            .ok();
     let spec = vm::Spec {
         kernel,
         tracer: Some(tracer),
@@ -327,7 +333,7 @@ pub fn vm_suite(
         timeout,
         kvm,
         interactive: false,
-        forward: None,
+        forward: Some((port, crate::live_vm_tests::GUEST_SERVE_PORT)),
         out_dir,
     };
     let outcome = vm::boot(&spec)?;
@@ -364,6 +370,7 @@ pub fn vm_suite(
         };
         tally.record(&scope, case.name, &verdict);
     }
+    crate::live_vm_tests::check(&files, prometheus.as_ref(), &scope, tally);
     Ok(())
 }
 

@@ -163,4 +163,57 @@ if [ -d /mnt/ext2 ]; then
     done
 fi
 
+echo "suite: live views: tracer top --frames and tracer serve while workloads run in cgroups of their own"
+# wait_for FILE TEXT: until TEXT shows in FILE, 120 s at most.
+wait_for() {
+    i=0
+    while [ $i -lt 1200 ] && ! grep -q "$2" "$1" 2>/dev/null; do sleep 0.1; i=$((i+1)); done
+}
+for how in kprobe fentry; do
+    cg=top_$how
+    mkdir -p /sys/fs/cgroup/$cg /tmp/$cg
+    # The slow rmdir's directory: 20000 negative dentries, made before top starts.
+    if [ -d /mnt/ext2 ]; then
+        mkdir -p /mnt/ext2/$cg
+        sh -c "i=0; while [ \$i -lt 20000 ]; do [ -e /mnt/ext2/$cg/x\$i ]; i=\$((i+1)); done"
+    fi
+    timeout 200 tracer top --attach $how --frames 8 --interval 1s --view cgroups,slow \
+        --width 160 --height 40 --slow 5ms > /tmp/$cg.txt 2> /tmp/$cg.err &
+    top=$!
+    # Workloads start once the probes are attached and the first refresh is out.
+    wait_for /tmp/$cg.txt "refresh 1/8"
+    sh /tmp/half.sh $cg $cg 77 >> /tmp/$cg.err 2>&1
+    if [ -d /mnt/ext2/$cg ]; then
+        sh -c "echo \$\$ > /sys/fs/cgroup/$cg/cgroup.procs; echo \$\$ > /tmp/$cg.pid; exec rmdir /mnt/ext2/$cg"
+    fi
+    wait $top
+    echo "exit $?" >> /tmp/$cg.err
+    emit $cg.txt /tmp/$cg.txt
+    emit $cg.err /tmp/$cg.err
+    [ -f /tmp/$cg.pid ] && emit $cg.pid /tmp/$cg.pid
+done
+
+# tracer serve, scraped by a Prometheus on the host through the forwarded port.
+if net-up > /tmp/net.log 2>&1; then
+    mkdir -p /sys/fs/cgroup/serve_wl /tmp/serve_wl
+    tracer serve --listen 0.0.0.0:29110 --interval 1s > /tmp/serve.log 2>&1 &
+    srv=$!
+    i=0
+    while [ $i -lt 1200 ] && ! wget -q -O /tmp/serve.first http://127.0.0.1:29110/metrics 2>/dev/null; do
+        sleep 0.1; i=$((i+1))
+    done
+    sh /tmp/half.sh serve_wl serve_wl 120 >> /tmp/serve.log 2>&1
+    # Two refreshes for the counts to reach /metrics, then time for Prometheus to scrape.
+    sleep 3
+    wget -q -O /tmp/serve.metrics http://127.0.0.1:29110/metrics
+    sleep 5
+    kill $srv
+    wait $srv
+    echo "exit $?" >> /tmp/serve.log
+    emit serve.metrics /tmp/serve.metrics
+    emit serve.log /tmp/serve.log
+else
+    emit net.log /tmp/net.log
+fi
+
 echo "suite: done"

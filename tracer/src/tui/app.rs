@@ -128,8 +128,9 @@ pub const PROBE_COLUMNS: [Column; 8] = [
 ];
 
 /// Columns of the Cgroups view: p99 of grace-period waits, shrinker teardown, rmdir(2),
-/// umount2(2) and the inode-lock hold; negative dentries and lock waits per second.
-pub const CGROUP_COLUMNS: [Column; 8] = [
+/// umount2(2) and the inode-lock hold; negative dentries and lock waits per second; the
+/// rmdir(2) and umount2(2) calls since start (on wider terminals).
+pub const CGROUP_COLUMNS: [Column; 10] = [
     text("cgroup", 16, true),
     num("gp p99", 7),
     num("shrink", 7),
@@ -138,6 +139,14 @@ pub const CGROUP_COLUMNS: [Column; 8] = [
     num("neg/s", 7),
     num("hold", 7),
     num("wait/s", 7),
+    Column {
+        min_term_width: 110,
+        ..num("rmdirs", 8)
+    },
+    Column {
+        min_term_width: 110,
+        ..num("umounts", 8)
+    },
 ];
 
 /// Columns of the Slow calls view.
@@ -854,6 +863,7 @@ fn probe_key(r: &ProbeRow, col: usize) -> Key {
     }
 }
 
+#[expect(clippy::cast_precision_loss, reason = "a sort key")]
 fn cgroup_key(r: &CgroupRow, col: usize) -> Key {
     match col {
         0 => Key::Text(r.path.to_lowercase()),
@@ -863,7 +873,9 @@ fn cgroup_key(r: &CgroupRow, col: usize) -> Key {
         4 => opt(r.umount_p99_ns),
         5 => Key::Num(r.negative_per_s),
         6 => opt(r.hold_p99_ns),
-        _ => Key::Num(r.waits_per_s),
+        7 => Key::Num(r.waits_per_s),
+        8 => Key::Num(r.rmdirs as f64),
+        _ => Key::Num(r.umounts as f64),
     }
 }
 

@@ -93,6 +93,10 @@ pub struct CgroupRow {
     pub hold_p99_ns: Option<u64>,
     /// Waits for the inode lock of a directory being removed, per second.
     pub waits_per_s: f64,
+    /// `rmdir(2)` calls since start (or reset).
+    pub rmdirs: u64,
+    /// `umount2(2)` calls since start (or reset).
+    pub umounts: u64,
 }
 
 impl CgroupRow {
@@ -376,6 +380,12 @@ pub fn cgroup_rows(frame: &Frame) -> Vec<CgroupRow> {
             Agg::add(&mut slots[col as usize], lat);
         }
     }
+    let mut totals: HashMap<(CgroupId, Probe), u64> = HashMap::new();
+    for (k, lat) in &frame.cumulative.series {
+        if matches!(k.probe, Probe::SysRmdir | Probe::SysUmount) {
+            *totals.entry((k.cgroup, k.probe)).or_default() += lat.count();
+        }
+    }
     let mut waits: HashMap<CgroupId, u64> = HashMap::new();
     for (k, lat) in &frame.last.series {
         let w = waits.entry(k.cgroup).or_default();
@@ -427,6 +437,8 @@ pub fn cgroup_rows(frame: &Frame) -> Vec<CgroupRow> {
                 ),
                 hold_p99_ns: p99(Col::Hold),
                 waits_per_s: rate(waits.get(&id).copied().unwrap_or(0), secs),
+                rmdirs: totals.get(&(id, Probe::SysRmdir)).copied().unwrap_or(0),
+                umounts: totals.get(&(id, Probe::SysUmount)).copied().unwrap_or(0),
             }
         })
         .collect();

@@ -225,6 +225,8 @@ pub(super) fn cgroups(app: &App, frame: &Frame, area: Rect, buf: &mut Buffer, th
                 rate(r.negative_per_s),
                 ns_cell(r.hold_p99_ns),
                 rate(r.waits_per_s),
+                r.rmdirs.to_string(),
+                r.umounts.to_string(),
             ],
             if r.gone || r.is_other() {
                 theme.dim()
