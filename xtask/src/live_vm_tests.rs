@@ -6,7 +6,7 @@
 use std::{collections::BTreeMap, path::PathBuf};
 
 use crate::{
-    serve_tests::{Prometheus, promtool_check},
+    serve_tests::{Prometheus, bucket_index, promtool_check},
     vm_tests::{Tally, Verdict},
 };
 
@@ -161,6 +161,53 @@ fn prometheus_count(prometheus: Option<&Prometheus>) -> Verdict {
     }
 }
 
+/// Prometheus' `histogram_quantile(0.99)` of the exported buckets lands within one exposed
+/// bucket of tracer's own p99 of the same calls (from a capture of the workload, with the
+/// kernel's fine buckets).
+fn prometheus_p99(files: &BTreeMap<String, PathBuf>, prometheus: Option<&Prometheus>) -> Verdict {
+    let p = prometheus.ok_or("no Prometheus was started")?;
+    let path = files.get("serve_wl.json").ok_or_else(|| {
+        with_err(
+            files,
+            "serve_cap.log",
+            "the guest sent no serve_wl.json".into(),
+        )
+    })?;
+    let capture = tracer::report::load(path).map_err(|e| format!("{e:#}"))?;
+    let own = capture.total_where(|k| {
+        k.probe == tracer::snapshot::Probe::SysRmdir && capture.cgroup_name(k.cgroup) == "/serve_wl"
+    });
+    if own.count() != SERVE_RMDIRS {
+        return Err(format!(
+            "the capture saw {} rmdir calls in /serve_wl, expected {SERVE_RMDIRS}",
+            own.count()
+        ));
+    }
+    let own = own.quantile_ns(0.99).ok_or("no p99 in the capture")?;
+    let expr = "histogram_quantile(0.99, max_over_time(tracer_latency_seconds_bucket{probe=\"rmdir\",cgroup=\"/serve_wl\"}[10m]))";
+    let prom = p
+        .query(expr)?
+        .first()
+        .map(|(_, v)| *v * 1e9)
+        .ok_or_else(|| format!("{expr}: no series"))?;
+    #[expect(
+        clippy::cast_precision_loss,
+        reason = "nanoseconds, compared by bucket"
+    )]
+    let own = own as f64;
+    let (a, b) = (bucket_index(prom), bucket_index(own));
+    let seen = format!(
+        "Prometheus {:.1} us (bucket {a}), tracer {:.1} us (bucket {b})",
+        prom / 1e3,
+        own / 1e3
+    );
+    if a.abs_diff(b) <= 1 {
+        Ok(seen)
+    } else {
+        Err(seen)
+    }
+}
+
 /// Judge what the guest's live section sent back.
 pub fn check(
     files: &BTreeMap<String, PathBuf>,
@@ -197,6 +244,11 @@ pub fn check(
         scope,
         "serve in the VM: Prometheus on this host scraped it through the forwarded port, _count = 120",
         &prometheus_count(prometheus),
+    );
+    tally.record(
+        scope,
+        "serve in the VM: histogram_quantile(0.99) in Prometheus is within one bucket of tracer's own p99",
+        &prometheus_p99(files, prometheus),
     );
 }
 

@@ -286,7 +286,7 @@ impl Prometheus {
 }
 
 /// Index of the exposed bucket holding `ns` (`BOUNDS_NS.len()` for `+Inf`).
-fn bucket_index(ns: f64) -> usize {
+pub(crate) fn bucket_index(ns: f64) -> usize {
     #[expect(
         clippy::cast_precision_loss,
         reason = "bounds up to 2^36 are exact in f64"

@@ -202,7 +202,10 @@ if net-up > /tmp/net.log 2>&1; then
     while [ $i -lt 1200 ] && ! wget -q -O /tmp/serve.first http://127.0.0.1:29110/metrics 2>/dev/null; do
         sleep 0.1; i=$((i+1))
     done
-    sh /tmp/half.sh serve_wl serve_wl 120 >> /tmp/serve.log 2>&1
+    # Under a capture too, whose fine buckets give tracer's own p99 of the same calls (the
+    # workload moves itself from the capture's cgroup into /serve_wl).
+    tracer capture --format json -o /tmp/serve_wl.json -- sh /tmp/half.sh serve_wl serve_wl 120 \
+        > /tmp/serve_cap.log 2>&1
     # Two refreshes for the counts to reach /metrics, then time for Prometheus to scrape.
     sleep 3
     wget -q -O /tmp/serve.metrics http://127.0.0.1:29110/metrics
@@ -212,6 +215,8 @@ if net-up > /tmp/net.log 2>&1; then
     echo "exit $?" >> /tmp/serve.log
     emit serve.metrics /tmp/serve.metrics
     emit serve.log /tmp/serve.log
+    emit serve_cap.log /tmp/serve_cap.log
+    [ -f /tmp/serve_wl.json ] && emit serve_wl.json /tmp/serve_wl.json
 else
     emit net.log /tmp/net.log
 fi
