@@ -6,7 +6,7 @@
 use std::{collections::BTreeMap, path::PathBuf};
 
 use crate::{
-    serve_tests::{Prometheus, bucket_index, promtool_check},
+    serve_tests::{Prometheus, p99_agrees, promtool_check},
     vm_tests::{Tally, Verdict},
 };
 
@@ -190,22 +190,7 @@ fn prometheus_p99(files: &BTreeMap<String, PathBuf>, prometheus: Option<&Prometh
         .first()
         .map(|(_, v)| *v * 1e9)
         .ok_or_else(|| format!("{expr}: no series"))?;
-    #[expect(
-        clippy::cast_precision_loss,
-        reason = "nanoseconds, compared by bucket"
-    )]
-    let own = own as f64;
-    let (a, b) = (bucket_index(prom), bucket_index(own));
-    let seen = format!(
-        "Prometheus {:.1} us (bucket {a}), tracer {:.1} us (bucket {b})",
-        prom / 1e3,
-        own / 1e3
-    );
-    if a.abs_diff(b) <= 1 {
-        Ok(seen)
-    } else {
-        Err(seen)
-    }
+    p99_agrees(prom, own)
 }
 
 /// Judge what the guest's live section sent back.

@@ -23,23 +23,8 @@ use crate::{util, vm_tests::Tally};
 const SCOPE: &str = "host serve";
 const UMOUNTS: u64 = 200;
 const NEGATIVES: u64 = 20_000;
-/// The exposed bucket bounds, as tracer documents them (powers of 4 from 2^10 ns).
-const BOUNDS_NS: [u64; 14] = [
-    1 << 10,
-    1 << 12,
-    1 << 14,
-    1 << 16,
-    1 << 18,
-    1 << 20,
-    1 << 22,
-    1 << 24,
-    1 << 26,
-    1 << 28,
-    1 << 30,
-    1 << 32,
-    1 << 34,
-    1 << 36,
-];
+/// The exposed bucket bounds.
+use tracer::export::metrics::BUCKET_BOUNDS_NS as BOUNDS_NS;
 
 /// A child process killed (and reaped) when dropped.
 struct Guard(Child);
@@ -285,8 +270,29 @@ impl Prometheus {
     }
 }
 
+/// Prometheus' p99 (`prom_ns`, interpolated in the exposed buckets) and tracer's own (from
+/// the kernel's fine buckets) agree within one exposed bucket.
+pub(crate) fn p99_agrees(prom_ns: f64, own_ns: u64) -> Result<String, String> {
+    #[expect(
+        clippy::cast_precision_loss,
+        reason = "nanoseconds, compared by bucket"
+    )]
+    let own = own_ns as f64;
+    let (a, b) = (bucket_index(prom_ns), bucket_index(own));
+    let seen = format!(
+        "Prometheus {:.1} us (bucket {a}), tracer {:.1} us (bucket {b})",
+        prom_ns / 1e3,
+        own / 1e3
+    );
+    if a.abs_diff(b) <= 1 {
+        Ok(seen)
+    } else {
+        Err(seen)
+    }
+}
+
 /// Index of the exposed bucket holding `ns` (`BOUNDS_NS.len()` for `+Inf`).
-pub(crate) fn bucket_index(ns: f64) -> usize {
+fn bucket_index(ns: f64) -> usize {
     #[expect(
         clippy::cast_precision_loss,
         reason = "bounds up to 2^36 are exact in f64"
@@ -549,22 +555,7 @@ fn replay_checks(
                 .first()
                 .map(|(_, v)| *v * 1e9)
                 .ok_or_else(|| format!("{expr}: no series"))?;
-            #[expect(
-                clippy::cast_precision_loss,
-                reason = "nanoseconds, compared by bucket"
-            )]
-            let own = own as f64;
-            let (a, b) = (bucket_index(prom), bucket_index(own));
-            let seen = format!(
-                "Prometheus {:.1} us (bucket {a}), tracer {:.1} us (bucket {b})",
-                prom / 1e3,
-                own / 1e3
-            );
-            if a.abs_diff(b) <= 1 {
-                Ok(seen)
-            } else {
-                Err(seen)
-            }
+            p99_agrees(prom, own)
         });
     tally.record(
         SCOPE,

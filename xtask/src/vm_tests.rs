@@ -587,10 +587,13 @@ fn dentries(s: &Snapshot, negative: u64, dropped: u64) -> Verdict {
     }
 }
 
-/// Two workloads in cgroups /wa and /wb at once: each one's calls land in its own.
-fn cgroups(s: &Snapshot, _: (u32, u32)) -> Verdict {
-    let mut seen = Vec::new();
-    for (path, want) in [("/wa", 120), ("/wb", 70)] {
+/// Each cgroup named `path` in the capture made exactly `want` `vfs_rmdir` and `rmdir(2)`
+/// calls; returns what was checked.
+fn rmdirs_by_path<'a>(
+    s: &Snapshot,
+    wanted: &[(&'a str, u64)],
+) -> Result<Vec<(&'a str, u64)>, String> {
+    for &(path, want) in wanted {
         let id = s
             .cgroups
             .iter()
@@ -605,8 +608,16 @@ fn cgroups(s: &Snapshot, _: (u32, u32)) -> Verdict {
                 return Err(format!("{path}: {} = {n}, expected {want}", probe.name()));
             }
         }
-        seen.push(format!("{path}: vfs_rmdir = rmdir = {want}"));
     }
+    Ok(wanted.to_vec())
+}
+
+/// Two workloads in cgroups /wa and /wb at once: each one's calls land in its own.
+fn cgroups(s: &Snapshot, _: (u32, u32)) -> Verdict {
+    let seen: Vec<String> = rmdirs_by_path(s, &[("/wa", 120), ("/wb", 70)])?
+        .iter()
+        .map(|(path, want)| format!("{path}: vfs_rmdir = rmdir = {want}"))
+        .collect();
     let all = s.probe_total(Probe::VfsRmdir).count();
     if all != 190 {
         return Err(format!("vfs_rmdir = {all} over all cgroups, expected 190"));
@@ -698,24 +709,11 @@ fn attached_with(s: &Snapshot, probe: Probe, method: AttachMethod) -> Result<(),
 /// before the capture ends: each is named by its path with its own counts, nothing is "(gone)".
 fn churn(s: &Snapshot, method: AttachMethod) -> Verdict {
     attached_with(s, Probe::VfsRmdir, method)?;
-    let mut seen = Vec::new();
-    for (path, want) in [("/churn_a", 30), ("/churn_b", 40), ("/churn_c", 50)] {
-        let id = s
-            .cgroups
+    let seen: Vec<String> =
+        rmdirs_by_path(s, &[("/churn_a", 30), ("/churn_b", 40), ("/churn_c", 50)])?
             .iter()
-            .find(|(_, p)| p.as_str() == path)
-            .map(|(id, _)| *id)
-            .ok_or_else(|| format!("no cgroup {path} in the capture: {:?}", s.cgroups))?;
-        for probe in [Probe::VfsRmdir, Probe::SysRmdir] {
-            let n = s
-                .total_where(|k| k.probe == probe && k.cgroup == id)
-                .count();
-            if n != want {
-                return Err(format!("{path}: {} = {n}, expected {want}", probe.name()));
-            }
-        }
-        seen.push(format!("{path} = {want}"));
-    }
+            .map(|(path, want)| format!("{path} = {want}"))
+            .collect();
     let gone = s.total_where(|k| k.cgroup == GONE_CGROUP).count();
     if gone > 0 {
         return Err(format!("{gone} calls reported from (gone) cgroups"));

@@ -21,6 +21,20 @@ struct Known {
     last_active: u64,
 }
 
+impl Known {
+    /// A cgroup seen before its path is known (or never to be known).
+    fn unnamed() -> Self {
+        Known {
+            entry: CgroupEntry {
+                path: String::new(),
+                tracked: false,
+                gone_since_unix_ns: None,
+            },
+            last_active: 0,
+        }
+    }
+}
+
 /// See the module docs.
 #[derive(Debug)]
 pub struct Table {
@@ -53,14 +67,7 @@ impl Table {
 
     /// A cgroup was made (or found by a walk) with this path.
     pub fn made(&mut self, id: CgroupId, path: String) {
-        let k = self.known.entry(id).or_insert_with(|| Known {
-            entry: CgroupEntry {
-                path: String::new(),
-                tracked: false,
-                gone_since_unix_ns: None,
-            },
-            last_active: 0,
-        });
+        let k = self.known.entry(id).or_insert_with(Known::unnamed);
         k.entry.path = path;
         k.entry.gone_since_unix_ns = None;
     }
@@ -97,14 +104,7 @@ impl Table {
             if id == OTHER_CGROUP {
                 continue;
             }
-            let k = self.known.entry(id).or_insert_with(|| Known {
-                entry: CgroupEntry {
-                    path: String::new(),
-                    tracked: false,
-                    gone_since_unix_ns: None,
-                },
-                last_active: 0,
-            });
+            let k = self.known.entry(id).or_insert_with(Known::unnamed);
             k.last_active = seq;
             if k.entry.tracked {
                 continue;
