@@ -59,11 +59,12 @@ pub const NET_DIR: &str = "net";
 /// its absence marks a cache made before the VMs had a network).
 pub const NET_ORDER: &str = "order";
 
-/// The modules a virtio network card needs, relative to the package's `kernel/` directory,
-/// in load order. Those built into a kernel are simply absent from its package.
+/// The modules a virtio network card needs, relative to the package's `kernel/` directory
+/// (the VM orders them by their `depends=`). Those built into a kernel are simply absent
+/// from its package.
 pub const NET_MODULES: [&str; 8] = [
-    "drivers/virtio/virtio.ko",
     "drivers/virtio/virtio_ring.ko",
+    "drivers/virtio/virtio.ko",
     "drivers/virtio/virtio_pci_legacy_dev.ko",
     "drivers/virtio/virtio_pci_modern_dev.ko",
     "drivers/virtio/virtio_pci.ko",

@@ -106,7 +106,7 @@ fn build_initramfs(spec: &Spec<'_>) -> anyhow::Result<PathBuf> {
     if spec.forward.is_some() {
         w.dir(GUEST_NET_DIR)?;
         let mut order = String::new();
-        for ko in &spec.kernel.net_modules {
+        for ko in &load_order(&spec.kernel.net_modules)? {
             let name = ko.file_name().unwrap_or_default().to_string_lossy();
             w.file(
                 &format!("{GUEST_NET_DIR}/{name}"),
@@ -137,6 +137,56 @@ fn build_initramfs(spec: &Spec<'_>) -> anyhow::Result<PathBuf> {
     }
     initramfs::finish(w)?;
     Ok(path)
+}
+
+/// `depends=` of a module file's `.modinfo`: the modules it needs loaded first.
+fn module_depends(ko: &[u8]) -> Vec<String> {
+    const KEY: &[u8] = b"depends=";
+    ko.windows(KEY.len())
+        .position(|w| w == KEY)
+        .map(|at| {
+            let rest = &ko[at + KEY.len()..];
+            let end = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
+            String::from_utf8_lossy(&rest[..end])
+                .split(',')
+                .filter(|d| !d.is_empty())
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `modules` in an order `insmod` can load them: each after those its `depends=` names
+/// (dependencies outside the list are taken as built in).
+fn load_order(modules: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+    let name = |p: &Path| {
+        p.file_stem()
+            .map(|s| s.to_string_lossy().replace('-', "_"))
+            .unwrap_or_default()
+    };
+    let mut pending: Vec<(PathBuf, Vec<String>)> = modules
+        .iter()
+        .map(|p| {
+            let deps = fs::read(p)
+                .map(|b| module_depends(&b))
+                .with_context(|| format!("reading {}", p.display()))?;
+            Ok((p.clone(), deps))
+        })
+        .collect::<anyhow::Result<_>>()?;
+    let listed: Vec<String> = modules.iter().map(|p| name(p)).collect();
+    let mut out: Vec<PathBuf> = Vec::new();
+    while !pending.is_empty() {
+        let loaded: Vec<String> = out.iter().map(|p| name(p)).collect();
+        let ready = pending.iter().position(|(_, deps)| {
+            deps.iter()
+                .all(|d| loaded.contains(d) || !listed.contains(d))
+        });
+        let Some(i) = ready else {
+            bail!("the network modules depend on each other in a cycle");
+        };
+        out.push(pending.remove(i).0);
+    }
+    Ok(out)
 }
 
 /// The initramfs's own directories, parents first.
@@ -432,6 +482,40 @@ pub fn command_line(argv: &[String]) -> (String, bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn modules_load_after_what_they_depend_on() {
+        let dir = std::env::temp_dir().join(format!("xtask-modules-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let module = |name: &str, depends: &str| {
+            let p = dir.join(format!("{name}.ko"));
+            fs::write(
+                &p,
+                format!("\x7fELF...\0license=GPL\0depends={depends}\0vermagic=6.1"),
+            )
+            .unwrap();
+            p
+        };
+        // Listed as the cache did on 6.1, where virtio.ko needs virtio_ring.ko first.
+        let list = [
+            module("virtio", "virtio_ring"),
+            module("virtio_ring", ""),
+            module("virtio_net", "virtio_ring,virtio,net_failover"),
+            module("net_failover", "failover"),
+            module("failover", ""),
+        ];
+        let order: Vec<String> = load_order(&list)
+            .unwrap()
+            .iter()
+            .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+            .collect();
+        fs::remove_dir_all(&dir).unwrap();
+        let at = |m: &str| order.iter().position(|o| o == m).unwrap();
+        assert!(at("virtio_ring") < at("virtio"), "{order:?}");
+        assert!(at("failover") < at("net_failover"), "{order:?}");
+        assert!(at("net_failover") < at("virtio_net") && at("virtio") < at("virtio_net"));
+        assert_eq!(order.len(), 5);
+    }
 
     #[test]
     fn results_split_into_files_and_exit() {
