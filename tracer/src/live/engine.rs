@@ -19,6 +19,8 @@ pub const SLOW_CALLS_KEPT: usize = 200;
 pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
 /// Longest refresh interval the loop accepts.
 pub const MAX_INTERVAL: Duration = Duration::from_mins(1);
+/// Refreshes between two compactions of the intervals kept for the windows.
+const COMPACT_EVERY: u64 = 10;
 /// The windows kept for percentiles, in nanoseconds of data.
 const WINDOWS_NS: [u64; 2] = [10_000_000_000, 60_000_000_000];
 
@@ -264,6 +266,9 @@ impl Live {
         };
         if self.keep_windows {
             self.slide_windows(&last);
+            if self.seq % COMPACT_EVERY == 0 {
+                self.compact_recent();
+            }
         }
         self.record_history(&last, now_unix_ns);
         for call in delta.slow {
@@ -380,6 +385,21 @@ impl Live {
         }
     }
 
+    /// Fold the cgroups evicted since an interval was recorded into that interval's
+    /// `other`, as the window sums already have them: the intervals kept for the windows
+    /// then hold about as many series as the cgroups tracked, not every cgroup that came
+    /// and went within the last minute. Done every few refreshes, not at each eviction:
+    /// until then [`subtract`] routes by the same rule.
+    fn compact_recent(&mut self) {
+        if self.evicted_at.is_empty() {
+            return;
+        }
+        let evicted = &self.evicted_at;
+        for (seq, snap) in &mut self.recent {
+            fold_where(snap, |c| evicted.get(&c).is_some_and(|at| at > seq));
+        }
+    }
+
     fn record_history(&mut self, last: &Snapshot, now_unix_ns: u64) {
         let h = &mut self.history;
         #[expect(clippy::cast_precision_loss, reason = "a rate for display")]
@@ -489,10 +509,15 @@ fn subtract(window: &mut Snapshot, interval: &Snapshot, route: impl Fn(CgroupId)
 
 /// Move the series and counters of `cgroups` into `other`.
 fn fold(snap: &mut Snapshot, cgroups: &BTreeSet<CgroupId>) {
+    fold_where(snap, |c| cgroups.contains(&c));
+}
+
+/// Move the series and counters of the cgroups `folded` picks into `other`.
+fn fold_where(snap: &mut Snapshot, folded: impl Fn(CgroupId) -> bool) {
     let moving: Vec<SeriesKey> = snap
         .series
         .keys()
-        .filter(|k| cgroups.contains(&k.cgroup))
+        .filter(|k| k.cgroup != OTHER_CGROUP && folded(k.cgroup))
         .copied()
         .collect();
     for k in moving {
@@ -507,7 +532,7 @@ fn fold(snap: &mut Snapshot, cgroups: &BTreeSet<CgroupId>) {
     let moving: Vec<_> = snap
         .counters
         .keys()
-        .filter(|(_, c)| cgroups.contains(c))
+        .filter(|(_, c)| *c != OTHER_CGROUP && folded(*c))
         .copied()
         .collect();
     for k in moving {
@@ -515,9 +540,7 @@ fn fold(snap: &mut Snapshot, cgroups: &BTreeSet<CgroupId>) {
             snap.count(k.0, OTHER_CGROUP, n);
         }
     }
-    for id in cgroups {
-        snap.cgroups.remove(id);
-    }
+    snap.cgroups.retain(|id, _| !folded(*id));
 }
 
 fn empty_snapshot(info: &SourceInfo, started_unix_ns: u64) -> Snapshot {
@@ -733,6 +756,31 @@ mod tests {
                 .count(),
             3
         );
+    }
+
+    #[test]
+    fn under_churn_windows_stay_exact_and_kept_intervals_stay_small() {
+        let mut l = live(5);
+        let mut f = None;
+        for i in 1..=80u64 {
+            // Five new cgroups an interval (as many as are tracked), each removed the
+            // interval after: every interval evicts the five before it.
+            let ids: Vec<CgroupId> = (0..5).map(|k| i * 10 + k).collect();
+            let mut d = delta(&ids, 1);
+            d.cgroups_removed = (0..5).map(|k| (i - 1) * 10 + k).collect();
+            f = Some(l.apply(d, i * SEC).0);
+        }
+        let f = f.unwrap();
+        assert_eq!(rmdirs(&f.cumulative), 400, "totals never shrink");
+        assert_eq!(rmdirs(&f.last_10s), 50, "ten intervals of five calls");
+        assert_eq!(rmdirs(&f.last_60s), 300);
+        assert!(f.cumulative.series.len() <= 6, "5 tracked + other");
+        // Refresh 80 compacted the kept intervals: each earlier one holds its five
+        // cgroups, evicted since, as one `other` series.
+        for (seq, s) in &l.recent {
+            let want = if *seq == 80 { 5 } else { 1 };
+            assert_eq!(s.series.len(), want, "interval {seq}");
+        }
     }
 
     #[test]
