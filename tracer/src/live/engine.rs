@@ -266,7 +266,7 @@ impl Live {
         };
         if self.keep_windows {
             self.slide_windows(&last);
-            if self.seq % COMPACT_EVERY == 0 {
+            if self.seq.is_multiple_of(COMPACT_EVERY) {
                 self.compact_recent();
             }
         }
