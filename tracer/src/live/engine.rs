@@ -258,7 +258,7 @@ impl Live {
 
         let mut last = self.route(delta.snapshot);
         last.meta.started_unix_ns = now_unix_ns.saturating_sub(last.meta.duration_ns);
-        self.name_cgroups(&mut last);
+        name_cgroups(&self.table, &mut last);
         self.cumulative.merge(&last);
         self.cumulative.dentry_state = match (self.cumulative.dentry_state, last.dentry_state) {
             (Some((first, _)), Some((_, end))) => Some((first, end)),
@@ -278,15 +278,7 @@ impl Live {
         self.account(delta.bpf.as_ref(), last.meta.duration_ns);
         self.last = last;
 
-        for snap in [&mut self.cumulative] {
-            let mut names = BTreeMap::new();
-            for k in snap.series.keys() {
-                if let Some(p) = self.table.path(k.cgroup) {
-                    names.insert(k.cgroup, p.to_owned());
-                }
-            }
-            snap.cgroups = names;
-        }
+        name_cgroups(&self.table, &mut self.cumulative);
         let frame = self.frame(self.last.clone());
         (frame, decisions.left)
     }
@@ -295,7 +287,7 @@ impl Live {
     fn frame(&self, last: Snapshot) -> Frame {
         let mut windows = self.windows.clone();
         for w in &mut windows {
-            self.name_cgroups_ref(w);
+            name_cgroups(&self.table, w);
         }
         let [last_10s, last_60s] = windows;
         Frame {
@@ -331,23 +323,6 @@ impl Live {
             snap.count(c, self.table.route(id), n);
         }
         snap
-    }
-
-    fn name_cgroups(&self, snap: &mut Snapshot) {
-        self.name_cgroups_ref(snap);
-    }
-
-    fn name_cgroups_ref(&self, snap: &mut Snapshot) {
-        let ids: BTreeSet<CgroupId> = snap
-            .series
-            .keys()
-            .map(|k| k.cgroup)
-            .chain(snap.counters.keys().map(|(_, c)| *c))
-            .collect();
-        snap.cgroups = ids
-            .into_iter()
-            .filter_map(|id| self.table.path(id).map(|p| (id, p.to_owned())))
-            .collect();
     }
 
     /// Add `last` to the windows and take out what fell out of them: a window keeps its
@@ -505,6 +480,20 @@ fn subtract(window: &mut Snapshot, interval: &Snapshot, route: impl Fn(CgroupId)
         .meta
         .duration_ns
         .saturating_sub(interval.meta.duration_ns);
+}
+
+/// Name the cgroups `snap` has calls from, from `table`.
+fn name_cgroups(table: &Table, snap: &mut Snapshot) {
+    let ids: BTreeSet<CgroupId> = snap
+        .series
+        .keys()
+        .map(|k| k.cgroup)
+        .chain(snap.counters.keys().map(|(_, c)| *c))
+        .collect();
+    snap.cgroups = ids
+        .into_iter()
+        .filter_map(|id| table.path(id).map(|p| (id, p.to_owned())))
+        .collect();
 }
 
 /// Move the series and counters of `cgroups` into `other`.
