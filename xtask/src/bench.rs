@@ -538,14 +538,19 @@ fn parse_model_timing(stderr: &str) -> Option<ModelTiming> {
     })
 }
 
-fn model(tracer: &Path, runs: usize) -> anyhow::Result<ExitCode> {
-    // One core, as the budget says; util-linux's taskset, when there.
-    let pinned = Command::new("taskset")
+/// Whether `taskset -c 0` (util-linux) can pin a process to one core here.
+pub fn can_pin() -> bool {
+    Command::new("taskset")
         .args(["-c", "0", "true"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
-        .is_ok_and(|s| s.success());
+        .is_ok_and(|s| s.success())
+}
+
+fn model(tracer: &Path, runs: usize) -> anyhow::Result<ExitCode> {
+    // One core, as the budget says.
+    let pinned = can_pin();
     if !pinned {
         println!("bench model: taskset -c 0 does not work here: runs are not pinned to one core");
     }

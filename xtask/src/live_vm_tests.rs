@@ -7,7 +7,7 @@ use std::{collections::BTreeMap, path::PathBuf};
 
 use crate::{
     serve_tests::{Prometheus, p99_agrees, promtool_check},
-    vm_tests::{Tally, Verdict},
+    vm_tests::{Tally, Verdict, read, with_log},
 };
 
 /// The port `tracer serve` listens on in the guest (its default).
@@ -17,13 +17,6 @@ const TOP_RMDIRS: u64 = 77;
 const SERVE_RMDIRS: u64 = 120;
 /// The same, as Prometheus' values are.
 const SERVE_RMDIRS_F: f64 = 120.0;
-
-fn read(files: &BTreeMap<String, PathBuf>, name: &str) -> Result<String, String> {
-    let path = files
-        .get(name)
-        .ok_or_else(|| format!("the guest sent no {name}"))?;
-    std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))
-}
 
 /// The last block of `--frames` text showing `view` (from its `──── refresh` line on).
 fn last_view<'a>(text: &'a str, view: &str) -> Option<Vec<&'a str>> {
@@ -42,20 +35,6 @@ fn last_view<'a>(text: &'a str, view: &str) -> Option<Vec<&'a str>> {
         .find(|b| b.first().is_some_and(|h| h.contains(&format!("· {view} "))))
 }
 
-/// `why`, with the end of the guest's log of the case.
-fn with_err(files: &BTreeMap<String, PathBuf>, log: &str, why: String) -> String {
-    match read(files, log) {
-        Ok(text) => {
-            let lines: Vec<&str> = text.lines().collect();
-            format!(
-                "{why}\n    {log}: {}",
-                lines[lines.len().saturating_sub(8)..].join("\n    ")
-            )
-        }
-        Err(_) => why,
-    }
-}
-
 /// The cgroup's row in the last Cgroups frame shows its path and its rmdir(2) calls.
 fn top_cgroup(files: &BTreeMap<String, PathBuf>, how: &str) -> Verdict {
     let cg = format!("top_{how}");
@@ -63,7 +42,7 @@ fn top_cgroup(files: &BTreeMap<String, PathBuf>, how: &str) -> Verdict {
     let slow_rmdir = u64::from(files.contains_key(&format!("{cg}.pid")));
     let want = TOP_RMDIRS + slow_rmdir;
     let block = last_view(&text, "Cgroups")
-        .ok_or_else(|| with_err(files, &format!("{cg}.err"), "no Cgroups frame".into()))?;
+        .ok_or_else(|| with_log(files, &format!("{cg}.err"), "no Cgroups frame".into()))?;
     let row = block
         .iter()
         .find(|l| l.starts_with(&format!("/{cg} ")))
@@ -87,7 +66,7 @@ fn top_slow(files: &BTreeMap<String, PathBuf>, how: &str) -> Verdict {
     let pid = read(files, &format!("{cg}.pid"))?.trim().to_owned();
     let text = read(files, &format!("{cg}.txt"))?;
     let block = last_view(&text, "Slow calls")
-        .ok_or_else(|| with_err(files, &format!("{cg}.err"), "no Slow calls frame".into()))?;
+        .ok_or_else(|| with_log(files, &format!("{cg}.err"), "no Slow calls frame".into()))?;
     let line = block.iter().find(|l| {
         let w: Vec<&str> = l.split_whitespace().collect();
         w.contains(&pid.as_str())
@@ -126,7 +105,7 @@ fn scraped(text: &str, metric: &str, labels: &[&str]) -> Option<f64> {
 }
 
 fn serve_counts(files: &BTreeMap<String, PathBuf>) -> Verdict {
-    let text = read(files, "serve.metrics").map_err(|e| with_err(files, "serve.log", e))?;
+    let text = read(files, "serve.metrics").map_err(|e| with_log(files, "serve.log", e))?;
     let want = SERVE_RMDIRS_F;
     let mut seen = Vec::new();
     for probe in ["rmdir", "vfs_rmdir"] {
@@ -167,7 +146,7 @@ fn prometheus_count(prometheus: Option<&Prometheus>) -> Verdict {
 fn prometheus_p99(files: &BTreeMap<String, PathBuf>, prometheus: Option<&Prometheus>) -> Verdict {
     let p = prometheus.ok_or("no Prometheus was started")?;
     let path = files.get("serve_wl.json").ok_or_else(|| {
-        with_err(
+        with_log(
             files,
             "serve_cap.log",
             "the guest sent no serve_wl.json".into(),
@@ -214,7 +193,7 @@ pub fn check(
             );
         }
     }
-    let scrape = read(files, "serve.metrics").map_err(|e| with_err(files, "net.log", e));
+    let scrape = read(files, "serve.metrics").map_err(|e| with_log(files, "net.log", e));
     tally.record(
         scope,
         "serve in the VM: promtool check metrics passes on a live scrape",

@@ -724,8 +724,16 @@ fn churn(s: &Snapshot, method: AttachMethod) -> Verdict {
     ))
 }
 
-/// Load `name.json` after checking that `tracer capture` exited 0.
+/// Load `name.json` after checking that `tracer capture` exited 0, and check it as every
+/// capture must be.
 fn load_capture(files: &BTreeMap<String, PathBuf>, name: &str) -> Result<Snapshot, String> {
+    let s = load_capture_file(files, name)?;
+    capture_sanity(&s)?;
+    Ok(s)
+}
+
+/// Load `name.json` after checking that `tracer capture` exited 0.
+fn load_capture_file(files: &BTreeMap<String, PathBuf>, name: &str) -> Result<Snapshot, String> {
     let log = format!("{name}.log");
     let rc = read(files, &format!("{name}.rc"))?;
     if rc.trim() != "0" {
@@ -738,9 +746,7 @@ fn load_capture(files: &BTreeMap<String, PathBuf>, name: &str) -> Result<Snapsho
     let path = files
         .get(&format!("{name}.json"))
         .ok_or_else(|| with_log(files, &log, format!("no {name}.json")))?;
-    let s = tracer::report::load(path).map_err(|e| format!("{}: {e:#}", path.display()))?;
-    capture_sanity(&s)?;
-    Ok(s)
+    tracer::report::load(path).map_err(|e| format!("{}: {e:#}", path.display()))
 }
 
 /// `tracer capture --slow 5ms -- rmdir DIR` where DIR holds 20000 negative dentries: the
@@ -1038,7 +1044,7 @@ pub fn teardown_probes(version: (u32, u32)) -> (Probe, Probe) {
     }
 }
 
-fn read(files: &BTreeMap<String, PathBuf>, name: &str) -> Result<String, String> {
+pub(crate) fn read(files: &BTreeMap<String, PathBuf>, name: &str) -> Result<String, String> {
     let path = files
         .get(name)
         .ok_or_else(|| format!("the guest sent no {name}"))?;
@@ -1046,7 +1052,7 @@ fn read(files: &BTreeMap<String, PathBuf>, name: &str) -> Result<String, String>
 }
 
 /// `why`, followed by the last lines of the log file `log` when the guest sent it.
-fn with_log(files: &BTreeMap<String, PathBuf>, log: &str, why: String) -> String {
+pub(crate) fn with_log(files: &BTreeMap<String, PathBuf>, log: &str, why: String) -> String {
     match read(files, log) {
         Ok(text) => {
             let lines: Vec<&str> = text.lines().collect();
@@ -1112,19 +1118,7 @@ fn check_capture(
     version: (u32, u32),
     specific: fn(&Snapshot, (u32, u32)) -> Verdict,
 ) -> Verdict {
-    let log = format!("{name}.log");
-    let rc = read(files, &format!("{name}.rc"))?;
-    if rc.trim() != "0" {
-        return Err(with_log(
-            files,
-            &log,
-            format!("tracer capture exited {}", rc.trim()),
-        ));
-    }
-    let path = files
-        .get(&format!("{name}.json"))
-        .ok_or_else(|| with_log(files, &log, format!("no {name}.json")))?;
-    let snapshot = tracer::report::load(path).map_err(|e| format!("{}: {e:#}", path.display()))?;
+    let snapshot = load_capture_file(files, name)?;
     // Both verdicts, so a failure of one does not hide what the other saw.
     match (specific(&snapshot, version), capture_sanity(&snapshot)) {
         (Ok(seen), Ok(())) => Ok(seen),
