@@ -5,6 +5,11 @@ use std::{path::PathBuf, process::ExitCode};
 use clap::{Parser, Subcommand};
 use tracer::{model, report};
 
+/// mimalloc: the live loop builds and frees thousands of small series per refresh, many
+/// freed on another thread than the one that made them, which glibc's allocator does slowly.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// See where Linux loses time in RCU/SRCU grace periods, shrinker teardown and dcache
 /// pruning under inode locks: per call path, per caller, per cgroup.
 #[derive(Debug, Parser)]

@@ -20,6 +20,24 @@ pub const GONE_CGROUP: CgroupId = u64::MAX;
 /// The id under which a live view sums the cgroups it does not keep by name.
 pub const OTHER_CGROUP: CgroupId = u64::MAX - 1;
 
+/// Visit each entry of `theirs` (in key order) with the entry of `mine` under the same
+/// key, if any, in one walk of both: two maps of about the same size are joined without a
+/// search per key (what a live view does every refresh with thousands of series).
+pub fn walk_sorted<'a, K: Ord + 'a, V, W: 'a>(
+    mine: &mut BTreeMap<K, V>,
+    theirs: impl IntoIterator<Item = (&'a K, &'a W)>,
+    mut f: impl FnMut(&'a K, Option<&mut V>, &'a W),
+) {
+    let mut it = mine.iter_mut().peekable();
+    for (k, w) in theirs {
+        while it.next_if(|(mk, _)| *mk < k).is_some() {}
+        match it.peek_mut() {
+            Some((mk, v)) if *mk == k => f(k, Some(&mut **v), w),
+            _ => f(k, None, w),
+        }
+    }
+}
+
 /// Identifies one latency series.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct SeriesKey {
@@ -382,32 +400,52 @@ impl Latency {
         self.max_ns = self.max_ns.max(other.max_ns);
         // First add into the buckets both have: a series read again and again mostly
         // sees buckets it already has, and then nothing is allocated.
+        // A search each: a short interval's few buckets go into a window's many.
         let mut missing = 0;
         let mut i = 0;
         for &(b, n) in &other.buckets {
-            while i < self.buckets.len() && self.buckets[i].0 < b {
-                i += 1;
-            }
-            match self.buckets.get_mut(i) {
-                Some(mine) if mine.0 == b => mine.1 = mine.1.saturating_add(n),
-                _ => missing += 1,
+            match self.buckets[i..].binary_search_by_key(&b, |x| x.0) {
+                Ok(at) => {
+                    i += at;
+                    let mine = &mut self.buckets[i].1;
+                    *mine = mine.saturating_add(n);
+                }
+                Err(at) => {
+                    i += at;
+                    missing += 1;
+                }
             }
         }
         if missing == 0 {
             return;
         }
-        let mut out = Vec::with_capacity(self.buckets.len() + missing);
-        let mut theirs = other.buckets.iter().peekable();
-        for &(b, n) in &self.buckets {
-            while let Some(&t) = theirs.next_if(|t| t.0 <= b) {
-                if t.0 < b {
-                    out.push(t);
+        // Then make room at the end and merge from the back, in place: the buckets both
+        // have were added above, so there the sum already in place is kept.
+        let mut mine = self.buckets.len();
+        let mut theirs = other.buckets.len();
+        // Exactly: thousands of series each keep what they hold, no growth slack.
+        self.buckets.reserve_exact(missing);
+        self.buckets.resize(mine + missing, (0, 0));
+        let mut to = self.buckets.len();
+        while theirs > 0 {
+            let t = other.buckets[theirs - 1];
+            to -= 1;
+            match mine.checked_sub(1).map(|m| self.buckets[m]) {
+                Some(m) if m.0 > t.0 => {
+                    self.buckets[to] = m;
+                    mine -= 1;
+                }
+                Some(m) if m.0 == t.0 => {
+                    self.buckets[to] = m;
+                    mine -= 1;
+                    theirs -= 1;
+                }
+                _ => {
+                    self.buckets[to] = t;
+                    theirs -= 1;
                 }
             }
-            out.push((b, n));
         }
-        out.extend(theirs);
-        self.buckets = out;
     }
 
     /// Take `earlier`'s calls out of this series, in place: what [`Latency::since`] returns,
@@ -418,24 +456,26 @@ impl Latency {
         }
         // Every bucket of `earlier` must be here with at least as many calls, else this is
         // not a later reading of it: leave it whole, as `since` does.
+        // Found by a search each: an interval's few buckets in a window's many.
+        let mut at = Vec::with_capacity(earlier.buckets.len());
         let mut i = 0;
         for &(b, n) in &earlier.buckets {
-            while i < self.buckets.len() && self.buckets[i].0 < b {
-                i += 1;
-            }
-            match self.buckets.get(i) {
-                Some(&(mine, m)) if mine == b && m >= n => {}
+            match self.buckets[i..].binary_search_by_key(&b, |x| x.0) {
+                Ok(j) if self.buckets[i + j].1 >= n => {
+                    i += j;
+                    at.push(i);
+                }
                 _ => return,
             }
         }
-        let mut i = 0;
-        for &(b, n) in &earlier.buckets {
-            while self.buckets[i].0 < b {
-                i += 1;
-            }
+        let mut emptied = false;
+        for (&i, &(_, n)) in at.iter().zip(&earlier.buckets) {
             self.buckets[i].1 -= n;
+            emptied |= self.buckets[i].1 == 0;
         }
-        self.buckets.retain(|&(_, n)| n > 0);
+        if emptied {
+            self.buckets.retain(|&(_, n)| n > 0);
+        }
         self.count -= earlier.count;
         self.sum_ns = self.sum_ns.saturating_sub(earlier.sum_ns);
         match (self.buckets.first(), self.buckets.last()) {
@@ -820,8 +860,20 @@ impl Snapshot {
     /// the same workload). Attach states, meta and command are kept from `self`; durations add.
     pub fn merge(&mut self, other: &Snapshot) {
         self.meta.duration_ns += other.meta.duration_ns;
-        for (k, lat) in &other.series {
-            self.series_mut(*k).merge(lat);
+        if other.series.len().saturating_mul(16) < self.series.len() {
+            // A few series into many: a search each costs less than a walk of all.
+            for (k, lat) in &other.series {
+                self.series_mut(*k).merge(lat);
+            }
+        } else {
+            let mut missing = Vec::new();
+            walk_sorted(&mut self.series, &other.series, |k, mine, lat| match mine {
+                Some(mine) => mine.merge(lat),
+                None => missing.push((*k, lat)),
+            });
+            for (k, lat) in missing {
+                self.series.insert(k, lat.clone());
+            }
         }
         for (k, n) in &other.counters {
             *self.counters.entry(*k).or_default() += n;
@@ -838,8 +890,10 @@ impl Snapshot {
         for (loss, n) in &other.losses {
             *self.losses.entry(*loss).or_default() += n;
         }
-        self.slow_calls.extend(other.slow_calls.iter().cloned());
-        self.slow_calls.sort_by_key(|c| c.at_unix_ns);
+        if !other.slow_calls.is_empty() {
+            self.slow_calls.extend(other.slow_calls.iter().cloned());
+            self.slow_calls.sort_by_key(|c| c.at_unix_ns);
+        }
         if let Some(o) = other.bpf {
             let mine = self.bpf.get_or_insert_default();
             mine.run_ns += o.run_ns;

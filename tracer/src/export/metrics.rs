@@ -311,7 +311,7 @@ fn cgroup_label(frame: &Frame, id: CgroupId) -> String {
         GONE_CGROUP => GONE.to_owned(),
         _ => frame.cgroups.get(&id).map_or_else(
             || frame.cumulative.cgroup_name(id),
-            |entry| entry.path.clone(),
+            |entry| entry.path.to_string(),
         ),
     }
 }
@@ -614,7 +614,7 @@ pub(crate) mod tests {
                 (
                     *id,
                     CgroupEntry {
-                        path: path.clone(),
+                        path: path.as_str().into(),
                         tracked: true,
                         gone_since_unix_ns: None,
                     },
@@ -631,7 +631,7 @@ pub(crate) mod tests {
                 warnings: vec![],
             }),
             interval: Duration::from_secs(1),
-            last: snap.clone(),
+            last: Arc::new(snap.clone()),
             cumulative: snap.clone(),
             last_10s: snap.clone(),
             last_60s: snap,

@@ -11,7 +11,9 @@ use super::{
     BpfCost, Control, Cost, Delta, Frame, History, OTHER_CGROUP, Options, ProgramCost, SlowCall,
     Source, SourceInfo, table::Table,
 };
-use crate::snapshot::{CgroupId, Latency, Meta, PROBES, SeriesKey, Snapshot, SourceKind};
+use crate::snapshot::{
+    CgroupId, Latency, Meta, PROBES, SeriesKey, Snapshot, SourceKind, walk_sorted,
+};
 
 /// Slow calls kept for the views.
 pub const SLOW_CALLS_KEPT: usize = 200;
@@ -19,8 +21,9 @@ pub const SLOW_CALLS_KEPT: usize = 200;
 pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
 /// Longest refresh interval the loop accepts.
 pub const MAX_INTERVAL: Duration = Duration::from_mins(1);
-/// Refreshes between two compactions of the intervals kept for the windows.
-const COMPACT_EVERY: u64 = 10;
+/// Ages (in refreshes) at which an interval kept for the windows is compacted: by then
+/// most cgroups it had calls from have usually given up their slots.
+const COMPACT_AT_AGES: [usize; 2] = [10, 30];
 /// The windows kept for percentiles, in nanoseconds of data.
 const WINDOWS_NS: [u64; 2] = [10_000_000_000, 60_000_000_000];
 
@@ -118,7 +121,7 @@ fn run(
                 frame
             }
             Err(e) => {
-                let mut frame = live.frame(live.last.clone());
+                let mut frame = live.frame();
                 frame.error = Some(format!("{e:#}"));
                 tx.send_replace(Some(Arc::new(frame)));
                 return;
@@ -149,10 +152,11 @@ pub struct Live {
     seq: u64,
     table: Table,
     cumulative: Snapshot,
-    last: Snapshot,
+    /// Shared with the frame and with `recent`: never copied.
+    last: Arc<Snapshot>,
     /// Folded interval snapshots within the longest window, oldest first, with their
     /// refresh numbers.
-    recent: VecDeque<(u64, Snapshot)>,
+    recent: VecDeque<(u64, Arc<Snapshot>)>,
     /// When each cgroup evicted within the longest window was evicted (refresh number):
     /// its older intervals were folded into `other` in the window sums.
     evicted_at: BTreeMap<CgroupId, u64>,
@@ -185,7 +189,7 @@ impl Live {
                 u64::try_from(super::GONE_GRACE.as_nanos()).unwrap_or(u64::MAX),
             ),
             cumulative: empty.clone(),
-            last: empty.clone(),
+            last: Arc::new(empty.clone()),
             recent: VecDeque::new(),
             evicted_at: BTreeMap::new(),
             clock_ns: 0,
@@ -204,7 +208,7 @@ impl Live {
     pub fn reset(&mut self) {
         let empty = empty_snapshot(&self.info, unix_now_ns());
         self.cumulative = empty.clone();
-        self.last = empty.clone();
+        self.last = Arc::new(empty.clone());
         self.recent.clear();
         self.evicted_at.clear();
         self.windows = [empty.clone(), empty];
@@ -245,6 +249,11 @@ impl Live {
             .chain(delta.snapshot.counters.keys().map(|(_, c)| *c))
             .collect();
         let decisions = self.table.interval(self.seq, &active, now_unix_ns);
+        // Calls of cgroups without a slot go to `other`; usually every active one has one.
+        let rerouted: BTreeSet<CgroupId> = active
+            .into_iter()
+            .filter(|id| self.table.route(*id) != *id)
+            .collect();
         if !decisions.evicted.is_empty() {
             let evicted: BTreeSet<CgroupId> = decisions.evicted.iter().copied().collect();
             fold(&mut self.cumulative, &evicted);
@@ -256,19 +265,27 @@ impl Live {
             }
         }
 
-        let mut last = self.route(delta.snapshot);
+        let mut last = delta.snapshot;
+        if !rerouted.is_empty() {
+            fold(&mut last, &rerouted);
+        }
         last.meta.started_unix_ns = now_unix_ns.saturating_sub(last.meta.duration_ns);
         name_cgroups(&self.table, &mut last);
         self.cumulative.merge(&last);
+        // A path learned after a cgroup's first calls replaces the name it had.
+        for (id, path) in &last.cgroups {
+            if self.cumulative.cgroups.get(id) != Some(path) {
+                self.cumulative.cgroups.insert(*id, path.clone());
+            }
+        }
+        let last = Arc::new(last);
         self.cumulative.dentry_state = match (self.cumulative.dentry_state, last.dentry_state) {
             (Some((first, _)), Some((_, end))) => Some((first, end)),
             (_, d) => d,
         };
         if self.keep_windows {
             self.slide_windows(&last);
-            if self.seq.is_multiple_of(COMPACT_EVERY) {
-                self.compact_recent();
-            }
+            self.compact_recent();
         }
         self.record_history(&last, now_unix_ns);
         for call in delta.slow {
@@ -277,24 +294,17 @@ impl Live {
         self.slow.truncate(SLOW_CALLS_KEPT);
         self.account(delta.bpf.as_ref(), last.meta.duration_ns);
         self.last = last;
-
-        name_cgroups(&self.table, &mut self.cumulative);
-        let frame = self.frame(self.last.clone());
-        (frame, decisions.left)
+        (self.frame(), decisions.left)
     }
 
-    /// The frame showing `last` as the last interval.
-    fn frame(&self, last: Snapshot) -> Frame {
-        let mut windows = self.windows.clone();
-        for w in &mut windows {
-            name_cgroups(&self.table, w);
-        }
-        let [last_10s, last_60s] = windows;
+    /// The frame of the state now.
+    fn frame(&self) -> Frame {
+        let [last_10s, last_60s] = self.windows.clone();
         Frame {
             seq: self.seq,
             info: Arc::clone(&self.info),
             interval: self.interval,
-            last,
+            last: Arc::clone(&self.last),
             cumulative: self.cumulative.clone(),
             last_10s,
             last_60s,
@@ -308,27 +318,10 @@ impl Live {
         }
     }
 
-    /// Re-key a delta's cgroups: tracked ones keep their id, the rest become `other`.
-    fn route(&self, mut snap: Snapshot) -> Snapshot {
-        let series = std::mem::take(&mut snap.series);
-        for (k, lat) in series {
-            let key = SeriesKey {
-                cgroup: self.table.route(k.cgroup),
-                ..k
-            };
-            snap.series_mut(key).merge(&lat);
-        }
-        let counters = std::mem::take(&mut snap.counters);
-        for ((c, id), n) in counters {
-            snap.count(c, self.table.route(id), n);
-        }
-        snap
-    }
-
     /// Add `last` to the windows and take out what fell out of them: a window keeps its
     /// oldest interval while it still needs it to cover its length.
-    fn slide_windows(&mut self, last: &Snapshot) {
-        self.recent.push_back((self.seq, last.clone()));
+    fn slide_windows(&mut self, last: &Arc<Snapshot>) {
+        self.recent.push_back((self.seq, Arc::clone(last)));
         for (i, limit) in WINDOWS_NS.iter().enumerate() {
             self.windows[i].merge(last);
             while self.window_from[i] + 1 < self.recent.len() {
@@ -363,15 +356,28 @@ impl Live {
     /// Fold the cgroups evicted since an interval was recorded into that interval's
     /// `other`, as the window sums already have them: the intervals kept for the windows
     /// then hold about as many series as the cgroups tracked, not every cgroup that came
-    /// and went within the last minute. Done every few refreshes, not at each eviction:
-    /// until then [`subtract`] routes by the same rule.
+    /// and went within the last minute. Each interval is compacted at a few ages, not at
+    /// each eviction: until then and after, [`subtract`] routes by the same rule.
     fn compact_recent(&mut self) {
         if self.evicted_at.is_empty() {
             return;
         }
         let evicted = &self.evicted_at;
-        for (seq, snap) in &mut self.recent {
-            fold_where(snap, |c| evicted.get(&c).is_some_and(|at| at > seq));
+        let len = self.recent.len();
+        for age in COMPACT_AT_AGES {
+            let Some((seq, snap)) = len
+                .checked_sub(age + 1)
+                .and_then(|i| self.recent.get_mut(i))
+            else {
+                continue;
+            };
+            let moves = |c: CgroupId| evicted.get(&c).is_some_and(|at| at > seq);
+            if snap.series.keys().any(|k| moves(k.cgroup))
+                || snap.counters.keys().any(|(_, c)| moves(*c))
+            {
+                // No frame holds an interval this old: this does not copy it.
+                fold_where(Arc::make_mut(snap), moves);
+            }
         }
     }
 
@@ -439,17 +445,35 @@ impl Live {
 /// Take `interval` (an earlier part of `window`) out of `window`, in place, each of its
 /// cgroups as `route` says it is filed in the window now.
 fn subtract(window: &mut Snapshot, interval: &Snapshot, route: impl Fn(CgroupId) -> CgroupId) {
-    for (k, lat) in &interval.series {
-        let key = SeriesKey {
-            cgroup: route(k.cgroup),
-            ..*k
-        };
+    let mut emptied = Vec::new();
+    // Series filed under their own cgroup in one walk of both maps; the few filed elsewhere
+    // now (evicted since) by a search each.
+    let mut moved = Vec::new();
+    let own = interval.series.iter().filter(|(k, lat)| {
+        let to = route(k.cgroup);
+        if to != k.cgroup {
+            moved.push((SeriesKey { cgroup: to, ..**k }, *lat));
+        }
+        to == k.cgroup
+    });
+    walk_sorted(&mut window.series, own, |k, w, lat| {
+        if let Some(w) = w {
+            w.subtract(lat);
+            if w.count() == 0 {
+                emptied.push(*k);
+            }
+        }
+    });
+    for (key, lat) in moved {
         if let Some(w) = window.series.get_mut(&key) {
             w.subtract(lat);
             if w.count() == 0 {
-                window.series.remove(&key);
+                emptied.push(key);
             }
         }
+    }
+    for key in emptied {
+        window.series.remove(&key);
     }
     for ((c, id), n) in &interval.counters {
         let key = (*c, route(*id));
@@ -497,8 +521,61 @@ fn name_cgroups(table: &Table, snap: &mut Snapshot) {
 }
 
 /// Move the series and counters of `cgroups` into `other`.
+///
+/// Series are keyed by probe and caller before cgroup: each (probe, caller) is found with
+/// one search, then each folded cgroup's series under it with one more, so a few
+/// cgroups fold out of thousands without a walk over every series.
 fn fold(snap: &mut Snapshot, cgroups: &BTreeSet<CgroupId>) {
-    fold_where(snap, |c| cgroups.contains(&c));
+    use std::ops::Bound::{Excluded, Unbounded};
+    let mut paths = Vec::new();
+    let mut from = None;
+    loop {
+        let next = match from {
+            None => snap.series.keys().next(),
+            Some(after) => snap
+                .series
+                .range((Excluded(after), Unbounded))
+                .next()
+                .map(|(k, _)| k),
+        };
+        let Some(k) = next else { break };
+        paths.push((k.probe, k.caller));
+        from = Some(SeriesKey {
+            cgroup: CgroupId::MAX,
+            ..*k
+        });
+    }
+    for (probe, caller) in paths {
+        for &cgroup in cgroups {
+            if cgroup == OTHER_CGROUP {
+                continue;
+            }
+            let key = SeriesKey {
+                probe,
+                caller,
+                cgroup,
+            };
+            if let Some(lat) = snap.series.remove(&key) {
+                snap.series_mut(SeriesKey {
+                    cgroup: OTHER_CGROUP,
+                    ..key
+                })
+                .merge(&lat);
+            }
+        }
+    }
+    let counters: Vec<_> = snap
+        .counters
+        .keys()
+        .filter(|(_, c)| *c != OTHER_CGROUP && cgroups.contains(c))
+        .copied()
+        .collect();
+    for k in counters {
+        if let Some(n) = snap.counters.remove(&k) {
+            snap.count(k.0, OTHER_CGROUP, n);
+        }
+    }
+    snap.cgroups.retain(|id, _| !cgroups.contains(id));
 }
 
 /// Move the series and counters of the cgroups `folded` picks into `other`.
@@ -764,10 +841,11 @@ mod tests {
         assert_eq!(rmdirs(&f.last_10s), 50, "ten intervals of five calls");
         assert_eq!(rmdirs(&f.last_60s), 300);
         assert!(f.cumulative.series.len() <= 6, "5 tracked + other");
-        // Refresh 80 compacted the kept intervals: each earlier one holds its five
-        // cgroups, evicted since, as one `other` series.
+        // A kept interval is compacted when it is 10 refreshes old: from then on it holds
+        // its five cgroups, evicted since, as one `other` series.
+        assert_eq!(l.recent.len(), 60);
         for (seq, s) in &l.recent {
-            let want = if *seq == 80 { 5 } else { 1 };
+            let want = if 80 - *seq >= 10 { 1 } else { 5 };
             assert_eq!(s.series.len(), want, "interval {seq}");
         }
     }
@@ -833,7 +911,11 @@ mod profile {
         let mut src = SyntheticSource::new(1000, 100.0, 1.0, 1);
         let mut now = 0;
         let (mut poll, mut apply, mut drop_t) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
-        for _ in 0..120 {
+        let n: u32 = std::env::var("REFRESHES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(120);
+        for _ in 0..n {
             now += 1_000_000_000;
             let t = Instant::now();
             let d = src.poll(Duration::from_secs(1)).unwrap();
@@ -847,9 +929,9 @@ mod profile {
         }
         eprintln!(
             "per refresh: poll {:?}, apply {:?}, drop {:?}",
-            poll / 120,
-            apply / 120,
-            drop_t / 120
+            poll / n,
+            apply / n,
+            drop_t / n
         );
     }
 }

@@ -139,8 +139,8 @@ pub trait Source: Send {
 /// A cgroup the table knows by name.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CgroupEntry {
-    /// Path under the cgroup2 root.
-    pub path: String,
+    /// Path under the cgroup2 root (shared: each frame holds every known cgroup).
+    pub path: Arc<str>,
     /// Whether it is kept by name (`false`: its calls are summed into `other`).
     pub tracked: bool,
     /// When it was removed, Unix nanoseconds; it leaves the table `GONE_GRACE` later.
@@ -183,8 +183,9 @@ pub struct Frame {
     pub info: Arc<SourceInfo>,
     /// Current refresh interval.
     pub interval: Duration,
-    /// The last interval: rates are its counts over its `meta.duration_ns`.
-    pub last: Snapshot,
+    /// The last interval: rates are its counts over its `meta.duration_ns`. Shared with
+    /// the loop's own state, so publishing it copies nothing.
+    pub last: Arc<Snapshot>,
     /// Since the source started (or the last reset).
     pub cumulative: Snapshot,
     /// The last 10 s and the last 60 s, for percentiles.

@@ -9,7 +9,8 @@ use rand::{Rng as _, SeedableRng as _, rngs::SmallRng};
 
 use super::{Delta, Source, SourceInfo, SourceKindLive};
 use crate::snapshot::{
-    AttachState, CgroupId, Counter, Meta, Probe, ProbeStatus, SeriesKey, Snapshot, SourceKind,
+    AttachState, CgroupId, Counter, Latency, Meta, Probe, ProbeStatus, SeriesKey, Snapshot,
+    SourceKind,
 };
 
 /// The first synthetic cgroup id (ids are made up; real ones are inode numbers).
@@ -159,9 +160,12 @@ impl Source for SyntheticSource {
                     caller,
                     cgroup,
                 };
-                for _ in 0..calls {
-                    let ns = self.latency(typical);
-                    snap.record(key, ns);
+                if calls > 0 {
+                    let mut lat = Latency::new();
+                    for _ in 0..calls {
+                        lat.record(self.latency(typical));
+                    }
+                    snap.series.insert(key, lat);
                 }
                 if let Some(st) = snap.probes.get_mut(&probe) {
                     st.entries += calls;

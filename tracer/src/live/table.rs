@@ -8,7 +8,10 @@
 //! its totals fold into `other`, so totals never shrink, and the source forgets its kernel
 //! map entries.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    sync::Arc,
+};
 
 use super::{CgroupEntry, OTHER_CGROUP};
 use crate::snapshot::CgroupId;
@@ -26,7 +29,7 @@ impl Known {
     fn unnamed() -> Self {
         Known {
             entry: CgroupEntry {
-                path: String::new(),
+                path: Arc::from(""),
                 tracked: false,
                 gone_since_unix_ns: None,
             },
@@ -41,7 +44,18 @@ pub struct Table {
     max: usize,
     grace_ns: u64,
     known: BTreeMap<CgroupId, Known>,
+    /// The tracked cgroups in the order they give up their slot: removed ones first, then
+    /// by the last interval they had calls in. So a new cgroup finds its victim at once,
+    /// not by a walk over every cgroup known.
+    order: BTreeSet<Slot>,
     tracked: usize,
+}
+
+/// A tracked cgroup's place in [`Table::order`]: `(alive, last_active, id)`.
+type Slot = (bool, u64, CgroupId);
+
+fn slot(id: CgroupId, k: &Known) -> Slot {
+    (k.entry.gone_since_unix_ns.is_none(), k.last_active, id)
 }
 
 /// What one interval's bookkeeping decided.
@@ -61,6 +75,7 @@ impl Table {
             max,
             grace_ns,
             known: BTreeMap::new(),
+            order: BTreeSet::new(),
             tracked: 0,
         }
     }
@@ -68,14 +83,22 @@ impl Table {
     /// A cgroup was made (or found by a walk) with this path.
     pub fn made(&mut self, id: CgroupId, path: String) {
         let k = self.known.entry(id).or_insert_with(Known::unnamed);
-        k.entry.path = path;
+        let before = slot(id, k);
+        k.entry.path = Arc::from(path);
         k.entry.gone_since_unix_ns = None;
+        if k.entry.tracked && self.order.remove(&before) {
+            self.order.insert(slot(id, k));
+        }
     }
 
     /// A cgroup was removed at `now`.
     pub fn removed(&mut self, id: CgroupId, now_unix_ns: u64) {
         if let Some(k) = self.known.get_mut(&id) {
+            let before = slot(id, k);
             k.entry.gone_since_unix_ns.get_or_insert(now_unix_ns);
+            if k.entry.tracked && self.order.remove(&before) {
+                self.order.insert(slot(id, k));
+            }
         }
     }
 
@@ -105,27 +128,31 @@ impl Table {
                 continue;
             }
             let k = self.known.entry(id).or_insert_with(Known::unnamed);
-            k.last_active = seq;
             if k.entry.tracked {
+                self.order.remove(&slot(id, k));
+                k.last_active = seq;
+                self.order.insert(slot(id, k));
                 continue;
             }
+            k.last_active = seq;
             if self.tracked >= self.max {
                 match self.victim(seq) {
                     Some(victim) => {
-                        let v = self.known.get_mut(&victim).expect("victim is known");
-                        v.entry.tracked = false;
+                        self.order.remove(&victim);
+                        if let Some(v) = self.known.get_mut(&victim.2) {
+                            v.entry.tracked = false;
+                        }
                         self.tracked -= 1;
-                        out.evicted.push(victim);
+                        out.evicted.push(victim.2);
                     }
                     None => continue,
                 }
             }
-            if self.tracked < self.max {
-                self.known
-                    .get_mut(&id)
-                    .expect("inserted above")
-                    .entry
-                    .tracked = true;
+            if self.tracked < self.max
+                && let Some(k) = self.known.get_mut(&id)
+            {
+                k.entry.tracked = true;
+                self.order.insert(slot(id, k));
                 self.tracked += 1;
             }
         }
@@ -144,6 +171,7 @@ impl Table {
             if let Some(k) = self.known.remove(&id)
                 && k.entry.tracked
             {
+                self.order.remove(&slot(id, &k));
                 self.tracked -= 1;
                 out.evicted.push(id);
             }
@@ -154,12 +182,15 @@ impl Table {
 
     /// The tracked cgroup to give up its slot: a removed one first, else the one idle the
     /// longest, but never one with calls in this interval.
-    fn victim(&self, seq: u64) -> Option<CgroupId> {
-        self.known
-            .iter()
-            .filter(|(_, k)| k.entry.tracked && k.last_active < seq)
-            .min_by_key(|(_, k)| (k.entry.gone_since_unix_ns.is_none(), k.last_active))
-            .map(|(id, _)| *id)
+    fn victim(&self, seq: u64) -> Option<Slot> {
+        // The first of each group (removed, alive) is the one idle the longest in it.
+        let removed = self.order.range(..(true, 0, 0)).next();
+        let alive = self.order.range((true, 0, 0)..).next();
+        removed
+            .into_iter()
+            .chain(alive)
+            .find(|(_, last_active, _)| *last_active < seq)
+            .copied()
     }
 
     /// Cgroups summed into `other` now: known, alive and not tracked.
@@ -185,7 +216,7 @@ impl Table {
     pub fn path(&self, id: CgroupId) -> Option<&str> {
         self.known
             .get(&id)
-            .map(|k| k.entry.path.as_str())
+            .map(|k| &*k.entry.path)
             .filter(|p| !p.is_empty())
     }
 
@@ -213,6 +244,7 @@ impl Table {
             k.entry.tracked = false;
             k.last_active = 0;
         }
+        self.order.clear();
         self.tracked = 0;
     }
 }

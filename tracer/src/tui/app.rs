@@ -347,7 +347,7 @@ impl App {
         }
         f.cgroups
             .get(&id)
-            .map_or_else(|| f.last.cgroup_name(id), |e| e.path.clone())
+            .map_or_else(|| f.last.cgroup_name(id), |e| e.path.to_string())
     }
 
     /// The visible probe rows, in display order.

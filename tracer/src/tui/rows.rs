@@ -414,7 +414,7 @@ pub fn cgroup_rows(frame: &Frame) -> Vec<CgroupRow> {
             let path = if id == OTHER_CGROUP {
                 "other".to_owned()
             } else {
-                entry.map_or_else(|| frame.last_10s.cgroup_name(id), |e| e.path.clone())
+                entry.map_or_else(|| frame.last_10s.cgroup_name(id), |e| e.path.to_string())
             };
             let slots = lats.get(&id);
             let p99 = |col: Col| Agg::p99(slots.and_then(|s| s[col as usize].as_ref()));

@@ -143,7 +143,7 @@ pub fn frame(seq: u64) -> Frame {
             (
                 *id,
                 CgroupEntry {
-                    path: (*path).to_owned(),
+                    path: (*path).into(),
                     tracked: true,
                     gone_since_unix_ns: None,
                 },
@@ -158,7 +158,7 @@ pub fn frame(seq: u64) -> Frame {
         cgroups.insert(
             id,
             CgroupEntry {
-                path: path.to_owned(),
+                path: path.into(),
                 tracked: false,
                 gone_since_unix_ns: None,
             },
@@ -216,7 +216,7 @@ pub fn frame(seq: u64) -> Frame {
         interval: Duration::from_secs(1),
         last_10s: last.clone(),
         last_60s: cumulative.clone(),
-        last,
+        last: Arc::new(last),
         cumulative,
         history,
         slow,

@@ -306,7 +306,7 @@ fn detail_of_a_cgroup_counts_only_its_calls() {
 #[test]
 fn a_calibrated_model_shows_its_prediction() {
     let mut app = app_on(View::Detail);
-    let mut model = testdata::frame(1).last;
+    let mut model = (*testdata::frame(1).last).clone();
     model.series.clear();
     model
         .series_mut(SeriesKey::new(Probe::SynchronizeRcuExpedited, 1))
@@ -375,7 +375,7 @@ fn a_thousand_cgroups_scroll_and_the_selection_stays_in_view() {
         frame.cgroups.insert(
             id,
             CgroupEntry {
-                path: format!("/churn/c{i:04}"),
+                path: format!("/churn/c{i:04}").into(),
                 tracked: true,
                 gone_since_unix_ns: None,
             },
