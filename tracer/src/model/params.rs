@@ -35,6 +35,8 @@ pub const FS: &[&str] = &["ext4", "tmpfs"];
 pub const POPULATE: &[&str] = &["unlink", "lookup"];
 /// The values of the `lookup_in` parameter.
 pub const LOOKUP_IN: &[&str] = &["parent", "victim"];
+/// The values of a yes/no parameter.
+pub const YES_NO: &[&str] = &["no", "yes"];
 
 macro_rules! params {
     ($( $(#[doc = $doc:literal])+ $field:ident : $unit:expr; )*) => {
@@ -83,6 +85,10 @@ params! {
     background_busy_pct: Unit::Percent;
     /// Waking a task blocked in a grace-period wait until it runs (a VM's vCPU wakeup).
     wakeup_ns: Unit::Ns;
+    /// Whether the kernel is preemptible (`CONFIG_PREEMPTION`; Debian's kernels are, by
+    /// `PREEMPT_DYNAMIC`). Before 6.1 a non-preemptible kernel with one CPU online skips
+    /// `synchronize_rcu`'s wait altogether (`rcu_blocking_is_gp`).
+    preemptible: Unit::Choice(YES_NO);
 
     // --- RCU -----------------------------------------------------------------------------
     /// From the tick that starts a grace period until the RCU grace-period kthread runs.
@@ -113,8 +119,10 @@ params! {
     wq_latency_ns: Unit::Ns;
 
     // --- mount, umount and the shrinker registry ------------------------------------------
-    /// tmpfs mounts to unmount, one after the other (`umount /tmp/Mtest/*` in the thread).
+    /// tmpfs mounts to unmount (`umount /tmp/Mtest/*` in the thread).
     mounts: Unit::Count;
+    /// Tasks unmounting at once, each its share of the mounts one after the other.
+    tasks: Unit::Count;
     /// CPU time of umount(2) outside `namespace_unlock` and `deactivate_locked_super`.
     umount_work_ns: Unit::Ns;
     /// CPU time of `deactivate_locked_super` besides the shrinker teardown (`kill_sb`).
@@ -186,6 +194,7 @@ impl Params {
             jitter_pct: 10,
             background_busy_pct: 2,
             wakeup_ns: 10_000,
+            preemptible: 1,
             gp_kthread_wake_ns: 10_000,
             first_fqs_jiffies: 3,
             fqs_scan_per_cpu_ns: 200,
@@ -197,6 +206,7 @@ impl Params {
             srcu_retry_ns: 5_000,
             wq_latency_ns: 10_000,
             mounts: 5_000,
+            tasks: 1,
             umount_work_ns: 60_000,
             kill_sb_ns: 20_000,
             shrinker_lock_ns: 2_000,

@@ -5,6 +5,7 @@ use crate::snapshot::Probe;
 
 use super::{super::engine::Engine, Ctx, Figure, Outcome, Scenario, secs};
 use crate::model::{
+    kernel::Kernel,
     params::Params,
     paths::{self, Registry, Teardown},
     sim::{Class, Gp, Step, Tally, World},
@@ -51,7 +52,7 @@ pub const SCENARIO: Scenario = Scenario {
         "list_lru_destroy_ns",
         "jitter_pct",
     ],
-    kernel: "6.4",
+    kernel: Kernel::V6_1,
     defaults,
     run,
 };
@@ -74,6 +75,7 @@ const PROBES: &[Probe] = &[
     Probe::SynchronizeRcuExpedited,
     Probe::DeactivateLockedSuper,
     Probe::UnregisterShrinker,
+    Probe::ShrinkerFree,
     Probe::SynchronizeSrcu,
 ];
 
@@ -82,14 +84,15 @@ const WRITER_CGROUP: u64 = 2;
 
 fn run(ctx: &Ctx) -> Outcome {
     let p = ctx.p;
-    let rwsem = ctx.variant == 0;
+    let rwsem = ctx.variant == "rwsem";
     let mut eng = Engine::new(ctx.seed);
-    let mut w = World::new(p.clone(), ctx.description.clone(), SCENARIO.kernel, PROBES);
+    let mut w = World::new(p.clone(), ctx.profile, ctx.description.clone(), PROBES);
     if ctx.timeline {
         w.keep_timeline();
     }
     w.cgroup(WRITER_CGROUP, "/test/2000");
     let reg = Registry {
+        namespace: w.lock(false),
         shrinker: w.lock(false),
         list_lrus: w.lock(false),
     };
@@ -128,12 +131,18 @@ fn run(ctx: &Ctx) -> Outcome {
     }
 
     let teardown = if rwsem {
-        Teardown::Rwsem
+        Teardown::Kernel
     } else {
         Teardown::Srcu(Gp::Normal)
     };
     let mut writer = vec![Step::Sleep(p.writer_interval_ns)];
-    writer.extend(paths::umount(p, Gp::Expedited, teardown, reg));
+    writer.extend(paths::umount(
+        p,
+        &ctx.profile,
+        ctx.profile.namespace_gp,
+        teardown,
+        reg,
+    ));
     writer.extend(paths::register_shrinker(p, reg));
     w.spawn(&mut eng, 0, writer, u64::MAX, WRITER_CGROUP, Class::Main);
 
@@ -141,10 +150,11 @@ fn run(ctx: &Ctx) -> Outcome {
     let scanned = w.tally(Tally::ShrinkScanned);
     let skipped = w.tally(Tally::ShrinkSkipped);
     let acct = w.account(Class::Reclaimer);
-    let unregister = w.calls(
+    let mut unregister = w.calls(
         Probe::UnregisterShrinker,
         Some(Probe::DeactivateLockedSuper),
     );
+    unregister.merge(&w.calls(Probe::ShrinkerFree, Some(Probe::DeactivateLockedSuper)));
     let events = eng.handled();
     let timeline = w.take_timeline();
     let snapshot = w.finish(p.duration_ns);

@@ -6,6 +6,7 @@ use crate::snapshot::Probe;
 
 use super::{super::engine::Engine, Ctx, Figure, Outcome, Scenario, secs};
 use crate::model::{
+    kernel::Kernel,
     params::{LOOKUP_IN, POPULATE, Params},
     paths::{self, Dirs, Prune},
     sim::{Class, Step, World},
@@ -21,7 +22,7 @@ pub const SCENARIO: Scenario = Scenario {
     variants: &[
         (
             "prune-under-lock",
-            "mainline: shrink_dcache_parent with both inode locks held",
+            "the --kernel's code (4.14 to 6.12): shrink_dcache_parent with both inode locks held",
         ),
         (
             "prune-after-unlock",
@@ -47,7 +48,7 @@ pub const SCENARIO: Scenario = Scenario {
         "cpus",
         "jitter_pct",
     ],
-    kernel: "6.9",
+    kernel: Kernel::V6_12,
     defaults: Params::base,
     run,
 };
@@ -66,12 +67,13 @@ const PROBES: &[Probe] = &[
 fn run(ctx: &Ctx) -> Outcome {
     let p = ctx.p;
     let prune = match ctx.variant {
-        0 => Prune::UnderLock,
-        1 => Prune::AfterUnlock,
-        _ => Prune::AfterVictimUnlock,
+        "prune-after-unlock" => Prune::AfterUnlock,
+        "prune-after-victim-unlock" => Prune::AfterVictimUnlock,
+        _ if ctx.profile.prune_under_lock => Prune::UnderLock,
+        _ => Prune::AfterUnlock,
     };
     let mut eng = Engine::new(ctx.seed);
-    let mut w = World::new(p.clone(), ctx.description.clone(), SCENARIO.kernel, PROBES);
+    let mut w = World::new(p.clone(), ctx.profile, ctx.description.clone(), PROBES);
     if ctx.timeline {
         w.keep_timeline();
     }
@@ -97,7 +99,7 @@ fn run(ctx: &Ctx) -> Outcome {
     w.spawn(
         &mut eng,
         filled,
-        paths::rmdir(p, prune, dirs),
+        paths::rmdir(p, prune, dirs, !p.tmpfs()),
         1,
         1,
         Class::Main,

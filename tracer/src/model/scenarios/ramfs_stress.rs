@@ -6,6 +6,7 @@ use crate::snapshot::Probe;
 
 use super::{super::engine::Engine, Ctx, Figure, Outcome, Scenario, secs};
 use crate::model::{
+    kernel::Kernel,
     params::Params,
     paths::{self, Registry, Teardown},
     sim::{Class, Gp, Step, Tally, World},
@@ -21,7 +22,8 @@ pub const SCENARIO: Scenario = Scenario {
     variants: &[
         (
             "baseline",
-            "before 6.4: unregister_shrinker takes shrinker_rwsem, no grace period",
+            "the --kernel's teardown (6.1: unregister_shrinker under shrinker_rwsem; 6.7+: \
+             shrinker_free): no grace period",
         ),
         (
             "srcu",
@@ -56,7 +58,7 @@ pub const SCENARIO: Scenario = Scenario {
         "list_lru_destroy_ns",
         "jitter_pct",
     ],
-    kernel: "6.4",
+    kernel: Kernel::V6_1,
     defaults,
     run,
 };
@@ -91,6 +93,7 @@ const PROBES: &[Probe] = &[
     Probe::SynchronizeRcuExpedited,
     Probe::DeactivateLockedSuper,
     Probe::UnregisterShrinker,
+    Probe::ShrinkerFree,
     Probe::SynchronizeSrcu,
     Probe::SynchronizeSrcuExpedited,
 ];
@@ -98,26 +101,33 @@ const PROBES: &[Probe] = &[
 fn run(ctx: &Ctx) -> Outcome {
     let p = ctx.p;
     let teardown = match ctx.variant {
-        0 => Teardown::Rwsem,
-        1 => Teardown::Srcu(Gp::Normal),
-        2 => Teardown::Srcu(Gp::Expedited),
-        _ => Teardown::Deferred,
+        "srcu" => Teardown::Srcu(Gp::Normal),
+        "expedited" => Teardown::Srcu(Gp::Expedited),
+        "deferred-finalize" => Teardown::Deferred,
+        _ => Teardown::Kernel,
     };
     let mut eng = Engine::new(ctx.seed);
-    let mut w = World::new(p.clone(), ctx.description.clone(), SCENARIO.kernel, PROBES);
+    let mut w = World::new(p.clone(), ctx.profile, ctx.description.clone(), PROBES);
     if ctx.timeline {
         w.keep_timeline();
     }
     let reg = Registry {
+        namespace: w.lock(false),
         shrinker: w.lock(false),
         list_lrus: w.lock(false),
     };
-    // One iteration: mount (registers the superblock's shrinker), work, umount. Since 4.15
-    // namespace_unlock waits with synchronize_rcu_expedited (NeilBrown's patch).
+    // One iteration: mount (registers the superblock's shrinker), work, umount, with the
+    // kernel's namespace_unlock wait (expedited since 4.16).
     let mut script = vec![Step::Cpu(p.op_work_ns / 2)];
     script.extend(paths::register_shrinker(p, reg));
     script.push(Step::Cpu(p.op_work_ns - p.op_work_ns / 2));
-    script.extend(paths::umount(p, Gp::Expedited, teardown, reg));
+    script.extend(paths::umount(
+        p,
+        &ctx.profile,
+        ctx.profile.namespace_gp,
+        teardown,
+        reg,
+    ));
     script.push(Step::Tally(Tally::Op));
     for i in 0..p.workers {
         // Workers start a little apart, as forked stressors do.
