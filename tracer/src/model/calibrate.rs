@@ -9,7 +9,10 @@
 
 use std::fmt::Write as _;
 
-use crate::snapshot::{Counter, Latency, Probe, Snapshot};
+use crate::{
+    report::units,
+    snapshot::{Counter, Latency, Probe, Snapshot},
+};
 
 use super::{
     engine::scale,
@@ -52,7 +55,7 @@ impl Calibration {
     /// Set the fitted values in `p`.
     pub fn apply(&self, p: &mut Params) {
         for f in &self.fits {
-            p.put(f.key, f.value);
+            let _ = p.put(f.key, f.value);
         }
     }
 
@@ -91,24 +94,12 @@ fn mean(l: &Latency) -> Option<u64> {
     l.mean_ns().map(|m| m.round() as u64)
 }
 
-/// A duration to read, not to type back: three significant figures.
-fn human(ns: u64) -> String {
-    #[expect(clippy::cast_precision_loss, reason = "for display")]
-    let v = ns as f64;
-    match ns {
-        0..1_000 => format!("{ns} ns"),
-        1_000..1_000_000 => format!("{:.3} us", v / 1e3),
-        1_000_000..1_000_000_000 => format!("{:.3} ms", v / 1e6),
-        _ => format!("{:.3} s", v / 1e9),
-    }
-}
-
 fn measured(probe: Probe, l: &Latency) -> String {
     format!(
         "{}: {} calls, mean {}",
         probe.name(),
         l.count(),
-        human(mean(l).unwrap_or(0))
+        units::ns(mean(l).unwrap_or(0))
     )
 }
 
@@ -156,7 +147,7 @@ pub fn calibrate(capture: &Snapshot, base: &Params, kernel: Kernel) -> Calibrati
         for _ in 0..4 {
             let mut q = p.clone();
             for (k, v) in keys.iter().zip(&start) {
-                q.put(k, scale(*v, factor).max(1));
+                let _ = q.put(k, scale(*v, factor).max(1));
             }
             q.mounts = 100;
             q.tasks = 1;
@@ -168,7 +159,7 @@ pub fn calibrate(capture: &Snapshot, base: &Params, kernel: Kernel) -> Calibrati
         }
         for (k, v) in keys.iter().zip(&start) {
             let value = scale(*v, factor).max(1);
-            p.put(k, value);
+            let _ = p.put(k, value);
             cal.fits.push(Fit {
                 key: k,
                 value,
@@ -249,7 +240,7 @@ pub fn calibrate(capture: &Snapshot, base: &Params, kernel: Kernel) -> Calibrati
             value: v,
             from: format!(
                 "shrink_dcache_parent: {} total over {pruned} negative dentries",
-                human(sdp.sum_ns())
+                units::ns(sdp.sum_ns())
             ),
         });
     } else if sdp.count() > 0 {
@@ -303,7 +294,7 @@ fn fit_by_model(
     // The length is close to proportional to the parameter (plus fixed costs): a few
     // proportional steps converge.
     for _ in 0..5 {
-        q.put(key, v);
+        let _ = q.put(key, v);
         let Some(pred) = predict(&q) else { break };
         v = scale(v, ratio(target, pred)).clamp(lo, hi);
     }

@@ -116,7 +116,7 @@ fn storm(variant: &str, cpus: u64, first_fqs_jiffies: u64, preemptible: bool) ->
     p.cpus = cpus;
     p.mounts = 5_000;
     p.first_fqs_jiffies = first_fqs_jiffies;
-    p.preemptible = u64::from(preemptible);
+    p.preemptible = preemptible;
     simulate("umount-storm", variant, &p, Kernel::V4_14, 1)
 }
 
@@ -332,7 +332,10 @@ pub fn table_for(seeds: &Seeds) -> Vec<Row> {
         "by construction: the model prunes at a fixed cost per dentry".into(),
         true,
     );
-    let tmpfs = rmdir("prune-under-lock", 10_000_000, prune_ns, |p| p.fs = 1).figure("rmdir");
+    let tmpfs = rmdir("prune-under-lock", 10_000_000, prune_ns, |p| {
+        p.fs = super::params::Fs::Tmpfs;
+    })
+    .figure("rmdir");
     row(
         "rmdir after 10M lookups, tmpfs (s)",
         Kind::Predicted,
@@ -381,7 +384,7 @@ pub fn table_for(seeds: &Seeds) -> Vec<Row> {
         (v1_parent / expected_wait - 1.0).abs() <= 0.05,
     );
     let v1_victim = rmdir("prune-after-victim-unlock", 10_000_000, prune_ns, |p| {
-        p.lookup_in = 1;
+        p.lookup_in = super::params::LookupIn::Victim;
     })
     .figure("lookup_wait_max");
     row(
@@ -585,7 +588,7 @@ mod tests {
         let mut p = defaults("umount-storm");
         p.cpus = 1;
         p.mounts = 200;
-        p.preemptible = 0;
+        p.preemptible = false;
         let s = simulate("umount-storm", "baseline", &p, Kernel::V6_1, 1).snapshot;
         let mean = s.probe_total(Probe::SynchronizeRcu).mean_ns().unwrap();
         assert!(mean > 1e6, "6.1 synchronize_rcu on 1 CPU took {mean} ns");

@@ -281,7 +281,7 @@ pub fn listing(only: Option<&Scenario>) -> String {
         }
         let _ = writeln!(
             out,
-            "  parameters (--set key=value; durations take ns/us/ms/s):"
+            "  parameters (--set key=value; a duration needs its unit: ns, us, ms, s):"
         );
         out.push_str(&params::table(&(s.defaults)(), s.keys));
         out.push('\n');
@@ -365,7 +365,7 @@ mod tests {
                 assert!(l.contains(k), "{k}");
             }
         }
-        assert!(l.contains("tick_ns                = 4ms"), "{l}");
+        assert!(l.contains("tick_ns                = 4.00 ms"), "{l}");
     }
 
     #[test]

@@ -63,7 +63,7 @@ pub fn predict(observed: &Snapshot) -> Option<Prediction> {
     );
     let mut p = (scenario.defaults)();
     for (k, v) in &set {
-        p.put(k, *v);
+        let _ = p.put(k, *v);
     }
     let cal = calibrate::calibrate(observed, &p, kernel);
     cal.apply(&mut p);

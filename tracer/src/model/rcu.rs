@@ -139,7 +139,7 @@ pub struct Rcu {
 impl Rcu {
     /// `synchronize_rcu` by task `t`: it queues a callback and sleeps until it runs.
     pub fn request(&mut self, h: &mut impl Host, t: TaskId) {
-        if h.config().single_cpu_shortcut && h.ncpus() == 1 && h.p().preemptible == 0 {
+        if h.config().single_cpu_shortcut && h.ncpus() == 1 && !h.p().preemptible {
             // rcu_blocking_is_gp(): on one CPU without preemption, this task's own context
             // switches are the grace period; it returns without waiting.
             let now = h.now();

@@ -7,7 +7,7 @@ use crate::snapshot::Probe;
 use super::{super::engine::Engine, Ctx, Figure, Outcome, Scenario, secs};
 use crate::model::{
     kernel::Kernel,
-    params::{LOOKUP_IN, POPULATE, Params},
+    params::{Fs, LookupIn, Params, Populate},
     paths::{self, Dirs, Prune},
     sim::{Class, Step, World},
 };
@@ -83,12 +83,12 @@ fn run(ctx: &Ctx) -> Outcome {
     };
 
     // Phase 1: fill the directory. tmpfs's always_delete_dentry drops each dentry at once.
-    let unlink = POPULATE[usize::try_from(p.populate).unwrap_or(0)] == "unlink";
+    let unlink = p.populate == Populate::Unlink;
     let fill = Step::Populate {
         n: p.negatives,
         ns: p.populate_ns,
         unlink,
-        retain: !p.tmpfs(),
+        retain: p.fs == Fs::Ext4,
     };
     w.spawn(&mut eng, 0, vec![fill], 1, 1, Class::Main);
     w.run(&mut eng, u64::MAX);
@@ -99,12 +99,12 @@ fn run(ctx: &Ctx) -> Outcome {
     w.spawn(
         &mut eng,
         filled,
-        paths::rmdir(p, prune, dirs, !p.tmpfs()),
+        paths::rmdir(p, prune, dirs, p.fs == Fs::Ext4),
         1,
         1,
         Class::Main,
     );
-    let dir = if LOOKUP_IN[usize::try_from(p.lookup_in).unwrap_or(0)] == "parent" {
+    let dir = if p.lookup_in == LookupIn::Parent {
         dirs.parent
     } else {
         dirs.victim
