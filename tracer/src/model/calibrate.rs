@@ -119,6 +119,19 @@ pub fn calibrate(capture: &Snapshot, base: &Params, kernel: Kernel) -> Calibrati
     let own = capture.command.as_ref().and_then(|c| c.cgroup);
     let total =
         |probe| capture.total_where(|k| k.probe == probe && own.is_none_or(|id| k.cgroup == id));
+    // Concurrent umounts share expedited grace periods: fit with as many at once as the
+    // capture ran, whatever the scenario is then asked to run.
+    let tasks = umounts_at_once(
+        capture,
+        &total(Probe::SysUmount),
+        &total(Probe::DeactivateLockedSuper),
+    );
+    if tasks > 1 {
+        cal.notes.push(format!(
+            "the capture ran about {tasks} umounts at once: grace periods are fitted with {tasks} tasks"
+        ));
+    }
+    p.tasks = tasks;
 
     // Normal RCU grace period: the jiffy sets its length (tick, FQS sleep, callback tick).
     let rcu = total(Probe::SynchronizeRcu);
@@ -150,7 +163,6 @@ pub fn calibrate(capture: &Snapshot, base: &Params, kernel: Kernel) -> Calibrati
                 let _ = q.put(k, scale(*v, factor).max(1));
             }
             q.mounts = 100;
-            q.tasks = 1;
             let o = scenarios::simulate("umount", "expedited", &q, kernel, 1);
             let Some(pred) = mean(&o.snapshot.probe_total(Probe::SynchronizeRcuExpedited)) else {
                 break;
@@ -209,20 +221,52 @@ pub fn calibrate(capture: &Snapshot, base: &Params, kernel: Kernel) -> Calibrati
         } else {
             (b + c, "umount - namespace_unlock - deactivate_locked_super")
         };
-        let v = a.saturating_sub(inside).max(1_000);
+        let teardown = mean(&total(profile.teardown)).unwrap_or(0);
+        // First guesses from the differences of means, then (with several umounts at once,
+        // whose means hold their queueing for CPUs and namespace_sem) the model is run with
+        // as many tasks and the costs moved until its means are the capture's.
+        p.umount_work_ns = a.saturating_sub(inside).max(1_000);
+        p.kill_sb_ns = c
+            .saturating_sub(teardown + p.list_lru_destroy_ns)
+            .max(1_000);
+        if tasks > 1 {
+            let run = |q: &Params, probe| {
+                let mut q = q.clone();
+                q.mounts = um.count().clamp(1, 2_000);
+                let o = scenarios::simulate("umount", "kernel", &q, kernel, 1).snapshot;
+                mean(&o.probe_total(probe)).unwrap_or(0)
+            };
+            // Each mean grows with its cost (more queueing too): bisect, one cost at a time,
+            // twice round, since both share the CPUs.
+            for _ in 0..2 {
+                let q = p.clone();
+                p.umount_work_ns = bisect(a, |v| {
+                    let mut q = q.clone();
+                    q.umount_work_ns = v;
+                    run(&q, Probe::SysUmount)
+                });
+                let q = p.clone();
+                p.kill_sb_ns = bisect(c, |v| {
+                    let mut q = q.clone();
+                    q.kill_sb_ns = v;
+                    run(&q, Probe::DeactivateLockedSuper)
+                });
+            }
+        }
+        let how = if tasks > 1 {
+            format!(", run with {tasks} tasks")
+        } else {
+            String::new()
+        };
         cal.fits.push(Fit {
             key: "umount_work_ns",
-            value: v,
-            from: format!("{what} means over {} umounts", um.count()),
+            value: p.umount_work_ns,
+            from: format!("{what} means over {} umounts{how}", um.count()),
         });
-        let teardown = total(profile.teardown);
-        let v = c
-            .saturating_sub(mean(&teardown).unwrap_or(0) + p.list_lru_destroy_ns)
-            .max(1_000);
         cal.fits.push(Fit {
             key: "kill_sb_ns",
-            value: v,
-            from: "deactivate_locked_super - shrinker teardown - list_lru_destroy".into(),
+            value: p.kill_sb_ns,
+            from: format!("deactivate_locked_super - shrinker teardown - list_lru_destroy{how}"),
         });
     }
 
@@ -272,6 +316,40 @@ pub fn calibrate(capture: &Snapshot, base: &Params, kernel: Kernel) -> Calibrati
     cal
 }
 
+/// How many umounts the capture ran at once: the time spent in them (the syscall and the
+/// superblock teardown after it) over the wall time of the command (or the capture), at
+/// least 1 and at most the number of umounts.
+fn umounts_at_once(capture: &Snapshot, umount: &Latency, teardown: &Latency) -> u64 {
+    let wall = capture
+        .command
+        .as_ref()
+        .map_or(capture.meta.duration_ns, |c| c.wall_ns);
+    let busy = umount.sum_ns().saturating_add(teardown.sum_ns());
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss,
+        reason = "a small whole number of tasks"
+    )]
+    let t = (busy as f64 / wall.max(1) as f64).round() as u64;
+    t.clamp(1, umount.count().max(1))
+}
+
+/// The cost in [1 us, `measured`] for which `mean_with` (a model run, growing with the cost)
+/// gives `measured`.
+fn bisect(measured: u64, mean_with: impl Fn(u64) -> u64) -> u64 {
+    let (mut lo, mut hi) = (1_000, measured.max(1_000));
+    for _ in 0..14 {
+        let mid = lo + (hi - lo) / 2;
+        if mean_with(mid) < measured {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    lo + (hi - lo) / 2
+}
+
 fn ratio(measured: u64, predicted: u64) -> f64 {
     #[expect(clippy::cast_precision_loss, reason = "a ratio of durations")]
     let r = measured as f64 / predicted.max(1) as f64;
@@ -289,7 +367,6 @@ fn fit_by_model(
 ) -> u64 {
     let mut q = p.clone();
     q.mounts = 100;
-    q.tasks = 1;
     let mut v = p.get(key).unwrap_or(lo).clamp(lo, hi);
     // The length is close to proportional to the parameter (plus fixed costs): a few
     // proportional steps converge.
@@ -404,6 +481,8 @@ mod tests {
                 5_000,
             );
         }
+        // Ten umounts one after the other over 5 ms.
+        c.meta.duration_ns = 5_000_000;
         let base = Params::base();
         let cal = calibrate(&c, &base, Kernel::V6_1);
         assert!(cal.get("rcu_exp_ipi_ns").unwrap() > base.rcu_exp_ipi_ns);
@@ -427,5 +506,77 @@ mod tests {
             (m / 100e3 - 1.0).abs() < 0.10,
             "fitted model predicts {m} ns, capture 100 us"
         );
+    }
+}
+
+#[cfg(test)]
+mod round_trip {
+    use super::*;
+
+    /// A capture of `mounts` umounts by `tasks` tasks on 4 CPUs, made by the model with
+    /// known costs (umount's own work 90 us, `kill_sb` 35 us).
+    fn truth(mounts: u64, tasks: u64) -> Snapshot {
+        let mut p = (scenarios::find("umount").unwrap().defaults)();
+        p.cpus = 4;
+        p.mounts = mounts;
+        p.tasks = tasks;
+        p.umount_work_ns = 90_000;
+        p.kill_sb_ns = 35_000;
+        scenarios::simulate("umount", "kernel", &p, Kernel::V6_12, 5).snapshot
+    }
+
+    #[test]
+    fn calibrated_on_sequential_umounts_it_predicts_concurrent_ones() {
+        let mut p = (scenarios::find("umount").unwrap().defaults)();
+        p.cpus = 4;
+        let cal = calibrate(&truth(50, 1), &p, Kernel::V6_12);
+        let work = cal.get("umount_work_ns").unwrap();
+        assert!((80_000..100_000).contains(&work), "umount_work_ns {work}");
+        cal.apply(&mut p);
+        p.mounts = 400;
+        p.tasks = 4;
+        let predicted = scenarios::simulate("umount", "kernel", &p, Kernel::V6_12, 1).snapshot;
+        let measured = truth(400, 4);
+        for probe in [
+            Probe::SysUmount,
+            Probe::SynchronizeRcuExpedited,
+            Probe::DeactivateLockedSuper,
+        ] {
+            let (a, b) = (
+                predicted.probe_total(probe).sum_ns(),
+                measured.probe_total(probe).sum_ns(),
+            );
+            let r = ratio(a, b);
+            assert!((0.85..1.15).contains(&r), "{}: {r}", probe.name());
+        }
+    }
+
+    #[test]
+    fn calibrated_on_concurrent_umounts_it_predicts_sequential_ones() {
+        let mut p = (scenarios::find("umount").unwrap().defaults)();
+        p.cpus = 4;
+        let cal = calibrate(&truth(400, 4), &p, Kernel::V6_12);
+        assert!(
+            cal.notes.iter().any(|n| n.contains("4 umounts at once")),
+            "{:?}",
+            cal.notes
+        );
+        cal.apply(&mut p);
+        p.mounts = 50;
+        p.tasks = 1;
+        let predicted = scenarios::simulate("umount", "kernel", &p, Kernel::V6_12, 1).snapshot;
+        let measured = truth(50, 1);
+        for probe in [
+            Probe::SysUmount,
+            Probe::SynchronizeRcuExpedited,
+            Probe::DeactivateLockedSuper,
+        ] {
+            let (a, b) = (
+                predicted.probe_total(probe).sum_ns(),
+                measured.probe_total(probe).sum_ns(),
+            );
+            let r = ratio(a, b);
+            assert!((0.8..1.25).contains(&r), "{}: {r}", probe.name());
+        }
     }
 }
