@@ -17,7 +17,7 @@ use crate::{
 use super::{
     engine::scale,
     kernel::Kernel,
-    params::{Params, show},
+    params::{Setup, UmountSetup},
     scenarios,
 };
 
@@ -52,8 +52,8 @@ impl Calibration {
             .map(|f| f.value)
     }
 
-    /// Set the fitted values in `p`.
-    pub fn apply(&self, p: &mut Params) {
+    /// Set the fitted values in `p` (those it has: a umount fit means nothing to rmdir).
+    pub fn apply(&self, p: &mut Setup) {
         for f in &self.fits {
             let _ = p.put(f.key, f.value);
         }
@@ -61,7 +61,7 @@ impl Calibration {
 
     /// A report for stderr: each fitted value next to the one it replaces.
     #[must_use]
-    pub fn render(&self, before: &Params) -> String {
+    pub fn render(&self, before: &Setup) -> String {
         let mut out = String::new();
         let mut after = before.clone();
         self.apply(&mut after);
@@ -70,8 +70,8 @@ impl Calibration {
                 out,
                 "calibrate: {:<22} = {:<10} (was {}) from {}",
                 f.key,
-                show(&after, f.key),
-                show(before, f.key),
+                after.show(f.key),
+                before.show(f.key),
                 f.from
             );
         }
@@ -112,10 +112,15 @@ fn measured(probe: Probe, l: &Latency) -> String {
     clippy::too_many_lines,
     reason = "one fit per parameter, in the order the model uses them"
 )]
-pub fn calibrate(capture: &Snapshot, base: &Params, kernel: Kernel) -> Calibration {
+pub fn calibrate(capture: &Snapshot, base: &Setup, kernel: Kernel) -> Calibration {
     let profile = kernel.profile();
     let mut cal = Calibration::default();
-    let mut p = base.clone();
+    // Grace periods and umount costs are fitted by running the umount workload on the
+    // scenario's machine.
+    let mut p = base.umount();
+    let run = |q: &UmountSetup, variant: &str| {
+        scenarios::simulate("umount", variant, &Setup::Umount(q.clone()), kernel, 1).snapshot
+    };
     let own = capture.command.as_ref().and_then(|c| c.cgroup);
     let total =
         |probe| capture.total_where(|k| k.probe == probe && own.is_none_or(|id| k.cgroup == id));
@@ -131,16 +136,20 @@ pub fn calibrate(capture: &Snapshot, base: &Params, kernel: Kernel) -> Calibrati
             "the capture ran about {tasks} umounts at once: grace periods are fitted with {tasks} tasks"
         ));
     }
-    p.tasks = tasks;
+    p.umount.tasks = tasks;
 
     // Normal RCU grace period: the jiffy sets its length (tick, FQS sleep, callback tick).
     let rcu = total(Probe::SynchronizeRcu);
     if let Some(m) = mean(&rcu) {
-        let tick = fit_by_model(&p, "tick_ns", m, 100_000, 100_000_000, |q| {
-            let o = scenarios::simulate("umount", "baseline", q, kernel, 1);
-            mean(&o.snapshot.probe_total(Probe::SynchronizeRcu))
-        });
-        p.tick_ns = tick;
+        let tick = fit_by_model(
+            &p,
+            p.cpus.tick_ns,
+            m,
+            (100_000, 100_000_000),
+            |q, v| q.cpus.tick_ns = v,
+            |q| mean(&run(q, "baseline").probe_total(Probe::SynchronizeRcu)),
+        );
+        p.cpus.tick_ns = tick;
         cal.fits.push(Fit {
             key: "tick_ns",
             value: tick,
@@ -154,26 +163,32 @@ pub fn calibrate(capture: &Snapshot, base: &Params, kernel: Kernel) -> Calibrati
     // Expedited RCU: scale its three costs together.
     let exp = total(Probe::SynchronizeRcuExpedited);
     if let Some(m) = mean(&exp) {
-        let keys = ["rcu_exp_base_ns", "rcu_exp_idle_ns", "rcu_exp_ipi_ns"];
-        let start: Vec<u64> = keys.iter().map(|k| p.get(k).unwrap_or(0)).collect();
+        let start = p.gp.clone();
+        let scaled = |q: &mut UmountSetup, factor: f64| {
+            q.gp.rcu_exp_base_ns = scale(start.rcu_exp_base_ns, factor).max(1);
+            q.gp.rcu_exp_idle_ns = scale(start.rcu_exp_idle_ns, factor).max(1);
+            q.gp.rcu_exp_ipi_ns = scale(start.rcu_exp_ipi_ns, factor).max(1);
+        };
         let mut factor = 1.0;
         for _ in 0..4 {
             let mut q = p.clone();
-            for (k, v) in keys.iter().zip(&start) {
-                let _ = q.put(k, scale(*v, factor).max(1));
-            }
-            q.mounts = 100;
-            let o = scenarios::simulate("umount", "expedited", &q, kernel, 1);
-            let Some(pred) = mean(&o.snapshot.probe_total(Probe::SynchronizeRcuExpedited)) else {
+            scaled(&mut q, factor);
+            q.umount.mounts = 100;
+            let Some(pred) =
+                mean(&run(&q, "expedited").probe_total(Probe::SynchronizeRcuExpedited))
+            else {
                 break;
             };
             factor *= ratio(m, pred);
         }
-        for (k, v) in keys.iter().zip(&start) {
-            let value = scale(*v, factor).max(1);
-            let _ = p.put(k, value);
+        scaled(&mut p, factor);
+        for (key, value) in [
+            ("rcu_exp_base_ns", p.gp.rcu_exp_base_ns),
+            ("rcu_exp_idle_ns", p.gp.rcu_exp_idle_ns),
+            ("rcu_exp_ipi_ns", p.gp.rcu_exp_ipi_ns),
+        ] {
             cal.fits.push(Fit {
-                key: k,
+                key,
                 value,
                 from: measured(Probe::SynchronizeRcuExpedited, &exp),
             });
@@ -181,12 +196,12 @@ pub fn calibrate(capture: &Snapshot, base: &Params, kernel: Kernel) -> Calibrati
     }
 
     // SRCU: expedited is two reader scans between two work-queue hops and a wakeup.
-    let cpus = p.cpus.max(1);
+    let cpus = p.cpus.cpus.max(1);
     let srcu_exp = total(Probe::SynchronizeSrcuExpedited);
     if let Some(m) = mean(&srcu_exp) {
-        let fixed = 2 * p.wq_latency_ns + p.wakeup_ns;
+        let fixed = 2 * p.gp.wq_latency_ns + p.cpus.wakeup_ns;
         let v = (m.saturating_sub(fixed) / (2 * cpus)).max(1);
-        p.srcu_scan_per_cpu_ns = v;
+        p.gp.srcu_scan_per_cpu_ns = v;
         cal.fits.push(Fit {
             key: "srcu_scan_per_cpu_ns",
             value: v,
@@ -197,9 +212,10 @@ pub fn calibrate(capture: &Snapshot, base: &Params, kernel: Kernel) -> Calibrati
     if let (Some(m), None) = (mean(&srcu), mean(&rcu)) {
         // An uncontended normal SRCU grace period sleeps about 2.5 jiffies (to the next
         // jiffy to start, one between the scans, one before the callbacks).
-        let fixed = 2 * p.wq_latency_ns + p.wakeup_ns + 2 * cpus * p.srcu_scan_per_cpu_ns;
+        let fixed =
+            2 * p.gp.wq_latency_ns + p.cpus.wakeup_ns + 2 * cpus * p.gp.srcu_scan_per_cpu_ns;
         let v = (m.saturating_sub(fixed) * 2 / 5).clamp(100_000, 100_000_000);
-        p.tick_ns = v;
+        p.cpus.tick_ns = v;
         cal.fits.push(Fit {
             key: "tick_ns",
             value: v,
@@ -225,31 +241,30 @@ pub fn calibrate(capture: &Snapshot, base: &Params, kernel: Kernel) -> Calibrati
         // First guesses from the differences of means, then (with several umounts at once,
         // whose means hold their queueing for CPUs and namespace_sem) the model is run with
         // as many tasks and the costs moved until its means are the capture's.
-        p.umount_work_ns = a.saturating_sub(inside).max(1_000);
-        p.kill_sb_ns = c
-            .saturating_sub(teardown + p.list_lru_destroy_ns)
+        p.sb.umount_work_ns = a.saturating_sub(inside).max(1_000);
+        p.sb.kill_sb_ns = c
+            .saturating_sub(teardown + p.sb.list_lru_destroy_ns)
             .max(1_000);
         if tasks > 1 {
-            let run = |q: &Params, probe| {
+            let mean_of = |q: &UmountSetup, probe| {
                 let mut q = q.clone();
-                q.mounts = um.count().clamp(1, 2_000);
-                let o = scenarios::simulate("umount", "kernel", &q, kernel, 1).snapshot;
-                mean(&o.probe_total(probe)).unwrap_or(0)
+                q.umount.mounts = um.count().clamp(1, 2_000);
+                mean(&run(&q, "kernel").probe_total(probe)).unwrap_or(0)
             };
             // Each mean grows with its cost (more queueing too): bisect, one cost at a time,
             // twice round, since both share the CPUs.
             for _ in 0..2 {
                 let q = p.clone();
-                p.umount_work_ns = bisect(a, |v| {
+                p.sb.umount_work_ns = bisect(a, |v| {
                     let mut q = q.clone();
-                    q.umount_work_ns = v;
-                    run(&q, Probe::SysUmount)
+                    q.sb.umount_work_ns = v;
+                    mean_of(&q, Probe::SysUmount)
                 });
                 let q = p.clone();
-                p.kill_sb_ns = bisect(c, |v| {
+                p.sb.kill_sb_ns = bisect(c, |v| {
                     let mut q = q.clone();
-                    q.kill_sb_ns = v;
-                    run(&q, Probe::DeactivateLockedSuper)
+                    q.sb.kill_sb_ns = v;
+                    mean_of(&q, Probe::DeactivateLockedSuper)
                 });
             }
         }
@@ -260,12 +275,12 @@ pub fn calibrate(capture: &Snapshot, base: &Params, kernel: Kernel) -> Calibrati
         };
         cal.fits.push(Fit {
             key: "umount_work_ns",
-            value: p.umount_work_ns,
+            value: p.sb.umount_work_ns,
             from: format!("{what} means over {} umounts{how}", um.count()),
         });
         cal.fits.push(Fit {
             key: "kill_sb_ns",
-            value: p.kill_sb_ns,
+            value: p.sb.kill_sb_ns,
             from: format!("deactivate_locked_super - shrinker teardown - list_lru_destroy{how}"),
         });
     }
@@ -356,22 +371,23 @@ fn ratio(measured: u64, predicted: u64) -> f64 {
     r
 }
 
-/// Scale parameter `key` until `predict` (a model run) gives `target`, within `[lo, hi]`.
+/// Scale a parameter (now `start`, set by `set`) until `predict` (a model run) gives
+/// `target`, within `[lo, hi]`.
 fn fit_by_model(
-    p: &Params,
-    key: &str,
+    p: &UmountSetup,
+    start: u64,
     target: u64,
-    lo: u64,
-    hi: u64,
-    predict: impl Fn(&Params) -> Option<u64>,
+    (lo, hi): (u64, u64),
+    set: impl Fn(&mut UmountSetup, u64),
+    predict: impl Fn(&UmountSetup) -> Option<u64>,
 ) -> u64 {
     let mut q = p.clone();
-    q.mounts = 100;
-    let mut v = p.get(key).unwrap_or(lo).clamp(lo, hi);
+    q.umount.mounts = 100;
+    let mut v = start.clamp(lo, hi);
     // The length is close to proportional to the parameter (plus fixed costs): a few
     // proportional steps converge.
     for _ in 0..5 {
-        let _ = q.put(key, v);
+        set(&mut q, v);
         let Some(pred) = predict(&q) else { break };
         v = scale(v, ratio(target, pred)).clamp(lo, hi);
     }
@@ -381,6 +397,11 @@ fn fit_by_model(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The umount scenario on the base machine (4 CPUs, HZ=250).
+    fn base() -> Setup {
+        Setup::Umount(UmountSetup::default())
+    }
     use crate::snapshot::{DentryState, Meta, SeriesKey, SourceKind};
 
     fn capture() -> Snapshot {
@@ -395,9 +416,9 @@ mod tests {
 
     #[test]
     fn an_empty_capture_fits_nothing_and_says_so() {
-        let cal = calibrate(&capture(), &Params::base(), Kernel::V6_12);
+        let cal = calibrate(&capture(), &base(), Kernel::V6_12);
         assert!(cal.fits.is_empty());
-        assert!(cal.render(&Params::base()).contains("nothing to fit"));
+        assert!(cal.render(&base()).contains("nothing to fit"));
     }
 
     #[test]
@@ -410,7 +431,7 @@ mod tests {
         );
         c.count(Counter::NegativeDentries, 1, 2_000_000);
         assert_eq!(
-            calibrate(&c, &Params::base(), Kernel::V6_12).get("prune_ns"),
+            calibrate(&c, &base(), Kernel::V6_12).get("prune_ns"),
             Some(250)
         );
         // Failed lookups leave no d_delete count; /proc/sys/fs/dentry-state still shows them go.
@@ -429,7 +450,7 @@ mod tests {
             },
         ));
         assert_eq!(
-            calibrate(&c, &Params::base(), Kernel::V6_12).get("prune_ns"),
+            calibrate(&c, &base(), Kernel::V6_12).get("prune_ns"),
             Some(500)
         );
     }
@@ -444,13 +465,13 @@ mod tests {
                 9_000_000,
             );
         }
-        let base = Params::base();
+        let base = base();
         let cal = calibrate(&c, &base, Kernel::V4_14);
         let tick = cal.get("tick_ns").unwrap();
-        assert!(tick < base.tick_ns, "tick {tick}");
+        assert!(tick < base.cpus().tick_ns, "tick {tick}");
         let mut p = base.clone();
         cal.apply(&mut p);
-        p.mounts = 300;
+        assert!(p.put("mounts", 300));
         let o = scenarios::simulate("umount", "baseline", &p, Kernel::V4_14, 7);
         let m = o
             .snapshot
@@ -483,19 +504,19 @@ mod tests {
         }
         // Ten umounts one after the other over 5 ms.
         c.meta.duration_ns = 5_000_000;
-        let base = Params::base();
+        let base = base();
         let cal = calibrate(&c, &base, Kernel::V6_1);
-        assert!(cal.get("rcu_exp_ipi_ns").unwrap() > base.rcu_exp_ipi_ns);
+        assert!(cal.get("rcu_exp_ipi_ns").unwrap() > base.get("rcu_exp_ipi_ns").unwrap());
         // deactivate_locked_super runs after umount(2) returns: only namespace_unlock is
         // inside the syscall's 400 us.
         assert_eq!(cal.get("umount_work_ns"), Some(400_000 - 110_000));
         assert_eq!(
             cal.get("kill_sb_ns"),
-            Some(90_000 - 5_000 - base.list_lru_destroy_ns)
+            Some(90_000 - 5_000 - base.get("list_lru_destroy_ns").unwrap())
         );
         let mut p = base.clone();
         cal.apply(&mut p);
-        p.mounts = 200;
+        assert!(p.put("mounts", 200));
         let o = scenarios::simulate("umount", "expedited", &p, Kernel::V6_1, 3);
         let m = o
             .snapshot
@@ -516,26 +537,34 @@ mod round_trip {
     /// A capture of `mounts` umounts by `tasks` tasks on 4 CPUs, made by the model with
     /// known costs (umount's own work 90 us, `kill_sb` 35 us).
     fn truth(mounts: u64, tasks: u64) -> Snapshot {
-        let mut p = (scenarios::find("umount").unwrap().defaults)();
-        p.cpus = 4;
-        p.mounts = mounts;
-        p.tasks = tasks;
-        p.umount_work_ns = 90_000;
-        p.kill_sb_ns = 35_000;
-        scenarios::simulate("umount", "kernel", &p, Kernel::V6_12, 5).snapshot
+        let mut p = machine();
+        p.umount.mounts = mounts;
+        p.umount.tasks = tasks;
+        p.sb.umount_work_ns = 90_000;
+        p.sb.kill_sb_ns = 35_000;
+        scenarios::simulate("umount", "kernel", &Setup::Umount(p), Kernel::V6_12, 5).snapshot
+    }
+
+    /// The umount scenario on 4 CPUs.
+    fn machine() -> UmountSetup {
+        let mut p = scenarios::umount::defaults();
+        p.cpus.cpus = 4;
+        p
+    }
+
+    fn predict(cal: &Calibration, mounts: u64, tasks: u64) -> Snapshot {
+        let mut p = Setup::Umount(machine());
+        cal.apply(&mut p);
+        assert!(p.put("mounts", mounts) && p.put("tasks", tasks));
+        scenarios::simulate("umount", "kernel", &p, Kernel::V6_12, 1).snapshot
     }
 
     #[test]
     fn calibrated_on_sequential_umounts_it_predicts_concurrent_ones() {
-        let mut p = (scenarios::find("umount").unwrap().defaults)();
-        p.cpus = 4;
-        let cal = calibrate(&truth(50, 1), &p, Kernel::V6_12);
+        let cal = calibrate(&truth(50, 1), &Setup::Umount(machine()), Kernel::V6_12);
         let work = cal.get("umount_work_ns").unwrap();
         assert!((80_000..100_000).contains(&work), "umount_work_ns {work}");
-        cal.apply(&mut p);
-        p.mounts = 400;
-        p.tasks = 4;
-        let predicted = scenarios::simulate("umount", "kernel", &p, Kernel::V6_12, 1).snapshot;
+        let predicted = predict(&cal, 400, 4);
         let measured = truth(400, 4);
         for probe in [
             Probe::SysUmount,
@@ -553,18 +582,13 @@ mod round_trip {
 
     #[test]
     fn calibrated_on_concurrent_umounts_it_predicts_sequential_ones() {
-        let mut p = (scenarios::find("umount").unwrap().defaults)();
-        p.cpus = 4;
-        let cal = calibrate(&truth(400, 4), &p, Kernel::V6_12);
+        let cal = calibrate(&truth(400, 4), &Setup::Umount(machine()), Kernel::V6_12);
         assert!(
             cal.notes.iter().any(|n| n.contains("4 umounts at once")),
             "{:?}",
             cal.notes
         );
-        cal.apply(&mut p);
-        p.mounts = 50;
-        p.tasks = 1;
-        let predicted = scenarios::simulate("umount", "kernel", &p, Kernel::V6_12, 1).snapshot;
+        let predicted = predict(&cal, 50, 1);
         let measured = truth(50, 1);
         for probe in [
             Probe::SysUmount,

@@ -17,8 +17,8 @@ use std::fmt::Write as _;
 
 use super::{
     kernel::Kernel,
-    params::Params,
-    scenarios::{Outcome, find, simulate},
+    params::{DentrySetup, Fs, LookupIn, Setup},
+    scenarios::{Outcome, memcg_shrink, ramfs_stress, simulate, umount},
 };
 
 /// What a row's agreement means.
@@ -106,18 +106,13 @@ pub const THREADS: Seeds = Seeds {
     rmdir_10m_s: 1.892,
 };
 
-fn defaults(name: &str) -> Params {
-    (find(name).expect("scenario").defaults)()
-}
-
 /// The umount thread's VM: 4.14, 5,000 mounts.
 fn storm(variant: &str, cpus: u64, first_fqs_jiffies: u64, preemptible: bool) -> Outcome {
-    let mut p = defaults("umount-storm");
-    p.cpus = cpus;
-    p.mounts = 5_000;
-    p.first_fqs_jiffies = first_fqs_jiffies;
-    p.preemptible = preemptible;
-    simulate("umount-storm", variant, &p, Kernel::V4_14, 1)
+    let mut p = umount::storm_defaults();
+    p.cpus.cpus = cpus;
+    p.cpus.preemptible = preemptible;
+    p.gp.first_fqs_jiffies = first_fqs_jiffies;
+    simulate("umount-storm", variant, &Setup::Umount(p), Kernel::V4_14, 1)
 }
 
 /// Fit `first_fqs_jiffies` to the 4-CPU figure: the whole number of jiffies the
@@ -136,20 +131,20 @@ fn fit_first_fqs(seed_s: f64) -> u64 {
 }
 
 fn ramfs(variant: &str, exp_base_ns: u64, duration_ns: u64) -> f64 {
-    let mut p = defaults("ramfs-stress");
-    p.duration_ns = duration_ns;
-    p.rcu_exp_base_ns = exp_base_ns;
-    simulate("ramfs-stress", variant, &p, Kernel::V6_1, 1).figure("ops_per_s")
+    let mut p = ramfs_stress::defaults();
+    p.ramfs.duration_ns = duration_ns;
+    p.gp.rcu_exp_base_ns = exp_base_ns;
+    simulate("ramfs-stress", variant, &Setup::Ramfs(p), Kernel::V6_1, 1).figure("ops_per_s")
 }
 
 /// Fit `rcu_exp_base_ns`, the fixed cost of the expedited grace period every iteration's
 /// umount waits for, to the baseline's ops/s: the CPU time per iteration is the thread's own
 /// (232 us), so what the baseline leaves unexplained is waiting.
 fn fit_ramfs_wait(seed_ops: f64) -> u64 {
-    let workers = defaults("ramfs-stress").workers;
+    let workers = ramfs_stress::defaults().ramfs.workers;
     #[expect(clippy::cast_precision_loss, reason = "a handful of workers")]
     let workers = workers as f64;
-    let mut base = defaults("ramfs-stress").rcu_exp_base_ns;
+    let mut base = ramfs_stress::defaults().gp.rcu_exp_base_ns;
     for _ in 0..4 {
         let ops = ramfs("baseline", base, 500_000_000);
         // Each worker's iteration takes workers/ops seconds; move the wait by the difference.
@@ -167,18 +162,24 @@ fn fit_ramfs_wait(seed_ops: f64) -> u64 {
     base
 }
 
-fn rmdir(variant: &str, negatives: u64, prune_ns: u64, set: impl Fn(&mut Params)) -> Outcome {
-    let mut p = defaults("negative-dentry-rmdir");
-    p.negatives = negatives;
-    p.prune_ns = prune_ns;
+fn rmdir(variant: &str, negatives: u64, prune_ns: u64, set: impl Fn(&mut DentrySetup)) -> Outcome {
+    let mut p = DentrySetup::default();
+    p.dentry.negatives = negatives;
+    p.dentry.prune_ns = prune_ns;
     set(&mut p);
-    simulate("negative-dentry-rmdir", variant, &p, Kernel::V6_12, 1)
+    simulate(
+        "negative-dentry-rmdir",
+        variant,
+        &Setup::Dentry(p),
+        Kernel::V6_12,
+        1,
+    )
 }
 
 fn memcg(variant: &str) -> Outcome {
-    let mut p = defaults("memcg-shrink");
-    p.duration_ns = 10_000_000;
-    simulate("memcg-shrink", variant, &p, Kernel::V6_1, 1)
+    let mut p = memcg_shrink::defaults();
+    p.memcg.duration_ns = 10_000_000;
+    simulate("memcg-shrink", variant, &Setup::Memcg(p), Kernel::V6_1, 1)
 }
 
 fn within_factor(model: f64, seed: f64, factor: f64) -> bool {
@@ -310,7 +311,7 @@ pub fn table_for(seeds: &Seeds) -> Vec<Row> {
         reason = "ns per dentry, positive"
     )]
     let prune_ns = (seeds.rmdir_10m_s * 1e9 / 1e7).round().max(1.0) as u64;
-    let none = |_: &mut Params| {};
+    let none = |_: &mut DentrySetup| {};
     let ten_m = rmdir("prune-under-lock", 10_000_000, prune_ns, none);
     let rm10 = ten_m.figure("rmdir");
     row(
@@ -333,7 +334,7 @@ pub fn table_for(seeds: &Seeds) -> Vec<Row> {
         true,
     );
     let tmpfs = rmdir("prune-under-lock", 10_000_000, prune_ns, |p| {
-        p.fs = super::params::Fs::Tmpfs;
+        p.dentry.fs = Fs::Tmpfs;
     })
     .figure("rmdir");
     row(
@@ -347,7 +348,7 @@ pub fn table_for(seeds: &Seeds) -> Vec<Row> {
         tmpfs < 0.001,
     );
     let prune = ten_m.figure("prune");
-    let lookup_after = defaults("negative-dentry-rmdir").lookup_after_ns;
+    let lookup_after = DentrySetup::default().dentry.lookup_after_ns;
     #[expect(clippy::cast_precision_loss, reason = "ms for a figure")]
     let expected_wait = prune * 1e3 - lookup_after as f64 / 1e6;
     let lock_tol = "prune time +-5%: the thread says only \"significant delays\"; the wait \
@@ -384,7 +385,7 @@ pub fn table_for(seeds: &Seeds) -> Vec<Row> {
         (v1_parent / expected_wait - 1.0).abs() <= 0.05,
     );
     let v1_victim = rmdir("prune-after-victim-unlock", 10_000_000, prune_ns, |p| {
-        p.lookup_in = super::params::LookupIn::Victim;
+        p.dentry.lookup_in = LookupIn::Victim;
     })
     .figure("lookup_wait_max");
     row(
@@ -585,11 +586,18 @@ mod tests {
         let preemptible = storm("baseline", 1, 3, true).figure("umount_total");
         assert!(waits < preemptible / 20.0, "{waits} vs {preemptible}");
         // 6.1 removed the shortcut: the same machine waits.
-        let mut p = defaults("umount-storm");
-        p.cpus = 1;
-        p.mounts = 200;
-        p.preemptible = false;
-        let s = simulate("umount-storm", "baseline", &p, Kernel::V6_1, 1).snapshot;
+        let mut p = umount::storm_defaults();
+        p.cpus.cpus = 1;
+        p.umount.mounts = 200;
+        p.cpus.preemptible = false;
+        let s = simulate(
+            "umount-storm",
+            "baseline",
+            &Setup::Umount(p),
+            Kernel::V6_1,
+            1,
+        )
+        .snapshot;
         let mean = s.probe_total(Probe::SynchronizeRcu).mean_ns().unwrap();
         assert!(mean > 1e6, "6.1 synchronize_rcu on 1 CPU took {mean} ns");
     }

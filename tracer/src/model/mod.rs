@@ -30,7 +30,7 @@ pub mod rcu;
 pub mod scenarios;
 pub mod sim;
 
-use params::Params;
+use params::Setup;
 pub use scenarios::{Ctx, SCENARIOS, Scenario};
 
 /// `tracer model` arguments.
@@ -91,7 +91,7 @@ pub struct Prepared {
     /// Its variant.
     pub variant: &'static str,
     /// Parameters in force.
-    pub params: Params,
+    pub params: Setup,
     /// The kernel whose code it follows.
     pub kernel: kernel::Kernel,
     /// The snapshot's description: scenario, variant, seed and changed parameters.
@@ -102,16 +102,21 @@ pub struct Prepared {
 
 impl Prepared {
     /// Run it; `timeline` keeps every recorded fact with its simulated time.
+    ///
+    /// # Panics
+    /// Never: [`prepare`] builds the parameters from the scenario's own defaults.
     #[must_use]
     pub fn run(&self, timeline: bool) -> scenarios::Outcome {
-        (self.scenario.run)(&Ctx {
-            p: &self.params,
+        let ctx = Ctx {
             profile: self.kernel.profile(),
             variant: self.variant,
             seed: self.seed,
             description: self.description.clone(),
             timeline,
-        })
+        };
+        self.scenario
+            .run(&ctx, &self.params)
+            .expect("prepare builds the parameters from the scenario's own defaults")
     }
 }
 
@@ -165,7 +170,7 @@ pub fn prepare(args: &Args) -> anyhow::Result<Prepared> {
         changed.extend(
             fit.fits
                 .iter()
-                .map(|f| format!("{}={}", f.key, params::show(&p, f.key))),
+                .map(|f| format!("{}={}", f.key, p.show(f.key))),
         );
     }
 
@@ -222,7 +227,7 @@ pub fn run(args: &Args) -> anyhow::Result<Option<Snapshot>> {
 }
 
 fn apply_sets(
-    p: &mut Params,
+    p: &mut Setup,
     s: &Scenario,
     sets: &[String],
     changed: &mut Vec<String>,
@@ -232,12 +237,13 @@ fn apply_sets(
             bail!(
                 "--set wants KEY=VALUE, got `{kv}`; valid keys for {}: {}",
                 s.name,
-                s.keys.join(", ")
+                p.keys().join(", ")
             );
         };
-        p.set(k.trim(), v, s.keys)
+        p.set(k.trim(), v)
             .map_err(|e| anyhow::anyhow!("{}: {e}", s.name))?;
-        changed.push(format!("{}={}", k.trim(), params::show(p, k.trim())));
+        // Shown as typed, without the spaces of a formatted duration.
+        changed.push(format!("{}={}", k.trim(), v.trim()));
     }
     Ok(())
 }
@@ -283,7 +289,7 @@ pub fn listing(only: Option<&Scenario>) -> String {
             out,
             "  parameters (--set key=value; a duration needs its unit: ns, us, ms, s):"
         );
-        out.push_str(&params::table(&(s.defaults)(), s.keys));
+        out.push_str(&(s.defaults)().table());
         out.push('\n');
     }
     out
@@ -361,7 +367,7 @@ mod tests {
             for (v, _) in s.variants {
                 assert!(l.contains(v), "{v}");
             }
-            for k in s.keys {
+            for k in (s.defaults)().keys() {
                 assert!(l.contains(k), "{k}");
             }
         }

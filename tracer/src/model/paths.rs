@@ -6,7 +6,7 @@ use crate::snapshot::Probe;
 
 use super::{
     kernel::Profile,
-    params::Params,
+    params::{Dentry, Superblock},
     sim::{Gp, LockId, Step},
 };
 
@@ -40,20 +40,20 @@ fn grace_period(probe: Probe, step: Step) -> [Step; 3] {
     [Step::Enter(probe), step, Step::Exit(probe)]
 }
 
-fn list_lru_destroy(p: &Params, reg: Registry) -> [Step; 3] {
+fn list_lru_destroy(sb: &Superblock, reg: Registry) -> [Step; 3] {
     [
         Step::Lock(reg.list_lrus, true),
-        Step::Cpu(p.list_lru_destroy_ns),
+        Step::Cpu(sb.list_lru_destroy_ns),
         Step::Unlock(reg.list_lrus),
     ]
 }
 
 /// `register_shrinker` at mount: add to the registry under its lock.
 #[must_use]
-pub fn register_shrinker(p: &Params, reg: Registry) -> Vec<Step> {
+pub fn register_shrinker(sb: &Superblock, reg: Registry) -> Vec<Step> {
     vec![
         Step::Lock(reg.shrinker, true),
-        Step::Cpu(p.shrinker_lock_ns),
+        Step::Cpu(sb.shrinker_lock_ns),
         Step::Unlock(reg.shrinker),
     ]
 }
@@ -65,7 +65,7 @@ pub fn register_shrinker(p: &Params, reg: Registry) -> Vec<Step> {
 /// tracepoint, enclosed by no traced function.
 #[must_use]
 pub fn umount(
-    p: &Params,
+    sb: &Superblock,
     kernel: &Profile,
     namespace_gp: Gp,
     teardown: Teardown,
@@ -74,7 +74,7 @@ pub fn umount(
     let mut s = vec![
         Step::Enter(Probe::SysUmount),
         Step::Lock(reg.namespace, true),
-        Step::Cpu(p.umount_work_ns / 2),
+        Step::Cpu(sb.umount_work_ns / 2),
         Step::Enter(Probe::NamespaceUnlock),
         Step::Unlock(reg.namespace),
     ];
@@ -83,14 +83,14 @@ pub fn umount(
         Gp::Expedited => grace_period(Probe::SynchronizeRcuExpedited, Step::Rcu(Gp::Expedited)),
     });
     s.push(Step::Exit(Probe::NamespaceUnlock));
-    s.push(Step::Cpu(p.umount_work_ns - p.umount_work_ns / 2));
+    s.push(Step::Cpu(sb.umount_work_ns - sb.umount_work_ns / 2));
     if kernel.deactivate_in_task_work {
         s.push(Step::Exit(Probe::SysUmount));
     }
     s.push(Step::Enter(Probe::DeactivateLockedSuper));
     let unlink = [
         Step::Lock(reg.shrinker, true),
-        Step::Cpu(p.shrinker_lock_ns),
+        Step::Cpu(sb.shrinker_lock_ns),
         Step::Unlock(reg.shrinker),
     ];
     match teardown {
@@ -113,16 +113,16 @@ pub fn umount(
         // unregister_shrinker_delayed_initiate is not traced: only its lock shows, as time.
         Teardown::Deferred => s.extend(unlink),
     }
-    s.push(Step::Cpu(p.kill_sb_ns));
+    s.push(Step::Cpu(sb.kill_sb_ns));
     if teardown == Teardown::Deferred {
         // destroy_super_work: the finalize's grace period runs in a kworker, where no traced
         // function encloses it (caller none, root cgroup).
         let mut work: Vec<Step> =
             grace_period(Probe::SynchronizeSrcu, Step::Srcu(Gp::Normal)).into();
-        work.extend(list_lru_destroy(p, reg));
+        work.extend(list_lru_destroy(sb, reg));
         s.push(Step::Work(work));
     } else {
-        s.extend(list_lru_destroy(p, reg));
+        s.extend(list_lru_destroy(sb, reg));
     }
     s.push(Step::Exit(Probe::DeactivateLockedSuper));
     if !kernel.deactivate_in_task_work {
@@ -157,7 +157,7 @@ pub struct Dirs {
 /// keeps negative (`retain`) or drops. The kernel programs derive `inode_lock_hold` from the
 /// `vfs_rmdir` call and `prune_under_inode_lock` from a `shrink_dcache_parent` inside it.
 #[must_use]
-pub fn rmdir(p: &Params, prune: Prune, dirs: Dirs, retain: bool) -> Vec<Step> {
+pub fn rmdir(p: &Dentry, prune: Prune, dirs: Dirs, retain: bool) -> Vec<Step> {
     let pruning = [
         Step::Enter(Probe::ShrinkDcacheParent),
         Step::Prune(p.prune_ns),
@@ -204,7 +204,7 @@ pub fn rmdir(p: &Params, prune: Prune, dirs: Dirs, retain: bool) -> Vec<Step> {
 
 /// `ls` of a directory: readdir under its inode lock, shared.
 #[must_use]
-pub fn ls(p: &Params, dir: LockId) -> Vec<Step> {
+pub fn ls(p: &Dentry, dir: LockId) -> Vec<Step> {
     vec![
         Step::Lock(dir, false),
         Step::Cpu(p.lookup_ns),

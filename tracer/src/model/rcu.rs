@@ -17,7 +17,10 @@
 
 use std::collections::BTreeMap;
 
-use super::{engine::Rng, params::Params};
+use super::{
+    engine::Rng,
+    params::{Cpus, GpCosts},
+};
 
 /// Index of a task.
 pub type TaskId = usize;
@@ -72,8 +75,10 @@ pub trait Host {
     fn cpu_busy(&self, c: usize) -> bool;
     /// CPUs online.
     fn ncpus(&self) -> usize;
-    /// Parameters in force.
-    fn p(&self) -> &Params;
+    /// The machine.
+    fn cpus(&self) -> &Cpus;
+    /// The grace-period machinery's costs.
+    fn costs(&self) -> &GpCosts;
     /// What this kernel's RCU does by itself.
     fn config(&self) -> RcuConfig;
     /// The run's random draws.
@@ -81,13 +86,13 @@ pub trait Host {
     /// Draw whether an otherwise idle CPU is busy with something else.
     fn background_busy(&mut self) -> bool {
         #[expect(clippy::cast_precision_loss, reason = "a percentage")]
-        let p = self.p().background_busy_pct.min(100) as f64 / 100.0;
+        let p = self.cpus().background_busy_pct.min(100) as f64 / 100.0;
         self.rng().chance(p)
     }
     /// The spread of CPU costs, as a fraction.
     fn jitter(&self) -> f64 {
         #[expect(clippy::cast_precision_loss, reason = "a percentage")]
-        let j = self.p().jitter_pct.min(100) as f64 / 100.0;
+        let j = self.cpus().jitter_pct.min(100) as f64 / 100.0;
         j
     }
 }
@@ -139,7 +144,7 @@ pub struct Rcu {
 impl Rcu {
     /// `synchronize_rcu` by task `t`: it queues a callback and sleeps until it runs.
     pub fn request(&mut self, h: &mut impl Host, t: TaskId) {
-        if h.config().single_cpu_shortcut && h.ncpus() == 1 && !h.p().preemptible {
+        if h.config().single_cpu_shortcut && h.ncpus() == 1 && !h.cpus().preemptible {
             // rcu_blocking_is_gp(): on one CPU without preemption, this task's own context
             // switches are the grace period; it returns without waiting.
             let now = h.now();
@@ -151,7 +156,7 @@ impl Rcu {
         if !self.in_progress && !self.start_pending {
             self.start_pending = true;
             // The CPU's next tick sees the new callback and asks the kthread for a grace period.
-            let at = h.next_tick(h.now()) + h.p().gp_kthread_wake_ns;
+            let at = h.next_tick(h.now()) + h.costs().gp_kthread_wake_ns;
             h.at(at, GpEv::RcuStart);
         }
     }
@@ -179,15 +184,15 @@ impl Rcu {
         }
         self.ends_on_tick = true;
         if any_idle {
-            let j = h.p().tick_ns;
-            let fqs = first_tick + h.p().first_fqs_jiffies.saturating_sub(1) * j;
-            let fqs_done = fqs + h.p().fqs_scan_per_cpu_ns * n as u64;
+            let j = h.cpus().tick_ns;
+            let fqs = first_tick + h.costs().first_fqs_jiffies.saturating_sub(1) * j;
+            let fqs_done = fqs + h.costs().fqs_scan_per_cpu_ns * n as u64;
             if fqs_done > last_qs {
                 last_qs = fqs_done;
                 self.ends_on_tick = false;
             }
         }
-        let at = last_qs + h.p().gp_cleanup_ns;
+        let at = last_qs + h.costs().gp_cleanup_ns;
         h.at(at, GpEv::RcuEnd);
     }
 
@@ -205,7 +210,7 @@ impl Rcu {
         let done = self.completed;
         let (ready, rest): (Vec<_>, Vec<_>) = self.waiters.drain(..).partition(|&(_, n)| n <= done);
         self.waiters = rest;
-        let wake_at = callbacks_at + h.p().wakeup_ns;
+        let wake_at = callbacks_at + h.cpus().wakeup_ns;
         for (t, _) in ready {
             h.wake(t, wake_at);
         }
@@ -240,9 +245,9 @@ impl RcuExp {
         self.in_progress = true;
         let jitter = h.jitter();
         let (base, ipi, idle) = (
-            h.p().rcu_exp_base_ns,
-            h.p().rcu_exp_ipi_ns,
-            h.p().rcu_exp_idle_ns,
+            h.costs().rcu_exp_base_ns,
+            h.costs().rcu_exp_ipi_ns,
+            h.costs().rcu_exp_idle_ns,
         );
         let mut cost = h.rng().around(base, jitter);
         for c in (0..h.ncpus()).filter(|&c| c != own_cpu) {
@@ -263,7 +268,7 @@ impl RcuExp {
         let done = self.completed;
         let (ready, rest): (Vec<_>, Vec<_>) = self.waiters.drain(..).partition(|&(_, n)| n <= done);
         self.waiters = rest;
-        let wake_at = h.now() + h.p().wakeup_ns;
+        let wake_at = h.now() + h.cpus().wakeup_ns;
         for (t, _) in ready {
             h.wake(t, wake_at);
         }
@@ -345,7 +350,7 @@ impl Srcu {
         self.waiters.push((t, needed));
         if !self.work_pending && self.phase == Phase::Idle {
             self.work_pending = true;
-            let at = self.delayed(h, h.now()) + h.p().wq_latency_ns;
+            let at = self.delayed(h, h.now()) + h.costs().wq_latency_ns;
             h.at(at, GpEv::SrcuWork);
         }
     }
@@ -360,7 +365,7 @@ impl Srcu {
     }
 
     fn scan_cost(h: &impl Host) -> u64 {
-        h.p().srcu_scan_per_cpu_ns * h.ncpus() as u64
+        h.costs().srcu_scan_per_cpu_ns * h.ncpus() as u64
     }
 
     /// Readers that entered before `t` and are still inside.
@@ -391,7 +396,7 @@ impl Srcu {
                 if self.old_readers(since) {
                     // Readers still inside: check again later (busy-wait if expedited).
                     let retry = if self.expedited() {
-                        now + h.p().srcu_retry_ns
+                        now + h.costs().srcu_retry_ns
                     } else {
                         h.next_tick(now)
                     };
@@ -403,7 +408,7 @@ impl Srcu {
                     self.again(h, next + Self::scan_cost(h));
                 } else {
                     // Callbacks are queued with the delay of the grace period that just ended.
-                    let next = self.delayed(h, now) + h.p().wq_latency_ns;
+                    let next = self.delayed(h, now) + h.costs().wq_latency_ns;
                     self.completed += 1;
                     self.last_gp_end = now;
                     self.phase = Phase::Callbacks;
@@ -415,7 +420,7 @@ impl Srcu {
                 let (ready, rest): (Vec<_>, Vec<_>) =
                     self.waiters.drain(..).partition(|&(_, n)| n <= done);
                 self.waiters = rest;
-                let wake_at = now + h.p().wakeup_ns;
+                let wake_at = now + h.cpus().wakeup_ns;
                 for (t, _) in ready {
                     h.wake(t, wake_at);
                 }

@@ -19,7 +19,7 @@ use tracer_common::ProbeKind;
 use super::{
     engine::{Engine, Rng, scale},
     kernel::Profile,
-    params::Params,
+    params::{Cpus, GpCosts},
     rcu::{GpEv, GracePeriods, Host, RcuConfig},
 };
 
@@ -209,8 +209,10 @@ pub struct Account {
 
 /// The simulated kernel and what it recorded.
 pub struct World {
-    /// Parameters in force.
-    pub p: Params,
+    /// The machine.
+    pub cpus: Cpus,
+    /// The grace-period machinery's costs.
+    pub costs: GpCosts,
     /// The kernel whose code the paths follow.
     pub profile: Profile,
     tasks: Vec<Task>,
@@ -238,7 +240,13 @@ impl World {
     /// snapshot whose probes are `probes` (those this kernel has: the teardown it lacks and,
     /// before 5.19, inode-lock waits are left out).
     #[must_use]
-    pub fn new(p: Params, profile: Profile, description: String, probes: &[Probe]) -> Self {
+    pub fn new(
+        cpus: Cpus,
+        costs: GpCosts,
+        profile: Profile,
+        description: String,
+        probes: &[Probe],
+    ) -> Self {
         let mut snapshot = Snapshot::new(Meta {
             source: SourceKind::Model,
             description,
@@ -256,12 +264,13 @@ impl World {
                 .insert(probe, ProbeStatus::new(AttachState::Modelled));
         }
         snapshot.cgroups.insert(1, "/".to_owned());
-        let cpus = usize::try_from(p.cpus.max(1)).unwrap_or(1);
+        let n = usize::try_from(cpus.cpus.max(1)).unwrap_or(1);
         Self {
-            p,
+            cpus,
+            costs,
             profile,
             tasks: Vec::new(),
-            running: vec![None; cpus],
+            running: vec![None; n],
             cpu_queue: VecDeque::new(),
             locks: Vec::new(),
             lines: Vec::new(),
@@ -458,7 +467,7 @@ impl World {
                 true
             }
             Step::Work(script) => {
-                let at = now + self.p.wq_latency_ns;
+                let at = now + self.costs.wq_latency_ns;
                 self.spawn(eng, at, script, 1, 1, Class::Kworker);
                 true
             }
@@ -501,7 +510,7 @@ impl World {
 
     fn jitter(&self) -> f64 {
         #[expect(clippy::cast_precision_loss, reason = "a percentage")]
-        let j = self.p.jitter_pct.min(100) as f64 / 100.0;
+        let j = self.cpus.jitter_pct.min(100) as f64 / 100.0;
         j
     }
 
@@ -784,7 +793,7 @@ impl World {
 
     /// The end of the jiffy containing `t`: when timers and the tick next run.
     fn next_tick(&self, t: u64) -> u64 {
-        let j = self.p.tick_ns.max(1);
+        let j = self.cpus.tick_ns.max(1);
         (t / j + 1) * j
     }
 
@@ -837,8 +846,12 @@ impl Host for Machine<'_> {
         self.w.running.len()
     }
 
-    fn p(&self) -> &Params {
-        &self.w.p
+    fn cpus(&self) -> &Cpus {
+        &self.w.cpus
+    }
+
+    fn costs(&self) -> &GpCosts {
+        &self.w.costs
     }
 
     fn config(&self) -> RcuConfig {

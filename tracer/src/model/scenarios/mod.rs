@@ -5,13 +5,13 @@ use crate::snapshot::Snapshot;
 
 use super::{
     kernel::{Kernel, Profile},
-    params::Params,
+    params::{DentrySetup, MemcgSetup, RamfsSetup, Setup, UmountSetup},
 };
 
-mod memcg_shrink;
-mod negative_dentry;
-mod ramfs_stress;
-mod umount;
+pub mod memcg_shrink;
+pub mod negative_dentry;
+pub mod ramfs_stress;
+pub mod umount;
 
 /// One headline number of a run (printed to stderr; asserted by the fidelity tests).
 #[derive(Clone, Debug, PartialEq)]
@@ -52,9 +52,7 @@ impl Outcome {
 }
 
 /// What a run is asked to do.
-pub struct Ctx<'a> {
-    /// Parameters in force.
-    pub p: &'a Params,
+pub struct Ctx {
     /// The kernel whose code the paths follow.
     pub profile: Profile,
     /// The variant's name (one of the scenario's).
@@ -75,14 +73,25 @@ pub struct Scenario {
     pub about: &'static str,
     /// Variant names with a line each; the first is the default.
     pub variants: &'static [(&'static str, &'static str)],
-    /// The parameters it reads.
-    pub keys: &'static [&'static str],
     /// The kernel of its seed thread: the profile when none is given and none is known.
     pub kernel: Kernel,
-    /// Its machine: the base parameters with this scenario's defaults.
-    pub defaults: fn() -> Params,
+    /// Its parameters, with the defaults of its seed thread's machine.
+    pub defaults: fn() -> Setup,
     /// Run it.
-    pub run: fn(&Ctx) -> Outcome,
+    pub run: Runner,
+}
+
+/// A scenario's entry point, typed by the parameters it takes.
+#[derive(Clone, Copy)]
+pub enum Runner {
+    /// A umount workload.
+    Umount(fn(&Ctx, &UmountSetup) -> Outcome),
+    /// stress-ng's ramfs.
+    Ramfs(fn(&Ctx, &RamfsSetup) -> Outcome),
+    /// Memcgs reclaiming.
+    Memcg(fn(&Ctx, &MemcgSetup) -> Outcome),
+    /// rmdir of negative dentries.
+    Dentry(fn(&Ctx, &DentrySetup) -> Outcome),
 }
 
 /// Every scenario.
@@ -106,24 +115,38 @@ impl Scenario {
     pub fn variant(&self, name: &str) -> Option<&'static str> {
         self.variants.iter().map(|v| v.0).find(|v| *v == name)
     }
+
+    /// Run it with `setup`; `None` when `setup` is another scenario's kind of parameters.
+    #[must_use]
+    pub fn run(&self, ctx: &Ctx, setup: &Setup) -> Option<Outcome> {
+        match (self.run, setup) {
+            (Runner::Umount(f), Setup::Umount(p)) => Some(f(ctx, p)),
+            (Runner::Ramfs(f), Setup::Ramfs(p)) => Some(f(ctx, p)),
+            (Runner::Memcg(f), Setup::Memcg(p)) => Some(f(ctx, p)),
+            (Runner::Dentry(f), Setup::Dentry(p)) => Some(f(ctx, p)),
+            _ => None,
+        }
+    }
 }
 
-/// Run `name`/`variant` with `p` on `kernel`'s code and `seed` (tests and calibration).
+/// Run `name`/`variant` with `setup` on `kernel`'s code and `seed` (tests and calibration).
 ///
 /// # Panics
-/// On an unknown scenario or variant name (a programming error).
+/// On an unknown scenario or variant name, or another scenario's kind of parameters (a
+/// programming error).
 #[must_use]
-pub fn simulate(name: &str, variant: &str, p: &Params, kernel: Kernel, seed: u64) -> Outcome {
+pub fn simulate(name: &str, variant: &str, setup: &Setup, kernel: Kernel, seed: u64) -> Outcome {
     let s = find(name).expect("known scenario");
     let variant = s.variant(variant).expect("known variant");
-    (s.run)(&Ctx {
-        p,
+    let ctx = Ctx {
         profile: kernel.profile(),
         variant,
         seed,
         description: format!("model {name}/{variant} seed={seed} kernel={kernel}"),
         timeline: false,
-    })
+    };
+    s.run(&ctx, setup)
+        .expect("the scenario's own kind of parameters")
 }
 
 /// Seconds in `ns`, for figures.
@@ -139,15 +162,18 @@ fn secs(ns: u64) -> f64 {
 mod tests {
     use super::*;
     use crate::{
-        model::sim::{Class, Step, World},
+        model::{
+            params::{Cpus, GpCosts},
+            sim::{Class, Step, World},
+        },
         snapshot::{Counter, Probe, Snapshot},
     };
 
     fn umount(kernel: Kernel, mounts: u64, tasks: u64) -> Snapshot {
-        let mut p = (find("umount").unwrap().defaults)();
-        p.mounts = mounts;
-        p.tasks = tasks;
-        simulate("umount", "kernel", &p, kernel, 1).snapshot
+        let mut p = umount::defaults();
+        p.umount.mounts = mounts;
+        p.umount.tasks = tasks;
+        simulate("umount", "kernel", &Setup::Umount(p), kernel, 1).snapshot
     }
 
     fn calls(s: &Snapshot, probe: Probe, caller: Option<Probe>) -> u64 {
@@ -192,7 +218,7 @@ mod tests {
         let syscall = s.probe_total(Probe::SysUmount).sum_ns();
         let inside = s.probe_total(Probe::NamespaceUnlock).sum_ns();
         let teardown = s.probe_total(Probe::DeactivateLockedSuper).sum_ns();
-        let work = (find("umount").unwrap().defaults)().umount_work_ns * 50;
+        let work = umount::defaults().sb.umount_work_ns * 50;
         // umount(2) = namespace_unlock + umount's own work, within the jitter.
         #[expect(clippy::cast_precision_loss, reason = "a ratio")]
         let r = syscall as f64 / (inside + work) as f64;
@@ -211,15 +237,15 @@ mod tests {
 
     #[test]
     fn rmdir_emits_the_kernel_programs_callers_and_spans() {
-        let mut p = (find("negative-dentry-rmdir").unwrap().defaults)();
-        p.negatives = 1_000;
-        p.lookup_after_ns = 0;
-        p.lookup_ns = 1_000;
-        p.prune_ns = 10_000;
+        let mut d = DentrySetup::default();
+        d.dentry.negatives = 1_000;
+        d.dentry.lookup_after_ns = 0;
+        d.dentry.lookup_ns = 1_000;
+        d.dentry.prune_ns = 10_000;
         let s = simulate(
             "negative-dentry-rmdir",
             "prune-under-lock",
-            &p,
+            &Setup::Dentry(d.clone()),
             Kernel::V6_12,
             1,
         )
@@ -247,34 +273,34 @@ mod tests {
         assert_eq!(calls(&s, Probe::InodeLockWait, None), 1);
 
         // No ls while the locks are held: nothing waited, so no wait is recorded.
-        p.lookups = 0;
+        d.dentry.lookups = 0;
         let s = simulate(
             "negative-dentry-rmdir",
             "prune-under-lock",
-            &p,
+            &Setup::Dentry(d.clone()),
             Kernel::V6_12,
             1,
         )
         .snapshot;
         assert_eq!(s.probe_total(Probe::InodeLockWait).count(), 0);
         // An ls long after the rmdir takes the lock at once: no wait either.
-        p.lookups = 1;
-        p.lookup_after_ns = 60_000_000_000;
+        d.dentry.lookups = 1;
+        d.dentry.lookup_after_ns = 60_000_000_000;
         let s = simulate(
             "negative-dentry-rmdir",
             "prune-under-lock",
-            &p,
+            &Setup::Dentry(d.clone()),
             Kernel::V6_12,
             1,
         )
         .snapshot;
         assert_eq!(s.probe_total(Probe::InodeLockWait).count(), 0);
         // 4.14 has no lock:contention tracepoints: tracer sees no waits there.
-        p.lookup_after_ns = 0;
+        d.dentry.lookup_after_ns = 0;
         let s = simulate(
             "negative-dentry-rmdir",
             "prune-under-lock",
-            &p,
+            &Setup::Dentry(d.clone()),
             Kernel::V4_14,
             1,
         )
@@ -285,13 +311,14 @@ mod tests {
 
     /// `calls` back-to-back `synchronize_srcu` by one task.
     fn srcu_waits(kernel: Kernel, calls: u64) -> Snapshot {
-        let p = Params {
+        let cpus = Cpus {
             wakeup_ns: 1_000,
-            ..Params::base()
+            ..Cpus::default()
         };
         let mut eng = crate::model::engine::Engine::new(1);
         let mut w = World::new(
-            p,
+            cpus,
+            GpCosts::default(),
             kernel.profile(),
             "srcu".into(),
             &[Probe::SynchronizeSrcu],
@@ -308,7 +335,7 @@ mod tests {
 
     #[test]
     fn srcu_expedites_itself_only_when_it_might_be_idle() {
-        let tick = Params::base().tick_ns;
+        let tick = Cpus::default().tick_ns;
         // A lone call on an idle srcu_struct: expedited, no jiffy sleeps.
         let lone = srcu_waits(Kernel::V6_1, 1);
         assert!(lone.probe_total(Probe::SynchronizeSrcu).max_ns().unwrap() < tick / 4);
@@ -322,7 +349,8 @@ mod tests {
         profile.rcu.srcu_idle_expedites = false;
         let mut eng = crate::model::engine::Engine::new(1);
         let mut w = World::new(
-            Params::base(),
+            Cpus::default(),
+            GpCosts::default(),
             profile,
             "srcu".into(),
             &[Probe::SynchronizeSrcu],

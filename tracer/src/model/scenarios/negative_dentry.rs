@@ -4,10 +4,10 @@
 
 use crate::snapshot::Probe;
 
-use super::{super::engine::Engine, Ctx, Figure, Outcome, Scenario, secs};
+use super::{super::engine::Engine, Ctx, Figure, Outcome, Runner, Scenario, secs};
 use crate::model::{
     kernel::Kernel,
-    params::{Fs, LookupIn, Params, Populate},
+    params::{DentrySetup, Fs, GpCosts, LookupIn, Populate, Setup},
     paths::{self, Dirs, Prune},
     sim::{Class, Step, World},
 };
@@ -33,24 +33,9 @@ pub const SCENARIO: Scenario = Scenario {
             "Linus's v1: prune after dropping only the victim's lock",
         ),
     ],
-    keys: &[
-        "negatives",
-        "fs",
-        "populate",
-        "populate_ns",
-        "prune_ns",
-        "rmdir_ns",
-        "lookup_in",
-        "lookups",
-        "lookup_after_ns",
-        "lookup_interval_ns",
-        "lookup_ns",
-        "cpus",
-        "jitter_pct",
-    ],
     kernel: Kernel::V6_12,
-    defaults: Params::base,
-    run,
+    defaults: || Setup::Dentry(DentrySetup::default()),
+    run: Runner::Dentry(run),
 };
 
 const PROBES: &[Probe] = &[
@@ -64,8 +49,8 @@ const PROBES: &[Probe] = &[
     Probe::InodeLockWait,
 ];
 
-fn run(ctx: &Ctx) -> Outcome {
-    let p = ctx.p;
+fn run(ctx: &Ctx, setup: &DentrySetup) -> Outcome {
+    let p = &setup.dentry;
     let prune = match ctx.variant {
         "prune-after-unlock" => Prune::AfterUnlock,
         "prune-after-victim-unlock" => Prune::AfterVictimUnlock,
@@ -73,7 +58,14 @@ fn run(ctx: &Ctx) -> Outcome {
         _ => Prune::AfterUnlock,
     };
     let mut eng = Engine::new(ctx.seed);
-    let mut w = World::new(p.clone(), ctx.profile, ctx.description.clone(), PROBES);
+    // No grace period on these paths: the machinery keeps its defaults.
+    let mut w = World::new(
+        setup.cpus.clone(),
+        GpCosts::default(),
+        ctx.profile,
+        ctx.description.clone(),
+        PROBES,
+    );
     if ctx.timeline {
         w.keep_timeline();
     }

@@ -4,10 +4,10 @@
 
 use crate::snapshot::Probe;
 
-use super::{super::engine::Engine, Ctx, Figure, Outcome, Scenario, secs};
+use super::{super::engine::Engine, Ctx, Figure, Outcome, Runner, Scenario, secs};
 use crate::model::{
     kernel::Kernel,
-    params::Params,
+    params::{Setup, UmountSetup},
     paths::{self, Registry, Teardown},
     sim::{Class, Gp, World},
 };
@@ -28,28 +28,6 @@ const VARIANTS: &[(&str, &str)] = &[
     ),
 ];
 
-const KEYS: &[&str] = &[
-    "mounts",
-    "tasks",
-    "cpus",
-    "preemptible",
-    "tick_ns",
-    "first_fqs_jiffies",
-    "fqs_scan_per_cpu_ns",
-    "gp_kthread_wake_ns",
-    "gp_cleanup_ns",
-    "background_busy_pct",
-    "wakeup_ns",
-    "rcu_exp_base_ns",
-    "rcu_exp_idle_ns",
-    "rcu_exp_ipi_ns",
-    "umount_work_ns",
-    "kill_sb_ns",
-    "shrinker_lock_ns",
-    "list_lru_destroy_ns",
-    "jitter_pct",
-];
-
 /// What users capture most: a umount of many mounts, by one task or several.
 pub const SCENARIO: Scenario = Scenario {
     name: "umount",
@@ -59,10 +37,9 @@ pub const SCENARIO: Scenario = Scenario {
             shrinker teardown as task work after umount(2) returns. Calibrate it on a \
             capture of the same workload to predict other sizes and parallelism.",
     variants: VARIANTS,
-    keys: KEYS,
     kernel: Kernel::V6_12,
-    defaults: umount_defaults,
-    run,
+    defaults: || Setup::Umount(defaults()),
+    run: Runner::Umount(run),
 };
 
 /// The seed thread's machine and workload.
@@ -72,19 +49,27 @@ pub const STORM: Scenario = Scenario {
             umount waits an RCU grace period in namespace_unlock. The thread saw 100 s for \
             5,000 on 4 CPUs, 36 s on 1 CPU, 0.6 s with synchronize_rcu_expedited.",
     variants: VARIANTS,
-    keys: KEYS,
     kernel: Kernel::V4_14,
-    defaults: Params::base,
-    run,
+    defaults: || Setup::Umount(storm_defaults()),
+    run: Runner::Umount(run),
 };
 
 /// The VM tests' machine: 2 CPUs, 100 mounts, one task.
-fn umount_defaults() -> Params {
-    Params {
-        cpus: 2,
-        mounts: 100,
-        ..Params::base()
-    }
+#[must_use]
+pub fn defaults() -> UmountSetup {
+    let mut s = UmountSetup::default();
+    s.cpus.cpus = 2;
+    s.umount.mounts = 100;
+    s
+}
+
+/// The umount thread's VM: 4 CPUs, 5,000 mounts, HZ=250.
+#[must_use]
+pub fn storm_defaults() -> UmountSetup {
+    let mut s = UmountSetup::default();
+    s.cpus.cpus = 4;
+    s.umount.mounts = 5_000;
+    s
 }
 
 const PROBES: &[Probe] = &[
@@ -97,15 +82,20 @@ const PROBES: &[Probe] = &[
     Probe::ShrinkerFree,
 ];
 
-fn run(ctx: &Ctx) -> Outcome {
-    let p = ctx.p;
+fn run(ctx: &Ctx, p: &UmountSetup) -> Outcome {
     let gp = match ctx.variant {
         "baseline" => Gp::Normal,
         "expedited" => Gp::Expedited,
         _ => ctx.profile.namespace_gp,
     };
     let mut eng = Engine::new(ctx.seed);
-    let mut w = World::new(p.clone(), ctx.profile, ctx.description.clone(), PROBES);
+    let mut w = World::new(
+        p.cpus.clone(),
+        p.gp.clone(),
+        ctx.profile,
+        ctx.description.clone(),
+        PROBES,
+    );
     if ctx.timeline {
         w.keep_timeline();
     }
@@ -114,10 +104,10 @@ fn run(ctx: &Ctx) -> Outcome {
         shrinker: w.lock(false),
         list_lrus: w.lock(false),
     };
-    let script = paths::umount(p, &ctx.profile, gp, Teardown::Kernel, reg);
-    let tasks = p.tasks.clamp(1, p.mounts.max(1));
+    let script = paths::umount(&p.sb, &ctx.profile, gp, Teardown::Kernel, reg);
+    let tasks = p.umount.tasks.clamp(1, p.umount.mounts.max(1));
     for i in 0..tasks {
-        let share = p.mounts / tasks + u64::from(i < p.mounts % tasks);
+        let share = p.umount.mounts / tasks + u64::from(i < p.umount.mounts % tasks);
         if share > 0 {
             w.spawn(&mut eng, 0, script.clone(), share, 1, Class::Main);
         }
@@ -128,7 +118,7 @@ fn run(ctx: &Ctx) -> Outcome {
     let timeline = w.take_timeline();
     let snapshot = w.finish(span);
     #[expect(clippy::cast_precision_loss, reason = "a figure")]
-    let per = secs(span) * 1e3 / p.mounts.max(1) as f64;
+    let per = secs(span) * 1e3 / p.umount.mounts.max(1) as f64;
     Outcome {
         snapshot,
         figures: vec![
