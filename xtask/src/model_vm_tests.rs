@@ -158,13 +158,19 @@ fn kernel_version(files: &BTreeMap<String, PathBuf>) -> (u32, u32) {
     (num(), num())
 }
 
-/// Calls of `probe` from `caller` by the capture's own command (or all, for the model).
+/// Calls of `probe` from `caller` by the capture's own command (or all, for the model), and
+/// the time of all its calls whatever their caller (so that the time ratio does not hang on
+/// the definition of caller, which the structure check holds to).
 fn own(s: &Snapshot, probe: Probe, caller: Option<Probe>) -> (u64, u64) {
     let cgroup = s.command.as_ref().and_then(|c| c.cgroup);
-    let l = s.total_where(|k| {
-        k.probe == probe && k.caller == caller && cgroup.is_none_or(|id| k.cgroup == id)
-    });
-    (l.count(), l.sum_ns())
+    let mine = |k: &tracer::snapshot::SeriesKey| cgroup.is_none_or(|id| k.cgroup == id);
+    let calls = s
+        .total_where(|k| k.probe == probe && k.caller == caller && mine(k))
+        .count();
+    (
+        calls,
+        s.total_where(|k| k.probe == probe && mine(k)).sum_ns(),
+    )
 }
 
 /// One pair over every run: structure verdicts, then the median time ratio per path.

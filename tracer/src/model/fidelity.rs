@@ -250,8 +250,8 @@ pub fn table_for(seeds: &Seeds) -> Vec<Row> {
         format!("{}", seeds.umount_expedited_s),
         Some(seeds.umount_expedited_s),
         exp4,
-        "within 2x: per-umount CPU costs are assumed (no other row fixes them), and a \
-         different VM moves them by that much"
+        "within 2x: rests on per-umount CPU costs no other row fixes (defaults first chosen \
+         with this figure in view), so it checks the expedited mechanism's share, little more"
             .to_owned(),
         within_factor(exp4, seeds.umount_expedited_s, 2.0),
     );
