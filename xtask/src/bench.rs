@@ -45,6 +45,9 @@ pub enum Bench {
     /// `tracer serve` under 50 concurrent scrapers and hostile clients, 500 cgroups x 10
     /// probes: scrape latency p50/p99, failed scrapes, server CPU.
     Serve(crate::bench_serve::ServeArgs),
+    /// The model calibrated on one capture predicts another of another size and parallelism
+    /// in a VM: structure checked, predicted/measured time per path (median over runs).
+    ModelFit(VmArgs),
 }
 
 /// What the VM benchmarks take.
@@ -79,6 +82,14 @@ pub fn run(bench: &Bench) -> anyhow::Result<ExitCode> {
         Bench::Model { runs } => model(&tracer, (*runs).max(1)),
         Bench::Serve(args) => crate::bench_serve::run(&tracer, args),
         Bench::Top { speed } => crate::bench_top::top(&tracer, *speed).map(|()| ExitCode::SUCCESS),
+        Bench::ModelFit(a) => crate::model_vm_tests::model_fit(
+            &tools.kernels,
+            &tracer,
+            &a.kernel,
+            a.runs.max(1),
+            Duration::from_secs(a.timeout),
+            a.kvm,
+        ),
     }
 }
 

@@ -7,6 +7,7 @@ mod bench_top;
 mod initramfs;
 mod kernel;
 mod live_vm_tests;
+mod model_vm_tests;
 mod serve_tests;
 mod setup;
 mod top_tests;

@@ -985,9 +985,8 @@ fn predicts(
         // The test VMs have 2 CPUs.
         set: vec![set.into(), "cpus=2".into()],
         seed: 1,
-        list: false,
         calibrate: Some(path(fit)?),
-        timing: false,
+        ..tracer::model::Args::default()
     };
     let predicted = tracer::model::run(&args)
         .map_err(|e| format!("model: {e:#}"))?

@@ -61,6 +61,8 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         .find(|c: char| !c.is_ascii_digit() && c != '.')
         .unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
+    // What `report::units::ns` prints ("4.00 ms") reads back.
+    let unit = unit.trim_start();
     let n: f64 = num
         .parse()
         .map_err(|_| format!("{s:?} is not a duration (try 500ms, 10s, 2m)"))?;
@@ -476,6 +478,7 @@ mod tests {
         assert_eq!(parse_duration("2m"), Ok(Duration::from_mins(2)));
         assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
         assert_eq!(parse_duration("1ns"), Ok(Duration::from_nanos(1)));
+        assert_eq!(parse_duration("7.25 µs"), Ok(Duration::from_nanos(7_250)));
         assert_eq!(parse_duration("250us"), Ok(Duration::from_micros(250)));
         assert!(parse_duration("10 parsecs").is_err());
         assert!(parse_duration("s").is_err());

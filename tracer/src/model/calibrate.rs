@@ -9,11 +9,15 @@
 
 use std::fmt::Write as _;
 
-use crate::snapshot::{Counter, Latency, Probe, Snapshot};
+use crate::{
+    report::units,
+    snapshot::{Counter, Latency, Probe, Snapshot},
+};
 
 use super::{
     engine::scale,
-    params::{Params, show},
+    kernel::Kernel,
+    params::{Setup, UmountSetup},
     scenarios,
 };
 
@@ -48,16 +52,16 @@ impl Calibration {
             .map(|f| f.value)
     }
 
-    /// Set the fitted values in `p`.
-    pub fn apply(&self, p: &mut Params) {
+    /// Set the fitted values in `p` (those it has: a umount fit means nothing to rmdir).
+    pub fn apply(&self, p: &mut Setup) {
         for f in &self.fits {
-            p.put(f.key, f.value);
+            let _ = p.put(f.key, f.value);
         }
     }
 
     /// A report for stderr: each fitted value next to the one it replaces.
     #[must_use]
-    pub fn render(&self, before: &Params) -> String {
+    pub fn render(&self, before: &Setup) -> String {
         let mut out = String::new();
         let mut after = before.clone();
         self.apply(&mut after);
@@ -66,8 +70,8 @@ impl Calibration {
                 out,
                 "calibrate: {:<22} = {:<10} (was {}) from {}",
                 f.key,
-                show(&after, f.key),
-                show(before, f.key),
+                after.show(f.key),
+                before.show(f.key),
                 f.from
             );
         }
@@ -90,50 +94,62 @@ fn mean(l: &Latency) -> Option<u64> {
     l.mean_ns().map(|m| m.round() as u64)
 }
 
-/// A duration to read, not to type back: three significant figures.
-fn human(ns: u64) -> String {
-    #[expect(clippy::cast_precision_loss, reason = "for display")]
-    let v = ns as f64;
-    match ns {
-        0..1_000 => format!("{ns} ns"),
-        1_000..1_000_000 => format!("{:.3} us", v / 1e3),
-        1_000_000..1_000_000_000 => format!("{:.3} ms", v / 1e6),
-        _ => format!("{:.3} s", v / 1e9),
-    }
-}
-
 fn measured(probe: Probe, l: &Latency) -> String {
     format!(
         "{}: {} calls, mean {}",
         probe.name(),
         l.count(),
-        human(mean(l).unwrap_or(0))
+        units::ns(mean(l).unwrap_or(0))
     )
 }
 
-/// Fit `base`'s per-operation costs to `capture`. Parameters the capture says nothing about
-/// keep their value in `base`. When the capture ran its command in a cgroup of its own,
-/// only that cgroup's calls are fitted: the host's other grace periods are not the workload's.
+/// Fit `base`'s per-operation costs to `capture`, taken on `kernel` (whose code says which
+/// measured spans hold which others). Parameters the capture says nothing about keep their
+/// value in `base`. When the capture ran its command in a cgroup of its own, only that
+/// cgroup's calls are fitted: the host's other grace periods are not the workload's.
 #[must_use]
 #[expect(
     clippy::too_many_lines,
     reason = "one fit per parameter, in the order the model uses them"
 )]
-pub fn calibrate(capture: &Snapshot, base: &Params) -> Calibration {
+pub fn calibrate(capture: &Snapshot, base: &Setup, kernel: Kernel) -> Calibration {
+    let profile = kernel.profile();
     let mut cal = Calibration::default();
-    let mut p = base.clone();
+    // Grace periods and umount costs are fitted by running the umount workload on the
+    // scenario's machine.
+    let mut p = base.umount();
+    let run = |q: &UmountSetup, variant: &str| {
+        scenarios::simulate("umount", variant, &Setup::Umount(q.clone()), kernel, 1).snapshot
+    };
     let own = capture.command.as_ref().and_then(|c| c.cgroup);
     let total =
         |probe| capture.total_where(|k| k.probe == probe && own.is_none_or(|id| k.cgroup == id));
+    // Concurrent umounts share expedited grace periods: fit with as many at once as the
+    // capture ran, whatever the scenario is then asked to run.
+    let tasks = umounts_at_once(
+        capture,
+        &total(Probe::SysUmount),
+        &total(Probe::DeactivateLockedSuper),
+    );
+    if tasks > 1 {
+        cal.notes.push(format!(
+            "the capture ran about {tasks} umounts at once: grace periods are fitted with {tasks} tasks"
+        ));
+    }
+    p.umount.tasks = tasks;
 
     // Normal RCU grace period: the jiffy sets its length (tick, FQS sleep, callback tick).
     let rcu = total(Probe::SynchronizeRcu);
     if let Some(m) = mean(&rcu) {
-        let tick = fit_by_model(&p, "tick_ns", m, 100_000, 100_000_000, |q| {
-            let o = scenarios::simulate("umount-storm", "baseline", q, 1);
-            mean(&o.snapshot.probe_total(Probe::SynchronizeRcu))
-        });
-        p.tick_ns = tick;
+        let tick = fit_by_model(
+            &p,
+            p.cpus.tick_ns,
+            m,
+            (100_000, 100_000_000),
+            |q, v| q.cpus.tick_ns = v,
+            |q| mean(&run(q, "baseline").probe_total(Probe::SynchronizeRcu)),
+        );
+        p.cpus.tick_ns = tick;
         cal.fits.push(Fit {
             key: "tick_ns",
             value: tick,
@@ -147,26 +163,32 @@ pub fn calibrate(capture: &Snapshot, base: &Params) -> Calibration {
     // Expedited RCU: scale its three costs together.
     let exp = total(Probe::SynchronizeRcuExpedited);
     if let Some(m) = mean(&exp) {
-        let keys = ["rcu_exp_base_ns", "rcu_exp_idle_ns", "rcu_exp_ipi_ns"];
-        let start: Vec<u64> = keys.iter().map(|k| p.get(k).unwrap_or(0)).collect();
+        let start = p.gp.clone();
+        let scaled = |q: &mut UmountSetup, factor: f64| {
+            q.gp.rcu_exp_base_ns = scale(start.rcu_exp_base_ns, factor).max(1);
+            q.gp.rcu_exp_idle_ns = scale(start.rcu_exp_idle_ns, factor).max(1);
+            q.gp.rcu_exp_ipi_ns = scale(start.rcu_exp_ipi_ns, factor).max(1);
+        };
         let mut factor = 1.0;
         for _ in 0..4 {
             let mut q = p.clone();
-            for (k, v) in keys.iter().zip(&start) {
-                q.put(k, scale(*v, factor).max(1));
-            }
-            q.mounts = 100;
-            let o = scenarios::simulate("umount-storm", "expedited", &q, 1);
-            let Some(pred) = mean(&o.snapshot.probe_total(Probe::SynchronizeRcuExpedited)) else {
+            scaled(&mut q, factor);
+            q.umount.mounts = 100;
+            let Some(pred) =
+                mean(&run(&q, "expedited").probe_total(Probe::SynchronizeRcuExpedited))
+            else {
                 break;
             };
             factor *= ratio(m, pred);
         }
-        for (k, v) in keys.iter().zip(&start) {
-            let value = scale(*v, factor).max(1);
-            p.put(k, value);
+        scaled(&mut p, factor);
+        for (key, value) in [
+            ("rcu_exp_base_ns", p.gp.rcu_exp_base_ns),
+            ("rcu_exp_idle_ns", p.gp.rcu_exp_idle_ns),
+            ("rcu_exp_ipi_ns", p.gp.rcu_exp_ipi_ns),
+        ] {
             cal.fits.push(Fit {
-                key: k,
+                key,
                 value,
                 from: measured(Probe::SynchronizeRcuExpedited, &exp),
             });
@@ -174,12 +196,12 @@ pub fn calibrate(capture: &Snapshot, base: &Params) -> Calibration {
     }
 
     // SRCU: expedited is two reader scans between two work-queue hops and a wakeup.
-    let cpus = p.cpus.max(1);
+    let cpus = p.cpus.cpus.max(1);
     let srcu_exp = total(Probe::SynchronizeSrcuExpedited);
     if let Some(m) = mean(&srcu_exp) {
-        let fixed = 2 * p.wq_latency_ns + p.wakeup_ns;
+        let fixed = 2 * p.gp.wq_latency_ns + p.cpus.wakeup_ns;
         let v = (m.saturating_sub(fixed) / (2 * cpus)).max(1);
-        p.srcu_scan_per_cpu_ns = v;
+        p.gp.srcu_scan_per_cpu_ns = v;
         cal.fits.push(Fit {
             key: "srcu_scan_per_cpu_ns",
             value: v,
@@ -190,9 +212,10 @@ pub fn calibrate(capture: &Snapshot, base: &Params) -> Calibration {
     if let (Some(m), None) = (mean(&srcu), mean(&rcu)) {
         // An uncontended normal SRCU grace period sleeps about 2.5 jiffies (to the next
         // jiffy to start, one between the scans, one before the callbacks).
-        let fixed = 2 * p.wq_latency_ns + p.wakeup_ns + 2 * cpus * p.srcu_scan_per_cpu_ns;
+        let fixed =
+            2 * p.gp.wq_latency_ns + p.cpus.wakeup_ns + 2 * cpus * p.gp.srcu_scan_per_cpu_ns;
         let v = (m.saturating_sub(fixed) * 2 / 5).clamp(100_000, 100_000_000);
-        p.tick_ns = v;
+        p.cpus.tick_ns = v;
         cal.fits.push(Fit {
             key: "tick_ns",
             value: v,
@@ -200,31 +223,65 @@ pub fn calibrate(capture: &Snapshot, base: &Params) -> Calibration {
         });
     }
 
-    // umount's own work: what is left of the syscall outside the two traced parts.
+    // umount's own work: what is left of the syscall outside the traced parts it holds.
+    // deactivate_locked_super is one of them only where it does not run as task work after
+    // the syscall's exit (no profile has that: every kernel since 3.18 delays it).
     let (um, nu, dls) = (
         total(Probe::SysUmount),
         total(Probe::NamespaceUnlock),
         total(Probe::DeactivateLockedSuper),
     );
     if let (Some(a), Some(b), Some(c)) = (mean(&um), mean(&nu), mean(&dls)) {
-        let v = a.saturating_sub(b + c).max(1_000);
+        let (inside, what) = if profile.deactivate_in_task_work {
+            (b, "umount - namespace_unlock")
+        } else {
+            (b + c, "umount - namespace_unlock - deactivate_locked_super")
+        };
+        let teardown = mean(&total(profile.teardown)).unwrap_or(0);
+        // First guesses from the differences of means, then (with several umounts at once,
+        // whose means hold their queueing for CPUs and namespace_sem) the model is run with
+        // as many tasks and the costs moved until its means are the capture's.
+        p.sb.umount_work_ns = a.saturating_sub(inside).max(1_000);
+        p.sb.kill_sb_ns = c
+            .saturating_sub(teardown + p.sb.list_lru_destroy_ns)
+            .max(1_000);
+        if tasks > 1 {
+            let mean_of = |q: &UmountSetup, probe| {
+                let mut q = q.clone();
+                q.umount.mounts = um.count().clamp(1, 2_000);
+                mean(&run(&q, "kernel").probe_total(probe)).unwrap_or(0)
+            };
+            // Each mean grows with its cost (more queueing too): bisect, one cost at a time,
+            // twice round, since both share the CPUs.
+            for _ in 0..2 {
+                let q = p.clone();
+                p.sb.umount_work_ns = bisect(a, |v| {
+                    let mut q = q.clone();
+                    q.sb.umount_work_ns = v;
+                    mean_of(&q, Probe::SysUmount)
+                });
+                let q = p.clone();
+                p.sb.kill_sb_ns = bisect(c, |v| {
+                    let mut q = q.clone();
+                    q.sb.kill_sb_ns = v;
+                    mean_of(&q, Probe::DeactivateLockedSuper)
+                });
+            }
+        }
+        let how = if tasks > 1 {
+            format!(", run with {tasks} tasks")
+        } else {
+            String::new()
+        };
         cal.fits.push(Fit {
             key: "umount_work_ns",
-            value: v,
-            from: format!(
-                "umount - namespace_unlock - deactivate_locked_super means over {} umounts",
-                um.count()
-            ),
+            value: p.sb.umount_work_ns,
+            from: format!("{what} means over {} umounts{how}", um.count()),
         });
-        let mut teardown = total(Probe::UnregisterShrinker);
-        teardown.merge(&total(Probe::ShrinkerFree));
-        let v = c
-            .saturating_sub(mean(&teardown).unwrap_or(0) + p.list_lru_destroy_ns)
-            .max(1_000);
         cal.fits.push(Fit {
             key: "kill_sb_ns",
-            value: v,
-            from: "deactivate_locked_super - shrinker teardown - list_lru_destroy".into(),
+            value: p.sb.kill_sb_ns,
+            from: format!("deactivate_locked_super - shrinker teardown - list_lru_destroy{how}"),
         });
     }
 
@@ -242,7 +299,7 @@ pub fn calibrate(capture: &Snapshot, base: &Params) -> Calibration {
             value: v,
             from: format!(
                 "shrink_dcache_parent: {} total over {pruned} negative dentries",
-                human(sdp.sum_ns())
+                units::ns(sdp.sum_ns())
             ),
         });
     } else if sdp.count() > 0 {
@@ -274,28 +331,63 @@ pub fn calibrate(capture: &Snapshot, base: &Params) -> Calibration {
     cal
 }
 
+/// How many umounts the capture ran at once: the time spent in them (the syscall and the
+/// superblock teardown after it) over the wall time of the command (or the capture), at
+/// least 1 and at most the number of umounts.
+fn umounts_at_once(capture: &Snapshot, umount: &Latency, teardown: &Latency) -> u64 {
+    let wall = capture
+        .command
+        .as_ref()
+        .map_or(capture.meta.duration_ns, |c| c.wall_ns);
+    let busy = umount.sum_ns().saturating_add(teardown.sum_ns());
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss,
+        reason = "a small whole number of tasks"
+    )]
+    let t = (busy as f64 / wall.max(1) as f64).round() as u64;
+    t.clamp(1, umount.count().max(1))
+}
+
+/// The cost in [1 us, `measured`] for which `mean_with` (a model run, growing with the cost)
+/// gives `measured`.
+fn bisect(measured: u64, mean_with: impl Fn(u64) -> u64) -> u64 {
+    let (mut lo, mut hi) = (1_000, measured.max(1_000));
+    for _ in 0..14 {
+        let mid = lo + (hi - lo) / 2;
+        if mean_with(mid) < measured {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    lo + (hi - lo) / 2
+}
+
 fn ratio(measured: u64, predicted: u64) -> f64 {
     #[expect(clippy::cast_precision_loss, reason = "a ratio of durations")]
     let r = measured as f64 / predicted.max(1) as f64;
     r
 }
 
-/// Scale parameter `key` until `predict` (a model run) gives `target`, within `[lo, hi]`.
+/// Scale a parameter (now `start`, set by `set`) until `predict` (a model run) gives
+/// `target`, within `[lo, hi]`.
 fn fit_by_model(
-    p: &Params,
-    key: &str,
+    p: &UmountSetup,
+    start: u64,
     target: u64,
-    lo: u64,
-    hi: u64,
-    predict: impl Fn(&Params) -> Option<u64>,
+    (lo, hi): (u64, u64),
+    set: impl Fn(&mut UmountSetup, u64),
+    predict: impl Fn(&UmountSetup) -> Option<u64>,
 ) -> u64 {
     let mut q = p.clone();
-    q.mounts = 100;
-    let mut v = p.get(key).unwrap_or(lo).clamp(lo, hi);
+    q.umount.mounts = 100;
+    let mut v = start.clamp(lo, hi);
     // The length is close to proportional to the parameter (plus fixed costs): a few
     // proportional steps converge.
     for _ in 0..5 {
-        q.put(key, v);
+        set(&mut q, v);
         let Some(pred) = predict(&q) else { break };
         v = scale(v, ratio(target, pred)).clamp(lo, hi);
     }
@@ -305,6 +397,11 @@ fn fit_by_model(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The umount scenario on the base machine (4 CPUs, HZ=250).
+    fn base() -> Setup {
+        Setup::Umount(UmountSetup::default())
+    }
     use crate::snapshot::{DentryState, Meta, SeriesKey, SourceKind};
 
     fn capture() -> Snapshot {
@@ -319,9 +416,9 @@ mod tests {
 
     #[test]
     fn an_empty_capture_fits_nothing_and_says_so() {
-        let cal = calibrate(&capture(), &Params::base());
+        let cal = calibrate(&capture(), &base(), Kernel::V6_12);
         assert!(cal.fits.is_empty());
-        assert!(cal.render(&Params::base()).contains("nothing to fit"));
+        assert!(cal.render(&base()).contains("nothing to fit"));
     }
 
     #[test]
@@ -333,7 +430,10 @@ mod tests {
             500_000_000,
         );
         c.count(Counter::NegativeDentries, 1, 2_000_000);
-        assert_eq!(calibrate(&c, &Params::base()).get("prune_ns"), Some(250));
+        assert_eq!(
+            calibrate(&c, &base(), Kernel::V6_12).get("prune_ns"),
+            Some(250)
+        );
         // Failed lookups leave no d_delete count; /proc/sys/fs/dentry-state still shows them go.
         let mut c = capture();
         c.record(SeriesKey::new(Probe::ShrinkDcacheParent, 1), 500_000_000);
@@ -349,7 +449,10 @@ mod tests {
                 ..before
             },
         ));
-        assert_eq!(calibrate(&c, &Params::base()).get("prune_ns"), Some(500));
+        assert_eq!(
+            calibrate(&c, &base(), Kernel::V6_12).get("prune_ns"),
+            Some(500)
+        );
     }
 
     #[test]
@@ -362,14 +465,14 @@ mod tests {
                 9_000_000,
             );
         }
-        let base = Params::base();
-        let cal = calibrate(&c, &base);
+        let base = base();
+        let cal = calibrate(&c, &base, Kernel::V4_14);
         let tick = cal.get("tick_ns").unwrap();
-        assert!(tick < base.tick_ns, "tick {tick}");
+        assert!(tick < base.cpus().tick_ns, "tick {tick}");
         let mut p = base.clone();
         cal.apply(&mut p);
-        p.mounts = 300;
-        let o = scenarios::simulate("umount-storm", "baseline", &p, 7);
+        assert!(p.put("mounts", 300));
+        let o = scenarios::simulate("umount", "baseline", &p, Kernel::V4_14, 7);
         let m = o
             .snapshot
             .probe_total(Probe::SynchronizeRcu)
@@ -399,18 +502,22 @@ mod tests {
                 5_000,
             );
         }
-        let base = Params::base();
-        let cal = calibrate(&c, &base);
-        assert!(cal.get("rcu_exp_ipi_ns").unwrap() > base.rcu_exp_ipi_ns);
-        assert_eq!(cal.get("umount_work_ns"), Some(200_000));
+        // Ten umounts one after the other over 5 ms.
+        c.meta.duration_ns = 5_000_000;
+        let base = base();
+        let cal = calibrate(&c, &base, Kernel::V6_1);
+        assert!(cal.get("rcu_exp_ipi_ns").unwrap() > base.get("rcu_exp_ipi_ns").unwrap());
+        // deactivate_locked_super runs after umount(2) returns: only namespace_unlock is
+        // inside the syscall's 400 us.
+        assert_eq!(cal.get("umount_work_ns"), Some(400_000 - 110_000));
         assert_eq!(
             cal.get("kill_sb_ns"),
-            Some(90_000 - 5_000 - base.list_lru_destroy_ns)
+            Some(90_000 - 5_000 - base.get("list_lru_destroy_ns").unwrap())
         );
         let mut p = base.clone();
         cal.apply(&mut p);
-        p.mounts = 200;
-        let o = scenarios::simulate("umount-storm", "expedited", &p, 3);
+        assert!(p.put("mounts", 200));
+        let o = scenarios::simulate("umount", "expedited", &p, Kernel::V6_1, 3);
         let m = o
             .snapshot
             .probe_total(Probe::SynchronizeRcuExpedited)
@@ -420,5 +527,80 @@ mod tests {
             (m / 100e3 - 1.0).abs() < 0.10,
             "fitted model predicts {m} ns, capture 100 us"
         );
+    }
+}
+
+#[cfg(test)]
+mod round_trip {
+    use super::*;
+
+    /// A capture of `mounts` umounts by `tasks` tasks on 4 CPUs, made by the model with
+    /// known costs (umount's own work 90 us, `kill_sb` 35 us).
+    fn truth(mounts: u64, tasks: u64) -> Snapshot {
+        let mut p = machine();
+        p.umount.mounts = mounts;
+        p.umount.tasks = tasks;
+        p.sb.umount_work_ns = 90_000;
+        p.sb.kill_sb_ns = 35_000;
+        scenarios::simulate("umount", "kernel", &Setup::Umount(p), Kernel::V6_12, 5).snapshot
+    }
+
+    /// The umount scenario on 4 CPUs.
+    fn machine() -> UmountSetup {
+        let mut p = scenarios::umount::defaults();
+        p.cpus.cpus = 4;
+        p
+    }
+
+    fn predict(cal: &Calibration, mounts: u64, tasks: u64) -> Snapshot {
+        let mut p = Setup::Umount(machine());
+        cal.apply(&mut p);
+        assert!(p.put("mounts", mounts) && p.put("tasks", tasks));
+        scenarios::simulate("umount", "kernel", &p, Kernel::V6_12, 1).snapshot
+    }
+
+    #[test]
+    fn calibrated_on_sequential_umounts_it_predicts_concurrent_ones() {
+        let cal = calibrate(&truth(50, 1), &Setup::Umount(machine()), Kernel::V6_12);
+        let work = cal.get("umount_work_ns").unwrap();
+        assert!((80_000..100_000).contains(&work), "umount_work_ns {work}");
+        let predicted = predict(&cal, 400, 4);
+        let measured = truth(400, 4);
+        for probe in [
+            Probe::SysUmount,
+            Probe::SynchronizeRcuExpedited,
+            Probe::DeactivateLockedSuper,
+        ] {
+            let (a, b) = (
+                predicted.probe_total(probe).sum_ns(),
+                measured.probe_total(probe).sum_ns(),
+            );
+            let r = ratio(a, b);
+            assert!((0.85..1.15).contains(&r), "{}: {r}", probe.name());
+        }
+    }
+
+    #[test]
+    fn calibrated_on_concurrent_umounts_it_predicts_sequential_ones() {
+        let cal = calibrate(&truth(400, 4), &Setup::Umount(machine()), Kernel::V6_12);
+        assert!(
+            cal.notes.iter().any(|n| n.contains("4 umounts at once")),
+            "{:?}",
+            cal.notes
+        );
+        let predicted = predict(&cal, 50, 1);
+        let measured = truth(50, 1);
+        for probe in [
+            Probe::SysUmount,
+            Probe::SynchronizeRcuExpedited,
+            Probe::DeactivateLockedSuper,
+        ] {
+            let (a, b) = (
+                predicted.probe_total(probe).sum_ns(),
+                measured.probe_total(probe).sum_ns(),
+            );
+            let r = ratio(a, b);
+            assert!((0.8..1.25).contains(&r), "{}: {r}", probe.name());
+        }
     }
 }

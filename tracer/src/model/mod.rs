@@ -9,6 +9,9 @@
 //!
 //! Every number the model uses is a parameter ([`params`]) with a unit, a meaning and a
 //! source; `--calibrate` fits the per-operation ones to a measured capture ([`calibrate`]).
+//! What the kernel's code does on these paths is a [profile](kernel) per kernel version,
+//! chosen with `--kernel` (default: the capture's kernel when calibrating, else this host's).
+//! `--fidelity` prints how the model's figures compare with the seed threads' ([`fidelity`]).
 
 use std::{path::PathBuf, time::Instant};
 
@@ -18,6 +21,8 @@ use crate::snapshot::Snapshot;
 
 pub mod calibrate;
 pub mod engine;
+pub mod fidelity;
+pub mod kernel;
 pub mod params;
 pub mod paths;
 pub mod predict;
@@ -25,10 +30,7 @@ pub mod rcu;
 pub mod scenarios;
 pub mod sim;
 
-#[cfg(test)]
-mod fidelity;
-
-use params::Params;
+use params::Setup;
 pub use scenarios::{Ctx, SCENARIOS, Scenario};
 
 /// `tracer model` arguments.
@@ -56,6 +58,13 @@ pub struct Args {
     /// Print the simulation's wall time and its simulated-time/wall-time ratio to stderr.
     #[arg(long)]
     pub timing: bool,
+    /// Whose code to follow: 4.14, 6.1, 6.12, 7.3, or auto (the capture's kernel when
+    /// calibrating, else this host's).
+    #[arg(long, value_name = "VERSION", default_value = "auto")]
+    pub kernel: kernel::Choice,
+    /// Print the fidelity table (the model against the seed threads' figures) and exit.
+    #[arg(long)]
+    pub fidelity: bool,
 }
 
 impl Default for Args {
@@ -69,6 +78,8 @@ impl Default for Args {
             list: false,
             calibrate: None,
             timing: false,
+            kernel: kernel::Choice::Auto,
+            fidelity: false,
         }
     }
 }
@@ -77,10 +88,12 @@ impl Default for Args {
 pub struct Prepared {
     /// The scenario.
     pub scenario: &'static Scenario,
-    /// Index of its variant.
-    pub variant: usize,
+    /// Its variant.
+    pub variant: &'static str,
     /// Parameters in force.
-    pub params: Params,
+    pub params: Setup,
+    /// The kernel whose code it follows.
+    pub kernel: kernel::Kernel,
     /// The snapshot's description: scenario, variant, seed and changed parameters.
     pub description: String,
     /// The seed.
@@ -89,15 +102,21 @@ pub struct Prepared {
 
 impl Prepared {
     /// Run it; `timeline` keeps every recorded fact with its simulated time.
+    ///
+    /// # Panics
+    /// Never: [`prepare`] builds the parameters from the scenario's own defaults.
     #[must_use]
     pub fn run(&self, timeline: bool) -> scenarios::Outcome {
-        (self.scenario.run)(&Ctx {
-            p: &self.params,
+        let ctx = Ctx {
+            profile: self.kernel.profile(),
             variant: self.variant,
             seed: self.seed,
             description: self.description.clone(),
             timeline,
-        })
+        };
+        self.scenario
+            .run(&ctx, &self.params)
+            .expect("prepare builds the parameters from the scenario's own defaults")
     }
 }
 
@@ -113,18 +132,14 @@ pub fn prepare(args: &Args) -> anyhow::Result<Prepared> {
     let scenario = scenarios::find(name)
         .with_context(|| format!("unknown scenario `{name}`; scenarios: {}", names()))?;
     let variant = match args.variant.as_deref() {
-        None => 0,
-        Some(v) => scenario
-            .variants
-            .iter()
-            .position(|(n, _)| *n == v)
-            .with_context(|| {
-                let all: Vec<_> = scenario.variants.iter().map(|(n, _)| *n).collect();
-                format!(
-                    "unknown variant `{v}` of {name}; variants: {}",
-                    all.join(", ")
-                )
-            })?,
+        None => scenario.variants[0].0,
+        Some(v) => scenario.variant(v).with_context(|| {
+            let all: Vec<_> = scenario.variants.iter().map(|(n, _)| *n).collect();
+            format!(
+                "unknown variant `{v}` of {name}; variants: {}",
+                all.join(", ")
+            )
+        })?,
     };
 
     let mut p = (scenario.defaults)();
@@ -132,24 +147,34 @@ pub fn prepare(args: &Args) -> anyhow::Result<Prepared> {
     // Explicit --set values apply before calibration (e.g. the CPU count of the captured
     // machine) and win over it.
     apply_sets(&mut p, scenario, &args.set, &mut changed)?;
-    if let Some(path) = &args.calibrate {
-        let capture = crate::report::load(path)
-            .with_context(|| format!("loading capture {} to calibrate on", path.display()))?;
-        let fit = calibrate::calibrate(&capture, &p);
+    let capture = args
+        .calibrate
+        .as_ref()
+        .map(|path| {
+            crate::report::load(path)
+                .with_context(|| format!("loading capture {} to calibrate on", path.display()))
+        })
+        .transpose()?;
+    let (kernel, why) = kernel::resolve(
+        args.kernel,
+        capture.as_ref().and_then(|c| c.meta.kernel.as_deref()),
+        crate::capture::kernel_release().as_deref(),
+        scenario.kernel,
+    );
+    eprintln!("model: following {why}");
+    if let Some(capture) = &capture {
+        let fit = calibrate::calibrate(capture, &p, kernel);
         eprint!("{}", fit.render(&p));
         fit.apply(&mut p);
         apply_sets(&mut p, scenario, &args.set, &mut Vec::new())?;
         changed.extend(
             fit.fits
                 .iter()
-                .map(|f| format!("{}={}", f.key, params::show(&p, f.key))),
+                .map(|f| format!("{}={}", f.key, p.show(f.key))),
         );
     }
 
-    let mut description = format!(
-        "model {name}/{} seed={}",
-        scenario.variants[variant].0, args.seed
-    );
+    let mut description = format!("model {name}/{variant} seed={} kernel={kernel}", args.seed);
     for c in &changed {
         description.push(' ');
         description.push_str(c);
@@ -158,6 +183,7 @@ pub fn prepare(args: &Args) -> anyhow::Result<Prepared> {
         scenario,
         variant,
         params: p,
+        kernel,
         description,
         seed: args.seed,
     })
@@ -173,6 +199,10 @@ pub fn run(args: &Args) -> anyhow::Result<Option<Snapshot>> {
             "{}",
             listing(args.scenario.as_deref().and_then(scenarios::find))
         );
+        return Ok(None);
+    }
+    if args.fidelity {
+        print!("{}", fidelity::render(&fidelity::table()));
         return Ok(None);
     }
     let prepared = prepare(args)?;
@@ -197,7 +227,7 @@ pub fn run(args: &Args) -> anyhow::Result<Option<Snapshot>> {
 }
 
 fn apply_sets(
-    p: &mut Params,
+    p: &mut Setup,
     s: &Scenario,
     sets: &[String],
     changed: &mut Vec<String>,
@@ -207,12 +237,13 @@ fn apply_sets(
             bail!(
                 "--set wants KEY=VALUE, got `{kv}`; valid keys for {}: {}",
                 s.name,
-                s.keys.join(", ")
+                p.keys().join(", ")
             );
         };
-        p.set(k.trim(), v, s.keys)
+        p.set(k.trim(), v)
             .map_err(|e| anyhow::anyhow!("{}: {e}", s.name))?;
-        changed.push(format!("{}={}", k.trim(), params::show(p, k.trim())));
+        // Shown as typed, without the spaces of a formatted duration.
+        changed.push(format!("{}={}", k.trim(), v.trim()));
     }
     Ok(())
 }
@@ -235,7 +266,7 @@ fn scenarios_secs(ns: u64) -> f64 {
 pub fn listing(only: Option<&Scenario>) -> String {
     use std::fmt::Write as _;
     let mut out = String::from(
-        "tracer model SCENARIO [--variant V] [--set key=value ...] [--seed S] [--calibrate CAPTURE.json]\n\n",
+        "tracer model SCENARIO [--variant V] [--kernel 4.14|6.1|6.12|7.3|auto] [--set key=value ...] [--seed S] [--calibrate CAPTURE.json]\n\n",
     );
     for s in SCENARIOS
         .iter()
@@ -244,7 +275,7 @@ pub fn listing(only: Option<&Scenario>) -> String {
         let about = s.about.split_whitespace().collect::<Vec<_>>().join(" ");
         let _ = writeln!(
             out,
-            "{} (mimics Linux {})\n  {about}\n  variants:",
+            "{} (its seed thread ran Linux {}; --kernel chooses the code followed)\n  {about}\n  variants:",
             s.name, s.kernel
         );
         for (i, (v, doc)) in s.variants.iter().enumerate() {
@@ -256,9 +287,9 @@ pub fn listing(only: Option<&Scenario>) -> String {
         }
         let _ = writeln!(
             out,
-            "  parameters (--set key=value; durations take ns/us/ms/s):"
+            "  parameters (--set key=value; a duration needs its unit: ns, us, ms, s):"
         );
-        out.push_str(&params::table(&(s.defaults)(), s.keys));
+        out.push_str(&(s.defaults)().table());
         out.push('\n');
     }
     out
@@ -336,11 +367,11 @@ mod tests {
             for (v, _) in s.variants {
                 assert!(l.contains(v), "{v}");
             }
-            for k in s.keys {
+            for k in (s.defaults)().keys() {
                 assert!(l.contains(k), "{k}");
             }
         }
-        assert!(l.contains("tick_ns                = 4ms"), "{l}");
+        assert!(l.contains("tick_ns                = 4.00 ms"), "{l}");
     }
 
     #[test]
@@ -350,12 +381,13 @@ mod tests {
         assert!(
             s.meta
                 .description
-                .contains("umount-storm/baseline seed=1 mounts=50"),
+                .contains("umount-storm/kernel seed=1 kernel="),
             "{}",
             s.meta.description
         );
         assert_eq!(s.cgroups.get(&1).map(String::as_str), Some("/"));
-        let st = &s.probes[&crate::snapshot::Probe::SynchronizeRcu];
+        assert!(s.meta.description.ends_with("mounts=50"));
+        let st = &s.probes[&crate::snapshot::Probe::NamespaceUnlock];
         assert_eq!(st.state, crate::snapshot::AttachState::Modelled);
         assert_eq!((st.entries, st.exits), (50, 50));
         assert!(s.meta.duration_ns > 0);

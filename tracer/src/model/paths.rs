@@ -5,16 +5,19 @@
 use crate::snapshot::Probe;
 
 use super::{
-    params::Params,
+    kernel::Profile,
+    params::{Dentry, Superblock},
     sim::{Gp, LockId, Step},
 };
 
 /// How a superblock's shrinker is torn down at umount.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Teardown {
-    /// Before Linux 6.4's lockless slab shrink: `down_write(&shrinker_rwsem)`, unlink, done.
-    Rwsem,
-    /// Since then: `shrinker_mutex`, then `synchronize_srcu(&shrinker_srcu)` (or expedited).
+    /// As the profile's kernel does it: `unregister_shrinker` (`shrinker_rwsem`, unlink) or,
+    /// since 6.7, `shrinker_free` (`shrinker_mutex`, unlink, free by `call_rcu`): no wait.
+    Kernel,
+    /// The SRCU shrinker of the 6.4 development cycle: `unregister_shrinker` takes
+    /// `shrinker_mutex`, then waits in `synchronize_srcu(&shrinker_srcu)` (or expedited).
     Srcu(Gp),
     /// The deferred-finalize series: `unregister_shrinker_delayed_initiate` at umount; the
     /// SRCU wait and `list_lru_destroy` move to `destroy_super_work` on a kworker.
@@ -24,6 +27,9 @@ pub enum Teardown {
 /// The locks the umount and mount paths take.
 #[derive(Clone, Copy, Debug)]
 pub struct Registry {
+    /// `namespace_sem`: `do_umount` takes it for write (`namespace_lock`), and
+    /// `namespace_unlock` releases it before its grace-period wait.
+    pub namespace: LockId,
     /// `shrinker_rwsem` (before 6.4) or `shrinker_mutex` (since).
     pub shrinker: LockId,
     /// `list_lrus_mutex`, taken by `list_lru_destroy`.
@@ -34,50 +40,64 @@ fn grace_period(probe: Probe, step: Step) -> [Step; 3] {
     [Step::Enter(probe), step, Step::Exit(probe)]
 }
 
-fn list_lru_destroy(p: &Params, reg: Registry) -> [Step; 3] {
+fn list_lru_destroy(sb: &Superblock, reg: Registry) -> [Step; 3] {
     [
         Step::Lock(reg.list_lrus, true),
-        Step::Cpu(p.list_lru_destroy_ns),
+        Step::Cpu(sb.list_lru_destroy_ns),
         Step::Unlock(reg.list_lrus),
     ]
 }
 
 /// `register_shrinker` at mount: add to the registry under its lock.
 #[must_use]
-pub fn register_shrinker(p: &Params, reg: Registry) -> Vec<Step> {
+pub fn register_shrinker(sb: &Superblock, reg: Registry) -> Vec<Step> {
     vec![
         Step::Lock(reg.shrinker, true),
-        Step::Cpu(p.shrinker_lock_ns),
+        Step::Cpu(sb.shrinker_lock_ns),
         Step::Unlock(reg.shrinker),
     ]
 }
 
-/// umount(2) of one tmpfs: `do_umount`, `namespace_unlock`'s grace period, then (`task_work` on the
-/// way out) `deactivate_locked_super` with the shrinker teardown and `kill_sb`.
+/// umount(2) of one tmpfs on `kernel`'s code: `do_umount` under `namespace_sem`, then
+/// `namespace_unlock` drops it and waits for `namespace_gp`'s grace period. The last
+/// `mntput` is task work (see [`Profile::deactivate_in_task_work`]): `deactivate_locked_super`,
+/// with the shrinker teardown, `kill_sb` and `list_lru_destroy`, runs after umount(2)'s exit
+/// tracepoint, enclosed by no traced function.
 #[must_use]
-pub fn umount(p: &Params, namespace_gp: Gp, teardown: Teardown, reg: Registry) -> Vec<Step> {
+pub fn umount(
+    sb: &Superblock,
+    kernel: &Profile,
+    namespace_gp: Gp,
+    teardown: Teardown,
+    reg: Registry,
+) -> Vec<Step> {
     let mut s = vec![
         Step::Enter(Probe::SysUmount),
-        Step::Cpu(p.umount_work_ns / 2),
+        Step::Lock(reg.namespace, true),
+        Step::Cpu(sb.umount_work_ns / 2),
+        Step::Enter(Probe::NamespaceUnlock),
+        Step::Unlock(reg.namespace),
     ];
-    s.push(Step::Enter(Probe::NamespaceUnlock));
     s.extend(match namespace_gp {
         Gp::Normal => grace_period(Probe::SynchronizeRcu, Step::Rcu(Gp::Normal)),
         Gp::Expedited => grace_period(Probe::SynchronizeRcuExpedited, Step::Rcu(Gp::Expedited)),
     });
     s.push(Step::Exit(Probe::NamespaceUnlock));
-    s.push(Step::Cpu(p.umount_work_ns - p.umount_work_ns / 2));
+    s.push(Step::Cpu(sb.umount_work_ns - sb.umount_work_ns / 2));
+    if kernel.deactivate_in_task_work {
+        s.push(Step::Exit(Probe::SysUmount));
+    }
     s.push(Step::Enter(Probe::DeactivateLockedSuper));
     let unlink = [
         Step::Lock(reg.shrinker, true),
-        Step::Cpu(p.shrinker_lock_ns),
+        Step::Cpu(sb.shrinker_lock_ns),
         Step::Unlock(reg.shrinker),
     ];
     match teardown {
-        Teardown::Rwsem => {
-            s.push(Step::Enter(Probe::UnregisterShrinker));
+        Teardown::Kernel => {
+            s.push(Step::Enter(kernel.teardown));
             s.extend(unlink);
-            s.push(Step::Exit(Probe::UnregisterShrinker));
+            s.push(Step::Exit(kernel.teardown));
         }
         Teardown::Srcu(gp) => {
             s.push(Step::Enter(Probe::UnregisterShrinker));
@@ -93,19 +113,21 @@ pub fn umount(p: &Params, namespace_gp: Gp, teardown: Teardown, reg: Registry) -
         // unregister_shrinker_delayed_initiate is not traced: only its lock shows, as time.
         Teardown::Deferred => s.extend(unlink),
     }
-    s.push(Step::Cpu(p.kill_sb_ns));
+    s.push(Step::Cpu(sb.kill_sb_ns));
     if teardown == Teardown::Deferred {
         // destroy_super_work: the finalize's grace period runs in a kworker, where no traced
         // function encloses it (caller none, root cgroup).
         let mut work: Vec<Step> =
             grace_period(Probe::SynchronizeSrcu, Step::Srcu(Gp::Normal)).into();
-        work.extend(list_lru_destroy(p, reg));
+        work.extend(list_lru_destroy(sb, reg));
         s.push(Step::Work(work));
     } else {
-        s.extend(list_lru_destroy(p, reg));
+        s.extend(list_lru_destroy(sb, reg));
     }
     s.push(Step::Exit(Probe::DeactivateLockedSuper));
-    s.push(Step::Exit(Probe::SysUmount));
+    if !kernel.deactivate_in_task_work {
+        s.push(Step::Exit(Probe::SysUmount));
+    }
     s
 }
 
@@ -129,47 +151,51 @@ pub struct Dirs {
     pub victim: LockId,
 }
 
-/// rmdir(2) of a directory whose negative children are pruned at `prune`.
+/// rmdir(2) of a directory whose negative children are pruned at `prune`: `do_rmdir` locks
+/// the parent, `vfs_rmdir` the victim, then (4.14 to 6.12) `->rmdir`, `shrink_dcache_parent`,
+/// unlock, `dput` and `d_delete` of the removed directory's dentry, which the filesystem then
+/// keeps negative (`retain`) or drops. The kernel programs derive `inode_lock_hold` from the
+/// `vfs_rmdir` call and `prune_under_inode_lock` from a `shrink_dcache_parent` inside it.
 #[must_use]
-pub fn rmdir(p: &Params, prune: Prune, dirs: Dirs) -> Vec<Step> {
-    let pruning = |under_lock: bool| {
-        let mut s = vec![Step::Enter(Probe::ShrinkDcacheParent)];
-        if under_lock {
-            s.push(Step::Enter(Probe::PruneUnderInodeLock));
-        }
-        s.push(Step::Prune(p.prune_ns));
-        if under_lock {
-            s.push(Step::Exit(Probe::PruneUnderInodeLock));
-        }
-        s.push(Step::Exit(Probe::ShrinkDcacheParent));
-        s
-    };
+pub fn rmdir(p: &Dentry, prune: Prune, dirs: Dirs, retain: bool) -> Vec<Step> {
+    let pruning = [
+        Step::Enter(Probe::ShrinkDcacheParent),
+        Step::Prune(p.prune_ns),
+        Step::Exit(Probe::ShrinkDcacheParent),
+    ];
+    let d_delete = [
+        Step::Enter(Probe::DDelete),
+        Step::Cpu(p.rmdir_ns / 10),
+        Step::Forget { retain },
+        Step::Exit(Probe::DDelete),
+    ];
     let mut s = vec![
         Step::Enter(Probe::SysRmdir),
         Step::Lock(dirs.parent, true),
         Step::Enter(Probe::VfsRmdir),
         Step::Lock(dirs.victim, true),
-        Step::Enter(Probe::InodeLockHold),
         Step::Cpu(p.rmdir_ns),
     ];
-    let release_victim = [Step::Exit(Probe::InodeLockHold), Step::Unlock(dirs.victim)];
     match prune {
         Prune::UnderLock => {
-            s.extend(pruning(true));
-            s.extend(release_victim);
+            s.extend(pruning);
+            s.push(Step::Unlock(dirs.victim));
+            s.extend(d_delete);
             s.extend([Step::Exit(Probe::VfsRmdir), Step::Unlock(dirs.parent)]);
         }
         Prune::AfterVictimUnlock => {
-            s.extend(release_victim);
-            s.extend(pruning(false));
+            s.push(Step::Unlock(dirs.victim));
+            s.extend(pruning);
+            s.extend(d_delete);
             s.extend([Step::Exit(Probe::VfsRmdir), Step::Unlock(dirs.parent)]);
         }
         Prune::AfterUnlock => {
             // vfs_rmdir_raw is static in the patch; the model still names its span vfs_rmdir
             // so that runs of the variants line up in `tracer compare`.
-            s.extend(release_victim);
+            s.push(Step::Unlock(dirs.victim));
+            s.extend(d_delete);
             s.extend([Step::Exit(Probe::VfsRmdir), Step::Unlock(dirs.parent)]);
-            s.extend(pruning(false));
+            s.extend(pruning);
         }
     }
     s.push(Step::Exit(Probe::SysRmdir));
@@ -178,7 +204,7 @@ pub fn rmdir(p: &Params, prune: Prune, dirs: Dirs) -> Vec<Step> {
 
 /// `ls` of a directory: readdir under its inode lock, shared.
 #[must_use]
-pub fn ls(p: &Params, dir: LockId) -> Vec<Step> {
+pub fn ls(p: &Dentry, dir: LockId) -> Vec<Step> {
     vec![
         Step::Lock(dir, false),
         Step::Cpu(p.lookup_ns),

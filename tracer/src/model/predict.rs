@@ -1,5 +1,6 @@
-//! What the model predicts for the workload a live view saw: the scenario that covers it,
-//! calibrated on what was seen, run for the same number of operations.
+//! What the model predicts for the workload a live view saw: the scenario that covers it, on
+//! the profile of the kernel the view watches (the live kernel's release, or the replayed
+//! capture's), calibrated on what was seen, run for the same number of operations.
 //!
 //! The prediction is only as good as the calibration: the per-operation costs are fitted on
 //! the same window the prediction is shown beside, so agreement on those paths is by
@@ -9,7 +10,7 @@
 
 use crate::snapshot::{Counter, Probe, Snapshot};
 
-use super::{calibrate, scenarios};
+use super::{calibrate, kernel, scenarios};
 
 /// Most operations a prediction simulates (more would cost the live view's refresh).
 const MAX_OPS: u64 = 5_000;
@@ -19,7 +20,7 @@ const MAX_OPS: u64 = 5_000;
 pub struct Prediction {
     /// `scenario/variant`.
     pub scenario: String,
-    /// The kernel version the scenario follows.
+    /// The kernel version whose code the model followed.
     pub mimics: &'static str,
     /// What the model recorded.
     pub snapshot: Snapshot,
@@ -37,46 +38,39 @@ pub fn predict(observed: &Snapshot) -> Option<Prediction> {
         .max(observed.probe_total(Probe::SysUmount).count());
     let rmdirs = observed.probe_total(Probe::VfsRmdir).count();
     // Negative dentries per rmdir, when any rmdir was seen.
-    let (name, variant, set): (&str, &str, Vec<(&str, u64)>) = if umounts > 0 {
-        let exp = observed
-            .probe_by_caller(Probe::SynchronizeRcuExpedited, Some(Probe::NamespaceUnlock))
-            .count();
-        let normal = observed
-            .probe_by_caller(Probe::SynchronizeRcu, Some(Probe::NamespaceUnlock))
-            .count();
-        let variant = if exp >= normal {
-            "expedited"
-        } else {
-            "baseline"
-        };
-        (
-            "umount-storm",
-            variant,
-            vec![("mounts", umounts.min(MAX_OPS))],
-        )
+    // Each rmdir leaves its own directory's dentry negative on a filesystem that keeps them.
+    let (name, set): (&str, Vec<(&str, u64)>) = if umounts > 0 {
+        ("umount", vec![("mounts", umounts.min(MAX_OPS))])
     } else if let Some(negatives) = observed
         .counter_total(Counter::NegativeDentries)
         .checked_div(rmdirs)
     {
         (
             "negative-dentry-rmdir",
-            "prune-under-lock",
-            vec![("negatives", negatives)],
+            vec![("negatives", negatives.saturating_sub(1))],
         )
     } else {
         return None;
     };
     let scenario = scenarios::find(name)?;
+    // The variant that follows the kernel's own code.
+    let variant = scenario.variants[0].0;
+    let (kernel, _) = kernel::resolve(
+        kernel::Choice::Auto,
+        observed.meta.kernel.as_deref(),
+        crate::capture::kernel_release().as_deref(),
+        scenario.kernel,
+    );
     let mut p = (scenario.defaults)();
     for (k, v) in &set {
-        p.put(k, *v);
+        let _ = p.put(k, *v);
     }
-    let cal = calibrate::calibrate(observed, &p);
+    let cal = calibrate::calibrate(observed, &p, kernel);
     cal.apply(&mut p);
-    let outcome = scenarios::simulate(name, variant, &p, 1);
+    let outcome = scenarios::simulate(name, variant, &p, kernel, 1);
     Some(Prediction {
         scenario: format!("{name}/{variant}"),
-        mimics: scenario.kernel,
+        mimics: kernel.name(),
         snapshot: outcome.snapshot,
         fitted: cal.fits.iter().map(|f| f.key).collect(),
     })
@@ -111,9 +105,49 @@ mod tests {
     #[test]
     fn umounts_are_predicted_by_the_umount_scenario_for_as_many_mounts() {
         let p = predict(&observed()).expect("a umount workload");
-        assert_eq!(p.scenario, "umount-storm/expedited");
+        assert_eq!(p.scenario, "umount/kernel");
+        assert_eq!(p.mimics, "6.12");
         assert_eq!(p.snapshot.probe_total(Probe::NamespaceUnlock).count(), 40);
+        // 6.12's code: the expedited wait inside namespace_unlock, shrinker_free inside the
+        // superblock teardown, which no traced function encloses.
+        assert_eq!(
+            p.snapshot
+                .probe_by_caller(Probe::SynchronizeRcuExpedited, Some(Probe::NamespaceUnlock))
+                .count(),
+            40
+        );
+        assert_eq!(
+            p.snapshot
+                .probe_by_caller(Probe::ShrinkerFree, Some(Probe::DeactivateLockedSuper))
+                .count(),
+            40
+        );
+        assert_eq!(
+            p.snapshot
+                .probe_by_caller(Probe::DeactivateLockedSuper, None)
+                .count(),
+            40
+        );
         assert!(p.fitted.contains(&"umount_work_ns"), "{:?}", p.fitted);
+    }
+
+    #[test]
+    fn the_prediction_follows_the_observed_kernels_code() {
+        let mut s = observed();
+        s.meta.kernel = Some("4.14.0".into());
+        let p = predict(&s).expect("a umount workload");
+        assert_eq!(p.mimics, "4.14");
+        assert_eq!(
+            p.snapshot
+                .probe_by_caller(Probe::SynchronizeRcu, Some(Probe::NamespaceUnlock))
+                .count(),
+            40
+        );
+        assert_eq!(p.snapshot.probe_total(Probe::ShrinkerFree).count(), 0);
+        assert_eq!(
+            p.snapshot.probe_total(Probe::UnregisterShrinker).count(),
+            40
+        );
     }
 
     #[test]

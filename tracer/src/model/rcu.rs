@@ -11,13 +11,123 @@
 //! SRCU scans every CPU's reader counters twice (before and after flipping the index), and a
 //! normal SRCU grace period sleeps a jiffy before it starts, between the scans and before
 //! invoking callbacks (`SRCU_INTERVAL`); expedited skips the sleeps.
+//!
+//! The mechanisms know the machine only through [`Host`] (time, CPUs, tasks, the tick), so
+//! they do not depend on the simulated kernel that drives them.
 
 use std::collections::BTreeMap;
 
 use super::{
-    engine::Engine,
-    sim::{Ev, Gp, TaskId, World},
+    engine::Rng,
+    params::{Cpus, GpCosts},
 };
+
+/// Index of a task.
+pub type TaskId = usize;
+
+/// Normal or expedited grace period.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Gp {
+    /// Waits for quiescent states to happen.
+    Normal,
+    /// Forces them (IPIs for RCU, no delays for SRCU).
+    Expedited,
+}
+
+/// What RCU and SRCU do by themselves, per kernel (see `kernel::Kernel::profile`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RcuConfig {
+    /// `rcu_blocking_is_gp()`: with one CPU online and no preemption, `synchronize_rcu`
+    /// returns at once.
+    pub single_cpu_shortcut: bool,
+    /// `synchronize_srcu` runs expedited when `srcu_might_be_idle()`.
+    pub srcu_idle_expedites: bool,
+    /// `exp_holdoff`: SRCU is not taken for idle this soon after a grace period ended.
+    pub srcu_exp_holdoff_ns: u64,
+}
+
+/// Events of the grace-period machinery.
+#[derive(Clone, Copy, Debug)]
+pub enum GpEv {
+    /// A normal RCU grace period starts.
+    RcuStart,
+    /// The normal RCU grace period ends.
+    RcuEnd,
+    /// The expedited RCU grace period ends.
+    RcuExpEnd,
+    /// The SRCU state machine's work item runs.
+    SrcuWork,
+}
+
+/// The machine the grace periods run on.
+pub trait Host {
+    /// Current simulated time, ns.
+    fn now(&self) -> u64;
+    /// Schedule a grace-period event at `at`.
+    fn at(&mut self, at: u64, ev: GpEv);
+    /// Wake task `t` at `at`: its grace-period wait is over.
+    fn wake(&mut self, t: TaskId, at: u64);
+    /// The end of the jiffy containing `t`.
+    fn next_tick(&self, t: u64) -> u64;
+    /// The CPU task `t` last ran on.
+    fn cpu_of(&self, t: TaskId) -> usize;
+    /// Whether CPU `c` runs a task now.
+    fn cpu_busy(&self, c: usize) -> bool;
+    /// CPUs online.
+    fn ncpus(&self) -> usize;
+    /// The machine.
+    fn cpus(&self) -> &Cpus;
+    /// The grace-period machinery's costs.
+    fn costs(&self) -> &GpCosts;
+    /// What this kernel's RCU does by itself.
+    fn config(&self) -> RcuConfig;
+    /// The run's random draws.
+    fn rng(&mut self) -> &mut Rng;
+    /// Draw whether an otherwise idle CPU is busy with something else.
+    fn background_busy(&mut self) -> bool {
+        #[expect(clippy::cast_precision_loss, reason = "a percentage")]
+        let p = self.cpus().background_busy_pct.min(100) as f64 / 100.0;
+        self.rng().chance(p)
+    }
+    /// The spread of CPU costs, as a fraction.
+    fn jitter(&self) -> f64 {
+        #[expect(clippy::cast_precision_loss, reason = "a percentage")]
+        let j = self.cpus().jitter_pct.min(100) as f64 / 100.0;
+        j
+    }
+}
+
+/// All grace-period state of one machine.
+#[derive(Default)]
+pub struct GracePeriods {
+    /// Normal RCU.
+    pub rcu: Rcu,
+    /// Expedited RCU.
+    pub exp: RcuExp,
+    /// The one `srcu_struct` (`shrinker_srcu`).
+    pub srcu: Srcu,
+}
+
+impl GracePeriods {
+    /// Task `t` calls `synchronize_rcu`(`_expedited`) or `synchronize_srcu`(`_expedited`).
+    pub fn request(&mut self, h: &mut impl Host, t: TaskId, srcu: bool, gp: Gp) {
+        match (srcu, gp) {
+            (false, Gp::Normal) => self.rcu.request(h, t),
+            (false, Gp::Expedited) => self.exp.request(h, t),
+            (true, gp) => self.srcu.request(h, t, gp),
+        }
+    }
+
+    /// Handle one of the machinery's events.
+    pub fn handle(&mut self, h: &mut impl Host, ev: GpEv) {
+        match ev {
+            GpEv::RcuStart => self.rcu.start(h),
+            GpEv::RcuEnd => self.rcu.end(h),
+            GpEv::RcuExpEnd => self.exp.end(h),
+            GpEv::SrcuWork => self.srcu.work(h),
+        }
+    }
+}
 
 /// Normal RCU: one grace period at a time; requests made during one wait for the next.
 #[derive(Default)]
@@ -33,75 +143,81 @@ pub struct Rcu {
 
 impl Rcu {
     /// `synchronize_rcu` by task `t`: it queues a callback and sleeps until it runs.
-    pub fn request(w: &mut World, eng: &mut Engine<Ev>, t: TaskId) {
-        let r = &mut w.rcu;
-        let needed = r.completed + 1 + u64::from(r.in_progress);
-        r.waiters.push((t, needed));
-        if !r.in_progress && !r.start_pending {
-            r.start_pending = true;
+    pub fn request(&mut self, h: &mut impl Host, t: TaskId) {
+        if h.config().single_cpu_shortcut && h.ncpus() == 1 && !h.cpus().preemptible {
+            // rcu_blocking_is_gp(): on one CPU without preemption, this task's own context
+            // switches are the grace period; it returns without waiting.
+            let now = h.now();
+            h.wake(t, now);
+            return;
+        }
+        let needed = self.completed + 1 + u64::from(self.in_progress);
+        self.waiters.push((t, needed));
+        if !self.in_progress && !self.start_pending {
+            self.start_pending = true;
             // The CPU's next tick sees the new callback and asks the kthread for a grace period.
-            let at = w.next_tick(eng.now()) + w.p.gp_kthread_wake_ns;
-            eng.at(at, Ev::RcuStart);
+            let at = h.next_tick(h.now()) + h.costs().gp_kthread_wake_ns;
+            h.at(at, GpEv::RcuStart);
         }
     }
 
     /// The kthread starts a grace period: when will the last CPU have reported?
-    pub fn start(w: &mut World, eng: &mut Engine<Ev>) {
-        let s = eng.now();
-        w.rcu.start_pending = false;
-        w.rcu.in_progress = true;
-        let n = w.ncpus();
+    pub fn start(&mut self, h: &mut impl Host) {
+        let s = h.now();
+        self.start_pending = false;
+        self.in_progress = true;
+        let n = h.ncpus();
         let mut has_callback = vec![false; n];
-        for &(t, _) in &w.rcu.waiters {
-            has_callback[w.cpu_of(t)] = true;
+        for &(t, _) in &self.waiters {
+            has_callback[h.cpu_of(t)] = true;
         }
-        let first_tick = w.next_tick(s);
+        let first_tick = h.next_tick(s);
         let mut last_qs = s;
         let mut any_idle = false;
         for (c, &cb) in has_callback.iter().enumerate() {
             // A CPU with a pending callback keeps its tick (rcu_needs_cpu), as does a busy one.
-            if cb || w.cpu_busy(c) || w.background_busy(&mut eng.rng) {
+            if cb || h.cpu_busy(c) || h.background_busy() {
                 last_qs = last_qs.max(first_tick);
             } else {
                 any_idle = true;
             }
         }
-        w.rcu.ends_on_tick = true;
+        self.ends_on_tick = true;
         if any_idle {
-            let j = w.p.tick_ns;
-            let fqs = first_tick + w.p.first_fqs_jiffies.saturating_sub(1) * j;
-            let fqs_done = fqs + w.p.fqs_scan_per_cpu_ns * n as u64;
+            let j = h.cpus().tick_ns;
+            let fqs = first_tick + h.costs().first_fqs_jiffies.saturating_sub(1) * j;
+            let fqs_done = fqs + h.costs().fqs_scan_per_cpu_ns * n as u64;
             if fqs_done > last_qs {
                 last_qs = fqs_done;
-                w.rcu.ends_on_tick = false;
+                self.ends_on_tick = false;
             }
         }
-        eng.at(last_qs + w.p.gp_cleanup_ns, Ev::RcuEnd);
+        let at = last_qs + h.costs().gp_cleanup_ns;
+        h.at(at, GpEv::RcuEnd);
     }
 
     /// The grace period ended: callbacks run at each waiter's CPU's next tick, or at once
     /// when a tick's report ended it (on one CPU, that tick is the waiter's own).
-    pub fn end(w: &mut World, eng: &mut Engine<Ev>) {
-        let now = eng.now();
-        let callbacks_at = if w.rcu.ends_on_tick {
+    pub fn end(&mut self, h: &mut impl Host) {
+        let now = h.now();
+        let callbacks_at = if self.ends_on_tick {
             now
         } else {
-            w.next_tick(now)
+            h.next_tick(now)
         };
-        w.rcu.in_progress = false;
-        w.rcu.completed += 1;
-        let done = w.rcu.completed;
-        let (ready, rest): (Vec<_>, Vec<_>) =
-            w.rcu.waiters.drain(..).partition(|&(_, n)| n <= done);
-        w.rcu.waiters = rest;
-        let wake_at = callbacks_at + w.p.wakeup_ns;
+        self.in_progress = false;
+        self.completed += 1;
+        let done = self.completed;
+        let (ready, rest): (Vec<_>, Vec<_>) = self.waiters.drain(..).partition(|&(_, n)| n <= done);
+        self.waiters = rest;
+        let wake_at = callbacks_at + h.cpus().wakeup_ns;
         for (t, _) in ready {
-            World::wake(eng, t, wake_at);
+            h.wake(t, wake_at);
         }
-        if !w.rcu.waiters.is_empty() {
+        if !self.waiters.is_empty() {
             // The kthread sees more work at cleanup and starts the next one at once.
-            w.rcu.start_pending = true;
-            eng.at(now, Ev::RcuStart);
+            self.start_pending = true;
+            h.at(now, GpEv::RcuStart);
         }
     }
 }
@@ -116,43 +232,49 @@ pub struct RcuExp {
 
 impl RcuExp {
     /// `synchronize_rcu_expedited` by task `t`.
-    pub fn request(w: &mut World, eng: &mut Engine<Ev>, t: TaskId) {
-        let r = &mut w.rcu_exp;
-        let needed = r.completed + 1 + u64::from(r.in_progress);
-        r.waiters.push((t, needed));
-        if !r.in_progress {
-            Self::start(w, eng, w.cpu_of(t));
+    pub fn request(&mut self, h: &mut impl Host, t: TaskId) {
+        let needed = self.completed + 1 + u64::from(self.in_progress);
+        self.waiters.push((t, needed));
+        if !self.in_progress {
+            let cpu = h.cpu_of(t);
+            self.start(h, cpu);
         }
     }
 
-    fn start(w: &mut World, eng: &mut Engine<Ev>, own_cpu: usize) {
-        w.rcu_exp.in_progress = true;
-        let jitter = f64::from(u32::try_from(w.p.jitter_pct.min(100)).unwrap_or(0)) / 100.0;
-        let mut cost = eng.rng.around(w.p.rcu_exp_base_ns, jitter);
-        for c in (0..w.ncpus()).filter(|&c| c != own_cpu) {
-            cost += if w.cpu_busy(c) || w.background_busy(&mut eng.rng) {
-                eng.rng.around(w.p.rcu_exp_ipi_ns, jitter)
+    fn start(&mut self, h: &mut impl Host, own_cpu: usize) {
+        self.in_progress = true;
+        let jitter = h.jitter();
+        let (base, ipi, idle) = (
+            h.costs().rcu_exp_base_ns,
+            h.costs().rcu_exp_ipi_ns,
+            h.costs().rcu_exp_idle_ns,
+        );
+        let mut cost = h.rng().around(base, jitter);
+        for c in (0..h.ncpus()).filter(|&c| c != own_cpu) {
+            cost += if h.cpu_busy(c) || h.background_busy() {
+                h.rng().around(ipi, jitter)
             } else {
-                w.p.rcu_exp_idle_ns
+                idle
             };
         }
-        eng.after(cost, Ev::RcuExpEnd);
+        let at = h.now() + cost;
+        h.at(at, GpEv::RcuExpEnd);
     }
 
     /// The expedited grace period ended.
-    pub fn end(w: &mut World, eng: &mut Engine<Ev>) {
-        let r = &mut w.rcu_exp;
-        r.in_progress = false;
-        r.completed += 1;
-        let done = r.completed;
-        let (ready, rest): (Vec<_>, Vec<_>) = r.waiters.drain(..).partition(|&(_, n)| n <= done);
-        r.waiters = rest;
-        let wake_at = eng.now() + w.p.wakeup_ns;
+    pub fn end(&mut self, h: &mut impl Host) {
+        self.in_progress = false;
+        self.completed += 1;
+        let done = self.completed;
+        let (ready, rest): (Vec<_>, Vec<_>) = self.waiters.drain(..).partition(|&(_, n)| n <= done);
+        self.waiters = rest;
+        let wake_at = h.now() + h.cpus().wakeup_ns;
         for (t, _) in ready {
-            World::wake(eng, t, wake_at);
+            h.wake(t, wake_at);
         }
-        if let Some(&(next, _)) = w.rcu_exp.waiters.first() {
-            Self::start(w, eng, w.cpu_of(next));
+        if let Some(&(next, _)) = self.waiters.first() {
+            let cpu = h.cpu_of(next);
+            self.start(h, cpu);
         }
     }
 }
@@ -185,6 +307,10 @@ pub struct Srcu {
     pub(crate) readers: BTreeMap<TaskId, u64>,
     /// Reader scans done (each one costs a cache miss per CPU).
     pub scans: u64,
+    /// When the last grace period ended.
+    last_gp_end: u64,
+    /// `synchronize_srcu` calls that ran expedited because SRCU looked idle.
+    pub idle_expedited: u64,
 }
 
 impl Srcu {
@@ -192,34 +318,54 @@ impl Srcu {
         self.exp_needed > self.completed
     }
 
+    /// `srcu_might_be_idle()`: nothing queued, no grace period in progress or wanted, and
+    /// at least `exp_holdoff` since the last one ended.
+    fn might_be_idle(&self, now: u64, holdoff: u64) -> bool {
+        self.phase == Phase::Idle
+            && !self.work_pending
+            && self.needed <= self.completed
+            && self.waiters.is_empty()
+            && (self.completed == 0 || now >= self.last_gp_end.saturating_add(holdoff))
+    }
+
     /// `synchronize_srcu`(_expedited) by task `t`.
-    pub fn request(w: &mut World, eng: &mut Engine<Ev>, t: TaskId, gp: Gp) {
-        let s = &mut w.srcu;
-        let in_progress = s.phase != Phase::Idle && s.phase != Phase::Callbacks;
-        let needed = s.completed + 1 + u64::from(in_progress);
-        s.needed = s.needed.max(needed);
+    pub fn request(&mut self, h: &mut impl Host, t: TaskId, gp: Gp) {
+        let cfg = h.config();
+        // synchronize_srcu() expedites by itself when SRCU looks idle.
+        let gp = if gp == Gp::Normal
+            && cfg.srcu_idle_expedites
+            && self.might_be_idle(h.now(), cfg.srcu_exp_holdoff_ns)
+        {
+            self.idle_expedited += 1;
+            Gp::Expedited
+        } else {
+            gp
+        };
+        let in_progress = self.phase != Phase::Idle && self.phase != Phase::Callbacks;
+        let needed = self.completed + 1 + u64::from(in_progress);
+        self.needed = self.needed.max(needed);
         if gp == Gp::Expedited {
-            s.exp_needed = s.exp_needed.max(needed);
+            self.exp_needed = self.exp_needed.max(needed);
         }
-        s.waiters.push((t, needed));
-        if !s.work_pending && s.phase == Phase::Idle {
-            s.work_pending = true;
-            let at = Self::delayed(w, eng.now()) + w.p.wq_latency_ns;
-            eng.at(at, Ev::SrcuWork);
+        self.waiters.push((t, needed));
+        if !self.work_pending && self.phase == Phase::Idle {
+            self.work_pending = true;
+            let at = self.delayed(h, h.now()) + h.costs().wq_latency_ns;
+            h.at(at, GpEv::SrcuWork);
         }
     }
 
     /// When delayed work queued now runs: at once if expedited, else at the next jiffy.
-    fn delayed(w: &World, now: u64) -> u64 {
-        if w.srcu.expedited() {
+    fn delayed(&self, h: &impl Host, now: u64) -> u64 {
+        if self.expedited() {
             now
         } else {
-            w.next_tick(now)
+            h.next_tick(now)
         }
     }
 
-    fn scan_cost(w: &World) -> u64 {
-        w.p.srcu_scan_per_cpu_ns * w.ncpus() as u64
+    fn scan_cost(h: &impl Host) -> u64 {
+        h.costs().srcu_scan_per_cpu_ns * h.ncpus() as u64
     }
 
     /// Readers that entered before `t` and are still inside.
@@ -228,65 +374,67 @@ impl Srcu {
     }
 
     /// The SRCU work item (`process_srcu` / `srcu_invoke_callbacks`) runs.
-    pub fn work(w: &mut World, eng: &mut Engine<Ev>) {
-        let now = eng.now();
-        w.srcu.work_pending = false;
-        match w.srcu.phase {
+    pub fn work(&mut self, h: &mut impl Host) {
+        let now = h.now();
+        self.work_pending = false;
+        match self.phase {
             Phase::Idle => {
-                if w.srcu.needed <= w.srcu.completed {
+                if self.needed <= self.completed {
                     return;
                 }
-                w.srcu.phase = Phase::Scan1;
-                w.srcu.gp_start = now;
-                Self::again(w, eng, now + Self::scan_cost(w));
+                self.phase = Phase::Scan1;
+                self.gp_start = now;
+                self.again(h, now + Self::scan_cost(h));
             }
             Phase::Scan1 | Phase::Scan2 => {
-                w.srcu.scans += 1;
-                let since = if w.srcu.phase == Phase::Scan1 {
-                    w.srcu.gp_start
+                self.scans += 1;
+                let since = if self.phase == Phase::Scan1 {
+                    self.gp_start
                 } else {
-                    w.srcu.flip_at
+                    self.flip_at
                 };
-                if w.srcu.old_readers(since) {
+                if self.old_readers(since) {
                     // Readers still inside: check again later (busy-wait if expedited).
-                    let retry = if w.srcu.expedited() {
-                        now + w.p.srcu_retry_ns
+                    let retry = if self.expedited() {
+                        now + h.costs().srcu_retry_ns
                     } else {
-                        w.next_tick(now)
+                        h.next_tick(now)
                     };
-                    Self::again(w, eng, retry + Self::scan_cost(w));
-                } else if w.srcu.phase == Phase::Scan1 {
-                    w.srcu.phase = Phase::Scan2;
-                    w.srcu.flip_at = now;
-                    let next = Self::delayed(w, now);
-                    Self::again(w, eng, next + Self::scan_cost(w));
+                    self.again(h, retry + Self::scan_cost(h));
+                } else if self.phase == Phase::Scan1 {
+                    self.phase = Phase::Scan2;
+                    self.flip_at = now;
+                    let next = self.delayed(h, now);
+                    self.again(h, next + Self::scan_cost(h));
                 } else {
                     // Callbacks are queued with the delay of the grace period that just ended.
-                    let next = Self::delayed(w, now) + w.p.wq_latency_ns;
-                    w.srcu.completed += 1;
-                    w.srcu.phase = Phase::Callbacks;
-                    Self::again(w, eng, next);
+                    let next = self.delayed(h, now) + h.costs().wq_latency_ns;
+                    self.completed += 1;
+                    self.last_gp_end = now;
+                    self.phase = Phase::Callbacks;
+                    self.again(h, next);
                 }
             }
             Phase::Callbacks => {
-                let done = w.srcu.completed;
+                let done = self.completed;
                 let (ready, rest): (Vec<_>, Vec<_>) =
-                    w.srcu.waiters.drain(..).partition(|&(_, n)| n <= done);
-                w.srcu.waiters = rest;
+                    self.waiters.drain(..).partition(|&(_, n)| n <= done);
+                self.waiters = rest;
+                let wake_at = now + h.cpus().wakeup_ns;
                 for (t, _) in ready {
-                    World::wake(eng, t, now + w.p.wakeup_ns);
+                    h.wake(t, wake_at);
                 }
-                w.srcu.phase = Phase::Idle;
-                if w.srcu.needed > w.srcu.completed {
-                    let next = Self::delayed(w, now);
-                    Self::again(w, eng, next);
+                self.phase = Phase::Idle;
+                if self.needed > self.completed {
+                    let next = self.delayed(h, now);
+                    self.again(h, next);
                 }
             }
         }
     }
 
-    fn again(w: &mut World, eng: &mut Engine<Ev>, at: u64) {
-        w.srcu.work_pending = true;
-        eng.at(at, Ev::SrcuWork);
+    fn again(&mut self, h: &mut impl Host, at: u64) {
+        self.work_pending = true;
+        h.at(at, GpEv::SrcuWork);
     }
 }

@@ -1,9 +1,12 @@
 //! A small simulated kernel: tasks that run scripts of steps on a pool of CPUs, take
 //! rwsems, wait for RCU and SRCU grace periods, and enter and leave traced functions.
 //!
-//! Tracing mirrors the kernel side: entering a traced *function* pushes a frame, so a call's
-//! `caller` is the innermost traced function around it on the same task; syscall and derived
-//! spans are recorded without pushing a frame. Every series lands in a [`Snapshot`].
+//! Tracing mirrors the kernel programs: every probe entered pushes a frame, a call's `caller`
+//! is chosen by [`caller`] (the one place that defines it), and the derived spans are
+//! recorded where the kernel programs record them: `inode_lock_hold` and
+//! `prune_under_inode_lock` beside the `vfs_rmdir` and `shrink_dcache_parent` calls they
+//! copy, `inode_lock_wait` only for an acquisition that had to wait. Every series lands in
+//! a [`Snapshot`].
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -15,25 +18,16 @@ use tracer_common::ProbeKind;
 
 use super::{
     engine::{Engine, Rng, scale},
-    params::Params,
-    rcu::{Rcu, RcuExp, Srcu},
+    kernel::Profile,
+    params::{Cpus, GpCosts},
+    rcu::{GpEv, GracePeriods, Host, RcuConfig},
 };
 
-/// Index of a task.
-pub type TaskId = usize;
+pub use super::rcu::{Gp, TaskId};
 /// Index of a lock (an rwsem; a mutex is an rwsem only ever taken for write).
 pub type LockId = usize;
 /// Index of a contended cache line.
 pub type LineId = usize;
-
-/// Normal or expedited grace period.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Gp {
-    /// Waits for quiescent states to happen.
-    Normal,
-    /// Forces them (IPIs for RCU, no delays for SRCU).
-    Expedited,
-}
 
 /// Scenario-level events a script counts (completed operations and the like).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -97,6 +91,9 @@ pub enum Step {
     },
     /// `shrink_dcache_parent`'s work: `ns` per negative child of the directory being removed.
     Prune(u64),
+    /// `d_delete` of one dentry (the removed directory's): it stays cached as a negative
+    /// dentry (`retain`) or is dropped, counted as the kernel programs count it.
+    Forget { retain: bool },
 }
 
 /// Series recorded per batch: enough distinct values to shape a histogram, independent of
@@ -106,7 +103,20 @@ const BATCH_SAMPLES: u64 = 256;
 struct Frame {
     probe: Probe,
     start: u64,
-    caller: Option<Probe>,
+}
+
+/// Whether a probe's frame can be another call's caller: the one definition of "caller",
+/// as the capture file's documentation gives it: the innermost traced *function* enclosing
+/// the call on the same thread. Syscalls and derived spans are entered (their frames time
+/// them) but are nobody's caller.
+#[must_use]
+pub fn encloses(probe: Probe) -> bool {
+    probe.kind() == ProbeKind::Function
+}
+
+/// The caller of a call made with `frames` (outermost first) active on its thread.
+fn caller(frames: &[Frame]) -> Option<Probe> {
+    frames.iter().rev().map(|f| f.probe).find(|&p| encloses(p))
 }
 
 struct Task {
@@ -118,7 +128,6 @@ struct Task {
     /// The CPU it last ran on (RCU callbacks queue there; it prefers to run there again).
     cpu: usize,
     frames: Vec<Frame>,
-    spans: Vec<(Probe, u64)>,
     /// Pending CPU burst: its length and, for an atomic, the line.
     want: Option<(u64, Option<LineId>)>,
     on_cpu_since: u64,
@@ -130,7 +139,7 @@ struct Lock {
     readers: BTreeMap<TaskId, u32>,
     writer: Option<TaskId>,
     queue: VecDeque<(TaskId, bool, u64)>,
-    /// An inode's `i_rwsem`: shared acquisitions are recorded as `inode_lock_wait`.
+    /// An inode's `i_rwsem`: acquisitions that had to wait are recorded as `inode_lock_wait`.
     inode: bool,
 }
 
@@ -147,14 +156,8 @@ pub enum Ev {
     Run(TaskId),
     /// A task's CPU burst ended.
     CpuDone(TaskId),
-    /// A normal RCU grace period starts.
-    RcuStart,
-    /// The normal RCU grace period ends.
-    RcuEnd,
-    /// The expedited RCU grace period ends.
-    RcuExpEnd,
-    /// The SRCU state machine's work item runs.
-    SrcuWork,
+    /// The grace-period machinery moves on.
+    Gp(GpEv),
 }
 
 /// One recorded fact with the simulated time it happened: what a live view of the model
@@ -206,16 +209,19 @@ pub struct Account {
 
 /// The simulated kernel and what it recorded.
 pub struct World {
-    /// Parameters in force.
-    pub p: Params,
+    /// The machine.
+    pub cpus: Cpus,
+    /// The grace-period machinery's costs.
+    pub costs: GpCosts,
+    /// The kernel whose code the paths follow.
+    pub profile: Profile,
     tasks: Vec<Task>,
     running: Vec<Option<TaskId>>,
     cpu_queue: VecDeque<TaskId>,
     locks: Vec<Lock>,
     lines: Vec<Line>,
-    pub(crate) rcu: Rcu,
-    pub(crate) rcu_exp: RcuExp,
-    pub(crate) srcu: Srcu,
+    /// RCU and SRCU.
+    pub gp: GracePeriods,
     /// Negative dentries in the directory a scenario removes.
     pub negatives: u64,
     /// What the tracer would have seen.
@@ -230,33 +236,45 @@ pub struct World {
 }
 
 impl World {
-    /// An idle machine described by `p`, recording into a snapshot whose probes are `probes`.
+    /// An idle machine described by `p` running `profile`'s kernel, recording into a
+    /// snapshot whose probes are `probes` (those this kernel has: the teardown it lacks and,
+    /// before 5.19, inode-lock waits are left out).
     #[must_use]
-    pub fn new(p: Params, description: String, kernel: &str, probes: &[Probe]) -> Self {
+    pub fn new(
+        cpus: Cpus,
+        costs: GpCosts,
+        profile: Profile,
+        description: String,
+        probes: &[Probe],
+    ) -> Self {
         let mut snapshot = Snapshot::new(Meta {
             source: SourceKind::Model,
             description,
-            kernel: Some(kernel.to_owned()),
+            kernel: Some(profile.kernel.name().to_owned()),
             started_unix_ns: 0,
             duration_ns: 0,
         });
-        for probe in probes {
+        let lacks = |probe: Probe| {
+            (probe.is_shrinker_teardown() && probe != profile.teardown)
+                || (probe == Probe::InodeLockWait && !profile.lock_contention_tracepoints)
+        };
+        for probe in probes.iter().copied().filter(|p| !lacks(*p)) {
             snapshot
                 .probes
-                .insert(*probe, ProbeStatus::new(AttachState::Modelled));
+                .insert(probe, ProbeStatus::new(AttachState::Modelled));
         }
         snapshot.cgroups.insert(1, "/".to_owned());
-        let cpus = usize::try_from(p.cpus.max(1)).unwrap_or(1);
+        let n = usize::try_from(cpus.cpus.max(1)).unwrap_or(1);
         Self {
-            p,
+            cpus,
+            costs,
+            profile,
             tasks: Vec::new(),
-            running: vec![None; cpus],
+            running: vec![None; n],
             cpu_queue: VecDeque::new(),
             locks: Vec::new(),
             lines: Vec::new(),
-            rcu: Rcu::default(),
-            rcu_exp: RcuExp::default(),
-            srcu: Srcu::default(),
+            gp: GracePeriods::default(),
             negatives: 0,
             snapshot,
             tallies: BTreeMap::new(),
@@ -317,7 +335,6 @@ impl World {
             class,
             cpu,
             frames: Vec::new(),
-            spans: Vec::new(),
             want: None,
             on_cpu_since: 0,
             done: false,
@@ -344,21 +361,6 @@ impl World {
         self.last_task_end
     }
 
-    /// The CPU task `t` last ran on.
-    pub(crate) fn cpu_of(&self, t: TaskId) -> usize {
-        self.tasks[t].cpu
-    }
-
-    /// Whether CPU `c` is running a task now.
-    pub(crate) fn cpu_busy(&self, c: usize) -> bool {
-        self.running[c].is_some()
-    }
-
-    /// CPUs online.
-    pub(crate) fn ncpus(&self) -> usize {
-        self.running.len()
-    }
-
     /// Handle events until none is left or the next is after `horizon`.
     pub fn run(&mut self, eng: &mut Engine<Ev>, horizon: u64) {
         while eng.peek_time().is_some_and(|t| t <= horizon) {
@@ -372,11 +374,19 @@ impl World {
         match ev {
             Ev::Run(t) => self.advance(eng, t),
             Ev::CpuDone(t) => self.cpu_done(eng, t),
-            Ev::RcuStart => Rcu::start(self, eng),
-            Ev::RcuEnd => Rcu::end(self, eng),
-            Ev::RcuExpEnd => RcuExp::end(self, eng),
-            Ev::SrcuWork => Srcu::work(self, eng),
+            Ev::Gp(ev) => self.with_gp(eng, |gp, h| gp.handle(h, ev)),
         }
+    }
+
+    /// Run `f` on the grace-period state with this machine as its host.
+    fn with_gp(
+        &mut self,
+        eng: &mut Engine<Ev>,
+        f: impl FnOnce(&mut GracePeriods, &mut Machine<'_>),
+    ) {
+        let mut gp = std::mem::take(&mut self.gp);
+        f(&mut gp, &mut Machine { w: self, eng });
+        self.gp = gp;
     }
 
     /// Run task `t`'s steps until one of them makes it wait.
@@ -440,28 +450,24 @@ impl World {
                 self.release(eng, t, l);
                 true
             }
-            Step::Rcu(Gp::Normal) => {
-                Rcu::request(self, eng, t);
-                false
-            }
-            Step::Rcu(Gp::Expedited) => {
-                RcuExp::request(self, eng, t);
+            Step::Rcu(gp) => {
+                self.with_gp(eng, |g, h| g.request(h, t, false, gp));
                 false
             }
             Step::Srcu(gp) => {
-                Srcu::request(self, eng, t, gp);
+                self.with_gp(eng, |g, h| g.request(h, t, true, gp));
                 false
             }
             Step::SrcuRead(lock) => {
                 if lock {
-                    self.srcu.readers.insert(t, now);
+                    self.gp.srcu.readers.insert(t, now);
                 } else {
-                    self.srcu.readers.remove(&t);
+                    self.gp.srcu.readers.remove(&t);
                 }
                 true
             }
             Step::Work(script) => {
-                let at = now + self.p.wq_latency_ns;
+                let at = now + self.costs.wq_latency_ns;
                 self.spawn(eng, at, script, 1, 1, Class::Kworker);
                 true
             }
@@ -479,6 +485,15 @@ impl World {
                 self.want_cpu(eng, t, total, None);
                 false
             }
+            Step::Forget { retain } => {
+                let counter = if retain {
+                    Counter::NegativeDentries
+                } else {
+                    Counter::DroppedDentries
+                };
+                self.count(t, counter, 1);
+                true
+            }
             Step::Prune(per_dentry) => {
                 // The per-dentry costs of a large directory average out: one draw of the
                 // batch's mean, spread by the jitter over sqrt(n) as for a sum of n draws.
@@ -495,7 +510,7 @@ impl World {
 
     fn jitter(&self) -> f64 {
         #[expect(clippy::cast_precision_loss, reason = "a percentage")]
-        let j = self.p.jitter_pct.min(100) as f64 / 100.0;
+        let j = self.cpus.jitter_pct.min(100) as f64 / 100.0;
         j
     }
 
@@ -530,20 +545,26 @@ impl World {
             } else {
                 Counter::DroppedDentries
             };
-            self.snapshot.count(counter, cgroup, n);
-            if let Some(timeline) = &mut self.timeline {
-                timeline.push(Timed::Count {
-                    at: self.clock,
-                    counter,
-                    cgroup,
-                    n,
-                });
-            }
+            self.count(t, counter, n);
         }
         if retain {
             self.negatives += n;
         }
         total
+    }
+
+    /// Move `counter` of task `t`'s cgroup by `n`.
+    fn count(&mut self, t: TaskId, counter: Counter, n: u64) {
+        let cgroup = self.tasks[t].cgroup;
+        self.snapshot.count(counter, cgroup, n);
+        if let Some(timeline) = &mut self.timeline {
+            timeline.push(Timed::Count {
+                at: self.clock,
+                counter,
+                cgroup,
+                n,
+            });
+        }
     }
 
     fn record_n(&mut self, key: SeriesKey, ns: u64, n: u64) {
@@ -562,57 +583,66 @@ impl World {
         }
     }
 
-    /// Record one completed call.
-    pub(crate) fn record(&mut self, key: SeriesKey, ns: u64) {
-        self.record_n(key, ns, 1);
-    }
-
     fn enter(&mut self, t: TaskId, probe: Probe, now: u64) {
         if let Some(st) = self.snapshot.probes.get_mut(&probe) {
             st.entries += 1;
         }
-        let task = &mut self.tasks[t];
-        if probe.kind() == ProbeKind::Function {
-            let caller = task.frames.last().map(|f| f.probe);
-            task.frames.push(Frame {
-                probe,
-                start: now,
-                caller,
-            });
-        } else {
-            task.spans.push((probe, now));
-        }
+        self.tasks[t].frames.push(Frame { probe, start: now });
     }
 
     fn exit(&mut self, t: TaskId, probe: Probe, now: u64) {
         let task = &mut self.tasks[t];
         let cgroup = task.cgroup;
-        let (start, caller) = if probe.kind() == ProbeKind::Function {
-            let Some(i) = task.frames.iter().rposition(|f| f.probe == probe) else {
-                return;
-            };
-            let f = task.frames.remove(i);
-            (f.start, f.caller)
-        } else {
-            let Some(i) = task.spans.iter().rposition(|s| s.0 == probe) else {
-                return;
-            };
-            (task.spans.remove(i).1, None)
+        let Some(i) = task.frames.iter().rposition(|f| f.probe == probe) else {
+            return;
         };
-        if let Some(st) = self.snapshot.probes.get_mut(&probe) {
-            st.exits += 1;
-        }
+        // Frames left above ours (none in a well-formed script) go with it, as in the kernel.
+        let start = task.frames[i].start;
+        task.frames.truncate(i);
+        let caller = caller(&task.frames);
         let key = SeriesKey {
             probe,
             caller,
             cgroup,
         };
-        self.snapshot.series_mut(key).record(now - start);
+        let ns = now - start;
+        self.record_exit(key, ns, now);
+        // The spans the kernel programs derive from these two calls.
+        if probe == Probe::VfsRmdir {
+            self.record_exit(
+                SeriesKey {
+                    probe: Probe::InodeLockHold,
+                    ..key
+                },
+                ns,
+                now,
+            );
+        }
+        if probe == Probe::ShrinkDcacheParent && caller == Some(Probe::VfsRmdir) {
+            self.record_exit(
+                SeriesKey {
+                    probe: Probe::PruneUnderInodeLock,
+                    ..key
+                },
+                ns,
+                now,
+            );
+        }
+    }
+
+    fn record_exit(&mut self, key: SeriesKey, ns: u64, now: u64) {
+        if let Some(st) = self.snapshot.probes.get_mut(&key.probe) {
+            if key.probe.kind() == ProbeKind::Derived {
+                st.entries += 1;
+            }
+            st.exits += 1;
+        }
+        self.snapshot.series_mut(key).record(ns);
         if let Some(timeline) = &mut self.timeline {
             timeline.push(Timed::Calls {
                 at: now,
                 key,
-                ns: now - start,
+                ns,
                 n: 1,
             });
         }
@@ -694,13 +724,12 @@ impl World {
             lock.writer.is_none() && lock.queue.is_empty()
         };
         if free {
+            // Taken at once: no contention, so the kernel's contention tracepoints (and
+            // tracer's inode_lock_wait) never fire.
             if write {
                 lock.writer = Some(t);
             } else {
                 *lock.readers.entry(t).or_default() += 1;
-                if lock.inode {
-                    self.lock_waited(t, 0);
-                }
             }
             true
         } else {
@@ -738,27 +767,33 @@ impl World {
             }
         }
         let inode = lock.inode;
-        for (w, write, waited) in granted {
-            if inode && !write {
+        for (w, _, waited) in granted {
+            if inode {
                 self.lock_waited(w, waited);
             }
             eng.after(0, Ev::Run(w));
         }
     }
 
+    /// Task `t` waited `ns` for an inode lock: `lock:contention_begin/end`, when this
+    /// kernel has them.
     fn lock_waited(&mut self, t: TaskId, ns: u64) {
-        let cgroup = self.tasks[t].cgroup;
-        self.record(SeriesKey::new(Probe::InodeLockWait, cgroup), ns);
-    }
-
-    /// Wake task `t` at `at` (it continues with its next step).
-    pub(crate) fn wake(eng: &mut Engine<Ev>, t: TaskId, at: u64) {
-        eng.at(at, Ev::Run(t));
+        if !self.profile.lock_contention_tracepoints {
+            return;
+        }
+        let task = &self.tasks[t];
+        let key = SeriesKey {
+            probe: Probe::InodeLockWait,
+            caller: caller(&task.frames),
+            cgroup: task.cgroup,
+        };
+        let now = self.clock;
+        self.record_exit(key, ns, now);
     }
 
     /// The end of the jiffy containing `t`: when timers and the tick next run.
-    pub(crate) fn next_tick(&self, t: u64) -> u64 {
-        let j = self.p.tick_ns.max(1);
+    fn next_tick(&self, t: u64) -> u64 {
+        let j = self.cpus.tick_ns.max(1);
         (t / j + 1) * j
     }
 
@@ -774,11 +809,56 @@ impl World {
     pub fn calls(&self, probe: Probe, caller: Option<Probe>) -> Latency {
         self.snapshot.probe_by_caller(probe, caller)
     }
+}
 
-    /// Draw from the engine's RNG: whether an otherwise idle CPU is busy.
-    pub(crate) fn background_busy(&self, rng: &mut Rng) -> bool {
-        #[expect(clippy::cast_precision_loss, reason = "a percentage")]
-        let p = self.p.background_busy_pct.min(100) as f64 / 100.0;
-        rng.chance(p)
+/// The simulated kernel as the grace periods see it.
+struct Machine<'a> {
+    w: &'a mut World,
+    eng: &'a mut Engine<Ev>,
+}
+
+impl Host for Machine<'_> {
+    fn now(&self) -> u64 {
+        self.eng.now()
+    }
+
+    fn at(&mut self, at: u64, ev: GpEv) {
+        self.eng.at(at, Ev::Gp(ev));
+    }
+
+    fn wake(&mut self, t: TaskId, at: u64) {
+        self.eng.at(at, Ev::Run(t));
+    }
+
+    fn next_tick(&self, t: u64) -> u64 {
+        self.w.next_tick(t)
+    }
+
+    fn cpu_of(&self, t: TaskId) -> usize {
+        self.w.tasks[t].cpu
+    }
+
+    fn cpu_busy(&self, c: usize) -> bool {
+        self.w.running[c].is_some()
+    }
+
+    fn ncpus(&self) -> usize {
+        self.w.running.len()
+    }
+
+    fn cpus(&self) -> &Cpus {
+        &self.w.cpus
+    }
+
+    fn costs(&self) -> &GpCosts {
+        &self.w.costs
+    }
+
+    fn config(&self) -> RcuConfig {
+        self.w.profile.rcu
+    }
+
+    fn rng(&mut self) -> &mut Rng {
+        &mut self.eng.rng
     }
 }

@@ -3,11 +3,12 @@
 
 use crate::snapshot::Probe;
 
-use super::{super::engine::Engine, Ctx, Figure, Outcome, Scenario, secs};
+use super::{super::engine::Engine, Ctx, Figure, Outcome, Runner, Scenario, secs};
 use crate::model::{
-    params::Params,
+    kernel::Kernel,
+    params::{Memcg, MemcgSetup, Setup},
     paths::{self, Registry, Teardown},
-    sim::{Class, Gp, Step, Tally, World},
+    sim::{Class, Gp, LineId, LockId, Step, Tally, World},
 };
 
 /// The scenario.
@@ -29,43 +30,21 @@ pub const SCENARIO: Scenario = Scenario {
             "readers are SRCU readers; unregister_shrinker waits in synchronize_srcu",
         ),
     ],
-    keys: &[
-        "reclaimers",
-        "duration_ns",
-        "reclaim_work_ns",
-        "shrink_scan_ns",
-        "cacheline_ns",
-        "writer_interval_ns",
-        "cpus",
-        "tick_ns",
-        "srcu_scan_per_cpu_ns",
-        "srcu_retry_ns",
-        "wq_latency_ns",
-        "wakeup_ns",
-        "rcu_exp_base_ns",
-        "rcu_exp_idle_ns",
-        "rcu_exp_ipi_ns",
-        "umount_work_ns",
-        "kill_sb_ns",
-        "shrinker_lock_ns",
-        "list_lru_destroy_ns",
-        "jitter_pct",
-    ],
-    kernel: "6.4",
-    defaults,
-    run,
+    kernel: Kernel::V6_1,
+    defaults: || Setup::Memcg(defaults()),
+    run: Runner::Memcg(run),
 };
 
 /// The thread's test box is not described beyond its script; the ramfs thread's 32-CPU,
 /// HZ=1000 server is assumed. 20 ms of simulated reclaim is millions of shrinker calls.
-fn defaults() -> Params {
-    Params {
-        cpus: 32,
-        tick_ns: 1_000_000,
-        duration_ns: 20_000_000,
-        umount_work_ns: 40_000,
-        ..Params::base()
-    }
+#[must_use]
+pub fn defaults() -> MemcgSetup {
+    let mut s = MemcgSetup::default();
+    s.cpus.cpus = 32;
+    s.cpus.tick_ns = 1_000_000;
+    s.memcg.duration_ns = 20_000_000;
+    s.sb.umount_work_ns = 40_000;
+    s
 }
 
 const PROBES: &[Probe] = &[
@@ -74,49 +53,62 @@ const PROBES: &[Probe] = &[
     Probe::SynchronizeRcuExpedited,
     Probe::DeactivateLockedSuper,
     Probe::UnregisterShrinker,
+    Probe::ShrinkerFree,
     Probe::SynchronizeSrcu,
 ];
 
 /// cgroup id of the writer (the script's shell ends up in test/2000).
 const WRITER_CGROUP: u64 = 2;
 
-fn run(ctx: &Ctx) -> Outcome {
-    let p = ctx.p;
-    let rwsem = ctx.variant == 0;
+/// One `shrink_slab_memcg` call: under `shrinker_rwsem` taken by trylock (`rwsem`), or as
+/// an SRCU reader.
+fn reclaim(m: &Memcg, rwsem: bool, shrinker: LockId, count_line: LineId) -> Vec<Step> {
+    if rwsem {
+        vec![
+            Step::Cpu(m.reclaim_work_ns),
+            // down_read_trylock: a cmpxchg on the count, whether or not it succeeds.
+            Step::Atomic(count_line, m.cacheline_ns),
+            Step::TryRead(shrinker, 4),
+            Step::Cpu(m.shrink_scan_ns),
+            Step::Atomic(count_line, m.cacheline_ns), // up_read
+            Step::Unlock(shrinker),
+            Step::Tally(Tally::ShrinkScanned),
+        ]
+    } else {
+        vec![
+            Step::Cpu(m.reclaim_work_ns),
+            Step::SrcuRead(true),
+            Step::Cpu(m.shrink_scan_ns),
+            Step::SrcuRead(false),
+            Step::Tally(Tally::ShrinkScanned),
+        ]
+    }
+}
+
+fn run(ctx: &Ctx, p: &MemcgSetup) -> Outcome {
+    let rwsem = ctx.variant == "rwsem";
     let mut eng = Engine::new(ctx.seed);
-    let mut w = World::new(p.clone(), ctx.description.clone(), SCENARIO.kernel, PROBES);
+    let mut w = World::new(
+        p.cpus.clone(),
+        p.gp.clone(),
+        ctx.profile,
+        ctx.description.clone(),
+        PROBES,
+    );
     if ctx.timeline {
         w.keep_timeline();
     }
     w.cgroup(WRITER_CGROUP, "/test/2000");
     let reg = Registry {
+        namespace: w.lock(false),
         shrinker: w.lock(false),
         list_lrus: w.lock(false),
     };
     let count_line = w.line();
 
-    let reclaim = if rwsem {
-        vec![
-            Step::Cpu(p.reclaim_work_ns),
-            // down_read_trylock: a cmpxchg on the count, whether or not it succeeds.
-            Step::Atomic(count_line, p.cacheline_ns),
-            Step::TryRead(reg.shrinker, 4),
-            Step::Cpu(p.shrink_scan_ns),
-            Step::Atomic(count_line, p.cacheline_ns), // up_read
-            Step::Unlock(reg.shrinker),
-            Step::Tally(Tally::ShrinkScanned),
-        ]
-    } else {
-        vec![
-            Step::Cpu(p.reclaim_work_ns),
-            Step::SrcuRead(true),
-            Step::Cpu(p.shrink_scan_ns),
-            Step::SrcuRead(false),
-            Step::Tally(Tally::ShrinkScanned),
-        ]
-    };
-    for i in 0..p.reclaimers {
-        let at = eng.rng.below(p.reclaim_work_ns.max(1));
+    let reclaim = reclaim(&p.memcg, rwsem, reg.shrinker, count_line);
+    for i in 0..p.memcg.reclaimers {
+        let at = eng.rng.below(p.memcg.reclaim_work_ns.max(1));
         w.spawn(
             &mut eng,
             at,
@@ -128,31 +120,38 @@ fn run(ctx: &Ctx) -> Outcome {
     }
 
     let teardown = if rwsem {
-        Teardown::Rwsem
+        Teardown::Kernel
     } else {
         Teardown::Srcu(Gp::Normal)
     };
-    let mut writer = vec![Step::Sleep(p.writer_interval_ns)];
-    writer.extend(paths::umount(p, Gp::Expedited, teardown, reg));
-    writer.extend(paths::register_shrinker(p, reg));
+    let mut writer = vec![Step::Sleep(p.memcg.writer_interval_ns)];
+    writer.extend(paths::umount(
+        &p.sb,
+        &ctx.profile,
+        ctx.profile.namespace_gp,
+        teardown,
+        reg,
+    ));
+    writer.extend(paths::register_shrinker(&p.sb, reg));
     w.spawn(&mut eng, 0, writer, u64::MAX, WRITER_CGROUP, Class::Main);
 
-    w.run(&mut eng, p.duration_ns);
+    w.run(&mut eng, p.memcg.duration_ns);
     let scanned = w.tally(Tally::ShrinkScanned);
     let skipped = w.tally(Tally::ShrinkSkipped);
     let acct = w.account(Class::Reclaimer);
-    let unregister = w.calls(
+    let mut unregister = w.calls(
         Probe::UnregisterShrinker,
         Some(Probe::DeactivateLockedSuper),
     );
+    unregister.merge(&w.calls(Probe::ShrinkerFree, Some(Probe::DeactivateLockedSuper)));
     let events = eng.handled();
     let timeline = w.take_timeline();
-    let snapshot = w.finish(p.duration_ns);
+    let snapshot = w.finish(p.memcg.duration_ns);
     #[expect(clippy::cast_precision_loss, reason = "figures")]
     let figures = vec![
         Figure {
             name: "shrink_calls_per_s",
-            value: (scanned + skipped) as f64 / secs(p.duration_ns).max(1e-9),
+            value: (scanned + skipped) as f64 / secs(p.memcg.duration_ns).max(1e-9),
             unit: "calls/s",
         },
         Figure {

@@ -4,9 +4,10 @@
 
 use crate::snapshot::Probe;
 
-use super::{super::engine::Engine, Ctx, Figure, Outcome, Scenario, secs};
+use super::{super::engine::Engine, Ctx, Figure, Outcome, Runner, Scenario, secs};
 use crate::model::{
-    params::{LOOKUP_IN, POPULATE, Params},
+    kernel::Kernel,
+    params::{DentrySetup, Fs, GpCosts, LookupIn, Populate, Setup},
     paths::{self, Dirs, Prune},
     sim::{Class, Step, World},
 };
@@ -21,7 +22,7 @@ pub const SCENARIO: Scenario = Scenario {
     variants: &[
         (
             "prune-under-lock",
-            "mainline: shrink_dcache_parent with both inode locks held",
+            "the --kernel's code (4.14 to 6.12): shrink_dcache_parent with both inode locks held",
         ),
         (
             "prune-after-unlock",
@@ -32,24 +33,9 @@ pub const SCENARIO: Scenario = Scenario {
             "Linus's v1: prune after dropping only the victim's lock",
         ),
     ],
-    keys: &[
-        "negatives",
-        "fs",
-        "populate",
-        "populate_ns",
-        "prune_ns",
-        "rmdir_ns",
-        "lookup_in",
-        "lookups",
-        "lookup_after_ns",
-        "lookup_interval_ns",
-        "lookup_ns",
-        "cpus",
-        "jitter_pct",
-    ],
-    kernel: "6.9",
-    defaults: Params::base,
-    run,
+    kernel: Kernel::V6_12,
+    defaults: || Setup::Dentry(DentrySetup::default()),
+    run: Runner::Dentry(run),
 };
 
 const PROBES: &[Probe] = &[
@@ -63,15 +49,23 @@ const PROBES: &[Probe] = &[
     Probe::InodeLockWait,
 ];
 
-fn run(ctx: &Ctx) -> Outcome {
-    let p = ctx.p;
+fn run(ctx: &Ctx, setup: &DentrySetup) -> Outcome {
+    let p = &setup.dentry;
     let prune = match ctx.variant {
-        0 => Prune::UnderLock,
-        1 => Prune::AfterUnlock,
-        _ => Prune::AfterVictimUnlock,
+        "prune-after-unlock" => Prune::AfterUnlock,
+        "prune-after-victim-unlock" => Prune::AfterVictimUnlock,
+        _ if ctx.profile.prune_under_lock => Prune::UnderLock,
+        _ => Prune::AfterUnlock,
     };
     let mut eng = Engine::new(ctx.seed);
-    let mut w = World::new(p.clone(), ctx.description.clone(), SCENARIO.kernel, PROBES);
+    // No grace period on these paths: the machinery keeps its defaults.
+    let mut w = World::new(
+        setup.cpus.clone(),
+        GpCosts::default(),
+        ctx.profile,
+        ctx.description.clone(),
+        PROBES,
+    );
     if ctx.timeline {
         w.keep_timeline();
     }
@@ -81,12 +75,12 @@ fn run(ctx: &Ctx) -> Outcome {
     };
 
     // Phase 1: fill the directory. tmpfs's always_delete_dentry drops each dentry at once.
-    let unlink = POPULATE[usize::try_from(p.populate).unwrap_or(0)] == "unlink";
+    let unlink = p.populate == Populate::Unlink;
     let fill = Step::Populate {
         n: p.negatives,
         ns: p.populate_ns,
         unlink,
-        retain: !p.tmpfs(),
+        retain: p.fs == Fs::Ext4,
     };
     w.spawn(&mut eng, 0, vec![fill], 1, 1, Class::Main);
     w.run(&mut eng, u64::MAX);
@@ -97,12 +91,12 @@ fn run(ctx: &Ctx) -> Outcome {
     w.spawn(
         &mut eng,
         filled,
-        paths::rmdir(p, prune, dirs),
+        paths::rmdir(p, prune, dirs, p.fs == Fs::Ext4),
         1,
         1,
         Class::Main,
     );
-    let dir = if LOOKUP_IN[usize::try_from(p.lookup_in).unwrap_or(0)] == "parent" {
+    let dir = if p.lookup_in == LookupIn::Parent {
         dirs.parent
     } else {
         dirs.victim

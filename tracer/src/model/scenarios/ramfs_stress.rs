@@ -4,9 +4,10 @@
 
 use crate::snapshot::Probe;
 
-use super::{super::engine::Engine, Ctx, Figure, Outcome, Scenario, secs};
+use super::{super::engine::Engine, Ctx, Figure, Outcome, Runner, Scenario, secs};
 use crate::model::{
-    params::Params,
+    kernel::Kernel,
+    params::{RamfsSetup, Setup},
     paths::{self, Registry, Teardown},
     sim::{Class, Gp, Step, Tally, World},
 };
@@ -21,7 +22,8 @@ pub const SCENARIO: Scenario = Scenario {
     variants: &[
         (
             "baseline",
-            "before 6.4: unregister_shrinker takes shrinker_rwsem, no grace period",
+            "the --kernel's teardown (6.1: unregister_shrinker under shrinker_rwsem; 6.7+: \
+             shrinker_free): no grace period",
         ),
         (
             "srcu",
@@ -36,29 +38,9 @@ pub const SCENARIO: Scenario = Scenario {
             "the SRCU wait and list_lru_destroy move to destroy_super_work",
         ),
     ],
-    keys: &[
-        "workers",
-        "duration_ns",
-        "op_work_ns",
-        "cpus",
-        "tick_ns",
-        "srcu_scan_per_cpu_ns",
-        "srcu_retry_ns",
-        "wq_latency_ns",
-        "background_busy_pct",
-        "wakeup_ns",
-        "rcu_exp_base_ns",
-        "rcu_exp_idle_ns",
-        "rcu_exp_ipi_ns",
-        "umount_work_ns",
-        "kill_sb_ns",
-        "shrinker_lock_ns",
-        "list_lru_destroy_ns",
-        "jitter_pct",
-    ],
-    kernel: "6.4",
-    defaults,
-    run,
+    kernel: Kernel::V6_1,
+    defaults: || Setup::Ramfs(defaults()),
+    run: Runner::Ramfs(run),
 };
 
 /// The thread's machine: 1,920 s of CPU time available in 60 s is 32 CPUs; the 0-day
@@ -67,22 +49,23 @@ pub const SCENARIO: Scenario = Scenario {
 /// `list_lru_destroy_ns` and the shrinker lock. Bare-metal IPIs are cheaper than the VM's,
 /// but an expedited grace period on a server goes through a workqueue: its fixed cost is
 /// fitted so that the baseline lands near the thread's 12,916 ops/s (a worker busy 31% of
-/// the time: 179.6 s of CPU over 9 x 60 s); the other variants are predictions from there.
-fn defaults() -> Params {
-    Params {
-        cpus: 32,
-        tick_ns: 1_000_000,
-        workers: 9,
-        duration_ns: 10_000_000_000,
-        op_work_ns: 156_000,
-        umount_work_ns: 40_000,
-        kill_sb_ns: 20_000,
-        list_lru_destroy_ns: 8_000,
-        rcu_exp_base_ns: 100_000,
-        rcu_exp_idle_ns: 2_000,
-        rcu_exp_ipi_ns: 15_000,
-        ..Params::base()
-    }
+/// the time: 179.6 s of CPU over 9 x 60 s); `tracer model --fidelity` fits it and says so,
+/// and the other variants are predictions from there.
+#[must_use]
+pub fn defaults() -> RamfsSetup {
+    let mut s = RamfsSetup::default();
+    s.cpus.cpus = 32;
+    s.cpus.tick_ns = 1_000_000;
+    s.ramfs.workers = 9;
+    s.ramfs.duration_ns = 10_000_000_000;
+    s.ramfs.op_work_ns = 156_000;
+    s.sb.umount_work_ns = 40_000;
+    s.sb.kill_sb_ns = 20_000;
+    s.sb.list_lru_destroy_ns = 8_000;
+    s.gp.rcu_exp_base_ns = 100_000;
+    s.gp.rcu_exp_idle_ns = 2_000;
+    s.gp.rcu_exp_ipi_ns = 15_000;
+    s
 }
 
 const PROBES: &[Probe] = &[
@@ -91,46 +74,59 @@ const PROBES: &[Probe] = &[
     Probe::SynchronizeRcuExpedited,
     Probe::DeactivateLockedSuper,
     Probe::UnregisterShrinker,
+    Probe::ShrinkerFree,
     Probe::SynchronizeSrcu,
     Probe::SynchronizeSrcuExpedited,
 ];
 
-fn run(ctx: &Ctx) -> Outcome {
-    let p = ctx.p;
+fn run(ctx: &Ctx, p: &RamfsSetup) -> Outcome {
     let teardown = match ctx.variant {
-        0 => Teardown::Rwsem,
-        1 => Teardown::Srcu(Gp::Normal),
-        2 => Teardown::Srcu(Gp::Expedited),
-        _ => Teardown::Deferred,
+        "srcu" => Teardown::Srcu(Gp::Normal),
+        "expedited" => Teardown::Srcu(Gp::Expedited),
+        "deferred-finalize" => Teardown::Deferred,
+        _ => Teardown::Kernel,
     };
     let mut eng = Engine::new(ctx.seed);
-    let mut w = World::new(p.clone(), ctx.description.clone(), SCENARIO.kernel, PROBES);
+    let mut w = World::new(
+        p.cpus.clone(),
+        p.gp.clone(),
+        ctx.profile,
+        ctx.description.clone(),
+        PROBES,
+    );
     if ctx.timeline {
         w.keep_timeline();
     }
     let reg = Registry {
+        namespace: w.lock(false),
         shrinker: w.lock(false),
         list_lrus: w.lock(false),
     };
-    // One iteration: mount (registers the superblock's shrinker), work, umount. Since 4.15
-    // namespace_unlock waits with synchronize_rcu_expedited (NeilBrown's patch).
-    let mut script = vec![Step::Cpu(p.op_work_ns / 2)];
-    script.extend(paths::register_shrinker(p, reg));
-    script.push(Step::Cpu(p.op_work_ns - p.op_work_ns / 2));
-    script.extend(paths::umount(p, Gp::Expedited, teardown, reg));
+    // One iteration: mount (registers the superblock's shrinker), work, umount, with the
+    // kernel's namespace_unlock wait (expedited since 4.16).
+    let mut script = vec![Step::Cpu(p.ramfs.op_work_ns / 2)];
+    script.extend(paths::register_shrinker(&p.sb, reg));
+    script.push(Step::Cpu(p.ramfs.op_work_ns - p.ramfs.op_work_ns / 2));
+    script.extend(paths::umount(
+        &p.sb,
+        &ctx.profile,
+        ctx.profile.namespace_gp,
+        teardown,
+        reg,
+    ));
     script.push(Step::Tally(Tally::Op));
-    for i in 0..p.workers {
+    for i in 0..p.ramfs.workers {
         // Workers start a little apart, as forked stressors do.
-        let at = eng.rng.below(p.op_work_ns.max(1)) + i;
+        let at = eng.rng.below(p.ramfs.op_work_ns.max(1)) + i;
         w.spawn(&mut eng, at, script.clone(), u64::MAX, 1, Class::Main);
     }
-    w.run(&mut eng, p.duration_ns);
+    w.run(&mut eng, p.ramfs.duration_ns);
     let ops = w.tally(Tally::Op);
     let events = eng.handled();
     let timeline = w.take_timeline();
-    let snapshot = w.finish(p.duration_ns);
+    let snapshot = w.finish(p.ramfs.duration_ns);
     #[expect(clippy::cast_precision_loss, reason = "a figure")]
-    let ops_per_s = ops as f64 / secs(p.duration_ns).max(1e-9);
+    let ops_per_s = ops as f64 / secs(p.ramfs.duration_ns).max(1e-9);
     Outcome {
         snapshot,
         figures: vec![Figure {
