@@ -308,7 +308,11 @@ pub async fn serve(
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_read_timeout)
         .max_buf_size(limits.max_header_bytes.max(8 * 1024))
-        .keep_alive(false);
+        .keep_alive(false)
+        // A client may shut its sending side once the request is out (`nc -N`, some
+        // HTTP/1.0 clients): without this, hyper takes that for the client leaving and
+        // drops the answer. The header and request timeouts still bound such a client.
+        .half_close(true);
     tokio::pin!(shutdown);
     loop {
         let stream = tokio::select! {
@@ -495,6 +499,39 @@ mod tests {
         )
         .await;
         assert_eq!(status(&r), Some(413), "{r}");
+    }
+
+    #[tokio::test]
+    async fn a_client_that_shuts_its_sending_side_still_gets_the_answer() {
+        let (addr, _stop) = server(limits()).await;
+        for request in [
+            &b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"[..],
+            b"GET /nothing HTTP/1.1\r\nHost: x\r\n\r\n",
+        ] {
+            let mut stream = TcpStream::connect(addr).await.unwrap();
+            stream.write_all(request).await.unwrap();
+            stream.shutdown().await.unwrap();
+            let r = read_all(&mut stream).await;
+            assert!(matches!(status(&r), Some(200 | 404)), "{r:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_refused_body_still_being_sent_does_not_hide_the_answer() {
+        let (addr, _stop) = server(limits()).await;
+        // The client sends its body in parts while the answer is already on its way, as
+        // an upload does; it reads only once it has sent everything.
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        stream
+            .write_all(b"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 300000\r\n\r\n")
+            .await
+            .unwrap();
+        for _ in 0..3 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let _ = stream.write_all(&vec![b'b'; 100_000]).await;
+        }
+        let r = read_all(&mut stream).await;
+        assert_eq!(status(&r), Some(405), "{r:?}");
     }
 
     #[tokio::test]
