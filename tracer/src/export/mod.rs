@@ -4,6 +4,7 @@
 //! interval and a scrape encodes the latest one ([`metrics`]), served by [`http`] with
 //! limits on what a client may hold.
 
+pub mod caps;
 pub mod http;
 pub mod metrics;
 
@@ -41,6 +42,12 @@ pub struct Args {
 /// When the source cannot be opened or the address cannot be bound.
 pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
     let (source, mut opts) = live::open(&args.live)?;
+    // Before any other thread exists: capabilities are per thread, and the live loop and
+    // the runtime's workers inherit what this one keeps.
+    match caps::drop_all_but_needed() {
+        Ok(said) => eprintln!("tracer serve: {said}"),
+        Err(e) => eprintln!("tracer serve: warning: capabilities not dropped: {e}"),
+    }
     // /metrics exports totals only: the percentile windows would be work for nothing.
     opts.windows = false;
     let handle = live::spawn(source, opts).context("starting the live loop")?;
