@@ -355,8 +355,172 @@ fn fds_settle(server: &Server, baseline: usize, limit: Duration) -> Result<usize
     }
 }
 
+/// `tracer ARGS` as user nobody with only `caps` (ambient, so they survive the exec), via
+/// util-linux's setpriv. The binary is copied where nobody can run it.
+fn as_nobody(tracer: &Path, caps: &str, args: &[&str]) -> Result<Command, String> {
+    let copy = std::env::temp_dir().join(format!("tracer-harden-{}", std::process::id()));
+    std::fs::copy(tracer, &copy).map_err(|e| format!("copying tracer: {e}"))?;
+    let mut cmd = Command::new("setpriv");
+    cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"]);
+    if !caps.is_empty() {
+        cmd.arg(format!("--inh-caps={caps}"))
+            .arg(format!("--ambient-caps={caps}"));
+    }
+    cmd.arg(&copy).args(args);
+    Ok(cmd)
+}
+
+/// Without root or capabilities: exit 1 and one message naming `CAP_BPF` and `CAP_PERFMON`;
+/// with only them: the tracepoints fail naming `CAP_DAC_READ_SEARCH`, which tracefs needs.
+fn without_privileges(tracer: &Path) -> Result<String, String> {
+    let out = as_nobody(tracer, "", &["capture", "-d", "1s"])?
+        .output()
+        .map_err(|e| format!("setpriv: {e}"))?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    if out.status.code() != Some(1)
+        || lines.len() != 1
+        || !(stderr.contains("CAP_BPF") && stderr.contains("CAP_PERFMON"))
+    {
+        return Err(format!("exit {:?}: {stderr}", out.status.code()));
+    }
+    let out = as_nobody(
+        tracer,
+        "+bpf,+perfmon",
+        &["capture", "-d", "1s", "--probes", "rmdir"],
+    )?
+    .output()
+    .map_err(|e| format!("setpriv: {e}"))?;
+    let partial = String::from_utf8_lossy(&out.stderr);
+    if !(partial.contains("CAP_DAC_READ_SEARCH") && partial.contains("cannot be read")) {
+        return Err(format!(
+            "with CAP_BPF and CAP_PERFMON only, exit {:?}, no word of CAP_DAC_READ_SEARCH: {partial}",
+            out.status.code()
+        ));
+    }
+    Ok(format!(
+        "none: exit 1, \"{}\"; CAP_BPF+CAP_PERFMON only: names CAP_DAC_READ_SEARCH",
+        lines[0]
+    ))
+}
+
+/// As nobody with `CAP_BPF`, `CAP_PERFMON` and `CAP_DAC_READ_SEARCH`, `tracer serve` attaches
+/// the syscall tracepoints, then holds no capability in any thread and still counts.
+fn serve_least_privilege(tracer: &Path) -> Result<String, String> {
+    let port = free_port().map_err(|e| e.to_string())?;
+    let addr: SocketAddr = format!("127.0.0.1:{port}")
+        .parse()
+        .map_err(|e| format!("{e}"))?;
+    let log = std::env::temp_dir().join(format!("tracer-harden-serve-{port}.log"));
+    let stderr = std::fs::File::create(&log).map_err(|e| e.to_string())?;
+    let child = as_nobody(
+        tracer,
+        "+bpf,+perfmon,+dac_read_search",
+        &["serve", "--probes", "rmdir", "--listen", &addr.to_string()],
+    )?
+    .stdout(Stdio::null())
+    .stderr(stderr)
+    .spawn()
+    .map_err(|e| format!("setpriv: {e}"))?;
+    let server = Server { child, addr };
+    let start = Instant::now();
+    while bench_serve::scrape(addr).is_err() {
+        if start.elapsed() > Duration::from_secs(30) {
+            let said = std::fs::read_to_string(&log).unwrap_or_default();
+            return Err(format!("never answered: {said}"));
+        }
+        thread::sleep(Duration::from_millis(200));
+    }
+    let said = std::fs::read_to_string(&log).unwrap_or_default();
+    // setpriv execs tracer: the child's pid is tracer's.
+    let mut held = Vec::new();
+    let tasks =
+        std::fs::read_dir(format!("/proc/{}/task", server.pid())).map_err(|e| e.to_string())?;
+    for task in tasks.flatten() {
+        let status = std::fs::read_to_string(task.path().join("status")).unwrap_or_default();
+        for field in ["CapEff:", "CapPrm:"] {
+            let v = status
+                .lines()
+                .find_map(|l| l.strip_prefix(field))
+                .map_or("?", str::trim);
+            if !v.trim_start_matches('0').is_empty() {
+                held.push(format!("{field} {v}"));
+            }
+        }
+    }
+    let threads =
+        std::fs::read_dir(format!("/proc/{}/task", server.pid())).map_or(0, Iterator::count);
+    // Counting still works without the capabilities: rmdir calls made now show up.
+    let dir = std::env::temp_dir().join(format!("tracer-harden-rmdir-{port}"));
+    for _ in 0..20 {
+        let _ = std::fs::create_dir(&dir);
+        let _ = std::fs::remove_dir(&dir);
+    }
+    let counted = count_rmdirs(addr, Duration::from_secs(10));
+    let _ = std::fs::remove_file(&log);
+    if !held.is_empty() {
+        return Err(format!("still held: {}; said: {said}", held.join(", ")));
+    }
+    if counted < 20 {
+        return Err(format!("only {counted} rmdir calls counted after dropping"));
+    }
+    Ok(format!(
+        "{threads} threads hold no capability; {counted} rmdir calls counted after; said \"{}\"",
+        said.lines().next().unwrap_or("").trim()
+    ))
+}
+
+/// The rmdir calls `tracer serve` at `addr` has counted, once at least 20 (or `limit`).
+fn count_rmdirs(addr: SocketAddr, limit: Duration) -> u64 {
+    let start = Instant::now();
+    loop {
+        let n = exchange_body(addr)
+            .lines()
+            .filter(|l| l.starts_with("tracer_latency_seconds_count{probe=\"rmdir\""))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum::<f64>();
+        #[expect(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            reason = "a count"
+        )]
+        let n = n as u64;
+        if n >= 20 || start.elapsed() > limit {
+            return n;
+        }
+        thread::sleep(Duration::from_millis(300));
+    }
+}
+
+/// The text exposition at `addr`, or nothing.
+fn exchange_body(addr: SocketAddr) -> String {
+    let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_secs(5)) else {
+        return String::new();
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+    let _ = s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: text/plain\r\n\r\n");
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// The cases, against the tracer binary at `tracer`.
 pub fn host_cases(tracer: &Path, tally: &mut Tally) {
+    if crate::util::is_root() {
+        tally.record(
+            SCOPE,
+            "without privileges: one message, exit 1",
+            &without_privileges(tracer),
+        );
+        tally.record(
+            SCOPE,
+            "serve as nobody with CAP_BPF, CAP_PERFMON, CAP_DAC_READ_SEARCH drops them all",
+            &serve_least_privilege(tracer),
+        );
+        let _ = std::fs::remove_file(
+            std::env::temp_dir().join(format!("tracer-harden-{}", std::process::id())),
+        );
+    }
     bench_serve::raise_fd_limit();
     let server = match start(tracer) {
         Ok(s) => s,
