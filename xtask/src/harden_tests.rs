@@ -504,8 +504,58 @@ fn exchange_body(addr: SocketAddr) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// `--btf PATH`: a file that is not BTF (as on a kernel without `CONFIG_DEBUG_INFO_BTF`)
+/// makes the probes that need struct offsets say so, naming the file, while the syscall
+/// probes run; the kernel's own BTF given as a file gives no such warning.
+fn btf_file(tracer: &Path) -> Result<String, String> {
+    let junk = std::env::temp_dir().join(format!("tracer-harden-{}.btf", std::process::id()));
+    std::fs::write(&junk, b"not BTF at all").map_err(|e| e.to_string())?;
+    let run = |btf: &Path| {
+        Command::new(tracer)
+            .args([
+                "capture",
+                "-d",
+                "1s",
+                "--probes",
+                "rmdir,inode_lock_wait",
+                "--btf",
+            ])
+            .arg(btf)
+            .output()
+            .map_err(|e| format!("running tracer: {e}"))
+    };
+    let bad = run(&junk);
+    let _ = std::fs::remove_file(&junk);
+    let bad = bad?;
+    let said = String::from_utf8_lossy(&bad.stderr);
+    let report = String::from_utf8_lossy(&bad.stdout);
+    let rmdir_attached = report
+        .lines()
+        .any(|l| l.trim_start().starts_with("rmdir") && l.contains("attached"));
+    if !(bad.status.success()
+        && said.contains(&junk.display().to_string())
+        && said.contains("inode_lock_wait: needs the kernel's BTF")
+        && rmdir_attached)
+    {
+        return Err(format!("exit {:?}: {said}", bad.status.code()));
+    }
+    let good = run(Path::new("/sys/kernel/btf/vmlinux"))?;
+    let said_good = String::from_utf8_lossy(&good.stderr);
+    if said_good.contains("struct offsets") {
+        return Err(format!("with the kernel's own BTF: {said_good}"));
+    }
+    Ok(
+        "not BTF: the offset probes say so naming the file, rmdir attached; \
+        /sys/kernel/btf/vmlinux as --btf: no warning"
+            .to_owned(),
+    )
+}
+
 /// The cases, against the tracer binary at `tracer`.
 pub fn host_cases(tracer: &Path, tally: &mut Tally) {
+    if crate::util::is_root() && Path::new("/sys/kernel/btf/vmlinux").exists() {
+        tally.record(SCOPE, "--btf PATH", &btf_file(tracer));
+    }
     if crate::util::is_root() {
         tally.record(
             SCOPE,

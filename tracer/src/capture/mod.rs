@@ -40,6 +40,10 @@ pub struct Args {
     /// Report only calls made from this cgroup (path under the cgroup2 mount, e.g. /system.slice).
     #[arg(long, value_name = "PATH")]
     pub cgroup: Option<PathBuf>,
+    /// Read the kernel's BTF (struct offsets, fentry) from this file instead of
+    /// /sys/kernel/btf/vmlinux: for kernels built without CONFIG_DEBUG_INFO_BTF.
+    #[arg(long, value_name = "PATH")]
+    pub btf: Option<PathBuf>,
     /// List each call at least this slow (e.g. 5ms) with its process, thread and cgroup
     /// (at most 100 per second per CPU; the rest are counted).
     #[arg(long, value_parser = parse_duration, value_name = "D")]
@@ -238,6 +242,9 @@ pub fn kernel_release() -> Option<String> {
 /// When the probes cannot be loaded or the report cannot be written.
 pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
     let wanted = probes::select(args.probes.as_deref()).map_err(anyhow::Error::msg)?;
+    if let Some(path) = &args.btf {
+        probes::btf::use_file(path);
+    }
     let cgroup_filter = args
         .cgroup
         .as_deref()

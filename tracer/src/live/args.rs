@@ -52,6 +52,10 @@ pub struct LiveArgs {
     /// How to hook kernel functions.
     #[arg(long, value_enum, default_value_t = probes::AttachMode::Auto, value_name = "HOW")]
     pub attach: probes::AttachMode,
+    /// Read the kernel's BTF from this file instead of /sys/kernel/btf/vmlinux (kernels
+    /// without CONFIG_DEBUG_INFO_BTF).
+    #[arg(long, value_name = "PATH")]
+    pub btf: Option<PathBuf>,
     /// List calls at least this slow (e.g. 10ms); changeable live.
     #[arg(long, value_name = "D", value_parser = parse_duration)]
     pub slow: Option<Duration>,
@@ -150,6 +154,9 @@ pub fn open(args: &LiveArgs) -> anyhow::Result<(Box<dyn Source>, Options)> {
         Box::new(SyntheticSource::new(cgroups, args.churn, args.speed, 1))
     } else {
         let wanted = probes::select(args.probes.as_deref()).map_err(anyhow::Error::msg)?;
+        if let Some(path) = &args.btf {
+            probes::btf::use_file(path);
+        }
         Box::new(super::kernel::KernelSource::attach(
             &wanted,
             args.attach,

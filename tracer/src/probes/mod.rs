@@ -189,7 +189,7 @@ pub fn select(names: Option<&str>) -> Result<Vec<Probe>, String> {
 /// Offsets the programs need, from the kernel's BTF; `Err` says why they are missing.
 fn kernel_offsets(raw: Result<&[u8], &String>) -> Result<[(&'static str, u32); 4], String> {
     let btf = btf::Btf::parse(raw.map_err(Clone::clone)?)
-        .map_err(|e| format!("{}: {e}", btf::VMLINUX))?;
+        .map_err(|e| format!("{}: {e}", btf::source().display()))?;
     let off = |s: &str, m: &str| btf.offset_of(s, m).map_err(|e| e.to_string());
     Ok([
         (maps::DENTRY_D_INODE, off("dentry", "d_inode")?),
