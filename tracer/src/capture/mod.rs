@@ -41,7 +41,7 @@ pub struct Args {
     #[arg(long, value_name = "PATH")]
     pub cgroup: Option<PathBuf>,
     /// Read the kernel's BTF (struct offsets, fentry) from this file instead of
-    /// /sys/kernel/btf/vmlinux: for kernels built without CONFIG_DEBUG_INFO_BTF.
+    /// /sys/kernel/btf/vmlinux: for kernels built without `CONFIG_DEBUG_INFO_BTF`.
     #[arg(long, value_name = "PATH")]
     pub btf: Option<PathBuf>,
     /// List each call at least this slow (e.g. 5ms) with its process, thread and cgroup

@@ -53,7 +53,7 @@ pub struct LiveArgs {
     #[arg(long, value_enum, default_value_t = probes::AttachMode::Auto, value_name = "HOW")]
     pub attach: probes::AttachMode,
     /// Read the kernel's BTF from this file instead of /sys/kernel/btf/vmlinux (kernels
-    /// without CONFIG_DEBUG_INFO_BTF).
+    /// without `CONFIG_DEBUG_INFO_BTF`).
     #[arg(long, value_name = "PATH")]
     pub btf: Option<PathBuf>,
     /// List calls at least this slow (e.g. 10ms); changeable live.

@@ -24,7 +24,7 @@ pub enum BtfError {
 pub const VMLINUX: &str = "/sys/kernel/btf/vmlinux";
 
 /// A BTF file given with `--btf PATH`, read instead of [`VMLINUX`] (as bpftrace and
-/// ebpf_exporter accept one): for kernels built without `CONFIG_DEBUG_INFO_BTF`, whose
+/// `ebpf_exporter` accept one): for kernels built without `CONFIG_DEBUG_INFO_BTF`, whose
 /// BTF can be generated from their debug info (`pahole -J`) or found in a BTF archive.
 static GIVEN: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
 
