@@ -450,7 +450,10 @@ async fn wait(
         }
     };
     tokio::pin!(deadline);
-    let tty = std::io::stderr().is_terminal();
+    // The status line redraws itself with cursor controls: only on a terminal that has
+    // them (a serial console, like a VM's, says TERM=dumb).
+    let tty =
+        std::io::stderr().is_terminal() && std::env::var_os("TERM").is_none_or(|t| t != "dumb");
     let started = Instant::now();
     let mut tick = tokio::time::interval(Duration::from_millis(500));
     let mut drain = tokio::time::interval(DRAIN_EVERY);
