@@ -36,6 +36,15 @@ fn main() -> anyhow::Result<()> {
                 root_dir: root.as_str(),
                 ..Default::default()
             };
+            // aya-build turns each line the nested cargo writes on stderr into a
+            // `cargo:warning`, and cargo replays a build script's warnings on every later
+            // build that does not rerun it: some 40 "Compiling ..." lines on every
+            // `cargo build`, even with nothing rebuilt. A quiet nested cargo writes only what
+            // matters (compiler diagnostics still come through its JSON messages; on a
+            // failure cargo shows them with the error).
+            // SAFETY: a build script is single-threaded until aya-build starts its reader
+            // thread, after this.
+            unsafe { env::set_var("CARGO_TERM_QUIET", "true") };
             aya_build::build_ebpf([package], aya_build::Toolchain::default())?;
         }
         Err(e) if required => {

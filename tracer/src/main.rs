@@ -2,7 +2,7 @@
 
 use std::{path::PathBuf, process::ExitCode};
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory as _, Parser, Subcommand, error::ErrorKind};
 use tracer::{model, report};
 
 /// mimalloc: the live loop builds and frees thousands of small series per refresh, many
@@ -64,7 +64,7 @@ enum Command {
 
 fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
-    let cli = Cli::parse();
+    let cli = Cli::try_parse().unwrap_or_else(|e| negative_value_error(e).exit());
     let result = match cli.command {
         Command::Capture(args) => tracer::capture::main(&args),
         Command::Probes => probes(),
@@ -92,6 +92,50 @@ fn main() -> ExitCode {
     }
 }
 
+/// clap reads `--duration -5s` as the option without its value followed by an unknown
+/// flag `-5`, and suggests `-- -5`, which would make `-5` the command to trace. No option
+/// of tracer takes a negative value: say that instead, naming the option.
+fn negative_value_error(e: clap::Error) -> clap::Error {
+    let argv: Vec<String> = std::env::args().collect();
+    negative_value_error_for(e, &argv)
+}
+
+fn negative_value_error_for(e: clap::Error, argv: &[String]) -> clap::Error {
+    if e.kind() != ErrorKind::UnknownArgument {
+        return e;
+    }
+    let mut cli = Cli::command();
+    cli.build();
+    // The subcommand's usage line, not the top level's.
+    let sub = argv
+        .get(1)
+        .and_then(|name| cli.find_subcommand(name))
+        .cloned();
+    let mut cmd = sub.unwrap_or(cli);
+    match negative_value(argv) {
+        Some((option, value)) => cmd.error(
+            ErrorKind::InvalidValue,
+            format!(
+                "invalid value '{value}' for '{option}': no option of tracer takes a negative value"
+            ),
+        ),
+        None => e,
+    }
+}
+
+/// The first option followed by a word that looks like a negative number, before any `--`.
+fn negative_value(argv: &[String]) -> Option<(&str, &str)> {
+    argv.windows(2)
+        .take_while(|w| w[0] != "--")
+        .find(|w| {
+            w[0].starts_with('-')
+                && w[1]
+                    .strip_prefix('-')
+                    .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit() || c == '.'))
+        })
+        .map(|w| (w[0].as_str(), w[1].as_str()))
+}
+
 /// `tracer probes`: what would attach here, and why not.
 fn probes() -> anyhow::Result<ExitCode> {
     use tracer::probes::{self, kallsyms::Resolution};
@@ -115,4 +159,40 @@ fn probes() -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(s: &str) -> Vec<String> {
+        s.split_whitespace().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn a_negative_value_is_named_with_its_option() {
+        assert_eq!(
+            negative_value(&words("tracer capture --duration -5s")),
+            Some(("--duration", "-5s"))
+        );
+        assert_eq!(
+            negative_value(&words("tracer top --synthetic 3 --churn -1.5")),
+            Some(("--churn", "-1.5"))
+        );
+        // After `--` it is the traced command's business.
+        assert_eq!(negative_value(&words("tracer capture -- sleep -5")), None);
+        assert_eq!(negative_value(&words("tracer capture -d 5s --slow")), None);
+    }
+
+    #[test]
+    fn a_negative_duration_gets_no_hint_to_write_it_after_double_dash() {
+        let e = Cli::try_parse_from(words("tracer capture --duration -5s")).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::UnknownArgument);
+        let mended = negative_value_error_for(e, &words("tracer capture --duration -5s"));
+        let text = mended.to_string();
+        assert!(
+            text.contains("'-5s' for '--duration'") && !text.contains("-- -5"),
+            "{text}"
+        );
+    }
 }

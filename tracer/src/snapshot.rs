@@ -606,13 +606,17 @@ impl ProbeStatus {
     /// missed (kretprobes are capped per function).
     #[must_use]
     pub fn unmatched_entries(&self) -> u64 {
-        self.entries.saturating_sub(self.exits + self.start_drops)
+        // Saturating: a capture file's counts need not be ones a kernel could produce.
+        self.entries
+            .saturating_sub(self.exits.saturating_add(self.start_drops))
     }
 
     /// Every call this probe lost, whatever the reason.
     #[must_use]
     pub fn lost(&self) -> u64 {
-        self.exits_without_entry + self.start_drops + self.hist_drops
+        self.exits_without_entry
+            .saturating_add(self.start_drops)
+            .saturating_add(self.hist_drops)
     }
 
     fn merge(&mut self, other: &ProbeStatus) {

@@ -69,7 +69,7 @@ fn cpu_seconds(pid: u32) -> anyhow::Result<f64> {
 }
 
 /// Raise this process's open-file limit: 1,000 idle connections and the scrapers need it.
-fn raise_fd_limit() {
+pub(crate) fn raise_fd_limit() {
     let mut lim = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -85,7 +85,7 @@ fn raise_fd_limit() {
 
 /// One scrape as Prometheus makes it (`OpenMetrics`, gzip): the time to the last byte and
 /// the body, or why it failed.
-fn scrape(addr: SocketAddr) -> Result<(Duration, Vec<u8>), String> {
+pub(crate) fn scrape(addr: SocketAddr) -> Result<(Duration, Vec<u8>), String> {
     let start = Instant::now();
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(10))
         .map_err(|e| format!("connect: {e}"))?;
@@ -122,7 +122,7 @@ fn scrape(addr: SocketAddr) -> Result<(Duration, Vec<u8>), String> {
     Ok((took, body))
 }
 
-fn percentile(sorted: &[Duration], q: f64) -> f64 {
+pub(crate) fn percentile(sorted: &[Duration], q: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
     }

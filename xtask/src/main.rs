@@ -4,6 +4,7 @@
 mod bench;
 mod bench_serve;
 mod bench_top;
+mod harden_tests;
 mod initramfs;
 mod kernel;
 mod live_vm_tests;
@@ -82,6 +83,13 @@ enum Cmd {
         #[arg(long)]
         tracer: PathBuf,
     },
+    /// The hardening host cases alone (the exporter under abuse, bad input, least
+    /// privilege), against a given tracer binary.
+    HardenCheck {
+        /// The tracer binary to check.
+        #[arg(long)]
+        tracer: PathBuf,
+    },
     /// Benchmarks, each printing a ratio against a peer measured in the same run.
     Bench {
         #[command(subcommand)]
@@ -146,6 +154,15 @@ fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
         Cmd::ServeCheck { tracer } => {
             let mut tally = vm_tests::Tally::default();
             serve_tests::host_cases(&tracer, &mut tally);
+            Ok(if tally.finish() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
+        }
+        Cmd::HardenCheck { tracer } => {
+            let mut tally = vm_tests::Tally::default();
+            harden_tests::host_cases(&tracer, &mut tally);
             Ok(if tally.finish() {
                 ExitCode::SUCCESS
             } else {
@@ -234,6 +251,7 @@ fn test(which: &str, skip_unit: bool, qemu: &QemuArgs) -> anyhow::Result<ExitCod
         vm_tests::host_case(&tracer, &mut tally);
         vm_tests::host_fault_cases(&tracer, &mut tally);
         serve_tests::host_cases(&tracer, &mut tally);
+        harden_tests::host_cases(&tracer, &mut tally);
         top_tests::top_cases(&tracer, &mut tally);
     });
     for s in series {

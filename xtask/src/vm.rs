@@ -91,7 +91,14 @@ fn build_initramfs(spec: &Spec<'_>) -> anyhow::Result<PathBuf> {
     w.file("/init", 0o755, include_bytes!("../vm/init.sh"))?;
     // `emit NAME FILE`: how guest scripts send result files to the host.
     w.file("/bin/emit", 0o755, include_bytes!("../vm/emit.sh"))?;
-    w.file("/cmd.sh", 0o644, spec.command.as_bytes())?;
+    // The guest's standard output is a serial console, a terminal to tracer, whatever
+    // the host's standard output is: colour is decided here, for where the text lands.
+    let mut command = String::new();
+    if !host_wants_colour() {
+        command.push_str("export NO_COLOR=1\n");
+    }
+    command.push_str(&spec.command);
+    w.file("/cmd.sh", 0o644, command.as_bytes())?;
     if let Some(tracer) = spec.tracer {
         let bytes = fs::read(tracer).with_context(|| format!("reading {}", tracer.display()))?;
         w.file("/bin/tracer", 0o755, &bytes)?;
@@ -461,6 +468,12 @@ pub fn parse_results(text: &str) -> Results {
         out.files.push(file);
     }
     out
+}
+
+/// Whether the guest may colour its output: the host's standard output is a terminal and
+/// `NO_COLOR` is unset or empty there (the rule tracer itself follows).
+fn host_wants_colour() -> bool {
+    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
 /// The `vm` command's own entry: boot, stream, return the guest's status.

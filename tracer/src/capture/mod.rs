@@ -28,7 +28,8 @@ use crate::{
     130 or 143 when Ctrl-C or SIGTERM ended the capture (the report is still printed).")]
 pub struct Args {
     /// Capture for this long (e.g. 500ms, 10s, 2m) when no command is given; default: until Ctrl-C.
-    #[arg(short, long, value_parser = parse_duration, value_name = "D")]
+    #[arg(short, long, value_parser = parse_duration, value_name = "D",
+          conflicts_with = "command")]
     pub duration: Option<Duration>,
     /// Comma-separated probes to attach (default: all), e.g. `vfs_rmdir,d_delete`.
     #[arg(long, value_name = "LIST")]
@@ -39,6 +40,10 @@ pub struct Args {
     /// Report only calls made from this cgroup (path under the cgroup2 mount, e.g. /system.slice).
     #[arg(long, value_name = "PATH")]
     pub cgroup: Option<PathBuf>,
+    /// Read the kernel's BTF (struct offsets, fentry) from this file instead of
+    /// /sys/kernel/btf/vmlinux: for kernels built without `CONFIG_DEBUG_INFO_BTF`.
+    #[arg(long, value_name = "PATH")]
+    pub btf: Option<PathBuf>,
     /// List each call at least this slow (e.g. 5ms) with its process, thread and cgroup
     /// (at most 100 per second per CPU; the rest are counted).
     #[arg(long, value_parser = parse_duration, value_name = "D")]
@@ -54,9 +59,24 @@ pub struct Args {
 /// thresholds).
 ///
 /// # Errors
-/// On anything else.
+/// On anything else, with a message that says what was wrong: a negative or missing value,
+/// an unknown unit, a duration too long to hold.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    const TRY: &str = "try 500ms, 10s or 2m";
     let s = s.trim();
+    if s.is_empty() {
+        return Err(format!("no duration given ({TRY})"));
+    }
+    if let Some(rest) = s.strip_prefix('-') {
+        // Options take their value from the next word, so `-d --slow` lands here too.
+        return Err(
+            if rest.starts_with(|c: char| c.is_ascii_digit() || c == '.') {
+                format!("{s:?}: a duration cannot be negative")
+            } else {
+                format!("{s:?} is not a duration (is the option's value missing?)")
+            },
+        );
+    }
     let split = s
         .find(|c: char| !c.is_ascii_digit() && c != '.')
         .unwrap_or(s.len());
@@ -65,21 +85,35 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let unit = unit.trim_start();
     let n: f64 = num
         .parse()
-        .map_err(|_| format!("{s:?} is not a duration (try 500ms, 10s, 2m)"))?;
-    let secs = match unit {
+        .map_err(|_| format!("{s:?} is not a duration ({TRY})"))?;
+    let secs = match unit.trim_start() {
         "ns" => n / 1e9,
         "us" | "µs" => n / 1e6,
         "ms" => n / 1000.0,
         "" | "s" => n,
-        "m" => n * 60.0,
+        "m" | "min" => n * 60.0,
         "h" => n * 3600.0,
-        _ => {
+        unit => {
             return Err(format!(
                 "unknown unit {unit:?} in {s:?} (use ns, us, ms, s, m or h)"
             ));
         }
     };
-    Duration::try_from_secs_f64(secs).map_err(|e| format!("{s:?}: {e}"))
+    // `num` is digits and dots only, so `secs` is finite and not negative; only its size
+    // can be out of range.
+    Duration::try_from_secs_f64(secs).map_err(|_| format!("{s:?} is too long a duration"))
+}
+
+/// Parse a duration that must not be zero (a timeout, a refresh interval).
+///
+/// # Errors
+/// As [`parse_duration`], and on zero.
+pub fn parse_nonzero_duration(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d.is_zero() {
+        return Err(format!("{s:?}: must be longer than zero"));
+    }
+    Ok(d)
 }
 
 /// How the capture ended.
@@ -210,6 +244,9 @@ pub fn kernel_release() -> Option<String> {
 /// When the probes cannot be loaded or the report cannot be written.
 pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
     let wanted = probes::select(args.probes.as_deref()).map_err(anyhow::Error::msg)?;
+    if let Some(path) = &args.btf {
+        probes::btf::use_file(path);
+    }
     let cgroup_filter = args
         .cgroup
         .as_deref()
@@ -415,7 +452,10 @@ async fn wait(
         }
     };
     tokio::pin!(deadline);
-    let tty = std::io::stderr().is_terminal();
+    // The status line redraws itself with cursor controls: only on a terminal that has
+    // them (a serial console, like a VM's, says TERM=dumb).
+    let tty =
+        std::io::stderr().is_terminal() && std::env::var_os("TERM").is_none_or(|t| t != "dumb");
     let started = Instant::now();
     let mut tick = tokio::time::interval(Duration::from_millis(500));
     let mut drain = tokio::time::interval(DRAIN_EVERY);
@@ -483,6 +523,27 @@ mod tests {
         assert!(parse_duration("10 parsecs").is_err());
         assert!(parse_duration("s").is_err());
         assert!(parse_duration("-1s").is_err());
+    }
+
+    #[test]
+    fn bad_durations_say_what_is_wrong() {
+        let err = |s| parse_duration(s).unwrap_err();
+        assert!(err("-5s").contains("cannot be negative"), "{}", err("-5s"));
+        assert!(err("--slow").contains("value missing"), "{}", err("--slow"));
+        assert!(err("").contains("no duration"), "{}", err(""));
+        assert!(
+            err("5 parsecs").contains("\"parsecs\""),
+            "{}",
+            err("5 parsecs")
+        );
+        assert!(err("99999999999999999999s").contains("too long"));
+        assert_eq!(parse_duration("5 ms"), Ok(Duration::from_millis(5)));
+        assert!(
+            parse_nonzero_duration("0s")
+                .unwrap_err()
+                .contains("longer than zero")
+        );
+        assert_eq!(parse_nonzero_duration("1ms"), Ok(Duration::from_millis(1)));
     }
 
     #[test]

@@ -157,10 +157,80 @@ pub fn enter_from_child(procs: &std::ffi::CStr) -> std::io::Result<()> {
 impl Drop for Transient {
     fn drop(&mut self) {
         if let Err(e) = std::fs::remove_dir(&self.dir) {
-            // Processes the command left running keep it busy; say where they are.
-            eprintln!("tracer: cgroup {} left in place: {e}", self.dir.display());
+            // Cgroups the command made and processes it left running keep it busy: name
+            // them, so they can be found and removed.
+            let why = what_keeps(&self.dir);
+            let why = if why.is_empty() {
+                e.to_string()
+            } else {
+                format!("{e}: {}", why.join("; "))
+            };
+            eprintln!("tracer: cgroup {} left in place: {why}", self.dir.display());
         }
     }
+}
+
+/// What keeps cgroup `dir` from being removed: the cgroups under it (paths relative to
+/// it) and the processes in it and under it (pid and command name).
+fn what_keeps(dir: &Path) -> Vec<String> {
+    let mut children = Vec::new();
+    let mut pids = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    // Bounded: a cgroup tree is not deep, but a command could make many.
+    while let Some(d) = stack.pop() {
+        if let Ok(procs) = std::fs::read_to_string(d.join("cgroup.procs")) {
+            pids.extend(procs.split_whitespace().map(str::to_owned));
+        }
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            if entry.file_type().is_ok_and(|t| t.is_dir()) && children.len() < 1000 {
+                let path = entry.path();
+                if let Ok(rel) = path.strip_prefix(dir) {
+                    children.push(rel.display().to_string());
+                }
+                stack.push(path);
+            }
+        }
+    }
+    children.sort();
+    let mut out = Vec::new();
+    if !children.is_empty() {
+        out.push(format!(
+            "the command left cgroups in it: {} (rmdir them, deepest first)",
+            shorten(&children)
+        ));
+    }
+    if !pids.is_empty() {
+        let named: Vec<String> = pids
+            .iter()
+            .map(|pid| {
+                let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+                match comm.trim() {
+                    "" => pid.clone(),
+                    comm => format!("{pid} ({comm})"),
+                }
+            })
+            .collect();
+        out.push(format!("processes still in it: {}", shorten(&named)));
+    }
+    out
+}
+
+/// The first ten of `items`, and how many more.
+fn shorten(items: &[String]) -> String {
+    let mut s = items
+        .iter()
+        .take(10)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if items.len() > 10 {
+        use std::fmt::Write as _;
+        let _ = write!(s, " and {} more", items.len() - 10);
+    }
+    s
 }
 
 #[cfg(test)]
@@ -183,6 +253,19 @@ mod tests {
             cgroup2_mount("25 30 0:23 / /sys rw - sysfs sysfs rw\n"),
             None
         );
+    }
+
+    #[test]
+    fn a_cgroup_that_cannot_be_removed_names_what_is_left_in_it() {
+        let dir = std::env::temp_dir().join(format!("tracer-cgroup-keeps-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("made/deeper")).unwrap();
+        std::fs::write(dir.join("cgroup.procs"), "").unwrap();
+        std::fs::write(dir.join("made/deeper/cgroup.procs"), "4242\n").unwrap();
+        let why = what_keeps(&dir);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(why.len(), 2, "{why:?}");
+        assert!(why[0].contains("made, made/deeper"), "{why:?}");
+        assert!(why[1].starts_with("processes still in it: 4242"), "{why:?}");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! interval and a scrape encodes the latest one ([`metrics`]), served by [`http`] with
 //! limits on what a client may hold.
 
+pub mod caps;
 pub mod http;
 pub mod metrics;
 
@@ -41,6 +42,12 @@ pub struct Args {
 /// When the source cannot be opened or the address cannot be bound.
 pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
     let (source, mut opts) = live::open(&args.live)?;
+    // Before any other thread exists: capabilities are per thread, and the live loop and
+    // the runtime's workers inherit what this one keeps.
+    match caps::drop_all_but_needed() {
+        Ok(said) => eprintln!("tracer serve: {said}"),
+        Err(e) => eprintln!("tracer serve: warning: capabilities not dropped: {e}"),
+    }
     // /metrics exports totals only: the percentile windows would be work for nothing.
     opts.windows = false;
     let handle = live::spawn(source, opts).context("starting the live loop")?;
@@ -62,17 +69,47 @@ pub struct HttpArgs {
     /// Address and port to listen on. The default is loopback only; to be scraped from
     /// elsewhere, put tracer behind a TLS or authenticating proxy (see README) or name
     /// another address here.
-    #[arg(long, default_value_t = DEFAULT_LISTEN)]
+    #[arg(long, default_value_t = DEFAULT_LISTEN, value_parser = parse_listen, value_name = "ADDR:PORT")]
     pub listen: SocketAddr,
-    /// Open connections at most; more are closed as soon as accepted.
-    #[arg(long, default_value_t = http::Limits::default().max_connections)]
+    /// Open connections at most (1 to 1000000); more are closed as soon as accepted.
+    #[arg(long, default_value_t = http::Limits::default().max_connections,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000_000))]
     pub max_connections: usize,
     /// Time a client has to send its request headers (e.g. 5s).
-    #[arg(long, default_value = "5s", value_parser = crate::capture::parse_duration)]
+    #[arg(long, default_value = "5s", value_parser = crate::capture::parse_nonzero_duration)]
     pub header_timeout: Duration,
     /// Time a whole request may take, reading the response included (e.g. 10s).
-    #[arg(long, default_value = "10s", value_parser = crate::capture::parse_duration)]
+    #[arg(long, default_value = "10s", value_parser = crate::capture::parse_nonzero_duration)]
     pub request_timeout: Duration,
+}
+
+/// Parse `--listen`: `IP:PORT` (`[IPv6]:PORT` for IPv6), or `localhost:PORT` for
+/// loopback. Other host names are not resolved: which address a name gives can change,
+/// and whether the endpoint is on loopback must not.
+///
+/// # Errors
+/// When it is none of those, saying which part is wrong.
+pub fn parse_listen(s: &str) -> Result<SocketAddr, String> {
+    const EXAMPLE: &str = "e.g. 127.0.0.1:29110, [::1]:29110 or 0.0.0.0:29110";
+    let s = s.trim();
+    if let Ok(addr) = s.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    if s.parse::<std::net::IpAddr>().is_ok() {
+        return Err(format!("{s:?} has no port ({EXAMPLE})"));
+    }
+    let Some((host, port)) = s.rsplit_once(':') else {
+        return Err(format!("{s:?} is not an address and port ({EXAMPLE})"));
+    };
+    let port: u16 = port
+        .parse()
+        .map_err(|_| format!("{port:?} is not a port number (0 to 65535)"))?;
+    if host.eq_ignore_ascii_case("localhost") {
+        return Ok(SocketAddr::new(DEFAULT_LISTEN.ip(), port));
+    }
+    Err(format!(
+        "{host:?} is not an IP address; host names other than localhost are not resolved ({EXAMPLE})"
+    ))
 }
 
 impl HttpArgs {
@@ -150,5 +187,41 @@ fn raise_fd_limit(max_connections: usize) {
         if libc::setrlimit(libc::RLIMIT_NOFILE, &raw const lim) != 0 {
             log::warn!("could not raise the open-file limit to {want}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listen_addresses_take_ip_and_port_or_localhost() {
+        assert_eq!(
+            parse_listen("127.0.0.1:9000"),
+            Ok("127.0.0.1:9000".parse().unwrap())
+        );
+        assert_eq!(
+            parse_listen("[::1]:9000"),
+            Ok("[::1]:9000".parse().unwrap())
+        );
+        assert_eq!(
+            parse_listen("localhost:9000"),
+            Ok("127.0.0.1:9000".parse().unwrap())
+        );
+        assert!(
+            parse_listen("10.0.0.1")
+                .unwrap_err()
+                .contains("has no port")
+        );
+        assert!(
+            parse_listen("127.0.0.1:70000")
+                .unwrap_err()
+                .contains("not a port")
+        );
+        assert!(
+            parse_listen("example:80")
+                .unwrap_err()
+                .contains("not resolved")
+        );
     }
 }

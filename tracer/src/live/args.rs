@@ -10,8 +10,8 @@ use crate::{capture::parse_duration, model, probes};
 /// Where a live view's numbers come from, and how it refreshes.
 #[derive(Debug, clap::Args)]
 pub struct LiveArgs {
-    /// Refresh every D (e.g. 500ms, 2s).
-    #[arg(long, value_name = "D", default_value = "1s", value_parser = parse_duration)]
+    /// Refresh every D (e.g. 500ms, 2s; 10ms to 1h).
+    #[arg(long, value_name = "D", default_value = "1s", value_parser = parse_interval)]
     pub interval: Duration,
     /// Keep at most N cgroups by name (the most active); the rest are summed into `other`.
     #[arg(long, value_name = "N", default_value_t = super::DEFAULT_MAX_CGROUPS)]
@@ -38,11 +38,13 @@ pub struct LiveArgs {
         long,
         value_name = "N",
         default_value_t = 100.0,
-        requires = "synthetic"
+        requires = "synthetic",
+        value_parser = parse_churn
     )]
     pub churn: f64,
-    /// Simulated seconds per second for --model, --replay and --synthetic.
-    #[arg(long, value_name = "X", default_value_t = 1.0)]
+    /// Simulated seconds per second for --model, --replay and --synthetic (above 0, at
+    /// most 1000).
+    #[arg(long, value_name = "X", default_value_t = 1.0, value_parser = parse_speed)]
     pub speed: f64,
     /// Comma-separated probes to attach (default: all).
     #[arg(long, value_name = "LIST")]
@@ -50,9 +52,73 @@ pub struct LiveArgs {
     /// How to hook kernel functions.
     #[arg(long, value_enum, default_value_t = probes::AttachMode::Auto, value_name = "HOW")]
     pub attach: probes::AttachMode,
+    /// Read the kernel's BTF from this file instead of /sys/kernel/btf/vmlinux (kernels
+    /// without `CONFIG_DEBUG_INFO_BTF`).
+    #[arg(long, value_name = "PATH")]
+    pub btf: Option<PathBuf>,
     /// List calls at least this slow (e.g. 10ms); changeable live.
     #[arg(long, value_name = "D", value_parser = parse_duration)]
     pub slow: Option<Duration>,
+}
+
+/// The shortest refresh interval: a refresh reads and differences every map, and a live
+/// view redraws; below this the loop would do nothing but refresh.
+pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
+
+/// The longest refresh interval: past it a view would look stuck.
+pub const MAX_INTERVAL: Duration = Duration::from_hours(1);
+
+/// The fastest `--speed`: each refresh plays `interval x speed` of the source's time, all of
+/// it at once, and a model scenario starts again each time it ends.
+pub const MAX_SPEED: f64 = 1000.0;
+
+/// The most cgroups `--synthetic` replaces per second: each is a birth and a removal per
+/// refresh, in the same loop as everything else.
+pub const MAX_CHURN: f64 = 100_000.0;
+
+/// Parse `--interval`: a duration from [`MIN_INTERVAL`] to [`MAX_INTERVAL`].
+///
+/// # Errors
+/// When it is not a duration, or out of that range.
+pub fn parse_interval(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d < MIN_INTERVAL || d > MAX_INTERVAL {
+        return Err(format!(
+            "{s:?}: the refresh interval must be from 10ms to 1h"
+        ));
+    }
+    Ok(d)
+}
+
+/// Parse a number for `what`, from `lowest` (excluded unless `zero_ok`) to `highest`.
+fn parse_bounded(s: &str, what: &str, zero_ok: bool, highest: f64) -> Result<f64, String> {
+    let x: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number ({what})"))?;
+    let low_ok = if zero_ok { x >= 0.0 } else { x > 0.0 };
+    // NaN fails both comparisons.
+    if !(low_ok && x <= highest) {
+        let low = if zero_ok { "from 0" } else { "above 0" };
+        return Err(format!("{s:?}: {what} must be {low} and at most {highest}"));
+    }
+    Ok(x)
+}
+
+/// Parse `--speed`: above 0, at most [`MAX_SPEED`].
+///
+/// # Errors
+/// When it is not such a number.
+pub fn parse_speed(s: &str) -> Result<f64, String> {
+    parse_bounded(s, "simulated seconds per second", false, MAX_SPEED)
+}
+
+/// Parse `--churn`: from 0 to [`MAX_CHURN`] cgroups per second.
+///
+/// # Errors
+/// When it is not such a number.
+pub fn parse_churn(s: &str) -> Result<f64, String> {
+    parse_bounded(s, "cgroups replaced per second", true, MAX_CHURN)
 }
 
 /// Open the source `args` name: a model scenario, a capture file, a synthetic load, else
@@ -88,6 +154,9 @@ pub fn open(args: &LiveArgs) -> anyhow::Result<(Box<dyn Source>, Options)> {
         Box::new(SyntheticSource::new(cgroups, args.churn, args.speed, 1))
     } else {
         let wanted = probes::select(args.probes.as_deref()).map_err(anyhow::Error::msg)?;
+        if let Some(path) = &args.btf {
+            probes::btf::use_file(path);
+        }
         Box::new(super::kernel::KernelSource::attach(
             &wanted,
             args.attach,
@@ -95,4 +164,27 @@ pub fn open(args: &LiveArgs) -> anyhow::Result<(Box<dyn Source>, Options)> {
         )?)
     };
     Ok((source, opts))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn speeds_churns_and_intervals_out_of_range_are_refused() {
+        assert_eq!(parse_speed("10"), Ok(10.0));
+        for bad in ["0", "-1", "nan", "inf", "1e308", "fast"] {
+            assert!(parse_speed(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_churn("0"), Ok(0.0));
+        assert!(parse_churn("1e12").unwrap_err().contains("at most 100000"));
+        assert!(parse_churn("NaN").is_err());
+        assert_eq!(parse_interval("250ms"), Ok(Duration::from_millis(250)));
+        assert!(
+            parse_interval("1ns")
+                .unwrap_err()
+                .contains("from 10ms to 1h")
+        );
+        assert!(parse_interval("2h").is_err());
+    }
 }

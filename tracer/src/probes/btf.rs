@@ -23,13 +23,40 @@ pub enum BtfError {
 /// Where the running kernel exposes its BTF.
 pub const VMLINUX: &str = "/sys/kernel/btf/vmlinux";
 
-/// The running kernel's BTF, raw.
+/// A BTF file given with `--btf PATH`, read instead of [`VMLINUX`] (as bpftrace and
+/// `ebpf_exporter` accept one): for kernels built without `CONFIG_DEBUG_INFO_BTF`, whose
+/// BTF can be generated from their debug info (`pahole -J`) or found in a BTF archive.
+static GIVEN: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+
+/// Read the kernel's BTF from `path` from now on, rather than from [`VMLINUX`]; the first
+/// call wins.
+pub fn use_file(path: &std::path::Path) {
+    let _ = GIVEN.set(path.to_path_buf());
+}
+
+/// Where the kernel's BTF is read from: the `--btf` file, else [`VMLINUX`].
+#[must_use]
+pub fn source() -> std::path::PathBuf {
+    GIVEN
+        .get()
+        .cloned()
+        .unwrap_or_else(|| std::path::PathBuf::from(VMLINUX))
+}
+
+/// The running kernel's BTF, raw (from the `--btf` file when one was given).
 ///
 /// # Errors
-/// When the file is missing (a kernel without `CONFIG_DEBUG_INFO_BTF`).
+/// When the file is missing (a kernel without `CONFIG_DEBUG_INFO_BTF`, and no `--btf`).
 pub fn read_sys_fs() -> Result<Vec<u8>, String> {
-    std::fs::read(VMLINUX)
-        .map_err(|e| format!("{VMLINUX}: {e} (the kernel needs CONFIG_DEBUG_INFO_BTF=y)"))
+    match GIVEN.get() {
+        Some(path) => std::fs::read(path).map_err(|e| format!("--btf {}: {e}", path.display())),
+        None => std::fs::read(VMLINUX).map_err(|e| {
+            format!(
+                "{VMLINUX}: {e} (the kernel needs CONFIG_DEBUG_INFO_BTF=y, or give its BTF \
+                 with --btf PATH)"
+            )
+        }),
+    }
 }
 
 const KIND_INT: u32 = 1;
@@ -70,7 +97,7 @@ impl Btf {
     /// # Errors
     /// When the file is missing (kernel without `CONFIG_DEBUG_INFO_BTF`) or malformed.
     pub fn from_sys_fs() -> Result<Self, String> {
-        Self::parse(&read_sys_fs()?).map_err(|e| format!("{VMLINUX}: {e}"))
+        Self::parse(&read_sys_fs()?).map_err(|e| format!("{}: {e}", source().display()))
     }
 
     /// Parse a little-endian BTF blob.

@@ -32,7 +32,8 @@ pub enum LoadError {
     /// Neither root nor the capabilities BPF tracing needs.
     #[error(
         "tracing needs CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN on Linux < 5.8); run as root, \
-         or grant them: `sudo setcap cap_bpf,cap_perfmon+ep $(command -v tracer)`"
+         or grant them (with CAP_DAC_READ_SEARCH, which reading tracefs needs): \
+         `sudo setcap cap_bpf,cap_perfmon,cap_dac_read_search+ep $(command -v tracer)`"
     )]
     NoPrivileges,
     /// The kernel has no kprobe support.
@@ -188,7 +189,7 @@ pub fn select(names: Option<&str>) -> Result<Vec<Probe>, String> {
 /// Offsets the programs need, from the kernel's BTF; `Err` says why they are missing.
 fn kernel_offsets(raw: Result<&[u8], &String>) -> Result<[(&'static str, u32); 4], String> {
     let btf = btf::Btf::parse(raw.map_err(Clone::clone)?)
-        .map_err(|e| format!("{}: {e}", btf::VMLINUX))?;
+        .map_err(|e| format!("{}: {e}", btf::source().display()))?;
     let off = |s: &str, m: &str| btf.offset_of(s, m).map_err(|e| e.to_string());
     Ok([
         (maps::DENTRY_D_INODE, off("dentry", "d_inode")?),
@@ -231,8 +232,9 @@ pub fn attach_with_slow(
 
     let mut warnings = Vec::new();
     // Tracefs first: the cgroup tracepoints' record layout is read from it before loading.
-    if let Err(e) = ensure_tracefs() {
-        warnings.push(e);
+    let tracefs = ensure_tracefs();
+    if let Err(e) = &tracefs {
+        warnings.push(e.clone());
     }
     // One read of the kernel's BTF serves both our offsets and aya's fentry attach.
     let raw_btf = btf::read_sys_fs();
@@ -270,14 +272,7 @@ pub fn attach_with_slow(
         };
         states.insert(probe, state);
     }
-    for (probe, programs) in SYSCALLS {
-        let state = if wanted.contains(&probe) {
-            attach_tracepoints(&mut ebpf, "syscalls", programs)
-        } else {
-            AttachState::NotRequested
-        };
-        states.insert(probe, state);
-    }
+    attach_syscalls(&mut ebpf, wanted, tracefs.as_ref().err(), &mut states);
     attach_derived(&mut ebpf, wanted, offsets_valid, &mut states);
     let cgroup_events = match cgroup_layout.and_then(|_| attach_cgroup_events(&mut ebpf)) {
         Ok(()) => true,
@@ -297,10 +292,13 @@ pub fn attach_with_slow(
         .iter()
         .any(|p| matches!(states[p], AttachState::Attached { .. }));
     if !any_function && FUNCTIONS.iter().any(|p| wanted.contains(p)) {
-        let why = match kprobes {
+        let mut why = match kprobes {
             Err(e) => e.to_string(),
             Ok(()) => "every function probe failed (see the probes table)".to_owned(),
         };
+        if let Err(e) = &tracefs {
+            why = format!("{why}; and {e}");
+        }
         if !states
             .values()
             .any(|s| matches!(s, AttachState::Attached { .. }))
@@ -376,17 +374,51 @@ fn attach_cgroup_events(ebpf: &mut Ebpf) -> Result<(), String> {
     }
 }
 
+/// The syscall probes `wanted`, or why not: `tracefs_unusable` fails them all.
+fn attach_syscalls(
+    ebpf: &mut Ebpf,
+    wanted: &[Probe],
+    tracefs_unusable: Option<&String>,
+    states: &mut BTreeMap<Probe, AttachState>,
+) {
+    for (probe, programs) in SYSCALLS {
+        let state = if !wanted.contains(&probe) {
+            AttachState::NotRequested
+        } else if let Some(reason) = tracefs_unusable {
+            AttachState::Failed {
+                reason: reason.clone(),
+            }
+        } else {
+            attach_tracepoints(ebpf, "syscalls", programs)
+        };
+        states.insert(probe, state);
+    }
+}
+
+/// Why no tracepoint can attach when tracefs cannot be read.
+const TRACEFS_DENIED: &str = "tracefs (/sys/kernel/tracing) cannot be read by this process: \
+    the syscall, cgroup and lock tracepoints need CAP_DAC_READ_SEARCH besides CAP_BPF and \
+    CAP_PERFMON (or root); grant it with `sudo setcap \
+    cap_bpf,cap_perfmon,cap_dac_read_search+ep $(command -v tracer)`";
+
 /// Tracepoints are attached through tracefs; mount it where the system has not (as
 /// `mount -t tracefs nodev /sys/kernel/tracing` would).
 fn ensure_tracefs() -> Result<(), String> {
-    let mounted = [
+    let mut denied = false;
+    for p in [
         "/sys/kernel/tracing/events",
         "/sys/kernel/debug/tracing/events",
-    ]
-    .iter()
-    .any(|p| Path::new(p).exists());
-    if mounted {
-        return Ok(());
+    ] {
+        match Path::new(p).try_exists() {
+            Ok(true) => return Ok(()),
+            // tracefs is root's, mode 0700: without root a process needs
+            // CAP_DAC_READ_SEARCH to look inside, as aya does to find a tracepoint's id.
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => denied = true,
+            Ok(false) | Err(_) => {}
+        }
+    }
+    if denied {
+        return Err(TRACEFS_DENIED.to_owned());
     }
     let target = c"/sys/kernel/tracing";
     // SAFETY: valid NUL-terminated strings; no data argument.

@@ -619,7 +619,53 @@ fn build(file: CaptureFile, version: u64) -> Result<Snapshot, LoadError> {
         run_ns: b.run_ns,
         runs: b.runs,
     });
+    check_totals(&s).map_err(LoadError::Schema)?;
     Ok(s)
+}
+
+/// Reports add counts up (every loss, every call of a probe, its callers, its cgroups) and
+/// durations up (every call's time): in a file from a kernel or the model, all of them
+/// together stay far below 2^64. A file whose counts, or whose times, add up past that was
+/// not written by tracer, and is refused here rather than overflowing a sum later.
+fn check_totals(s: &Snapshot) -> Result<(), String> {
+    let counts = s
+        .probes
+        .values()
+        .flat_map(|p| {
+            [
+                p.entries,
+                p.exits,
+                p.exits_without_entry,
+                p.start_drops,
+                p.hist_drops,
+            ]
+        })
+        .chain(s.series.values().map(Latency::count))
+        .chain(s.counters.values().copied())
+        .chain(s.losses.values().copied())
+        .chain(s.bpf.map(|b| b.runs));
+    let times = s
+        .series
+        .values()
+        .flat_map(|l| [l.sum_ns(), l.max_ns().unwrap_or(0)])
+        .chain(
+            s.slow_calls
+                .iter()
+                .flat_map(|c| [c.latency_ns, c.pruned_under_lock_ns.unwrap_or(0)]),
+        )
+        .chain(s.bpf.map(|b| b.run_ns))
+        .chain(s.command.as_ref().map(|c| c.wall_ns))
+        .chain([s.meta.duration_ns]);
+    let total = |mut values: Box<dyn Iterator<Item = u64> + '_>| {
+        values.try_fold(0u64, u64::checked_add).is_some()
+    };
+    if !total(Box::new(counts)) {
+        return Err("its counts add up past 2^64-1: not a capture tracer wrote".to_owned());
+    }
+    if !total(Box::new(times)) {
+        return Err("its durations add up past 2^64-1 ns: not a capture tracer wrote".to_owned());
+    }
+    Ok(())
 }
 
 fn slow_call(c: SlowCallRec) -> Result<crate::live::SlowCall, String> {

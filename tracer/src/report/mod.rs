@@ -85,7 +85,13 @@ pub fn emit(snapshot: &Snapshot, out: &OutputArgs) -> anyhow::Result<()> {
 /// message starts with the file's name and says what is wrong and where.
 pub fn load(path: &Path) -> anyhow::Result<Snapshot> {
     let name = path.display();
-    let text = std::fs::read_to_string(path).with_context(|| format!("{name}"))?;
+    let bytes = std::fs::read(path).with_context(|| format!("{name}"))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        anyhow::anyhow!(
+            "{name}: not a tracer capture file: not UTF-8 text (byte {} is not)",
+            e.utf8_error().valid_up_to()
+        )
+    })?;
     json::from_str(&text).with_context(|| format!("{name}"))
 }
 

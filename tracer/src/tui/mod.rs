@@ -84,7 +84,7 @@ pub struct Args {
     #[command(flatten)]
     pub live: LiveArgs,
     /// Print N refreshes as text and exit (no terminal needed).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub frames: Option<u64>,
     /// Width of the text --frames prints, in columns.
     #[arg(long, default_value_t = 120, value_parser = clap::value_parser!(u16).range(40..=1000))]
