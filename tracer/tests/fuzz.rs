@@ -173,7 +173,7 @@ fn probe_lists() {
 fn model_parameters() {
     let pairs: Vec<(&'static str, &'static str)> = model::SCENARIOS
         .iter()
-        .flat_map(|s| s.keys.iter().map(move |k| (s.name, *k)))
+        .flat_map(|s| (s.defaults)().keys().into_iter().map(move |k| (s.name, k)))
         .collect();
     let input = (
         proptest::sample::select(pairs),
@@ -182,7 +182,7 @@ fn model_parameters() {
     fuzz("--set values", 5_000, &input, |((scenario, key), value)| {
         let s = model::scenarios::find(scenario).expect("listed");
         let mut p = (s.defaults)();
-        if let Err(e) = p.set(key, &value, s.keys) {
+        if let Err(e) = p.set(key, &value) {
             prop_assert!(
                 e.contains(key),
                 "the error for {key}={value:?} does not name it: {e}"
