@@ -577,13 +577,15 @@ pub fn d_delete_fexit(_ctx: FExitContext) -> u32 {
 
 #[kprobe]
 pub fn vfs_rmdir_entry(ctx: ProbeContext) -> u32 {
-    // Constant indexes only: a context read at a variable offset is refused.
+    // Every register read, then chosen: choosing the pointer to read through instead makes
+    // a modified context pointer, which the verifier refuses.
+    let args = [0, 1, 2].map(|i| ctx.arg::<u64>(i).unwrap_or(0));
     let (dir, dentry) = if global(&VFS_RMDIR_DIR_ARG) == 0 {
-        (ctx.arg::<u64>(0), ctx.arg::<u64>(1))
+        (args[0], args[1])
     } else {
-        (ctx.arg::<u64>(1), ctx.arg::<u64>(2))
+        (args[1], args[2])
     };
-    before_vfs_rmdir(dir.unwrap_or(0), dentry.unwrap_or(0));
+    before_vfs_rmdir(dir, dentry);
     on_entry(Probe::VfsRmdir, 0);
     0
 }
@@ -596,6 +598,8 @@ pub fn vfs_rmdir_exit(_ctx: RetProbeContext) -> u32 {
 
 #[fentry]
 pub fn vfs_rmdir_fentry(ctx: FEntryContext) -> u32 {
+    // A read past the function's arguments is refused; the verifier follows only the
+    // branch the read-only global takes.
     if global(&VFS_RMDIR_DIR_ARG) == 0 {
         before_vfs_rmdir(ctx.arg::<u64>(0), ctx.arg::<u64>(1));
     } else {

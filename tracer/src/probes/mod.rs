@@ -603,6 +603,19 @@ fn attach_tracepoints(ebpf: &mut Ebpf, category: &str, programs: &[&str]) -> Att
     }
 }
 
+/// Probes whose function the compiler may split, with callers calling the split-off body
+/// (`vfs_rmdir.part.0` on Debian's 5.10): attached to that body where it exists.
+const SPLIT_FUNCTIONS: &[Probe] = &[Probe::VfsRmdir];
+
+/// Where `probe`'s function is on this kernel.
+fn resolve(kallsyms: &Kallsyms, probe: Probe) -> Resolution {
+    if SPLIT_FUNCTIONS.contains(&probe) {
+        kallsyms.resolve_split(probe.name())
+    } else {
+        kallsyms.resolve(probe.name())
+    }
+}
+
 fn attach_function(
     ebpf: &mut Ebpf,
     kallsyms: &Kallsyms,
@@ -611,7 +624,7 @@ fn attach_function(
     no_kprobes: bool,
     probe: Probe,
 ) -> AttachState {
-    let symbol = match kallsyms.resolve(probe.name()) {
+    let symbol = match resolve(kallsyms, probe) {
         Resolution::Exact(s) | Resolution::Clone(s) => s,
         Resolution::Absent => {
             return AttachState::Absent {
@@ -644,8 +657,12 @@ fn attach_function(
         }
     }
     if mode == AttachMode::Fentry {
-        let reason =
-            fentry_error.unwrap_or_else(|| format!("{symbol} is a compiler clone, not in BTF"));
+        let reason = fentry_error.unwrap_or_else(|| {
+            format!(
+                "{symbol} is a compiler clone of {}, not in BTF, and the calls go to it",
+                probe.name()
+            )
+        });
         return AttachState::Failed {
             reason: format!("fentry: {reason}"),
         };
@@ -796,7 +813,7 @@ pub fn check() -> Result<(Vec<Check>, Option<LoadError>), LoadError> {
         });
         out.push(Check {
             probe,
-            resolution: kallsyms.resolve(probe.name()),
+            resolution: resolve(&kallsyms, probe),
             load,
         });
     }
