@@ -371,8 +371,8 @@ fn fetch_kernel(
     if !release.starts_with(&format!("{}.", series.name)) {
         bail!("{package} is not a {} kernel", series.name);
     }
-    // Since Debian's 6.19 packaging the image package holds no files: the kernel is in
-    // linux-binary-R, its config in linux-base-R and its modules in linux-modules-R.
+    // In Debian's newer packaging (7.3's) the image package holds no files: the kernel is
+    // in linux-binary-R, its config in linux-base-R and its modules in linux-modules-R.
     let mut packages = vec![package.clone()];
     for part in ["binary", "base", "modules"] {
         let name = format!("linux-{part}-{release}");
@@ -403,7 +403,7 @@ fn fetch_kernel(
 
     let out = work.join("out");
     fs::create_dir_all(&out)?;
-    // /boot/NAME-R before 6.19's packaging, /usr/lib/modules/R/NAME since.
+    // /boot/NAME-R in the older packaging, /usr/lib/modules/R/NAME in the newer.
     let modules_dir = ["lib/modules", "usr/lib/modules"]
         .iter()
         .map(|m| root.join(m).join(&release))

@@ -774,8 +774,10 @@ fn load_capture_file(files: &BTreeMap<String, PathBuf>, name: &str) -> Result<Sn
 /// slow call names `vfs_rmdir`, the rmdir process's pid, comm and cgroup, and the pruning
 /// it did under the inode lock; the report's "slow calls" section shows the same.
 fn slow_rmdir(files: &BTreeMap<String, PathBuf>, name: &str, method: AttachMethod) -> Verdict {
-    let s = load_capture(files, name)?;
+    // Whether this kernel can run it at all first, then whether the capture is sound.
+    let s = load_capture_file(files, name)?;
     attached_with(&s, Probe::VfsRmdir, method)?;
+    capture_sanity(&s)?;
     let pid: u32 = read(files, &format!("{name}.pid"))?
         .trim()
         .parse()
