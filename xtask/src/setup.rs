@@ -3,6 +3,7 @@
 //! so every other command can call this and pay only for the checks.
 
 use std::{
+    fmt::Write as _,
     fs,
     os::unix::fs::symlink,
     path::{Path, PathBuf},
@@ -56,12 +57,12 @@ pub fn setup() -> anyhow::Result<Tools> {
         packages(&mut apt)
     })?;
     let kernels = cache.join("kernels");
-    let mut kernel_apt = KernelApt {
+    let kernel_apt = KernelApt {
         dir: cache.join("apt"),
     };
     for series in SERIES {
         step(&format!("kernel {}", series.name), || {
-            fetch_kernel(&mut kernel_apt, &kernels, series)
+            fetch_kernel(&kernel_apt, &kernels, series)
         })?;
     }
     Ok(Tools {
@@ -348,11 +349,7 @@ fn debian_source(text: &str, suite: &str) -> Option<(String, String)> {
     })
 }
 
-fn fetch_kernel(
-    apt: &mut KernelApt,
-    kernels: &Path,
-    series: Series,
-) -> anyhow::Result<((), String)> {
+fn fetch_kernel(apt: &KernelApt, kernels: &Path, series: Series) -> anyhow::Result<((), String)> {
     if let Some(dir) = kernel::cached(kernels, series) {
         let name = dir
             .file_name()
@@ -461,7 +458,7 @@ struct AptState {
 
 impl KernelApt {
     /// A state for `series`'s suites with fresh lists, from the machine's Debian mirrors.
-    fn state(&mut self, series: Series) -> anyhow::Result<AptState> {
+    fn state(&self, series: Series) -> anyhow::Result<AptState> {
         let root = self.dir.join(series.name);
         let parts = root.join("sources.list.d");
         for dir in [
@@ -566,10 +563,11 @@ fn sources_for(mirrors: &Mirrors, suites: &[&str]) -> anyhow::Result<String> {
         (mirrors.security.as_ref(), security),
     ] {
         if let (Some((uris, signed_by)), false) = (mirror, list.is_empty()) {
-            text.push_str(&format!(
+            let _ = write!(
+                text,
                 "\nTypes: deb\nURIs: {uris}\nSuites: {}\nComponents: main\nSigned-By: {signed_by}\n",
                 list.join(" ")
-            ));
+            );
         }
     }
     if !text.contains("Suites:") {
@@ -608,22 +606,14 @@ fn copy_module(ko: &Path, to: &Path) -> anyhow::Result<bool> {
 fn resolve_kernel_package(state: &AptState, series: Series) -> anyhow::Result<String> {
     const META: &str = "linux-image-cloud-amd64";
     let policy = output(state.apt_cache().args(["policy", META]))?;
-    let prefix = format!("{}.", series.name);
-    let version = policy_versions(&policy)
-        .into_iter()
-        .find(|v| {
-            v.split_once(':')
-                .map_or(v.as_str(), |(_, v)| v)
-                .starts_with(&prefix)
-        })
-        .ok_or_else(|| {
-            anyhow!(
-                "{} list no {META} of Linux {} (apt-cache policy: {})",
-                series.suites.join(" "),
-                series.name,
-                policy.trim()
-            )
-        })?;
+    let version = newest_of_series(&policy_versions(&policy), series.name).ok_or_else(|| {
+        anyhow!(
+            "{} list no {META} of Linux {} (apt-cache policy: {})",
+            series.suites.join(" "),
+            series.name,
+            policy.trim()
+        )
+    })?;
     let depends = output(
         state
             .apt_cache()
@@ -638,6 +628,19 @@ fn resolve_kernel_package(state: &AptState, series: Series) -> anyhow::Result<St
         })
         .map(str::to_owned)
         .with_context(|| format!("{META}={version} depends on no linux-image package"))
+}
+
+/// The first (newest) of `versions` that is Linux `series` (`6.1` takes 6.1.x, not 6.12.x).
+fn newest_of_series(versions: &[String], series: &str) -> Option<String> {
+    let prefix = format!("{series}.");
+    versions
+        .iter()
+        .find(|v| {
+            v.split_once(':')
+                .map_or(v.as_str(), |(_, v)| v)
+                .starts_with(&prefix)
+        })
+        .cloned()
 }
 
 /// The versions in an `apt-cache policy` version table, highest first (apt's order).
@@ -684,6 +687,52 @@ mod tests {
             policy_versions(POLICY),
             ["6.12.95-1~bpo12+1", "6.1.192-3", "6.1.176-1"]
         );
+    }
+
+    #[test]
+    fn a_series_takes_its_own_newest_version() {
+        let versions = policy_versions(POLICY);
+        assert_eq!(
+            newest_of_series(&versions, "6.12").as_deref(),
+            Some("6.12.95-1~bpo12+1")
+        );
+        assert_eq!(
+            newest_of_series(&versions, "6.1").as_deref(),
+            Some("6.1.192-3")
+        );
+        assert_eq!(newest_of_series(&versions, "7.3"), None);
+    }
+
+    #[test]
+    fn kernel_sources_put_security_suites_on_the_security_mirror() {
+        let key = "/k.gpg".to_owned();
+        let mirrors = Mirrors {
+            main: ("http://mirror.invalid/debian".into(), key.clone()),
+            security: Some(("http://mirror.invalid/debian-security".into(), key)),
+        };
+        let text = sources_for(&mirrors, &["bullseye", "bullseye-security"]).unwrap();
+        let stanzas: Vec<&str> = text.split("\n\n").skip(1).collect();
+        assert_eq!(stanzas.len(), 2, "{text}");
+        assert_eq!(
+            debian_source(stanzas[0], "bullseye").unwrap().0,
+            "http://mirror.invalid/debian"
+        );
+        assert_eq!(
+            debian_source(stanzas[1], "bullseye-security").unwrap().0,
+            "http://mirror.invalid/debian-security"
+        );
+        // Without a security mirror the main suite is still asked; a security suite alone
+        // has nowhere to come from.
+        let main_only = Mirrors {
+            security: None,
+            ..mirrors
+        };
+        let text = sources_for(&main_only, &["bullseye", "bullseye-security"]).unwrap();
+        assert!(
+            text.contains("Suites: bullseye\n") && !text.contains("-security"),
+            "{text}"
+        );
+        assert!(sources_for(&main_only, &["bullseye-security"]).is_err());
     }
 
     #[test]

@@ -40,13 +40,14 @@ impl Tally {
                 self.passed += 1;
                 println!("PASS [{scope}] {case}: {seen}");
             }
-            Err(why) => match why.strip_prefix(CANNOT) {
-                Some(reason) => self.skip(scope, case, reason),
-                None => {
+            Err(why) => {
+                if let Some(reason) = why.strip_prefix(CANNOT) {
+                    self.skip(scope, case, reason);
+                } else {
                     self.failed += 1;
                     println!("FAIL [{scope}] {case}: {why}");
                 }
-            },
+            }
         }
     }
 

@@ -214,15 +214,14 @@ fn kernel_layout(raw: Result<&[u8], &String>) -> Result<KernelLayout, String> {
         ("DCACHE_OP_DELETE", maps::DCACHE_OP_DELETE),
         ("DCACHE_DONTCACHE", maps::DCACHE_DONTCACHE),
     ] {
-        dies |= match btf.enum_value(name).map(u32::try_from) {
-            Some(Ok(v)) => v,
-            _ => {
-                assumed.push(format!(
-                    "{name} is not in this kernel's BTF (a macro before Linux 6.15): assumed \
-                     {fallback:#x}"
-                ));
-                fallback
-            }
+        dies |= if let Some(Ok(v)) = btf.enum_value(name).map(u32::try_from) {
+            v
+        } else {
+            assumed.push(format!(
+                "{name} is not in this kernel's BTF (a macro there, not an enum): assumed \
+                 {fallback:#x}"
+            ));
+            fallback
         };
     }
     globals.push((maps::DCACHE_DIES_AT_DPUT, dies));
