@@ -287,6 +287,10 @@ pub fn boot(spec: &Spec<'_>) -> anyhow::Result<Outcome> {
 }
 
 /// One QEMU run; also whether QEMU died of a signal before the guest's /init spoke.
+#[expect(
+    clippy::too_many_lines,
+    reason = "one run read top to bottom: start, stream, wait, collect, judge"
+)]
 fn run_qemu(spec: &Spec<'_>, initrd: &Path) -> anyhow::Result<(Outcome, bool)> {
     let results = spec.out_dir.join("results.txt");
     let _ = fs::remove_file(&results);
@@ -382,8 +386,11 @@ fn run_qemu(spec: &Spec<'_>, initrd: &Path) -> anyhow::Result<(Outcome, bool)> {
     let boot = *booted
         .lock()
         .map_err(|_| anyhow::anyhow!("console reader panicked"))?;
-    let killed_by_signal = status.is_some_and(|s| s.code().is_none());
-    let died_early = !timed_out && killed_by_signal && boot.is_none() && parsed.exit.is_none();
+    // No exit code: killed by a signal.
+    let died_early = !timed_out
+        && status.is_some_and(|s| s.code().is_none())
+        && boot.is_none()
+        && parsed.exit.is_none();
     Ok((
         Outcome {
             exit: parsed.exit,
