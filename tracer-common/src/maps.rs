@@ -46,9 +46,19 @@ pub const CGROUP_TP_ID: &str = "CGROUP_TP_ID";
 /// Global: offset of `path` (`__data_loc char[]`) in those records.
 pub const CGROUP_TP_PATH: &str = "CGROUP_TP_PATH";
 
+/// Global: the `d_flags` bits that make a dentry die at its last `dput` (so a negative one
+/// with any of them set does not stay cached), from the kernel's BTF where it declares them.
+pub const DCACHE_DIES_AT_DPUT: &str = "DCACHE_DIES_AT_DPUT";
+/// Global: the index of `dir` among `vfs_rmdir`'s arguments (`dentry` follows it): 0 before
+/// Linux 5.12, 1 since it takes the mount's idmap first.
+pub const VFS_RMDIR_DIR_ARG: &str = "VFS_RMDIR_DIR_ARG";
 /// `DCACHE_OP_DELETE`: the filesystem's `d_delete` op decides at the last `dput` (tmpfs and
-/// ramfs always delete), so a negative dentry with it set does not stay cached.
+/// ramfs up to Linux 6.x always delete). The same value in every release; newer ones also
+/// declare it in BTF's `enum dentry_flags`.
 pub const DCACHE_OP_DELETE: u32 = 0x8;
+/// `DCACHE_DONTCACHE` (Linux >= 5.9): purge at the last `dput`, whatever the filesystem's
+/// ops say (how tmpfs drops its dentries on 7.x, where they have no `d_delete` op).
+pub const DCACHE_DONTCACHE: u32 = 0x80;
 /// `AT_REMOVEDIR`: `unlinkat` removes a directory (what `rm -r` uses instead of `rmdir`).
 pub const AT_REMOVEDIR: u64 = 0x200;
 

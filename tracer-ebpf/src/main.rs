@@ -22,10 +22,10 @@ use tracer_common::{
     NO_CALLER, Probe, bucket_of,
     maps::{
         AT_REMOVEDIR, CGROUP_EVENTS_BYTES, CGROUP_PATH_MAX, CGROUP2_HIERARCHY, COUNTER_ENTRIES,
-        CgroupEvent, CounterId, CounterKey, DCACHE_OP_DELETE, HIST_ENTRIES, HistKey,
-        INFLIGHT_ENTRIES, LOSS_COUNT, Loss, NOT_PRUNED, ProbeCounters, RMDIR_ENTRIES, RmdirLocks,
-        SLOW_CALLS_BYTES, SLOW_PRUNED, STATS_ENTRIES, SlowBudget, SlowCallEvent, Stat, StatKey,
-        Thread,
+        CgroupEvent, CounterId, CounterKey, DCACHE_DONTCACHE, DCACHE_OP_DELETE, HIST_ENTRIES,
+        HistKey, INFLIGHT_ENTRIES, LOSS_COUNT, Loss, NOT_PRUNED, ProbeCounters, RMDIR_ENTRIES,
+        RmdirLocks, SLOW_CALLS_BYTES, SLOW_PRUNED, STATS_ENTRIES, SlowBudget, SlowCallEvent, Stat,
+        StatKey, Thread,
     },
     probe::PROBE_COUNT,
 };
@@ -79,6 +79,12 @@ static DENTRY_D_HASH_PPREV: u32 = 0;
 static INODE_I_RWSEM: u32 = 0;
 #[unsafe(no_mangle)]
 static OFFSETS_VALID: u32 = 0;
+/// `d_flags` bits meaning "dies at the last dput", from BTF where the kernel declares them.
+#[unsafe(no_mangle)]
+static DCACHE_DIES_AT_DPUT: u32 = DCACHE_OP_DELETE | DCACHE_DONTCACHE;
+/// Index of `dir` among `vfs_rmdir`'s arguments: 0 before Linux 5.12 (no idmap), else 1.
+#[unsafe(no_mangle)]
+static VFS_RMDIR_DIR_ARG: u32 = 1;
 /// The tracer's own process id: its attach and detach work (trampoline updates wait for
 /// grace periods) is not the system's, so it is not recorded.
 #[unsafe(no_mangle)]
@@ -375,15 +381,17 @@ fn after_d_delete(call: &Call) {
         return;
     };
     // Negative and still hashed, on a filesystem that keeps unused dentries: it stays in
-    // the dcache (ext4, xfs, ...). tmpfs and ramfs set DCACHE_OP_DELETE and free it.
-    if inode == 0 && pprev != 0 && flags & DCACHE_OP_DELETE == 0 {
+    // the dcache (ext4, xfs, ...). tmpfs and ramfs free it at the last dput: through
+    // DCACHE_OP_DELETE up to 6.x, DCACHE_DONTCACHE on 7.x.
+    let dies = unsafe { core::ptr::read_volatile(&DCACHE_DIES_AT_DPUT) };
+    if inode == 0 && pprev != 0 && flags & dies == 0 {
         count(CounterId::NegativeDentries, cgroup);
     } else {
         count(CounterId::DroppedDentries, cgroup);
     }
 }
 
-/// `vfs_rmdir(idmap, dir, dentry)` entered: register the parent's and the victim's
+/// `vfs_rmdir([idmap,] dir, dentry)` entered: register the parent's and the victim's
 /// `i_rwsem`, so waits on them can be told apart from other lock contention.
 #[inline(always)]
 fn before_vfs_rmdir(dir: u64, dentry: u64) {
@@ -569,10 +577,15 @@ pub fn d_delete_fexit(_ctx: FExitContext) -> u32 {
 
 #[kprobe]
 pub fn vfs_rmdir_entry(ctx: ProbeContext) -> u32 {
-    before_vfs_rmdir(
-        ctx.arg::<u64>(1).unwrap_or(0),
-        ctx.arg::<u64>(2).unwrap_or(0),
-    );
+    // Every register read, then chosen: choosing the pointer to read through instead makes
+    // a modified context pointer, which the verifier refuses.
+    let args = [0, 1, 2].map(|i| ctx.arg::<u64>(i).unwrap_or(0));
+    let (dir, dentry) = if global(&VFS_RMDIR_DIR_ARG) == 0 {
+        (args[0], args[1])
+    } else {
+        (args[1], args[2])
+    };
+    before_vfs_rmdir(dir, dentry);
     on_entry(Probe::VfsRmdir, 0);
     0
 }
@@ -585,7 +598,13 @@ pub fn vfs_rmdir_exit(_ctx: RetProbeContext) -> u32 {
 
 #[fentry]
 pub fn vfs_rmdir_fentry(ctx: FEntryContext) -> u32 {
-    before_vfs_rmdir(ctx.arg::<u64>(1), ctx.arg::<u64>(2));
+    // A read past the function's arguments is refused; the verifier follows only the
+    // branch the read-only global takes.
+    if global(&VFS_RMDIR_DIR_ARG) == 0 {
+        before_vfs_rmdir(ctx.arg::<u64>(0), ctx.arg::<u64>(1));
+    } else {
+        before_vfs_rmdir(ctx.arg::<u64>(1), ctx.arg::<u64>(2));
+    }
     on_entry(Probe::VfsRmdir, 0);
     0
 }

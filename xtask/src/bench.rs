@@ -53,7 +53,7 @@ pub enum Bench {
 /// What the VM benchmarks take.
 #[derive(Debug, clap::Args)]
 pub struct VmArgs {
-    /// 6.1, 6.12 or all.
+    /// 5.10, 6.1, 6.12, 7.3 or all.
     #[arg(long, default_value = "all")]
     kernel: String,
     /// Timed runs per tool (after one warm-up run that is left out).
@@ -113,7 +113,7 @@ fn vm_bench(mode: Mode, args: &VmArgs, kernels: &Path, tracer: &Path) -> anyhow:
         "all" => kernel::SERIES.to_vec(),
         name => vec![
             kernel::Series::by_name(name)
-                .with_context(|| format!("--kernel {name}: expected 6.1, 6.12 or all"))?,
+                .with_context(|| format!("--kernel {name}: expected {} or all", kernel::names()))?,
         ],
     };
     let mut reports = Vec::new();

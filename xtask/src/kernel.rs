@@ -12,23 +12,41 @@ use anyhow::{Context as _, bail};
 pub struct Series {
     /// What `--kernel` takes and what prefixes console lines: `6.1`.
     pub name: &'static str,
-    /// Whether the package comes from bookworm-backports (a `~bpo12` version of
-    /// `linux-image-cloud-amd64`) rather than bookworm itself.
-    pub backports: bool,
+    /// The Debian suites that carry its `linux-image-cloud-amd64` (`-security` suites come
+    /// from the machine's security mirror). Setup asks apt about them with a private state,
+    /// so the machine's own sources stay as they are.
+    pub suites: &'static [&'static str],
 }
 
-/// Both kernels the tests boot: 6.1 still has `unregister_shrinker` (which waits for an
-/// SRCU grace period since 6.0); 6.12 has `shrinker_free` instead (since 6.7).
-pub const SERIES: [Series; 2] = [
+/// The kernels the tests boot, oldest first: 5.10 (bullseye: no lock-contention
+/// tracepoints, `vfs_rmdir` without the idmap argument); 6.1 still has
+/// `unregister_shrinker` (which waits for an SRCU grace period since 6.0); 6.12 has
+/// `shrinker_free` instead (since 6.7); 7.3 (the newest Debian packages) has the
+/// reorganised rmdir and unlink paths and the tmpfs dentries pinned by
+/// `DCACHE_PERSISTENT`.
+pub const SERIES: [Series; 4] = [
+    Series {
+        name: "5.10",
+        suites: &["bullseye", "bullseye-security"],
+    },
     Series {
         name: "6.1",
-        backports: false,
+        suites: &["bookworm", "bookworm-security"],
     },
     Series {
         name: "6.12",
-        backports: true,
+        suites: &["bookworm-backports"],
+    },
+    Series {
+        name: "7.3",
+        suites: &["trixie-backports"],
     },
 ];
+
+/// The series names, for messages: `5.10, 6.1, 6.12, 7.3`.
+pub fn names() -> String {
+    SERIES.map(|s| s.name).join(", ")
+}
 
 impl Series {
     /// The series called `name`.
@@ -122,7 +140,10 @@ pub fn resolve(spec: &str, kernels: &Path) -> anyhow::Result<Kernel> {
             net_modules: Vec::new(),
         });
     }
-    bail!("--kernel {spec}: neither 6.1, 6.12, a kernel directory nor a bzImage file")
+    bail!(
+        "--kernel {spec}: neither a kernel series ({}), a kernel directory nor a bzImage file",
+        names()
+    )
 }
 
 fn from_dir(dir: &Path) -> anyhow::Result<Kernel> {
@@ -170,6 +191,8 @@ mod tests {
     fn versions_parse_from_debian_releases() {
         assert_eq!(version_of("6.1.0-57-cloud-amd64"), Some((6, 1)));
         assert_eq!(version_of("6.12.95+deb12-cloud-amd64"), Some((6, 12)));
+        assert_eq!(version_of("7.3.4+deb13-cloud-amd64"), Some((7, 3)));
+        assert_eq!(version_of("5.10.0-46-cloud-amd64"), Some((5, 10)));
         assert_eq!(version_of("vmlinuz"), None);
     }
 
@@ -180,6 +203,7 @@ mod tests {
             "6.1.0-57-cloud-amd64",
             "6.12.95+deb12-cloud-amd64",
             "6.1.0-99-cloud-amd64",
+            "5.10.0-46-cloud-amd64",
         ] {
             fs::create_dir_all(dir.join(rel).join(NET_DIR)).unwrap();
         }
@@ -188,9 +212,14 @@ mod tests {
             fs::write(dir.join(rel).join(RELEASE_FILE), "x").unwrap();
             fs::write(dir.join(rel).join(NET_DIR).join(NET_ORDER), "").unwrap();
         }
-        let one = cached(&dir, SERIES[0]).unwrap();
-        let twelve = cached(&dir, SERIES[1]).unwrap();
+        let series = |name| Series::by_name(name).unwrap();
+        let one = cached(&dir, series("6.1")).unwrap();
+        let twelve = cached(&dir, series("6.12")).unwrap();
+        // 5.10's directory is incomplete; 7.3 has none.
+        let ten = cached(&dir, series("5.10"));
+        let seven = cached(&dir, series("7.3"));
         fs::remove_dir_all(&dir).unwrap();
+        assert_eq!((ten, seven), (None, None));
         assert!(one.ends_with("6.1.0-57-cloud-amd64"));
         assert!(twelve.ends_with("6.12.95+deb12-cloud-amd64"));
     }

@@ -43,7 +43,8 @@ enum Cmd {
     ///
     /// Exits with the command's status, or 125 when the VM failed.
     Vm {
-        /// 6.1, 6.12 (the cached Debian cloud kernels), a kernel directory or a bzImage.
+        /// 5.10, 6.1, 6.12, 7.3 (the cached Debian cloud kernels), a kernel directory or a
+        /// bzImage.
         #[arg(long)]
         kernel: String,
         #[command(flatten)]
@@ -58,7 +59,7 @@ enum Cmd {
     },
     /// Unit tests, the host case, then the VM suite on each kernel.
     Test {
-        /// 6.1, 6.12 or all.
+        /// 5.10, 6.1, 6.12, 7.3 or all.
         #[arg(long, default_value = "all")]
         kernel: String,
         /// Leave out `cargo test --workspace`.
@@ -221,7 +222,7 @@ fn test(which: &str, skip_unit: bool, qemu: &QemuArgs) -> anyhow::Result<ExitCod
         "all" => kernel::SERIES.to_vec(),
         name => vec![
             kernel::Series::by_name(name)
-                .with_context(|| format!("--kernel {name}: expected 6.1, 6.12 or all"))?,
+                .with_context(|| format!("--kernel {name}: expected {} or all", kernel::names()))?,
         ],
     };
     // Phase times, printed at the end: the budget is 40 min from a fresh machine, 12 with caches.

@@ -3,6 +3,7 @@
 //! so every other command can call this and pay only for the checks.
 
 use std::{
+    fmt::Write as _,
     fs,
     os::unix::fs::symlink,
     path::{Path, PathBuf},
@@ -29,7 +30,7 @@ const APT_PACKAGES: [&str; 6] = [
     "prometheus",
     "tmux",
 ];
-/// The suite QEMU 10 and the 6.12 kernel come from.
+/// The suite QEMU 10 comes from.
 const BACKPORTS: &str = "bookworm-backports";
 /// The sources file setup adds when the machine has no backports suite yet.
 const BACKPORTS_SOURCES: &str = "/etc/apt/sources.list.d/tracer-backports.sources";
@@ -56,9 +57,12 @@ pub fn setup() -> anyhow::Result<Tools> {
         packages(&mut apt)
     })?;
     let kernels = cache.join("kernels");
+    let kernel_apt = KernelApt {
+        dir: cache.join("apt"),
+    };
     for series in SERIES {
         step(&format!("kernel {}", series.name), || {
-            fetch_kernel(&mut apt, &kernels, series)
+            fetch_kernel(&kernel_apt, &kernels, series)
         })?;
     }
     Ok(Tools {
@@ -270,19 +274,8 @@ fn packages(apt: &mut Apt) -> anyhow::Result<((), String)> {
 /// mirror is the machine's own (copied from its Debian source), never one we name.
 /// Returns whether a file was written.
 fn add_backports() -> anyhow::Result<bool> {
-    let mut existing = Vec::new();
-    for dir in ["/etc/apt/sources.list.d"] {
-        if let Ok(entries) = fs::read_dir(dir) {
-            existing.extend(entries.filter_map(Result::ok).map(|e| e.path()));
-        }
-    }
-    existing.push(PathBuf::from("/etc/apt/sources.list"));
-    let sources: Vec<(PathBuf, String)> = existing
+    let sources: Vec<(PathBuf, String)> = apt_source_files()
         .into_iter()
-        .filter(|p| {
-            p.extension().is_some_and(|e| e == "sources" || e == "list")
-                || p.ends_with("sources.list")
-        })
         .filter_map(|p| fs::read_to_string(&p).ok().map(|s| (p, s)))
         .collect();
     if sources
@@ -293,14 +286,29 @@ fn add_backports() -> anyhow::Result<bool> {
     }
     let (uris, signed_by) = sources
         .iter()
-        .find_map(|(_, text)| debian_source(text))
+        .find_map(|(_, text)| debian_source(text, "bookworm"))
         .context("no Debian source for bookworm found under /etc/apt to copy the mirror from")?;
     let text = format!(
-        "# Added by `cargo xtask setup`: QEMU 10 and the 6.12 kernel.\nTypes: deb\nURIs: {uris}\nSuites: {BACKPORTS}\nComponents: main\nSigned-By: {signed_by}\n"
+        "# Added by `cargo xtask setup`: QEMU 10.\nTypes: deb\nURIs: {uris}\nSuites: {BACKPORTS}\nComponents: main\nSigned-By: {signed_by}\n"
     );
     println!("setup: adding {BACKPORTS} to apt sources ({BACKPORTS_SOURCES})");
     fs::write(BACKPORTS_SOURCES, text).with_context(|| format!("writing {BACKPORTS_SOURCES}"))?;
     Ok(true)
+}
+
+/// The machine's apt source files (`sources.list` and `sources.list.d/*.{list,sources}`).
+fn apt_source_files() -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = fs::read_dir("/etc/apt/sources.list.d")
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "sources" || e == "list"))
+                .collect()
+        })
+        .unwrap_or_default();
+    files.push(PathBuf::from("/etc/apt/sources.list"));
+    files
 }
 
 /// Whether a sources text (deb822 or one-line format) enables `suite`.
@@ -311,9 +319,8 @@ fn mentions_suite(text: &str, suite: &str) -> bool {
         .any(|l| l.split_whitespace().any(|w| w == suite))
 }
 
-/// The URIs (and keyring) of the stanza that serves plain `bookworm`, in deb822 or
-/// one-line format.
-fn debian_source(text: &str) -> Option<(String, String)> {
+/// The URIs (and keyring) of the stanza that serves `suite`, in deb822 or one-line format.
+fn debian_source(text: &str, suite: &str) -> Option<(String, String)> {
     const KEYRING: &str = "/usr/share/keyrings/debian-archive-keyring.gpg";
     for stanza in text.split("\n\n") {
         let field = |name: &str| {
@@ -324,7 +331,7 @@ fn debian_source(text: &str) -> Option<(String, String)> {
             })
         };
         if let (Some(uris), Some(suites)) = (field("URIs"), field("Suites"))
-            && suites.split_whitespace().any(|s| s == "bookworm")
+            && suites.split_whitespace().any(|s| s == suite)
         {
             return Some((
                 uris.to_owned(),
@@ -337,12 +344,12 @@ fn debian_source(text: &str) -> Option<(String, String)> {
             .split_whitespace()
             .filter(|w| !w.starts_with('['))
             .collect();
-        (words.first() == Some(&"deb") && words.get(2) == Some(&"bookworm"))
+        (words.first() == Some(&"deb") && words.get(2) == Some(&suite))
             .then(|| (words[1].to_owned(), KEYRING.to_owned()))
     })
 }
 
-fn fetch_kernel(apt: &mut Apt, kernels: &Path, series: Series) -> anyhow::Result<((), String)> {
+fn fetch_kernel(apt: &KernelApt, kernels: &Path, series: Series) -> anyhow::Result<((), String)> {
     if let Some(dir) = kernel::cached(kernels, series) {
         let name = dir
             .file_name()
@@ -352,18 +359,8 @@ fn fetch_kernel(apt: &mut Apt, kernels: &Path, series: Series) -> anyhow::Result
         return Ok(((), format!("already cached ({name})")));
     }
     require_root("fetching kernels")?;
-    let package = match resolve_kernel_package(series) {
-        Ok(p) => p,
-        Err(_) if !apt.updated => {
-            // Lists may be stale or lack backports: refresh once and ask again.
-            if series.backports && add_backports()? {
-                apt.updated = false;
-            }
-            apt.update()?;
-            resolve_kernel_package(series)?
-        }
-        Err(e) => return Err(e),
-    };
+    let state = apt.state(series)?;
+    let package = resolve_kernel_package(&state, series)?;
     let release = package
         .strip_prefix("linux-image-")
         .context("unexpected package name")?
@@ -371,42 +368,57 @@ fn fetch_kernel(apt: &mut Apt, kernels: &Path, series: Series) -> anyhow::Result
     if !release.starts_with(&format!("{}.", series.name)) {
         bail!("{package} is not a {} kernel", series.name);
     }
+    // In Debian's newer packaging (7.3's) the image package holds no files: the kernel is
+    // in linux-binary-R, its config in linux-base-R and its modules in linux-modules-R.
+    let mut packages = vec![package.clone()];
+    for part in ["binary", "base", "modules"] {
+        let name = format!("linux-{part}-{release}");
+        if state.knows(&name) {
+            packages.push(name);
+        }
+    }
     doing(
         &format!("kernel {}", series.name),
-        &format!("downloading {package}"),
+        &format!("downloading {}", packages.join(" ")),
     );
     let work = kernels.join(format!(".work-{release}"));
     let _ = fs::remove_dir_all(&work);
     fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
     // As root, apt would try to drop to its sandbox user, which cannot write into our cache.
-    run(apt_get()
-        .args(["-o", "APT::Sandbox::User=root", "download", &package])
+    run(state
+        .apt_get()
+        .arg("download")
+        .args(&packages)
         .current_dir(&work))?;
-    let deb = fs::read_dir(&work)?
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .find(|p| p.extension().is_some_and(|e| e == "deb"))
-        .context("apt-get download left no .deb")?;
     let root = work.join("root");
-    run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&root))?;
+    for entry in fs::read_dir(&work)?.filter_map(Result::ok) {
+        let deb = entry.path();
+        if deb.extension().is_some_and(|e| e == "deb") {
+            run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&root))?;
+        }
+    }
 
     let out = work.join("out");
     fs::create_dir_all(&out)?;
-    for (from, to) in [
-        ("vmlinuz", "vmlinuz"),
-        ("System.map", "System.map"),
-        ("config", "config"),
-    ] {
-        let src = root.join("boot").join(format!("{from}-{release}"));
-        fs::copy(&src, out.join(to)).with_context(|| format!("copying {}", src.display()))?;
+    // /boot/NAME-R in the older packaging, /usr/lib/modules/R/NAME in the newer.
+    let modules_dir = ["lib/modules", "usr/lib/modules"]
+        .iter()
+        .map(|m| root.join(m).join(&release))
+        .find(|p| p.is_dir())
+        .context("the package has no lib/modules/RELEASE directory")?;
+    for name in ["vmlinuz", "System.map", "config"] {
+        let src = [
+            root.join("boot").join(format!("{name}-{release}")),
+            modules_dir.join(name),
+        ]
+        .into_iter()
+        .find(|p| p.is_file())
+        .with_context(|| format!("the packages {} hold no {name}", packages.join(" ")))?;
+        fs::copy(&src, out.join(name)).with_context(|| format!("copying {}", src.display()))?;
     }
     // Loop is a module in Debian's kernels; ext4 on a loop device is where the tests keep
     // negative dentries (tmpfs drops them).
-    let modules = ["lib/modules", "usr/lib/modules"]
-        .iter()
-        .map(|m| root.join(m).join(&release).join("kernel"))
-        .find(|p| p.join("drivers/block").is_dir())
-        .context("no kernel/drivers/block in the package's modules")?;
+    let modules = modules_dir.join("kernel");
     let config = fs::read_to_string(out.join("config"))?;
     if !copy_module(&modules.join("drivers/block/loop.ko"), &out.join("loop.ko"))?
         && !config.lines().any(|l| l == "CONFIG_BLK_DEV_LOOP=y")
@@ -434,6 +446,136 @@ fn fetch_kernel(apt: &mut Apt, kernels: &Path, series: Series) -> anyhow::Result
     Ok(((), format!("cached ({release})")))
 }
 
+/// The private apt states setup looks kernels up in, one per series, under the cache.
+struct KernelApt {
+    dir: PathBuf,
+}
+
+/// An apt state of its own: the suites of one series, lists refreshed when it was made.
+struct AptState {
+    root: PathBuf,
+}
+
+impl KernelApt {
+    /// A state for `series`'s suites with fresh lists, from the machine's Debian mirrors.
+    fn state(&self, series: Series) -> anyhow::Result<AptState> {
+        let root = self.dir.join(series.name);
+        let parts = root.join("sources.list.d");
+        for dir in [
+            parts.clone(),
+            root.join("lists/partial"),
+            root.join("cache/archives/partial"),
+        ] {
+            fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        let mirrors = machine_mirrors()?;
+        fs::write(
+            parts.join("kernel.sources"),
+            sources_for(&mirrors, series.suites)?,
+        )
+        .with_context(|| format!("writing {}", parts.display()))?;
+        let state = AptState { root };
+        println!(
+            "setup: apt-get update ({}, apt state of its own)",
+            series.suites.join(" ")
+        );
+        run(state.apt_get().arg("update"))?;
+        Ok(state)
+    }
+}
+
+impl AptState {
+    /// apt's options for this state: its own sources, lists and cache, and no installed
+    /// packages (the machine's dpkg status does not matter for downloads).
+    fn options(&self) -> Vec<String> {
+        let d = self.root.display();
+        vec![
+            "-o".into(),
+            "Dir::Etc::sourcelist=/dev/null".into(),
+            "-o".into(),
+            format!("Dir::Etc::sourceparts={d}/sources.list.d"),
+            "-o".into(),
+            format!("Dir::State::Lists={d}/lists"),
+            "-o".into(),
+            format!("Dir::Cache={d}/cache"),
+            "-o".into(),
+            "Dir::State::status=/dev/null".into(),
+            // Root may write here; apt's sandbox user may not.
+            "-o".into(),
+            "APT::Sandbox::User=root".into(),
+        ]
+    }
+
+    fn apt_get(&self) -> Command {
+        let mut cmd = apt_get();
+        cmd.args(self.options());
+        cmd
+    }
+
+    fn apt_cache(&self) -> Command {
+        let mut cmd = Command::new("apt-cache");
+        cmd.args(self.options());
+        cmd
+    }
+
+    /// Whether the suites have a package of this name.
+    fn knows(&self, package: &str) -> bool {
+        self.apt_cache()
+            .args(["show", "--no-all-versions", package])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    }
+}
+
+/// The machine's Debian mirrors: `(URIs, Signed-By)` of its main archive and, when it has
+/// one, of its security archive.
+struct Mirrors {
+    main: (String, String),
+    security: Option<(String, String)>,
+}
+
+fn machine_mirrors() -> anyhow::Result<Mirrors> {
+    let texts: Vec<String> = apt_source_files()
+        .into_iter()
+        .filter_map(|p| fs::read_to_string(p).ok())
+        .collect();
+    let main = texts
+        .iter()
+        .find_map(|t| debian_source(t, "bookworm"))
+        .context("no Debian source for bookworm found under /etc/apt to copy the mirror from")?;
+    let security = texts
+        .iter()
+        .find_map(|t| debian_source(t, "bookworm-security"));
+    Ok(Mirrors { main, security })
+}
+
+/// A deb822 sources text for `suites`: `-security` ones from the security mirror (left out
+/// when the machine has none: the main suite still has an older point release).
+fn sources_for(mirrors: &Mirrors, suites: &[&str]) -> anyhow::Result<String> {
+    let mut text =
+        String::from("# Written by `cargo xtask setup`: where a test kernel comes from.\n");
+    let (security, main): (Vec<&str>, Vec<&str>) =
+        suites.iter().partition(|s| s.ends_with("-security"));
+    for (mirror, list) in [
+        (Some(&mirrors.main), main),
+        (mirrors.security.as_ref(), security),
+    ] {
+        if let (Some((uris, signed_by)), false) = (mirror, list.is_empty()) {
+            let _ = write!(
+                text,
+                "\nTypes: deb\nURIs: {uris}\nSuites: {}\nComponents: main\nSigned-By: {signed_by}\n",
+                list.join(" ")
+            );
+        }
+    }
+    if !text.contains("Suites:") {
+        bail!("no mirror for {}", suites.join(" "));
+    }
+    Ok(text)
+}
+
 /// Copy module `ko` (or, failing that, decompress `ko.xz`) to `to`; whether there was one.
 fn copy_module(ko: &Path, to: &Path) -> anyhow::Result<bool> {
     if ko.is_file() {
@@ -459,23 +601,24 @@ fn copy_module(ko: &Path, to: &Path) -> anyhow::Result<bool> {
     Ok(true)
 }
 
-/// The versioned image package (`linux-image-6.1.0-57-cloud-amd64`) that the
-/// `linux-image-cloud-amd64` meta package of `series`'s suite depends on.
-fn resolve_kernel_package(series: Series) -> anyhow::Result<String> {
+/// The versioned image package (`linux-image-6.1.0-57-cloud-amd64`) that the newest
+/// `linux-image-cloud-amd64` meta package of `series` in its suites depends on.
+fn resolve_kernel_package(state: &AptState, series: Series) -> anyhow::Result<String> {
     const META: &str = "linux-image-cloud-amd64";
-    let policy = output(Command::new("apt-cache").args(["policy", META]))?;
-    let version = if series.backports {
-        policy_versions(&policy)
-            .into_iter()
-            .find(|v| v.contains("~bpo"))
-    } else {
-        policy_versions(&policy)
-            .into_iter()
-            .find(|v| !v.contains("~bpo"))
-    }
-    .ok_or_else(|| anyhow!("apt-cache policy {META} lists no {} version", series.name))?;
-    let depends =
-        output(Command::new("apt-cache").args(["depends", &format!("{META}={version}")]))?;
+    let policy = output(state.apt_cache().args(["policy", META]))?;
+    let version = newest_of_series(&policy_versions(&policy), series.name).ok_or_else(|| {
+        anyhow!(
+            "{} list no {META} of Linux {} (apt-cache policy: {})",
+            series.suites.join(" "),
+            series.name,
+            policy.trim()
+        )
+    })?;
+    let depends = output(
+        state
+            .apt_cache()
+            .args(["depends", &format!("{META}={version}")]),
+    )?;
     depends
         .lines()
         .find_map(|l| {
@@ -485,6 +628,19 @@ fn resolve_kernel_package(series: Series) -> anyhow::Result<String> {
         })
         .map(str::to_owned)
         .with_context(|| format!("{META}={version} depends on no linux-image package"))
+}
+
+/// The first (newest) of `versions` that is Linux `series` (`6.1` takes 6.1.x, not 6.12.x).
+fn newest_of_series(versions: &[String], series: &str) -> Option<String> {
+    let prefix = format!("{series}.");
+    versions
+        .iter()
+        .find(|v| {
+            v.split_once(':')
+                .map_or(v.as_str(), |(_, v)| v)
+                .starts_with(&prefix)
+        })
+        .cloned()
 }
 
 /// The versions in an `apt-cache policy` version table, highest first (apt's order).
@@ -534,6 +690,52 @@ mod tests {
     }
 
     #[test]
+    fn a_series_takes_its_own_newest_version() {
+        let versions = policy_versions(POLICY);
+        assert_eq!(
+            newest_of_series(&versions, "6.12").as_deref(),
+            Some("6.12.95-1~bpo12+1")
+        );
+        assert_eq!(
+            newest_of_series(&versions, "6.1").as_deref(),
+            Some("6.1.192-3")
+        );
+        assert_eq!(newest_of_series(&versions, "7.3"), None);
+    }
+
+    #[test]
+    fn kernel_sources_put_security_suites_on_the_security_mirror() {
+        let key = "/k.gpg".to_owned();
+        let mirrors = Mirrors {
+            main: ("http://mirror.invalid/debian".into(), key.clone()),
+            security: Some(("http://mirror.invalid/debian-security".into(), key)),
+        };
+        let text = sources_for(&mirrors, &["bullseye", "bullseye-security"]).unwrap();
+        let stanzas: Vec<&str> = text.split("\n\n").skip(1).collect();
+        assert_eq!(stanzas.len(), 2, "{text}");
+        assert_eq!(
+            debian_source(stanzas[0], "bullseye").unwrap().0,
+            "http://mirror.invalid/debian"
+        );
+        assert_eq!(
+            debian_source(stanzas[1], "bullseye-security").unwrap().0,
+            "http://mirror.invalid/debian-security"
+        );
+        // Without a security mirror the main suite is still asked; a security suite alone
+        // has nowhere to come from.
+        let main_only = Mirrors {
+            security: None,
+            ..mirrors
+        };
+        let text = sources_for(&main_only, &["bullseye", "bullseye-security"]).unwrap();
+        assert!(
+            text.contains("Suites: bullseye\n") && !text.contains("-security"),
+            "{text}"
+        );
+        assert!(sources_for(&main_only, &["bullseye-security"]).is_err());
+    }
+
+    #[test]
     fn upstream_major_skips_the_epoch() {
         assert_eq!(upstream_major("1:10.0.2+ds-2+deb13u1~bpo12+1"), Some(10));
         assert_eq!(upstream_major("1:7.2+dfsg-7+deb12u18+b3"), Some(7));
@@ -543,13 +745,13 @@ mod tests {
     fn debian_source_copies_the_bookworm_stanza() {
         let deb822 = "Types: deb\nURIs: http://mirror.invalid/debian\nSuites: bookworm bookworm-updates\nComponents: main\nSigned-By: /k.gpg\n\nTypes: deb\nURIs: http://mirror.invalid/debian-security\nSuites: bookworm-security\n";
         assert_eq!(
-            debian_source(deb822),
+            debian_source(deb822, "bookworm"),
             Some(("http://mirror.invalid/debian".into(), "/k.gpg".into()))
         );
         assert!(!mentions_suite(deb822, BACKPORTS));
         let one_line = "# comment\ndeb [arch=amd64] http://mirror.invalid/debian bookworm main\n";
         assert_eq!(
-            debian_source(one_line).unwrap().0,
+            debian_source(one_line, "bookworm").unwrap().0,
             "http://mirror.invalid/debian"
         );
         assert!(mentions_suite("Suites: bookworm-backports\n", BACKPORTS));

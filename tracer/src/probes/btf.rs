@@ -64,6 +64,7 @@ const KIND_ARRAY: u32 = 3;
 const KIND_STRUCT: u32 = 4;
 const KIND_UNION: u32 = 5;
 const KIND_ENUM: u32 = 6;
+const KIND_FUNC: u32 = 12;
 const KIND_FUNC_PROTO: u32 = 13;
 const KIND_VAR: u32 = 14;
 const KIND_DATASEC: u32 = 15;
@@ -78,11 +79,20 @@ struct Member {
     bit_offset: u32,
 }
 
-/// The structs and unions of a BTF blob, by type id, and struct ids by name.
+/// The structs and unions of a BTF blob, by type id, and struct ids by name; enumerators
+/// and functions by name offset, resolved when asked for.
 #[derive(Debug, Default)]
 pub struct Btf {
     composites: HashMap<u32, Vec<Member>>,
     struct_by_name: HashMap<String, u32>,
+    /// The string section, for the names below.
+    strings: Vec<u8>,
+    /// Every enumerator: (name offset, value).
+    enumerators: Vec<(u32, u64)>,
+    /// Every function: (name offset, its prototype's parameter name offsets).
+    functions: Vec<(u32, u32)>,
+    /// Parameter name offsets of each function prototype, by type id.
+    prototypes: HashMap<u32, Vec<u32>>,
 }
 
 fn u32_at(data: &[u8], off: usize) -> Result<u32, BtfError> {
@@ -125,7 +135,10 @@ impl Btf {
             String::from_utf8_lossy(&s[..end]).into_owned()
         };
 
-        let mut btf = Btf::default();
+        let mut btf = Btf {
+            strings: strings.to_vec(),
+            ..Btf::default()
+        };
         let mut pos = 0;
         let mut id = 1; // type 0 is void
         while pos < types.len() {
@@ -142,6 +155,35 @@ impl Btf {
                 KIND_ENUM | KIND_FUNC_PROTO => vlen * 8,
                 _ => 0,
             };
+            match kind {
+                KIND_ENUM => {
+                    for m in 0..vlen {
+                        let at = pos + m * 8;
+                        // Values are signed 32-bit: sign-extend, as the kernel's enum does.
+                        #[expect(clippy::cast_possible_wrap, reason = "BTF stores an s32")]
+                        let value = i64::from(u32_at(types, at + 4)? as i32);
+                        #[expect(clippy::cast_sign_loss, reason = "bit pattern kept")]
+                        btf.enumerators.push((u32_at(types, at)?, value as u64));
+                    }
+                }
+                KIND_ENUM64 => {
+                    for m in 0..vlen {
+                        let at = pos + m * 12;
+                        let value = u64::from(u32_at(types, at + 4)?)
+                            | (u64::from(u32_at(types, at + 8)?) << 32);
+                        btf.enumerators.push((u32_at(types, at)?, value));
+                    }
+                }
+                // A function's "size" field is its prototype's type id.
+                KIND_FUNC => btf.functions.push((name_off, u32_at(types, pos - 4)?)),
+                KIND_FUNC_PROTO => {
+                    let params = (0..vlen)
+                        .map(|m| u32_at(types, pos + m * 8))
+                        .collect::<Result<_, _>>()?;
+                    btf.prototypes.insert(id, params);
+                }
+                _ => {}
+            }
             if kind == KIND_STRUCT || kind == KIND_UNION {
                 let mut members = Vec::with_capacity(vlen);
                 for m in 0..vlen {
@@ -195,6 +237,42 @@ impl Btf {
         Ok(total / 8)
     }
 
+    /// The value of the enumerator `name` (`DCACHE_OP_DELETE`), in whichever enum declares
+    /// it; `None` when no enum does (the kernel declares it as a macro, which BTF lacks).
+    #[must_use]
+    pub fn enum_value(&self, name: &str) -> Option<u64> {
+        self.enumerators
+            .iter()
+            .find(|(off, _)| self.name_is(*off, name))
+            .map(|(_, v)| *v)
+    }
+
+    /// The parameter names of function `name`, in order; `None` when BTF has no such
+    /// function (inlined, or not in this kernel).
+    #[must_use]
+    pub fn parameters(&self, name: &str) -> Option<Vec<String>> {
+        let (_, proto) = self
+            .functions
+            .iter()
+            .find(|(off, _)| self.name_is(*off, name))?;
+        let params = self.prototypes.get(proto)?;
+        Some(params.iter().map(|off| self.name(*off)).collect())
+    }
+
+    fn name_bytes(&self, off: u32) -> &[u8] {
+        let s = self.strings.get(off as usize..).unwrap_or_default();
+        let end = s.iter().position(|&b| b == 0).unwrap_or(s.len());
+        &s[..end]
+    }
+
+    fn name_is(&self, off: u32, name: &str) -> bool {
+        self.name_bytes(off) == name.as_bytes()
+    }
+
+    fn name(&self, off: u32) -> String {
+        String::from_utf8_lossy(self.name_bytes(off)).into_owned()
+    }
+
     /// Depth-first search for a named member, through anonymous ones (bounded depth).
     fn find(&self, id: u32, member: &str, depth: u32) -> Option<(u32, u32)> {
         if depth > 8 {
@@ -215,10 +293,11 @@ impl Btf {
 mod tests {
     use super::*;
 
-    /// A BTF blob with `struct inner { int a; int b; }` and
-    /// `struct outer { int x; union { int y; struct inner z; }; }`.
+    /// A BTF blob with `struct inner { int a; int b; }`,
+    /// `struct outer { int x; union { int y; struct inner z; }; }`,
+    /// `enum flags { F_DEL = 8, F_NEG = -1 }` and `int f(int dir, int dentry)`.
     fn sample() -> Vec<u8> {
-        let strings = b"\0int\0inner\0a\0b\0outer\0x\0y\0z\0";
+        let strings = b"\0int\0inner\0a\0b\0outer\0x\0y\0z\0flags\0F_DEL\0F_NEG\0f\0dir\0dentry\0";
         let s = |name: &str| -> u32 {
             let needle = format!("\0{name}\0");
             let pos = strings
@@ -239,6 +318,13 @@ mod tests {
         // 4: struct outer { x @0, <anon union> @64 bits }
         types.extend([s("outer"), (KIND_STRUCT << 24) | 2, 16]);
         types.extend([s("x"), 1, 0, 0, 3, 64]);
+        // 5: enum flags { F_DEL = 8, F_NEG = -1 }
+        types.extend([s("flags"), (KIND_ENUM << 24) | 2, 4]);
+        types.extend([s("F_DEL"), 8, s("F_NEG"), u32::MAX]);
+        // 6: int (int dir, int dentry); 7: f, of that prototype
+        types.extend([0, (KIND_FUNC_PROTO << 24) | 2, 1]);
+        types.extend([s("dir"), 1, s("dentry"), 1]);
+        types.extend([s("f"), KIND_FUNC << 24, 6]);
         let types: Vec<u8> = types.iter().flat_map(|v| v.to_le_bytes()).collect();
         let mut blob = vec![0x9f, 0xeb, 1, 0];
         let type_len = u32::try_from(types.len()).unwrap();
@@ -267,6 +353,20 @@ mod tests {
             btf.offset_of("nope", "x"),
             Err(BtfError::NoStruct("nope".into()))
         );
+    }
+
+    #[test]
+    fn finds_enumerators_and_parameter_names() {
+        let btf = Btf::parse(&sample()).unwrap();
+        assert_eq!(btf.enum_value("F_DEL"), Some(8));
+        assert_eq!(btf.enum_value("F_NEG"), Some(u64::MAX));
+        assert_eq!(btf.enum_value("F_NONE"), None);
+        assert_eq!(
+            btf.parameters("f"),
+            Some(vec!["dir".to_owned(), "dentry".to_owned()])
+        );
+        // A struct's member name is not a function.
+        assert_eq!(btf.parameters("x"), None);
     }
 
     #[test]

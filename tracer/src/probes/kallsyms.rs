@@ -61,6 +61,27 @@ impl Kallsyms {
         self.text.is_empty()
     }
 
+    /// Where to attach for a function whose body the compiler may split off into
+    /// `name.part.N` (partial inlining): that clone when it exists once, else as
+    /// [`Kallsyms::resolve`]. Callers in the function's own file can inline the split-off
+    /// head and call the clone directly, bypassing `name` (Debian's 5.10: `do_rmdir` calls
+    /// `vfs_rmdir.part.0`), so only the clone sees every call that gets past the head.
+    #[must_use]
+    pub fn resolve_split(&self, name: &str) -> Resolution {
+        let prefix = format!("{name}.part.");
+        let parts: Vec<&String> = self
+            .text
+            .range(prefix.clone()..)
+            .take_while(|(k, _)| k.starts_with(&prefix))
+            .filter(|(k, n)| **n == 1 && k[prefix.len()..].bytes().all(|b| b.is_ascii_digit()))
+            .map(|(k, _)| k)
+            .collect();
+        match parts.as_slice() {
+            [one] => Resolution::Clone((*one).clone()),
+            _ => self.resolve(name),
+        }
+    }
+
     /// Where to attach for the function `name`.
     #[must_use]
     pub fn resolve(&self, name: &str) -> Resolution {
@@ -139,6 +160,32 @@ ffffffffc0000000 t loop_configure\t[loop]
             k.resolve("loop_configure"),
             Resolution::Exact("loop_configure".into())
         );
+    }
+
+    #[test]
+    fn split_functions_resolve_to_their_part_clone() {
+        // Debian's 5.10: the exported vfs_rmdir checks, then jumps to vfs_rmdir.part.0, which
+        // do_rmdir calls directly.
+        let k = Kallsyms::parse(
+            "ffffffff812d5950 t vfs_rmdir.part.0\nffffffff812d75b0 T vfs_rmdir\n\
+             ffffffff812d7600 T d_delete\nffffffff81300000 t two.part.0\n\
+             ffffffff81300100 t two.part.1\nffffffff81300200 T two\n",
+        );
+        assert_eq!(
+            k.resolve_split("vfs_rmdir"),
+            Resolution::Clone("vfs_rmdir.part.0".into())
+        );
+        assert_eq!(
+            k.resolve("vfs_rmdir"),
+            Resolution::Exact("vfs_rmdir".into())
+        );
+        // No part clone: the function itself; two of them: no telling which, the function.
+        assert_eq!(
+            k.resolve_split("d_delete"),
+            Resolution::Exact("d_delete".into())
+        );
+        assert_eq!(k.resolve_split("two"), Resolution::Exact("two".into()));
+        assert_eq!(k.resolve_split("absent"), Resolution::Absent);
     }
 
     #[test]

@@ -186,17 +186,70 @@ pub fn select(names: Option<&str>) -> Result<Vec<Probe>, String> {
     Ok(out)
 }
 
-/// Offsets the programs need, from the kernel's BTF; `Err` says why they are missing.
-fn kernel_offsets(raw: Result<&[u8], &String>) -> Result<[(&'static str, u32); 4], String> {
+/// What the programs need to know of the kernel's layout, from its BTF: struct offsets,
+/// `d_flags` values, `vfs_rmdir`'s argument order.
+#[derive(Debug, PartialEq, Eq)]
+struct KernelLayout {
+    /// Globals to set: (name, value).
+    globals: Vec<(&'static str, u32)>,
+    /// What was not in BTF and was assumed instead, one sentence each (`--verbose`).
+    assumed: Vec<String>,
+}
+
+/// The kernel's layout from its BTF; `Err` says why the struct offsets are missing.
+fn kernel_layout(raw: Result<&[u8], &String>) -> Result<KernelLayout, String> {
     let btf = btf::Btf::parse(raw.map_err(Clone::clone)?)
         .map_err(|e| format!("{}: {e}", btf::source().display()))?;
     let off = |s: &str, m: &str| btf.offset_of(s, m).map_err(|e| e.to_string());
-    Ok([
+    let mut globals = vec![
         (maps::DENTRY_D_INODE, off("dentry", "d_inode")?),
         (maps::DENTRY_D_FLAGS, off("dentry", "d_flags")?),
         (maps::DENTRY_D_HASH_PPREV, off("dentry", "d_hash.pprev")?),
         (maps::INODE_I_RWSEM, off("inode", "i_rwsem")?),
-    ])
+    ];
+    let mut assumed = Vec::new();
+    // Newer kernels declare the DCACHE_ flags in `enum dentry_flags` (6.18 and 7.3 do, 6.12
+    // does not); older ones as macros, absent from BTF, with these values since 5.9.
+    let mut dies = 0;
+    for (name, fallback) in [
+        ("DCACHE_OP_DELETE", maps::DCACHE_OP_DELETE),
+        ("DCACHE_DONTCACHE", maps::DCACHE_DONTCACHE),
+    ] {
+        dies |= if let Some(Ok(v)) = btf.enum_value(name).map(u32::try_from) {
+            v
+        } else {
+            assumed.push(format!(
+                "{name} is not in this kernel's BTF (a macro there, not an enum): assumed \
+                 {fallback:#x}"
+            ));
+            fallback
+        };
+    }
+    globals.push((maps::DCACHE_DIES_AT_DPUT, dies));
+    globals.push((
+        maps::VFS_RMDIR_DIR_ARG,
+        rmdir_dir_arg(btf.parameters("vfs_rmdir"), &mut assumed),
+    ));
+    Ok(KernelLayout { globals, assumed })
+}
+
+/// Where `dir` is among `vfs_rmdir`'s parameters (`dentry` follows): 0 before Linux 5.12,
+/// 1 since (the mount's user namespace, later its idmap, comes first).
+fn rmdir_dir_arg(params: Option<Vec<String>>, assumed: &mut Vec<String>) -> u32 {
+    let found = params.as_deref().and_then(|p| {
+        let dir = p.iter().position(|n| n == "dir")?;
+        (p.get(dir + 1).map(String::as_str) == Some("dentry"))
+            .then(|| u32::try_from(dir).ok())
+            .flatten()
+    });
+    found.unwrap_or_else(|| {
+        assumed.push(format!(
+            "vfs_rmdir's parameters are not (…, dir, dentry, …) in this kernel's BTF ({}): \
+             assumed dir is the second, as since Linux 5.12",
+            params.map_or_else(|| "absent".to_owned(), |p| p.join(", "))
+        ));
+        1
+    })
 }
 
 /// Load the programs and attach `wanted` probes. Probes not in `wanted` are `NotRequested`.
@@ -456,11 +509,14 @@ fn load_object(
         loader.override_global(maps::CGROUP_TP_ID, id, true);
         loader.override_global(maps::CGROUP_TP_PATH, path, true);
     }
-    let offsets = kernel_offsets(raw_btf);
-    let valid: u32 = match &offsets {
-        Ok(offsets) => {
-            for (name, value) in offsets {
+    let layout = kernel_layout(raw_btf);
+    let valid: u32 = match &layout {
+        Ok(layout) => {
+            for (name, value) in &layout.globals {
                 loader.override_global(name, value, true);
+            }
+            for note in &layout.assumed {
+                log::info!("{note}");
             }
             1
         }
@@ -505,10 +561,29 @@ fn attach_derived(
         AttachState::Failed {
             reason: "needs the vfs_rmdir probe".to_owned(),
         }
+    } else if !tracepoint_exists("lock", "contention_begin") {
+        // Added in Linux 5.19; older kernels have no event for a sleeping lock's wait.
+        AttachState::Absent {
+            symbol: "lock:contention_begin (Linux >= 5.19)".to_owned(),
+        }
     } else {
         attach_tracepoints(ebpf, "lock", &["contention_begin", "contention_end"])
     };
     states.insert(Probe::InodeLockWait, wait);
+}
+
+/// Whether tracefs lists the tracepoint `category:name` (tracefs mounted, as
+/// [`ensure_tracefs`] makes sure).
+fn tracepoint_exists(category: &str, name: &str) -> bool {
+    ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
+        .iter()
+        .any(|dir| {
+            Path::new(dir)
+                .join("events")
+                .join(category)
+                .join(name)
+                .is_dir()
+        })
 }
 
 /// The syscall probes and their tracepoint programs (named as the tracepoints).
@@ -559,6 +634,19 @@ fn attach_tracepoints(ebpf: &mut Ebpf, category: &str, programs: &[&str]) -> Att
     }
 }
 
+/// Probes whose function the compiler may split, with callers calling the split-off body
+/// (`vfs_rmdir.part.0` on Debian's 5.10): attached to that body where it exists.
+const SPLIT_FUNCTIONS: &[Probe] = &[Probe::VfsRmdir];
+
+/// Where `probe`'s function is on this kernel.
+fn resolve(kallsyms: &Kallsyms, probe: Probe) -> Resolution {
+    if SPLIT_FUNCTIONS.contains(&probe) {
+        kallsyms.resolve_split(probe.name())
+    } else {
+        kallsyms.resolve(probe.name())
+    }
+}
+
 fn attach_function(
     ebpf: &mut Ebpf,
     kallsyms: &Kallsyms,
@@ -567,7 +655,7 @@ fn attach_function(
     no_kprobes: bool,
     probe: Probe,
 ) -> AttachState {
-    let symbol = match kallsyms.resolve(probe.name()) {
+    let symbol = match resolve(kallsyms, probe) {
         Resolution::Exact(s) | Resolution::Clone(s) => s,
         Resolution::Absent => {
             return AttachState::Absent {
@@ -600,8 +688,12 @@ fn attach_function(
         }
     }
     if mode == AttachMode::Fentry {
-        let reason =
-            fentry_error.unwrap_or_else(|| format!("{symbol} is a compiler clone, not in BTF"));
+        let reason = fentry_error.unwrap_or_else(|| {
+            format!(
+                "{symbol} is a compiler clone of {}, not in BTF, and the calls go to it",
+                probe.name()
+            )
+        });
         return AttachState::Failed {
             reason: format!("fentry: {reason}"),
         };
@@ -752,7 +844,7 @@ pub fn check() -> Result<(Vec<Check>, Option<LoadError>), LoadError> {
         });
         out.push(Check {
             probe,
-            resolution: kallsyms.resolve(probe.name()),
+            resolution: resolve(&kallsyms, probe),
             load,
         });
     }
@@ -778,6 +870,53 @@ fn raise_memlock_limit() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn vfs_rmdir_argument_order_follows_btf() {
+        let names = |n: &[&str]| Some(n.iter().map(|s| (*s).to_owned()).collect());
+        let mut assumed = Vec::new();
+        // 5.10, 6.1, 6.12 and 7.3 as their BTF declares them.
+        assert_eq!(rmdir_dir_arg(names(&["dir", "dentry"]), &mut assumed), 0);
+        assert_eq!(
+            rmdir_dir_arg(names(&["mnt_userns", "dir", "dentry"]), &mut assumed),
+            1
+        );
+        assert_eq!(
+            rmdir_dir_arg(
+                names(&["idmap", "dir", "dentry", "delegated_inode"]),
+                &mut assumed
+            ),
+            1
+        );
+        assert!(assumed.is_empty());
+        // Unknown: the 5.12+ order, and said so.
+        assert_eq!(rmdir_dir_arg(None, &mut assumed), 1);
+        assert_eq!(rmdir_dir_arg(names(&["a", "b"]), &mut assumed), 1);
+        assert_eq!(assumed.len(), 2);
+        assert!(assumed[1].contains("(a, b)"), "{}", assumed[1]);
+    }
+
+    #[test]
+    fn this_kernels_layout_has_the_dcache_flags_that_drop_dentries() {
+        let raw = btf::read_sys_fs();
+        let layout = kernel_layout(raw.as_deref()).unwrap();
+        let global = |name| {
+            layout
+                .globals
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| *v)
+        };
+        // Both flags, whether read from BTF or assumed: OP_DELETE (tmpfs up to 6.x) and
+        // DONTCACHE (tmpfs on 7.x).
+        assert_eq!(global(maps::DCACHE_DIES_AT_DPUT), Some(0x88));
+        assert_eq!(
+            global(maps::VFS_RMDIR_DIR_ARG),
+            Some(1),
+            "{:?}",
+            layout.assumed
+        );
+    }
 
     #[test]
     fn cgroup_record_layout_is_read_from_the_format_file() {
