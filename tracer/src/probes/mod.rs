@@ -5,6 +5,7 @@
 
 pub mod btf;
 pub mod kallsyms;
+pub mod settle;
 
 use std::{collections::BTreeMap, path::Path};
 
@@ -55,6 +56,9 @@ pub enum LoadError {
     /// The slow-call threshold could not be written.
     #[error("setting the slow-call threshold: {0}")]
     SlowThreshold(String),
+    /// Recording could not be started.
+    #[error("starting to record: {0}")]
+    Record(String),
     /// The object was rejected as a whole.
     #[error("loading the kernel programs failed: {0}")]
     Load(#[from] aya::EbpfError),
@@ -310,6 +314,19 @@ pub fn attach_with_slow(
         warnings.push(format!(
             "no kernel function could be traced, only syscalls and tracepoints: {why}"
         ));
+    }
+    // Only now, with every program in place, do the programs start recording.
+    match settle::settle_and_record(&mut ebpf) {
+        Ok((waited, true)) => log::info!(
+            "recording after {} ms for attaching to settle",
+            waited.as_millis()
+        ),
+        Ok((waited, false)) => warnings.push(format!(
+            "grace-period waits were still starting {} s after attaching (a busy host, or \
+             tracer's attaching): some of those first waits may be recorded",
+            waited.as_secs()
+        )),
+        Err(e) => return Err(LoadError::Record(e)),
     }
     Ok(Attached {
         ebpf,
