@@ -8,7 +8,10 @@
 #![no_std]
 #![no_main]
 #![feature(core_intrinsics)]
-#![expect(internal_features, reason = "atomic_xadd: the BPF target lacks fetch_add")]
+#![expect(
+    internal_features,
+    reason = "atomic_xadd: the BPF target lacks fetch_add"
+)]
 
 use aya_ebpf::{
     EbpfContext as _,
@@ -23,11 +26,11 @@ use aya_ebpf::{
 use tracer_common::{
     NO_CALLER, Probe, ProbeKind, bucket_of,
     maps::{
-        AT_REMOVEDIR, BEGUN_UNRECORDED, CGROUP_EVENTS_BYTES, CGROUP_PATH_MAX, CGROUP2_HIERARCHY, COUNTER_ENTRIES,
-        CgroupEvent, CounterId, CounterKey, DCACHE_OP_DELETE, HIST_ENTRIES, HistKey,
-        INFLIGHT_ENTRIES, LOSS_COUNT, Loss, NOT_PRUNED, ProbeCounters, RMDIR_ENTRIES, RmdirLocks,
-        SETTLE_ENTERED, SETTLE_RETURNED, SLOW_CALLS_BYTES, SLOW_PRUNED, STATS_ENTRIES, SlowBudget, SlowCallEvent, Stat, StatKey,
-        Thread,
+        AT_REMOVEDIR, BEGUN_UNRECORDED, CGROUP_EVENTS_BYTES, CGROUP_PATH_MAX, CGROUP2_HIERARCHY,
+        COUNTER_ENTRIES, CgroupEvent, CounterId, CounterKey, DCACHE_OP_DELETE, HIST_ENTRIES,
+        HistKey, INFLIGHT_ENTRIES, LOSS_COUNT, Loss, NOT_PRUNED, ProbeCounters, RMDIR_ENTRIES,
+        RmdirLocks, SETTLE_ENTERED, SETTLE_RETURNED, SLOW_CALLS_BYTES, SLOW_PRUNED, STATS_ENTRIES,
+        SlowBudget, SlowCallEvent, Stat, StatKey, Thread,
     },
     probe::PROBE_COUNT,
 };
@@ -501,7 +504,11 @@ fn unregister_rmdir_locks(tid: u32) {
     if let Some(locks) = RMDIR_BY_THREAD.get_ptr(tid).map(|l| unsafe { *l }) {
         // Only entries still this thread's: another rmdir may hold the lock since.
         for lock in [locks.parent, locks.victim] {
-            if lock != 0 && RMDIR_LOCKS.get_ptr(lock).is_some_and(|h| unsafe { *h } == tid) {
+            if lock != 0
+                && RMDIR_LOCKS
+                    .get_ptr(lock)
+                    .is_some_and(|h| unsafe { *h } == tid)
+            {
                 let _ = RMDIR_LOCKS.remove(lock);
             }
         }
@@ -844,7 +851,10 @@ pub fn contention_end(ctx: TracePointContext) -> u32 {
     // Only the end of the wait contention_begin chose to time, on the same lock: a waiter
     // for an i_rwsem also contends on the way for other locks (the rwsem's wait_lock,
     // run-queue locks in schedule()), whose ends must not close it early.
-    let Some(t) = THREADS.get_ptr_mut(current_tid()).map(|t| unsafe { &mut *t }) else {
+    let Some(t) = THREADS
+        .get_ptr_mut(current_tid())
+        .map(|t| unsafe { &mut *t })
+    else {
         return 0;
     };
     if lock == 0 || t.lock_wait_addr != lock {

@@ -382,16 +382,21 @@ pub fn vm_suite(
     Ok(())
 }
 
+/// A judge of several result files, given the kernel's version.
+type FilesCheck = Box<dyn Fn(&BTreeMap<String, PathBuf>, (u32, u32)) -> Verdict>;
+/// A judge of one capture, given the kernel's version.
+type CaptureCheck = Box<dyn Fn(&Snapshot, (u32, u32)) -> Verdict>;
+
 /// How a case is judged.
 enum Check {
     /// Several result files together (a capture and bpftrace's counts, a round trip, ...).
-    Files(Box<dyn Fn(&BTreeMap<String, PathBuf>, (u32, u32)) -> Verdict>),
+    Files(FilesCheck),
     /// The guest's `uname -r` is the booted kernel's release.
     Uname,
     /// Hit counts of the kernel's own kprobe events around the workload.
     Reference(fn(&BTreeMap<String, u64>, (u32, u32)) -> Verdict),
     /// A `tracer capture` file of the workload.
-    Capture(Box<dyn Fn(&Snapshot, (u32, u32)) -> Verdict>),
+    Capture(CaptureCheck),
 }
 
 struct Case {
@@ -405,7 +410,12 @@ struct Case {
 }
 
 impl Case {
-    fn new(mode: &'static str, name: impl Into<String>, file: impl Into<String>, check: Check) -> Case {
+    fn new(
+        mode: &'static str,
+        name: impl Into<String>,
+        file: impl Into<String>,
+        check: Check,
+    ) -> Case {
         Case {
             name: name.into(),
             mode,
@@ -443,7 +453,12 @@ fn capture_case(
 #[expect(clippy::too_many_lines, reason = "the list of cases, read as a table")]
 fn cases() -> Vec<Case> {
     let mut v = vec![
-        Case::new("reference", "uname -r is the booted kernel", "uname", Check::Uname),
+        Case::new(
+            "reference",
+            "uname -r is the booted kernel",
+            "uname",
+            Check::Uname,
+        ),
         Case::new(
             "reference",
             "rmdir x200: kprobe events count vfs_rmdir = 200",
@@ -651,7 +666,10 @@ fn attached_with_all(s: &Snapshot, method: AttachMethod) -> Result<(), String> {
             && matches!(m, AttachMethod::Kprobe | AttachMethod::Fentry)
             && *m != method
         {
-            return Err(format!("{} attached with {m:?}, not {method:?}", probe.name()));
+            return Err(format!(
+                "{} attached with {m:?}, not {method:?}",
+                probe.name()
+            ));
         }
     }
     attached_with(s, Probe::VfsRmdir, method)
@@ -674,8 +692,16 @@ const RMDIR_CALLERS: Callers<'static> = &[
 /// 50 tmpfs mount+umount, by kernel: the umount's waits and teardown.
 fn tmpfs_callers(version: (u32, u32)) -> Vec<(Probe, Option<Probe>, u64)> {
     vec![
-        (Probe::SynchronizeRcuExpedited, Some(Probe::NamespaceUnlock), 50),
-        (teardown_probes(version).0, Some(Probe::DeactivateLockedSuper), 50),
+        (
+            Probe::SynchronizeRcuExpedited,
+            Some(Probe::NamespaceUnlock),
+            50,
+        ),
+        (
+            teardown_probes(version).0,
+            Some(Probe::DeactivateLockedSuper),
+            50,
+        ),
         (Probe::DeactivateLockedSuper, None, 50),
         (Probe::SysUmount, None, 50),
     ]
@@ -711,7 +737,12 @@ fn callers(s: &Snapshot, want: Callers<'_>) -> Verdict {
         if let Some(c) = k.caller
             && (c.is_grace_period() && k.probe.is_grace_period() || c.kind() != ProbeKind::Function)
         {
-            return Err(format!("{} has caller {} (cgroup {})", k.probe.name(), c.name(), k.cgroup));
+            return Err(format!(
+                "{} has caller {} (cgroup {})",
+                k.probe.name(),
+                c.name(),
+                k.cgroup
+            ));
         }
     }
     Ok(seen.join(", "))
@@ -726,9 +757,15 @@ fn concurrent(s: &Snapshot, _: (u32, u32)) -> Verdict {
         .collect();
     let missed = s.losses.get(&Loss::ProgramMisses).copied().unwrap_or(0);
     if missed > 0 {
-        return Err(format!("{}; but the kernel skipped {missed} program runs", seen.join(", ")));
+        return Err(format!(
+            "{}; but the kernel skipped {missed} program runs",
+            seen.join(", ")
+        ));
     }
-    let st = s.probes.get(&Probe::VfsRmdir).ok_or("no vfs_rmdir status")?;
+    let st = s
+        .probes
+        .get(&Probe::VfsRmdir)
+        .ok_or("no vfs_rmdir status")?;
     if st.exits_without_entry > 0 || st.entries != st.exits {
         return Err(format!(
             "vfs_rmdir: {} entries, {} exits, {} exits without entry",
@@ -766,12 +803,15 @@ fn idle(s: &Snapshot, _: (u32, u32)) -> Verdict {
         .map(|(p, st)| format!("{} x{}", p.name(), st.exits_without_entry))
         .collect();
     if !unmatched.is_empty() {
-        return Err(format!("returns without an entry: {}", unmatched.join(", ")));
+        return Err(format!(
+            "returns without an entry: {}",
+            unmatched.join(", ")
+        ));
     }
     Ok("no grace-period wait, no return without an entry".to_owned())
 }
 
-/// 4 lookups in /lk_wait blocked on the parent's i_rwsem while one rmdir in /lk_rm held
+/// 4 lookups in `/lk_wait` blocked on the parent's `i_rwsem` while one rmdir in `/lk_rm` held
 /// it: exactly 4 waits there, each ended by that lock (not by another lock on the way),
 /// so each lasts most of the hold.
 fn lock_waits(s: &Snapshot, _: (u32, u32)) -> Verdict {
@@ -803,13 +843,15 @@ fn lock_waits(s: &Snapshot, _: (u32, u32)) -> Verdict {
         ms(max),
         elsewhere.count()
     );
-    // The waiters start 0.3 s after the rmdir and the pruning takes about 0.6 s under TCG:
+    // The waiters start 0.2 s after the rmdir and the pruning takes about 0.6 s under TCG:
     // a wait cut short by another lock's contention_end would last microseconds.
     if hold.count() != 1 || waits.count() != 4 || elsewhere.count() != 0 {
         return Err(format!("{seen}; expected 1 hold, 4 waits, none elsewhere"));
     }
     if min < hold_ns / 5 || max > hold_ns {
-        return Err(format!("{seen}; each wait should be between 1/5 of the hold and the hold"));
+        return Err(format!(
+            "{seen}; each wait should be between 1/5 of the hold and the hold"
+        ));
     }
     Ok(seen)
 }
@@ -818,7 +860,10 @@ fn lock_waits(s: &Snapshot, _: (u32, u32)) -> Verdict {
 /// the fsnotify reapers that call it (marks, connectors); returns the count.
 fn ref_srcu(hits: &BTreeMap<String, u64>) -> Result<(String, u64), String> {
     let n = hits.get("synchronize_srcu").copied().unwrap_or(0);
-    let marks = hits.get("fsnotify_mark_destroy_workfn").copied().unwrap_or(0);
+    let marks = hits
+        .get("fsnotify_mark_destroy_workfn")
+        .copied()
+        .unwrap_or(0);
     let conns = hits
         .get("fsnotify_connector_destroy_workfn")
         .copied()
@@ -829,7 +874,9 @@ fn ref_srcu(hits: &BTreeMap<String, u64>) -> Result<(String, u64), String> {
         ));
     }
     Ok((
-        format!("synchronize_srcu = {n} = fsnotify_mark_destroy_workfn {marks} + fsnotify_connector_destroy_workfn {conns}"),
+        format!(
+            "synchronize_srcu = {n} = fsnotify_mark_destroy_workfn {marks} + fsnotify_connector_destroy_workfn {conns}"
+        ),
         n,
     ))
 }
@@ -855,7 +902,9 @@ fn srcu(files: &BTreeMap<String, PathBuf>, name: &str, method: AttachMethod) -> 
     if outside.count() > 0 {
         return Err(format!("{seen}; {} with a traced caller", outside.count()));
     }
-    Ok(format!("{seen}, all from kernel workers with no traced caller"))
+    Ok(format!(
+        "{seen}, all from kernel workers with no traced caller"
+    ))
 }
 
 /// The calls of `probe` made by the workload itself (its own cgroup), whatever the caller.

@@ -316,24 +316,31 @@ pub fn attach_with_slow(
         ));
     }
     // Only now, with every program in place, do the programs start recording.
-    match settle::settle_and_record(&mut ebpf) {
-        Ok((waited, true)) => log::info!(
-            "recording after {} ms for attaching to settle",
-            waited.as_millis()
-        ),
-        Ok((waited, false)) => warnings.push(format!(
-            "grace-period waits were still starting {} s after attaching (a busy host, or \
-             tracer's attaching): some of those first waits may be recorded",
-            waited.as_secs()
-        )),
-        Err(e) => return Err(LoadError::Record(e)),
-    }
+    start_recording(&mut ebpf, &mut warnings)?;
     Ok(Attached {
         ebpf,
         states,
         warnings,
         cgroup_events,
     })
+}
+
+/// Start recording once attaching has settled (see [`settle`]); a warning when it did not.
+fn start_recording(ebpf: &mut Ebpf, warnings: &mut Vec<String>) -> Result<(), LoadError> {
+    let (took, quiet) = settle::settle_and_record(ebpf).map_err(LoadError::Record)?;
+    if quiet {
+        log::info!(
+            "recording after {} ms for attaching to settle",
+            took.as_millis()
+        );
+    } else {
+        warnings.push(format!(
+            "grace-period waits were still starting {} s after attaching (a busy host, or \
+             tracer's attaching): some of those first waits may be recorded",
+            took.as_secs()
+        ));
+    }
+    Ok(())
 }
 
 /// The cgroup tracepoints both use this record layout (`TP_STRUCT__entry` of the `cgroup`

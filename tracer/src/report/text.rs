@@ -13,8 +13,8 @@ use super::{
     units,
 };
 use crate::snapshot::{
-    AttachMethod, AttachState, CgroupId, Counter, Latency, Probe, ProbeStatus, SeriesKey,
-    Snapshot, SourceKind,
+    AttachMethod, AttachState, CgroupId, Counter, Latency, Probe, ProbeStatus, SeriesKey, Snapshot,
+    SourceKind,
 };
 use tracer_common::ProbeKind;
 
@@ -247,7 +247,9 @@ impl Scope {
 /// The command's sections, then the host's: with a command in a cgroup of its own both
 /// (what the command waited for, then what the host did meanwhile); else the host's only.
 fn scoped(s: &Snapshot, p: Painter, section: fn(&Snapshot, Painter, Scope) -> String) -> String {
-    let own = Scope::command(s).map(|c| section(s, p, c)).unwrap_or_default();
+    let own = Scope::command(s)
+        .map(|c| section(s, p, c))
+        .unwrap_or_default();
     let host = section(s, p, Scope::Host);
     match (own.is_empty(), host.is_empty()) {
         (false, false) => format!("{own}\n{host}"),
@@ -289,10 +291,7 @@ fn grace_periods_in(s: &Snapshot, p: Painter, scope: Scope) -> String {
             .cmp(&a.2.sum_ns())
             .then((a.0, a.1).cmp(&(b.0, b.1)))
     });
-    let mut out = p.heading(&format!(
-        "grace-period waits by caller: {}",
-        scope.title(s)
-    ));
+    let mut out = p.heading(&format!("grace-period waits by caller: {}", scope.title(s)));
     let mut t = Table::new(&[
         ("wait", Align::Left),
         ("caller", Align::Left),
@@ -850,7 +849,10 @@ mod tests {
         // The command's waits, with their share of its wall time; not the host's stray one.
         let srcu = s_total(Probe::SynchronizeSrcu);
         let line = line_with(own, &["synchronize_srcu", "unregister_shrinker", "300"]);
-        assert!(line.contains(&units::percent(srcu, 2_400_000_000)), "{line}");
+        assert!(
+            line.contains(&units::percent(srcu, 2_400_000_000)),
+            "{line}"
+        );
         assert!(!own.contains("(none)"), "{own}");
         // The host's section has every wait, and no share of a wall time that is not its own.
         let host = section(&r, "grace-period waits by caller: whole host");
