@@ -48,6 +48,12 @@ pub const INODE_I_RWSEM: &str = "INODE_I_RWSEM";
 pub const OFFSETS_VALID: &str = "OFFSETS_VALID";
 /// Global: the tracer's own process id, whose calls are not recorded.
 pub const SELF_TGID: &str = "SELF_TGID";
+/// Global: tracer's `comm` as two native-endian u64 halves (its children before exec).
+pub const SELF_COMM: &str = "SELF_COMM";
+/// Global: offset of `real_parent` in `struct task_struct`.
+pub const TASK_REAL_PARENT: &str = "TASK_REAL_PARENT";
+/// Global: offset of `tgid` in `struct task_struct`.
+pub const TASK_TGID: &str = "TASK_TGID";
 /// Global: offset of `root` (the hierarchy id, an int) in the `cgroup:cgroup_mkdir` and
 /// `cgroup:cgroup_rmdir` tracepoint records, from their tracefs format file.
 pub const CGROUP_TP_ROOT: &str = "CGROUP_TP_ROOT";

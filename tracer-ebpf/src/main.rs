@@ -17,7 +17,8 @@ use aya_ebpf::{
     EbpfContext as _,
     helpers::{
         bpf_get_current_cgroup_id, bpf_get_current_comm, bpf_get_current_pid_tgid,
-        bpf_ktime_get_ns, bpf_probe_read_kernel, generated::bpf_probe_read_kernel_str,
+        bpf_ktime_get_ns, bpf_probe_read_kernel,
+        generated::{bpf_get_current_task, bpf_probe_read_kernel_str},
     },
     macros::{fentry, fexit, kprobe, kretprobe, map, tracepoint},
     maps::{Array, HashMap, LruHashMap, PerCpuArray, PerCpuHashMap, RingBuf},
@@ -94,6 +95,16 @@ static OFFSETS_VALID: u32 = 0;
 /// grace periods) is not the system's, so it is not recorded.
 #[unsafe(no_mangle)]
 static SELF_TGID: u32 = 0;
+/// The tracer's `comm`, as two native-endian u64 halves: a child it forked that has not
+/// exec'd yet still carries it (see [`is_own_child`]).
+#[unsafe(no_mangle)]
+static SELF_COMM: [u64; 2] = [0; 2];
+/// Offset of `task_struct.real_parent`, from BTF (0: unknown).
+#[unsafe(no_mangle)]
+static TASK_REAL_PARENT: u32 = 0;
+/// Offset of `task_struct.tgid`, from BTF.
+#[unsafe(no_mangle)]
+static TASK_TGID: u32 = 0;
 /// Field offsets in the cgroup tracepoints' records, from their tracefs format files
 /// (stable since Linux 5.7 made `id` a u64, but read rather than assumed).
 #[unsafe(no_mangle)]
@@ -107,6 +118,30 @@ static CGROUP_TP_PATH: u32 = 24;
 fn is_self() -> bool {
     let tgid = bpf_get_current_pid_tgid() >> 32;
     tgid == global(&SELF_TGID)
+}
+
+/// Whether the current task is a child tracer forked that has not exec'd the user's
+/// command yet: tracer's own work (it moves itself into the command's cgroup, which waits
+/// for an RCU grace period). It still has its parent's `comm`; after exec the command is
+/// the user's and is recorded (unless the command has tracer's own name).
+#[inline(always)]
+fn is_own_child() -> bool {
+    let Ok(comm) = bpf_get_current_comm() else {
+        return false;
+    };
+    let want = unsafe { core::ptr::read_volatile(&SELF_COMM) };
+    let half = |i: usize| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&comm[i * 8..i * 8 + 8]);
+        u64::from_ne_bytes(b)
+    };
+    if half(0) != want[0] || half(1) != want[1] || global(&TASK_REAL_PARENT) == 0 {
+        return false;
+    }
+    let task = unsafe { bpf_get_current_task() };
+    read_u64(task + global(&TASK_REAL_PARENT))
+        .and_then(|parent| read_u32(parent + global(&TASK_TGID)))
+        .is_some_and(|tgid| u64::from(tgid) == global(&SELF_TGID))
 }
 
 #[inline(always)]
@@ -213,13 +248,16 @@ fn on_entry(probe: Probe, arg: u64) {
     }
     // `probe` is a constant in each program, so this index is too (the verifier wants that).
     let slot = usize::from(probe.id());
-    if !recording() {
+    let recording = recording();
+    if !recording || is_own_child() {
         // Marked, so that its return is not taken for one without an entry; not on the
         // stack, so a return whose program is not attached yet leaves no frame behind.
         if let Some(t) = thread(current_tid()) {
             t.start_ns[slot] = BEGUN_UNRECORDED;
         }
-        settle(probe, SETTLE_ENTERED);
+        if !recording {
+            settle(probe, SETTLE_ENTERED);
+        }
         return;
     }
     let Some(c) = counters(probe) else { return };

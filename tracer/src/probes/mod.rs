@@ -189,17 +189,50 @@ pub fn select(names: Option<&str>) -> Result<Vec<Probe>, String> {
     Ok(out)
 }
 
-/// Offsets the programs need, from the kernel's BTF; `Err` says why they are missing.
-fn kernel_offsets(raw: Result<&[u8], &String>) -> Result<[(&'static str, u32); 4], String> {
+/// Offsets the programs need, from the kernel's BTF: the dentry and inode ones, and
+/// `task_struct`'s `real_parent` and `tgid`; `Err` says why they are missing.
+#[expect(
+    clippy::type_complexity,
+    reason = "two fixed lists of (global, offset)"
+)]
+fn kernel_offsets(
+    raw: Result<&[u8], &String>,
+) -> Result<([(&'static str, u32); 4], [(&'static str, u32); 2]), String> {
     let btf = btf::Btf::parse(raw.map_err(Clone::clone)?)
         .map_err(|e| format!("{}: {e}", btf::VMLINUX))?;
     let off = |s: &str, m: &str| btf.offset_of(s, m).map_err(|e| e.to_string());
-    Ok([
-        (maps::DENTRY_D_INODE, off("dentry", "d_inode")?),
-        (maps::DENTRY_D_FLAGS, off("dentry", "d_flags")?),
-        (maps::DENTRY_D_HASH_PPREV, off("dentry", "d_hash.pprev")?),
-        (maps::INODE_I_RWSEM, off("inode", "i_rwsem")?),
-    ])
+    Ok((
+        [
+            (maps::DENTRY_D_INODE, off("dentry", "d_inode")?),
+            (maps::DENTRY_D_FLAGS, off("dentry", "d_flags")?),
+            (maps::DENTRY_D_HASH_PPREV, off("dentry", "d_hash.pprev")?),
+            (maps::INODE_I_RWSEM, off("inode", "i_rwsem")?),
+        ],
+        [
+            (maps::TASK_REAL_PARENT, off("task_struct", "real_parent")?),
+            (maps::TASK_TGID, off("task_struct", "tgid")?),
+        ],
+    ))
+}
+
+/// This process's `comm` (what the kernel programs' `bpf_get_current_comm` returns for it
+/// and its children before exec), as two native-endian halves, NUL-padded.
+fn own_comm() -> [u64; 2] {
+    let name = std::fs::read("/proc/self/comm").unwrap_or_default();
+    let mut comm = [0u8; 16];
+    // The kernel keeps at most 15 bytes and a NUL.
+    for (c, b) in comm
+        .iter_mut()
+        .zip(name.iter().take(15).take_while(|b| **b != b'\n'))
+    {
+        *c = *b;
+    }
+    let half = |i: usize| {
+        let mut h = [0u8; 8];
+        h.copy_from_slice(&comm[i * 8..i * 8 + 8]);
+        u64::from_ne_bytes(h)
+    };
+    [half(0), half(1)]
 }
 
 /// Load the programs and attach `wanted` probes. Probes not in `wanted` are `NotRequested`.
@@ -450,7 +483,7 @@ fn load_object(
     }
     let offsets = kernel_offsets(raw_btf);
     let valid: u32 = match &offsets {
-        Ok(offsets) => {
+        Ok((offsets, _)) => {
             for (name, value) in offsets {
                 loader.override_global(name, value, true);
             }
@@ -467,6 +500,15 @@ fn load_object(
     loader.override_global(maps::OFFSETS_VALID, &valid, true);
     let self_tgid = std::process::id();
     loader.override_global(maps::SELF_TGID, &self_tgid, true);
+    // A child forked to run the command is tracer's own work until it execs: known by
+    // tracer's comm and its parent (offsets from BTF; without them it is recorded).
+    let comm = own_comm();
+    loader.override_global(maps::SELF_COMM, &comm, true);
+    if let Ok((_, task)) = &offsets {
+        for (name, value) in task {
+            loader.override_global(name, value, true);
+        }
+    }
     Ok((loader.load(EBPF_OBJECT)?, valid == 1))
 }
 

@@ -1059,6 +1059,25 @@ mod tests {
     }
 
     #[test]
+    fn program_runs_the_kernel_skipped_are_losses_in_the_report_and_the_file() {
+        let mut s = testdata::umount_capture();
+        s.losses.insert(crate::snapshot::Loss::ProgramMisses, 6);
+        let r = render(&s, false);
+        let sec = section(&r, "losses");
+        assert!(
+            line_with(sec, &["(all)", "6"]).contains("probe runs the kernel skipped"),
+            "{sec}"
+        );
+        // The headline warning counts them with the other lost calls (19 before).
+        assert!(r.contains("warning: 25 calls were lost"), "{r}");
+        let back = crate::report::json::from_str(&crate::report::json::to_string(&s)).unwrap();
+        assert_eq!(
+            back.losses.get(&crate::snapshot::Loss::ProgramMisses),
+            Some(&6)
+        );
+    }
+
+    #[test]
     fn slow_calls_show_the_slowest_with_who_and_where() {
         let r = render(&testdata::slow_rmdir_capture(), false);
         let sec = section(&r, "slow calls");
