@@ -16,6 +16,16 @@ pub const RMDIR_LOCKS: &str = "RMDIR_LOCKS";
 pub const RMDIR_BY_THREAD: &str = "RMDIR_BY_THREAD";
 /// Per-CPU array of one u64 per [`Loss`]: losses not tied to one probe.
 pub const LOSSES: &str = "LOSSES";
+/// Array of one u64: nonzero once userspace has attached every program and the work the
+/// attaching caused has settled. Until then the programs record nothing (see [`SETTLE`]).
+pub const RECORDING: &str = "RECORDING";
+/// Per-CPU array of two u64: grace-period waits entered and returned while not
+/// [`RECORDING`], so userspace can tell when the waits its own attaching caused are over.
+pub const SETTLE: &str = "SETTLE";
+/// [`SETTLE`] index: grace-period waits entered while not recording.
+pub const SETTLE_ENTERED: u32 = 0;
+/// [`SETTLE`] index: grace-period waits returned while not recording (or begun then).
+pub const SETTLE_RETURNED: u32 = 1;
 /// Ring buffer of [`CgroupEvent`]s: cgroup v2 directories made and removed.
 pub const CGROUP_EVENTS: &str = "CGROUP_EVENTS";
 /// Ring buffer of [`SlowCallEvent`]s: calls at least [`SLOW_THRESHOLD`] long.
@@ -38,6 +48,12 @@ pub const INODE_I_RWSEM: &str = "INODE_I_RWSEM";
 pub const OFFSETS_VALID: &str = "OFFSETS_VALID";
 /// Global: the tracer's own process id, whose calls are not recorded.
 pub const SELF_TGID: &str = "SELF_TGID";
+/// Global: tracer's `comm` as two native-endian u64 halves (its children before exec).
+pub const SELF_COMM: &str = "SELF_COMM";
+/// Global: offset of `real_parent` in `struct task_struct`.
+pub const TASK_REAL_PARENT: &str = "TASK_REAL_PARENT";
+/// Global: offset of `tgid` in `struct task_struct`.
+pub const TASK_TGID: &str = "TASK_TGID";
 /// Global: offset of `root` (the hierarchy id, an int) in the `cgroup:cgroup_mkdir` and
 /// `cgroup:cgroup_rmdir` tracepoint records, from their tracefs format file.
 pub const CGROUP_TP_ROOT: &str = "CGROUP_TP_ROOT";
@@ -165,10 +181,17 @@ pub struct Thread {
     pub start_ns: [u64; crate::probe::PROBE_COUNT as usize],
     /// `d_delete`'s dentry argument, for its exit.
     pub d_delete_dentry: u64,
+    /// The address of the inode lock the thread waits for (`inode_lock_wait` in flight),
+    /// so that only the end of that wait closes it; 0 when none.
+    pub lock_wait_addr: u64,
     /// Time the thread's `vfs_rmdir` in flight spent in `shrink_dcache_parent` so far
     /// (under its inode locks), for its slow-call event; [`NOT_PRUNED`] when none ran.
     pub rmdir_pruned_ns: u64,
 }
+
+/// [`Thread::start_ns`] of a call that began before recording started: its return is
+/// neither timed nor counted as a return without an entry.
+pub const BEGUN_UNRECORDED: u64 = u64::MAX;
 
 /// [`Thread::rmdir_pruned_ns`] when the `vfs_rmdir` in flight has not pruned.
 pub const NOT_PRUNED: u64 = u64::MAX;
@@ -179,6 +202,7 @@ impl Thread {
         frames: Frames::EMPTY,
         start_ns: [0; crate::probe::PROBE_COUNT as usize],
         d_delete_dentry: 0,
+        lock_wait_addr: 0,
         rmdir_pruned_ns: NOT_PRUNED,
     };
 }
@@ -222,10 +246,15 @@ pub enum Loss {
     SlowCallsRateLimited = 4,
     /// Slow calls not sent: `SLOW_CALLS` was full.
     SlowCallDrops = 5,
+    /// Runs of tracer's programs the kernel skipped: each program's `recursion_misses`
+    /// (`bpf_prog_info`), read by userspace, not counted in `LOSSES`. A program is skipped
+    /// when it would run while it (or, for kprobes and tracepoints, any BPF program) is
+    /// already running on that CPU, e.g. after being preempted mid-run.
+    ProgramMisses = 6,
 }
 
 /// Number of [`Loss`] kinds.
-pub const LOSS_COUNT: u32 = 6;
+pub const LOSS_COUNT: u32 = 7;
 
 impl Loss {
     /// Every kind, in index order.
@@ -236,6 +265,7 @@ impl Loss {
         Loss::CgroupEventDrops,
         Loss::SlowCallsRateLimited,
         Loss::SlowCallDrops,
+        Loss::ProgramMisses,
     ];
 
     /// Name in reports and capture files.
@@ -248,6 +278,7 @@ impl Loss {
             Loss::CgroupEventDrops => "cgroup_event_drops",
             Loss::SlowCallsRateLimited => "slow_calls_rate_limited",
             Loss::SlowCallDrops => "slow_call_drops",
+            Loss::ProgramMisses => "program_misses",
         }
     }
 
@@ -269,6 +300,9 @@ impl Loss {
                 "slow calls not reported: over 100 per second on one CPU (counted, not shown)"
             }
             Loss::SlowCallDrops => "slow calls not reported: the event buffer was full",
+            Loss::ProgramMisses => {
+                "probe runs the kernel skipped (recursion misses): calls or returns not seen"
+            }
         }
     }
 
@@ -459,7 +493,7 @@ mod tests {
         assert_eq!(size_of::<ProbeCounters>(), 40);
         assert_eq!(
             size_of::<Thread>(),
-            8 + 8 * crate::probe::PROBE_COUNT as usize + 8 + 8
+            8 + 8 * crate::probe::PROBE_COUNT as usize + 8 + 8 + 8
         );
         assert_eq!(size_of::<CgroupEvent>(), 8 + 4 + 4 + CGROUP_PATH_MAX);
         assert_eq!(

@@ -7,25 +7,31 @@
 //! calls over the slow-call threshold (rate-limited per CPU).
 #![no_std]
 #![no_main]
+#![feature(core_intrinsics)]
+#![expect(
+    internal_features,
+    reason = "atomic_xadd: the BPF target lacks fetch_add"
+)]
 
 use aya_ebpf::{
     EbpfContext as _,
     helpers::{
         bpf_get_current_cgroup_id, bpf_get_current_comm, bpf_get_current_pid_tgid,
-        bpf_ktime_get_ns, bpf_probe_read_kernel, generated::bpf_probe_read_kernel_str,
+        bpf_ktime_get_ns, bpf_probe_read_kernel,
+        generated::{bpf_get_current_task, bpf_probe_read_kernel_str},
     },
     macros::{fentry, fexit, kprobe, kretprobe, map, tracepoint},
     maps::{Array, HashMap, LruHashMap, PerCpuArray, PerCpuHashMap, RingBuf},
     programs::{FEntryContext, FExitContext, ProbeContext, RetProbeContext, TracePointContext},
 };
 use tracer_common::{
-    NO_CALLER, Probe, bucket_of,
+    NO_CALLER, Probe, ProbeKind, bucket_of,
     maps::{
-        AT_REMOVEDIR, CGROUP_EVENTS_BYTES, CGROUP_PATH_MAX, CGROUP2_HIERARCHY, COUNTER_ENTRIES,
-        CgroupEvent, CounterId, CounterKey, DCACHE_DONTCACHE, DCACHE_OP_DELETE, HIST_ENTRIES,
-        HistKey, INFLIGHT_ENTRIES, LOSS_COUNT, Loss, NOT_PRUNED, ProbeCounters, RMDIR_ENTRIES,
-        RmdirLocks, SLOW_CALLS_BYTES, SLOW_PRUNED, STATS_ENTRIES, SlowBudget, SlowCallEvent, Stat,
-        StatKey, Thread,
+        AT_REMOVEDIR, BEGUN_UNRECORDED, CGROUP_EVENTS_BYTES, CGROUP_PATH_MAX, CGROUP2_HIERARCHY,
+        COUNTER_ENTRIES, CgroupEvent, CounterId, CounterKey, DCACHE_DONTCACHE, DCACHE_OP_DELETE,
+        HIST_ENTRIES, HistKey, INFLIGHT_ENTRIES, LOSS_COUNT, Loss, NOT_PRUNED, ProbeCounters,
+        RMDIR_ENTRIES, RmdirLocks, SETTLE_ENTERED, SETTLE_RETURNED, SLOW_CALLS_BYTES, SLOW_PRUNED,
+        STATS_ENTRIES, SlowBudget, SlowCallEvent, Stat, StatKey, Thread,
     },
     probe::PROBE_COUNT,
 };
@@ -65,6 +71,12 @@ static SLOW_CALLS: RingBuf = RingBuf::with_byte_size(SLOW_CALLS_BYTES, 0);
 static SLOW_THRESHOLD: Array<u64> = Array::with_max_entries(1, 0);
 
 #[map]
+static RECORDING: Array<u64> = Array::with_max_entries(1, 0);
+
+#[map]
+static SETTLE: PerCpuArray<u64> = PerCpuArray::with_max_entries(2, 0);
+
+#[map]
 static SLOW_BUDGET: PerCpuArray<SlowBudget> = PerCpuArray::with_max_entries(1, 0);
 
 // Kernel struct offsets, from BTF in userspace (aya's Rust programs have no CO-RE).
@@ -89,6 +101,16 @@ static VFS_RMDIR_DIR_ARG: u32 = 1;
 /// grace periods) is not the system's, so it is not recorded.
 #[unsafe(no_mangle)]
 static SELF_TGID: u32 = 0;
+/// The tracer's `comm`, as two native-endian u64 halves: a child it forked that has not
+/// exec'd yet still carries it (see [`is_own_child`]).
+#[unsafe(no_mangle)]
+static SELF_COMM: [u64; 2] = [0; 2];
+/// Offset of `task_struct.real_parent`, from BTF (0: unknown).
+#[unsafe(no_mangle)]
+static TASK_REAL_PARENT: u32 = 0;
+/// Offset of `task_struct.tgid`, from BTF.
+#[unsafe(no_mangle)]
+static TASK_TGID: u32 = 0;
 /// Field offsets in the cgroup tracepoints' records, from their tracefs format files
 /// (stable since Linux 5.7 made `id` a u64, but read rather than assumed).
 #[unsafe(no_mangle)]
@@ -104,13 +126,68 @@ fn is_self() -> bool {
     tgid == global(&SELF_TGID)
 }
 
+/// Whether the current task is a child tracer forked that has not exec'd the user's
+/// command yet: tracer's own work (it moves itself into the command's cgroup, which waits
+/// for an RCU grace period). It still has its parent's `comm`; after exec the command is
+/// the user's and is recorded (unless the command has tracer's own name).
+#[inline(always)]
+fn is_own_child() -> bool {
+    let Ok(comm) = bpf_get_current_comm() else {
+        return false;
+    };
+    let want = unsafe { core::ptr::read_volatile(&SELF_COMM) };
+    let half = |i: usize| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&comm[i * 8..i * 8 + 8]);
+        u64::from_ne_bytes(b)
+    };
+    if half(0) != want[0] || half(1) != want[1] || global(&TASK_REAL_PARENT) == 0 {
+        return false;
+    }
+    let task = unsafe { bpf_get_current_task() };
+    read_u64(task + global(&TASK_REAL_PARENT))
+        .and_then(|parent| read_u32(parent + global(&TASK_TGID)))
+        .is_some_and(|tgid| u64::from(tgid) == global(&SELF_TGID))
+}
+
 #[inline(always)]
 fn global(g: &'static u32) -> u64 {
     u64::from(unsafe { core::ptr::read_volatile(g) })
 }
 
-/// This CPU's counters of `probe`. Probe handlers run with preemption disabled, so plain
-/// increments of per-CPU values are not racy.
+/// Add `n` to a map value. Atomic even in per-CPU maps: fentry programs and, on newer
+/// kernels, syscall tracepoint programs only disable migration, so another task on the same
+/// CPU can run a program between a plain load and store and its increment would be lost.
+#[inline(always)]
+fn add(value: *mut u64, n: u64) {
+    // SAFETY: `value` points into a map value the kernel keeps alive for the program's run,
+    // 8-byte aligned (map values are).
+    // The BPF target has no `AtomicU64::fetch_add`, but its `atomicrmw add` is BPF's XADD.
+    unsafe {
+        core::intrinsics::atomic_xadd::<u64, u64, { core::intrinsics::AtomicOrdering::Relaxed }>(
+            value, n,
+        )
+    };
+}
+
+/// Whether the programs record calls yet: userspace starts them once every program is
+/// attached and the grace-period waits its attaching caused are over.
+#[inline(always)]
+fn recording() -> bool {
+    RECORDING.get(0).is_some_and(|r| *r != 0)
+}
+
+/// Count a grace-period wait entered (`SETTLE_ENTERED`) or returned while not recording.
+#[inline(always)]
+fn settle(probe: Probe, index: u32) {
+    if probe.is_grace_period()
+        && let Some(n) = SETTLE.get_ptr_mut(index)
+    {
+        add(n, 1);
+    }
+}
+
+/// This CPU's counters of `probe` (updated with [`add`]).
 #[inline(always)]
 fn counters(probe: Probe) -> Option<&'static mut ProbeCounters> {
     PROBE_COUNTERS
@@ -121,7 +198,7 @@ fn counters(probe: Probe) -> Option<&'static mut ProbeCounters> {
 #[inline(always)]
 fn lose(loss: Loss) {
     if let Some(n) = LOSSES.get_ptr_mut(loss as u32) {
-        unsafe { *n += 1 };
+        add(n, 1);
     }
 }
 
@@ -164,28 +241,50 @@ struct Call {
     delta: u64,
 }
 
-/// A traced function (or syscall) was entered by the current thread. One map lookup: the
-/// thread's state holds its stack of active probes and their start times.
+/// A traced function, syscall or lock wait was entered by the current thread. One map
+/// lookup: the thread's state holds its stack of active functions and their start times.
+///
+/// Only kernel functions are pushed on the stack: a call's caller is the innermost traced
+/// kernel *function* enclosing it on the same thread (docs/capture-file.md), so syscalls
+/// and lock waits have start times but are nobody's caller.
 #[inline(always)]
 fn on_entry(probe: Probe, arg: u64) {
     if is_self() {
         return;
     }
+    // `probe` is a constant in each program, so this index is too (the verifier wants that).
+    let slot = usize::from(probe.id());
+    let recording = recording();
+    if !recording || is_own_child() {
+        // Marked, so that its return is not taken for one without an entry; not on the
+        // stack, so a return whose program is not attached yet leaves no frame behind.
+        if let Some(t) = thread(current_tid()) {
+            t.start_ns[slot] = BEGUN_UNRECORDED;
+        }
+        if !recording {
+            settle(probe, SETTLE_ENTERED);
+        }
+        return;
+    }
     let Some(c) = counters(probe) else { return };
-    c.entries += 1;
+    add(&raw mut c.entries, 1);
     let ts_ns = unsafe { bpf_ktime_get_ns() };
     let Some(t) = thread(current_tid()) else {
-        c.start_drops += 1;
+        add(&raw mut c.start_drops, 1);
         return;
     };
-    t.frames = t.frames.push(probe.id());
-    // `probe` is a constant in each program, so this index is too (the verifier wants that).
-    t.start_ns[usize::from(probe.id())] = ts_ns;
+    if matches!(probe.kind(), ProbeKind::Function) {
+        t.frames = t.frames.push(probe.id());
+    }
+    t.start_ns[slot] = ts_ns;
     if probe == Probe::DDelete {
         t.d_delete_dentry = arg;
     }
     if probe == Probe::VfsRmdir {
         t.rmdir_pruned_ns = NOT_PRUNED;
+    }
+    if probe == Probe::InodeLockWait {
+        t.lock_wait_addr = arg;
     }
 }
 
@@ -195,27 +294,38 @@ fn on_exit(probe: Probe) -> Option<Call> {
     if is_self() {
         return None;
     }
+    let slot = usize::from(probe.id());
+    let thread = THREADS
+        .get_ptr_mut(current_tid())
+        .map(|t| unsafe { &mut *t });
+    let start = thread.as_ref().map_or(0, |t| t.start_ns[slot]);
+    if !recording() || start == BEGUN_UNRECORDED {
+        // A call begun before recording started (or returning before it did): not timed,
+        // and not a loss either.
+        if let Some(t) = thread {
+            t.start_ns[slot] = 0;
+        }
+        settle(probe, SETTLE_RETURNED);
+        return None;
+    }
     let c = counters(probe)?;
     let now = unsafe { bpf_ktime_get_ns() };
-    let Some(t) = THREADS
-        .get_ptr_mut(current_tid())
-        .map(|t| unsafe { &mut *t })
-    else {
-        c.exits_without_entry += 1;
+    let Some(t) = thread else {
+        add(&raw mut c.exits_without_entry, 1);
         return None;
     };
-    let slot = usize::from(probe.id());
-    let start = t.start_ns[slot];
     t.start_ns[slot] = 0;
     // Dropping our frame (and any left above it by missed returns) bares our caller.
-    if let Some(f) = t.frames.pop(probe.id()) {
+    if matches!(probe.kind(), ProbeKind::Function)
+        && let Some(f) = t.frames.pop(probe.id())
+    {
         t.frames = f;
     }
     if start == 0 {
-        c.exits_without_entry += 1;
+        add(&raw mut c.exits_without_entry, 1);
         return None;
     }
-    c.exits += 1;
+    add(&raw mut c.exits, 1);
     let call = Call {
         caller: t.frames.top().unwrap_or(NO_CALLER),
         dentry: if probe == Probe::DDelete {
@@ -227,7 +337,7 @@ fn on_exit(probe: Probe) -> Option<Call> {
         delta: now.saturating_sub(start),
     };
     if !record(call.cgroup, probe.id(), call.caller, call.delta) {
-        c.hist_drops += 1;
+        add(&raw mut c.hist_drops, 1);
     }
     // The pruning a vfs_rmdir did under its locks, for its slow-call event.
     let mut pruned = NOT_PRUNED;
@@ -285,18 +395,20 @@ fn slow_call(probe: Probe, call: &Call, now: u64, pruned: u64) {
     }
 }
 
-/// Record a span derived from another probe's call (an inode lock held, pruning under it).
+/// Record a span derived from another probe's call (an inode lock held, pruning under it):
+/// it spans that call, so it has that call's caller.
 #[inline(always)]
 fn record_derived(probe: Probe, cgroup: u64, caller: u16, delta: u64) {
     let Some(c) = counters(probe) else { return };
-    c.entries += 1;
-    c.exits += 1;
+    add(&raw mut c.entries, 1);
+    add(&raw mut c.exits, 1);
     if !record(cgroup, probe.id(), caller, delta) {
-        c.hist_drops += 1;
+        add(&raw mut c.hist_drops, 1);
     }
 }
 
-/// Add one call to the histogram and the summary statistics; false when a map is full.
+/// Add one call to the histogram and the summary statistics, to both or (when a map is
+/// full) to neither: false then, and the caller counts the call as dropped.
 #[inline(always)]
 fn record(cgroup: u64, probe: u16, caller: u16, delta: u64) -> bool {
     let hkey = HistKey {
@@ -305,12 +417,17 @@ fn record(cgroup: u64, probe: u16, caller: u16, delta: u64) -> bool {
         caller,
         bucket: bucket_of(delta),
     };
-    let hist_ok = match HIST.get_ptr_mut(hkey) {
-        Some(n) => {
-            unsafe { *n += 1 };
-            true
+    let bucket = match HIST.get_ptr_mut(hkey) {
+        Some(n) => n,
+        None => {
+            if HIST.insert(hkey, 0, 0).is_err() {
+                return false;
+            }
+            let Some(n) = HIST.get_ptr_mut(hkey) else {
+                return false;
+            };
+            n
         }
-        None => HIST.insert(hkey, 1, 0).is_ok(),
     };
     let skey = StatKey {
         cgroup,
@@ -323,11 +440,13 @@ fn record(cgroup: u64, probe: u16, caller: u16, delta: u64) -> bool {
             let s = unsafe { &mut *s };
             // Another CPU's first call of this series finds a zeroed slot (per-CPU hash
             // entries are created for all CPUs at once): its min starts at this call.
+            // min and max are plain stores: a rare race with another task on this CPU
+            // can only leave one of them a call off, never lose a call.
             if s.count == 0 || delta < s.min_ns {
                 s.min_ns = delta;
             }
-            s.count += 1;
-            s.sum_ns += delta;
+            add(&raw mut s.count, 1);
+            add(&raw mut s.sum_ns, delta);
             if delta > s.max_ns {
                 s.max_ns = delta;
             }
@@ -343,7 +462,11 @@ fn record(cgroup: u64, probe: u16, caller: u16, delta: u64) -> bool {
             STATS.insert(skey, s, 0).is_ok()
         }
     };
-    hist_ok && stat_ok
+    // The bucket is counted only once the summary is, so a series is never half recorded.
+    if stat_ok {
+        add(bucket, 1);
+    }
+    stat_ok
 }
 
 #[inline(always)]
@@ -354,7 +477,7 @@ fn count(counter: CounterId, cgroup: u64) {
         _pad: 0,
     };
     match COUNTERS.get_ptr_mut(key) {
-        Some(n) => unsafe { *n += 1 },
+        Some(n) => add(n, 1),
         None => {
             if COUNTERS.insert(key, 1, 0).is_err() {
                 lose(Loss::CounterDrops);
@@ -399,31 +522,49 @@ fn before_vfs_rmdir(dir: u64, dentry: u64) {
         return;
     }
     let tid = current_tid();
+    // A return the kernel missed (kretprobes cap returns in flight) left this thread's
+    // last registration behind: drop it before it is overwritten and forgotten.
+    unregister_rmdir_locks(tid);
     let rwsem = global(&INODE_I_RWSEM);
     let victim = read_u64(dentry + global(&DENTRY_D_INODE)).unwrap_or(0);
     let locks = RmdirLocks {
         parent: dir + rwsem,
         victim: if victim == 0 { 0 } else { victim + rwsem },
     };
+    // All three entries or none: the thread's entry is what unregistering finds them by.
+    if RMDIR_BY_THREAD.insert(tid, locks, 0).is_err() {
+        lose(Loss::RmdirLockDrops);
+        return;
+    }
     let ok = RMDIR_LOCKS.insert(locks.parent, tid, 0).is_ok()
-        && (locks.victim == 0 || RMDIR_LOCKS.insert(locks.victim, tid, 0).is_ok())
-        && RMDIR_BY_THREAD.insert(tid, locks, 0).is_ok();
+        && (locks.victim == 0 || RMDIR_LOCKS.insert(locks.victim, tid, 0).is_ok());
     if !ok {
+        unregister_rmdir_locks(tid);
         lose(Loss::RmdirLockDrops);
     }
 }
 
-/// `vfs_rmdir` returned: unregister its locks; its duration is the victim's lock hold time.
+/// Forget the inode locks thread `tid`'s `vfs_rmdir` registered, if any.
 #[inline(always)]
-fn after_vfs_rmdir(call: &Call) {
-    let tid = current_tid();
+fn unregister_rmdir_locks(tid: u32) {
     if let Some(locks) = RMDIR_BY_THREAD.get_ptr(tid).map(|l| unsafe { *l }) {
-        let _ = RMDIR_LOCKS.remove(locks.parent);
-        if locks.victim != 0 {
-            let _ = RMDIR_LOCKS.remove(locks.victim);
+        // Only entries still this thread's: another rmdir may hold the lock since.
+        for lock in [locks.parent, locks.victim] {
+            if lock != 0
+                && RMDIR_LOCKS
+                    .get_ptr(lock)
+                    .is_some_and(|h| unsafe { *h } == tid)
+            {
+                let _ = RMDIR_LOCKS.remove(lock);
+            }
         }
         let _ = RMDIR_BY_THREAD.remove(tid);
     }
+}
+
+/// `vfs_rmdir` returned: its duration is the victim's lock hold time.
+#[inline(always)]
+fn after_vfs_rmdir(call: &Call) {
     record_derived(Probe::InodeLockHold, call.cgroup, call.caller, call.delta);
 }
 
@@ -592,6 +733,8 @@ pub fn vfs_rmdir_entry(ctx: ProbeContext) -> u32 {
 
 #[kretprobe]
 pub fn vfs_rmdir_exit(_ctx: RetProbeContext) -> u32 {
+    // Whatever became of the call's timing, its locks are released now.
+    unregister_rmdir_locks(current_tid());
     exit_hooks(Probe::VfsRmdir);
     0
 }
@@ -611,6 +754,7 @@ pub fn vfs_rmdir_fentry(ctx: FEntryContext) -> u32 {
 
 #[fexit]
 pub fn vfs_rmdir_fexit(_ctx: FExitContext) -> u32 {
+    unregister_rmdir_locks(current_tid());
     exit_hooks(Probe::VfsRmdir);
     0
 }
@@ -670,11 +814,11 @@ pub fn sys_enter_unlinkat(ctx: TracePointContext) -> u32 {
 
 #[tracepoint]
 pub fn sys_exit_unlinkat(_ctx: TracePointContext) -> u32 {
-    // Whichever of the two the entry chose is on top of this thread's frames.
-    let top = THREADS
+    // Whichever of the two the entry chose has a start time (syscalls are not frames).
+    let rmdir = THREADS
         .get_ptr(current_tid())
-        .and_then(|t| unsafe { (*t).frames }.top());
-    if top == Some(Probe::SysRmdir.id()) {
+        .is_some_and(|t| unsafe { (*t).start_ns[usize::from(Probe::SysRmdir.id())] } != 0);
+    if rmdir {
         exit_hooks(Probe::SysRmdir);
     } else {
         exit_hooks(Probe::SysUnlink);
@@ -759,14 +903,22 @@ pub fn contention_begin(ctx: TracePointContext) -> u32 {
 
 /// `lock:contention_end(lock_addr, ret)`.
 #[tracepoint]
-pub fn contention_end(_ctx: TracePointContext) -> u32 {
-    // Only waits that contention_begin chose to time (ours are every other lock's too).
-    let waiting = THREADS
-        .get_ptr(current_tid())
-        .is_some_and(|t| unsafe { (*t).start_ns[usize::from(Probe::InodeLockWait.id())] } != 0);
-    if waiting {
-        exit_hooks(Probe::InodeLockWait);
+pub fn contention_end(ctx: TracePointContext) -> u32 {
+    let lock: u64 = unsafe { ctx.read_at(8) }.unwrap_or(0);
+    // Only the end of the wait contention_begin chose to time, on the same lock: a waiter
+    // for an i_rwsem also contends on the way for other locks (the rwsem's wait_lock,
+    // run-queue locks in schedule()), whose ends must not close it early.
+    let Some(t) = THREADS
+        .get_ptr_mut(current_tid())
+        .map(|t| unsafe { &mut *t })
+    else {
+        return 0;
+    };
+    if lock == 0 || t.lock_wait_addr != lock {
+        return 0;
     }
+    t.lock_wait_addr = 0;
+    exit_hooks(Probe::InodeLockWait);
     0
 }
 

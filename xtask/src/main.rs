@@ -100,8 +100,9 @@ enum Cmd {
 
 #[derive(Debug, clap::Args)]
 struct QemuArgs {
-    /// Kill the VM after this many seconds.
-    #[arg(long, default_value_t = 900)]
+    /// Kill the VM after this many seconds (the suite runs each exact-count case under
+    /// kprobe and fentry: about 13 min per kernel on a busy 2-core host).
+    #[arg(long, default_value_t = 1800)]
     timeout: u64,
     /// Use KVM instead of TCG emulation (it hangs where nested virtualisation is broken).
     #[arg(long)]

@@ -141,13 +141,7 @@ fn read_series(
         } else {
             Probe::from_id(skey.caller)
         };
-        let stat = summary.get(&skey).copied().unwrap_or(Stat {
-            count: 0,
-            sum_ns: 0,
-            min_ns: 0,
-            max_ns: 0,
-        });
-        let lat = Latency::from_buckets(b, stat.sum_ns, stat.min_ns, stat.max_ns);
+        let lat = series_latency(b, summary.get(&skey).copied());
         let cgroup = known(skey.cgroup);
         snap.series_mut(SeriesKey {
             probe,
@@ -157,6 +151,32 @@ fn read_series(
         .merge(&lat);
     }
     Ok(())
+}
+
+/// A series from its buckets and summary. The kernel counts a call in both or neither, but
+/// the two maps are read one after the other while calls go on: without a summary (its
+/// first calls landed between the reads) sum, min and max come from the buckets' bounds
+/// rather than zeros that would read as instant calls.
+fn series_latency(buckets: Vec<(u32, u64)>, stat: Option<Stat>) -> Latency {
+    if let Some(stat) = stat.filter(|s| s.count > 0) {
+        return Latency::from_buckets(buckets, stat.sum_ns, stat.min_ns, stat.max_ns);
+    }
+    let used = || buckets.iter().filter(|(_, n)| *n > 0);
+    let min = used()
+        .map(|(b, _)| tracer_common::bucket_bounds(*b).0)
+        .min()
+        .unwrap_or(0);
+    let max = used()
+        .map(|(b, _)| tracer_common::bucket_bounds(*b).1.saturating_sub(1))
+        .max()
+        .unwrap_or(0);
+    let sum = used()
+        .map(|(b, n)| {
+            let (lo, hi) = tracer_common::bucket_bounds(*b);
+            (lo / 2 + hi / 2).saturating_mul(*n)
+        })
+        .fold(0, u64::saturating_add);
+    Latency::from_buckets(buckets, sum, min, max)
 }
 
 /// `COUNTERS` into per-cgroup event counters.
@@ -186,11 +206,16 @@ fn read_losses(ebpf: &Ebpf, snap: &mut Snapshot) -> Result<(), CollectError> {
     let losses: PerCpuArray<_, u64> =
         PerCpuArray::try_from(map).map_err(|e| CollectError::Map(maps::LOSSES, e))?;
     for loss in Loss::ALL {
-        let n: u64 = losses
-            .get(&(loss as u32), 0)
-            .map_err(|e| CollectError::Map(maps::LOSSES, e))?
-            .iter()
-            .sum();
+        let n: u64 = if loss == Loss::ProgramMisses {
+            // The kernel's own count, not the programs'.
+            events::program_misses(ebpf)
+        } else {
+            losses
+                .get(&(loss as u32), 0)
+                .map_err(|e| CollectError::Map(maps::LOSSES, e))?
+                .iter()
+                .sum()
+        };
         if n > 0 {
             snap.losses.insert(loss, n);
         }

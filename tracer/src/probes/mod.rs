@@ -5,6 +5,7 @@
 
 pub mod btf;
 pub mod kallsyms;
+pub mod settle;
 
 use std::{collections::BTreeMap, path::Path};
 
@@ -56,6 +57,9 @@ pub enum LoadError {
     /// The slow-call threshold could not be written.
     #[error("setting the slow-call threshold: {0}")]
     SlowThreshold(String),
+    /// Recording could not be started.
+    #[error("starting to record: {0}")]
+    Record(String),
     /// The object was rejected as a whole.
     #[error("loading the kernel programs failed: {0}")]
     Load(#[from] aya::EbpfError),
@@ -186,8 +190,9 @@ pub fn select(names: Option<&str>) -> Result<Vec<Probe>, String> {
     Ok(out)
 }
 
-/// What the programs need to know of the kernel's layout, from its BTF: struct offsets,
-/// `d_flags` values, `vfs_rmdir`'s argument order.
+/// What the programs need to know of the kernel's layout, from its BTF: struct offsets
+/// (the dentry and inode ones, `task_struct`'s `real_parent` and `tgid`), `d_flags`
+/// values, `vfs_rmdir`'s argument order.
 #[derive(Debug, PartialEq, Eq)]
 struct KernelLayout {
     /// Globals to set: (name, value).
@@ -206,6 +211,8 @@ fn kernel_layout(raw: Result<&[u8], &String>) -> Result<KernelLayout, String> {
         (maps::DENTRY_D_FLAGS, off("dentry", "d_flags")?),
         (maps::DENTRY_D_HASH_PPREV, off("dentry", "d_hash.pprev")?),
         (maps::INODE_I_RWSEM, off("inode", "i_rwsem")?),
+        (maps::TASK_REAL_PARENT, off("task_struct", "real_parent")?),
+        (maps::TASK_TGID, off("task_struct", "tgid")?),
     ];
     let mut assumed = Vec::new();
     // Newer kernels declare the DCACHE_ flags in `enum dentry_flags` (6.18 and 7.3 do, 6.12
@@ -250,6 +257,26 @@ fn rmdir_dir_arg(params: Option<Vec<String>>, assumed: &mut Vec<String>) -> u32 
         ));
         1
     })
+}
+
+/// This process's `comm` (what the kernel programs' `bpf_get_current_comm` returns for it
+/// and its children before exec), as two native-endian halves, NUL-padded.
+fn own_comm() -> [u64; 2] {
+    let name = std::fs::read("/proc/self/comm").unwrap_or_default();
+    let mut comm = [0u8; 16];
+    // The kernel keeps at most 15 bytes and a NUL.
+    for (c, b) in comm
+        .iter_mut()
+        .zip(name.iter().take(15).take_while(|b| **b != b'\n'))
+    {
+        *c = *b;
+    }
+    let half = |i: usize| {
+        let mut h = [0u8; 8];
+        h.copy_from_slice(&comm[i * 8..i * 8 + 8]);
+        u64::from_ne_bytes(h)
+    };
+    [half(0), half(1)]
 }
 
 /// Load the programs and attach `wanted` probes. Probes not in `wanted` are `NotRequested`.
@@ -362,12 +389,32 @@ pub fn attach_with_slow(
             "no kernel function could be traced, only syscalls and tracepoints: {why}"
         ));
     }
+    // Only now, with every program in place, do the programs start recording.
+    start_recording(&mut ebpf, &mut warnings)?;
     Ok(Attached {
         ebpf,
         states,
         warnings,
         cgroup_events,
     })
+}
+
+/// Start recording once attaching has settled (see [`settle`]); a warning when it did not.
+fn start_recording(ebpf: &mut Ebpf, warnings: &mut Vec<String>) -> Result<(), LoadError> {
+    let (took, quiet) = settle::settle_and_record(ebpf).map_err(LoadError::Record)?;
+    if quiet {
+        log::info!(
+            "recording after {} ms for attaching to settle",
+            took.as_millis()
+        );
+    } else {
+        warnings.push(format!(
+            "grace-period waits were still starting {} s after attaching (a busy host, or \
+             tracer's attaching): some of those first waits may be recorded",
+            took.as_secs()
+        ));
+    }
+    Ok(())
 }
 
 /// The cgroup tracepoints both use this record layout (`TP_STRUCT__entry` of the `cgroup`
@@ -531,6 +578,11 @@ fn load_object(
     loader.override_global(maps::OFFSETS_VALID, &valid, true);
     let self_tgid = std::process::id();
     loader.override_global(maps::SELF_TGID, &self_tgid, true);
+    // A child forked to run the command is tracer's own work until it execs: known by
+    // tracer's comm and its parent (offsets from BTF, set with the layout above; without
+    // them it is recorded).
+    let comm = own_comm();
+    loader.override_global(maps::SELF_COMM, &comm, true);
     Ok((loader.load(EBPF_OBJECT)?, valid == 1))
 }
 

@@ -13,7 +13,8 @@ use super::{
     units,
 };
 use crate::snapshot::{
-    AttachMethod, AttachState, Counter, Latency, Probe, ProbeStatus, Snapshot, SourceKind,
+    AttachMethod, AttachState, CgroupId, Counter, Latency, Probe, ProbeStatus, SeriesKey, Snapshot,
+    SourceKind,
 };
 use tracer_common::ProbeKind;
 
@@ -199,13 +200,69 @@ fn command(s: &Snapshot, p: Painter) -> String {
     out
 }
 
-fn wall_share(s: &Snapshot, ns: u64) -> Cell {
-    s.command
-        .as_ref()
-        .map_or_else(|| "".into(), |c| units::percent(ns, c.wall_ns).into())
+/// Whose calls a section counts: the command's (its own cgroup) or the whole host's.
+#[derive(Clone, Copy)]
+enum Scope {
+    /// The calls made in the command's own cgroup: a share of its wall time is meaningful.
+    Command { cgroup: CgroupId, wall_ns: u64 },
+    /// Every task's calls, kernel threads' included.
+    Host,
+}
+
+impl Scope {
+    /// The command's scope, when it ran in a cgroup of its own.
+    fn command(s: &Snapshot) -> Option<Scope> {
+        let cmd = s.command.as_ref()?;
+        Some(Scope::Command {
+            cgroup: cmd.cgroup?,
+            wall_ns: cmd.wall_ns,
+        })
+    }
+
+    fn contains(self, k: &SeriesKey) -> bool {
+        match self {
+            Scope::Command { cgroup, .. } => k.cgroup == cgroup,
+            Scope::Host => true,
+        }
+    }
+
+    /// The section title's suffix.
+    fn title(self, s: &Snapshot) -> String {
+        match self {
+            Scope::Command { cgroup, .. } => {
+                format!("the command's calls (cgroup {})", s.cgroup_name(cgroup))
+            }
+            Scope::Host => "whole host".to_owned(),
+        }
+    }
+
+    fn wall_ns(self) -> Option<u64> {
+        match self {
+            Scope::Command { wall_ns, .. } => Some(wall_ns),
+            Scope::Host => None,
+        }
+    }
+}
+
+/// The command's sections, then the host's: with a command in a cgroup of its own both
+/// (what the command waited for, then what the host did meanwhile); else the host's only.
+fn scoped(s: &Snapshot, p: Painter, section: fn(&Snapshot, Painter, Scope) -> String) -> String {
+    let own = Scope::command(s)
+        .map(|c| section(s, p, c))
+        .unwrap_or_default();
+    let host = section(s, p, Scope::Host);
+    match (own.is_empty(), host.is_empty()) {
+        (false, false) => format!("{own}\n{host}"),
+        (true, _) => host,
+        (false, true) => own,
+    }
 }
 
 fn grace_periods(s: &Snapshot, p: Painter) -> String {
+    scoped(s, p, grace_periods_in)
+}
+
+fn grace_periods_in(s: &Snapshot, p: Painter, scope: Scope) -> String {
     let mut rows: Vec<(Probe, Option<Probe>, Latency)> = Vec::new();
     for probe in s
         .probes_seen()
@@ -215,13 +272,15 @@ fn grace_periods(s: &Snapshot, p: Painter) -> String {
         let mut callers: Vec<Option<Probe>> = s
             .series
             .keys()
-            .filter(|k| k.probe == probe)
+            .filter(|k| k.probe == probe && scope.contains(k))
             .map(|k| k.caller)
             .collect();
         callers.sort();
         callers.dedup();
         for caller in callers {
-            rows.push((probe, caller, s.probe_by_caller(probe, caller)));
+            let lat =
+                s.total_where(|k| k.probe == probe && k.caller == caller && scope.contains(k));
+            rows.push((probe, caller, lat));
         }
     }
     if rows.is_empty() {
@@ -232,7 +291,7 @@ fn grace_periods(s: &Snapshot, p: Painter) -> String {
             .cmp(&a.2.sum_ns())
             .then((a.0, a.1).cmp(&(b.0, b.1)))
     });
-    let mut out = p.heading("grace-period waits by caller");
+    let mut out = p.heading(&format!("grace-period waits by caller: {}", scope.title(s)));
     let mut t = Table::new(&[
         ("wait", Align::Left),
         ("caller", Align::Left),
@@ -241,7 +300,11 @@ fn grace_periods(s: &Snapshot, p: Painter) -> String {
         ("p99", Align::Right),
         ("total", Align::Right),
         (
-            if s.command.is_some() { "of wall" } else { "" },
+            if scope.wall_ns().is_some() {
+                "of wall"
+            } else {
+                ""
+            },
             Align::Right,
         ),
     ]);
@@ -253,7 +316,9 @@ fn grace_periods(s: &Snapshot, p: Painter) -> String {
             mean(lat).into(),
             quantile(lat, 0.99).into(),
             units::ns(lat.sum_ns()).into(),
-            wall_share(s, lat.sum_ns()),
+            scope
+                .wall_ns()
+                .map_or_else(|| "".into(), |w| units::percent(lat.sum_ns(), w).into()),
         ]);
     }
     out.push_str(&t.render(p, 2));
@@ -261,15 +326,20 @@ fn grace_periods(s: &Snapshot, p: Painter) -> String {
 }
 
 fn inode_locks(s: &Snapshot, p: Painter) -> String {
+    scoped(s, p, inode_locks_in)
+}
+
+fn inode_locks_in(s: &Snapshot, p: Painter, scope: Scope) -> String {
+    let total = |pr: Probe| s.total_where(|k| k.probe == pr && scope.contains(k));
     let present: Vec<(Probe, Latency)> = INODE_LOCK_PROBES
         .iter()
-        .map(|&pr| (pr, s.probe_total(pr)))
+        .map(|&pr| (pr, total(pr)))
         .filter(|(_, lat)| lat.count() > 0)
         .collect();
     if present.is_empty() {
         return String::new();
     }
-    let mut out = p.heading("pruning under inode locks");
+    let mut out = p.heading(&format!("pruning under inode locks: {}", scope.title(s)));
     let mut t = Table::new(&[
         ("span", Align::Left),
         ("calls", Align::Right),
@@ -278,7 +348,11 @@ fn inode_locks(s: &Snapshot, p: Painter) -> String {
         ("max", Align::Right),
         ("total", Align::Right),
         (
-            if s.command.is_some() { "of wall" } else { "" },
+            if scope.wall_ns().is_some() {
+                "of wall"
+            } else {
+                ""
+            },
             Align::Right,
         ),
     ]);
@@ -290,12 +364,14 @@ fn inode_locks(s: &Snapshot, p: Painter) -> String {
             quantile(lat, 0.99).into(),
             max(lat).into(),
             units::ns(lat.sum_ns()).into(),
-            wall_share(s, lat.sum_ns()),
+            scope
+                .wall_ns()
+                .map_or_else(|| "".into(), |w| units::percent(lat.sum_ns(), w).into()),
         ]);
     }
     out.push_str(&t.render(p, 2));
-    let prune = s.probe_total(Probe::PruneUnderInodeLock).sum_ns();
-    let hold = s.probe_total(Probe::InodeLockHold).sum_ns();
+    let prune = total(Probe::PruneUnderInodeLock).sum_ns();
+    let hold = total(Probe::InodeLockHold).sum_ns();
     if prune > 0 && hold > 0 {
         let _ = writeln!(
             out,
@@ -311,7 +387,7 @@ fn latency_table(s: &Snapshot, p: Painter) -> String {
     if seen.is_empty() {
         return p.heading("latency") + "  no calls recorded\n";
     }
-    let mut out = p.heading("latency per probe");
+    let mut out = p.heading("latency per probe: whole host");
     let mut t = Table::new(&[
         ("probe", Align::Left),
         ("calls", Align::Right),
@@ -689,7 +765,7 @@ fn losses(s: &Snapshot, p: Painter) -> String {
 mod tests {
     use super::*;
     use crate::report::testdata;
-    use crate::snapshot::{GONE_CGROUP, SeriesKey};
+    use crate::snapshot::GONE_CGROUP;
 
     fn section<'a>(report: &'a str, title: &str) -> &'a str {
         let start = report
@@ -751,7 +827,7 @@ mod tests {
     #[test]
     fn grace_periods_are_broken_down_by_caller() {
         let r = render(&testdata::umount_capture(), false);
-        let gp = section(&r, "grace-period waits by caller");
+        let gp = section(&r, "grace-period waits by caller: whole host");
         line_with(gp, &["synchronize_srcu", "unregister_shrinker", "300"]);
         line_with(gp, &["synchronize_rcu", "namespace_unlock", "300"]);
         let none = line_with(gp, &["synchronize_rcu", "(none)", "1"]);
@@ -759,9 +835,42 @@ mod tests {
     }
 
     #[test]
+    fn sections_say_whose_calls_they_count() {
+        let mut s = testdata::umount_capture();
+        if let Some(c) = s.command.as_mut() {
+            c.cgroup = Some(testdata::SESSION);
+        }
+        let r = render(&s, false);
+        let own = section(
+            &r,
+            "grace-period waits by caller: the command's calls (cgroup \
+             /user.slice/user-0.slice/session-1.scope)",
+        );
+        // The command's waits, with their share of its wall time; not the host's stray one.
+        let srcu = s_total(Probe::SynchronizeSrcu);
+        let line = line_with(own, &["synchronize_srcu", "unregister_shrinker", "300"]);
+        assert!(
+            line.contains(&units::percent(srcu, 2_400_000_000)),
+            "{line}"
+        );
+        assert!(!own.contains("(none)"), "{own}");
+        // The host's section has every wait, and no share of a wall time that is not its own.
+        let host = section(&r, "grace-period waits by caller: whole host");
+        let none = line_with(host, &["synchronize_rcu", "(none)", "1"]);
+        assert!(!none.contains('%'), "{none}");
+        assert!(!host.contains("of wall"), "{host}");
+        let locks = section(
+            &r,
+            "pruning under inode locks: the command's calls (cgroup \
+             /user.slice/user-0.slice/session-1.scope)",
+        );
+        line_with(locks, &["inode_lock_wait", "4"]);
+    }
+
+    #[test]
     fn pruning_under_inode_locks_has_its_share_of_the_hold() {
         let r = render(&testdata::umount_capture(), false);
-        let sec = section(&r, "pruning under inode locks");
+        let sec = section(&r, "pruning under inode locks: whole host");
         line_with(sec, &["prune_under_inode_lock", "200"]);
         line_with(sec, &["inode_lock_wait", "4", "15.0", "µs"]);
         let s = testdata::umount_capture();
@@ -781,7 +890,7 @@ mod tests {
     fn per_probe_counts_and_quantiles() {
         let s = testdata::umount_capture();
         let r = render(&s, false);
-        let table = section(&r, "latency per probe");
+        let table = section(&r, "latency per probe: whole host");
         let line = line_with(table, &["d_delete", "120"]);
         let cells: Vec<&str> = line
             .split("  ")
@@ -947,6 +1056,25 @@ mod tests {
             "{clean}"
         );
         assert!(!clean.contains("warning"));
+    }
+
+    #[test]
+    fn program_runs_the_kernel_skipped_are_losses_in_the_report_and_the_file() {
+        let mut s = testdata::umount_capture();
+        s.losses.insert(crate::snapshot::Loss::ProgramMisses, 6);
+        let r = render(&s, false);
+        let sec = section(&r, "losses");
+        assert!(
+            line_with(sec, &["(all)", "6"]).contains("probe runs the kernel skipped"),
+            "{sec}"
+        );
+        // The headline warning counts them with the other lost calls (19 before).
+        assert!(r.contains("warning: 25 calls were lost"), "{r}");
+        let back = crate::report::json::from_str(&crate::report::json::to_string(&s)).unwrap();
+        assert_eq!(
+            back.losses.get(&crate::snapshot::Loss::ProgramMisses),
+            Some(&6)
+        );
     }
 
     #[test]
