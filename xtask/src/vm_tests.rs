@@ -821,6 +821,12 @@ fn idle(s: &Snapshot, _: (u32, u32)) -> Verdict {
 /// it: exactly 4 waits there, each ended by that lock (not by another lock on the way),
 /// so each lasts most of the hold.
 fn lock_waits(s: &Snapshot, _: (u32, u32)) -> Verdict {
+    // Before Linux 5.19 there is no event for a sleeping lock's wait: tracer says so.
+    if let Some(AttachState::Absent { symbol }) =
+        s.probes.get(&Probe::InodeLockWait).map(|st| &st.state)
+    {
+        return Err(format!("{CANNOT}inode_lock_wait: absent: {symbol}"));
+    }
     let id = |path: &str| {
         s.cgroups
             .iter()
@@ -1306,6 +1312,13 @@ fn agrees_with_bpftrace(
     let ours = tracer::report::load(path).map_err(|e| format!("{e:#}"))?;
     let mut seen = Vec::new();
     for probe in probes {
+        // A probe this attach mode cannot place here (fentry on a compiler clone) is no
+        // disagreement: tracer said why.
+        if let Some(AttachState::Failed { reason }) = ours.probes.get(probe).map(|st| &st.state)
+            && reason.contains("compiler clone")
+        {
+            return Err(format!("{CANNOT}{}: {reason}", probe.name()));
+        }
         let mine = ours.probe_total(*probe).count();
         let bt = theirs.get(probe.name()).copied().unwrap_or(0);
         if mine != bt {
