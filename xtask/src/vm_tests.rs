@@ -868,8 +868,14 @@ fn lock_waits(s: &Snapshot, _: (u32, u32)) -> Verdict {
     Ok(seen)
 }
 
+/// Waits on other SRCU domains a run may also see: the kernel's own tracing and other
+/// work on the host wait for grace periods of their own now and then (seen: one in some
+/// runs on 6.1), in the reference run as in tracer's.
+const SRCU_ELSEWHERE: u64 = 2;
+
 /// The kernel's own counts of the SRCU workload: `synchronize_srcu` runs once per run of
-/// the fsnotify reapers that call it (marks, connectors); returns the count.
+/// the fsnotify reapers that call it (marks, connectors), plus at most a few waits from
+/// elsewhere; returns what was seen and the reapers' runs.
 fn ref_srcu(hits: &BTreeMap<String, u64>) -> Result<(String, u64), String> {
     let n = hits.get("synchronize_srcu").copied().unwrap_or(0);
     let marks = hits
@@ -880,24 +886,27 @@ fn ref_srcu(hits: &BTreeMap<String, u64>) -> Result<(String, u64), String> {
         .get("fsnotify_connector_destroy_workfn")
         .copied()
         .unwrap_or(0);
-    if n == 0 || n != marks + conns {
+    let runs = marks + conns;
+    if runs == 0 || n < runs || n > runs + SRCU_ELSEWHERE {
         return Err(format!(
-            "synchronize_srcu = {n}, fsnotify_mark_destroy_workfn = {marks}, fsnotify_connector_destroy_workfn = {conns}: expected one wait per reaper run"
+            "synchronize_srcu = {n}, fsnotify_mark_destroy_workfn = {marks}, fsnotify_connector_destroy_workfn = {conns}: expected one wait per reaper run (and at most {SRCU_ELSEWHERE} from elsewhere)"
         ));
     }
     Ok((
         format!(
-            "synchronize_srcu = {n} = fsnotify_mark_destroy_workfn {marks} + fsnotify_connector_destroy_workfn {conns}"
+            "synchronize_srcu = {n}: fsnotify_mark_destroy_workfn {marks} + fsnotify_connector_destroy_workfn {conns}, {} from elsewhere",
+            n - runs
         ),
-        n,
+        runs,
     ))
 }
 
-/// tracer's `synchronize_srcu` count in capture `name` equals the kernel's kprobe events
-/// and bpftrace's for the same workload in the same boot; the waits come from kernel
-/// workers (the root cgroup), with no traced function around them.
+/// tracer's `synchronize_srcu` count in capture `name` holds one wait per reaper run, as
+/// the kernel's kprobe events and bpftrace count them for the same workload in the same
+/// boot (plus at most a few from elsewhere on the host); the waits come from kernel workers,
+/// with no traced function around them.
 fn srcu(files: &BTreeMap<String, PathBuf>, name: &str, method: AttachMethod) -> Verdict {
-    let (_, reference) = ref_srcu(&parse_reference(&read(files, "srcu.ref")?))?;
+    let (_, runs) = ref_srcu(&parse_reference(&read(files, "srcu.ref")?))?;
     let s = load_capture(files, name)?;
     attached_with(&s, Probe::SynchronizeSrcu, method)?;
     let ours = s.probe_total(Probe::SynchronizeSrcu);
@@ -908,11 +917,11 @@ fn srcu(files: &BTreeMap<String, PathBuf>, name: &str, method: AttachMethod) -> 
     let theirs = count("fsnotify_mark_destroy_workfn") + count("fsnotify_connector_destroy_workfn");
     let outside = s.total_where(|k| k.probe == Probe::SynchronizeSrcu && k.caller.is_some());
     let seen = format!(
-        "tracer {}, kprobe events {reference}, bpftrace {theirs} reaper runs ({} synchronize_srcu in all, its own attaching included)",
+        "tracer {}, kprobe events {runs} reaper runs, bpftrace {theirs} reaper runs ({} synchronize_srcu in all, its own attaching included)",
         ours.count(),
         count("synchronize_srcu")
     );
-    if ours.count() != reference || theirs != reference {
+    if theirs != runs || ours.count() < runs || ours.count() > runs + SRCU_ELSEWHERE {
         return Err(seen);
     }
     if outside.count() > 0 {
