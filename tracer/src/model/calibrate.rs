@@ -559,6 +559,21 @@ mod round_trip {
         scenarios::simulate("umount", "kernel", &p, Kernel::V6_12, 1).snapshot
     }
 
+    /// The umount paths' total time, predicted over measured, within `range`.
+    fn times_within(predicted: &Snapshot, measured: &Snapshot, range: std::ops::Range<f64>) {
+        for probe in [
+            Probe::SysUmount,
+            Probe::SynchronizeRcuExpedited,
+            Probe::DeactivateLockedSuper,
+        ] {
+            let r = ratio(
+                predicted.probe_total(probe).sum_ns(),
+                measured.probe_total(probe).sum_ns(),
+            );
+            assert!(range.contains(&r), "{}: {r}", probe.name());
+        }
+    }
+
     #[test]
     fn calibrated_on_sequential_umounts_it_predicts_concurrent_ones() {
         let cal = calibrate(&truth(50, 1), &Setup::Umount(machine()), Kernel::V6_12);
@@ -566,18 +581,7 @@ mod round_trip {
         assert!((80_000..100_000).contains(&work), "umount_work_ns {work}");
         let predicted = predict(&cal, 400, 4);
         let measured = truth(400, 4);
-        for probe in [
-            Probe::SysUmount,
-            Probe::SynchronizeRcuExpedited,
-            Probe::DeactivateLockedSuper,
-        ] {
-            let (a, b) = (
-                predicted.probe_total(probe).sum_ns(),
-                measured.probe_total(probe).sum_ns(),
-            );
-            let r = ratio(a, b);
-            assert!((0.85..1.15).contains(&r), "{}: {r}", probe.name());
-        }
+        times_within(&predicted, &measured, 0.85..1.15);
     }
 
     #[test]
@@ -590,17 +594,6 @@ mod round_trip {
         );
         let predicted = predict(&cal, 50, 1);
         let measured = truth(50, 1);
-        for probe in [
-            Probe::SysUmount,
-            Probe::SynchronizeRcuExpedited,
-            Probe::DeactivateLockedSuper,
-        ] {
-            let (a, b) = (
-                predicted.probe_total(probe).sum_ns(),
-                measured.probe_total(probe).sum_ns(),
-            );
-            let r = ratio(a, b);
-            assert!((0.8..1.25).contains(&r), "{}: {r}", probe.name());
-        }
+        times_within(&predicted, &measured, 0.8..1.25);
     }
 }

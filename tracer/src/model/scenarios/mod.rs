@@ -242,14 +242,17 @@ mod tests {
         d.dentry.lookup_after_ns = 0;
         d.dentry.lookup_ns = 1_000;
         d.dentry.prune_ns = 10_000;
-        let s = simulate(
-            "negative-dentry-rmdir",
-            "prune-under-lock",
-            &Setup::Dentry(d.clone()),
-            Kernel::V6_12,
-            1,
-        )
-        .snapshot;
+        let rmdir = |d: &DentrySetup, kernel| {
+            simulate(
+                "negative-dentry-rmdir",
+                "prune-under-lock",
+                &Setup::Dentry(d.clone()),
+                kernel,
+                1,
+            )
+            .snapshot
+        };
+        let s = rmdir(&d, Kernel::V6_12);
         assert_eq!(calls(&s, Probe::VfsRmdir, None), 1);
         assert_eq!(
             calls(&s, Probe::ShrinkDcacheParent, Some(Probe::VfsRmdir)),
@@ -274,37 +277,16 @@ mod tests {
 
         // No ls while the locks are held: nothing waited, so no wait is recorded.
         d.dentry.lookups = 0;
-        let s = simulate(
-            "negative-dentry-rmdir",
-            "prune-under-lock",
-            &Setup::Dentry(d.clone()),
-            Kernel::V6_12,
-            1,
-        )
-        .snapshot;
+        let s = rmdir(&d, Kernel::V6_12);
         assert_eq!(s.probe_total(Probe::InodeLockWait).count(), 0);
         // An ls long after the rmdir takes the lock at once: no wait either.
         d.dentry.lookups = 1;
         d.dentry.lookup_after_ns = 60_000_000_000;
-        let s = simulate(
-            "negative-dentry-rmdir",
-            "prune-under-lock",
-            &Setup::Dentry(d.clone()),
-            Kernel::V6_12,
-            1,
-        )
-        .snapshot;
+        let s = rmdir(&d, Kernel::V6_12);
         assert_eq!(s.probe_total(Probe::InodeLockWait).count(), 0);
         // 4.14 has no lock:contention tracepoints: tracer sees no waits there.
         d.dentry.lookup_after_ns = 0;
-        let s = simulate(
-            "negative-dentry-rmdir",
-            "prune-under-lock",
-            &Setup::Dentry(d.clone()),
-            Kernel::V4_14,
-            1,
-        )
-        .snapshot;
+        let s = rmdir(&d, Kernel::V4_14);
         assert!(!s.probes.contains_key(&Probe::InodeLockWait));
         assert_eq!(s.probe_total(Probe::InodeLockWait).count(), 0);
     }
