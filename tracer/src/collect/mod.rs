@@ -6,7 +6,8 @@ pub mod events;
 
 pub use events::{
     BpfStats, CgroupEvent, ClockOffset, drain_cgroup_events, drain_slow_calls, forget_cgroups,
-    program_costs, set_slow_threshold, total_cost,
+    kprobe_misses_reported, program_costs, program_misses_by_program, set_slow_threshold,
+    total_cost,
 };
 
 use std::collections::BTreeMap;
@@ -191,6 +192,7 @@ fn read_events(
         let counter = match key.counter {
             c if c == CounterId::NegativeDentries as u32 => Counter::NegativeDentries,
             c if c == CounterId::DroppedDentries as u32 => Counter::DroppedDentries,
+            c if c == CounterId::LockWaitersBlocked as u32 => Counter::LockWaitersBlocked,
             _ => continue,
         };
         snap.count(counter, known(key.cgroup), per_cpu.iter().sum());
@@ -209,6 +211,8 @@ fn read_losses(ebpf: &Ebpf, snap: &mut Snapshot) -> Result<(), CollectError> {
         let n: u64 = if loss == Loss::ProgramMisses {
             // The kernel's own count, not the programs'.
             events::program_misses(ebpf)
+        } else if loss == Loss::KprobeMisses {
+            events::kprobe_misses(ebpf)
         } else {
             losses
                 .get(&(loss as u32), 0)
@@ -218,9 +222,51 @@ fn read_losses(ebpf: &Ebpf, snap: &mut Snapshot) -> Result<(), CollectError> {
         };
         if n > 0 {
             snap.losses.insert(loss, n);
+            say_why(ebpf, loss, n);
         }
     }
     Ok(())
+}
+
+/// Each kind of loss said once (`--verbose`), with what the kernel programs saw the first
+/// time (or, for runs the kernel skipped, which programs).
+fn say_why(ebpf: &Ebpf, loss: Loss, n: u64) {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static SAID: AtomicU32 = AtomicU32::new(0);
+    let bit = 1 << (loss as u32);
+    if !log::log_enabled!(log::Level::Info) || SAID.fetch_or(bit, Ordering::Relaxed) & bit != 0
+    {
+        return;
+    }
+    let first = ebpf
+        .map(maps::LOSS_FIRST)
+        .and_then(|m| aya::maps::Array::<_, u64>::try_from(m).ok())
+        .and_then(|a| a.get(&(loss as u32), 0).ok())
+        .unwrap_or(0);
+    let detail = match loss {
+        Loss::ProgramMisses => {
+            let by: Vec<String> = events::program_misses_by_program(ebpf)
+                .iter()
+                .map(|(p, n)| format!("{p} x{n}"))
+                .collect();
+            format!("skipped: {}", by.join(", "))
+        }
+        #[expect(clippy::cast_possible_wrap, reason = "a -errno stored as u64")]
+        Loss::CounterDrops | Loss::RmdirLockDrops if first != 0 => {
+            let errno = -(first as i64);
+            let name = match errno {
+                7 => " (E2BIG: the map is full)",
+                12 => " (ENOMEM)",
+                _ => "",
+            };
+            format!("first map update failed with errno {errno}{name}")
+        }
+        Loss::DentryReadFailures if first != 0 => {
+            format!("first dentry not readable at {first:#x}")
+        }
+        _ => String::new(),
+    };
+    log::info!("loss {} x{n}: {}; {detail}", loss.name(), loss.meaning());
 }
 
 /// `PROBE_COUNTERS` into each probe's status.
