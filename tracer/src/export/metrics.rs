@@ -390,6 +390,8 @@ fn encode_frame(frame: &Frame, encoder: &mut DescriptorEncoder) -> fmt::Result {
         let slot = match c {
             Counter::NegativeDentries => 0,
             Counter::DroppedDentries => 1,
+            // Not a d_delete outcome; the live cgroup table shows it.
+            Counter::LockWaitersBlocked => continue,
         };
         dentries.entry(cgroup_label(frame, *id)).or_default()[slot] += n;
     }
