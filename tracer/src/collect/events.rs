@@ -450,8 +450,8 @@ pub fn kprobe_misses(ebpf: &Ebpf) -> u64 {
     };
     let mut missed = 0u64;
     for entry in dir.flatten() {
-        let is_link = std::fs::read_link(entry.path())
-            .is_ok_and(|t| t.as_os_str() == "anon_inode:bpf_link");
+        let is_link =
+            std::fs::read_link(entry.path()).is_ok_and(|t| t.as_os_str() == "anon_inode:bpf_link");
         let Some(raw) = is_link
             .then(|| entry.file_name().to_str()?.parse::<i32>().ok())
             .flatten()

@@ -234,8 +234,7 @@ fn say_why(ebpf: &Ebpf, loss: Loss, n: u64) {
     use std::sync::atomic::{AtomicU32, Ordering};
     static SAID: AtomicU32 = AtomicU32::new(0);
     let bit = 1 << (loss as u32);
-    if !log::log_enabled!(log::Level::Info) || SAID.fetch_or(bit, Ordering::Relaxed) & bit != 0
-    {
+    if !log::log_enabled!(log::Level::Info) || SAID.fetch_or(bit, Ordering::Relaxed) & bit != 0 {
         return;
     }
     let first = ebpf

@@ -460,8 +460,8 @@ pub fn attach_with_slow(
     let kallsyms = Kallsyms::read().map_err(LoadError::Kallsyms)?;
 
     let mut warnings = Vec::new();
-    let preemption = Preemption::of_this_kernel();
-    let mode = effective_mode(mode, &preemption, kprobes.is_ok(), &mut warnings);
+    let preempts = Preemption::of_this_kernel();
+    let mode = effective_mode(mode, &preempts, kprobes.is_ok(), &mut warnings);
     // Tracefs first: the cgroup tracepoints' record layout is read from it before loading.
     let tracefs = ensure_tracefs();
     if let Err(e) = &tracefs {
@@ -503,20 +503,14 @@ pub fn attach_with_slow(
         };
         states.insert(probe, state);
     }
-    let syscall_kprobes = (mode == AttachMode::Kprobe).then_some(&kallsyms);
+    let by_kprobes = (mode == AttachMode::Kprobe).then_some(&kallsyms);
     attach_syscalls(
         &mut ebpf,
         wanted,
-        syscall_kprobes,
+        by_kprobes,
         tracefs.as_ref().err(),
         &mut states,
     );
-    if mode == AttachMode::Kprobe && !crate::collect::kprobe_misses_reported() {
-        log::info!(
-            "this kernel's kprobe links do not report missed hits (Linux >= 6.7 does): \
-             kprobe_misses stays 0 here"
-        );
-    }
     attach_derived(&mut ebpf, wanted, offsets_valid, &mut states);
     let cgroup_events = match cgroup_layout.and_then(|_| attach_cgroup_events(&mut ebpf)) {
         Ok(()) => true,
@@ -561,6 +555,16 @@ pub fn attach_with_slow(
         warnings,
         cgroup_events,
     })
+}
+
+/// Say (`--verbose`) where the loss `kprobe_misses` cannot be known.
+fn note_kprobe_misses() {
+    if !crate::collect::kprobe_misses_reported() {
+        log::info!(
+            "this kernel's kprobe links do not report missed hits (Linux >= 6.7 does): \
+             kprobe_misses stays 0 here"
+        );
+    }
 }
 
 /// Start recording once attaching has settled (see [`settle`]); a warning when it did not.
@@ -648,6 +652,9 @@ fn attach_syscalls(
     tracefs_unusable: Option<&String>,
     states: &mut BTreeMap<Probe, AttachState>,
 ) {
+    if kprobes.is_some() {
+        note_kprobe_misses();
+    }
     // All by kprobes or all by tracepoints: the unlinkat tracepoint would count an rmdir
     // its kprobe also counts.
     let kprobes = kprobes.filter(|kallsyms| match syscall_symbols_missing(kallsyms) {
@@ -1191,7 +1198,8 @@ mod tests {
         );
         // Debian's 7.3 and 6.12 cloud configs.
         let lazy = "CONFIG_PREEMPT_BUILD=y\n# CONFIG_PREEMPT is not set\nCONFIG_PREEMPT_LAZY=y\nCONFIG_PREEMPT_DYNAMIC=y\n";
-        let voluntary = "CONFIG_PREEMPT_BUILD=y\nCONFIG_PREEMPT_VOLUNTARY=y\n# CONFIG_PREEMPT is not set\n";
+        let voluntary =
+            "CONFIG_PREEMPT_BUILD=y\nCONFIG_PREEMPT_VOLUNTARY=y\n# CONFIG_PREEMPT is not set\n";
         assert_eq!(Preemption::from_config(lazy).as_deref(), Some("lazy"));
         assert_eq!(
             Preemption::from_config(voluntary).as_deref(),

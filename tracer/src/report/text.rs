@@ -338,7 +338,8 @@ fn waiters_blocked(s: &Snapshot, p: Painter) -> String {
     if per.is_empty() {
         return String::new();
     }
-    let mut out = p.heading("inode-lock waiters blocked, by the cgroup of the rmdir holding the lock");
+    let mut out =
+        p.heading("inode-lock waiters blocked, by the cgroup of the rmdir holding the lock");
     let mut t = Table::new(&[("cgroup", Align::Left), ("waiters", Align::Right)]);
     for (cg, n) in per {
         t.row(vec![s.cgroup_name(cg).into(), n.to_string().into()]);
