@@ -1105,6 +1105,24 @@ mod tests {
     }
 
     #[test]
+    fn waiters_blocked_are_listed_by_the_holders_cgroup() {
+        let mut s = testdata::empty();
+        s.cgroups.insert(40, "/lk_rm".to_owned());
+        s.count(Counter::LockWaitersBlocked, 40, 4);
+        let r = render(&s, false);
+        let sec = section(
+            &r,
+            "inode-lock waiters blocked, by the cgroup of the rmdir holding the lock",
+        );
+        line_with(sec, &["/lk_rm", "4"]);
+        // Not a d_delete outcome: no dentries section for it alone.
+        assert!(!r.contains("\ndentries\n"), "{r}");
+        // Kept by the capture file.
+        let back = crate::report::json::from_str(&crate::report::json::to_string(&s)).unwrap();
+        assert_eq!(back.counter_total(Counter::LockWaitersBlocked), 4);
+    }
+
+    #[test]
     fn slow_calls_show_the_slowest_with_who_and_where() {
         let r = render(&testdata::slow_rmdir_capture(), false);
         let sec = section(&r, "slow calls");
