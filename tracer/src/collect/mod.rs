@@ -242,14 +242,21 @@ fn say_why(ebpf: &Ebpf, loss: Loss, n: u64) {
         .and_then(|m| aya::maps::Array::<_, u64>::try_from(m).ok())
         .and_then(|a| a.get(&(loss as u32), 0).ok())
         .unwrap_or(0);
-    let detail = match loss {
-        Loss::ProgramMisses => {
-            let by: Vec<String> = events::program_misses_by_program(ebpf)
-                .iter()
-                .map(|(p, n)| format!("{p} x{n}"))
-                .collect();
-            format!("skipped: {}", by.join(", "))
-        }
+    let detail = if loss == Loss::ProgramMisses {
+        let by: Vec<String> = events::program_misses_by_program(ebpf)
+            .iter()
+            .map(|(p, n)| format!("{p} x{n}"))
+            .collect();
+        format!("; skipped: {}", by.join(", "))
+    } else {
+        first_detail(loss, first)
+    };
+    log::info!("loss {} x{n}: {}{detail}", loss.name(), loss.meaning());
+}
+
+/// What the kernel programs kept of a loss's first occurrence (`LOSS_FIRST`), in words.
+fn first_detail(loss: Loss, first: u64) -> String {
+    match loss {
         #[expect(clippy::cast_possible_wrap, reason = "a -errno stored as u64")]
         Loss::CounterDrops | Loss::RmdirLockDrops if first != 0 => {
             let errno = -(first as i64);
@@ -258,14 +265,13 @@ fn say_why(ebpf: &Ebpf, loss: Loss, n: u64) {
                 12 => " (ENOMEM)",
                 _ => "",
             };
-            format!("first map update failed with errno {errno}{name}")
+            format!("; the first failed map update returned errno {errno}{name}")
         }
         Loss::DentryReadFailures if first != 0 => {
-            format!("first dentry not readable at {first:#x}")
+            format!("; the first dentry not readable was at {first:#x}")
         }
         _ => String::new(),
-    };
-    log::info!("loss {} x{n}: {}; {detail}", loss.name(), loss.meaning());
+    }
 }
 
 /// `PROBE_COUNTERS` into each probe's status.
@@ -343,4 +349,27 @@ pub fn calls_so_far(ebpf: &Ebpf) -> u64 {
         .flatten()
         .flat_map(|per_cpu| per_cpu.iter().map(|c| c.entries).collect::<Vec<_>>())
         .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_reason_of_a_loss_is_said_in_words() {
+        // The kernel keeps -errno as u64: a full hash map refuses an insert with -E2BIG.
+        let e2big = (-7i64).cast_unsigned();
+        assert_eq!(
+            first_detail(Loss::RmdirLockDrops, e2big),
+            "; the first failed map update returned errno 7 (E2BIG: the map is full)"
+        );
+        assert!(first_detail(Loss::CounterDrops, (-12i64).cast_unsigned()).contains("ENOMEM"));
+        assert_eq!(
+            first_detail(Loss::DentryReadFailures, 0xffff_8880_0123_4000),
+            "; the first dentry not readable was at 0xffff888001234000"
+        );
+        // Nothing kept (or nothing to keep): nothing said.
+        assert_eq!(first_detail(Loss::RmdirLockDrops, 0), "");
+        assert_eq!(first_detail(Loss::SlowCallDrops, 5), "");
+    }
 }

@@ -496,6 +496,9 @@ mod tests {
         std::sync::Arc::make_mut(&mut k.last).count(Counter::LockWaitersBlocked, 102, 6);
         k.cumulative.count(Counter::LockWaitersBlocked, 102, 6);
         assert_eq!(row(&k, 102), Some(6.0 / secs));
-        assert!(row(&k, 105).unwrap_or(0.0) < 1e-9, "no waits left in the waiters' row");
+        assert!(
+            row(&k, 105).unwrap_or(0.0) < 1e-9,
+            "no waits left in the waiters' row"
+        );
     }
 }
