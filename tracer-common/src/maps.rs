@@ -522,7 +522,7 @@ mod tests {
         );
         assert_eq!(size_of::<SlowBudget>(), 16);
         assert_eq!(size_of::<CounterKey>(), 16);
-        assert_eq!(size_of::<RmdirLocks>(), 16);
+        assert_eq!(size_of::<RmdirLocks>(), 24);
         assert_eq!(size_of::<Frames>(), 8);
     }
 

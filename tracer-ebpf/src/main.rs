@@ -555,15 +555,13 @@ fn before_vfs_rmdir(dir: u64, dentry: u64) {
         lose_because(Loss::RmdirLockDrops, e as u64);
         return;
     }
-    let ok = RMDIR_LOCKS
-        .insert(locks.parent, tid, 0)
-        .and_then(|()| {
-            if locks.victim == 0 {
-                Ok(())
-            } else {
-                RMDIR_LOCKS.insert(locks.victim, tid, 0)
-            }
-        });
+    let ok = RMDIR_LOCKS.insert(locks.parent, tid, 0).and_then(|()| {
+        if locks.victim == 0 {
+            Ok(())
+        } else {
+            RMDIR_LOCKS.insert(locks.victim, tid, 0)
+        }
+    });
     if let Err(e) = ok {
         unregister_rmdir_locks(tid);
         #[expect(clippy::cast_sign_loss, reason = "the errno, read back as i64")]
