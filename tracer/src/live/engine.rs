@@ -1083,7 +1083,8 @@ mod profile {
     use super::*;
     use crate::live::{SourceKindLive, synthetic::SyntheticSource};
 
-    /// Where a refresh's time goes at 1,000 cgroups x 10 probes (run with --ignored --nocapture).
+    /// Where a refresh's time goes at 1,000 cgroups x 10 probes (run with --ignored --nocapture;
+    /// `REFRESHES=N` refreshes, `LAST_60S=0` without the 60 s window).
     #[test]
     #[ignore = "prints timings"]
     fn refresh_phases() {
@@ -1098,6 +1099,8 @@ mod profile {
             info,
             &Options {
                 max_cgroups: 1000,
+                // `LAST_60S=0`: as `top` runs outside Detail (the 60 s window not kept).
+                last_60s: std::env::var("LAST_60S").map_or(true, |v| v != "0"),
                 ..Options::default()
             },
         );
