@@ -38,34 +38,6 @@ pub fn walk_sorted<'a, K: Ord + 'a, V, W: 'a>(
     }
 }
 
-/// Make `dst` hold exactly `src`'s entries: those under keys both have are copied in place
-/// with `copy`, the others removed or cloned in; one walk of both maps.
-fn copy_map<K: Ord + Clone, V: Clone>(
-    dst: &mut BTreeMap<K, V>,
-    src: &BTreeMap<K, V>,
-    copy: impl Fn(&mut V, &V),
-) {
-    let mut theirs = src.iter().peekable();
-    let mut missing = Vec::new();
-    // `retain` visits in increasing key order, as `theirs` runs.
-    dst.retain(|k, v| {
-        while let Some(e) = theirs.next_if(|(sk, _)| *sk < k) {
-            missing.push(e);
-        }
-        match theirs.next_if(|(sk, _)| *sk == k) {
-            Some((_, sv)) => {
-                copy(v, sv);
-                true
-            }
-            None => false,
-        }
-    });
-    missing.extend(theirs);
-    for (k, v) in missing {
-        dst.insert(k.clone(), v.clone());
-    }
-}
-
 /// Identifies one latency series.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct SeriesKey {
@@ -408,17 +380,6 @@ impl Latency {
             }
         }
         total
-    }
-
-    /// Make this an exact copy of `src`, keeping this one's bucket allocation when it is
-    /// large enough: a live view republishes thousands of series each refresh this way
-    /// without allocating them anew.
-    pub fn copy_from(&mut self, src: &Latency) {
-        self.count = src.count;
-        self.sum_ns = src.sum_ns;
-        self.min_ns = src.min_ns;
-        self.max_ns = src.max_ns;
-        self.buckets.clone_from(&src.buckets);
     }
 
     /// Approximate heap memory of the series, in bytes (the buckets; the struct itself is
@@ -899,23 +860,6 @@ impl Snapshot {
             .unwrap_or_else(|| format!("cgroup#{id}"))
     }
 
-    /// Make this an exact copy of `src` (what `*self = src.clone()` makes), reusing this
-    /// one's allocations for the series, counters and cgroups both hold: a live view
-    /// republishes its totals and windows each refresh into a copy no frame holds any more,
-    /// so only what changed shape is allocated.
-    pub fn copy_from(&mut self, src: &Snapshot) {
-        self.meta.clone_from(&src.meta);
-        copy_map(&mut self.probes, &src.probes, Clone::clone_from);
-        copy_map(&mut self.series, &src.series, Latency::copy_from);
-        copy_map(&mut self.counters, &src.counters, |a, b| *a = *b);
-        copy_map(&mut self.cgroups, &src.cgroups, Clone::clone_from);
-        self.dentry_state = src.dentry_state;
-        self.command.clone_from(&src.command);
-        copy_map(&mut self.losses, &src.losses, |a, b| *a = *b);
-        self.slow_calls.clone_from(&src.slow_calls);
-        self.bpf = src.bpf;
-    }
-
     /// Add another snapshot's calls, counters and losses to this one (e.g. several runs of
     /// the same workload). Attach states, meta and command are kept from `self`; durations add.
     pub fn merge(&mut self, other: &Snapshot) {
@@ -1367,30 +1311,6 @@ mod tests {
             }
         );
         assert!(DentryState::parse("garbage").is_err());
-    }
-
-    #[test]
-    fn copy_from_makes_an_equal_snapshot_whatever_the_copy_held_before() {
-        let mut a = Snapshot::new(meta());
-        a.record(SeriesKey::new(Probe::VfsRmdir, 1), 40_000);
-        a.record(SeriesKey::new(Probe::VfsRmdir, 2), 900);
-        a.count(Counter::NegativeDentries, 2, 5);
-        a.cgroups.insert(1, "/a".into());
-        // The copy holds a series `a` lacks, one with other buckets, and another name.
-        let mut copy = Snapshot::new(meta());
-        copy.record(SeriesKey::new(Probe::VfsRmdir, 1), 7_000_000);
-        copy.record(SeriesKey::new(Probe::SysUmount, 3), 1);
-        copy.cgroups.insert(1, "/old".into());
-        copy.cgroups.insert(3, "/gone".into());
-        copy.copy_from(&a);
-        assert_eq!(copy, a);
-        // And again after `a` changed, as each refresh does.
-        a.record(SeriesKey::new(Probe::VfsRmdir, 1), 41_000);
-        a.series.remove(&SeriesKey::new(Probe::VfsRmdir, 2));
-        a.meta.duration_ns += 1;
-        copy.copy_from(&a);
-        assert_eq!(copy, a);
-        assert_eq!(copy.probe_total(Probe::VfsRmdir).count(), 2);
     }
 
     #[test]

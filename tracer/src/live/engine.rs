@@ -186,8 +186,6 @@ pub struct Live {
     window_ns: [u64; 2],
     /// Whether the 60 s window is kept (a sink shows it).
     keep_60s: bool,
-    /// Totals and windows as frames hold them.
-    published: [Published; 3],
     history: History,
     /// The cgroup whose history a sink asked for, and that history.
     focus: Option<(CgroupId, History)>,
@@ -221,7 +219,6 @@ impl Live {
             window_from: [0; 2],
             window_ns: [0; 2],
             keep_60s: opts.last_60s,
-            published: std::array::from_fn(|_| Published::new(&empty)),
             history: History::default(),
             focus: None,
             slow: VecDeque::new(),
@@ -379,16 +376,16 @@ impl Live {
     }
 
     /// The frame of the state now.
-    pub fn frame(&mut self) -> Frame {
-        let [cum, w10, w60] = &mut self.published;
+    #[must_use]
+    pub fn frame(&self) -> Frame {
         Frame {
             seq: self.seq,
             info: Arc::clone(&self.info),
             interval: self.interval,
             last: Arc::clone(&self.last),
-            cumulative: cum.publish(&self.cumulative),
-            last_10s: w10.publish(&self.windows[0]),
-            last_60s: w60.publish(&self.windows[1]),
+            cumulative: Arc::new(self.cumulative.clone()),
+            last_10s: Arc::new(self.windows[0].clone()),
+            last_60s: Arc::new(self.windows[1].clone()),
             last_60s_kept: self.keep_60s && self.keep_windows,
             history: self.history.clone(),
             cgroup_history: self.focus.clone(),
@@ -546,36 +543,6 @@ fn push_point(
         for v in h.p99_ns.values_mut() {
             v.drain(..excess.min(v.len()));
         }
-    }
-}
-
-/// A snapshot as frames hold it: two shared copies, the one the newest frame holds and
-/// the one before, which sinks have usually let go of by the next refresh; that one is
-/// brought up to date in place ([`Snapshot::copy_from`]), so a refresh neither allocates
-/// nor frees thousands of series. A copy still held (a paused view) is left to its holder
-/// and a new one made.
-struct Published {
-    copies: [Arc<Snapshot>; 2],
-    next: usize,
-}
-
-impl Published {
-    fn new(empty: &Snapshot) -> Self {
-        Self {
-            copies: [Arc::new(empty.clone()), Arc::new(empty.clone())],
-            next: 0,
-        }
-    }
-
-    /// A shared copy of `state`.
-    fn publish(&mut self, state: &Snapshot) -> Arc<Snapshot> {
-        let copy = &mut self.copies[self.next];
-        self.next ^= 1;
-        match Arc::get_mut(copy) {
-            Some(mine) => mine.copy_from(state),
-            None => *copy = Arc::new(state.clone()),
-        }
-        Arc::clone(copy)
     }
 }
 

@@ -186,8 +186,7 @@ pub struct Frame {
     /// The last interval: rates are its counts over its `meta.duration_ns`. Shared with
     /// the loop's own state, so publishing it copies nothing.
     pub last: Arc<Snapshot>,
-    /// Since the source started (or the last reset). Shared: frames a refresh apart hold
-    /// two copies the loop brings up to date in turn, so publishing allocates little.
+    /// Since the source started (or the last reset).
     pub cumulative: Arc<Snapshot>,
     /// The last 10 s, for percentiles (empty when the loop keeps no windows).
     pub last_10s: Arc<Snapshot>,
