@@ -138,6 +138,31 @@ pub fn calibrate(capture: &Snapshot, base: &Setup, kernel: Kernel) -> Calibratio
     }
     p.umount.tasks = tasks;
 
+    // What the command does besides the traced paths (fork, exec, reading the mount table),
+    // per umount: only a capture of one task tells it apart from queueing for the CPUs.
+    let (um, dls) = (total(Probe::SysUmount), total(Probe::DeactivateLockedSuper));
+    let wall = capture.command.as_ref().map(|c| c.wall_ns);
+    match wall {
+        Some(wall) if tasks == 1 && um.count() > 0 => {
+            let traced = um.sum_ns().saturating_add(dls.sum_ns());
+            let v = wall.saturating_sub(traced) / um.count();
+            p.umount.user_ns = v;
+            cal.fits.push(Fit {
+                key: "user_ns",
+                value: v,
+                from: format!(
+                    "the command's {} wall time less umount(2) and deactivate_locked_super, over {} umounts",
+                    units::ns(wall),
+                    um.count()
+                ),
+            });
+        }
+        Some(_) if um.count() > 0 => cal.notes.push(
+            "several umounts at once: user_ns (the command's own CPU time) not fitted".into(),
+        ),
+        _ => {}
+    }
+
     // Normal RCU grace period: the jiffy sets its length (tick, FQS sleep, callback tick).
     let rcu = total(Probe::SynchronizeRcu);
     if let Some(m) = mean(&rcu) {
@@ -540,6 +565,31 @@ mod round_trip {
         let mut p = machine();
         p.umount.mounts = mounts;
         p.umount.tasks = tasks;
+
+    // What the command does besides the traced paths (fork, exec, reading the mount table),
+    // per umount: only a capture of one task tells it apart from queueing for the CPUs.
+    let (um, dls) = (total(Probe::SysUmount), total(Probe::DeactivateLockedSuper));
+    let wall = capture.command.as_ref().map(|c| c.wall_ns);
+    match wall {
+        Some(wall) if tasks == 1 && um.count() > 0 => {
+            let traced = um.sum_ns().saturating_add(dls.sum_ns());
+            let v = wall.saturating_sub(traced) / um.count();
+            p.umount.user_ns = v;
+            cal.fits.push(Fit {
+                key: "user_ns",
+                value: v,
+                from: format!(
+                    "the command's {} wall time less umount(2) and deactivate_locked_super, over {} umounts",
+                    units::ns(wall),
+                    um.count()
+                ),
+            });
+        }
+        Some(_) if um.count() > 0 => cal.notes.push(
+            "several umounts at once: user_ns (the command's own CPU time) not fitted".into(),
+        ),
+        _ => {}
+    }
         p.sb.umount_work_ns = 90_000;
         p.sb.kill_sb_ns = 35_000;
         scenarios::simulate("umount", "kernel", &Setup::Umount(p), Kernel::V6_12, 5).snapshot

@@ -140,6 +140,56 @@ impl Kernel {
             // do_rmdir), ->rmdir, shrink_dcache_parent, S_DEAD, inode_unlock, dput,
             // d_delete: the pruning runs under both inode locks.
             prune_under_lock: true,
+            // EEVDF replaced CFS in 6.6 (147f3efaa241, "sched/fair: Implement an EEVDF-like
+            // scheduling policy").
+            sched: if v.0 > 6 || (v.0 == 6 && v.1 >= 6) {
+                Sched::Eevdf
+            } else {
+                Sched::Cfs
+            },
+        }
+    }
+}
+
+/// The fair scheduler of a kernel, as far as the model needs it: how long a task runs
+/// before a task that woke up (a grace period's kworker, a waiter it wakes) gets its CPU.
+///
+/// Both are checked on the tick only (`sched_feat(HRTICK)` is off by default) and both
+/// scale their base figures by `1 + ilog2(min(CPUs, 8))` (`get_update_sysctl_factor`,
+/// `SCHED_TUNABLESCALING_LOG`, the default): 2 on the VM's 2 CPUs. Wakeup preemption (a
+/// woken task placed far enough behind the running one takes the CPU at once) is left out:
+/// tasks that sleep a few hundred microseconds, as these do, are placed near the running
+/// ones, so the tick decides.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sched {
+    /// CFS (up to 6.5): `check_preempt_tick` preempts the running task once it has run its
+    /// ideal slice, `sched_latency` (6 ms, scaled) shared among the runnable tasks, never
+    /// less than `sched_min_granularity` (0.75 ms, scaled).
+    Cfs,
+    /// EEVDF (6.6 on): the running task is preempted at the tick once it has used its
+    /// request, `sysctl_sched_base_slice` (0.75 ms, scaled), whatever the number of tasks.
+    Eevdf,
+}
+
+impl Sched {
+    /// How long a task runs before the tick may preempt it, on `ncpus` CPUs with
+    /// `nr_running` runnable tasks on its CPU.
+    #[must_use]
+    pub fn slice_ns(self, ncpus: usize, nr_running: usize) -> u64 {
+        let factor = 1 + u64::from(ncpus.clamp(1, 8).ilog2());
+        let nr = u64::try_from(nr_running.max(1)).unwrap_or(u64::MAX);
+        match self {
+            Sched::Cfs => {
+                let (latency, min_gran) = (6_000_000 * factor, 750_000 * factor);
+                // __sched_period: stretched once more than sched_nr_latency (8) run.
+                let period = if nr > 8 {
+                    nr.saturating_mul(min_gran)
+                } else {
+                    latency
+                };
+                (period / nr).max(min_gran)
+            }
+            Sched::Eevdf => 750_000 * factor,
         }
     }
 }
@@ -192,6 +242,8 @@ pub struct Profile {
     pub lock_contention_tracepoints: bool,
     /// `shrink_dcache_parent` runs inside `vfs_rmdir`, under both inode locks.
     pub prune_under_lock: bool,
+    /// The fair scheduler: how long a woken task waits for a busy CPU.
+    pub sched: Sched,
 }
 
 /// Where `--kernel` takes the profile from.

@@ -344,6 +344,12 @@ group! {
         mounts: u64 [Count] = 5_000;
         /// Tasks unmounting at once, each its share of the mounts one after the other.
         tasks: u64 [Count] = 1;
+        /// CPU time per umount outside the traced kernel paths, in user space: the shell
+        /// forks, umount(8) is exec'd, reads the mount table and exits. Only tasks sharing
+        /// the CPUs feel it: the kworkers and waiters of the grace periods then wait for a
+        /// CPU. None in the seed threads' figures; `--calibrate` fits it from a capture of
+        /// one task (its wall time less umount(2) and the superblock teardown, per umount).
+        user_ns: u64 [Ns] = 0;
     }
 }
 
