@@ -198,7 +198,9 @@ pub fn calibrate(capture: &Snapshot, base: &Setup, kernel: Kernel) -> Calibratio
         for _ in 0..4 {
             let mut q = p.clone();
             scaled(&mut q, factor);
-            q.umount.mounts = 100;
+            // As many umounts as the capture made: with several tasks the first and last
+            // grace periods are shared less, which weighs more in a short run.
+            q.umount.mounts = exp.count().clamp(100, 2_000);
             let Some(pred) =
                 mean(&run(&q, "expedited").probe_total(Probe::SynchronizeRcuExpedited))
             else {
@@ -262,7 +264,22 @@ pub fn calibrate(capture: &Snapshot, base: &Setup, kernel: Kernel) -> Calibratio
         } else {
             (b + c, "umount - namespace_unlock - deactivate_locked_super")
         };
-        let teardown = mean(&total(profile.teardown)).unwrap_or(0);
+        let teardown_calls = total(profile.teardown);
+        let teardown = mean(&teardown_calls).unwrap_or(0);
+        if teardown > 0 && tasks == 1 {
+            // One umount at a time the teardown never waits for its lock: its mean is the
+            // lock's short hold and the work around it, which other umounts do not queue for.
+            let v = teardown.saturating_sub(p.sb.shrinker_lock_ns);
+            p.sb.teardown_ns = v;
+            cal.fits.push(Fit {
+                key: "teardown_ns",
+                value: v,
+                from: format!(
+                    "{} less shrinker_lock_ns",
+                    measured(profile.teardown, &teardown_calls)
+                ),
+            });
+        }
         // First guesses from the differences of means, then (with several umounts at once,
         // whose means hold their queueing for CPUs and namespace_sem) the model is run with
         // as many tasks and the costs moved until its means are the capture's.
@@ -565,31 +582,6 @@ mod round_trip {
         let mut p = machine();
         p.umount.mounts = mounts;
         p.umount.tasks = tasks;
-
-    // What the command does besides the traced paths (fork, exec, reading the mount table),
-    // per umount: only a capture of one task tells it apart from queueing for the CPUs.
-    let (um, dls) = (total(Probe::SysUmount), total(Probe::DeactivateLockedSuper));
-    let wall = capture.command.as_ref().map(|c| c.wall_ns);
-    match wall {
-        Some(wall) if tasks == 1 && um.count() > 0 => {
-            let traced = um.sum_ns().saturating_add(dls.sum_ns());
-            let v = wall.saturating_sub(traced) / um.count();
-            p.umount.user_ns = v;
-            cal.fits.push(Fit {
-                key: "user_ns",
-                value: v,
-                from: format!(
-                    "the command's {} wall time less umount(2) and deactivate_locked_super, over {} umounts",
-                    units::ns(wall),
-                    um.count()
-                ),
-            });
-        }
-        Some(_) if um.count() > 0 => cal.notes.push(
-            "several umounts at once: user_ns (the command's own CPU time) not fitted".into(),
-        ),
-        _ => {}
-    }
         p.sb.umount_work_ns = 90_000;
         p.sb.kill_sb_ns = 35_000;
         scenarios::simulate("umount", "kernel", &Setup::Umount(p), Kernel::V6_12, 5).snapshot

@@ -150,6 +150,8 @@ struct Task {
     /// Pending CPU burst.
     want: Option<Want>,
     on_cpu_since: u64,
+    /// When it last got a CPU from another task: its slice runs from there.
+    dispatched: u64,
     done: bool,
 }
 
@@ -241,7 +243,12 @@ pub struct World {
     pub profile: Profile,
     tasks: Vec<Task>,
     running: Vec<Option<TaskId>>,
+    /// Tasks that woke up (or started) and wait for a CPU. The fair scheduler owes them
+    /// the time they slept (CFS's sleeper placement, EEVDF's lag), so they run before
+    /// the tasks it preempted.
     cpu_queue: VecDeque<TaskId>,
+    /// Tasks preempted at a tick, waiting to go on.
+    preempted: VecDeque<TaskId>,
     locks: Vec<Lock>,
     lines: Vec<Line>,
     /// RCU and SRCU.
@@ -296,6 +303,7 @@ impl World {
             tasks: Vec::new(),
             running: vec![None; n],
             cpu_queue: VecDeque::new(),
+            preempted: VecDeque::new(),
             locks: Vec::new(),
             lines: Vec::new(),
             gp: GracePeriods::default(),
@@ -361,6 +369,7 @@ impl World {
             frames: Vec::new(),
             want: None,
             on_cpu_since: 0,
+            dispatched: 0,
             done: false,
         });
         eng.at(at, Ev::Run(id));
@@ -701,8 +710,31 @@ impl World {
             preemptible,
         });
         let home = self.tasks[t].cpu;
-        // A task that goes on from one burst to the next without blocking keeps its CPU.
-        let free = if self.running[home].is_none() || self.running[home] == Some(t) {
+        if self.running[home] == Some(t) {
+            // A task that goes on from one burst to the next without blocking keeps its
+            // CPU, until a tick after its slice finds another task waiting.
+            let tick = self.cpus.tick_ns.max(1);
+            let slice = self.slice(self.waiting());
+            let until = (self.tasks[t].dispatched + slice).div_ceil(tick) * tick;
+            // Kernel code yields only where it may sleep (`cond_resched`), never with a
+            // lock held.
+            let holds_lock = self
+                .locks
+                .iter()
+                .any(|l| l.writer == Some(t) || l.readers.contains_key(&t));
+            if eng.now() >= until
+                && !holds_lock
+                && let Some(next) = self.next_waiting()
+            {
+                self.running[home] = None;
+                self.preempted.push_back(t);
+                self.put_on_cpu(eng, next, home);
+            } else {
+                self.put_on_cpu(eng, t, home);
+            }
+            return;
+        }
+        let free = if self.running[home].is_none() {
             Some(home)
         } else {
             self.running.iter().position(Option::is_none)
@@ -711,6 +743,18 @@ impl World {
             Some(c) => self.put_on_cpu(eng, t, c),
             None => self.cpu_queue.push_back(t),
         }
+    }
+
+    /// Tasks waiting for a CPU.
+    fn waiting(&self) -> usize {
+        self.cpu_queue.len() + self.preempted.len()
+    }
+
+    /// The next task to get a CPU: one that woke up before one that was preempted.
+    fn next_waiting(&mut self) -> Option<TaskId> {
+        self.cpu_queue
+            .pop_front()
+            .or_else(|| self.preempted.pop_front())
     }
 
     /// How long a task runs before the scheduler may preempt it for a waiting one, with
@@ -724,8 +768,11 @@ impl World {
 
     fn put_on_cpu(&mut self, eng: &mut Engine<Ev>, t: TaskId, c: usize) {
         let now = eng.now();
+        if self.running[c] != Some(t) {
+            self.tasks[t].dispatched = now;
+        }
         self.running[c] = Some(t);
-        let slice = self.slice(self.cpu_queue.len());
+        let slice = self.slice(self.waiting());
         let tick = self.cpus.tick_ns.max(1);
         let task = &mut self.tasks[t];
         task.cpu = c;
@@ -762,11 +809,12 @@ impl World {
     fn preempt(&mut self, eng: &mut Engine<Ev>, t: TaskId) {
         let now = eng.now();
         let tick = self.cpus.tick_ns.max(1);
+        let nobody = self.waiting() == 0;
         let task = &mut self.tasks[t];
         let mut want = task.want.expect("Preempt for a task on a CPU");
         let ran = now - task.on_cpu_since;
         want.ns = want.ns.saturating_sub(ran);
-        if self.cpu_queue.is_empty() {
+        if nobody {
             // The slice is renewed only by a switch: the next tick may preempt.
             task.want = Some(want);
             task.on_cpu_since = now;
@@ -781,8 +829,8 @@ impl World {
         self.accounts.entry(task.class).or_default().cpu_ns += ran;
         let c = task.cpu;
         self.running[c] = None;
-        self.cpu_queue.push_back(t);
-        if let Some(next) = self.cpu_queue.pop_front() {
+        self.preempted.push_back(t);
+        if let Some(next) = self.next_waiting() {
             self.put_on_cpu(eng, next, c);
         }
     }
@@ -813,7 +861,7 @@ impl World {
         self.advance(eng, t);
         if self.running[c] == Some(t) && self.tasks[t].want.is_none() {
             self.running[c] = None;
-            if let Some(next) = self.cpu_queue.pop_front() {
+            if let Some(next) = self.next_waiting() {
                 self.put_on_cpu(eng, next, c);
             }
         }
