@@ -215,7 +215,10 @@ fn summary(tallies: &[(String, (usize, usize))]) -> String {
         .iter()
         .map(|(k, (w, n))| format!("{k}: {w} of {n} paths within 2x"))
         .collect();
-    format!("model-fit (median predicted/measured): {}", parts.join("; "))
+    format!(
+        "model-fit (median predicted/measured): {}",
+        parts.join("; ")
+    )
 }
 
 fn kernel_version(files: &BTreeMap<String, PathBuf>) -> (u32, u32) {

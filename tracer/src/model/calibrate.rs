@@ -573,6 +573,52 @@ mod tests {
 }
 
 #[cfg(test)]
+mod command {
+    use super::*;
+    use crate::snapshot::{CommandRun, Meta, SeriesKey, SourceKind};
+
+    /// 10 umounts by one command that ran `wall_ns`: each umount(2) 300 us, each teardown
+    /// 100 us with a 20 us `shrinker_free` in it.
+    fn capture(wall_ns: u64) -> Snapshot {
+        let mut c = Snapshot::new(Meta {
+            source: SourceKind::Kernel,
+            description: "test".into(),
+            kernel: None,
+            started_unix_ns: 0,
+            duration_ns: wall_ns,
+        });
+        c.command = Some(CommandRun {
+            argv: vec!["umount-loop".into()],
+            wall_ns,
+            exit_code: Some(0),
+            signal: None,
+            cgroup: None,
+        });
+        for _ in 0..10 {
+            c.record(SeriesKey::new(Probe::SysUmount, 1), 300_000);
+            c.record(SeriesKey::new(Probe::NamespaceUnlock, 1), 200_000);
+            c.record(SeriesKey::new(Probe::DeactivateLockedSuper, 1), 100_000);
+            c.record(
+                SeriesKey::new(Probe::ShrinkerFree, 1).with_caller(Probe::DeactivateLockedSuper),
+                20_000,
+            );
+        }
+        c
+    }
+
+    #[test]
+    fn the_commands_own_time_is_its_wall_time_less_the_traced_paths() {
+        let base = Setup::Umount(UmountSetup::default());
+        // 50 ms for 10 umounts, 4 ms of them traced: 4.6 ms each of the command's own.
+        let cal = calibrate(&capture(50_000_000), &base, Kernel::V6_12);
+        assert_eq!(cal.get("user_ns"), Some(4_600_000));
+        // The teardown's work outside the registry lock: its mean less the lock's hold.
+        let lock = base.get("shrinker_lock_ns").unwrap();
+        assert_eq!(cal.get("teardown_ns"), Some(20_000 - lock));
+    }
+}
+
+#[cfg(test)]
 mod round_trip {
     use super::*;
 

@@ -357,6 +357,18 @@ mod tests {
     }
 
     #[test]
+    fn slices_are_the_schedulers_defaults_scaled_for_the_cpus() {
+        // 2 CPUs: factor 2. CFS shares 12 ms among the runnable tasks, down to 1.5 ms.
+        assert_eq!(Sched::Cfs.slice_ns(2, 2), 6_000_000);
+        assert_eq!(Sched::Cfs.slice_ns(2, 10), 1_500_000);
+        // EEVDF: 1.5 ms whatever the load; 8 CPUs and more: factor 4.
+        assert_eq!(Sched::Eevdf.slice_ns(2, 3), 1_500_000);
+        assert_eq!(Sched::Eevdf.slice_ns(64, 1), 3_000_000);
+        assert_eq!(Kernel::V6_1.profile().sched, Sched::Cfs);
+        assert_eq!(Kernel::V6_12.profile().sched, Sched::Eevdf);
+    }
+
+    #[test]
     fn auto_prefers_the_capture_then_the_host() {
         let auto = Choice::Auto;
         assert_eq!(

@@ -294,7 +294,10 @@ impl RcuExp {
         let jitter = h.jitter();
         let ipi = h.costs().rcu_exp_ipi_ns;
         let others = h.ncpus().saturating_sub(1);
-        let busy = (0..h.ncpus()).filter(|&c| h.cpu_busy(c)).count().min(others);
+        let busy = (0..h.ncpus())
+            .filter(|&c| h.cpu_busy(c))
+            .count()
+            .min(others);
         let idle_busy = (0..others.saturating_sub(busy))
             .filter(|_| h.background_busy())
             .count();

@@ -986,8 +986,14 @@ impl Host for Machine<'_> {
 
     fn work(&mut self, ns: u64, ev: GpEv) {
         let now = self.eng.now();
-        self.w
-            .spawn(self.eng, now, vec![Step::Cpu(ns), Step::Gp(ev)], 1, 1, Class::Kworker);
+        self.w.spawn(
+            self.eng,
+            now,
+            vec![Step::Cpu(ns), Step::Gp(ev)],
+            1,
+            1,
+            Class::Kworker,
+        );
     }
 
     fn next_tick(&self, t: u64) -> u64 {
