@@ -9,8 +9,8 @@
 //! The 7.3 profile runs the 6.12 code on these paths. What changed after 6.12, as read in
 //! the mainline source, and why none of it changes the modelled paths:
 //! - `namespace_unlock`: a lazy umount (`MNT_DETACH`, `unmounted_lazily`) now hands the final
-//!   `mntput`s to `queue_rcu_work` instead of waiting ("fs/namespace: defer RCU sync for
-//!   MNT_DETACH umount"); a plain umount(2), as umount(8) makes it, still calls
+//!   `mntput`s to `queue_rcu_work` instead of waiting (the patch "defer RCU sync for
+//!   `MNT_DETACH` umount"); a plain umount(2), as umount(8) makes it, still calls
 //!   `synchronize_rcu_expedited` after `up_write(&namespace_sem)`. With mount-notification
 //!   listeners (fsnotify, since 6.14) it first downgrades `namespace_sem` to send them;
 //!   without listeners, as in the workloads here, nothing differs. `emptied_ns` frees an

@@ -446,6 +446,10 @@ impl World {
     }
 
     /// Do one step; false when the task now waits for an event.
+    #[expect(
+        clippy::too_many_lines,
+        reason = "one arm per kind of step, each a few lines, in the order Step declares them"
+    )]
     fn step(&mut self, eng: &mut Engine<Ev>, t: TaskId, step: Step) -> bool {
         let now = eng.now();
         match step {
