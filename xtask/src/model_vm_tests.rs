@@ -172,6 +172,13 @@ pub fn model_fit_saved(which: &str, runs: usize) -> anyhow::Result<ExitCode> {
     let mut tallies = Vec::new();
     for s in series(which)? {
         let dir = kept(s.name);
+        if which == "all" && !dir.is_dir() {
+            println!(
+                "==== bench model-fit [{}]: no captures kept, skipped ====",
+                s.name
+            );
+            continue;
+        }
         let files: BTreeMap<String, PathBuf> = fs::read_dir(&dir)
             .with_context(|| format!("no captures kept in {}: run without --saved", dir.display()))?
             .filter_map(Result::ok)
