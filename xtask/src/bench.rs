@@ -47,7 +47,18 @@ pub enum Bench {
     Serve(crate::bench_serve::ServeArgs),
     /// The model calibrated on one capture predicts another of another size and parallelism
     /// in a VM: structure checked, predicted/measured time per path (median over runs).
-    ModelFit(VmArgs),
+    ModelFit(ModelFitArgs),
+}
+
+/// What `bench model-fit` takes.
+#[derive(Debug, clap::Args)]
+pub struct ModelFitArgs {
+    #[command(flatten)]
+    vm: VmArgs,
+    /// Boot no VM: predict again from the captures the last run kept (under
+    /// target/vm-model/KERNEL), e.g. after a change to the model.
+    #[arg(long)]
+    saved: bool,
 }
 
 /// What the VM benchmarks take.
@@ -74,6 +85,11 @@ pub fn run(bench: &Bench) -> anyhow::Result<ExitCode> {
     {
         return crate::bench_serve::run(tracer, args);
     }
+    if let Bench::ModelFit(a) = bench
+        && a.saved
+    {
+        return crate::model_vm_tests::model_fit_saved(&a.vm.kernel, a.vm.runs.max(1));
+    }
     let tools = setup::setup()?;
     let tracer = tracer_build::build(&tools)?;
     match bench {
@@ -85,10 +101,10 @@ pub fn run(bench: &Bench) -> anyhow::Result<ExitCode> {
         Bench::ModelFit(a) => crate::model_vm_tests::model_fit(
             &tools.kernels,
             &tracer,
-            &a.kernel,
-            a.runs.max(1),
-            Duration::from_secs(a.timeout),
-            a.kvm,
+            &a.vm.kernel,
+            a.vm.runs.max(1),
+            Duration::from_secs(a.vm.timeout),
+            a.vm.kvm,
         ),
     }
 }
