@@ -333,6 +333,8 @@ pub fn vm_suite(
     if Path::new(INOTIFYWAIT).exists() {
         files.extend(vm::host_program(INOTIFYWAIT)?);
     }
+    // The hardening cases (signals, least privilege) run after the suite in the same boot.
+    files.extend(crate::harden_vm_tests::guest_files()?);
     // The guest's `tracer serve` is scraped from here, by a Prometheus started first.
     let port = crate::serve_tests::free_port()?;
     let prometheus =
@@ -342,7 +344,7 @@ pub fn vm_suite(
     let spec = vm::Spec {
         kernel,
         tracer: Some(tracer),
-        command: "sh /suite.sh\n".into(),
+        command: "sh /suite.sh\nsh /harden.sh\n".into(),
         files,
         timeout,
         kvm,
@@ -386,6 +388,7 @@ pub fn vm_suite(
         tally.record(&format!("{scope} {}", case.mode), &case.name, &verdict);
     }
     crate::live_vm_tests::check(&files, prometheus.as_ref(), &scope, tally);
+    crate::harden_vm_tests::check(&files, &scope, tally);
     Ok(())
 }
 

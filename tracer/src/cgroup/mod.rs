@@ -169,7 +169,18 @@ impl Transient {
             eprintln!("tracer: {said}");
         }
         let dir = parent.join(format!("{PREFIX}{}", std::process::id()));
-        std::fs::create_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        std::fs::create_dir(&dir).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::PermissionDenied {
+                // Not root: making a cgroup needs write access to tracer's own.
+                format!(
+                    "{}: {e}; run tracer in a cgroup delegated to its user, or grant it \
+                     CAP_DAC_OVERRIDE",
+                    dir.display()
+                )
+            } else {
+                format!("{}: {e}", dir.display())
+            }
+        })?;
         let id = std::fs::metadata(&dir).map_err(|e| e.to_string())?.ino();
         let procs = std::ffi::CString::new(
             dir.join("cgroup.procs")
