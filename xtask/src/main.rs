@@ -3,6 +3,7 @@
 
 mod bench;
 mod bench_serve;
+mod bench_soak;
 mod bench_top;
 mod harden_tests;
 mod harden_vm_tests;

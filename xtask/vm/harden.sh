@@ -12,9 +12,9 @@ chmod 1777 /tmp
 
 # objects: the BPF programs, links and maps bpftool lists, as "P,L,M".
 objects() {
-    p=$(bpftool prog list 2>/dev/null | grep -c '^[0-9][0-9]*: ')
-    l=$(bpftool link list 2>/dev/null | grep -c '^[0-9][0-9]*: ')
-    m=$(bpftool map list 2>/dev/null | grep -c '^[0-9][0-9]*: ')
+    p=$(/usr/sbin/bpftool prog list 2>/dev/null | grep -c '^[0-9][0-9]*: ')
+    l=$(/usr/sbin/bpftool link list 2>/dev/null | grep -c '^[0-9][0-9]*: ')
+    m=$(/usr/sbin/bpftool map list 2>/dev/null | grep -c '^[0-9][0-9]*: ')
     echo "$p,$l,$m"
 }
 # events FILE: lines in a tracefs probe-events file (0 when the kernel has none).
@@ -45,7 +45,7 @@ sigcase() {
         kill -$sig "$(cat /tmp/h.pid)"
     ) &
     helper=$!
-    timeout 150 sh -c 'echo $$ > /tmp/h.pid; exec "$@"' sh tracer "$@" > /tmp/$name.out 2> /tmp/$name.err
+    timeout 60 sh -c 'echo $$ > /tmp/h.pid; exec "$@"' sh tracer "$@" > /tmp/$name.out 2> /tmp/$name.err
     rc=$?
     wait $helper
     i=0
@@ -140,8 +140,13 @@ if [ -x $setpriv ]; then
     srv=$!
     i=0
     while [ $i -lt 1200 ] && ! wget -q -O /dev/null http://127.0.0.1:29110/metrics 2>/dev/null; do sleep 0.1; i=$((i+1)); done
-    $setpriv --reuid=65534 --regid=65534 --clear-groups sh -c \
-        "mkdir $cg/lp/wl && echo \$\$ > $cg/lp/wl/cgroup.procs && cd /tmp/lp && i=0; while [ \$i -lt 30 ]; do mkdir w\$i && rmdir w\$i || exit 1; i=\$((i+1)); done" \
+    # The workload as the same user, moved (by root) into /lp first: a user may move a
+    # process only between cgroups whose common ancestor's cgroup.procs it can write.
+    cat > /tmp/lp_wl.sh <<'WL'
+mkdir /sys/fs/cgroup/lp/wl && echo $$ > /sys/fs/cgroup/lp/wl/cgroup.procs && cd /tmp/lp || exit 1
+i=0; while [ $i -lt 30 ]; do mkdir w$i && rmdir w$i || exit 1; i=$((i+1)); done
+WL
+    sh -c "echo \$\$ > $cg/lp/cgroup.procs; exec $setpriv --reuid=65534 --regid=65534 --clear-groups sh /tmp/lp_wl.sh" \
         >> /tmp/lp_serve.err 2>&1
     sleep 3
     wget -q -O /tmp/lp_serve.metrics http://127.0.0.1:29110/metrics
