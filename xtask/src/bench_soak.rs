@@ -69,7 +69,11 @@ fn scrape(addr: SocketAddr) -> Result<String, String> {
     let length: Option<usize> = head
         .to_ascii_lowercase()
         .lines()
-        .find_map(|l| l.strip_prefix("content-length:").map(str::trim).map(str::to_owned))
+        .find_map(|l| {
+            l.strip_prefix("content-length:")
+                .map(str::trim)
+                .map(str::to_owned)
+        })
         .and_then(|v| v.parse().ok());
     if length != Some(body.len()) {
         return Err(format!("truncated: {} bytes of {length:?}", body.len()));
@@ -115,7 +119,10 @@ fn scraper(addr: SocketAddr, window: Duration, stop: &AtomicBool, out: &Mutex<Sc
         if stop.load(Ordering::Relaxed) || boot.elapsed() > Duration::from_secs(600) {
             return;
         }
-        if let Ok(body) = scrape(addr) {
+        // The first answer with a refresh in it (before the first, the frame is empty).
+        if let Ok(body) = scrape(addr)
+            && body.contains("tracer_process_resident_memory_bytes")
+        {
             break body;
         }
         thread::sleep(Duration::from_millis(500));
@@ -156,7 +163,8 @@ fn scraper(addr: SocketAddr, window: Duration, stop: &AtomicBool, out: &Mutex<Sc
                 }
                 Err(e) => {
                     if s.failures.len() < 5 {
-                        s.failures.push(format!("{:.0} s: {e}", start.elapsed().as_secs_f64()));
+                        s.failures
+                            .push(format!("{:.0} s: {e}", start.elapsed().as_secs_f64()));
                     }
                 }
             }
@@ -302,7 +310,12 @@ pub fn run(tracer: &Path, kernels: &Path, args: &SoakArgs) -> anyhow::Result<Exi
     for f in &s.failures {
         println!("soak: scrape failed at {f}");
     }
-    let rss = |r: Option<&(u64, u64, f64, f64, f64)>| r.map_or(0.0, |r| r.2);
+    // The exporter's resident memory as the guest read it each minute (/proc/PID/status).
+    let rss: Vec<f64> = samples
+        .lines()
+        .filter_map(|l| words(l).get("serve_rss_kib")?.parse::<f64>().ok())
+        .map(|kib| kib / 1024.0)
+        .collect();
     let entries: Vec<&str> = samples
         .lines()
         .filter_map(|l| words(l).get("map_entries").copied())
@@ -321,8 +334,8 @@ pub fn run(tracer: &Path, kernels: &Path, args: &SoakArgs) -> anyhow::Result<Exi
         "soak: scrapes ok {}/{}, rss first/last {:.1}/{:.1} MiB, map entries first/last {}/{}, unaccounted events {unaccounted}",
         s.ok,
         s.tried,
-        rss(s.minutes.first()),
-        rss(s.minutes.last()),
+        rss.first().unwrap_or(&0.0),
+        rss.last().unwrap_or(&0.0),
         entries.first().unwrap_or(&"?"),
         entries.last().unwrap_or(&"?"),
     );
