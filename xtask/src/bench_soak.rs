@@ -314,12 +314,8 @@ pub fn run(tracer: &Path, kernels: &Path, args: &SoakArgs) -> anyhow::Result<Exi
     for f in &s.failures {
         println!("soak: scrape failed at {f}");
     }
-    // The exporter's resident memory as the guest read it each minute (/proc/PID/status).
-    let rss: Vec<f64> = samples
-        .lines()
-        .filter_map(|l| words(l).get("serve_rss_kib")?.parse::<f64>().ok())
-        .map(|kib| kib / 1024.0)
-        .collect();
+    // The exporter's own resident memory (its metric), at the first and last minute.
+    let rss: Vec<f64> = s.minutes.iter().map(|m| m.2).collect();
     let entries: Vec<&str> = samples
         .lines()
         .filter_map(|l| words(l).get("map_entries").copied())

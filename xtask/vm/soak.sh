@@ -32,7 +32,7 @@ sample() {
         n=$(/usr/sbin/bpftool map dump id $id 2>/dev/null | sed -n 's/^Found \([0-9]*\) element.*/\1/p')
         entries=$((entries + ${n:-0}))
     done
-    rss() { sed -n 's/^VmRSS: *\([0-9]*\) kB/\1/p' /proc/$1/status 2>/dev/null; }
+    rss() { sed -n 's/^VmRSS:[[:space:]]*\([0-9]*\) kB/\1/p' /proc/$1/status 2>/dev/null; }
     echo "minute=$1 cgroups_made=$done serve_rss_kib=$(rss $srv) top_rss_kib=$(rss $top) map_entries=$entries maps=$(/usr/sbin/bpftool map list 2>/dev/null | grep -c '^[0-9]')" | tee -a /tmp/soak.samples
 }
 
