@@ -48,6 +48,10 @@ pub enum Bench {
     /// The model calibrated on one capture predicts another of another size and parallelism
     /// in a VM: structure checked, predicted/measured time per path (median over runs).
     ModelFit(ModelFitArgs),
+    /// tracer serve (scraped every second from here) and top for N minutes in a VM while
+    /// 10,000 cgroups per 10 minutes are made and removed: memory, map entries, tracked
+    /// cgroups over time, and every kernel call counted or reported lost.
+    Soak(crate::bench_soak::SoakArgs),
 }
 
 /// What `bench model-fit` takes.
@@ -98,6 +102,7 @@ pub fn run(bench: &Bench) -> anyhow::Result<ExitCode> {
         Bench::Model { runs } => model(&tracer, (*runs).max(1)),
         Bench::Serve(args) => crate::bench_serve::run(&tracer, args),
         Bench::Top { speed } => crate::bench_top::top(&tracer, *speed).map(|()| ExitCode::SUCCESS),
+        Bench::Soak(a) => crate::bench_soak::run(&tracer, &tools.kernels, a),
         Bench::ModelFit(a) => crate::model_vm_tests::model_fit(
             &tools.kernels,
             &tracer,
