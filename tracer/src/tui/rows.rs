@@ -494,7 +494,7 @@ mod tests {
         // The kernel's: the same 6 waits counted under the rmdir's cgroup, 102.
         let mut k = f.clone();
         std::sync::Arc::make_mut(&mut k.last).count(Counter::LockWaitersBlocked, 102, 6);
-        k.cumulative.count(Counter::LockWaitersBlocked, 102, 6);
+        std::sync::Arc::make_mut(&mut k.cumulative).count(Counter::LockWaitersBlocked, 102, 6);
         assert_eq!(row(&k, 102), Some(6.0 / secs));
         assert!(
             row(&k, 105).unwrap_or(0.0) < 1e-9,
