@@ -355,35 +355,20 @@ const BPF_OBJ_GET_INFO_BY_FD: libc::c_long = 15;
 /// there. 0 on kernels before 5.12, which do not count.
 #[must_use]
 pub fn program_misses(ebpf: &Ebpf) -> u64 {
-    use std::os::fd::{AsFd as _, AsRawFd as _};
+    use std::os::fd::AsFd as _;
     ebpf.programs()
         .filter_map(|(_, program)| program.fd().ok())
         .map(|fd| {
             // Room for every field up to and past recursion_misses; the kernel fills what
             // it knows and says how much in info_len.
             let mut info = [0u8; 256];
-            let mut attr = [0u8; 16];
-            let raw = u32::try_from(fd.as_fd().as_raw_fd()).unwrap_or(u32::MAX);
-            attr[0..4].copy_from_slice(&raw.to_ne_bytes());
-            attr[4..8].copy_from_slice(&256u32.to_ne_bytes());
-            attr[8..16].copy_from_slice(&(info.as_mut_ptr() as u64).to_ne_bytes());
-            // SAFETY: attr is a `bpf_attr.info` (bpf_fd, info_len, info pointer); the kernel
-            // writes at most info_len bytes at info.
-            let rc = unsafe {
-                libc::syscall(
-                    libc::SYS_bpf,
-                    BPF_OBJ_GET_INFO_BY_FD,
-                    attr.as_mut_ptr(),
-                    attr.len(),
-                )
-            };
-            let len = u32::from_ne_bytes(attr[4..8].try_into().unwrap_or_default());
-            if rc != 0 || (len as usize) < PROG_INFO_RECURSION_MISSES + 8 {
-                return 0;
+            match object_info(fd.as_fd(), &mut info) {
+                Some(len) if len >= PROG_INFO_RECURSION_MISSES + 8 => info
+                    .get(PROG_INFO_RECURSION_MISSES..PROG_INFO_RECURSION_MISSES + 8)
+                    .and_then(|b| b.try_into().ok())
+                    .map_or(0, u64::from_ne_bytes),
+                _ => 0,
             }
-            info.get(PROG_INFO_RECURSION_MISSES..PROG_INFO_RECURSION_MISSES + 8)
-                .and_then(|b| b.try_into().ok())
-                .map_or(0, u64::from_ne_bytes)
         })
         .fold(0, u64::saturating_add)
 }
