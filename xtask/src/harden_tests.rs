@@ -93,7 +93,7 @@ fn start(tracer: &Path) -> Result<Server, String> {
     Ok(server)
 }
 
-/// Scrapes every 100 ms until stopped: each scrape's latency, or why it failed.
+/// Scrapes every 100 ms until stopped, at least once: each scrape's latency, or why it failed.
 struct Scraper {
     stop: Arc<AtomicBool>,
     seen: Arc<Mutex<Vec<Result<Duration, String>>>>,
@@ -105,12 +105,17 @@ impl Scraper {
         let stop = Arc::new(AtomicBool::new(false));
         let seen = Arc::new(Mutex::new(Vec::new()));
         let (s, v) = (stop.clone(), seen.clone());
+        // At least one scrape, however late the thread starts: on a loaded host it was
+        // first scheduled after the requests it was to run beside had all been answered.
         let thread = thread::spawn(move || {
-            while !s.load(Ordering::Relaxed) {
+            loop {
                 let r = bench_serve::scrape(addr).map(|(took, _)| took);
                 v.lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
                     .push(r);
+                if s.load(Ordering::Relaxed) {
+                    break;
+                }
                 thread::sleep(Duration::from_millis(100));
             }
         });
