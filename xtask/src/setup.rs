@@ -21,9 +21,12 @@ use crate::{
 const BPF_LINKER_VERSION: &str = "0.13.0";
 /// Debian packages the VM tests and the host need. QEMU is handled apart (it must come
 /// from backports: bookworm's 7.2 crashes booting 6.12 under TCG).
-const APT_PACKAGES: [&str; 7] = [
+const APT_PACKAGES: [&str; 9] = [
     "busybox-static",
     "bpftrace",
+    // The overhead benchmark: programs' run-time statistics, and the ramfs stressor.
+    "bpftool",
+    "stress-ng",
     "e2fsprogs",
     // inotifywait: removing a watch makes the kernel wait for SRCU (fsnotify marks).
     "inotify-tools",
