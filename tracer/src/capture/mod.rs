@@ -261,6 +261,8 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(127));
     }
 
+    // From before attaching: loading and attaching are part of what tracer costs.
+    let cpu_start = crate::live::process_cpu_seconds();
     // Before attaching, so every run of the programs is counted.
     let bpf_stats = collect::BpfStats::enable();
     if let collect::BpfStats::Unavailable(why) = &bpf_stats {
@@ -320,6 +322,13 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
             runs,
         }
     });
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "CPU seconds of this process, as ns"
+    )]
+    let cpu_ns = ((crate::live::process_cpu_seconds() - cpu_start).max(0.0) * 1e9) as u64;
+    snap.process_cpu_ns = Some(cpu_ns);
     drop(attached); // detach before reporting
     drop(bpf_stats);
     events.add_slow_calls_to(&mut snap, &cgroups);

@@ -545,12 +545,23 @@ fn slow_calls(s: &Snapshot, p: Painter) -> String {
     out
 }
 
-/// The CPU tracer's own kernel programs used, total and per run.
+/// The CPU tracer's own kernel programs used, total and per run, and its process's CPU.
 fn own_cost(s: &Snapshot, p: Painter) -> String {
-    let Some(b) = s.bpf else {
+    if s.bpf.is_none() && s.process_cpu_ns.is_none() {
         return String::new();
-    };
+    }
     let mut out = p.heading("tracer's own cost");
+    if let Some(cpu) = s.process_cpu_ns {
+        let _ = writeln!(
+            out,
+            "  tracer's process: {} of CPU ({} of the span)",
+            units::ns(cpu),
+            units::percent(cpu, s.meta.duration_ns)
+        );
+    }
+    let Some(b) = s.bpf else {
+        return out;
+    };
     let per_run = if b.runs == 0 {
         "—".to_owned()
     } else {
