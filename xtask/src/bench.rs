@@ -75,6 +75,12 @@ pub fn run(bench: &Bench) -> anyhow::Result<ExitCode> {
     {
         return crate::bench_serve::run(tracer, args);
     }
+    if let Bench::Overhead(args) = bench
+        && args.from.is_some()
+    {
+        // Re-rendering saved result files needs no set-up and no build.
+        return crate::bench_overhead::run(args, Path::new(""), Path::new(""));
+    }
     let tools = setup::setup()?;
     let tracer = tracer_build::build(&tools)?;
     match bench {

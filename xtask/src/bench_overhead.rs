@@ -43,7 +43,7 @@ pub struct OverheadArgs {
     /// Print the report of an earlier run's result files (a `bench-overhead-*` directory
     /// under the target's `vm` folder) instead of booting.
     #[arg(long, value_name = "DIR")]
-    from: Option<PathBuf>,
+    pub from: Option<PathBuf>,
 }
 
 /// bpftrace, bpftool and stress-ng as Debian installs them (`cargo xtask setup` does).
@@ -250,9 +250,19 @@ impl Point {
 }
 
 /// Each program's attach point, from `bpftool perf` (kprobes, tracepoints) and `bpftool
-/// link` (fentry/fexit links name their target by BTF id; `btf` maps those to names).
-fn points(perf: &str, link: &str, btf: &BTreeMap<u64, String>) -> BTreeMap<u64, Point> {
+/// link` (fentry/fexit links name their target by BTF id where the kernel says it; `btf`
+/// maps those to names). Where a link does not, the side (fentry or fexit) still comes
+/// from it and the function from the program's name (bpftrace names each program after
+/// its function, cut to 15 characters: see [`name_points`]).
+fn points(
+    perf: &str,
+    link: &str,
+    btf: &BTreeMap<u64, String>,
+    names: &BTreeMap<u64, String>,
+    order: &[String],
+) -> BTreeMap<u64, Point> {
     let mut out = BTreeMap::new();
+    let mut sides = BTreeMap::new();
     if let Ok(Value::Array(items)) = serde_json::from_str::<Value>(perf) {
         for it in items {
             let Some(id) = it.get("prog_id").and_then(Value::as_u64) else {
@@ -281,6 +291,9 @@ fn points(perf: &str, link: &str, btf: &BTreeMap<u64, String>) -> BTreeMap<u64, 
                 continue;
             };
             let attach = it.get("attach_type").and_then(Value::as_str).unwrap_or("");
+            if attach.contains("fentry") || attach.contains("fexit") {
+                sides.insert(id, attach.contains("fexit"));
+            }
             let target = it
                 .get("target_btf_id")
                 .and_then(Value::as_u64)
@@ -293,6 +306,66 @@ fn points(perf: &str, link: &str, btf: &BTreeMap<u64, String>) -> BTreeMap<u64, 
                     exit: attach.contains("fexit"),
                 });
             }
+        }
+    }
+    for (id, p) in name_points(names, &sides, order) {
+        out.entry(id).or_insert(p);
+    }
+    out
+}
+
+/// fentry/fexit programs by name: a name that is a whole function's, or the 15-character
+/// cut of one function's name, is that function. Where one cut fits several functions
+/// (`synchronize_rcu` and `synchronize_rcu_expedited`), programs are matched to them in
+/// load order (ids rise as a script's probes are loaded, in the order they are written,
+/// which is the order of `funcs`).
+fn name_points(
+    names: &BTreeMap<u64, String>,
+    sides: &BTreeMap<u64, bool>,
+    funcs: &[String],
+) -> BTreeMap<u64, Point> {
+    let fits = |name: &str| -> Vec<&String> {
+        funcs
+            .iter()
+            .filter(|f| f.as_str() == name || (name.len() == 15 && f.starts_with(name)))
+            .collect()
+    };
+    let mut groups: BTreeMap<(&str, bool), Vec<u64>> = BTreeMap::new();
+    for (id, exit) in sides {
+        if let Some(name) = names.get(id) {
+            groups.entry((name.as_str(), *exit)).or_default().push(*id);
+        }
+    }
+    // Whether a side's programs were loaded in the reverse of the script's order (bpftrace
+    // does that for some): told by two names that fit one function each.
+    let mut reversed = BTreeMap::new();
+    for exit in [false, true] {
+        let mut known: Vec<(usize, u64)> = groups
+            .iter()
+            .filter(|((_, e), ids)| *e == exit && ids.len() == 1)
+            .filter_map(|((name, _), ids)| {
+                let f = fits(name);
+                let only = (f.len() == 1).then(|| f[0])?;
+                Some((funcs.iter().position(|g| g == only)?, ids[0]))
+            })
+            .collect();
+        known.sort_unstable();
+        reversed.insert(exit, known.windows(2).next().is_some_and(|w| w[1].1 < w[0].1));
+    }
+    let mut out = BTreeMap::new();
+    for ((name, exit), ids) in groups {
+        let mut fits = fits(name);
+        if reversed.get(&exit) == Some(&true) {
+            fits.reverse();
+        }
+        for (id, f) in ids.iter().zip(fits) {
+            out.insert(
+                *id,
+                Point {
+                    target: f.clone(),
+                    exit,
+                },
+            );
         }
     }
     out
@@ -341,6 +414,14 @@ fn report(kernel: &str, files: &BTreeMap<String, PathBuf>, worst: &mut Worst) ->
     }
     let funcs = read("funcs");
     let btf = btf_funcs(&funcs);
+    // The traced functions in the order the guest wrote its scripts.
+    let order: Vec<String> = funcs
+        .lines()
+        .find_map(|l| l.strip_prefix("funcs"))
+        .unwrap_or("")
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect();
     let marks = parse_marks(&read("trace"));
     let rates = rates(&marks);
     for mode in ["kprobe", "fentry"] {
@@ -372,17 +453,35 @@ fn report(kernel: &str, files: &BTreeMap<String, PathBuf>, worst: &mut Worst) ->
                 let _ = writeln!(
                     out,
                     "note: bpftrace {role} did not start: {}",
-                    why.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("?")
+                    why.lines()
+                        .find(|l| l.contains("ERROR"))
+                        .or_else(|| why.lines().rev().find(|l| !l.trim().is_empty()))
+                        .unwrap_or("?")
                 );
             }
             roles.insert(role, now.difference(&seen).copied().collect());
             seen = now;
         }
-        let point_of = points(
+        let link = read(&format!("link.{mode}.json"));
+        let mut point_of = points(
             &read(&format!("perf.{mode}.json")),
-            &read(&format!("link.{mode}.json")),
+            &link,
             &btf,
+            &BTreeMap::new(),
+            &order,
         );
+        // Each bpftrace's programs by name, for fentry links that name no target.
+        let all = prog_stats(&read(&format!("ids.{mode}.floor.json")));
+        for ids in roles.values() {
+            let names: BTreeMap<u64, String> = all
+                .iter()
+                .filter(|(id, _)| ids.contains(id))
+                .map(|(id, (name, _))| (*id, name.clone()))
+                .collect();
+            for (id, p) in points("", &link, &BTreeMap::new(), &names, &order) {
+                point_of.entry(id).or_insert(p);
+            }
+        }
         for (workload, ops, what) in WORKLOADS {
             let before = prog_stats(&read(&format!("stats.{mode}.{workload}.0.json")));
             let after = prog_stats(&read(&format!("stats.{mode}.{workload}.1.json")));
@@ -558,7 +657,7 @@ mod tests {
             {"pid":9,"fd":6,"prog_id":41,"fd_type":"tracepoint","tracepoint":"sys_enter_unlinkat"}]"#;
         let link = r#"[{"id":3,"type":"tracing","prog_id":42,"attach_type":"trace_fentry","target_obj_id":1,"target_btf_id":777}]"#;
         let btf = btf_funcs("[777] FUNC 'd_delete' type_id=12 linkage=static\n");
-        let p = points(perf, link, &btf);
+        let p = points(perf, link, &btf, &BTreeMap::new(), &[]);
         assert_eq!(p[&40].show(), "vfs_rmdir exit");
         assert_eq!(p[&41].show(), "sys_unlinkat entry");
         assert_eq!(p[&42].show(), "d_delete entry");
@@ -570,6 +669,27 @@ mod tests {
             Point::tracer_name("contention_begin").map(|p| p.show()),
             Some("lock_contention entry".to_owned())
         );
+    }
+
+    #[test]
+    fn fentry_programs_without_a_target_are_known_by_name_and_load_order() {
+        let link = r#"[{"id":1,"type":"tracing","prog_id":10,"attach_type":"trace_fexit"},
+            {"id":2,"type":"tracing","prog_id":11,"attach_type":"trace_fexit"},
+            {"id":3,"type":"tracing","prog_id":12,"attach_type":"trace_fentry"}]"#;
+        let btf = btf_funcs(
+            "[1] FUNC 'synchronize_rcu' type_id=2 linkage=static\n\
+             [3] FUNC 'synchronize_rcu_expedited' type_id=2 linkage=static\n\
+             [5] FUNC 'd_delete' type_id=2 linkage=static\n",
+        );
+        let names = [(10, "synchronize_rcu"), (11, "synchronize_rcu"), (12, "d_delete")]
+            .map(|(id, n)| (id, n.to_owned()))
+            .into_iter()
+            .collect();
+        let order = ["synchronize_rcu", "synchronize_rcu_expedited", "d_delete"].map(str::to_owned);
+        let p = points("", link, &btf, &names, &order);
+        assert_eq!(p[&10].show(), "synchronize_rcu exit");
+        assert_eq!(p[&11].show(), "synchronize_rcu_expedited exit");
+        assert_eq!(p[&12].show(), "d_delete entry");
     }
 
     #[test]

@@ -194,7 +194,7 @@ scripts() {
                        echo "tracepoint:lock:contention_end { }" ;;
                 peer)
                     # A wait is timed only on a lock an rmdir registered, as tracer does.
-                    echo 'tracepoint:lock:contention_begin /@rl[args->lock_addr]/ { @lw[tid] = nsecs; }'
+                    echo 'tracepoint:lock:contention_begin /@rl[(uint64)args->lock_addr]/ { @lw[tid] = nsecs; }'
                     echo 'tracepoint:lock:contention_end /@lw[tid]/ { @h[cgroup, "inode_lock_wait"] = hist(nsecs - @lw[tid]); delete(@lw[tid]); }' ;;
                 esac
             fi
