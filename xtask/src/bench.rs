@@ -28,7 +28,7 @@ pub enum Bench {
     /// attaching the same kernel functions, in one boot per kernel.
     Startup(VmArgs),
     /// What each of tracer's kernel programs costs per call in a VM (the kernel's run-time
-    /// statistics), against a bpftrace program doing the same job, bpftrace's bare count()
+    /// statistics), against a bpftrace program doing the same job, bpftrace's bare `count()`
     /// and an empty program; and each workload's rate untraced and traced.
     Overhead(crate::bench_overhead::OverheadArgs),
     /// `tracer top` on 1,000 churning cgroups x 10 probes: CPU per refresh, RSS over time.

@@ -47,15 +47,31 @@ pub struct OverheadArgs {
 }
 
 /// bpftrace, bpftool and stress-ng as Debian installs them (`cargo xtask setup` does).
-const HOST_PROGRAMS: [&str; 3] = ["/usr/bin/bpftrace", "/usr/sbin/bpftool", "/usr/bin/stress-ng"];
+const HOST_PROGRAMS: [&str; 3] = [
+    "/usr/bin/bpftrace",
+    "/usr/sbin/bpftool",
+    "/usr/bin/stress-ng",
+];
 
 /// The workloads of `vm/overhead.sh`, with the operations one run does.
 const WORKLOADS: [(&str, u64, &str); 5] = [
     ("rmdir", 2000, "2,000 mkdir+rmdir"),
-    ("unlink", 2000, "2,000 create+unlink on ext2 (negative dentries kept)"),
-    ("umount", 200, "200 tmpfs mounted, then unmounted by one umount"),
+    (
+        "unlink",
+        2000,
+        "2,000 create+unlink on ext2 (negative dentries kept)",
+    ),
+    (
+        "umount",
+        200,
+        "200 tmpfs mounted, then unmounted by one umount",
+    ),
     ("ramfs", 80, "stress-ng --ramfs 2 --ramfs-ops 40"),
-    ("lock", 2000, "2 writers x 1,000 create+unlink in one directory, no rmdir"),
+    (
+        "lock",
+        2000,
+        "2 writers x 1,000 create+unlink in one directory, no rmdir",
+    ),
 ];
 
 /// The worst figures over everything reported, for the last line.
@@ -118,7 +134,9 @@ fn last_line(worst: &Worst) -> String {
     let ramfs = worst
         .ramfs
         .map_or_else(|| "?".to_owned(), |r| format!("{r:.2}"));
-    format!("overhead: worst tracer/bpftrace ns per call {ratio}; ramfs ops/s traced/untraced {ramfs}")
+    format!(
+        "overhead: worst tracer/bpftrace ns per call {ratio}; ramfs ops/s traced/untraced {ramfs}"
+    )
 }
 
 /// The result files of a finished run, by name.
@@ -159,7 +177,10 @@ fn boot(
     let spec = vm::Spec {
         kernel,
         tracer: Some(tracer),
-        command: format!("RUNS={} MODES='{modes}' sh /overhead.sh\n", args.runs.max(1)),
+        command: format!(
+            "RUNS={} MODES='{modes}' sh /overhead.sh\n",
+            args.runs.max(1)
+        ),
         files,
         timeout: Duration::from_secs(args.timeout),
         kvm: args.kvm,
@@ -192,7 +213,11 @@ fn prog_stats(json: &str) -> BTreeMap<u64, (String, Run)> {
         let Some(id) = p.get("id").and_then(Value::as_u64) else {
             continue;
         };
-        let name = p.get("name").and_then(Value::as_str).unwrap_or("").to_owned();
+        let name = p
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
         let run = Run {
             ns: p.get("run_time_ns").and_then(Value::as_u64).unwrap_or(0),
             calls: p.get("run_cnt").and_then(Value::as_u64).unwrap_or(0),
@@ -211,7 +236,11 @@ struct Point {
 
 impl Point {
     fn show(&self) -> String {
-        format!("{} {}", self.target, if self.exit { "exit" } else { "entry" })
+        format!(
+            "{} {}",
+            self.target,
+            if self.exit { "exit" } else { "entry" }
+        )
     }
 
     /// From a tracepoint's name: `sys_enter_rmdir`, `contention_end`, ...
@@ -350,7 +379,10 @@ fn name_points(
             })
             .collect();
         known.sort_unstable();
-        reversed.insert(exit, known.windows(2).next().is_some_and(|w| w[1].1 < w[0].1));
+        reversed.insert(
+            exit,
+            known.windows(2).next().is_some_and(|w| w[1].1 < w[0].1),
+        );
     }
     let mut out = BTreeMap::new();
     for ((name, exit), ids) in groups {
@@ -391,7 +423,10 @@ fn per_call(r: Run) -> Option<f64> {
 }
 
 /// The report of one kernel's boot.
-#[expect(clippy::too_many_lines, reason = "one table after another, in the order printed")]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one table after another, in the order printed"
+)]
 fn report(kernel: &str, files: &BTreeMap<String, PathBuf>, worst: &mut Worst) -> String {
     let read = |name: &str| {
         files
@@ -409,7 +444,10 @@ fn report(kernel: &str, files: &BTreeMap<String, PathBuf>, worst: &mut Worst) ->
         versions.lines().collect::<Vec<_>>().join(", ")
     );
     let setup = read("setup.log");
-    for line in setup.lines().filter(|l| l.contains("failed") || l.contains("absent")) {
+    for line in setup
+        .lines()
+        .filter(|l| l.contains("failed") || l.contains("absent"))
+    {
         let _ = writeln!(out, "note: {line}");
     }
     let funcs = read("funcs");
@@ -435,7 +473,11 @@ fn report(kernel: &str, files: &BTreeMap<String, PathBuf>, worst: &mut Worst) ->
         );
         let tracer_err = read(&format!("tracer.{mode}.err"));
         if !tracer_err.contains("exit 0") {
-            let last = tracer_err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+            let last = tracer_err
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("");
             let _ = writeln!(out, "note: tracer capture --attach {mode} failed: {last}");
         }
         // Each tool's program ids: those that appeared when it started.
@@ -503,10 +545,11 @@ fn report(kernel: &str, files: &BTreeMap<String, PathBuf>, worst: &mut Worst) ->
                     // Loaded before the measuring pass: not any tool's.
                     continue;
                 }
-                let point = point_of
-                    .get(id)
-                    .cloned()
-                    .or_else(|| (role == "tracer").then(|| Point::tracer_name(name)).flatten());
+                let point = point_of.get(id).cloned().or_else(|| {
+                    (role == "tracer")
+                        .then(|| Point::tracer_name(name))
+                        .flatten()
+                });
                 if let Some(point) = point {
                     let e = costs.entry(role).or_default().entry(point).or_default();
                     e.ns += run.ns;
@@ -517,9 +560,8 @@ fn report(kernel: &str, files: &BTreeMap<String, PathBuf>, worst: &mut Worst) ->
             let untraced = rate("none");
             let traced = rate(&format!("tracer-{mode}"));
             let peer = rate(&format!("bpftrace-{mode}"));
-            let show_rate = |r: Option<f64>| {
-                r.map_or_else(|| "?".to_owned(), |r| format!("{r:.0}"))
-            };
+            let show_rate =
+                |r: Option<f64>| r.map_or_else(|| "?".to_owned(), |r| format!("{r:.0}"));
             let show_ratio = |r: Option<f64>| match (r, untraced) {
                 (Some(r), Some(u)) => format!(" ({:.2}x)", r / u),
                 _ => String::new(),
@@ -543,14 +585,7 @@ fn report(kernel: &str, files: &BTreeMap<String, PathBuf>, worst: &mut Worst) ->
             let _ = writeln!(
                 out,
                 "  {:<32} {:>7} {:>9} {:>9} {:>6} {:>9} {:>9} {:>7}",
-                "program",
-                "calls",
-                "tracer",
-                "bpftrace",
-                "ratio",
-                "count()",
-                "floor",
-                "x floor"
+                "program", "calls", "tracer", "bpftrace", "ratio", "count()", "floor", "x floor"
             );
             let Some(mine) = costs.get("tracer") else {
                 let _ = writeln!(out, "  (no tracer program ran)");
@@ -625,7 +660,10 @@ fn rates(marks: &[Mark]) -> BTreeMap<(String, String), f64> {
             continue;
         }
         if let Some(s) = starts.get(&(m.row.as_str(), m.run)) {
-            spans.entry(m.row.as_str()).or_default().push(m.at_us.saturating_sub(*s));
+            spans
+                .entry(m.row.as_str())
+                .or_default()
+                .push(m.at_us.saturating_sub(*s));
         }
     }
     let mut out = BTreeMap::new();
@@ -681,10 +719,14 @@ mod tests {
              [3] FUNC 'synchronize_rcu_expedited' type_id=2 linkage=static\n\
              [5] FUNC 'd_delete' type_id=2 linkage=static\n",
         );
-        let names = [(10, "synchronize_rcu"), (11, "synchronize_rcu"), (12, "d_delete")]
-            .map(|(id, n)| (id, n.to_owned()))
-            .into_iter()
-            .collect();
+        let names = [
+            (10, "synchronize_rcu"),
+            (11, "synchronize_rcu"),
+            (12, "d_delete"),
+        ]
+        .map(|(id, n)| (id, n.to_owned()))
+        .into_iter()
+        .collect();
         let order = ["synchronize_rcu", "synchronize_rcu_expedited", "d_delete"].map(str::to_owned);
         let p = points("", link, &btf, &names, &order);
         assert_eq!(p[&10].show(), "synchronize_rcu exit");
@@ -706,13 +748,21 @@ mod tests {
         let r = rates(&parse_marks(trace));
         // 2,000 pairs in 1 s (the 8 s warm-up left out), then in 4 s.
         assert_eq!(r.get(&("rmdir".into(), "none".into())), Some(&2000.0));
-        assert_eq!(r.get(&("rmdir".into(), "tracer-kprobe".into())), Some(&500.0));
+        assert_eq!(
+            r.get(&("rmdir".into(), "tracer-kprobe".into())),
+            Some(&500.0)
+        );
     }
 
     #[test]
     fn statistics_deltas_come_from_bpftool_json() {
-        let s = prog_stats(r#"[{"id":7,"type":"kprobe","name":"vfs_rmdir_entry","run_time_ns":900,"run_cnt":3}]"#);
-        assert_eq!(s[&7], ("vfs_rmdir_entry".to_owned(), Run { ns: 900, calls: 3 }));
+        let s = prog_stats(
+            r#"[{"id":7,"type":"kprobe","name":"vfs_rmdir_entry","run_time_ns":900,"run_cnt":3}]"#,
+        );
+        assert_eq!(
+            s[&7],
+            ("vfs_rmdir_entry".to_owned(), Run { ns: 900, calls: 3 })
+        );
         assert!(prog_stats("not json").is_empty());
     }
 }
