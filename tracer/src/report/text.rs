@@ -1135,6 +1135,22 @@ mod tests {
     }
 
     #[test]
+    fn own_cost_shows_the_process_cpu_with_or_without_bpf_statistics() {
+        let mut s = testdata::umount_capture();
+        s.process_cpu_ns = Some(40_000_000);
+        let sec = section(&render(&s, false), "tracer's own cost").to_owned();
+        assert!(sec.contains("tracer's process: 40.0 ms of CPU"), "{sec}");
+        assert!(!sec.contains("kernel programs"), "{sec}");
+        let mut rich = testdata::slow_rmdir_capture();
+        rich.process_cpu_ns = Some(40_000_000);
+        let sec = section(&render(&rich, false), "tracer's own cost").to_owned();
+        assert!(
+            sec.contains("tracer's process: 40.0 ms") && sec.contains("kernel programs: 3.00 ms"),
+            "{sec}"
+        );
+    }
+
+    #[test]
     fn colour_only_when_asked() {
         let s = testdata::umount_capture();
         let plain = render(&s, false);
