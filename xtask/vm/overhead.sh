@@ -145,6 +145,9 @@ scripts() {
     mode=$1
     if [ "$mode" = fentry ]; then entry=kfunc ret=kretfunc; else entry=kprobe ret=kretprobe; fi
     for role in peer count floor; do
+        # The peer keys its histograms by a probe number, as tracer does (bpftrace 0.17
+        # fails to load some programs keyed by the function's name as a string).
+        n=0
         {
             echo 'BEGIN { printf("ready\n"); }'
             for f in $funcs; do
@@ -172,7 +175,8 @@ scripts() {
                     if [ $f = vfs_rmdir ]; then
                         post='delete(@rl[@rk[tid]]); delete(@rk[tid]);'
                     fi
-                    echo "$ret:$f /@s_$f[tid]/ { @h[cgroup, \"$f\"] = hist(nsecs - @s_$f[tid]); delete(@s_$f[tid]); $post }" ;;
+                    n=$((n + 1))
+                    echo "$ret:$f /@s_$f[tid]/ { @h[cgroup, $n] = hist(nsecs - @s_$f[tid]); delete(@s_$f[tid]); $post }" ;;
                 esac
             done
             for s in $syscalls; do
@@ -183,7 +187,8 @@ scripts() {
                        echo "tracepoint:syscalls:sys_exit_$s { }" ;;
                 peer)
                     echo "tracepoint:syscalls:sys_enter_$s { @t_$s[tid] = nsecs; }"
-                    echo "tracepoint:syscalls:sys_exit_$s /@t_$s[tid]/ { @h[cgroup, \"sys_$s\"] = hist(nsecs - @t_$s[tid]); delete(@t_$s[tid]); }" ;;
+                    n=$((n + 1))
+                    echo "tracepoint:syscalls:sys_exit_$s /@t_$s[tid]/ { @h[cgroup, $n] = hist(nsecs - @t_$s[tid]); delete(@t_$s[tid]); }" ;;
                 esac
             done
             if [ $lockwait = yes ]; then
@@ -195,7 +200,7 @@ scripts() {
                 peer)
                     # A wait is timed only on a lock an rmdir registered, as tracer does.
                     echo 'tracepoint:lock:contention_begin /@rl[(uint64)args->lock_addr]/ { @lw[tid] = nsecs; }'
-                    echo 'tracepoint:lock:contention_end /@lw[tid]/ { @h[cgroup, "inode_lock_wait"] = hist(nsecs - @lw[tid]); delete(@lw[tid]); }' ;;
+                    echo 'tracepoint:lock:contention_end /@lw[tid]/ { @h[cgroup, 99] = hist(nsecs - @lw[tid]); delete(@lw[tid]); }' ;;
                 esac
             fi
         } > /tmp/$role.$mode.bt
