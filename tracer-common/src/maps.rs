@@ -18,6 +18,9 @@ pub const RMDIR_BY_THREAD: &str = "RMDIR_BY_THREAD";
 pub const LOCK_GATE: &str = "LOCK_GATE";
 /// Per-CPU array of one u64 per [`Loss`]: losses not tied to one probe.
 pub const LOSSES: &str = "LOSSES";
+/// Map: per [`Loss`], a detail of its first occurrence (`-errno` of a failed map update, the
+/// address of a dentry not readable), 0 until then.
+pub const LOSS_FIRST: &str = "LOSS_FIRST";
 /// Array of one u64: nonzero once userspace has attached every program and the work the
 /// attaching caused has settled. Until then the programs record nothing (see [`SETTLE`]).
 pub const RECORDING: &str = "RECORDING";
@@ -70,6 +73,8 @@ pub const DCACHE_DIES_AT_DPUT: &str = "DCACHE_DIES_AT_DPUT";
 /// Global: the index of `dir` among `vfs_rmdir`'s arguments (`dentry` follows it): 0 before
 /// Linux 5.12, 1 since it takes the mount's idmap first.
 pub const VFS_RMDIR_DIR_ARG: &str = "VFS_RMDIR_DIR_ARG";
+/// Global: offset of a syscall's third argument in `struct pt_regs`.
+pub const PT_REGS_ARG3: &str = "PT_REGS_ARG3";
 /// `DCACHE_OP_DELETE`: the filesystem's `d_delete` op decides at the last `dput` (tmpfs and
 /// ramfs up to Linux 6.x always delete). The same value in every release; newer ones also
 /// declare it in BTF's `enum dentry_flags`.
@@ -228,6 +233,9 @@ pub enum CounterId {
     NegativeDentries = 0,
     /// `d_delete` dropped the dentry (unhashed, or the filesystem deletes it at the last dput).
     DroppedDentries = 1,
+    /// A task began to wait for an inode lock a `vfs_rmdir` holds: counted in the cgroup of
+    /// the thread holding it, so a cgroup's row shows the waiters its removals blocked.
+    LockWaitersBlocked = 2,
 }
 
 /// Key of one event counter.
@@ -264,10 +272,15 @@ pub enum Loss {
     /// when it would run while it (or, for kprobes and tracepoints, any BPF program) is
     /// already running on that CPU, e.g. after being preempted mid-run.
     ProgramMisses = 6,
+    /// Hits of tracer's kprobes and kretprobes the kernel did not run them for: the
+    /// kprobe links' `missed` count (`bpf_link_info`, Linux >= 6.7), read by userspace. A
+    /// kprobe is missed when it fires while another kprobe runs on that CPU; a kretprobe
+    /// also when more calls are in flight than its instances (`maxactive`).
+    KprobeMisses = 7,
 }
 
 /// Number of [`Loss`] kinds.
-pub const LOSS_COUNT: u32 = 7;
+pub const LOSS_COUNT: u32 = 8;
 
 impl Loss {
     /// Every kind, in index order.
@@ -279,6 +292,7 @@ impl Loss {
         Loss::SlowCallsRateLimited,
         Loss::SlowCallDrops,
         Loss::ProgramMisses,
+        Loss::KprobeMisses,
     ];
 
     /// Name in reports and capture files.
@@ -292,6 +306,7 @@ impl Loss {
             Loss::SlowCallsRateLimited => "slow_calls_rate_limited",
             Loss::SlowCallDrops => "slow_call_drops",
             Loss::ProgramMisses => "program_misses",
+            Loss::KprobeMisses => "kprobe_misses",
         }
     }
 
@@ -315,6 +330,9 @@ impl Loss {
             Loss::SlowCallDrops => "slow calls not reported: the event buffer was full",
             Loss::ProgramMisses => {
                 "probe runs the kernel skipped (recursion misses): calls or returns not seen"
+            }
+            Loss::KprobeMisses => {
+                "kprobe hits the kernel did not run tracer for (nmissed): calls or returns not seen"
             }
         }
     }
@@ -422,6 +440,8 @@ pub struct RmdirLocks {
     pub parent: u64,
     /// Removed directory's `i_rwsem` address (0 if unknown).
     pub victim: u64,
+    /// The cgroup of the thread removing it (the holder), for the waits it causes.
+    pub cgroup: u64,
 }
 
 /// The traced functions active on one thread: probe ids one per byte, innermost in the
@@ -515,7 +535,7 @@ mod tests {
         );
         assert_eq!(size_of::<SlowBudget>(), 16);
         assert_eq!(size_of::<CounterKey>(), 16);
-        assert_eq!(size_of::<RmdirLocks>(), 16);
+        assert_eq!(size_of::<RmdirLocks>(), 24);
         assert_eq!(size_of::<Frames>(), 8);
     }
 

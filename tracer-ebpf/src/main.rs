@@ -64,6 +64,10 @@ static LOCK_GATE: Array<LockGate> = Array::with_max_entries(1, 0);
 #[map]
 static LOSSES: PerCpuArray<u64> = PerCpuArray::with_max_entries(LOSS_COUNT, 0);
 
+/// Per loss kind, what its first occurrence said (an error code, an address): `--verbose`.
+#[map]
+static LOSS_FIRST: Array<u64> = Array::with_max_entries(LOSS_COUNT, 0);
+
 #[map]
 static CGROUP_EVENTS: RingBuf = RingBuf::with_byte_size(CGROUP_EVENTS_BYTES, 0);
 
@@ -227,6 +231,18 @@ fn gate(waits: bool, n: u64) {
 fn lose(loss: Loss) {
     if let Some(n) = LOSSES.get_ptr_mut(loss as u32) {
         add(n, 1);
+    }
+}
+
+/// [`lose`], keeping `detail` if it is the first of its kind (a rare path: a map full, a
+/// dentry unreadable), so that userspace can say why the counter moved.
+#[inline(always)]
+fn lose_because(loss: Loss, detail: u64) {
+    lose(loss);
+    if let Some(first) = LOSS_FIRST.get_ptr_mut(loss as u32)
+        && unsafe { *first } == 0
+    {
+        unsafe { *first = detail };
     }
 }
 
@@ -514,8 +530,9 @@ fn count(counter: CounterId, cgroup: u64) {
     match COUNTERS.get_ptr_mut(key) {
         Some(n) => add(n, 1),
         None => {
-            if COUNTERS.insert(key, 1, 0).is_err() {
-                lose(Loss::CounterDrops);
+            if let Err(e) = COUNTERS.insert(key, 1, 0) {
+                #[expect(clippy::cast_sign_loss, reason = "the errno, read back as i64")]
+                lose_because(Loss::CounterDrops, e as u64);
             }
         }
     }
@@ -535,7 +552,7 @@ fn after_d_delete(call: &Call) {
         read_u32(dentry + global(&DENTRY_D_FLAGS)),
         read_u64(dentry + global(&DENTRY_D_HASH_PPREV)),
     ) else {
-        lose(Loss::DentryReadFailures);
+        lose_because(Loss::DentryReadFailures, dentry);
         return;
     };
     // Negative and still hashed, on a filesystem that keeps unused dentries: it stays in
@@ -565,18 +582,26 @@ fn before_vfs_rmdir(dir: u64, dentry: u64) {
     let locks = RmdirLocks {
         parent: dir + rwsem,
         victim: if victim == 0 { 0 } else { victim + rwsem },
+        cgroup: unsafe { bpf_get_current_cgroup_id() },
     };
     // All three entries or none: the thread's entry is what unregistering finds them by.
-    if RMDIR_BY_THREAD.insert(tid, locks, 0).is_err() {
-        lose(Loss::RmdirLockDrops);
+    if let Err(e) = RMDIR_BY_THREAD.insert(tid, locks, 0) {
+        #[expect(clippy::cast_sign_loss, reason = "the errno, read back as i64")]
+        lose_because(Loss::RmdirLockDrops, e as u64);
         return;
     }
     gate(false, 1);
-    let ok = RMDIR_LOCKS.insert(locks.parent, tid, 0).is_ok()
-        && (locks.victim == 0 || RMDIR_LOCKS.insert(locks.victim, tid, 0).is_ok());
-    if !ok {
+    let ok = RMDIR_LOCKS.insert(locks.parent, tid, 0).and_then(|()| {
+        if locks.victim == 0 {
+            Ok(())
+        } else {
+            RMDIR_LOCKS.insert(locks.victim, tid, 0)
+        }
+    });
+    if let Err(e) = ok {
         unregister_rmdir_locks(tid);
-        lose(Loss::RmdirLockDrops);
+        #[expect(clippy::cast_sign_loss, reason = "the errno, read back as i64")]
+        lose_because(Loss::RmdirLockDrops, e as u64);
     }
 }
 
@@ -852,6 +877,12 @@ pub fn sys_enter_unlinkat(ctx: TracePointContext) -> u32 {
 
 #[tracepoint]
 pub fn sys_exit_unlinkat(_ctx: TracePointContext) -> u32 {
+    sys_exit_unlinkat_common();
+    0
+}
+
+#[inline(always)]
+fn sys_exit_unlinkat_common() {
     // Whichever of the two the entry chose has a start time (syscalls are not frames).
     let rmdir = THREADS
         .get_ptr(current_tid())
@@ -861,6 +892,73 @@ pub fn sys_exit_unlinkat(_ctx: TracePointContext) -> u32 {
     } else {
         exit_hooks(Probe::SysUnlink);
     }
+}
+
+// ---- Syscalls by kprobes on their wrappers (`--attach kprobe`) -------------------------
+//
+// A kprobe handler runs with preemption disabled, so no run of these programs is preempted
+// and none is skipped for it. Syscall tracepoints have run their probes preemptibly since
+// Linux 6.13 (they may fault); on kernels that preempt kernel code (lazy or full
+// preemption) runs of tracepoint programs were skipped under concurrent rmdirs: the
+// kernel skips a kprobe or tracepoint program while another is active on the same CPU.
+
+/// Offset of the third syscall argument in `struct pt_regs` (x86-64: `dx`), from BTF.
+#[unsafe(no_mangle)]
+static PT_REGS_ARG3: u32 = 96;
+
+#[kprobe]
+pub fn sys_umount_kprobe(_ctx: ProbeContext) -> u32 {
+    on_entry(Probe::SysUmount, 0);
+    0
+}
+
+#[kretprobe]
+pub fn sys_umount_kretprobe(_ctx: RetProbeContext) -> u32 {
+    exit_hooks(Probe::SysUmount);
+    0
+}
+
+#[kprobe]
+pub fn sys_rmdir_kprobe(_ctx: ProbeContext) -> u32 {
+    on_entry(Probe::SysRmdir, 0);
+    0
+}
+
+#[kretprobe]
+pub fn sys_rmdir_kretprobe(_ctx: RetProbeContext) -> u32 {
+    exit_hooks(Probe::SysRmdir);
+    0
+}
+
+#[kprobe]
+pub fn sys_unlink_kprobe(_ctx: ProbeContext) -> u32 {
+    on_entry(Probe::SysUnlink, 0);
+    0
+}
+
+#[kretprobe]
+pub fn sys_unlink_kretprobe(_ctx: RetProbeContext) -> u32 {
+    exit_hooks(Probe::SysUnlink);
+    0
+}
+
+/// `__x64_sys_unlinkat(regs)`: the syscall's own arguments are in the user's registers.
+#[kprobe]
+pub fn sys_unlinkat_kprobe(ctx: ProbeContext) -> u32 {
+    let regs = ctx.arg::<u64>(0).unwrap_or(0);
+    let flags = read_u64(regs + global(&PT_REGS_ARG3)).unwrap_or(0);
+    let probe = if flags & AT_REMOVEDIR != 0 {
+        Probe::SysRmdir
+    } else {
+        Probe::SysUnlink
+    };
+    on_entry(probe, 0);
+    0
+}
+
+#[kretprobe]
+pub fn sys_unlinkat_kretprobe(_ctx: RetProbeContext) -> u32 {
+    sys_exit_unlinkat_common();
     0
 }
 
@@ -934,11 +1032,20 @@ pub fn contention_begin(ctx: TracePointContext) -> u32 {
         return 0;
     }
     let lock: u64 = unsafe { ctx.read_at(8) }.unwrap_or(0);
-    let tid = current_tid();
-    if let Some(holder) = RMDIR_LOCKS.get_ptr(lock)
-        && unsafe { *holder } != tid
+    let pid_tgid = bpf_get_current_pid_tgid();
+    let tid = tid_of(pid_tgid);
+    if let Some(holder) = RMDIR_LOCKS.get_ptr(lock).map(|h| unsafe { *h })
+        && holder != tid
     {
         on_entry(Probe::InodeLockWait, lock);
+        // The wait is the holder's doing: counted in its cgroup too (the waiter's cgroup
+        // has the wait's time).
+        if recording()
+            && !is_self(pid_tgid)
+            && let Some(locks) = RMDIR_BY_THREAD.get_ptr(holder)
+        {
+            count(CounterId::LockWaitersBlocked, unsafe { (*locks).cgroup });
+        }
     }
     0
 }

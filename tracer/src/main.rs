@@ -25,6 +25,10 @@ static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
   tracer probes                                    what can attach on this kernel"
 )]
 struct Cli {
+    /// Say more: what was assumed of this kernel, how each probe attached, and why a loss
+    /// counter moved (the kernel programs' first reason for each kind of loss).
+    #[arg(short, long, global = true)]
+    verbose: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -63,8 +67,9 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let cli = Cli::try_parse().unwrap_or_else(|e| negative_value_error(e).exit());
+    let level = if cli.verbose { "info" } else { "warn" };
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(level)).init();
     let result = match cli.command {
         Command::Capture(args) => tracer::capture::main(&args),
         Command::Probes => probes(),

@@ -648,6 +648,9 @@ pub enum Counter {
     NegativeDentries,
     /// `d_delete` calls that dropped the dentry (unhashed; tmpfs and ramfs do this).
     DroppedDentries,
+    /// Tasks that began to wait for an inode lock held by a `vfs_rmdir`, counted in the
+    /// cgroup of the thread holding it: the waiters its removals blocked.
+    LockWaitersBlocked,
 }
 
 impl Counter {
@@ -657,6 +660,7 @@ impl Counter {
         match self {
             Counter::NegativeDentries => "negative_dentries",
             Counter::DroppedDentries => "dropped_dentries",
+            Counter::LockWaitersBlocked => "inode_lock_waiters_blocked",
         }
     }
 }

@@ -48,7 +48,22 @@ pub enum Bench {
     Serve(crate::bench_serve::ServeArgs),
     /// The model calibrated on one capture predicts another of another size and parallelism
     /// in a VM: structure checked, predicted/measured time per path (median over runs).
-    ModelFit(VmArgs),
+    ModelFit(ModelFitArgs),
+    /// tracer serve (scraped every second from here) and top for N minutes in a VM while
+    /// 10,000 cgroups per 10 minutes are made and removed: memory, map entries, tracked
+    /// cgroups over time, and every kernel call counted or reported lost.
+    Soak(crate::bench_soak::SoakArgs),
+}
+
+/// What `bench model-fit` takes.
+#[derive(Debug, clap::Args)]
+pub struct ModelFitArgs {
+    #[command(flatten)]
+    vm: VmArgs,
+    /// Boot no VM: predict again from the captures the last run kept (under
+    /// target/vm-model/KERNEL), e.g. after a change to the model.
+    #[arg(long)]
+    saved: bool,
 }
 
 /// What the VM benchmarks take.
@@ -81,6 +96,11 @@ pub fn run(bench: &Bench) -> anyhow::Result<ExitCode> {
         // Re-rendering saved result files needs no set-up and no build.
         return crate::bench_overhead::run(args, Path::new(""), Path::new(""));
     }
+    if let Bench::ModelFit(a) = bench
+        && a.saved
+    {
+        return crate::model_vm_tests::model_fit_saved(&a.vm.kernel, a.vm.runs.max(1));
+    }
     let tools = setup::setup()?;
     let tracer = tracer_build::build(&tools)?;
     match bench {
@@ -89,13 +109,14 @@ pub fn run(bench: &Bench) -> anyhow::Result<ExitCode> {
         Bench::Model { runs } => model(&tracer, (*runs).max(1)),
         Bench::Serve(args) => crate::bench_serve::run(&tracer, args),
         Bench::Top { speed } => crate::bench_top::top(&tracer, *speed).map(|()| ExitCode::SUCCESS),
+        Bench::Soak(a) => crate::bench_soak::run(&tracer, &tools.kernels, a),
         Bench::ModelFit(a) => crate::model_vm_tests::model_fit(
             &tools.kernels,
             &tracer,
-            &a.kernel,
-            a.runs.max(1),
-            Duration::from_secs(a.timeout),
-            a.kvm,
+            &a.vm.kernel,
+            a.vm.runs.max(1),
+            Duration::from_secs(a.vm.timeout),
+            a.vm.kvm,
         ),
     }
 }

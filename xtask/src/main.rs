@@ -4,8 +4,10 @@
 mod bench;
 mod bench_overhead;
 mod bench_serve;
+mod bench_soak;
 mod bench_top;
 mod harden_tests;
+mod harden_vm_tests;
 mod initramfs;
 mod kernel;
 mod live_vm_tests;
@@ -92,6 +94,15 @@ enum Cmd {
         #[arg(long)]
         tracer: PathBuf,
     },
+    /// The hardening VM cases alone (signals to capture, top and serve; least privilege),
+    /// in one boot of their own.
+    HardenVm {
+        /// 5.10, 6.1, 6.12 or 7.3.
+        #[arg(long, default_value = "6.12")]
+        kernel: String,
+        #[command(flatten)]
+        qemu: QemuArgs,
+    },
     /// Benchmarks, each printing a ratio against a peer measured in the same run.
     Bench {
         #[command(subcommand)]
@@ -166,6 +177,18 @@ fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
         Cmd::HardenCheck { tracer } => {
             let mut tally = vm_tests::Tally::default();
             harden_tests::host_cases(&tracer, &mut tally);
+            Ok(if tally.finish() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
+        }
+        Cmd::HardenVm { kernel, qemu } => {
+            let tools = setup::setup()?;
+            let tracer = tracer_build::build(&tools)?;
+            let kernel = kernel::resolve(&kernel, &tools.kernels)?;
+            let mut tally = vm_tests::Tally::default();
+            harden_vm_tests::vm(&kernel, &tracer, &qemu, &mut tally)?;
             Ok(if tally.finish() {
                 ExitCode::SUCCESS
             } else {

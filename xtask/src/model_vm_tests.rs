@@ -86,7 +86,25 @@ fn teardown(version: (u32, u32)) -> Probe {
     }
 }
 
-/// `cargo xtask bench model-fit [--kernel K] [--runs N]`.
+/// The kernels `--kernel` names.
+fn series(which: &str) -> anyhow::Result<Vec<kernel::Series>> {
+    Ok(match which {
+        "all" => kernel::SERIES.to_vec(),
+        name => vec![
+            kernel::Series::by_name(name)
+                .with_context(|| format!("--kernel {name}: expected 6.1, 6.12 or all"))?,
+        ],
+    })
+}
+
+/// Where the captures of one kernel's run are kept, by the kernel's name.
+fn kept(name: &str) -> PathBuf {
+    util::target_dir().join("vm-model").join(name)
+}
+
+/// `cargo xtask bench model-fit [--kernel K] [--runs N]`: one boot per kernel, `runs` pairs
+/// of captures in it, kept under `target/vm-model/KERNEL` (the run before under
+/// `KERNEL.prev`) so that `--saved` can predict them again.
 ///
 /// # Errors
 /// When a kernel cannot be found or the VM cannot be started.
@@ -98,18 +116,14 @@ pub fn model_fit(
     timeout: Duration,
     kvm: bool,
 ) -> anyhow::Result<ExitCode> {
-    let series: Vec<kernel::Series> = match which {
-        "all" => kernel::SERIES.to_vec(),
-        name => vec![
-            kernel::Series::by_name(name)
-                .with_context(|| format!("--kernel {name}: expected 6.1, 6.12 or all"))?,
-        ],
-    };
     let mut ok = true;
-    for s in series {
+    let mut tallies = Vec::new();
+    for s in series(which)? {
         let kernel = kernel::resolve(s.name, kernels)?;
-        let out_dir = util::target_dir().join("vm-model").join(&kernel.name);
-        let _ = fs::remove_dir_all(&out_dir);
+        let out_dir = kept(&kernel.name);
+        let prev = kept(&format!("{}.prev", kernel.name));
+        let _ = fs::remove_dir_all(&prev);
+        let _ = fs::rename(&out_dir, &prev);
         let spec = vm::Spec {
             kernel: &kernel,
             tracer: Some(tracer),
@@ -136,16 +150,82 @@ pub fn model_fit(
             ok = false;
         }
         let files: BTreeMap<String, PathBuf> = outcome.files.into_iter().collect();
-        let version = kernel_version(&files);
-        for pair in PAIRS {
-            ok &= report(pair, &files, runs, version);
-        }
+        let (pass, tally) = report_kernel(&files, runs);
+        ok &= pass;
+        tallies.push((kernel.name.clone(), tally));
     }
+    println!("{}", summary(&tallies));
     Ok(if ok {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// `cargo xtask bench model-fit --saved`: the same report from the captures the last run
+/// kept, without a VM.
+///
+/// # Errors
+/// When no capture of a kernel asked for was kept.
+pub fn model_fit_saved(which: &str, runs: usize) -> anyhow::Result<ExitCode> {
+    let mut ok = true;
+    let mut tallies = Vec::new();
+    for s in series(which)? {
+        let dir = kept(s.name);
+        if which == "all" && !dir.is_dir() {
+            println!(
+                "==== bench model-fit [{}]: no captures kept, skipped ====",
+                s.name
+            );
+            continue;
+        }
+        let files: BTreeMap<String, PathBuf> = fs::read_dir(&dir)
+            .with_context(|| format!("no captures kept in {}: run without --saved", dir.display()))?
+            .filter_map(Result::ok)
+            .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
+            .collect();
+        println!(
+            "==== bench model-fit [{}]: {runs} runs, from the captures in {} ====",
+            s.name,
+            dir.display()
+        );
+        let (pass, tally) = report_kernel(&files, runs);
+        ok &= pass;
+        tallies.push((s.name.to_owned(), tally));
+    }
+    println!("{}", summary(&tallies));
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// Every pair of one kernel's captures: whether the structure held, and how many paths
+/// (of how many with times on both sides) were within 2x at the median.
+fn report_kernel(files: &BTreeMap<String, PathBuf>, runs: usize) -> (bool, (usize, usize)) {
+    let version = kernel_version(files);
+    let mut ok = true;
+    let (mut within, mut paths) = (0, 0);
+    for pair in PAIRS {
+        let (pass, (w, n)) = report(pair, files, runs, version);
+        ok &= pass;
+        within += w;
+        paths += n;
+    }
+    (ok, (within, paths))
+}
+
+/// The last line: paths within 2x, per kernel.
+fn summary(tallies: &[(String, (usize, usize))]) -> String {
+    let parts: Vec<String> = tallies
+        .iter()
+        .map(|(k, (w, n))| format!("{k}: {w} of {n} paths within 2x"))
+        .collect();
+    format!(
+        "model-fit (median predicted/measured): {}",
+        parts.join("; ")
+    )
 }
 
 fn kernel_version(files: &BTreeMap<String, PathBuf>) -> (u32, u32) {
@@ -173,13 +253,14 @@ fn own(s: &Snapshot, probe: Probe, caller: Option<Probe>) -> (u64, u64) {
     )
 }
 
-/// One pair over every run: structure verdicts, then the median time ratio per path.
+/// One pair over every run: structure verdicts, then the median time ratio per path and
+/// its spread; returns whether the structure held and (paths within 2x, paths timed).
 fn report(
     pair: &Pair,
     files: &BTreeMap<String, PathBuf>,
     runs: usize,
     version: (u32, u32),
-) -> bool {
+) -> (bool, (usize, usize)) {
     println!("  {}", pair.name);
     let mut ok = true;
     let mut fixed: Vec<(Probe, Option<Probe>)> = pair.fixed.to_vec();
@@ -220,6 +301,7 @@ fn report(
             }
         }
     }
+    let (mut within, mut timed) = (0, 0);
     for (&(probe, caller), r) in paths.iter().zip(&mut ratios) {
         let name = format!(
             "{} from {}",
@@ -232,19 +314,21 @@ fn report(
         }
         r.sort_by(f64::total_cmp);
         let median = r[r.len() / 2];
+        timed += 1;
         let goal = if (0.5..=2.0).contains(&median) {
+            within += 1;
             "within 2x"
         } else {
             "OUTSIDE 2x"
         };
         println!(
-            "    {name:<52} predicted/measured {median:>6.2} (median of {}, {:.2}-{:.2}) {goal}",
+            "    {name:<52} predicted/measured {median:>6.2} (median of {}, spread {:.2}-{:.2}) {goal}",
             r.len(),
             r[0],
             r[r.len() - 1]
         );
     }
-    ok
+    (ok, (within, timed))
 }
 
 /// Calibrate on `{fit}{run}.json`, run the model for `{check}{run}.json`.

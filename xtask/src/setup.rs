@@ -24,8 +24,10 @@ const BPF_LINKER_VERSION: &str = "0.13.0";
 const APT_PACKAGES: [&str; 9] = [
     "busybox-static",
     "bpftrace",
-    // The overhead benchmark: programs' run-time statistics, and the ramfs stressor.
+    // bpftool: the VM's hardening cases list the kernel's BPF objects with it, and the
+    // overhead benchmark reads programs' run-time statistics with it.
     "bpftool",
+    // The overhead benchmark's ramfs stressor.
     "stress-ng",
     "e2fsprogs",
     // inotifywait: removing a watch makes the kernel wait for SRCU (fsnotify marks).

@@ -30,6 +30,8 @@ negatives() {
 
 uname -r > /tmp/uname
 emit uname /tmp/uname
+grep -c ^processor /proc/cpuinfo > /tmp/cpus
+emit cpus /tmp/cpus
 
 # ext2 over loop keeps negative dentries (tmpfs, the root here, drops them).
 {

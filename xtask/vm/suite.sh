@@ -101,9 +101,12 @@ echo "suite: concurrency (37, 53 and 71 mkdir + rmdir at once on 2 CPUs, each in
 half='echo $$ > /sys/fs/cgroup/$1/cgroup.procs && cd /tmp/$2 && i=0; while [ $i -lt $3 ]; do mkdir d$i && rmdir d$i || exit 1; i=$((i+1)); done'
 echo "$half" > /tmp/half.sh
 for n in 37 53 71; do mkdir -p /sys/fs/cgroup/c$n /tmp/c$n; done
+conc='sh /tmp/half.sh c37 c37 37 & a=$!; sh /tmp/half.sh c53 c53 53 & b=$!; sh /tmp/half.sh c71 c71 71 & c=$!; wait $a && wait $b && wait $c'
+# --verbose: the log names the programs the kernel skipped, if any.
 for how in kprobe fentry; do
-    capture conc_$how 'sh /tmp/half.sh c37 c37 37 & a=$!; sh /tmp/half.sh c53 c53 53 & b=$!; sh /tmp/half.sh c71 c71 71 & c=$!; wait $a && wait $b && wait $c' --attach $how
+    capture conc_$how "$conc" --attach $how --verbose
 done
+capture conc_auto "$conc" --verbose
 
 echo "suite: an idle command (sleep 4): attaching records no grace-period wait"
 for how in kprobe fentry; do

@@ -25,7 +25,8 @@ use crate::{
     tracer capture -d 30s -o cap.json        the whole host for 30 s, saved for `tracer report`\n  \
     tracer capture --probes vfs_rmdir,shrink_dcache_parent -- rm -rf /data/old\n\n\
     Exit status: the command's own (128+N if killed by signal N; 127 if it cannot be run);\n\
-    130 or 143 when Ctrl-C or SIGTERM ended the capture (the report is still printed).")]
+    130, 143 or 129 when Ctrl-C, SIGTERM or SIGHUP ended the capture (the report is still \
+    printed).")]
 pub struct Args {
     /// Capture for this long (e.g. 500ms, 10s, 2m) when no command is given; default: until Ctrl-C.
     #[arg(short, long, value_parser = parse_duration, value_name = "D",
@@ -424,6 +425,9 @@ async fn wait(
 ) -> anyhow::Result<Waited> {
     let mut sigint = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
     let mut sigterm = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+    // A hang-up (the SSH session closed) ends the capture like SIGTERM: the probes detach
+    // and the command's cgroup is removed, which the default action would leave behind.
+    let mut sighup = signal(SignalKind::hangup()).context("installing the SIGHUP handler")?;
     let mut in_cgroup = false;
     let mut spawned = Instant::now();
     let mut command = None;
@@ -482,6 +486,7 @@ async fn wait(
             () = &mut deadline => break Ended::Elapsed,
             _ = sigint.recv() => break Ended::Signal(libc::SIGINT),
             _ = sigterm.recv() => break Ended::Signal(libc::SIGTERM),
+            _ = sighup.recv() => break Ended::Signal(libc::SIGHUP),
             _ = drain.tick() => {
                 events.drain(&mut attached.ebpf, attached.cgroup_events, slow);
             }

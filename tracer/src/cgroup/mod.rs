@@ -87,6 +87,63 @@ pub fn own_path() -> Option<String> {
         .map(str::to_owned)
 }
 
+/// What a capture's cgroup is called, before the pid of the tracer that made it.
+const PREFIX: &str = "tracer-capture-";
+
+/// Capture cgroups an earlier run left under `parent` (the cgroup at path `own`, this
+/// process's): `tracer-capture-PID` whose PID is no longer a process in `own` (a tracer
+/// killed by SIGKILL cannot remove its cgroup; its command may still run in it). Each
+/// empty one is removed; one that still holds processes or cgroups is left and named with
+/// them. Returns one sentence per cgroup found.
+fn clean_stale(parent: &Path, own: &str) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return Vec::new();
+    };
+    let mut said = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(PREFIX))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        // Alive and in our cgroup: a tracer running beside this one (a pid reused by an
+        // unrelated process elsewhere does not keep the cgroup).
+        let alive = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).is_ok_and(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("0::"))
+                .is_some_and(|p| p == own)
+        });
+        if alive || !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let dir = entry.path();
+        match std::fs::remove_dir(&dir) {
+            Ok(()) => said.push(format!(
+                "removed cgroup {} left by an earlier run (pid {pid}, no longer running)",
+                dir.display()
+            )),
+            Err(e) => {
+                let why = what_keeps(&dir);
+                let why = if why.is_empty() {
+                    e.to_string()
+                } else {
+                    why.join("; ")
+                };
+                said.push(format!(
+                    "cgroup {} left by an earlier run (pid {pid}, no longer running) cannot be \
+                     removed yet: {why}; it is removed by the next capture once empty",
+                    dir.display()
+                ));
+            }
+        }
+    }
+    said.sort();
+    said
+}
+
 /// A cgroup made for one command, under the tracer's own cgroup (so the command keeps the
 /// same ancestors, and their limits); removed on drop when empty.
 #[derive(Debug)]
@@ -107,10 +164,23 @@ impl Transient {
     pub fn create() -> Result<Self, String> {
         let root = find_cgroup2().ok_or("no cgroup2 filesystem is mounted")?;
         let own = own_path().ok_or("this process has no cgroup v2 path")?;
-        let dir = root
-            .join(own.trim_start_matches('/'))
-            .join(format!("tracer-capture-{}", std::process::id()));
-        std::fs::create_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let parent = root.join(own.trim_start_matches('/'));
+        for said in clean_stale(&parent, &own) {
+            eprintln!("tracer: {said}");
+        }
+        let dir = parent.join(format!("{PREFIX}{}", std::process::id()));
+        std::fs::create_dir(&dir).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::PermissionDenied {
+                // Not root: making a cgroup needs write access to tracer's own.
+                format!(
+                    "{}: {e}; run tracer in a cgroup delegated to its user, or grant it \
+                     CAP_DAC_OVERRIDE",
+                    dir.display()
+                )
+            } else {
+                format!("{}: {e}", dir.display())
+            }
+        })?;
         let id = std::fs::metadata(&dir).map_err(|e| e.to_string())?.ino();
         let procs = std::ffi::CString::new(
             dir.join("cgroup.procs")
@@ -266,6 +336,42 @@ mod tests {
         assert_eq!(why.len(), 2, "{why:?}");
         assert!(why[0].contains("made, made/deeper"), "{why:?}");
         assert!(why[1].starts_with("processes still in it: 4242"), "{why:?}");
+    }
+
+    #[test]
+    fn cgroups_of_killed_runs_are_removed_or_named_and_live_ones_kept() {
+        let dir = std::env::temp_dir().join(format!("tracer-cgroup-stale-{}", std::process::id()));
+        // pid_max is at most 2^22: these pids cannot be running.
+        let gone = dir.join("tracer-capture-99999998");
+        let busy = dir.join("tracer-capture-99999999");
+        let own_pid = dir.join(format!("tracer-capture-{}", std::process::id()));
+        let other = dir.join("tracer-capture-notapid");
+        for d in [&gone, &own_pid, &other] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::fs::create_dir_all(busy.join("left")).unwrap();
+        let own = own_path().unwrap_or_default();
+        let said = clean_stale(&dir, &own);
+        let (gone_left, busy_left, own_left, other_left) = (
+            gone.exists(),
+            busy.exists(),
+            own_pid.exists(),
+            other.exists(),
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(said.len(), 2, "{said:?}");
+        let about = |pid: &str| said.iter().find(|l| l.contains(pid)).cloned();
+        assert!(
+            about("pid 99999998").is_some_and(|l| l.starts_with("removed cgroup")),
+            "{said:?}"
+        );
+        assert!(
+            about("pid 99999999").is_some_and(|l| l.contains("left cgroups in it: left")),
+            "{said:?}"
+        );
+        assert!(!gone_left && busy_left && other_left);
+        // This process is alive in its own cgroup: its cgroup is not an earlier run's.
+        assert_eq!(own_left, !own.is_empty());
     }
 
     #[test]

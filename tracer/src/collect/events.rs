@@ -355,37 +355,127 @@ const BPF_OBJ_GET_INFO_BY_FD: libc::c_long = 15;
 /// there. 0 on kernels before 5.12, which do not count.
 #[must_use]
 pub fn program_misses(ebpf: &Ebpf) -> u64 {
-    use std::os::fd::{AsFd as _, AsRawFd as _};
+    use std::os::fd::AsFd as _;
     ebpf.programs()
         .filter_map(|(_, program)| program.fd().ok())
         .map(|fd| {
             // Room for every field up to and past recursion_misses; the kernel fills what
             // it knows and says how much in info_len.
             let mut info = [0u8; 256];
-            let mut attr = [0u8; 16];
-            let raw = u32::try_from(fd.as_fd().as_raw_fd()).unwrap_or(u32::MAX);
-            attr[0..4].copy_from_slice(&raw.to_ne_bytes());
-            attr[4..8].copy_from_slice(&256u32.to_ne_bytes());
-            attr[8..16].copy_from_slice(&(info.as_mut_ptr() as u64).to_ne_bytes());
-            // SAFETY: attr is a `bpf_attr.info` (bpf_fd, info_len, info pointer); the kernel
-            // writes at most info_len bytes at info.
-            let rc = unsafe {
-                libc::syscall(
-                    libc::SYS_bpf,
-                    BPF_OBJ_GET_INFO_BY_FD,
-                    attr.as_mut_ptr(),
-                    attr.len(),
-                )
-            };
-            let len = u32::from_ne_bytes(attr[4..8].try_into().unwrap_or_default());
-            if rc != 0 || (len as usize) < PROG_INFO_RECURSION_MISSES + 8 {
-                return 0;
+            match object_info(fd.as_fd(), &mut info) {
+                Some(len) if len >= PROG_INFO_RECURSION_MISSES + 8 => info
+                    .get(PROG_INFO_RECURSION_MISSES..PROG_INFO_RECURSION_MISSES + 8)
+                    .and_then(|b| b.try_into().ok())
+                    .map_or(0, u64::from_ne_bytes),
+                _ => 0,
             }
-            info.get(PROG_INFO_RECURSION_MISSES..PROG_INFO_RECURSION_MISSES + 8)
-                .and_then(|b| b.try_into().ok())
-                .map_or(0, u64::from_ne_bytes)
         })
         .fold(0, u64::saturating_add)
+}
+
+/// `BPF_LINK_TYPE_PERF_EVENT`: how kprobes are attached on Linux >= 5.15.
+const BPF_LINK_TYPE_PERF_EVENT: u32 = 7;
+/// `BPF_PERF_EVENT_KPROBE` and `BPF_PERF_EVENT_KRETPROBE`.
+const BPF_PERF_EVENT_KPROBES: [u32; 2] = [3, 4];
+/// Offsets in `struct bpf_link_info` (uapi): its `prog_id`, the perf event's type, and the
+/// kprobe's `missed` count (added in Linux 6.7; appended fields never move).
+const LINK_INFO_PROG_ID: usize = 8;
+const LINK_INFO_PERF_EVENT_TYPE: usize = 16;
+const LINK_INFO_KPROBE_MISSED: usize = 48;
+
+/// `BPF_OBJ_GET_INFO_BY_FD` into `info`; the length the kernel filled, or None.
+fn object_info(fd: std::os::fd::BorrowedFd<'_>, info: &mut [u8; 256]) -> Option<usize> {
+    use std::os::fd::AsRawFd as _;
+    let mut attr = [0u8; 16];
+    let raw = u32::try_from(fd.as_raw_fd()).ok()?;
+    attr[0..4].copy_from_slice(&raw.to_ne_bytes());
+    attr[4..8].copy_from_slice(&256u32.to_ne_bytes());
+    attr[8..16].copy_from_slice(&(info.as_mut_ptr() as u64).to_ne_bytes());
+    // SAFETY: attr is a `bpf_attr.info` (bpf_fd, info_len, info pointer); the kernel writes
+    // at most info_len bytes at info.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            BPF_OBJ_GET_INFO_BY_FD,
+            attr.as_mut_ptr(),
+            attr.len(),
+        )
+    };
+    let len = u32::from_ne_bytes(attr[4..8].try_into().ok()?);
+    (rc == 0).then(|| usize::try_from(len).ok()).flatten()
+}
+
+fn u32_at(b: &[u8], at: usize) -> Option<u32> {
+    b.get(at..at + 4)?.try_into().ok().map(u32::from_ne_bytes)
+}
+
+fn u64_at(b: &[u8], at: usize) -> Option<u64> {
+    b.get(at..at + 8)?.try_into().ok().map(u64::from_ne_bytes)
+}
+
+/// Whether this kernel's kprobe links report their `missed` count (Linux >= 6.7).
+#[must_use]
+pub fn kprobe_misses_reported() -> bool {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    crate::probes::kernel_version(&release) >= Some((6, 7))
+}
+
+/// Hits of tracer's kprobes and kretprobes the kernel did not run their programs for,
+/// summed over this process's kprobe links (the kernel's `nmissed`: recursion, and
+/// kretprobe instances exhausted). 0 where kprobes are not links (before 5.15) or links
+/// do not carry the count (before 6.7; see [`kprobe_misses_reported`]).
+#[must_use]
+pub fn kprobe_misses(ebpf: &Ebpf) -> u64 {
+    let ours: Vec<u32> = ebpf
+        .programs()
+        .filter_map(|(_, p)| p.info().ok().map(|i| i.id()))
+        .collect();
+    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
+        return 0;
+    };
+    let mut missed = 0u64;
+    for entry in dir.flatten() {
+        let is_link =
+            std::fs::read_link(entry.path()).is_ok_and(|t| t.as_os_str() == "anon_inode:bpf_link");
+        let Some(raw) = is_link
+            .then(|| entry.file_name().to_str()?.parse::<i32>().ok())
+            .flatten()
+        else {
+            continue;
+        };
+        // SAFETY: an fd this process has open (an anon inode cannot be opened again through
+        // /proc); were it closed meanwhile, the call fails or describes another object,
+        // which the type checks below reject.
+        let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(raw) };
+        let mut info = [0u8; 256];
+        let Some(len) = object_info(fd, &mut info) else {
+            continue;
+        };
+        let b = &info[..len.min(info.len())];
+        let kprobe = u32_at(b, 0) == Some(BPF_LINK_TYPE_PERF_EVENT)
+            && u32_at(b, LINK_INFO_PROG_ID).is_some_and(|id| ours.contains(&id))
+            && u32_at(b, LINK_INFO_PERF_EVENT_TYPE)
+                .is_some_and(|t| BPF_PERF_EVENT_KPROBES.contains(&t));
+        if kprobe {
+            missed = missed.saturating_add(u64_at(b, LINK_INFO_KPROBE_MISSED).unwrap_or(0));
+        }
+    }
+    missed
+}
+
+/// Each loaded program the kernel skipped runs of, with how many (for `--verbose`).
+#[must_use]
+pub fn program_misses_by_program(ebpf: &Ebpf) -> Vec<(String, u64)> {
+    use std::os::fd::AsFd as _;
+    ebpf.programs()
+        .filter_map(|(name, program)| {
+            let fd = program.fd().ok()?;
+            let mut info = [0u8; 256];
+            let len = object_info(fd.as_fd(), &mut info)?;
+            let n = u64_at(&info[..len.min(info.len())], PROG_INFO_RECURSION_MISSES)?;
+            (n > 0).then(|| (name.to_owned(), n))
+        })
+        .collect()
 }
 
 /// The programs' total: run time and runs.

@@ -6,7 +6,8 @@ pub mod events;
 
 pub use events::{
     BpfStats, CgroupEvent, ClockOffset, drain_cgroup_events, drain_slow_calls, forget_cgroups,
-    program_costs, set_slow_threshold, total_cost,
+    kprobe_misses_reported, program_costs, program_misses_by_program, set_slow_threshold,
+    total_cost,
 };
 
 use std::collections::BTreeMap;
@@ -191,6 +192,7 @@ fn read_events(
         let counter = match key.counter {
             c if c == CounterId::NegativeDentries as u32 => Counter::NegativeDentries,
             c if c == CounterId::DroppedDentries as u32 => Counter::DroppedDentries,
+            c if c == CounterId::LockWaitersBlocked as u32 => Counter::LockWaitersBlocked,
             _ => continue,
         };
         snap.count(counter, known(key.cgroup), per_cpu.iter().sum());
@@ -209,6 +211,8 @@ fn read_losses(ebpf: &Ebpf, snap: &mut Snapshot) -> Result<(), CollectError> {
         let n: u64 = if loss == Loss::ProgramMisses {
             // The kernel's own count, not the programs'.
             events::program_misses(ebpf)
+        } else if loss == Loss::KprobeMisses {
+            events::kprobe_misses(ebpf)
         } else {
             losses
                 .get(&(loss as u32), 0)
@@ -218,9 +222,56 @@ fn read_losses(ebpf: &Ebpf, snap: &mut Snapshot) -> Result<(), CollectError> {
         };
         if n > 0 {
             snap.losses.insert(loss, n);
+            say_why(ebpf, loss, n);
         }
     }
     Ok(())
+}
+
+/// Each kind of loss said once (`--verbose`), with what the kernel programs saw the first
+/// time (or, for runs the kernel skipped, which programs).
+fn say_why(ebpf: &Ebpf, loss: Loss, n: u64) {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static SAID: AtomicU32 = AtomicU32::new(0);
+    let bit = 1 << (loss as u32);
+    if !log::log_enabled!(log::Level::Info) || SAID.fetch_or(bit, Ordering::Relaxed) & bit != 0 {
+        return;
+    }
+    let first = ebpf
+        .map(maps::LOSS_FIRST)
+        .and_then(|m| aya::maps::Array::<_, u64>::try_from(m).ok())
+        .and_then(|a| a.get(&(loss as u32), 0).ok())
+        .unwrap_or(0);
+    let detail = if loss == Loss::ProgramMisses {
+        let by: Vec<String> = events::program_misses_by_program(ebpf)
+            .iter()
+            .map(|(p, n)| format!("{p} x{n}"))
+            .collect();
+        format!("; skipped: {}", by.join(", "))
+    } else {
+        first_detail(loss, first)
+    };
+    log::info!("loss {} x{n}: {}{detail}", loss.name(), loss.meaning());
+}
+
+/// What the kernel programs kept of a loss's first occurrence (`LOSS_FIRST`), in words.
+fn first_detail(loss: Loss, first: u64) -> String {
+    match loss {
+        #[expect(clippy::cast_possible_wrap, reason = "a -errno stored as u64")]
+        Loss::CounterDrops | Loss::RmdirLockDrops if first != 0 => {
+            let errno = -(first as i64);
+            let name = match errno {
+                7 => " (E2BIG: the map is full)",
+                12 => " (ENOMEM)",
+                _ => "",
+            };
+            format!("; the first failed map update returned errno {errno}{name}")
+        }
+        Loss::DentryReadFailures if first != 0 => {
+            format!("; the first dentry not readable was at {first:#x}")
+        }
+        _ => String::new(),
+    }
 }
 
 /// `PROBE_COUNTERS` into each probe's status.
@@ -298,4 +349,27 @@ pub fn calls_so_far(ebpf: &Ebpf) -> u64 {
         .flatten()
         .flat_map(|per_cpu| per_cpu.iter().map(|c| c.entries).collect::<Vec<_>>())
         .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_reason_of_a_loss_is_said_in_words() {
+        // The kernel keeps -errno as u64: a full hash map refuses an insert with -E2BIG.
+        let e2big = (-7i64).cast_unsigned();
+        assert_eq!(
+            first_detail(Loss::RmdirLockDrops, e2big),
+            "; the first failed map update returned errno 7 (E2BIG: the map is full)"
+        );
+        assert!(first_detail(Loss::CounterDrops, (-12i64).cast_unsigned()).contains("ENOMEM"));
+        assert_eq!(
+            first_detail(Loss::DentryReadFailures, 0xffff_8880_0123_4000),
+            "; the first dentry not readable was at 0xffff888001234000"
+        );
+        // Nothing kept (or nothing to keep): nothing said.
+        assert_eq!(first_detail(Loss::RmdirLockDrops, 0), "");
+        assert_eq!(first_detail(Loss::SlowCallDrops, 5), "");
+    }
 }

@@ -390,6 +390,8 @@ fn encode_frame(frame: &Frame, encoder: &mut DescriptorEncoder) -> fmt::Result {
         let slot = match c {
             Counter::NegativeDentries => 0,
             Counter::DroppedDentries => 1,
+            // Not a d_delete outcome; the live cgroup table shows it.
+            Counter::LockWaitersBlocked => continue,
         };
         dentries.entry(cgroup_label(frame, *id)).or_default()[slot] += n;
     }
@@ -632,10 +634,12 @@ pub(crate) mod tests {
             }),
             interval: Duration::from_secs(1),
             last: Arc::new(snap.clone()),
-            cumulative: snap.clone(),
-            last_10s: snap.clone(),
-            last_60s: snap,
+            cumulative: Arc::new(snap.clone()),
+            last_10s: Arc::new(snap.clone()),
+            last_60s: Arc::new(snap),
+            last_60s_kept: true,
             history: History::default(),
+            cgroup_history: None,
             slow: vec![],
             slow_threshold_ns: 0,
             cgroups,

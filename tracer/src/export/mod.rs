@@ -36,7 +36,7 @@ pub struct Args {
     pub http: HttpArgs,
 }
 
-/// Run `tracer serve` until Ctrl-C or SIGTERM; the probes detach on the way out.
+/// Run `tracer serve` until Ctrl-C, SIGTERM or SIGHUP; the probes detach on the way out.
 ///
 /// # Errors
 /// When the source cannot be opened or the address cannot be bound.
@@ -125,7 +125,7 @@ impl HttpArgs {
     }
 }
 
-/// Serve `frames` on `listen` until Ctrl-C or SIGTERM.
+/// Serve `frames` on `listen` until Ctrl-C, SIGTERM or SIGHUP.
 ///
 /// # Errors
 /// When the address cannot be bound.
@@ -151,11 +151,12 @@ pub async fn serve_frames(
         .context("serving HTTP")
 }
 
-/// Resolves on Ctrl-C or SIGTERM.
+/// Resolves on Ctrl-C, SIGTERM or SIGHUP (the session that started it closed): each ends
+/// `tracer serve` cleanly, its probes detached on the way out.
 async fn shutdown_signal() {
     use tokio::signal::unix::{SignalKind, signal};
-    let term = async {
-        match signal(SignalKind::terminate()) {
+    let on = |kind: SignalKind| async move {
+        match signal(kind) {
             Ok(mut s) => {
                 s.recv().await;
             }
@@ -164,7 +165,8 @@ async fn shutdown_signal() {
     };
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
-        () = term => {}
+        () = on(SignalKind::terminate()) => {}
+        () = on(SignalKind::hangup()) => {}
     }
 }
 

@@ -105,6 +105,21 @@ fn run(
                 live.slow_threshold_ns = ns;
                 continue;
             }
+            Ok(Control::KeepLast60s(keep)) => {
+                live.keep_last_60s(keep);
+                // The view that asked shows the window now, not a refresh later.
+                if keep && live.seq > 0 {
+                    tx.send_replace(Some(Arc::new(live.frame())));
+                }
+                continue;
+            }
+            Ok(Control::Focus(cgroup)) => {
+                live.focus(cgroup);
+                if live.seq > 0 {
+                    tx.send_replace(Some(Arc::new(live.frame())));
+                }
+                continue;
+            }
             Ok(Control::Stop) | Err(mpsc::RecvTimeoutError::Disconnected) => return,
             Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
@@ -162,11 +177,18 @@ pub struct Live {
     evicted_at: BTreeMap<CgroupId, u64>,
     /// The source's own clock: the sum of its intervals since start, as Unix ns.
     clock_ns: u64,
-    /// Sums of `recent` over each window.
+    /// Sums of `recent` over each window (the 60 s one only while kept).
     windows: [Snapshot; 2],
     /// Index in `recent` of each window's oldest interval.
     window_from: [usize; 2],
+    /// Data each window covers, ns (followed for the 60 s window also while it is not
+    /// kept, so that `recent` still holds its intervals when it is asked for again).
+    window_ns: [u64; 2],
+    /// Whether the 60 s window is kept (a sink shows it).
+    keep_60s: bool,
     history: History,
+    /// The cgroup whose history a sink asked for, and that history.
+    focus: Option<(CgroupId, History)>,
     slow: VecDeque<SlowCall>,
     bpf_total: BTreeMap<String, ProgramCost>,
     cpu: CpuClock,
@@ -193,9 +215,12 @@ impl Live {
             recent: VecDeque::new(),
             evicted_at: BTreeMap::new(),
             clock_ns: 0,
-            windows: [empty.clone(), empty],
+            windows: [empty.clone(), empty.clone()],
             window_from: [0; 2],
+            window_ns: [0; 2],
+            keep_60s: opts.last_60s,
             history: History::default(),
+            focus: None,
             slow: VecDeque::new(),
             bpf_total: BTreeMap::new(),
             cpu: CpuClock::start(),
@@ -213,7 +238,11 @@ impl Live {
         self.evicted_at.clear();
         self.windows = [empty.clone(), empty];
         self.window_from = [0; 2];
+        self.window_ns = [0; 2];
         self.history = History::default();
+        if let Some((_, h)) = &mut self.focus {
+            *h = History::default();
+        }
         self.slow.clear();
         self.bpf_total.clear();
         self.table.reset();
@@ -288,6 +317,9 @@ impl Live {
             self.compact_recent();
         }
         self.record_history(&last, now_unix_ns);
+        if let Some((id, h)) = &mut self.focus {
+            push_point(h, &last, now_unix_ns, self.history_len, |k| k.cgroup == *id);
+        }
         for call in delta.slow {
             self.slow.push_front(call);
         }
@@ -297,18 +329,66 @@ impl Live {
         (self.frame(), decisions.left)
     }
 
+    /// Keep the 60 s window or stop keeping it. Turned on, it is summed from the intervals
+    /// kept, so the next frame holds the whole last minute.
+    pub fn keep_last_60s(&mut self, keep: bool) {
+        if keep == self.keep_60s {
+            return;
+        }
+        self.keep_60s = keep;
+        let mut window = empty_snapshot(&self.info, 0);
+        if keep && self.keep_windows {
+            let evicted = &self.evicted_at;
+            for (seq, snap) in self.recent.range(self.window_from[1]..) {
+                let moves = |c: CgroupId| evicted.get(&c).is_some_and(|at| at > seq);
+                if snap.series.keys().any(|k| moves(k.cgroup))
+                    || snap.counters.keys().any(|(_, c)| moves(*c))
+                {
+                    let mut folded = Snapshot::clone(snap);
+                    fold_where(&mut folded, moves);
+                    window.merge(&folded);
+                } else {
+                    window.merge(snap);
+                }
+            }
+            if let Some((_, first)) = self.recent.get(self.window_from[1]) {
+                window.meta.started_unix_ns = first.meta.started_unix_ns;
+            }
+            window.dentry_state = self.last.dentry_state;
+        }
+        self.windows[1] = window;
+    }
+
+    /// Keep the history of `cgroup` (or of none) from now on, starting from the last
+    /// minute's intervals.
+    pub fn focus(&mut self, cgroup: Option<CgroupId>) {
+        if self.focus.as_ref().map(|(id, _)| *id) == cgroup {
+            return;
+        }
+        self.focus = cgroup.map(|id| {
+            let mut h = History::default();
+            for (_, snap) in &self.recent {
+                let end = snap.meta.started_unix_ns + snap.meta.duration_ns;
+                push_point(&mut h, snap, end, self.history_len, |k| k.cgroup == id);
+            }
+            (id, h)
+        });
+    }
+
     /// The frame of the state now.
-    fn frame(&self) -> Frame {
-        let [last_10s, last_60s] = self.windows.clone();
+    #[must_use]
+    pub fn frame(&self) -> Frame {
         Frame {
             seq: self.seq,
             info: Arc::clone(&self.info),
             interval: self.interval,
             last: Arc::clone(&self.last),
-            cumulative: self.cumulative.clone(),
-            last_10s,
-            last_60s,
+            cumulative: Arc::new(self.cumulative.clone()),
+            last_10s: Arc::new(self.windows[0].clone()),
+            last_60s: Arc::new(self.windows[1].clone()),
+            last_60s_kept: self.keep_60s && self.keep_windows,
             history: self.history.clone(),
+            cgroup_history: self.focus.clone(),
             slow: self.slow.iter().cloned().collect(),
             slow_threshold_ns: self.slow_threshold_ns,
             cgroups: self.table.entries(),
@@ -323,25 +403,32 @@ impl Live {
     fn slide_windows(&mut self, last: &Arc<Snapshot>) {
         self.recent.push_back((self.seq, Arc::clone(last)));
         for (i, limit) in WINDOWS_NS.iter().enumerate() {
-            self.windows[i].merge(last);
+            // Not kept, a window still follows which intervals it would hold.
+            let kept = i == 0 || self.keep_60s;
+            if kept {
+                self.windows[i].merge(last);
+            }
+            self.window_ns[i] += last.meta.duration_ns;
             while self.window_from[i] + 1 < self.recent.len() {
                 let (seq, oldest) = &self.recent[self.window_from[i]];
-                let without = self.windows[i]
-                    .meta
-                    .duration_ns
-                    .saturating_sub(oldest.meta.duration_ns);
+                let without = self.window_ns[i].saturating_sub(oldest.meta.duration_ns);
                 if without < *limit {
                     break;
                 }
-                // A cgroup evicted after this interval was folded into `other` since.
-                let evicted = &self.evicted_at;
-                subtract(&mut self.windows[i], oldest, |id| match evicted.get(&id) {
-                    Some(at) if at > seq => OTHER_CGROUP,
-                    _ => id,
-                });
+                if kept {
+                    // A cgroup evicted after this interval was folded into `other` since.
+                    let evicted = &self.evicted_at;
+                    subtract(&mut self.windows[i], oldest, |id| match evicted.get(&id) {
+                        Some(at) if at > seq => OTHER_CGROUP,
+                        _ => id,
+                    });
+                }
+                self.window_ns[i] = without;
                 self.window_from[i] += 1;
             }
-            self.windows[i].dentry_state = last.dentry_state;
+            if kept {
+                self.windows[i].dentry_state = last.dentry_state;
+            }
         }
         let unused = self.window_from.iter().copied().min().unwrap_or(0);
         self.recent.drain(..unused);
@@ -382,35 +469,13 @@ impl Live {
     }
 
     fn record_history(&mut self, last: &Snapshot, now_unix_ns: u64) {
-        let h = &mut self.history;
-        #[expect(clippy::cast_precision_loss, reason = "a rate for display")]
-        let secs = (last.meta.duration_ns.max(1)) as f64 / 1e9;
-        h.at_unix_ns.push(now_unix_ns);
-        let mut totals: BTreeMap<crate::snapshot::Probe, Latency> = BTreeMap::new();
-        for (k, lat) in &last.series {
-            totals.entry(k.probe).or_default().merge(lat);
-        }
-        let none = Latency::new();
-        for probe in PROBES {
-            let total = totals.get(&probe).unwrap_or(&none);
-            #[expect(clippy::cast_precision_loss, reason = "a rate for display")]
-            let rate = total.count() as f64 / secs;
-            h.calls_per_s.entry(probe).or_default().push(rate);
-            h.p99_ns
-                .entry(probe)
-                .or_default()
-                .push(total.quantile_ns(0.99).unwrap_or(0));
-        }
-        let excess = h.at_unix_ns.len().saturating_sub(self.history_len);
-        if excess > 0 {
-            h.at_unix_ns.drain(..excess);
-            for v in h.calls_per_s.values_mut() {
-                v.drain(..excess.min(v.len()));
-            }
-            for v in h.p99_ns.values_mut() {
-                v.drain(..excess.min(v.len()));
-            }
-        }
+        push_point(
+            &mut self.history,
+            last,
+            now_unix_ns,
+            self.history_len,
+            |_| true,
+        );
     }
 
     fn account(&mut self, bpf: Option<&BpfCost>, interval_ns: u64) {
@@ -439,6 +504,45 @@ impl Live {
         self.cost.process_cpu_seconds = cpu_s;
         self.cost.process_cpu_percent = pct;
         self.cost.rss_bytes = rss_bytes();
+    }
+}
+
+/// Add one point per probe to `h`: calls per second and p99 of `snap`'s series that
+/// `pick` takes, at `at_unix_ns`; then drop points beyond `len`.
+fn push_point(
+    h: &mut History,
+    snap: &Snapshot,
+    at_unix_ns: u64,
+    len: usize,
+    pick: impl Fn(&SeriesKey) -> bool,
+) {
+    #[expect(clippy::cast_precision_loss, reason = "a rate for display")]
+    let secs = (snap.meta.duration_ns.max(1)) as f64 / 1e9;
+    h.at_unix_ns.push(at_unix_ns);
+    let mut totals: BTreeMap<crate::snapshot::Probe, Latency> = BTreeMap::new();
+    for (k, lat) in snap.series.iter().filter(|(k, _)| pick(k)) {
+        totals.entry(k.probe).or_default().merge(lat);
+    }
+    let none = Latency::new();
+    for probe in PROBES {
+        let total = totals.get(&probe).unwrap_or(&none);
+        #[expect(clippy::cast_precision_loss, reason = "a rate for display")]
+        let rate = total.count() as f64 / secs;
+        h.calls_per_s.entry(probe).or_default().push(rate);
+        h.p99_ns
+            .entry(probe)
+            .or_default()
+            .push(total.quantile_ns(0.99).unwrap_or(0));
+    }
+    let excess = h.at_unix_ns.len().saturating_sub(len);
+    if excess > 0 {
+        h.at_unix_ns.drain(..excess);
+        for v in h.calls_per_s.values_mut() {
+            v.drain(..excess.min(v.len()));
+        }
+        for v in h.p99_ns.values_mut() {
+            v.drain(..excess.min(v.len()));
+        }
     }
 }
 
@@ -875,6 +979,62 @@ mod tests {
     }
 
     #[test]
+    fn the_60s_window_asked_for_late_equals_one_kept_throughout() {
+        let mut kept = live(5);
+        let mut late = live(5);
+        late.keep_last_60s(false);
+        let mut last = None;
+        for i in 1..=70u64 {
+            // Churn as above, so that the rebuilt window must fold evicted cgroups too.
+            let ids: Vec<CgroupId> = (0..5).map(|k| i * 10 + k).collect();
+            let mut d = delta(&ids, i % 3 + 1);
+            d.cgroups_removed = (0..5).map(|k| (i - 1) * 10 + k).collect();
+            let (f, _) = kept.apply(d.clone(), i * SEC);
+            let (g, _) = late.apply(d, i * SEC);
+            assert!(!g.last_60s_kept && g.last_60s.series.is_empty());
+            assert_eq!(rmdirs(&g.last_10s), rmdirs(&f.last_10s));
+            last = Some(f);
+        }
+        late.keep_last_60s(true);
+        let g = late.frame();
+        let f = last.unwrap();
+        assert!(g.last_60s_kept);
+        assert_eq!(g.last_60s.series, f.last_60s.series);
+        assert_eq!(g.last_60s.counters, f.last_60s.counters);
+        assert_eq!(g.last_60s.meta.duration_ns, 60 * SEC);
+        // And it is kept from then on.
+        let (g, _) = late.apply(delta(&[1], 4), 71 * SEC);
+        let (f, _) = kept.apply(delta(&[1], 4), 71 * SEC);
+        assert_eq!(g.last_60s.series, f.last_60s.series);
+    }
+
+    #[test]
+    fn a_focused_cgroup_has_its_own_history_from_the_last_minute_on() {
+        let mut l = live(10);
+        for i in 1..=3 {
+            let mut d = delta(&[1], 2);
+            d.snapshot.merge(&delta(&[2], 7).snapshot);
+            d.snapshot.meta.duration_ns = SEC;
+            l.apply(d, i * SEC);
+        }
+        l.focus(Some(2));
+        let f = l.frame();
+        let (id, h) = f.cgroup_history.as_ref().unwrap();
+        assert_eq!(*id, 2);
+        // The three seconds already seen, then one point per refresh, bounded.
+        assert_eq!(h.calls_per_s[&Probe::VfsRmdir], vec![7.0; 3]);
+        assert_eq!(f.history.calls_per_s[&Probe::VfsRmdir], vec![9.0; 3]);
+        for i in 4..=9 {
+            l.apply(delta(&[2], 1), i * SEC);
+        }
+        let f = l.frame();
+        let h = &f.cgroup_history.as_ref().unwrap().1;
+        assert_eq!(h.calls_per_s[&Probe::VfsRmdir], vec![1.0; 5]);
+        l.focus(None);
+        assert!(l.frame().cgroup_history.is_none());
+    }
+
+    #[test]
     fn reset_starts_totals_afresh() {
         let mut l = live(10);
         l.apply(delta(&[1], 4), SEC);
@@ -890,7 +1050,8 @@ mod profile {
     use super::*;
     use crate::live::{SourceKindLive, synthetic::SyntheticSource};
 
-    /// Where a refresh's time goes at 1,000 cgroups x 10 probes (run with --ignored --nocapture).
+    /// Where a refresh's time goes at 1,000 cgroups x 10 probes (run with --ignored --nocapture;
+    /// `REFRESHES=N` refreshes, `LAST_60S=0` without the 60 s window).
     #[test]
     #[ignore = "prints timings"]
     fn refresh_phases() {
@@ -905,6 +1066,8 @@ mod profile {
             info,
             &Options {
                 max_cgroups: 1000,
+                // `LAST_60S=0`: as `top` runs outside Detail (the 60 s window not kept).
+                last_60s: std::env::var("LAST_60S").map_or(true, |v| v != "0"),
                 ..Options::default()
             },
         );

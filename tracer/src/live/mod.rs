@@ -187,13 +187,19 @@ pub struct Frame {
     /// the loop's own state, so publishing it copies nothing.
     pub last: Arc<Snapshot>,
     /// Since the source started (or the last reset).
-    pub cumulative: Snapshot,
-    /// The last 10 s and the last 60 s, for percentiles.
-    pub last_10s: Snapshot,
-    /// See `last_10s`.
-    pub last_60s: Snapshot,
+    pub cumulative: Arc<Snapshot>,
+    /// The last 10 s, for percentiles (empty when the loop keeps no windows).
+    pub last_10s: Arc<Snapshot>,
+    /// The last 60 s, kept only while a sink asks for it ([`Control::KeepLast60s`]):
+    /// empty otherwise, see `last_60s_kept`.
+    pub last_60s: Arc<Snapshot>,
+    /// Whether `last_60s` holds the last minute (else it is empty, not kept).
+    pub last_60s_kept: bool,
     /// Per-probe history over the last minutes.
     pub history: History,
+    /// The history of the one cgroup a sink asked about ([`Control::Focus`]): per probe,
+    /// over all callers; the last minute from the moment it was asked for, then growing.
+    pub cgroup_history: Option<(CgroupId, History)>,
     /// The most recent slow calls, newest first (bounded).
     pub slow: Vec<SlowCall>,
     /// Current slow-call threshold (0: off).
@@ -217,6 +223,11 @@ pub enum Control {
     Reset,
     /// Report calls at least this slow (0: none).
     SetSlowThreshold(u64),
+    /// Keep the 60 s window (or stop keeping it): only the views that show it need it.
+    /// Turned on, it is rebuilt from the intervals kept and published at once.
+    KeepLast60s(bool),
+    /// Keep the history of this cgroup (or of none), for a view that charts it.
+    Focus(Option<CgroupId>),
     /// Stop the loop (the source is dropped: probes detach).
     Stop,
 }
@@ -235,6 +246,8 @@ pub struct Options {
     /// Keep the 10 s and 60 s windows (a sink that shows only totals saves their cost;
     /// its frames then hold them empty).
     pub windows: bool,
+    /// Keep the 60 s window from the start (else from [`Control::KeepLast60s`] on).
+    pub last_60s: bool,
 }
 
 impl Default for Options {
@@ -245,6 +258,7 @@ impl Default for Options {
             slow_threshold_ns: 0,
             history_len: 300,
             windows: true,
+            last_60s: true,
         }
     }
 }

@@ -138,6 +138,31 @@ pub fn calibrate(capture: &Snapshot, base: &Setup, kernel: Kernel) -> Calibratio
     }
     p.umount.tasks = tasks;
 
+    // What the command does besides the traced paths (fork, exec, reading the mount table),
+    // per umount: only a capture of one task tells it apart from queueing for the CPUs.
+    let (um, dls) = (total(Probe::SysUmount), total(Probe::DeactivateLockedSuper));
+    let wall = capture.command.as_ref().map(|c| c.wall_ns);
+    match wall {
+        Some(wall) if tasks == 1 && um.count() > 0 => {
+            let traced = um.sum_ns().saturating_add(dls.sum_ns());
+            let v = wall.saturating_sub(traced) / um.count();
+            p.umount.user_ns = v;
+            cal.fits.push(Fit {
+                key: "user_ns",
+                value: v,
+                from: format!(
+                    "the command's {} wall time less umount(2) and deactivate_locked_super, over {} umounts",
+                    units::ns(wall),
+                    um.count()
+                ),
+            });
+        }
+        Some(_) if um.count() > 0 => cal.notes.push(
+            "several umounts at once: user_ns (the command's own CPU time) not fitted".into(),
+        ),
+        _ => {}
+    }
+
     // Normal RCU grace period: the jiffy sets its length (tick, FQS sleep, callback tick).
     let rcu = total(Probe::SynchronizeRcu);
     if let Some(m) = mean(&rcu) {
@@ -173,7 +198,9 @@ pub fn calibrate(capture: &Snapshot, base: &Setup, kernel: Kernel) -> Calibratio
         for _ in 0..4 {
             let mut q = p.clone();
             scaled(&mut q, factor);
-            q.umount.mounts = 100;
+            // As many umounts as the capture made: with several tasks the first and last
+            // grace periods are shared less, which weighs more in a short run.
+            q.umount.mounts = exp.count().clamp(100, 2_000);
             let Some(pred) =
                 mean(&run(&q, "expedited").probe_total(Probe::SynchronizeRcuExpedited))
             else {
@@ -237,7 +264,22 @@ pub fn calibrate(capture: &Snapshot, base: &Setup, kernel: Kernel) -> Calibratio
         } else {
             (b + c, "umount - namespace_unlock - deactivate_locked_super")
         };
-        let teardown = mean(&total(profile.teardown)).unwrap_or(0);
+        let teardown_calls = total(profile.teardown);
+        let teardown = mean(&teardown_calls).unwrap_or(0);
+        if teardown > 0 && tasks == 1 {
+            // One umount at a time the teardown never waits for its lock: its mean is the
+            // lock's short hold and the work around it, which other umounts do not queue for.
+            let v = teardown.saturating_sub(p.sb.shrinker_lock_ns);
+            p.sb.teardown_ns = v;
+            cal.fits.push(Fit {
+                key: "teardown_ns",
+                value: v,
+                from: format!(
+                    "{} less shrinker_lock_ns",
+                    measured(profile.teardown, &teardown_calls)
+                ),
+            });
+        }
         // First guesses from the differences of means, then (with several umounts at once,
         // whose means hold their queueing for CPUs and namespace_sem) the model is run with
         // as many tasks and the costs moved until its means are the capture's.
@@ -527,6 +569,52 @@ mod tests {
             (m / 100e3 - 1.0).abs() < 0.10,
             "fitted model predicts {m} ns, capture 100 us"
         );
+    }
+}
+
+#[cfg(test)]
+mod command {
+    use super::*;
+    use crate::snapshot::{CommandRun, Meta, SeriesKey, SourceKind};
+
+    /// 10 umounts by one command that ran `wall_ns`: each umount(2) 300 us, each teardown
+    /// 100 us with a 20 us `shrinker_free` in it.
+    fn capture(wall_ns: u64) -> Snapshot {
+        let mut c = Snapshot::new(Meta {
+            source: SourceKind::Kernel,
+            description: "test".into(),
+            kernel: None,
+            started_unix_ns: 0,
+            duration_ns: wall_ns,
+        });
+        c.command = Some(CommandRun {
+            argv: vec!["umount-loop".into()],
+            wall_ns,
+            exit_code: Some(0),
+            signal: None,
+            cgroup: None,
+        });
+        for _ in 0..10 {
+            c.record(SeriesKey::new(Probe::SysUmount, 1), 300_000);
+            c.record(SeriesKey::new(Probe::NamespaceUnlock, 1), 200_000);
+            c.record(SeriesKey::new(Probe::DeactivateLockedSuper, 1), 100_000);
+            c.record(
+                SeriesKey::new(Probe::ShrinkerFree, 1).with_caller(Probe::DeactivateLockedSuper),
+                20_000,
+            );
+        }
+        c
+    }
+
+    #[test]
+    fn the_commands_own_time_is_its_wall_time_less_the_traced_paths() {
+        let base = Setup::Umount(UmountSetup::default());
+        // 50 ms for 10 umounts, 4 ms of them traced: 4.6 ms each of the command's own.
+        let cal = calibrate(&capture(50_000_000), &base, Kernel::V6_12);
+        assert_eq!(cal.get("user_ns"), Some(4_600_000));
+        // The teardown's work outside the registry lock: its mean less the lock's hold.
+        let lock = base.get("shrinker_lock_ns").unwrap();
+        assert_eq!(cal.get("teardown_ns"), Some(20_000 - lock));
     }
 }
 

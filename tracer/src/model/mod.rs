@@ -312,7 +312,7 @@ mod tests {
         for (name, sets) in [
             ("umount-storm", &["mounts=200"][..]),
             ("ramfs-stress", &["duration_ns=200ms"][..]),
-            ("memcg-shrink", &["duration_ns=2ms", "reclaimers=100"][..]),
+            ("memcg-shrink", &["duration_ns=100ms", "reclaimers=100"][..]),
             (
                 "negative-dentry-rmdir",
                 &["negatives=100000", "lookups=3", "lookup_interval_ns=2ms"][..],

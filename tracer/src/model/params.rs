@@ -331,6 +331,11 @@ group! {
         kill_sb_ns: u64 [Ns] = 20_000;
         /// Time `shrinker_rwsem` (or `shrinker_mutex`) is held to add or remove one shrinker.
         shrinker_lock_ns: u64 [Ns] = 2_000;
+        /// CPU time of the shrinker teardown outside that lock (`unregister_shrinker`: freeing
+        /// `nr_deferred`; `shrinker_free`: dropping the reference, unlinking its debugfs
+        /// entry, queueing the free by `call_rcu`). Fitted with `--calibrate` from a capture
+        /// of one task as the teardown's mean less the lock's hold; 0 by default.
+        teardown_ns: u64 [Ns] = 0;
         /// `list_lru_destroy` of a superblock's dentry and inode LRUs, under `list_lrus_mutex`;
         /// moved into `destroy_super_work` by patch 3/8 of the deferred-finalize series.
         list_lru_destroy_ns: u64 [Ns] = 10_000;
@@ -344,6 +349,12 @@ group! {
         mounts: u64 [Count] = 5_000;
         /// Tasks unmounting at once, each its share of the mounts one after the other.
         tasks: u64 [Count] = 1;
+        /// CPU time per umount outside the traced kernel paths, in user space: the shell
+        /// forks, umount(8) is exec'd, reads the mount table and exits. Only tasks sharing
+        /// the CPUs feel it: the kworkers and waiters of the grace periods then wait for a
+        /// CPU. None in the seed threads' figures; `--calibrate` fits it from a capture of
+        /// one task (its wall time less umount(2) and the superblock teardown, per umount).
+        user_ns: u64 [Ns] = 0;
     }
 }
 

@@ -97,6 +97,9 @@ pub fn umount(
         Teardown::Kernel => {
             s.push(Step::Enter(kernel.teardown));
             s.extend(unlink);
+            if sb.teardown_ns > 0 {
+                s.push(Step::Cpu(sb.teardown_ns));
+            }
             s.push(Step::Exit(kernel.teardown));
         }
         Teardown::Srcu(gp) => {

@@ -53,8 +53,16 @@ pub enum GpEv {
     RcuStart,
     /// The normal RCU grace period ends.
     RcuEnd,
-    /// The expedited RCU grace period ends.
+    /// The expedited grace period's kworker has checked every CPU and sent its IPIs.
+    RcuExpSelected,
+    /// The last IPI'd CPU reported its quiescent state: the sleeping kworker is woken.
+    RcuExpQs,
+    /// The expedited RCU grace period ends (the kworker runs `rcu_exp_wait_wake`).
     RcuExpEnd,
+    /// The last grace period's leader, woken, releases `exp_mutex`.
+    RcuExpHandoff,
+    /// The next leader, woken from `mutex_lock(&exp_mutex)`, queues its grace period.
+    RcuExpStart,
     /// The SRCU state machine's work item runs.
     SrcuWork,
 }
@@ -65,8 +73,11 @@ pub trait Host {
     fn now(&self) -> u64;
     /// Schedule a grace-period event at `at`.
     fn at(&mut self, at: u64, ev: GpEv);
-    /// Wake task `t` at `at`: its grace-period wait is over.
+    /// Wake task `t` at `at`: its grace-period wait is over (it then waits for a CPU).
     fn wake(&mut self, t: TaskId, at: u64);
+    /// A kernel thread (a kworker) is woken to run `ns` of CPU work, then the machinery goes
+    /// on with `ev`: it waits for a CPU like any task.
+    fn work(&mut self, ns: u64, ev: GpEv);
     /// The end of the jiffy containing `t`.
     fn next_tick(&self, t: u64) -> u64;
     /// The CPU task `t` last ran on.
@@ -123,7 +134,11 @@ impl GracePeriods {
         match ev {
             GpEv::RcuStart => self.rcu.start(h),
             GpEv::RcuEnd => self.rcu.end(h),
+            GpEv::RcuExpSelected => self.exp.selected(h),
+            GpEv::RcuExpQs => self.exp.qs(h),
             GpEv::RcuExpEnd => self.exp.end(h),
+            GpEv::RcuExpHandoff => self.exp.handoff(h),
+            GpEv::RcuExpStart => self.exp.start(h),
             GpEv::SrcuWork => self.srcu.work(h),
         }
     }
@@ -222,11 +237,31 @@ impl Rcu {
     }
 }
 
-/// Expedited RCU: grace periods serialised by `exp_mutex`, shared by concurrent requesters.
+/// Expedited RCU as 6.1 and 6.12 run it (`kernel/rcu/tree_exp.h`), one grace period at a
+/// time, driven by a kernel thread that competes for the CPUs like any task.
+///
+/// `synchronize_rcu_expedited` takes `s = rcu_exp_gp_seq_snap()`: the end of the next grace
+/// period to *start*, so a caller arriving while one runs waits for that one and a whole
+/// next one (`needed` below). `exp_funnel_lock` lets the first caller for `s` take
+/// `exp_mutex` (later callers for the same `s` sleep on `exp_wq` until
+/// `sync_exp_work_done(s)`); the holder queues the grace period's work (6.1 without
+/// `CONFIG_RCU_EXP_KTHREAD`, as Debian builds it: `queue_work(rcu_gp_wq)`, a kworker; since
+/// 6.9: `kthread_queue_work(rcu_exp_gp_kworker)`, one kthread, not real-time unless that
+/// option is set) and sleeps until it is done, then releases `exp_mutex`. The work
+/// (`rcu_exp_sel_wait_wake`) checks every CPU (idle ones by their dynticks counter, busy
+/// ones by an IPI whose handler reports the quiescent state), sleeps until the last report
+/// wakes it, ends the sequence and wakes every waiter of `s`. So each grace period costs
+/// these hand-overs, and on busy CPUs each of them waits for a CPU: the kworker at the
+/// start, the kworker after the last report, every waiter it wakes, the old leader that
+/// releases `exp_mutex` and the new leader that queues the next grace period.
 #[derive(Default)]
 pub struct RcuExp {
     completed: u64,
+    /// From the leader queueing the work until the sequence ends.
     in_progress: bool,
+    /// Between the end of one grace period and the start of the next one, which its own
+    /// waiters are queued for: the `exp_mutex` hand-over.
+    handoff: bool,
     waiters: Vec<(TaskId, u64)>,
 }
 
@@ -235,33 +270,57 @@ impl RcuExp {
     pub fn request(&mut self, h: &mut impl Host, t: TaskId) {
         let needed = self.completed + 1 + u64::from(self.in_progress);
         self.waiters.push((t, needed));
-        if !self.in_progress {
-            let cpu = h.cpu_of(t);
-            self.start(h, cpu);
+        if !self.in_progress && !self.handoff {
+            // The caller takes exp_mutex at once and queues the work itself.
+            self.start(h);
         }
     }
 
-    fn start(&mut self, h: &mut impl Host, own_cpu: usize) {
+    /// The leader queues the grace period: the kworker checks every CPU.
+    pub fn start(&mut self, h: &mut impl Host) {
+        self.handoff = false;
         self.in_progress = true;
         let jitter = h.jitter();
-        let (base, ipi, idle) = (
-            h.costs().rcu_exp_base_ns,
-            h.costs().rcu_exp_ipi_ns,
-            h.costs().rcu_exp_idle_ns,
-        );
+        let (base, idle) = (h.costs().rcu_exp_base_ns, h.costs().rcu_exp_idle_ns);
         let mut cost = h.rng().around(base, jitter);
-        for c in (0..h.ncpus()).filter(|&c| c != own_cpu) {
-            cost += if h.cpu_busy(c) || h.background_busy() {
-                h.rng().around(ipi, jitter)
-            } else {
-                idle
-            };
-        }
-        let at = h.now() + cost;
-        h.at(at, GpEv::RcuExpEnd);
+        cost += idle * (h.ncpus() as u64).saturating_sub(1);
+        h.work(cost, GpEv::RcuExpSelected);
     }
 
-    /// The expedited grace period ended.
+    /// The kworker has read every CPU's dynticks counter: the busy ones (not its own) get an
+    /// IPI, whose handler reports a quiescent state at once (preemptible RCU, outside a
+    /// read-side critical section); it then sleeps until the last report.
+    pub fn selected(&mut self, h: &mut impl Host) {
+        let jitter = h.jitter();
+        let ipi = h.costs().rcu_exp_ipi_ns;
+        let others = h.ncpus().saturating_sub(1);
+        let busy = (0..h.ncpus())
+            .filter(|&c| h.cpu_busy(c))
+            .count()
+            .min(others);
+        let idle_busy = (0..others.saturating_sub(busy))
+            .filter(|_| h.background_busy())
+            .count();
+        let mut last = 0;
+        for _ in 0..busy + idle_busy {
+            last = last.max(h.rng().around(ipi, jitter));
+        }
+        if last == 0 {
+            // Nothing to wait for: the kworker goes straight on to the wake-ups.
+            self.end(h);
+        } else {
+            let at = h.now() + last;
+            h.at(at, GpEv::RcuExpQs);
+        }
+    }
+
+    /// The last quiescent state is in: `swake_up_one` wakes the kworker.
+    pub fn qs(&mut self, h: &mut impl Host) {
+        let wake = h.cpus().wakeup_ns;
+        h.work(wake, GpEv::RcuExpEnd);
+    }
+
+    /// The expedited grace period ended: every waiter of this sequence is woken.
     pub fn end(&mut self, h: &mut impl Host) {
         self.in_progress = false;
         self.completed += 1;
@@ -272,10 +331,19 @@ impl RcuExp {
         for (t, _) in ready {
             h.wake(t, wake_at);
         }
-        if let Some(&(next, _)) = self.waiters.first() {
-            let cpu = h.cpu_of(next);
-            self.start(h, cpu);
+        if !self.waiters.is_empty() {
+            // The next grace period's leader sleeps on exp_mutex, which the woken leader of
+            // this one releases once it runs.
+            self.handoff = true;
+            let wake = h.cpus().wakeup_ns;
+            h.work(wake, GpEv::RcuExpHandoff);
         }
+    }
+
+    /// The old leader released `exp_mutex`: the new one is woken and must run to queue.
+    pub fn handoff(&mut self, h: &mut impl Host) {
+        let wake = h.cpus().wakeup_ns;
+        h.work(wake, GpEv::RcuExpStart);
     }
 }
 

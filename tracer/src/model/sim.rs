@@ -54,8 +54,12 @@ pub enum Class {
 /// One thing a task does.
 #[derive(Clone, Debug)]
 pub enum Step {
-    /// Run on a CPU for about this long (spread by `jitter_pct`).
+    /// Run on a CPU for about this long (spread by `jitter_pct`), in the kernel: a
+    /// voluntary-preemption kernel does not take the CPU away until the step is done.
     Cpu(u64),
+    /// Run in user space for about this long (fork, exec, the command's own work): the
+    /// scheduler preempts it at a tick once its slice is used up and another task waits.
+    User(u64),
     /// An atomic on a contended cache line: on a CPU, wait for the line, hold it this long.
     Atomic(LineId, u64),
     /// Sleep this long, off CPU.
@@ -80,6 +84,9 @@ pub enum Step {
     Work(Vec<Step>),
     /// Count a scenario event.
     Tally(Tally),
+    /// The grace-period machinery goes on with this event (the last step of a kernel
+    /// thread's work, see [`Host::work`]).
+    Gp(GpEv),
     /// `n` unlinks or failed lookups of `ns` each in one directory, done in one go so that
     /// ten million cost O(1): `unlink` says `d_delete` runs, `retain` that a negative dentry
     /// stays behind.
@@ -119,6 +126,18 @@ fn caller(frames: &[Frame]) -> Option<Probe> {
     frames.iter().rev().map(|f| f.probe).find(|&p| encloses(p))
 }
 
+/// A CPU burst a task waits to run or runs.
+#[derive(Clone, Copy, Debug)]
+struct Want {
+    /// What is left of it.
+    ns: u64,
+    /// The contended line, for an atomic.
+    line: Option<LineId>,
+    /// Whether the scheduler may take the CPU away at a tick (user space, or kernel code
+    /// that calls `cond_resched`).
+    preemptible: bool,
+}
+
 struct Task {
     script: Vec<Step>,
     pc: usize,
@@ -128,9 +147,11 @@ struct Task {
     /// The CPU it last ran on (RCU callbacks queue there; it prefers to run there again).
     cpu: usize,
     frames: Vec<Frame>,
-    /// Pending CPU burst: its length and, for an atomic, the line.
-    want: Option<(u64, Option<LineId>)>,
+    /// Pending CPU burst.
+    want: Option<Want>,
     on_cpu_since: u64,
+    /// When it last got a CPU from another task: its slice runs from there.
+    dispatched: u64,
     done: bool,
 }
 
@@ -156,6 +177,11 @@ pub enum Ev {
     Run(TaskId),
     /// A task's CPU burst ended.
     CpuDone(TaskId),
+    /// A tick on the CPU of a task whose preemptible burst goes on past it: the scheduler
+    /// may hand the CPU to a waiting task.
+    Preempt(TaskId),
+    /// A task blocked in a grace-period wait was woken: it waits for a CPU to go on.
+    Wake(TaskId),
     /// The grace-period machinery moves on.
     Gp(GpEv),
 }
@@ -217,7 +243,12 @@ pub struct World {
     pub profile: Profile,
     tasks: Vec<Task>,
     running: Vec<Option<TaskId>>,
+    /// Tasks that woke up (or started) and wait for a CPU. The fair scheduler owes them
+    /// the time they slept (CFS's sleeper placement, EEVDF's lag), so they run before
+    /// the tasks it preempted.
     cpu_queue: VecDeque<TaskId>,
+    /// Tasks preempted at a tick, waiting to go on.
+    preempted: VecDeque<TaskId>,
     locks: Vec<Lock>,
     lines: Vec<Line>,
     /// RCU and SRCU.
@@ -272,6 +303,7 @@ impl World {
             tasks: Vec::new(),
             running: vec![None; n],
             cpu_queue: VecDeque::new(),
+            preempted: VecDeque::new(),
             locks: Vec::new(),
             lines: Vec::new(),
             gp: GracePeriods::default(),
@@ -337,6 +369,7 @@ impl World {
             frames: Vec::new(),
             want: None,
             on_cpu_since: 0,
+            dispatched: 0,
             done: false,
         });
         eng.at(at, Ev::Run(id));
@@ -374,6 +407,8 @@ impl World {
         match ev {
             Ev::Run(t) => self.advance(eng, t),
             Ev::CpuDone(t) => self.cpu_done(eng, t),
+            Ev::Preempt(t) => self.preempt(eng, t),
+            Ev::Wake(t) => self.want_cpu(eng, t, 0, None, false),
             Ev::Gp(ev) => self.with_gp(eng, |gp, h| gp.handle(h, ev)),
         }
     }
@@ -411,16 +446,25 @@ impl World {
     }
 
     /// Do one step; false when the task now waits for an event.
+    #[expect(
+        clippy::too_many_lines,
+        reason = "one arm per kind of step, each a few lines, in the order Step declares them"
+    )]
     fn step(&mut self, eng: &mut Engine<Ev>, t: TaskId, step: Step) -> bool {
         let now = eng.now();
         match step {
             Step::Cpu(ns) => {
                 let ns = eng.rng.around(ns, self.jitter());
-                self.want_cpu(eng, t, ns, None);
+                self.want_cpu(eng, t, ns, None, false);
+                false
+            }
+            Step::User(ns) => {
+                let ns = eng.rng.around(ns, self.jitter());
+                self.want_cpu(eng, t, ns, None, true);
                 false
             }
             Step::Atomic(line, ns) => {
-                self.want_cpu(eng, t, ns, Some(line));
+                self.want_cpu(eng, t, ns, Some(line), false);
                 false
             }
             Step::Sleep(ns) => {
@@ -475,6 +519,10 @@ impl World {
                 *self.tallies.entry(k).or_default() += 1;
                 true
             }
+            Step::Gp(ev) => {
+                self.with_gp(eng, |g, h| g.handle(h, ev));
+                true
+            }
             Step::Populate {
                 n,
                 ns,
@@ -482,7 +530,7 @@ impl World {
                 retain,
             } => {
                 let total = self.populate(eng, t, n, ns, unlink, retain);
-                self.want_cpu(eng, t, total, None);
+                self.want_cpu(eng, t, total, None, false);
                 false
             }
             Step::Forget { retain } => {
@@ -502,7 +550,9 @@ impl World {
                 let spread = self.jitter() / (n.max(1) as f64).sqrt();
                 let ns = per_dentry.saturating_mul(n);
                 let ns = scale(ns, 1.0 + spread * eng.rng.normal() / 3.0);
-                self.want_cpu(eng, t, ns, None);
+                // shrink_dcache_parent calls cond_resched between batches: it yields the
+                // CPU when the tick has asked it to.
+                self.want_cpu(eng, t, ns, None, true);
                 false
             }
         }
@@ -650,9 +700,44 @@ impl World {
 
     // --- CPUs ----------------------------------------------------------------------------
 
-    fn want_cpu(&mut self, eng: &mut Engine<Ev>, t: TaskId, ns: u64, line: Option<LineId>) {
-        self.tasks[t].want = Some((ns, line));
+    fn want_cpu(
+        &mut self,
+        eng: &mut Engine<Ev>,
+        t: TaskId,
+        ns: u64,
+        line: Option<LineId>,
+        preemptible: bool,
+    ) {
+        self.tasks[t].want = Some(Want {
+            ns,
+            line,
+            preemptible,
+        });
         let home = self.tasks[t].cpu;
+        if self.running[home] == Some(t) {
+            // A task that goes on from one burst to the next without blocking keeps its
+            // CPU, until a tick after its slice finds another task waiting.
+            let tick = self.cpus.tick_ns.max(1);
+            let slice = self.slice(self.waiting());
+            let until = (self.tasks[t].dispatched + slice).div_ceil(tick) * tick;
+            // Kernel code yields only where it may sleep (`cond_resched`), never with a
+            // lock held.
+            let holds_lock = self
+                .locks
+                .iter()
+                .any(|l| l.writer == Some(t) || l.readers.contains_key(&t));
+            if eng.now() >= until
+                && !holds_lock
+                && let Some(next) = self.next_waiting()
+            {
+                self.running[home] = None;
+                self.preempted.push_back(t);
+                self.put_on_cpu(eng, next, home);
+            } else {
+                self.put_on_cpu(eng, t, home);
+            }
+            return;
+        }
         let free = if self.running[home].is_none() {
             Some(home)
         } else {
@@ -664,32 +749,100 @@ impl World {
         }
     }
 
+    /// Tasks waiting for a CPU.
+    fn waiting(&self) -> usize {
+        self.cpu_queue.len() + self.preempted.len()
+    }
+
+    /// The next task to get a CPU: one that woke up before one that was preempted.
+    fn next_waiting(&mut self) -> Option<TaskId> {
+        self.cpu_queue
+            .pop_front()
+            .or_else(|| self.preempted.pop_front())
+    }
+
+    /// How long a task runs before the scheduler may preempt it for a waiting one, with
+    /// `waiting` tasks queued for the CPUs (see [`Sched`]).
+    fn slice(&self, waiting: usize) -> u64 {
+        let ncpus = self.running.len().max(1);
+        // Runnable tasks per CPU: the one running and its share of those waiting.
+        let nr = 1 + waiting.div_ceil(ncpus);
+        self.profile.sched.slice_ns(ncpus, nr)
+    }
+
     fn put_on_cpu(&mut self, eng: &mut Engine<Ev>, t: TaskId, c: usize) {
+        let now = eng.now();
+        if self.running[c] != Some(t) {
+            self.tasks[t].dispatched = now;
+        }
         self.running[c] = Some(t);
+        let slice = self.slice(self.waiting());
+        let tick = self.cpus.tick_ns.max(1);
         let task = &mut self.tasks[t];
         task.cpu = c;
-        task.on_cpu_since = eng.now();
-        let (ns, line) = task
+        task.on_cpu_since = now;
+        let want = task
             .want
             .expect("a task is put on a CPU only when it wants one");
-        match line {
-            None => eng.after(ns, Ev::CpuDone(t)),
+        match want.line {
+            None if want.preemptible && want.ns > slice => {
+                // The scheduler looks at the running task on the tick: the first one after
+                // its slice is used up may hand the CPU over.
+                let check = (now + slice).div_ceil(tick) * tick;
+                if check < now + want.ns {
+                    eng.at(check, Ev::Preempt(t));
+                } else {
+                    eng.after(want.ns, Ev::CpuDone(t));
+                }
+            }
+            None => eng.after(want.ns, Ev::CpuDone(t)),
             Some(l) => {
                 let line = &mut self.lines[l];
                 if line.busy {
                     line.queue.push_back(t);
                 } else {
                     line.busy = true;
-                    eng.after(ns, Ev::CpuDone(t));
+                    eng.after(want.ns, Ev::CpuDone(t));
                 }
             }
+        }
+    }
+
+    /// A tick while `t`'s preemptible burst runs: a waiting task gets the CPU, and `t` waits
+    /// with what is left; with nobody waiting it runs on to the next tick or its end.
+    fn preempt(&mut self, eng: &mut Engine<Ev>, t: TaskId) {
+        let now = eng.now();
+        let tick = self.cpus.tick_ns.max(1);
+        let nobody = self.waiting() == 0;
+        let task = &mut self.tasks[t];
+        let mut want = task.want.expect("Preempt for a task on a CPU");
+        let ran = now - task.on_cpu_since;
+        want.ns = want.ns.saturating_sub(ran);
+        if nobody {
+            // The slice is renewed only by a switch: the next tick may preempt.
+            task.want = Some(want);
+            task.on_cpu_since = now;
+            if want.ns > tick {
+                eng.after(tick, Ev::Preempt(t));
+            } else {
+                eng.after(want.ns, Ev::CpuDone(t));
+            }
+            return;
+        }
+        task.want = Some(want);
+        self.accounts.entry(task.class).or_default().cpu_ns += ran;
+        let c = task.cpu;
+        self.running[c] = None;
+        self.preempted.push_back(t);
+        if let Some(next) = self.next_waiting() {
+            self.put_on_cpu(eng, next, c);
         }
     }
 
     fn cpu_done(&mut self, eng: &mut Engine<Ev>, t: TaskId) {
         let now = eng.now();
         let task = &mut self.tasks[t];
-        let (_, line) = task.want.take().expect("CpuDone for a task on a CPU");
+        let Want { line, .. } = task.want.take().expect("CpuDone for a task on a CPU");
         let spent = now - task.on_cpu_since;
         let acct = self.accounts.entry(task.class).or_default();
         acct.cpu_ns += spent;
@@ -699,18 +852,23 @@ impl World {
             let line = &mut self.lines[l];
             match line.queue.pop_front() {
                 Some(next) => {
-                    let (ns, _) = self.tasks[next].want.expect("queued on a line with a want");
-                    eng.after(ns, Ev::CpuDone(next));
+                    let w = self.tasks[next].want.expect("queued on a line with a want");
+                    eng.after(w.ns, Ev::CpuDone(next));
                 }
                 None => line.busy = false,
             }
         }
+        // The task goes on with its next steps on this CPU; only when it blocks or ends
+        // does the CPU go to the next task waiting (the kernel switches tasks only there,
+        // or at a tick: see `preempt`).
         let c = self.tasks[t].cpu;
-        self.running[c] = None;
-        if let Some(next) = self.cpu_queue.pop_front() {
-            self.put_on_cpu(eng, next, c);
-        }
         self.advance(eng, t);
+        if self.running[c] == Some(t) && self.tasks[t].want.is_none() {
+            self.running[c] = None;
+            if let Some(next) = self.next_waiting() {
+                self.put_on_cpu(eng, next, c);
+            }
+        }
     }
 
     // --- locks ---------------------------------------------------------------------------
@@ -827,7 +985,19 @@ impl Host for Machine<'_> {
     }
 
     fn wake(&mut self, t: TaskId, at: u64) {
-        self.eng.at(at, Ev::Run(t));
+        self.eng.at(at, Ev::Wake(t));
+    }
+
+    fn work(&mut self, ns: u64, ev: GpEv) {
+        let now = self.eng.now();
+        self.w.spawn(
+            self.eng,
+            now,
+            vec![Step::Cpu(ns), Step::Gp(ev)],
+            1,
+            1,
+            Class::Kworker,
+        );
     }
 
     fn next_tick(&self, t: u64) -> u64 {

@@ -155,6 +155,147 @@ pub enum AttachMode {
     Fentry,
 }
 
+/// `(major, minor)` of a kernel release such as `7.3.4+deb13-cloud-amd64`.
+#[must_use]
+pub fn kernel_version(release: &str) -> Option<(u32, u32)> {
+    let mut parts = release.trim().split(|c: char| !c.is_ascii_digit());
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next()?.parse().ok()?;
+    Some((major, minor))
+}
+
+/// The running kernel's preemption model, as far as it can be learned.
+///
+/// fentry trampolines run their programs with only migration disabled: under the `full`
+/// and `lazy` models (and `PREEMPT_RT`) a program can be preempted mid-run, and the
+/// kernel then skips that program's next run on the same CPU (counted in its recursion
+/// misses). Under `none` and `voluntary`, kernel code is not preempted there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Preemption {
+    /// `none`, `voluntary`, `full`, `lazy` or `rt`; None when nothing says.
+    pub model: Option<String>,
+    /// Where the model was read.
+    pub source: &'static str,
+}
+
+impl Preemption {
+    /// Read from debugfs (`sched/preempt`, the model in force), else the kernel command
+    /// line's `preempt=`, else the kernel's config or version string (the built default).
+    #[must_use]
+    pub fn of_this_kernel() -> Preemption {
+        let read = |p: &str| std::fs::read_to_string(p).ok();
+        if let Some(model) = read("/sys/kernel/debug/sched/preempt")
+            .as_deref()
+            .and_then(Self::from_debugfs)
+        {
+            return Preemption {
+                model: Some(model),
+                source: "/sys/kernel/debug/sched/preempt",
+            };
+        }
+        if let Some(model) = read("/proc/cmdline").as_deref().and_then(|c| {
+            c.split_whitespace()
+                .find_map(|w| w.strip_prefix("preempt="))
+                .map(str::to_owned)
+        }) {
+            return Preemption {
+                model: Some(model),
+                source: "the kernel command line",
+            };
+        }
+        let release = read("/proc/sys/kernel/osrelease").unwrap_or_default();
+        if let Some(model) = read(&format!("/boot/config-{}", release.trim()))
+            .as_deref()
+            .and_then(Self::from_config)
+        {
+            return Preemption {
+                model: Some(model),
+                source: "the kernel's config",
+            };
+        }
+        Preemption {
+            model: read("/proc/sys/kernel/version")
+                .as_deref()
+                .and_then(Self::from_version),
+            source: "the kernel's version string",
+        }
+    }
+
+    /// `none voluntary (full) lazy`: the model in parentheses.
+    fn from_debugfs(text: &str) -> Option<String> {
+        text.split_whitespace()
+            .find_map(|w| w.strip_prefix('(')?.strip_suffix(')'))
+            .map(str::to_owned)
+    }
+
+    /// The `CONFIG_PREEMPT*` choice a kernel was built with.
+    fn from_config(text: &str) -> Option<String> {
+        [
+            ("CONFIG_PREEMPT_RT=y", "rt"),
+            ("CONFIG_PREEMPT_LAZY=y", "lazy"),
+            ("CONFIG_PREEMPT=y", "full"),
+            ("CONFIG_PREEMPT_VOLUNTARY=y", "voluntary"),
+            ("CONFIG_PREEMPT_NONE=y", "none"),
+        ]
+        .iter()
+        .find(|(line, _)| text.lines().any(|l| l.trim() == *line))
+        .map(|(_, model)| (*model).to_owned())
+    }
+
+    /// `#1 SMP PREEMPT_RT ...` or `#1 SMP PREEMPT ...` (a fixed model); a kernel built
+    /// with `PREEMPT_DYNAMIC` or without preemption does not say.
+    fn from_version(text: &str) -> Option<String> {
+        let words: Vec<&str> = text.split_whitespace().collect();
+        if words.contains(&"PREEMPT_RT") {
+            Some("rt".to_owned())
+        } else if words.contains(&"PREEMPT") {
+            Some("full".to_owned())
+        } else {
+            None
+        }
+    }
+
+    /// Whether programs that only disable migration can be preempted mid-run.
+    #[must_use]
+    pub fn preempts_programs(&self) -> bool {
+        matches!(self.model.as_deref(), Some("full" | "lazy" | "rt"))
+    }
+}
+
+/// The attach mode to use for `wanted` on this kernel. `auto` takes fentry where programs
+/// are not preempted, and kprobes where they are (kprobe handlers run with preemption
+/// disabled, so the kernel never skips one for being preempted); an explicit fentry on
+/// such a kernel is kept, with a warning that its skipped runs are reported as losses.
+fn effective_mode(
+    wanted: AttachMode,
+    preemption: &Preemption,
+    kprobes: bool,
+    warnings: &mut Vec<String>,
+) -> AttachMode {
+    let model = preemption.model.as_deref().unwrap_or("unknown");
+    match wanted {
+        AttachMode::Auto if preemption.preempts_programs() && kprobes => {
+            log::info!(
+                "attaching kprobes, not fentry: this kernel preempts kernel code ({model} \
+                 preemption, from {}), and a preempted fentry program makes the kernel skip \
+                 its next run on that CPU",
+                preemption.source
+            );
+            AttachMode::Kprobe
+        }
+        AttachMode::Fentry if preemption.preempts_programs() => {
+            warnings.push(format!(
+                "fentry on a kernel that preempts kernel code ({model} preemption): a \
+                 preempted program makes the kernel skip its next run on that CPU, so \
+                 concurrent calls can be missed; they are counted as the loss \
+                 program_misses (--attach kprobe misses none of them)"
+            ));
+            AttachMode::Fentry
+        }
+        other => other,
+    }
+}
+
 /// The probes `--probes` names (any probe name; derived spans bring the probes they come
 /// from), or all of them.
 ///
@@ -237,6 +378,14 @@ fn kernel_layout(raw: Result<&[u8], &String>) -> Result<KernelLayout, String> {
         maps::VFS_RMDIR_DIR_ARG,
         rmdir_dir_arg(btf.parameters("vfs_rmdir"), &mut assumed),
     ));
+    // The third syscall argument in the user's registers (x86-64's `dx`), which the
+    // unlinkat kprobe reads its flags from.
+    match btf.offset_of("pt_regs", "dx") {
+        Ok(off) => globals.push((maps::PT_REGS_ARG3, off)),
+        Err(e) => assumed.push(format!(
+            "pt_regs.dx is not in this kernel's BTF ({e}): assumed at offset 96 (x86-64)"
+        )),
+    }
     Ok(KernelLayout { globals, assumed })
 }
 
@@ -311,6 +460,8 @@ pub fn attach_with_slow(
     let kallsyms = Kallsyms::read().map_err(LoadError::Kallsyms)?;
 
     let mut warnings = Vec::new();
+    let preempts = Preemption::of_this_kernel();
+    let mode = effective_mode(mode, &preempts, kprobes.is_ok(), &mut warnings);
     // Tracefs first: the cgroup tracepoints' record layout is read from it before loading.
     let tracefs = ensure_tracefs();
     if let Err(e) = &tracefs {
@@ -352,7 +503,14 @@ pub fn attach_with_slow(
         };
         states.insert(probe, state);
     }
-    attach_syscalls(&mut ebpf, wanted, tracefs.as_ref().err(), &mut states);
+    let by_kprobes = (mode == AttachMode::Kprobe).then_some(&kallsyms);
+    attach_syscalls(
+        &mut ebpf,
+        wanted,
+        by_kprobes,
+        tracefs.as_ref().err(),
+        &mut states,
+    );
     attach_derived(&mut ebpf, wanted, offsets_valid, &mut states);
     let cgroup_events = match cgroup_layout.and_then(|_| attach_cgroup_events(&mut ebpf)) {
         Ok(()) => true,
@@ -397,6 +555,16 @@ pub fn attach_with_slow(
         warnings,
         cgroup_events,
     })
+}
+
+/// Say (`--verbose`) where the loss `kprobe_misses` cannot be known.
+fn note_kprobe_misses() {
+    if !crate::collect::kprobe_misses_reported() {
+        log::info!(
+            "this kernel's kprobe links do not report missed hits (Linux >= 6.7 does): \
+             kprobe_misses stays 0 here"
+        );
+    }
 }
 
 /// Start recording once attaching has settled (see [`settle`]); a warning when it did not.
@@ -474,16 +642,34 @@ fn attach_cgroup_events(ebpf: &mut Ebpf) -> Result<(), String> {
     }
 }
 
-/// The syscall probes `wanted`, or why not: `tracefs_unusable` fails them all.
+/// The syscall probes `wanted`, or why not: `tracefs_unusable` fails the tracepoints. With
+/// `kprobes` (`--attach kprobe`), each is counted by kprobes on the syscall's functions
+/// where they exist, and by its tracepoints where not.
 fn attach_syscalls(
     ebpf: &mut Ebpf,
     wanted: &[Probe],
+    kprobes: Option<&Kallsyms>,
     tracefs_unusable: Option<&String>,
     states: &mut BTreeMap<Probe, AttachState>,
 ) {
+    if kprobes.is_some() {
+        note_kprobe_misses();
+    }
+    // All by kprobes or all by tracepoints: the unlinkat tracepoint would count an rmdir
+    // its kprobe also counts.
+    let kprobes = kprobes.filter(|kallsyms| match syscall_symbols_missing(kallsyms) {
+        None => true,
+        Some(why) => {
+            log::info!("syscalls are counted by their tracepoints, not kprobes: {why}");
+            false
+        }
+    });
     for (probe, programs) in SYSCALLS {
         let state = if !wanted.contains(&probe) {
             AttachState::NotRequested
+        } else if kprobes.is_some() {
+            attach_syscall_kprobes(ebpf, probe)
+                .unwrap_or_else(|reason| AttachState::Failed { reason })
         } else if let Some(reason) = tracefs_unusable {
             AttachState::Failed {
                 reason: reason.clone(),
@@ -493,6 +679,65 @@ fn attach_syscalls(
         };
         states.insert(probe, state);
     }
+}
+
+/// The syscall functions that count each syscall probe by kprobe, with their programs
+/// (`unlinkat` serves rmdir and unlink, as its tracepoints do).
+const SYSCALL_FUNCTIONS: [(Probe, &[&str]); 3] = [
+    (Probe::SysUmount, &["umount"]),
+    (Probe::SysRmdir, &["rmdir", "unlinkat"]),
+    (Probe::SysUnlink, &["unlink", "unlinkat"]),
+];
+
+/// How the architecture names a syscall's function: the wrapper that takes the user's
+/// registers (`__x64_sys_unlinkat(regs)`), whose layout the unlinkat program reads.
+const SYSCALL_PREFIX: Option<&str> = if cfg!(target_arch = "x86_64") {
+    Some("__x64_sys_")
+} else {
+    None
+};
+
+/// Why the syscalls cannot all be counted by kprobes on their functions, if they cannot.
+fn syscall_symbols_missing(kallsyms: &Kallsyms) -> Option<String> {
+    let Some(prefix) = SYSCALL_PREFIX else {
+        return Some("the syscall functions' names are only known on x86-64".to_owned());
+    };
+    SYSCALL_FUNCTIONS
+        .iter()
+        .flat_map(|(_, names)| names.iter())
+        .map(|name| format!("{prefix}{name}"))
+        .find(|symbol| !matches!(kallsyms.resolve(symbol), Resolution::Exact(_)))
+        .map(|symbol| format!("no single kernel function {symbol}"))
+}
+
+/// Attach kprobe and kretprobe to each of `probe`'s syscall functions (their names checked
+/// by [`syscall_symbols_missing`]).
+fn attach_syscall_kprobes(ebpf: &mut Ebpf, probe: Probe) -> Result<AttachState, String> {
+    let prefix = SYSCALL_PREFIX.unwrap_or_default();
+    let (_, syscalls) = SYSCALL_FUNCTIONS
+        .iter()
+        .find(|(p, _)| *p == probe)
+        .ok_or("no syscall functions")?;
+    let symbols: Vec<(&str, String)> = syscalls
+        .iter()
+        .map(|name| (*name, format!("{prefix}{name}")))
+        .collect();
+    for (name, symbol) in &symbols {
+        let entry = format!("sys_{name}_kprobe");
+        let exit = format!("sys_{name}_kretprobe");
+        if typed_program::<KProbe>(ebpf, &entry)?.fd().is_ok() {
+            continue; // attached for another probe (unlinkat)
+        }
+        attach_kprobe_pair(ebpf, &entry, &exit, symbol)?;
+    }
+    Ok(AttachState::Attached {
+        method: AttachMethod::Kprobe,
+        symbol: symbols
+            .iter()
+            .map(|(_, s)| s.as_str())
+            .collect::<Vec<_>>()
+            .join(","),
+    })
 }
 
 /// Why no tracepoint can attach when tracefs cannot be read.
@@ -787,28 +1032,33 @@ where
 }
 
 /// Load and attach `<name>_fentry`/`_fexit`; on failure nothing stays attached.
+///
+/// The exit program attaches first: a call whose entry is seen then always has its return
+/// seen. The other way round, a grace-period wait entered between the two attaches (the
+/// Tasks RCU threads wait for one as trampolines change) would stay in flight for
+/// [`settle`] until its cap.
 fn attach_fentry(ebpf: &mut Ebpf, btf: &aya::Btf, probe: Probe) -> Result<(), String> {
     let entry = format!("{}_fentry", probe.name());
     let exit = format!("{}_fexit", probe.name());
-    let program: &mut FEntry = typed_program(ebpf, &entry)?;
+    let program: &mut FExit = typed_program(ebpf, &exit)?;
     program
         .load(probe.name(), btf)
-        .map_err(|e| format!("refused: {}", short(&e)))?;
+        .map_err(|e| format!("fexit refused: {}", short(&e)))?;
     let link = program
         .attach()
-        .map_err(|e| format!("attach refused: {}", short(&e)))?;
+        .map_err(|e| format!("fexit attach refused: {}", short(&e)))?;
     let result = (|| -> Result<(), String> {
-        let program: &mut FExit = typed_program(ebpf, &exit)?;
+        let program: &mut FEntry = typed_program(ebpf, &entry)?;
         program
             .load(probe.name(), btf)
-            .map_err(|e| format!("fexit refused: {}", short(&e)))?;
+            .map_err(|e| format!("refused: {}", short(&e)))?;
         program
             .attach()
-            .map_err(|e| format!("fexit attach refused: {}", short(&e)))?;
+            .map_err(|e| format!("attach refused: {}", short(&e)))?;
         Ok(())
     })();
     if result.is_err()
-        && let Ok(p) = typed_program::<FEntry>(ebpf, &entry)
+        && let Ok(p) = typed_program::<FExit>(ebpf, &exit)
     {
         let _ = p.detach(link);
     }
@@ -817,9 +1067,22 @@ fn attach_fentry(ebpf: &mut Ebpf, btf: &aya::Btf, probe: Probe) -> Result<(), St
 
 /// Load and attach `<name>_entry`/`_exit` (kprobe/kretprobe); on failure nothing stays attached.
 fn attach_kprobe(ebpf: &mut Ebpf, probe: Probe, symbol: &str) -> Result<(), String> {
+    let entry = format!("{}_entry", probe.name());
+    let exit = format!("{}_exit", probe.name());
+    attach_kprobe_pair(ebpf, &entry, &exit, symbol)
+}
+
+/// Load and attach the kretprobe `exit`, then the kprobe `entry`, on `symbol` (the exit
+/// first for the reason [`attach_fentry`] gives); on failure nothing stays attached.
+fn attach_kprobe_pair(
+    ebpf: &mut Ebpf,
+    entry: &str,
+    exit: &str,
+    symbol: &str,
+) -> Result<(), String> {
     let mut links = Vec::new();
-    for suffix in ["entry", "exit"] {
-        let name = format!("{}_{suffix}", probe.name());
+    for name in [exit, entry] {
+        let name = name.to_owned();
         let result = (|| -> Result<(), String> {
             let program: &mut KProbe = typed_program(ebpf, &name)?;
             program
@@ -922,6 +1185,70 @@ fn raise_memlock_limit() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn preemption_model_is_read_where_the_kernel_says_it() {
+        assert_eq!(
+            Preemption::from_debugfs("none voluntary full (lazy)\n").as_deref(),
+            Some("lazy")
+        );
+        assert_eq!(
+            Preemption::from_debugfs("none (voluntary) full\n").as_deref(),
+            Some("voluntary")
+        );
+        // Debian's 7.3 and 6.12 cloud configs.
+        let lazy = "CONFIG_PREEMPT_BUILD=y\n# CONFIG_PREEMPT is not set\nCONFIG_PREEMPT_LAZY=y\nCONFIG_PREEMPT_DYNAMIC=y\n";
+        let voluntary =
+            "CONFIG_PREEMPT_BUILD=y\nCONFIG_PREEMPT_VOLUNTARY=y\n# CONFIG_PREEMPT is not set\n";
+        assert_eq!(Preemption::from_config(lazy).as_deref(), Some("lazy"));
+        assert_eq!(
+            Preemption::from_config(voluntary).as_deref(),
+            Some("voluntary")
+        );
+        assert_eq!(
+            Preemption::from_version("#1 SMP PREEMPT_DYNAMIC Debian 7.3.4").as_deref(),
+            None
+        );
+        assert_eq!(
+            Preemption::from_version("#1 SMP PREEMPT Mon").as_deref(),
+            Some("full")
+        );
+    }
+
+    #[test]
+    fn auto_takes_kprobes_where_programs_are_preempted() {
+        let p = |m: Option<&str>| Preemption {
+            model: m.map(str::to_owned),
+            source: "test",
+        };
+        let mut w = Vec::new();
+        for model in ["lazy", "full", "rt"] {
+            assert_eq!(
+                effective_mode(AttachMode::Auto, &p(Some(model)), true, &mut w),
+                AttachMode::Kprobe
+            );
+        }
+        assert!(w.is_empty());
+        for model in [Some("voluntary"), Some("none"), None] {
+            assert_eq!(
+                effective_mode(AttachMode::Auto, &p(model), true, &mut w),
+                AttachMode::Auto
+            );
+        }
+        // Without kprobes, auto keeps trying fentry.
+        assert_eq!(
+            effective_mode(AttachMode::Auto, &p(Some("lazy")), false, &mut w),
+            AttachMode::Auto
+        );
+        // Asked for, fentry stays, and the user is told what it can miss.
+        assert_eq!(
+            effective_mode(AttachMode::Fentry, &p(Some("lazy")), true, &mut w),
+            AttachMode::Fentry
+        );
+        assert!(w.len() == 1 && w[0].contains("program_misses"), "{w:?}");
+        assert_eq!(kernel_version("7.3.4+deb13-cloud-amd64"), Some((7, 3)));
+        assert_eq!(kernel_version("5.10.0-46-cloud-amd64"), Some((5, 10)));
+    }
 
     #[test]
     fn vfs_rmdir_argument_order_follows_btf() {

@@ -229,16 +229,21 @@ struct DentryRec {
 }
 
 /// Every counter, for reading names back. The match keeps it complete.
-const COUNTERS: [Counter; 2] = [Counter::NegativeDentries, Counter::DroppedDentries];
+const COUNTERS: [Counter; 3] = [
+    Counter::NegativeDentries,
+    Counter::DroppedDentries,
+    Counter::LockWaitersBlocked,
+];
 const _: () = {
     // A new Counter variant fails to compile here until COUNTERS lists it.
     const fn listed(c: Counter) -> usize {
         match c {
             Counter::NegativeDentries => 0,
             Counter::DroppedDentries => 1,
+            Counter::LockWaitersBlocked => 2,
         }
     }
-    assert!(listed(Counter::DroppedDentries) + 1 == COUNTERS.len());
+    assert!(listed(Counter::LockWaitersBlocked) + 1 == COUNTERS.len());
 };
 
 fn slow_call_rec(c: &crate::live::SlowCall) -> SlowCallRec {

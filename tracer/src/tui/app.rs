@@ -265,6 +265,29 @@ pub struct App {
     pub requested_slow_ns: Option<u64>,
     /// One line on what the last key did, until the next key.
     pub status: Option<String>,
+    /// The Detail target's probe was picked from the 10 s window (the Cgroups view's
+    /// frame had no 60 s one): pick it again from the first frame with the last minute.
+    busiest_pending: bool,
+}
+
+/// What the live loop must keep for the view on screen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Wants {
+    /// The 60 s window (Detail shows it).
+    pub last_60s: bool,
+    /// The history of this cgroup (Detail of a probe in one cgroup charts it).
+    pub focus: Option<CgroupId>,
+}
+
+/// The probe with the most time in `cgroup` in `snap`.
+fn busiest(snap: &crate::snapshot::Snapshot, cgroup: CgroupId) -> Option<Probe> {
+    let mut time: std::collections::BTreeMap<Probe, u64> = std::collections::BTreeMap::new();
+    for (k, lat) in &snap.series {
+        if k.cgroup == cgroup {
+            *time.entry(k.probe).or_default() += lat.sum_ns();
+        }
+    }
+    time.into_iter().max_by_key(|(_, t)| *t).map(|(p, _)| p)
 }
 
 impl App {
@@ -293,6 +316,18 @@ impl App {
             requested_interval: None,
             requested_slow_ns: None,
             status: None,
+            busiest_pending: false,
+        }
+    }
+
+    /// What the live loop must keep for what is on screen: the 60 s window and one
+    /// cgroup's history only while Detail shows them.
+    #[must_use]
+    pub fn wants(&self) -> Wants {
+        let detail = self.view == View::Detail;
+        Wants {
+            last_60s: detail,
+            focus: self.target.and_then(|t| t.cgroup).filter(|_| detail),
         }
     }
 
@@ -316,6 +351,15 @@ impl App {
             .map(|t| self.selected_key(t))
             .collect();
         self.rows = rows::rows(&frame);
+        if self.busiest_pending && frame.last_60s_kept {
+            self.busiest_pending = false;
+            if let Some(t) = &mut self.target
+                && let Some(id) = t.cgroup
+                && let Some(p) = busiest(&frame.last_60s, id)
+            {
+                t.probe = p;
+            }
+        }
         self.shown = Some(frame);
         for (t, key) in [Table::Probes, Table::Cgroups, Table::Slow]
             .into_iter()
@@ -519,6 +563,7 @@ impl App {
     /// In Detail, up and down go to the previous or next probe with calls (in the
     /// target's cgroup, if it has one).
     fn step_detail(&mut self, by: isize) {
+        self.busiest_pending = false;
         let Some(t) = self.target() else { return };
         let Some(frame) = self.shown.as_deref() else {
             return;
@@ -556,10 +601,10 @@ impl App {
                 caller: r.caller,
                 cgroup: None,
             }),
-            View::Cgroups => self.selected_cgroup().map(|r| Target {
-                probe: self.busiest_probe(r.id).unwrap_or(Probe::SynchronizeRcu),
+            View::Cgroups => self.selected_cgroup().map(|r| r.id).map(|id| Target {
+                probe: self.busiest_probe(id).unwrap_or(Probe::SynchronizeRcu),
                 caller: Callers::All,
-                cgroup: Some(r.id),
+                cgroup: Some(id),
             }),
             View::Slow => self.selected_slow().map(|c| Target {
                 probe: c.probe,
@@ -573,16 +618,16 @@ impl App {
         }
     }
 
-    /// The probe with the most time in `cgroup` over the last minute.
-    fn busiest_probe(&self, cgroup: CgroupId) -> Option<Probe> {
+    /// The probe with the most time in `cgroup` over the last minute. Without the 60 s
+    /// window (it is kept only while Detail is shown), over the last 10 s until a frame
+    /// with the last minute comes.
+    fn busiest_probe(&mut self, cgroup: CgroupId) -> Option<Probe> {
         let frame = self.shown.as_deref()?;
-        let mut time: std::collections::BTreeMap<Probe, u64> = std::collections::BTreeMap::new();
-        for (k, lat) in &frame.last_60s.series {
-            if k.cgroup == cgroup {
-                *time.entry(k.probe).or_default() += lat.sum_ns();
-            }
+        if frame.last_60s_kept {
+            return busiest(&frame.last_60s, cgroup);
         }
-        time.into_iter().max_by_key(|(_, t)| *t).map(|(p, _)| p)
+        self.busiest_pending = true;
+        busiest(&frame.last_10s, cgroup)
     }
 
     /// The selected row of the Probes view.

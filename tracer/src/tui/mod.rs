@@ -115,7 +115,11 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::from(2));
     }
-    let (source, opts) = live::open(&args.live)?;
+    let (source, mut opts) = live::open(&args.live)?;
+    // Only Detail shows the 60 s window: the live loop keeps it while Detail is on screen
+    // (asked for by the dashboard), or throughout for `--frames` that print Detail.
+    opts.last_60s =
+        args.frames.is_some() && args.view.iter().any(|v| v.view() == Some(View::Detail));
     let handle = live::spawn(source, opts).context("starting the live loop")?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -214,7 +218,23 @@ pub async fn interactive(
         Terminal::new(CrosstermBackend::new(io::stdout())).context("setting up the terminal")?;
     terminal.clear().context("clearing the terminal")?;
     let mut model = Predictions::default();
+    // The loop starts without the 60 s window (see `tracer::tui::main`).
+    let mut asked = app::Wants {
+        last_60s: false,
+        focus: None,
+    };
     loop {
+        let wants = app.wants();
+        if wants != asked {
+            // The live loop keeps the 60 s window and a cgroup's history only for Detail.
+            if wants.last_60s != asked.last_60s {
+                let _ = control.send(Control::KeepLast60s(wants.last_60s));
+            }
+            if wants.focus != asked.focus {
+                let _ = control.send(Control::Focus(wants.focus));
+            }
+            asked = wants;
+        }
         if app.view == View::Detail {
             model.refresh(&app, &events.predictions);
         }
@@ -265,7 +285,8 @@ impl Predictions {
         if self.running || self.last.is_some_and(|t| t.elapsed() < Self::EVERY) {
             return;
         }
-        let Some(frame) = app.shown.clone() else {
+        // Calibrated on the last minute: wait for the first frame that holds it.
+        let Some(frame) = app.shown.clone().filter(|f| f.last_60s_kept) else {
             return;
         };
         self.running = true;

@@ -91,7 +91,9 @@ pub struct CgroupRow {
     pub negative_per_s: f64,
     /// Inode-lock hold of `vfs_rmdir`, p99 over 10 s.
     pub hold_p99_ns: Option<u64>,
-    /// Waits for the inode lock of a directory being removed, per second.
+    /// Waits for the inode lock of a directory being removed, per second: counted in the
+    /// cgroup of the rmdir holding the lock (the waiters it blocked) where the source
+    /// counts that, else in the waiters' own.
     pub waits_per_s: f64,
     /// `rmdir(2)` calls since start (or reset).
     pub rmdirs: u64,
@@ -387,10 +389,26 @@ pub fn cgroup_rows(frame: &Frame) -> Vec<CgroupRow> {
         }
     }
     let mut waits: HashMap<CgroupId, u64> = HashMap::new();
-    for (k, lat) in &frame.last.series {
-        let w = waits.entry(k.cgroup).or_default();
-        if k.probe == Probe::InodeLockWait {
-            *w += lat.count();
+    // The kernel source counts each wait under the lock holder's cgroup: the waiters a
+    // cgroup's removals blocked. Sources without that count (the model, older captures)
+    // give the waits in the waiters' cgroups.
+    let by_holder = frame
+        .cumulative
+        .counters
+        .keys()
+        .any(|(c, _)| *c == Counter::LockWaitersBlocked);
+    if by_holder {
+        for ((c, cgroup), n) in &frame.last.counters {
+            if *c == Counter::LockWaitersBlocked {
+                *waits.entry(*cgroup).or_default() += n;
+            }
+        }
+    } else {
+        for (k, lat) in &frame.last.series {
+            let w = waits.entry(k.cgroup).or_default();
+            if k.probe == Probe::InodeLockWait {
+                *w += lat.count();
+            }
         }
     }
     let mut ids: Vec<CgroupId> = frame
@@ -453,5 +471,34 @@ pub fn rows(frame: &Frame) -> Rows {
     Rows {
         probes: probe_rows(frame),
         cgroups: cgroup_rows(frame),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::testdata;
+
+    #[test]
+    fn waits_go_to_the_holders_cgroup_where_the_kernel_counts_them_there() {
+        // The model's frame: 6 waits in cgroup 105 (the waiters'), no holder counts.
+        let f = testdata::frame(1);
+        let row = |f: &Frame, id| {
+            cgroup_rows(f)
+                .into_iter()
+                .find(|r| r.id == id)
+                .map(|r| r.waits_per_s)
+        };
+        let secs = f.interval.as_secs_f64();
+        assert_eq!(row(&f, 105), Some(6.0 / secs));
+        // The kernel's: the same 6 waits counted under the rmdir's cgroup, 102.
+        let mut k = f.clone();
+        std::sync::Arc::make_mut(&mut k.last).count(Counter::LockWaitersBlocked, 102, 6);
+        std::sync::Arc::make_mut(&mut k.cumulative).count(Counter::LockWaitersBlocked, 102, 6);
+        assert_eq!(row(&k, 102), Some(6.0 / secs));
+        assert!(
+            row(&k, 105).unwrap_or(0.0) < 1e-9,
+            "no waits left in the waiters' row"
+        );
     }
 }

@@ -131,6 +131,10 @@ fn interval(seq: u64) -> Snapshot {
 
 /// Frame number `seq` of a model run of an umount storm (see [`interval`]).
 #[must_use]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one hand-built frame, every field spelled out"
+)]
 pub fn frame(seq: u64) -> Frame {
     let last = interval(seq);
     let mut cumulative = last.clone();
@@ -214,11 +218,13 @@ pub fn frame(seq: u64) -> Frame {
             warnings: vec!["d_delete: permission denied".to_owned()],
         }),
         interval: Duration::from_secs(1),
-        last_10s: last.clone(),
-        last_60s: cumulative.clone(),
+        last_10s: Arc::new(last.clone()),
+        last_60s: Arc::new(cumulative.clone()),
+        last_60s_kept: true,
         last: Arc::new(last),
-        cumulative,
+        cumulative: Arc::new(cumulative),
         history,
+        cgroup_history: None,
         slow,
         slow_threshold_ns: 10_000_000,
         cgroups,

@@ -235,6 +235,34 @@ mod tests {
         assert!(four.meta.duration_ns < one.meta.duration_ns);
     }
 
+    /// Mean expedited wait of `tasks` tasks unmounting 200 on the VM's 2 CPUs, each
+    /// umount preceded by `user_ns` of the command's own CPU time.
+    fn exp_wait(tasks: u64, user_ns: u64) -> f64 {
+        let mut p = umount::defaults();
+        p.umount.mounts = 200;
+        p.umount.tasks = tasks;
+        p.umount.user_ns = user_ns;
+        simulate("umount", "kernel", &Setup::Umount(p), Kernel::V6_12, 1)
+            .snapshot
+            .probe_total(Probe::SynchronizeRcuExpedited)
+            .mean_ns()
+            .unwrap()
+    }
+
+    #[test]
+    fn busy_cpus_make_every_hand_over_of_an_expedited_grace_period_wait() {
+        // One task at a time: its own work never overlaps its grace period.
+        let alone = exp_wait(1, 4_000_000);
+        assert!((exp_wait(1, 0) / alone - 1.0).abs() < 0.2, "{alone}");
+        // Four tasks whose own work fills both CPUs: the kworker, the waiters it wakes and
+        // the exp_mutex hand-over each wait for a tick to preempt someone. That, not the
+        // sharing of grace periods by four tasks, is what makes them wait longer.
+        let busy = exp_wait(4, 4_000_000);
+        let idle = exp_wait(4, 0);
+        assert!(busy > 4.0 * alone, "{busy} vs {alone}");
+        assert!(busy > 2.0 * idle, "{busy} vs {idle}");
+    }
+
     #[test]
     fn rmdir_emits_the_kernel_programs_callers_and_spans() {
         let mut d = DentrySetup::default();

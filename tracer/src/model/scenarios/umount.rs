@@ -9,7 +9,7 @@ use crate::model::{
     kernel::Kernel,
     params::{Setup, UmountSetup},
     paths::{self, Registry, Teardown},
-    sim::{Class, Gp, World},
+    sim::{Class, Gp, Step, World},
 };
 
 const VARIANTS: &[(&str, &str)] = &[
@@ -104,7 +104,18 @@ fn run(ctx: &Ctx, p: &UmountSetup) -> Outcome {
         shrinker: w.lock(false),
         list_lrus: w.lock(false),
     };
-    let script = paths::umount(&p.sb, &ctx.profile, gp, Teardown::Kernel, reg);
+    // The command's own work comes before each umount(2), off every traced path.
+    let mut script = Vec::new();
+    if p.umount.user_ns > 0 {
+        script.push(Step::User(p.umount.user_ns));
+    }
+    script.extend(paths::umount(
+        &p.sb,
+        &ctx.profile,
+        gp,
+        Teardown::Kernel,
+        reg,
+    ));
     let tasks = p.umount.tasks.clamp(1, p.umount.mounts.max(1));
     for i in 0..tasks {
         let share = p.umount.mounts / tasks + u64::from(i < p.umount.mounts % tasks);

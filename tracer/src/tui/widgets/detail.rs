@@ -134,28 +134,38 @@ fn histogram(lat: &Latency, area: Rect, buf: &mut Buffer, theme: Theme) {
 /// What the charts cover: the history the live loop keeps is per probe, over all callers
 /// and cgroups.
 fn history_scope(frame: &Frame, t: Target) -> String {
-    let points = frame.history.at_unix_ns.len();
+    let (h, own) = charted(frame, t);
+    let points = h.at_unix_ns.len();
     let span = frame.interval * u32::try_from(points).unwrap_or(u32::MAX);
     let span = if span.as_secs() < 120 {
         format!("last {} s", span.as_secs())
     } else {
         format!("last {} min", span.as_secs() / 60)
     };
-    if t.caller != Callers::All || t.cgroup.is_some() {
-        format!("{span}, all callers and cgroups")
-    } else {
-        span
+    match (own, t.caller) {
+        (true, Callers::All) => format!("{span} of this cgroup"),
+        (true, _) => format!("{span} of this cgroup, all callers"),
+        (false, _) if t.caller != Callers::All || t.cgroup.is_some() => {
+            format!("{span}, all callers and cgroups")
+        }
+        (false, _) => span,
+    }
+}
+
+/// The history the charts draw: the target cgroup's own when the live loop keeps it (it
+/// does while Detail shows a cgroup), else the probe's over all cgroups; and which.
+fn charted(frame: &Frame, t: Target) -> (&crate::live::History, bool) {
+    match &frame.cgroup_history {
+        Some((id, h)) if t.cgroup == Some(*id) => (h, true),
+        _ => (&frame.history, false),
     }
 }
 
 /// Calls/s and p99 of the probe over the history the live loop keeps.
 fn history(frame: &Frame, t: Target, calls: Rect, p99: Rect, buf: &mut Buffer, theme: Theme) {
     let width = usize::from(calls.width.saturating_sub(2));
-    let rates: &[f64] = frame
-        .history
-        .calls_per_s
-        .get(&t.probe)
-        .map_or(&[], Vec::as_slice);
+    let (h, _) = charted(frame, t);
+    let rates: &[f64] = h.calls_per_s.get(&t.probe).map_or(&[], Vec::as_slice);
     let rates = &rates[rates.len().saturating_sub(width)..];
     let now = rates.last().copied().unwrap_or(0.0);
     let peak = rates.iter().copied().fold(0.0, f64::max);
@@ -176,11 +186,7 @@ fn history(frame: &Frame, t: Target, calls: Rect, p99: Rect, buf: &mut Buffer, t
         .data(scaled)
         .style(theme.bar())
         .render(calls, buf);
-    let p99s: &[u64] = frame
-        .history
-        .p99_ns
-        .get(&t.probe)
-        .map_or(&[], Vec::as_slice);
+    let p99s: &[u64] = h.p99_ns.get(&t.probe).map_or(&[], Vec::as_slice);
     let p99s = &p99s[p99s.len().saturating_sub(width)..];
     Sparkline::default()
         .block(

@@ -304,6 +304,47 @@ fn detail_of_a_cgroup_counts_only_its_calls() {
 }
 
 #[test]
+fn detail_of_a_cgroup_charts_that_cgroup_once_the_live_loop_keeps_its_history() {
+    let mut app = app_on(View::Cgroups);
+    let i = app
+        .cgroup_rows()
+        .position(|r| r.path == testdata::SLOWEST_GRACE)
+        .expect("row");
+    for _ in 0..i {
+        press(&mut app, KeyCode::Down);
+    }
+    press(&mut app, KeyCode::Enter);
+    let id = app.target().and_then(|t| t.cgroup).expect("a cgroup");
+    // Detail asks the live loop for the last minute and for this cgroup's history.
+    let wants = app.wants();
+    assert!(wants.last_60s);
+    assert_eq!(wants.focus, Some(id));
+    let s = screen(&app, 200, 50);
+    line(&s, "all callers and cgroups");
+    let mut f = testdata::frame(2);
+    let mut h = crate::live::History::default();
+    for (i, (calls, p99_ms)) in [(2.0, 1), (3.0, 7), (4.0, 5)].into_iter().enumerate() {
+        h.at_unix_ns.push(u64::try_from(i).unwrap() * 1_000_000_000);
+        h.calls_per_s
+            .entry(Probe::SysUmount)
+            .or_default()
+            .push(calls);
+        h.p99_ns
+            .entry(Probe::SysUmount)
+            .or_default()
+            .push(p99_ms * 1_000_000);
+    }
+    f.cgroup_history = Some((id, h));
+    app.on_frame(Arc::new(f));
+    let s = screen(&app, 200, 50);
+    line(&s, "charts: last 3 s of this cgroup");
+    line(&s, "calls/s now 4.00 max 4.00");
+    line(&s, "p99 now 5.00 ms max 7.00 ms");
+    press(&mut app, KeyCode::Esc);
+    assert_eq!(app.wants().focus, None, "back on Cgroups: nothing charted");
+}
+
+#[test]
 fn a_calibrated_model_shows_its_prediction() {
     let mut app = app_on(View::Detail);
     let mut model = (*testdata::frame(1).last).clone();

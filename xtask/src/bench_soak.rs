@@ -1,0 +1,373 @@
+//! `cargo xtask bench soak`: tracer for N minutes (real time) in a VM while 10,000
+//! short-lived cgroups per 10 minutes are made and removed, each mounting a tmpfs,
+//! creating, unlinking and removing a directory in it, and unmounting it (`vm/soak.sh`).
+//! `tracer serve` is scraped every second from this host through a forwarded port, `tracer
+//! top --frames` runs beside it. Printed every minute: scrapes answered, the exporter's
+//! resident memory and tracked cgroups (from its own metrics), the kernel maps' entries
+//! and the two tracers' memory (from the guest). At the end tracer's counts plus its loss
+//! counters are compared with the kernel's own kprobe event counts of the same functions
+//! over the same run. Prints what it saw; decides nothing but the exit status of a run
+//! that did not complete.
+
+use std::{
+    collections::BTreeMap,
+    fmt::Write as _,
+    io::{Read as _, Write as _},
+    net::{SocketAddr, TcpStream},
+    path::{Path, PathBuf},
+    process::ExitCode,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, Ordering},
+    },
+    thread,
+    time::{Duration, Instant},
+};
+
+use anyhow::Context as _;
+
+use crate::{kernel, serve_tests::free_port, util, vm};
+
+/// Cgroups made and removed per 10 minutes of soak.
+const CGROUPS_PER_10_MIN: u64 = 10_000;
+/// The port `tracer serve` listens on in the guest.
+const GUEST_PORT: u16 = 29110;
+
+/// `cargo xtask bench soak` options.
+#[derive(Debug, clap::Args)]
+pub struct SoakArgs {
+    /// Minutes of soak, real time (the VM's boot and the end add about 2).
+    #[arg(long, default_value_t = 10)]
+    minutes: u64,
+    /// 5.10, 6.1, 6.12 or 7.3.
+    #[arg(long, default_value = "6.12")]
+    kernel: String,
+    /// Use KVM instead of TCG emulation (it hangs where nested virtualisation is broken).
+    #[arg(long)]
+    kvm: bool,
+}
+
+/// One scrape of the text format: the body of a complete 200 answer, or why not.
+fn scrape(addr: SocketAddr) -> Result<String, String> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))
+        .map_err(|e| format!("connect: {e}"))?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .map_err(|e| e.to_string())?;
+    write!(
+        s,
+        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nAccept: text/plain\r\n\r\n"
+    )
+    .map_err(|e| format!("send: {e}"))?;
+    let mut answer = Vec::new();
+    s.read_to_end(&mut answer)
+        .map_err(|e| format!("read: {e}"))?;
+    let text = String::from_utf8_lossy(&answer);
+    let (head, body) = text.split_once("\r\n\r\n").ok_or("no end of headers")?;
+    if !head.starts_with("HTTP/1.1 200") {
+        return Err(format!("answer: {:?}", head.lines().next().unwrap_or("")));
+    }
+    let length: Option<usize> = head
+        .to_ascii_lowercase()
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("content-length:")
+                .map(str::trim)
+                .map(str::to_owned)
+        })
+        .and_then(|v| v.parse().ok());
+    if length != Some(body.len()) {
+        return Err(format!("truncated: {} bytes of {length:?}", body.len()));
+    }
+    Ok(body.to_owned())
+}
+
+/// The sum of the samples of `metric` whose labels include every one of `labels`.
+fn sum(text: &str, metric: &str, labels: &[&str]) -> f64 {
+    text.lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix(metric)?;
+            let (set, value) = match rest.strip_prefix('{') {
+                Some(r) => r.split_once("} ")?,
+                None => ("", rest.strip_prefix(' ')?),
+            };
+            let have: Vec<&str> = set.split(',').collect();
+            labels
+                .iter()
+                .all(|l| have.contains(l))
+                .then(|| value.trim().parse::<f64>().ok())?
+        })
+        .sum()
+}
+
+/// What the host's scraper saw.
+#[derive(Default)]
+struct Scrapes {
+    tried: u64,
+    ok: u64,
+    /// Why the first few failed.
+    failures: Vec<String>,
+    /// Per minute since the first answer: (scrapes ok, tried, RSS MiB, cgroups tracked,
+    /// folded), from the last answer of that minute.
+    minutes: Vec<(u64, u64, f64, f64, f64)>,
+}
+
+/// Scrape every second from the first answer for `window`, or until `stop`.
+fn scraper(addr: SocketAddr, window: Duration, stop: &AtomicBool, out: &Mutex<Scrapes>) {
+    // The guest boots first: wait for its first answer (at most 10 minutes).
+    let boot = Instant::now();
+    let mut last = loop {
+        if stop.load(Ordering::Relaxed) || boot.elapsed() > Duration::from_mins(10) {
+            return;
+        }
+        // The first answer with a refresh in it (before the first, the frame is empty).
+        if let Ok(body) = scrape(addr)
+            && body.contains("tracer_process_resident_memory_bytes")
+        {
+            break body;
+        }
+        thread::sleep(Duration::from_millis(500));
+    };
+    let start = Instant::now();
+    let mut next = start;
+    let mut minute = 0;
+    let record = |last: &str, s: &mut Scrapes| {
+        let row = (
+            s.ok,
+            s.tried,
+            sum(last, "tracer_process_resident_memory_bytes", &[]) / 1_048_576.0,
+            sum(last, "tracer_cgroups_tracked", &[]),
+            sum(last, "tracer_cgroups_folded", &[]),
+        );
+        println!(
+            "soak: minute {}: scrapes ok {}/{}, serve RSS {:.1} MiB, cgroups tracked {} (folded into other {})",
+            s.minutes.len(),
+            row.0,
+            row.1,
+            row.2,
+            row.3,
+            row.4
+        );
+        s.minutes.push(row);
+    };
+    if let Ok(mut s) = out.lock() {
+        record(&last, &mut s);
+    }
+    while start.elapsed() < window && !stop.load(Ordering::Relaxed) {
+        let result = scrape(addr);
+        if let Ok(mut s) = out.lock() {
+            s.tried += 1;
+            match result {
+                Ok(body) => {
+                    s.ok += 1;
+                    last = body;
+                }
+                Err(e) => {
+                    if s.failures.len() < 5 {
+                        s.failures
+                            .push(format!("{:.0} s: {e}", start.elapsed().as_secs_f64()));
+                    }
+                }
+            }
+            let m = start.elapsed().as_secs() / 60;
+            if m > minute {
+                minute = m;
+                record(&last, &mut s);
+            }
+        }
+        next += Duration::from_secs(1);
+        if let Some(wait) = next.checked_duration_since(Instant::now()) {
+            thread::sleep(wait);
+        }
+    }
+    if let Ok(mut s) = out.lock() {
+        record(&last, &mut s);
+    }
+}
+
+/// `key=value` words of a line.
+fn words(line: &str) -> BTreeMap<&str, &str> {
+    line.split_whitespace()
+        .filter_map(|w| w.split_once('='))
+        .collect()
+}
+
+/// Per probe: the kernel's own count, tracer's calls, its losses; and the sum of the
+/// differences that no loss counter explains.
+fn accounting(reference: &str, metrics: &str) -> (Vec<String>, u64) {
+    let mut lines = Vec::new();
+    let mut unaccounted = 0u64;
+    for line in reference.lines() {
+        let mut it = line.split_whitespace();
+        let (Some(name), Some(Ok(kernel))) = (it.next(), it.next().map(str::parse::<u64>)) else {
+            continue;
+        };
+        let probe = format!("probe=\"{name}\"");
+        let counted = sum(metrics, "tracer_latency_seconds_count", &[&probe]);
+        let lost = sum(metrics, "tracer_probe_lost_calls_total", &[&probe]);
+        let in_flight = sum(metrics, "tracer_probe_unmatched_entries", &[&probe]);
+        #[expect(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            reason = "counts"
+        )]
+        let accounted = (counted + lost + in_flight).round() as u64;
+        let off = kernel.abs_diff(accounted);
+        unaccounted += off;
+        lines.push(format!(
+            "{name}: kernel {kernel}, tracer {counted} + lost {lost} + in flight {in_flight} = {accounted}, unaccounted {off}"
+        ));
+    }
+    (lines, unaccounted)
+}
+
+/// Run the soak.
+///
+/// # Errors
+/// When the VM cannot be started or its kernel is unknown.
+#[expect(
+    clippy::too_many_lines,
+    reason = "one run read top to bottom: boot and scrape, then the report"
+)]
+pub fn run(tracer: &Path, kernels: &Path, args: &SoakArgs) -> anyhow::Result<ExitCode> {
+    let minutes = args.minutes.max(1);
+    let cgroups = CGROUPS_PER_10_MIN * minutes / 10;
+    let kernel = kernel::resolve(&args.kernel, kernels)?;
+    let port = free_port()?;
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse()?;
+    let out_dir = util::target_dir().join("soak").join(&kernel.name);
+    let _ = std::fs::remove_dir_all(&out_dir);
+    println!(
+        "soak: {minutes} min on {}, {cgroups} cgroups made and removed, serve scraped every second at {addr}",
+        kernel.name
+    );
+    let mut files = Vec::new();
+    files.extend(vm::host_program("/usr/sbin/bpftool").context("bpftool (`cargo xtask setup`)")?);
+    let spec = vm::Spec {
+        kernel: &kernel,
+        tracer: Some(tracer),
+        command: format!(
+            "SOAK_MINUTES={minutes}\nSOAK_CGROUPS={cgroups}\n{}",
+            include_str!("../vm/soak.sh")
+        ),
+        files,
+        // Boot, the run, the end, and room for a slow machine.
+        timeout: Duration::from_secs(minutes * 60 + 900),
+        kvm: args.kvm,
+        interactive: false,
+        forward: Some((port, GUEST_PORT)),
+        out_dir,
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let scrapes = Arc::new(Mutex::new(Scrapes::default()));
+    let worker = {
+        let (stop, scrapes) = (Arc::clone(&stop), Arc::clone(&scrapes));
+        thread::spawn(move || scraper(addr, Duration::from_secs(minutes * 60), &stop, &scrapes))
+    };
+    let outcome = vm::boot(&spec);
+    stop.store(true, Ordering::Relaxed);
+    let _ = worker.join();
+    let outcome = outcome?;
+    let ran_ok = outcome.success();
+    let files: BTreeMap<String, PathBuf> = outcome.files.into_iter().collect();
+    let read = |name: &str| {
+        files
+            .get(name)
+            .and_then(|p| std::fs::read_to_string(p).ok())
+            .unwrap_or_default()
+    };
+    let samples = read("soak.samples");
+    let mut report = String::new();
+    for line in samples.lines() {
+        let w = words(line);
+        let kib = |k: &str| w.get(k).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0) / 1024.0;
+        let _ = writeln!(
+            report,
+            "soak: guest minute {}: cgroups made {}, serve RSS {:.1} MiB, top RSS {:.1} MiB, kernel map entries {} in {} maps",
+            w.get("minute").unwrap_or(&"?"),
+            w.get("cgroups_made").unwrap_or(&"?"),
+            kib("serve_rss_kib"),
+            kib("top_rss_kib"),
+            w.get("map_entries").unwrap_or(&"?"),
+            w.get("maps").unwrap_or(&"?"),
+        );
+    }
+    print!("{report}");
+    let failed = read("soak.fail");
+    if !failed.is_empty() {
+        println!(
+            "soak: {} workload steps failed, first: {}",
+            failed.lines().count(),
+            failed.lines().next().unwrap_or("")
+        );
+    }
+    let (lines, unaccounted) = accounting(&read("soak.ref"), &read("soak.final"));
+    for l in &lines {
+        println!("soak: {l}");
+    }
+    let serve_log = read("soak_serve.log");
+    if let Some(status) = serve_log.lines().rev().find(|l| l.starts_with("exit ")) {
+        println!("soak: tracer serve ended with {status} on SIGTERM");
+    }
+    let s = scrapes
+        .lock()
+        .map_err(|_| anyhow::anyhow!("the scraper panicked"))?;
+    for f in &s.failures {
+        println!("soak: scrape failed at {f}");
+    }
+    // The exporter's own resident memory (its metric), at the first and last minute.
+    let rss: Vec<f64> = s.minutes.iter().map(|m| m.2).collect();
+    let entries: Vec<&str> = samples
+        .lines()
+        .filter_map(|l| words(l).get("map_entries").copied())
+        .collect();
+    let complete = ran_ok && !lines.is_empty() && s.tried > 0;
+    if !complete {
+        println!(
+            "soak: the run did not complete: {}",
+            outcome
+                .failure
+                .clone()
+                .unwrap_or_else(|| "no kernel counts or no scrapes".into())
+        );
+    }
+    println!(
+        "soak: scrapes ok {}/{}, rss first/last {:.1}/{:.1} MiB, map entries first/last {}/{}, unaccounted events {unaccounted}",
+        s.ok,
+        s.tried,
+        rss.first().unwrap_or(&0.0),
+        rss.last().unwrap_or(&0.0),
+        entries.first().unwrap_or(&"?"),
+        entries.last().unwrap_or(&"?"),
+    );
+    Ok(if complete {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kernel_call_is_counted_lost_or_in_flight() {
+        let metrics = "\
+tracer_latency_seconds_count{probe=\"vfs_rmdir\",caller=\"none\",cgroup=\"/a\"} 90
+tracer_latency_seconds_count{probe=\"vfs_rmdir\",caller=\"none\",cgroup=\"other\"} 5
+tracer_probe_lost_calls_total{probe=\"vfs_rmdir\",kind=\"start_drops\"} 3
+tracer_probe_unmatched_entries{probe=\"vfs_rmdir\"} 2
+tracer_latency_seconds_count{probe=\"namespace_unlock\",caller=\"none\",cgroup=\"/a\"} 10
+";
+        let (lines, off) = accounting("vfs_rmdir 100\nnamespace_unlock 12\n", metrics);
+        assert_eq!(off, 2, "{lines:?}");
+        assert!(lines[0].ends_with("unaccounted 0"), "{lines:?}");
+        assert!(lines[1].contains("kernel 12") && lines[1].ends_with("unaccounted 2"));
+    }
+
+    #[test]
+    fn samples_without_labels_are_read() {
+        let text = "tracer_cgroups_tracked 42\ntracer_cgroups_tracked_x 1\n";
+        assert!((sum(text, "tracer_cgroups_tracked", &[]) - 42.0).abs() < f64::EPSILON);
+    }
+}

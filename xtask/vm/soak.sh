@@ -1,0 +1,123 @@
+# The guest half of `cargo xtask bench soak` (xtask/src/bench_soak.rs): `tracer serve`
+# (scraped from the host through the forwarded port) and `tracer top --frames` run while
+# short-lived cgroups are made and removed, each one mounting a tmpfs, creating,
+# unlinking and removing a directory in it, and unmounting it. The kernel's own kprobe
+# events count the same functions over the same run. SOAK_MINUTES and SOAK_CGROUPS are
+# set by the host before this text.
+
+cg=/sys/fs/cgroup
+tracing=/sys/kernel/tracing
+net-up > /tmp/net.log 2>&1 || { cat /tmp/net.log; exit 1; }
+rmdir_sym=vfs_rmdir
+if [ "$(grep -c ' vfs_rmdir\.part\.[0-9]*$' /proc/kallsyms)" = 1 ]; then
+    rmdir_sym=$(sed -n 's/.* \(vfs_rmdir\.part\.[0-9]*\)$/\1/p' /proc/kallsyms)
+fi
+teardown=unregister_shrinker
+grep -q ' shrinker_free$' /proc/kallsyms && teardown=shrinker_free
+
+# now_s: $now, whole seconds since boot (no command substitution: no fork).
+now_s() {
+    read -r up _ < /proc/uptime
+    now=${up%.*}
+}
+# sample MINUTE: one line of what the guest sees: cgroups made so far, the two tracers'
+# resident memory, and the entries of every BPF map (all of them are tracer's).
+sample() {
+    done=0
+    for w in 0 1; do
+        [ -f /tmp/soak.done$w ] && done=$((done + $(cat /tmp/soak.done$w)))
+    done
+    entries=0
+    for id in $(/usr/sbin/bpftool map list 2>/dev/null | sed -n 's/^\([0-9][0-9]*\): .*/\1/p'); do
+        n=$(/usr/sbin/bpftool map dump id $id 2>/dev/null | sed -n 's/^Found \([0-9]*\) element.*/\1/p')
+        entries=$((entries + ${n:-0}))
+    done
+    rss() { sed -n 's/^VmRSS:[[:space:]]*\([0-9]*\) kB/\1/p' /proc/$1/status 2>/dev/null; }
+    echo "minute=$1 cgroups_made=$done serve_rss_kib=$(rss $srv) top_rss_kib=$(rss $top) map_entries=$entries maps=$(/usr/sbin/bpftool map list 2>/dev/null | grep -c '^[0-9]')" | tee -a /tmp/soak.samples
+}
+
+tracer serve --listen 0.0.0.0:29110 --interval 1s > /tmp/soak_serve.log 2>&1 &
+srv=$!
+i=0
+while [ $i -lt 1200 ] && ! wget -q -O /dev/null http://127.0.0.1:29110/metrics 2>/dev/null; do sleep 0.1; i=$((i+1)); done
+# Beside it, top's text frames (the last few kept: a frame is 40 lines).
+tracer top --frames 100000 --interval 1s --view probes,cgroups --width 120 --height 40 2> /tmp/soak_top.err |
+    tail -n 200 > /tmp/soak_top.txt &
+i=0
+while [ $i -lt 1200 ] && ! pidof tracer | grep -q ' '; do sleep 0.1; i=$((i+1)); done
+top=$(pidof tracer | tr ' ' '\n' | grep -v "^$srv\$" | head -n 1)
+sleep 3
+
+# The kernel's own counts of the functions compared.
+for sym in $rmdir_sym namespace_unlock deactivate_locked_super $teardown; do
+    echo "p:ref_${sym%%.*} $sym" >> $tracing/kprobe_events
+done
+echo 1 > $tracing/events/kprobes/enable
+
+now_s
+start=$now
+end=$((start + SOAK_MINUTES * 60))
+: > /tmp/soak.samples
+sample 0
+# worker W QUOTA: QUOTA cgroups, paced evenly over the run (a worker ahead of schedule
+# waits), each: mkdir, a shell moved in that mounts, creates, unlinks, rmdirs and
+# unmounts, rmdir.
+worker() {
+    w=$1 quota=$2
+    mkdir -p /mnt/soak$w
+    n=0
+    echo 0 > /tmp/soak.done$w
+    while [ $n -lt "$quota" ]; do
+        now_s
+        [ "$now" -ge $end ] && break
+        if [ $((n * SOAK_MINUTES * 60)) -gt $(((now - start) * quota)) ]; then
+            sleep 0.2
+            continue
+        fi
+        c=$cg/soak_${w}_$n
+        if mkdir $c; then
+            sh -c "echo \$\$ > $c/cgroup.procs && mount -t tmpfs none /mnt/soak$w && mkdir /mnt/soak$w/d &&
+                : > /mnt/soak$w/d/a && : > /mnt/soak$w/d/b && rm /mnt/soak$w/d/a /mnt/soak$w/d/b &&
+                rmdir /mnt/soak$w/d && umount /mnt/soak$w" || echo "cgroup $c: workload failed" >> /tmp/soak.fail
+            rmdir $c || echo "cgroup $c: rmdir failed" >> /tmp/soak.fail
+        else
+            echo "cgroup $c: mkdir failed" >> /tmp/soak.fail
+        fi
+        n=$((n + 1))
+        echo $n > /tmp/soak.done$w
+    done
+}
+half=$((SOAK_CGROUPS / 2))
+worker 0 $half &
+w0=$!
+worker 1 $((SOAK_CGROUPS - half)) &
+w1=$!
+m=1
+while [ $m -le "$SOAK_MINUTES" ]; do
+    now_s
+    while [ "$now" -lt $((start + m * 60)) ]; do sleep 1; now_s; done
+    sample $m
+    m=$((m + 1))
+done
+wait $w0
+wait $w1
+echo 0 > $tracing/events/kprobes/enable
+sed -n 's/^ *ref_\([^ ]*\) *\([0-9]*\) .*/\1 \2/p' $tracing/kprobe_profile > /tmp/soak.ref
+echo > $tracing/kprobe_events
+# Two refreshes, so the last calls reach /metrics.
+sleep 3
+wget -q -O /tmp/soak.final http://127.0.0.1:29110/metrics
+# The host scrapes for the run's length from its first scrape: keep serving past it.
+sleep 15
+kill $top $srv
+wait $srv
+echo "exit $?" >> /tmp/soak_serve.log
+wait
+emit soak.samples /tmp/soak.samples
+emit soak.ref /tmp/soak.ref
+emit soak.final /tmp/soak.final
+emit soak_serve.log /tmp/soak_serve.log
+emit soak_top.txt /tmp/soak_top.txt
+emit soak_top.err /tmp/soak_top.err
+[ -f /tmp/soak.fail ] && emit soak.fail /tmp/soak.fail
+exit 0
