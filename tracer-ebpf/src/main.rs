@@ -29,9 +29,10 @@ use tracer_common::{
     maps::{
         AT_REMOVEDIR, BEGUN_UNRECORDED, CGROUP_EVENTS_BYTES, CGROUP_PATH_MAX, CGROUP2_HIERARCHY,
         COUNTER_ENTRIES, CgroupEvent, CounterId, CounterKey, DCACHE_DONTCACHE, DCACHE_OP_DELETE,
-        HIST_ENTRIES, HistKey, INFLIGHT_ENTRIES, LOSS_COUNT, LockGate, Loss, NOT_PRUNED, ProbeCounters,
-        RMDIR_ENTRIES, RmdirLocks, SETTLE_ENTERED, SETTLE_RETURNED, SLOW_CALLS_BYTES, SLOW_PRUNED,
-        STATS_ENTRIES, SlowBudget, SlowCallEvent, Stat, StatKey, Thread,
+        HIST_ENTRIES, HistKey, INFLIGHT_ENTRIES, LOSS_COUNT, LockGate, Loss, NOT_PRUNED,
+        ProbeCounters, RMDIR_ENTRIES, RmdirLocks, SETTLE_ENTERED, SETTLE_RETURNED,
+        SLOW_CALLS_BYTES, SLOW_PRUNED, STATS_ENTRIES, SlowBudget, SlowCallEvent, Stat, StatKey,
+        Thread,
     },
     probe::PROBE_COUNT,
 };
