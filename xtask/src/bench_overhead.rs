@@ -34,8 +34,9 @@ pub struct OverheadArgs {
     /// Timed runs of each workload per tool (after one untraced warm-up run).
     #[arg(long, default_value_t = 3)]
     runs: usize,
-    /// Kill the VM after this many seconds.
-    #[arg(long, default_value_t = 1800)]
+    /// Kill the VM after this many seconds (bpftrace alone takes minutes to compile each
+    /// of its scripts under emulation).
+    #[arg(long, default_value_t = 5400)]
     timeout: u64,
     /// Use KVM instead of TCG emulation (it hangs where nested virtualisation is broken).
     #[arg(long)]
@@ -110,13 +111,17 @@ pub fn run(args: &OverheadArgs, kernels: &Path, tracer: &Path) -> anyhow::Result
     let mut ok = true;
     for s in series {
         let kernel = kernel::resolve(s.name, kernels)?;
-        match boot(args, modes, &kernel, tracer)? {
-            Ok(files) => print!("{}", report(&kernel.name, &files, &mut worst)),
-            Err(why) => {
-                ok = false;
-                println!("bench overhead [{}]: FAILED: {why}", kernel.name);
+        let (files, failure) = boot(args, modes, &kernel, tracer)?;
+        if let Some(why) = failure {
+            ok = false;
+            println!("bench overhead [{}]: FAILED: {why}", kernel.name);
+            if files.is_empty() {
+                continue;
             }
+            // The guest sends each step's files as it goes: what a cut-short run measured.
+            println!("bench overhead [{}]: what the run sent before that:", kernel.name);
         }
+        print!("{}", report(&kernel.name, &files, &mut worst));
     }
     println!("{}", last_line(&worst));
     Ok(if ok {
@@ -151,13 +156,14 @@ fn files_in(dir: &Path) -> anyhow::Result<BTreeMap<String, PathBuf>> {
     Ok(out)
 }
 
-/// One boot: the result files, or why there are none.
+/// One boot: the result files, and why the boot failed if it did (its files then are those
+/// the guest sent before).
 fn boot(
     args: &OverheadArgs,
     modes: &str,
     kernel: &Kernel,
     tracer: &Path,
-) -> anyhow::Result<Result<BTreeMap<String, PathBuf>, String>> {
+) -> anyhow::Result<(BTreeMap<String, PathBuf>, Option<String>)> {
     let out_dir = util::target_dir()
         .join("vm")
         .join(format!("bench-overhead-{}", kernel.name));
@@ -189,11 +195,8 @@ fn boot(
         out_dir: out_dir.clone(),
     };
     let outcome = vm::boot(&spec)?;
-    if let Some(why) = &outcome.failure {
-        return Ok(Err(why.clone()));
-    }
     // The files are kept where `--from` can read them again.
-    Ok(Ok(outcome.files.into_iter().collect()))
+    Ok((outcome.files.into_iter().collect(), outcome.failure))
 }
 
 /// One program's statistics at one instant.

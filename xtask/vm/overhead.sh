@@ -17,6 +17,12 @@ bpftool=/usr/sbin/bpftool
 stressng=/usr/bin/stress-ng
 
 mark() { echo "$*" > $tracing/trace_marker; }
+# step TEXT: progress on the console, with the guest's uptime, so that a run killed by the
+# host's timeout says which step it was in.
+step() { echo "bench: $(cut -d' ' -f1 /proc/uptime) s: $*"; }
+# send FILE...: each file that exists, to the host now (not at the end: a run cut short
+# still leaves what it measured).
+send() { for f in "$@"; do [ -f $f ] && emit ${f#/tmp/} $f; done; }
 
 uname -r > /tmp/uname
 emit uname /tmp/uname
@@ -130,11 +136,13 @@ cat > /bin/measure << 'EOF'
 mode=$1
 /usr/sbin/bpftool -j perf > /tmp/perf.$mode.json 2> /dev/null
 /usr/sbin/bpftool -j link show > /tmp/link.$mode.json 2> /dev/null
+# Every step bounded: a workload that never ends is reported (rc 143) and the next runs.
 for w in rmdir unlink umount ramfs lock; do
-    /usr/sbin/bpftool -j prog show > /tmp/stats.$mode.$w.0.json
-    /bin/wl $w measure 0
+    echo "bench: measure $mode $w"
+    timeout 60 /usr/sbin/bpftool -j prog show > /tmp/stats.$mode.$w.0.json
+    timeout 300 /bin/wl $w measure 0
     echo "$w $?" >> /tmp/measure.$mode.rc
-    /usr/sbin/bpftool -j prog show > /tmp/stats.$mode.$w.1.json
+    timeout 60 /usr/sbin/bpftool -j prog show > /tmp/stats.$mode.$w.1.json
 done
 EOF
 chmod 755 /bin/measure
@@ -207,29 +215,48 @@ scripts() {
     done
 }
 
-# start ROLE MODE: bpftrace with that script in the background; waits until it is ready.
-# Its pid in /tmp/pid.ROLE.MODE; 0 when it failed to start.
+# start ROLE MODE: bpftrace with that script in the background; waits until it is ready:
+# it prints "Attaching N probes..." once compiled, then `ready` from BEGIN once every probe
+# is attached. Under emulation compiling alone takes minutes, so the wait is long, but
+# bounded. Its pid in /tmp/pid.ROLE.MODE; 0 when it failed to start (the console says how).
 start() {
     $bpftrace /tmp/$1.$2.bt > /tmp/$1.$2.out 2>&1 &
     pid=$!
     k=0
     while ! grep -q '^ready' /tmp/$1.$2.out 2> /dev/null; do
-        if ! kill -0 $pid 2> /dev/null || [ $k -ge 300 ]; then
-            kill -INT $pid 2> /dev/null
+        if ! kill -0 $pid 2> /dev/null; then
+            step "bpftrace $1 ($2) exited before it was ready: $(tail -3 /tmp/$1.$2.out)"
             wait $pid 2> /dev/null
             echo 0 > /tmp/pid.$1.$2
+            send /tmp/$1.$2.out
+            return 1
+        fi
+        if [ $k -ge 900 ]; then
+            step "bpftrace $1 ($2) not ready after 900 s ($(grep -c Attaching /tmp/$1.$2.out) Attaching lines): stopped"
+            kill -KILL $pid 2> /dev/null
+            wait $pid 2> /dev/null
+            echo 0 > /tmp/pid.$1.$2
+            send /tmp/$1.$2.out
             return 1
         fi
         sleep 1
         k=$((k + 1))
     done
+    step "bpftrace $1 ($2) ready after $k s: $(grep Attaching /tmp/$1.$2.out)"
     echo $pid > /tmp/pid.$1.$2
 }
 
+# stop ROLE MODE: SIGINT (bpftrace prints its maps and detaches), SIGKILL after 120 s.
 stop() {
     pid=$(cat /tmp/pid.$1.$2)
     [ "$pid" != 0 ] || return 0
     kill -INT $pid
+    k=0
+    while kill -0 $pid 2> /dev/null && [ $k -lt 120 ]; do sleep 1; k=$((k + 1)); done
+    if kill -0 $pid 2> /dev/null; then
+        step "bpftrace $1 ($2) still running 120 s after SIGINT: killed"
+        kill -KILL $pid
+    fi
     wait $pid 2> /dev/null
 }
 
@@ -239,47 +266,53 @@ echo > $tracing/trace
 
 # Wall time, untraced: a warm-up pass (run 0, left out by the host), then RUNS passes.
 run=0
+step "untraced runs"
 while [ $run -le "$RUNS" ]; do
-    for w in $workloads; do /bin/wl $w none $run || mark "failed $w.none $run"; done
+    for w in $workloads; do timeout 300 /bin/wl $w none $run || mark "failed $w.none $run"; done
     run=$((run + 1))
 done
 
 for mode in $MODES; do
-    echo "bench: overhead, $mode"
+    step "$mode: starting bpftrace (peer, count(), floor)"
     scripts $mode
+    send /tmp/peer.$mode.bt
     # The cost per call: everything attached at once, the ids of each tool's programs
     # told apart by listing them after each one starts.
     $bpftool -j prog show > /tmp/ids.$mode.base.json
     for role in peer count floor; do
         start $role $mode
-        $bpftool -j prog show > /tmp/ids.$mode.$role.json
+        timeout 60 $bpftool -j prog show > /tmp/ids.$mode.$role.json
     done
-    tracer capture --attach $mode -o /tmp/cap.$mode.json -- /bin/sh /bin/measure $mode \
+    step "$mode: tracer capture around the measured workloads"
+    timeout 1800 tracer capture --attach $mode -o /tmp/cap.$mode.json -- /bin/sh /bin/measure $mode \
         > /tmp/tracer.$mode.out 2> /tmp/tracer.$mode.err
     echo "exit $?" >> /tmp/tracer.$mode.err
+    step "$mode: stopping bpftrace"
     for role in peer count floor; do stop $role $mode; done
+    send /tmp/ids.$mode.*.json /tmp/stats.$mode.*.json /tmp/perf.$mode.json \
+        /tmp/link.$mode.json /tmp/measure.$mode.rc /tmp/tracer.$mode.err /tmp/tracer.$mode.out \
+        /tmp/peer.$mode.out /tmp/count.$mode.out /tmp/floor.$mode.out
 
     # Wall time under tracer alone, then under the bpftrace peer alone.
-    tracer capture --attach $mode -o /dev/null -- /bin/sh -c "
+    step "$mode: timed runs under tracer"
+    timeout 1800 tracer capture --attach $mode -o /dev/null -- /bin/sh -c "
         run=1
         while [ \$run -le $RUNS ]; do
-            for w in $workloads; do /bin/wl \$w tracer-$mode \$run || echo \"failed \$w.tracer-$mode \$run\" > $tracing/trace_marker; done
+            for w in $workloads; do timeout 300 /bin/wl \$w tracer-$mode \$run || echo \"failed \$w.tracer-$mode \$run\" > $tracing/trace_marker; done
             run=\$((run + 1))
         done" > /dev/null 2>> /tmp/tracer.$mode.err
+    step "$mode: timed runs under the bpftrace peer"
     if start peer $mode; then
         run=1
         while [ $run -le "$RUNS" ]; do
-            for w in $workloads; do /bin/wl $w bpftrace-$mode $run || mark "failed $w.bpftrace-$mode $run"; done
+            for w in $workloads; do timeout 300 /bin/wl $w bpftrace-$mode $run || mark "failed $w.bpftrace-$mode $run"; done
             run=$((run + 1))
         done
         stop peer $mode
     fi
-
-    for f in /tmp/ids.$mode.*.json /tmp/stats.$mode.*.json /tmp/perf.$mode.json \
-        /tmp/link.$mode.json /tmp/measure.$mode.rc /tmp/tracer.$mode.err /tmp/tracer.$mode.out \
-        /tmp/peer.$mode.out /tmp/count.$mode.out /tmp/floor.$mode.out /tmp/peer.$mode.bt; do
-        [ -f $f ] && emit ${f#/tmp/} $f
-    done
+    send /tmp/tracer.$mode.err
+    cat $tracing/trace > /tmp/trace
+    send /tmp/trace
 done
 emit setup.log /tmp/setup.log
 cat $tracing/trace > /tmp/trace
