@@ -166,6 +166,11 @@ fn is_own_child() -> bool {
         .is_some_and(|tgid| u64::from(tgid) == global(&SELF_TGID))
 }
 
+/// `BPF_NOEXIST`: a map update that only creates.
+const BPF_NOEXIST: u64 = 1;
+/// What a `BPF_NOEXIST` update returns when the key exists.
+const EEXIST: i32 = 17;
+
 #[inline(always)]
 fn global(g: &'static u32) -> u64 {
     u64::from(unsafe { core::ptr::read_volatile(g) })
@@ -472,9 +477,11 @@ fn record(cgroup: u64, probe: u16, caller: u16, delta: u64) -> bool {
     let bucket = match HIST.get_ptr_mut(hkey) {
         Some(n) => n,
         None => {
-            if HIST.insert(hkey, 0, 0).is_err() {
-                return false;
-            }
+            // Made only if still missing: fentry programs (and newer syscall tracepoints)
+            // run preemptibly, so another task on this CPU may have made it since the
+            // lookup, and replacing it would zero the calls it counted. Full or not, the
+            // lookup after says whether there is one to count in.
+            let _ = HIST.insert(hkey, 0, BPF_NOEXIST);
             let Some(n) = HIST.get_ptr_mut(hkey) else {
                 return false;
             };
@@ -487,7 +494,19 @@ fn record(cgroup: u64, probe: u16, caller: u16, delta: u64) -> bool {
         caller,
         _pad: 0,
     };
-    let stat_ok = match STATS.get_ptr_mut(skey) {
+    // A missing series is made empty, only if still missing (as the bucket above), and
+    // then counted like any other: a racing task's first call is never overwritten.
+    let stat = STATS.get_ptr_mut(skey).or_else(|| {
+        let empty = Stat {
+            count: 0,
+            sum_ns: 0,
+            min_ns: 0,
+            max_ns: 0,
+        };
+        let _ = STATS.insert(skey, empty, BPF_NOEXIST);
+        STATS.get_ptr_mut(skey)
+    });
+    let stat_ok = match stat {
         Some(s) => {
             let s = unsafe { &mut *s };
             // Another CPU's first call of this series finds a zeroed slot (per-CPU hash
@@ -504,15 +523,7 @@ fn record(cgroup: u64, probe: u16, caller: u16, delta: u64) -> bool {
             }
             true
         }
-        None => {
-            let s = Stat {
-                count: 1,
-                sum_ns: delta,
-                min_ns: delta,
-                max_ns: delta,
-            };
-            STATS.insert(skey, s, 0).is_ok()
-        }
+        None => false,
     };
     // The bucket is counted only once the summary is, so a series is never half recorded.
     if stat_ok {
@@ -531,7 +542,14 @@ fn count(counter: CounterId, cgroup: u64) {
     match COUNTERS.get_ptr_mut(key) {
         Some(n) => add(n, 1),
         None => {
-            if let Err(e) = COUNTERS.insert(key, 1, 0) {
+            // Made only if still missing (see `record`); made meanwhile, it is counted in.
+            if let Err(e) = COUNTERS.insert(key, 1, BPF_NOEXIST) {
+                if e == -EEXIST
+                    && let Some(n) = COUNTERS.get_ptr_mut(key)
+                {
+                    add(n, 1);
+                    return;
+                }
                 #[expect(clippy::cast_sign_loss, reason = "the errno, read back as i64")]
                 lose_because(Loss::CounterDrops, e as u64);
             }
