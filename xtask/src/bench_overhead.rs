@@ -119,7 +119,10 @@ pub fn run(args: &OverheadArgs, kernels: &Path, tracer: &Path) -> anyhow::Result
                 continue;
             }
             // The guest sends each step's files as it goes: what a cut-short run measured.
-            println!("bench overhead [{}]: what the run sent before that:", kernel.name);
+            println!(
+                "bench overhead [{}]: what the run sent before that:",
+                kernel.name
+            );
         }
         print!("{}", report(&kernel.name, &files, &mut worst));
     }
