@@ -947,8 +947,8 @@ fn lock_waits(s: &Snapshot, _: (u32, u32)) -> Verdict {
         ms(max),
         elsewhere.count()
     );
-    // The waiters start 0.2 s after the rmdir and the pruning takes about 0.6 s under TCG:
-    // a wait cut short by another lock's contention_end would last microseconds.
+    // The waiters start 0.1 s after rmdir(1) is exec'd and the pruning takes 0.3-0.6 s under
+    // TCG: a wait cut short by another lock's contention_end would last microseconds.
     if hold.count() != 1 || waits.count() != 4 || elsewhere.count() != 0 {
         return Err(format!("{seen}; expected 1 hold, 4 waits, none elsewhere"));
     }

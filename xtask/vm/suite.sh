@@ -120,7 +120,12 @@ echo "suite: inode-lock waits: 4 lookups block on the parent's lock while rmdir 
 cat > /tmp/lockwait.sh <<'LOCKWAIT'
 sh -c "echo \$\$ > /sys/fs/cgroup/lk_rm/cgroup.procs; exec rmdir $1/victim" &
 r=$!
-sleep 0.2
+# Start the lookups once rmdir(1) runs (its exec renamed the task) and has had 0.1 s to
+# reach rmdir(2) and take the lock: a fixed delay from the fork left some runs only 50 ms
+# of the hold to wait through when the pruning was quick.
+c=
+while [ "$c" != rmdir ]; do read c < /proc/$r/comm || break; done
+sleep 0.1
 echo $$ > /sys/fs/cgroup/lk_wait/cgroup.procs
 j=0
 while [ $j -lt $2 ]; do [ -e $1/y$j ] & j=$((j+1)); done
