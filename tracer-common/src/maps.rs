@@ -14,6 +14,8 @@ pub const COUNTERS: &str = "COUNTERS";
 pub const RMDIR_LOCKS: &str = "RMDIR_LOCKS";
 /// Hash: thread id -> [`RmdirLocks`], the locks that thread's `vfs_rmdir` registered.
 pub const RMDIR_BY_THREAD: &str = "RMDIR_BY_THREAD";
+/// Array of one [`LockGate`]: whether the lock-contention programs have anything to do.
+pub const LOCK_GATE: &str = "LOCK_GATE";
 /// Per-CPU array of one u64 per [`Loss`]: losses not tied to one probe.
 pub const LOSSES: &str = "LOSSES";
 /// Map: per [`Loss`], a detail of its first occurrence (`-errno` of a failed map update, the
@@ -192,6 +194,17 @@ pub struct Thread {
     /// Time the thread's `vfs_rmdir` in flight spent in `shrink_dcache_parent` so far
     /// (under its inode locks), for its slow-call event; [`NOT_PRUNED`] when none ran.
     pub rmdir_pruned_ns: u64,
+}
+
+/// What the lock-contention programs, which run for every contended lock on the host, read
+/// first: with no `vfs_rmdir` lock registered they return after this one array read.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LockGate {
+    /// `vfs_rmdir` calls whose inode locks are registered (`RMDIR_BY_THREAD` entries).
+    pub rmdirs: u64,
+    /// Threads with an inode lock wait in flight (`Thread::lock_wait_addr` set).
+    pub waits: u64,
 }
 
 /// [`Thread::start_ns`] of a call that began before recording started: its return is

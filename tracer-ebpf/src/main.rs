@@ -29,9 +29,10 @@ use tracer_common::{
     maps::{
         AT_REMOVEDIR, BEGUN_UNRECORDED, CGROUP_EVENTS_BYTES, CGROUP_PATH_MAX, CGROUP2_HIERARCHY,
         COUNTER_ENTRIES, CgroupEvent, CounterId, CounterKey, DCACHE_DONTCACHE, DCACHE_OP_DELETE,
-        HIST_ENTRIES, HistKey, INFLIGHT_ENTRIES, LOSS_COUNT, Loss, NOT_PRUNED, ProbeCounters,
-        RMDIR_ENTRIES, RmdirLocks, SETTLE_ENTERED, SETTLE_RETURNED, SLOW_CALLS_BYTES, SLOW_PRUNED,
-        STATS_ENTRIES, SlowBudget, SlowCallEvent, Stat, StatKey, Thread,
+        HIST_ENTRIES, HistKey, INFLIGHT_ENTRIES, LOSS_COUNT, LockGate, Loss, NOT_PRUNED,
+        ProbeCounters, RMDIR_ENTRIES, RmdirLocks, SETTLE_ENTERED, SETTLE_RETURNED,
+        SLOW_CALLS_BYTES, SLOW_PRUNED, STATS_ENTRIES, SlowBudget, SlowCallEvent, Stat, StatKey,
+        Thread,
     },
     probe::PROBE_COUNT,
 };
@@ -57,6 +58,9 @@ static RMDIR_LOCKS: HashMap<u64, u32> = HashMap::with_max_entries(RMDIR_ENTRIES,
 
 #[map]
 static RMDIR_BY_THREAD: HashMap<u32, RmdirLocks> = HashMap::with_max_entries(RMDIR_ENTRIES, 0);
+
+#[map]
+static LOCK_GATE: Array<LockGate> = Array::with_max_entries(1, 0);
 
 #[map]
 static LOSSES: PerCpuArray<u64> = PerCpuArray::with_max_entries(LOSS_COUNT, 0);
@@ -124,10 +128,18 @@ static CGROUP_TP_ID: u32 = 16;
 #[unsafe(no_mangle)]
 static CGROUP_TP_PATH: u32 = 24;
 
+/// Whether `pid_tgid` (read once per program run: each read is a helper call) is tracer's.
 #[inline(always)]
-fn is_self() -> bool {
-    let tgid = bpf_get_current_pid_tgid() >> 32;
-    tgid == global(&SELF_TGID)
+fn is_self(pid_tgid: u64) -> bool {
+    pid_tgid >> 32 == global(&SELF_TGID)
+}
+
+/// The thread id half of `pid_tgid`.
+#[inline(always)]
+fn tid_of(pid_tgid: u64) -> u32 {
+    #[expect(clippy::cast_possible_truncation, reason = "lower 32 bits are the tid")]
+    let tid = pid_tgid as u32;
+    tid
 }
 
 /// Whether the current task is a child tracer forked that has not exec'd the user's
@@ -153,6 +165,11 @@ fn is_own_child() -> bool {
         .and_then(|parent| read_u32(parent + global(&TASK_TGID)))
         .is_some_and(|tgid| u64::from(tgid) == global(&SELF_TGID))
 }
+
+/// `BPF_NOEXIST`: a map update that only creates.
+const BPF_NOEXIST: u64 = 1;
+/// What a `BPF_NOEXIST` update returns when the key exists.
+const EEXIST: i32 = 17;
 
 #[inline(always)]
 fn global(g: &'static u32) -> u64 {
@@ -197,6 +214,23 @@ fn counters(probe: Probe) -> Option<&'static mut ProbeCounters> {
     PROBE_COUNTERS
         .get_ptr_mut(u32::from(probe.id()))
         .map(|p| unsafe { &mut *p })
+}
+
+/// Add `n` (`u64::MAX` takes one away) to the lock-contention gate's count of waits in
+/// flight, or else of registered rmdirs.
+#[inline(always)]
+fn gate(waits: bool, n: u64) {
+    if let Some(g) = LOCK_GATE.get_ptr_mut(0) {
+        // SAFETY: a pointer into the map's one value, which lives as long as the map.
+        let field = unsafe {
+            if waits {
+                &raw mut (*g).waits
+            } else {
+                &raw mut (*g).rmdirs
+            }
+        };
+        add(field, n);
+    }
 }
 
 #[inline(always)]
@@ -265,16 +299,19 @@ struct Call {
 /// and lock waits have start times but are nobody's caller.
 #[inline(always)]
 fn on_entry(probe: Probe, arg: u64) {
-    if is_self() {
+    let pid_tgid = bpf_get_current_pid_tgid();
+    if is_self(pid_tgid) {
         return;
     }
     // `probe` is a constant in each program, so this index is too (the verifier wants that).
     let slot = usize::from(probe.id());
     let recording = recording();
-    if !recording || is_own_child() {
+    // tracer's own child before exec waits only in grace periods (moving into the
+    // command's cgroup): other probes skip the comm read, a helper call on every entry.
+    if !recording || (probe.is_grace_period() && is_own_child()) {
         // Marked, so that its return is not taken for one without an entry; not on the
         // stack, so a return whose program is not attached yet leaves no frame behind.
-        if let Some(t) = thread(current_tid()) {
+        if let Some(t) = thread(tid_of(pid_tgid)) {
             t.start_ns[slot] = BEGUN_UNRECORDED;
         }
         if !recording {
@@ -285,7 +322,7 @@ fn on_entry(probe: Probe, arg: u64) {
     let Some(c) = counters(probe) else { return };
     add(&raw mut c.entries, 1);
     let ts_ns = unsafe { bpf_ktime_get_ns() };
-    let Some(t) = thread(current_tid()) else {
+    let Some(t) = thread(tid_of(pid_tgid)) else {
         add(&raw mut c.start_drops, 1);
         return;
     };
@@ -300,6 +337,9 @@ fn on_entry(probe: Probe, arg: u64) {
         t.rmdir_pruned_ns = NOT_PRUNED;
     }
     if probe == Probe::InodeLockWait {
+        if t.lock_wait_addr == 0 {
+            gate(true, 1);
+        }
         t.lock_wait_addr = arg;
     }
 }
@@ -307,12 +347,13 @@ fn on_entry(probe: Probe, arg: u64) {
 /// The current thread returned from `probe`: record its latency.
 #[inline(always)]
 fn on_exit(probe: Probe) -> Option<Call> {
-    if is_self() {
+    let pid_tgid = bpf_get_current_pid_tgid();
+    if is_self(pid_tgid) {
         return None;
     }
     let slot = usize::from(probe.id());
     let thread = THREADS
-        .get_ptr_mut(current_tid())
+        .get_ptr_mut(tid_of(pid_tgid))
         .map(|t| unsafe { &mut *t });
     let start = thread.as_ref().map_or(0, |t| t.start_ns[slot]);
     if !recording() || start == BEGUN_UNRECORDED {
@@ -436,9 +477,11 @@ fn record(cgroup: u64, probe: u16, caller: u16, delta: u64) -> bool {
     let bucket = match HIST.get_ptr_mut(hkey) {
         Some(n) => n,
         None => {
-            if HIST.insert(hkey, 0, 0).is_err() {
-                return false;
-            }
+            // Made only if still missing: fentry programs (and newer syscall tracepoints)
+            // run preemptibly, so another task on this CPU may have made it since the
+            // lookup, and replacing it would zero the calls it counted. Full or not, the
+            // lookup after says whether there is one to count in.
+            let _ = HIST.insert(hkey, 0, BPF_NOEXIST);
             let Some(n) = HIST.get_ptr_mut(hkey) else {
                 return false;
             };
@@ -451,7 +494,19 @@ fn record(cgroup: u64, probe: u16, caller: u16, delta: u64) -> bool {
         caller,
         _pad: 0,
     };
-    let stat_ok = match STATS.get_ptr_mut(skey) {
+    // A missing series is made empty, only if still missing (as the bucket above), and
+    // then counted like any other: a racing task's first call is never overwritten.
+    let stat = STATS.get_ptr_mut(skey).or_else(|| {
+        let empty = Stat {
+            count: 0,
+            sum_ns: 0,
+            min_ns: 0,
+            max_ns: 0,
+        };
+        let _ = STATS.insert(skey, empty, BPF_NOEXIST);
+        STATS.get_ptr_mut(skey)
+    });
+    let stat_ok = match stat {
         Some(s) => {
             let s = unsafe { &mut *s };
             // Another CPU's first call of this series finds a zeroed slot (per-CPU hash
@@ -468,15 +523,7 @@ fn record(cgroup: u64, probe: u16, caller: u16, delta: u64) -> bool {
             }
             true
         }
-        None => {
-            let s = Stat {
-                count: 1,
-                sum_ns: delta,
-                min_ns: delta,
-                max_ns: delta,
-            };
-            STATS.insert(skey, s, 0).is_ok()
-        }
+        None => false,
     };
     // The bucket is counted only once the summary is, so a series is never half recorded.
     if stat_ok {
@@ -495,7 +542,14 @@ fn count(counter: CounterId, cgroup: u64) {
     match COUNTERS.get_ptr_mut(key) {
         Some(n) => add(n, 1),
         None => {
-            if let Err(e) = COUNTERS.insert(key, 1, 0) {
+            // Made only if still missing (see `record`); made meanwhile, it is counted in.
+            if let Err(e) = COUNTERS.insert(key, 1, BPF_NOEXIST) {
+                if e == -EEXIST
+                    && let Some(n) = COUNTERS.get_ptr_mut(key)
+                {
+                    add(n, 1);
+                    return;
+                }
                 #[expect(clippy::cast_sign_loss, reason = "the errno, read back as i64")]
                 lose_because(Loss::CounterDrops, e as u64);
             }
@@ -555,6 +609,7 @@ fn before_vfs_rmdir(dir: u64, dentry: u64) {
         lose_because(Loss::RmdirLockDrops, e as u64);
         return;
     }
+    gate(false, 1);
     let ok = RMDIR_LOCKS.insert(locks.parent, tid, 0).and_then(|()| {
         if locks.victim == 0 {
             Ok(())
@@ -583,7 +638,9 @@ fn unregister_rmdir_locks(tid: u32) {
                 let _ = RMDIR_LOCKS.remove(lock);
             }
         }
-        let _ = RMDIR_BY_THREAD.remove(tid);
+        if RMDIR_BY_THREAD.remove(tid).is_ok() {
+            gate(false, u64::MAX);
+        }
     }
 }
 
@@ -989,8 +1046,13 @@ fn cgroup_event(ctx: &TracePointContext, removed: u32) -> Option<()> {
 /// `lock:contention_begin(lock_addr, flags)`.
 #[tracepoint]
 pub fn contention_begin(ctx: TracePointContext) -> u32 {
+    // Every contended lock on the host comes here: one array read when no rmdir is in flight.
+    if LOCK_GATE.get(0).is_none_or(|g| g.rmdirs == 0) {
+        return 0;
+    }
     let lock: u64 = unsafe { ctx.read_at(8) }.unwrap_or(0);
-    let tid = current_tid();
+    let pid_tgid = bpf_get_current_pid_tgid();
+    let tid = tid_of(pid_tgid);
     if let Some(holder) = RMDIR_LOCKS.get_ptr(lock).map(|h| unsafe { *h })
         && holder != tid
     {
@@ -998,7 +1060,7 @@ pub fn contention_begin(ctx: TracePointContext) -> u32 {
         // The wait is the holder's doing: counted in its cgroup too (the waiter's cgroup
         // has the wait's time).
         if recording()
-            && !is_self()
+            && !is_self(pid_tgid)
             && let Some(locks) = RMDIR_BY_THREAD.get_ptr(holder)
         {
             count(CounterId::LockWaitersBlocked, unsafe { (*locks).cgroup });
@@ -1010,6 +1072,10 @@ pub fn contention_begin(ctx: TracePointContext) -> u32 {
 /// `lock:contention_end(lock_addr, ret)`.
 #[tracepoint]
 pub fn contention_end(ctx: TracePointContext) -> u32 {
+    // Only a thread whose wait contention_begin timed has anything to close.
+    if LOCK_GATE.get(0).is_none_or(|g| g.waits == 0) {
+        return 0;
+    }
     let lock: u64 = unsafe { ctx.read_at(8) }.unwrap_or(0);
     // Only the end of the wait contention_begin chose to time, on the same lock: a waiter
     // for an i_rwsem also contends on the way for other locks (the rwsem's wait_lock,
@@ -1024,6 +1090,7 @@ pub fn contention_end(ctx: TracePointContext) -> u32 {
         return 0;
     }
     t.lock_wait_addr = 0;
+    gate(true, u64::MAX);
     exit_hooks(Probe::InodeLockWait);
     0
 }

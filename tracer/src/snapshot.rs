@@ -765,6 +765,8 @@ pub struct Snapshot {
     /// CPU time tracer's own kernel programs used over the span, when the kernel kept
     /// BPF statistics.
     pub bpf: Option<BpfUsage>,
+    /// CPU time (user + system) tracer's own process used over the span, when measured.
+    pub process_cpu_ns: Option<u64>,
 }
 
 /// What tracer's kernel programs cost, from the kernel's BPF run-time statistics.
@@ -791,6 +793,7 @@ impl Snapshot {
             losses: BTreeMap::new(),
             slow_calls: Vec::new(),
             bpf: None,
+            process_cpu_ns: None,
         }
     }
 

@@ -27,9 +27,10 @@ pub enum Bench {
     /// Capture start-up in a VM: from command start to probes attached, tracer vs bpftrace
     /// attaching the same kernel functions, in one boot per kernel.
     Startup(VmArgs),
-    /// What tracing costs the traced paths in a VM: a fixed workload untraced, under
-    /// `tracer capture` (kprobe, fentry) and under bpftrace counting the same functions.
-    Overhead(VmArgs),
+    /// What each of tracer's kernel programs costs per call in a VM (the kernel's run-time
+    /// statistics), against a bpftrace program doing the same job, bpftrace's bare `count()`
+    /// and an empty program; and each workload's rate untraced and traced.
+    Overhead(crate::bench_overhead::OverheadArgs),
     /// `tracer top` on 1,000 churning cgroups x 10 probes: CPU per refresh, RSS over time.
     Top {
         /// Simulated seconds per second: one refresh per simulated second, this many a second.
@@ -89,6 +90,12 @@ pub fn run(bench: &Bench) -> anyhow::Result<ExitCode> {
     {
         return crate::bench_serve::run(tracer, args);
     }
+    if let Bench::Overhead(args) = bench
+        && args.from.is_some()
+    {
+        // Re-rendering saved result files needs no set-up and no build.
+        return crate::bench_overhead::run(args, Path::new(""), Path::new(""));
+    }
     if let Bench::ModelFit(a) = bench
         && a.saved
     {
@@ -98,7 +105,7 @@ pub fn run(bench: &Bench) -> anyhow::Result<ExitCode> {
     let tracer = tracer_build::build(&tools)?;
     match bench {
         Bench::Startup(args) => vm_bench(Mode::Startup, args, &tools.kernels, &tracer),
-        Bench::Overhead(args) => vm_bench(Mode::Overhead, args, &tools.kernels, &tracer),
+        Bench::Overhead(args) => crate::bench_overhead::run(args, &tools.kernels, &tracer),
         Bench::Model { runs } => model(&tracer, (*runs).max(1)),
         Bench::Serve(args) => crate::bench_serve::run(&tracer, args),
         Bench::Top { speed } => crate::bench_top::top(&tracer, *speed).map(|()| ExitCode::SUCCESS),
@@ -117,14 +124,12 @@ pub fn run(bench: &Bench) -> anyhow::Result<ExitCode> {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Mode {
     Startup,
-    Overhead,
 }
 
 impl Mode {
     fn name(self) -> &'static str {
         match self {
             Mode::Startup => "startup",
-            Mode::Overhead => "overhead",
         }
     }
 }
@@ -242,7 +247,6 @@ fn boot_bench(
     let failures = failed_runs(&marks);
     let mut body = match mode {
         Mode::Startup => startup_table(&marks, &failures),
-        Mode::Overhead => overhead_table(&marks, &failures),
     };
     for (row, runs) in &failures {
         let err = read(&format!("{row}.err")).unwrap_or_default();
@@ -293,18 +297,18 @@ fn bpftrace_summary(out: &str) -> String {
 
 /// One `trace_marker` line: `WHAT ROW RUN [STATUS]` and when the kernel stamped it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-struct Mark {
-    what: String,
-    row: String,
-    run: u32,
-    extra: Option<String>,
+pub(crate) struct Mark {
+    pub(crate) what: String,
+    pub(crate) row: String,
+    pub(crate) run: u32,
+    pub(crate) extra: Option<String>,
     /// `CLOCK_MONOTONIC`, microseconds.
-    at_us: u64,
+    pub(crate) at_us: u64,
 }
 
 /// The marks in the text of the ftrace buffer. Lines look like
 /// `   sh-80  [001] .....  12.345678: tracing_mark_write: start tracer-auto 3`.
-fn parse_marks(trace: &str) -> Vec<Mark> {
+pub(crate) fn parse_marks(trace: &str) -> Vec<Mark> {
     const TAG: &str = ": tracing_mark_write: ";
     let mut out = Vec::new();
     for line in trace.lines() {
@@ -378,14 +382,14 @@ fn spans(
 
 /// Median, minimum and maximum.
 #[derive(Clone, Copy, Debug, PartialEq)]
-struct Stats {
-    median: f64,
+pub(crate) struct Stats {
+    pub(crate) median: f64,
     min: f64,
     max: f64,
 }
 
 #[expect(clippy::cast_precision_loss, reason = "microseconds, for display")]
-fn stats(samples: &[u64]) -> Option<Stats> {
+pub(crate) fn stats(samples: &[u64]) -> Option<Stats> {
     let mut v: Vec<f64> = samples.iter().map(|&s| s as f64).collect();
     v.sort_by(f64::total_cmp);
     let n = v.len();
@@ -474,48 +478,6 @@ fn startup_table(marks: &[Mark], failures: &BTreeMap<String, Vec<u32>>) -> Strin
         "bpftrace",
     ] {
         let _ = writeln!(out, "  {row:<20} {}", describe_row(row));
-    }
-    out
-}
-
-fn overhead_table(marks: &[Mark], failures: &BTreeMap<String, Vec<u32>>) -> String {
-    let rmdir = spans(marks, "rmdir0", "rmdir1", failures);
-    let umount = spans(marks, "umount0", "umount1", failures);
-    let base = |t: &BTreeMap<String, Vec<u64>>| t.get("none").and_then(|v| stats(v));
-    let (rmdir_base, umount_base) = (base(&rmdir), base(&umount));
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "medians of each workload's wall time; ratio = that / untraced (1.00x = no cost)"
-    );
-    let _ = writeln!(
-        out,
-        "{:<16} {:>30} {:>7} {:>30} {:>7}",
-        "tool", "2000 mkdir+rmdir", "ratio", "umount of 200 tmpfs", "ratio"
-    );
-    let cell = |t: &BTreeMap<String, Vec<u64>>, row: &str, b: Option<Stats>| match t
-        .get(row)
-        .and_then(|v| stats(v))
-    {
-        None => ("?".to_owned(), String::new()),
-        Some(s) => (
-            format!(
-                "{} ({}-{})",
-                show_us(s.median),
-                show_us(s.min),
-                show_us(s.max)
-            ),
-            b.map_or_else(String::new, |b| format!("{:.2}x", s.median / b.median)),
-        ),
-    };
-    for row in ["none", "tracer-kprobe", "tracer-auto", "bpftrace"] {
-        let (r, rr) = cell(&rmdir, row, rmdir_base);
-        let (u, ur) = cell(&umount, row, umount_base);
-        let _ = writeln!(out, "{row:<16} {r:>30} {rr:>7} {u:>30} {ur:>7}");
-    }
-    let _ = writeln!(out, "rows:");
-    for row in ["none", "tracer-kprobe", "tracer-auto", "bpftrace"] {
-        let _ = writeln!(out, "  {row:<16} {}", describe_row(row));
     }
     out
 }

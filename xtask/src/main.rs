@@ -2,6 +2,7 @@
 //! QEMU, and run every test. Each command runs `setup` first (cheap once done).
 
 mod bench;
+mod bench_overhead;
 mod bench_serve;
 mod bench_soak;
 mod bench_top;

@@ -21,11 +21,14 @@ use crate::{
 const BPF_LINKER_VERSION: &str = "0.13.0";
 /// Debian packages the VM tests and the host need. QEMU is handled apart (it must come
 /// from backports: bookworm's 7.2 crashes booting 6.12 under TCG).
-const APT_PACKAGES: [&str; 8] = [
+const APT_PACKAGES: [&str; 9] = [
     "busybox-static",
     "bpftrace",
-    // bpftool: the VM's hardening cases list the kernel's BPF objects with it.
+    // bpftool: the VM's hardening cases list the kernel's BPF objects with it, and the
+    // overhead benchmark reads programs' run-time statistics with it.
     "bpftool",
+    // The overhead benchmark's ramfs stressor.
+    "stress-ng",
     "e2fsprogs",
     // inotifywait: removing a watch makes the kernel wait for SRCU (fsnotify marks).
     "inotify-tools",

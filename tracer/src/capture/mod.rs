@@ -13,7 +13,7 @@ use anyhow::Context as _;
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::{
-    cgroup, collect, probes,
+    cgroup, collect, live, probes,
     report::{self, OutputArgs},
     snapshot::{AttachState, CommandRun, DentryState, Meta, SourceKind},
 };
@@ -239,6 +239,18 @@ pub fn kernel_release() -> Option<String> {
         .map(|s| s.trim().to_owned())
 }
 
+/// This process's CPU time since `start` (CPU seconds, as `process_cpu_seconds` reads
+/// them), in nanoseconds.
+fn cpu_ns_since(start: f64) -> u64 {
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "non-negative CPU seconds, as ns"
+    )]
+    let ns = ((live::process_cpu_seconds() - start).max(0.0) * 1e9) as u64;
+    ns
+}
+
 /// Run a capture.
 ///
 /// # Errors
@@ -262,8 +274,8 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(127));
     }
 
-    // Before attaching, so every run of the programs is counted.
-    let bpf_stats = collect::BpfStats::enable();
+    // Before attaching, so every run of the programs (and tracer's loading) is counted.
+    let (cpu_start, bpf_stats) = (live::process_cpu_seconds(), collect::BpfStats::enable());
     if let collect::BpfStats::Unavailable(why) = &bpf_stats {
         log::info!("no BPF run-time statistics: {why}");
     }
@@ -321,6 +333,7 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
             runs,
         }
     });
+    snap.process_cpu_ns = Some(cpu_ns_since(cpu_start));
     drop(attached); // detach before reporting
     drop(bpf_stats);
     events.add_slow_calls_to(&mut snap, &cgroups);

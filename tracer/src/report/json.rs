@@ -94,6 +94,9 @@ struct CaptureFile {
     /// CPU used by tracer's kernel programs; absent when the kernel kept no statistics.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     bpf: Option<BpfRec>,
+    /// CPU time tracer's own process used, in ns; absent when not measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    process_cpu_ns: Option<u64>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -345,6 +348,7 @@ pub fn to_string(snapshot: &Snapshot) -> String {
             run_ns: b.run_ns,
             runs: b.runs,
         }),
+        process_cpu_ns: snapshot.process_cpu_ns,
     };
     let mut out = Vec::new();
     let mut ser = serde_json::Serializer::with_formatter(&mut out, PairsOnOneLine::default());
@@ -624,6 +628,7 @@ fn build(file: CaptureFile, version: u64) -> Result<Snapshot, LoadError> {
         run_ns: b.run_ns,
         runs: b.runs,
     });
+    s.process_cpu_ns = file.process_cpu_ns;
     check_totals(&s).map_err(LoadError::Schema)?;
     Ok(s)
 }

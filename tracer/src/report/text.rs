@@ -568,12 +568,23 @@ fn slow_calls(s: &Snapshot, p: Painter) -> String {
     out
 }
 
-/// The CPU tracer's own kernel programs used, total and per run.
+/// The CPU tracer's own kernel programs used, total and per run, and its process's CPU.
 fn own_cost(s: &Snapshot, p: Painter) -> String {
-    let Some(b) = s.bpf else {
+    if s.bpf.is_none() && s.process_cpu_ns.is_none() {
         return String::new();
-    };
+    }
     let mut out = p.heading("tracer's own cost");
+    if let Some(cpu) = s.process_cpu_ns {
+        let _ = writeln!(
+            out,
+            "  tracer's process: {} of CPU ({} of the span)",
+            units::ns(cpu),
+            units::percent(cpu, s.meta.duration_ns)
+        );
+    }
+    let Some(b) = s.bpf else {
+        return out;
+    };
     let per_run = if b.runs == 0 {
         "—".to_owned()
     } else {
@@ -1166,6 +1177,22 @@ mod tests {
             "{sec}"
         );
         assert!(!render(&testdata::umount_capture(), false).contains("own cost"));
+    }
+
+    #[test]
+    fn own_cost_shows_the_process_cpu_with_or_without_bpf_statistics() {
+        let mut s = testdata::umount_capture();
+        s.process_cpu_ns = Some(40_000_000);
+        let sec = section(&render(&s, false), "tracer's own cost").to_owned();
+        assert!(sec.contains("tracer's process: 40.0 ms of CPU"), "{sec}");
+        assert!(!sec.contains("kernel programs"), "{sec}");
+        let mut rich = testdata::slow_rmdir_capture();
+        rich.process_cpu_ns = Some(40_000_000);
+        let sec = section(&render(&rich, false), "tracer's own cost").to_owned();
+        assert!(
+            sec.contains("tracer's process: 40.0 ms") && sec.contains("kernel programs: 3.00 ms"),
+            "{sec}"
+        );
     }
 
     #[test]
