@@ -34,6 +34,9 @@ pub struct KernelSource {
     /// Paths of the cgroups seen so far, by id.
     known: BTreeMap<CgroupId, String>,
     last_removal_check: Instant,
+    /// Cgroups removed as of the last poll: their kernel entries go once this poll has read
+    /// their last calls (see [`KernelSource::forget_removed`]).
+    removed_last_poll: Vec<CgroupId>,
     first: bool,
 }
 
@@ -82,6 +85,7 @@ impl KernelSource {
             cgroup_root,
             known,
             last_removal_check: Instant::now(),
+            removed_last_poll: Vec::new(),
             first: true,
         })
     }
@@ -126,6 +130,35 @@ impl KernelSource {
             Err(e) => log::debug!("cgroup events: {e}"),
         }
         (made, removed)
+    }
+
+    /// Delete the kernel map entries of the cgroups removed by the last poll, now that this
+    /// poll's reading holds their last calls (a removed cgroup has no task left to make
+    /// more). Without this, a host that makes and removes cgroups all day would fill the
+    /// maps: the view keeps a removed cgroup's row for a minute, but its totals are in the
+    /// view by then, not in the kernel's entries.
+    fn forget_removed(&mut self) {
+        let ids = std::mem::take(&mut self.removed_last_poll);
+        if !ids.is_empty() {
+            self.forget_now(&ids);
+        }
+    }
+
+    /// Delete the kernel entries of `cgroups` and the last reading's, so the next reading's
+    /// difference neither brings them back nor goes negative.
+    fn forget_now(&mut self, cgroups: &[CgroupId]) {
+        match collect::forget_cgroups(&mut self.attached.ebpf, cgroups) {
+            Ok(n) => log::debug!("forgot {} cgroups: {n} map entries", cgroups.len()),
+            Err(e) => {
+                log::warn!("forgetting cgroups: {e}");
+                return;
+            }
+        }
+        let gone: std::collections::BTreeSet<CgroupId> = cgroups.iter().copied().collect();
+        self.previous
+            .series
+            .retain(|k, _| !gone.contains(&k.cgroup));
+        self.previous.counters.retain(|(_, c), _| !gone.contains(c));
     }
 
     /// Cgroups gone from the cgroup2 tree since they were seen.
@@ -182,6 +215,7 @@ impl Source for KernelSource {
         let mut snap = reading.since(&self.previous);
         snap.meta = meta(&self.info, duration_ns);
         self.previous = reading;
+        self.forget_removed();
         let dentry = capture::read_dentry_state();
         snap.dentry_state = self.dentry.zip(dentry);
         self.dentry = dentry.or(self.dentry);
@@ -219,6 +253,7 @@ impl Source for KernelSource {
             Vec::new()
         });
         let bpf = self.bpf_cost();
+        self.removed_last_poll.clone_from(&removed);
         Ok(Delta {
             snapshot: snap,
             slow,
@@ -229,19 +264,9 @@ impl Source for KernelSource {
     }
 
     fn forget(&mut self, cgroups: &[CgroupId]) {
-        // The kernel's entries first: a reading after this one must not bring them back.
-        match collect::forget_cgroups(&mut self.attached.ebpf, cgroups) {
-            Ok(n) => log::debug!("forgot {} cgroups: {n} map entries", cgroups.len()),
-            Err(e) => {
-                log::warn!("forgetting cgroups: {e}");
-                return;
-            }
-        }
-        let gone: std::collections::BTreeSet<CgroupId> = cgroups.iter().copied().collect();
-        self.previous
-            .series
-            .retain(|k, _| !gone.contains(&k.cgroup));
-        self.previous.counters.retain(|(_, c), _| !gone.contains(c));
+        // Usually gone already (a poll after their removal); calls of a cgroup the view
+        // never saw removed may still be there.
+        self.forget_now(cgroups);
     }
 
     fn set_slow_threshold(&mut self, ns: u64) {
