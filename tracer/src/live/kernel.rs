@@ -19,6 +19,9 @@ use crate::{
 /// How often the known cgroups are checked for removal when the kernel does not say.
 const REMOVAL_CHECK: Duration = Duration::from_secs(5);
 
+/// How often the kernel's per-thread entries of threads that exited are deleted.
+const THREAD_SWEEP: Duration = Duration::from_secs(5);
+
 /// See the module docs.
 pub struct KernelSource {
     attached: probes::Attached,
@@ -37,6 +40,9 @@ pub struct KernelSource {
     /// Cgroups removed as of the last poll: their kernel entries go once this poll has read
     /// their last calls (see [`KernelSource::forget_removed`]).
     removed_last_poll: Vec<CgroupId>,
+    /// When exited threads' entries were last deleted; None: never (this process does not
+    /// see the kernel's thread ids in /proc).
+    last_thread_sweep: Option<Instant>,
     first: bool,
 }
 
@@ -86,6 +92,7 @@ impl KernelSource {
             known,
             last_removal_check: Instant::now(),
             removed_last_poll: Vec::new(),
+            last_thread_sweep: proc_shows_kernel_tids().then(Instant::now),
             first: true,
         })
     }
@@ -161,6 +168,39 @@ impl KernelSource {
         self.previous.counters.retain(|(_, c), _| !gone.contains(c));
     }
 
+    /// Delete the per-thread entries (`THREADS`: calls in flight, their callers) of threads
+    /// that exited. The programs make one for each thread that enters a probe and never
+    /// delete it (the map is an LRU), so a host starting short-lived processes all day
+    /// would keep it full of dead threads; this keeps it at the threads alive.
+    fn sweep_threads(&mut self) {
+        let Some(last) = self.last_thread_sweep else {
+            return;
+        };
+        if last.elapsed() < THREAD_SWEEP {
+            return;
+        }
+        self.last_thread_sweep = Some(Instant::now());
+        let Some(map) = self.attached.ebpf.map_mut(tracer_common::maps::THREADS) else {
+            return;
+        };
+        let Ok(mut threads) =
+            aya::maps::HashMap::<_, u32, tracer_common::maps::Thread>::try_from(map)
+        else {
+            return;
+        };
+        // Keys first: deleting while iterating restarts the kernel's walk.
+        let dead: Vec<u32> = threads
+            .keys()
+            .filter_map(Result::ok)
+            .filter(|tid| !std::path::Path::new(&format!("/proc/{tid}")).exists())
+            .collect();
+        let deleted = dead
+            .iter()
+            .filter(|tid| threads.remove(tid).is_ok())
+            .count();
+        log::debug!("deleted the entries of {deleted} exited threads");
+    }
+
     /// Cgroups gone from the cgroup2 tree since they were seen.
     fn removed(&mut self) -> Vec<CgroupId> {
         if self.last_removal_check.elapsed() < REMOVAL_CHECK {
@@ -191,6 +231,19 @@ fn meta(info: &SourceInfo, duration_ns: u64) -> Meta {
         started_unix_ns: 0,
         duration_ns,
     }
+}
+
+/// Whether this process is in the root pid namespace, where /proc's ids are the kernel's
+/// (what the programs key threads by): `NSpid` then lists one id. And whether /proc shows
+/// it other users' processes (not mounted with `hidepid`): init's directory is there.
+fn proc_shows_kernel_tids() -> bool {
+    std::path::Path::new("/proc/1").exists()
+        && std::fs::read_to_string("/proc/self/status").is_ok_and(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("NSpid:"))
+                .is_some_and(|ids| ids.split_whitespace().count() == 1)
+        })
 }
 
 /// This host's name.
@@ -253,6 +306,7 @@ impl Source for KernelSource {
             Vec::new()
         });
         let bpf = self.bpf_cost();
+        self.sweep_threads();
         self.removed_last_poll.clone_from(&removed);
         Ok(Delta {
             snapshot: snap,
