@@ -138,13 +138,16 @@ impl Exporter {
     /// for the latest frame's encoding when what is cached is older, or is the "no frame
     /// yet" answer while a frame exists (the cache is only as recent as the last scrape,
     /// and one scrape every 15 s, or a probe before the first refresh, would otherwise
-    /// be answered with data a scrape interval old, or `tracer_source_up 0`).
+    /// be answered with data a scrape interval old, or `tracer_source_up 0`). That wait
+    /// is bounded by [`STALE_AFTER`]: on a starved host a late answer with older bytes
+    /// beats a scrape that times out.
     pub async fn scrape(self: &Arc<Self>, format: Format, gzip: bool) -> Bytes {
         let want = slot(format, gzip);
+        let asked = tokio::time::Instant::now();
         loop {
             // Made before looking, so an encoding that lands meanwhile still wakes it.
             let landed = self.encoded.notified();
-            {
+            let nothing_cached = {
                 let latest = self.frames.borrow().clone();
                 let mut cache = self.cache();
                 let current = match (&cache.frame, &latest) {
@@ -153,7 +156,9 @@ impl Exporter {
                     _ => false,
                 };
                 let recent = current || fresh_enough(cache.frame.as_deref(), latest.as_deref());
-                let have = cache.bodies[want].clone().filter(|_| recent);
+                let cached = cache.bodies[want].clone();
+                let waited = asked.elapsed() >= STALE_AFTER;
+                let have = cached.clone().filter(|_| recent || waited);
                 if !cache.busy && (!current || have.is_none()) {
                     let mut wanted = [false; 4];
                     for (w, b) in wanted.iter_mut().zip(&cache.bodies) {
@@ -166,8 +171,15 @@ impl Exporter {
                 if let Some(body) = have {
                     return body;
                 }
+                cached.is_none()
+            };
+            if nothing_cached {
+                landed.await;
+            } else {
+                // Older bytes are there: wait for the encoding until STALE_AFTER, then
+                // take them.
+                let _ = tokio::time::timeout_at(asked + STALE_AFTER, landed).await;
             }
-            landed.await;
         }
     }
 
@@ -185,6 +197,9 @@ impl Exporter {
         });
     }
 }
+
+/// How long a scrape waits for the latest frame's encoding before older bytes answer it.
+pub const STALE_AFTER: Duration = Duration::from_secs(1);
 
 /// Whether bytes encoding `cached` may answer a scrape while `latest` is being encoded:
 /// only when `cached` is the refresh just before it.
