@@ -157,8 +157,8 @@ impl Exporter {
                 };
                 let recent = current || fresh_enough(cache.frame.as_deref(), latest.as_deref());
                 let cached = cache.bodies[want].clone();
-                let waited = asked.elapsed() >= STALE_AFTER;
-                let have = cached.clone().filter(|_| recent || waited);
+                let past_bound = asked.elapsed() >= STALE_AFTER;
+                let have = cached.clone().filter(|_| recent || past_bound);
                 if !cache.busy && (!current || have.is_none()) {
                     let mut wanted = [false; 4];
                     for (w, b) in wanted.iter_mut().zip(&cache.bodies) {
