@@ -191,6 +191,22 @@ fn words(line: &str) -> BTreeMap<&str, &str> {
         .collect()
 }
 
+/// A `minute=M NAME=N NAME=N ...` line of the guest's map sampler as `minute M: NAME N, ...`,
+/// the maps of the same name (one per tracer process) summed.
+fn map_totals(line: &str) -> String {
+    let mut minute = "?";
+    let mut totals: BTreeMap<&str, u64> = BTreeMap::new();
+    for (k, v) in line.split_whitespace().filter_map(|w| w.split_once('=')) {
+        if k == "minute" {
+            minute = v;
+        } else {
+            *totals.entry(k).or_default() += v.parse::<u64>().unwrap_or(0);
+        }
+    }
+    let list: Vec<String> = totals.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    format!("minute {minute}: {}", list.join(", "))
+}
+
 /// Per probe: the kernel's own count, tracer's calls, its losses; and the sum of the
 /// differences that no loss counter explains.
 fn accounting(reference: &str, metrics: &str) -> (Vec<String>, u64) {
@@ -292,6 +308,14 @@ pub fn run(tracer: &Path, kernels: &Path, args: &SoakArgs) -> anyhow::Result<Exi
         );
     }
     print!("{report}");
+    // Which maps hold the entries (serve's and top's summed by name), first and last minute.
+    let by_map = read("soak.maps");
+    for line in [by_map.lines().next(), by_map.lines().last()]
+        .into_iter()
+        .flatten()
+    {
+        println!("soak: map entries by name, {}", map_totals(line));
+    }
     let failed = read("soak.fail");
     if !failed.is_empty() {
         println!(
@@ -363,6 +387,14 @@ tracer_latency_seconds_count{probe=\"namespace_unlock\",caller=\"none\",cgroup=\
         assert_eq!(off, 2, "{lines:?}");
         assert!(lines[0].ends_with("unaccounted 0"), "{lines:?}");
         assert!(lines[1].contains("kernel 12") && lines[1].ends_with("unaccounted 2"));
+    }
+
+    #[test]
+    fn maps_of_the_same_name_are_summed() {
+        assert_eq!(
+            map_totals("minute=3 HIST=10 STATS=2 HIST=5"),
+            "minute 3: HIST 15, STATS 2"
+        );
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! Hardening cases in the VM (the guest half is `vm/harden.sh`, booted by `cargo xtask
-//! harden-vm`):
+//! Hardening cases in the VM (the guest half is `vm/harden.sh`): run after the suite in
+//! `cargo xtask test`'s 6.12 boot, or in a boot of their own by `cargo xtask harden-vm`:
 //!
 //! - *Nothing left behind.* `tracer capture`, `tracer top --frames` and `tracer serve` each
 //!   get SIGINT, SIGTERM, SIGHUP and SIGKILL once attached (under `--attach kprobe`; SIGKILL

@@ -316,6 +316,7 @@ pub fn vm_suite(
     tracer: &Path,
     timeout: Duration,
     kvm: bool,
+    harden: bool,
     tally: &mut Tally,
 ) -> anyhow::Result<()> {
     let scope = kernel.name.clone();
@@ -339,10 +340,18 @@ pub fn vm_suite(
         crate::serve_tests::Prometheus::scraping(&[format!("127.0.0.1:{port}")], &kernel.name)
             .inspect_err(|e| eprintln!("{scope}: no Prometheus for the live cases: {e}"))
             .ok();
+    // The hardening cases after the suite, in the same boot: a boot of their own would
+    // cost another kernel start under emulation.
+    let command = if harden {
+        files.extend(crate::harden_vm_tests::guest_files()?);
+        "sh /suite.sh\nsh /harden.sh\n"
+    } else {
+        "sh /suite.sh\n"
+    };
     let spec = vm::Spec {
         kernel,
         tracer: Some(tracer),
-        command: "sh /suite.sh\n".into(),
+        command: command.into(),
         files,
         timeout,
         kvm,
@@ -386,6 +395,9 @@ pub fn vm_suite(
         tally.record(&format!("{scope} {}", case.mode), &case.name, &verdict);
     }
     crate::live_vm_tests::check(&files, prometheus.as_ref(), &scope, tally);
+    if harden {
+        crate::harden_vm_tests::check(&files, &scope, tally);
+    }
     Ok(())
 }
 

@@ -27,11 +27,15 @@ sample() {
     for w in 0 1; do
         [ -f /tmp/soak.done$w ] && done=$((done + $(cat /tmp/soak.done$w)))
     done
-    entries=0
-    for id in $(/usr/sbin/bpftool map list 2>/dev/null | sed -n 's/^\([0-9][0-9]*\): .*/\1/p'); do
+    entries=0 by_map=
+    # "ID: TYPE  name NAME  flags ...": the id and the name of each map.
+    for idname in $(/usr/sbin/bpftool map list 2>/dev/null | sed -n 's/^\([0-9][0-9]*\): .* name \([^ ]*\) .*/\1:\2/p'); do
+        id=${idname%%:*}
         n=$(/usr/sbin/bpftool map dump id $id 2>/dev/null | sed -n 's/^Found \([0-9]*\) element.*/\1/p')
         entries=$((entries + ${n:-0}))
+        [ "${n:-0}" -gt 0 ] && by_map="$by_map ${idname#*:}=$n"
     done
+    echo "minute=$1$by_map" >> /tmp/soak.maps
     rss() { sed -n 's/^VmRSS:[[:space:]]*\([0-9]*\) kB/\1/p' /proc/$1/status 2>/dev/null; }
     echo "minute=$1 cgroups_made=$done serve_rss_kib=$(rss $srv) top_rss_kib=$(rss $top) map_entries=$entries maps=$(/usr/sbin/bpftool map list 2>/dev/null | grep -c '^[0-9]')" | tee -a /tmp/soak.samples
 }
@@ -58,6 +62,7 @@ now_s
 start=$now
 end=$((start + SOAK_MINUTES * 60))
 : > /tmp/soak.samples
+: > /tmp/soak.maps
 sample 0
 # worker W QUOTA: QUOTA cgroups, paced evenly over the run (a worker ahead of schedule
 # waits), each: mkdir, a shell moved in that mounts, creates, unlinks, rmdirs and
@@ -114,6 +119,7 @@ wait $srv
 echo "exit $?" >> /tmp/soak_serve.log
 wait
 emit soak.samples /tmp/soak.samples
+emit soak.maps /tmp/soak.maps
 emit soak.ref /tmp/soak.ref
 emit soak.final /tmp/soak.final
 emit soak_serve.log /tmp/soak_serve.log

@@ -133,15 +133,21 @@ impl Exporter {
     /// The latest frame in `format` (gzipped when `gzip`).
     ///
     /// A frame is encoded once, when the first scrape after it was published asks, in the
-    /// background: until that encoding lands, scrapes get the previous frame's bytes (one
-    /// refresh old at most) instead of all waiting on it. Only a scrape with nothing
-    /// encoded in its format yet waits.
+    /// background: until that encoding lands, scrapes get the previous refresh's bytes
+    /// instead of all waiting on it. Bytes older than that are not served: a scrape waits
+    /// for the latest frame's encoding when what is cached is older, or is the "no frame
+    /// yet" answer while a frame exists (the cache is only as recent as the last scrape,
+    /// and one scrape every 15 s, or a probe before the first refresh, would otherwise
+    /// be answered with data a scrape interval old, or `tracer_source_up 0`). That wait
+    /// is bounded by [`STALE_AFTER`]: on a starved host a late answer with older bytes
+    /// beats a scrape that times out.
     pub async fn scrape(self: &Arc<Self>, format: Format, gzip: bool) -> Bytes {
         let want = slot(format, gzip);
+        let asked = tokio::time::Instant::now();
         loop {
             // Made before looking, so an encoding that lands meanwhile still wakes it.
             let landed = self.encoded.notified();
-            {
+            let nothing_cached = {
                 let latest = self.frames.borrow().clone();
                 let mut cache = self.cache();
                 let current = match (&cache.frame, &latest) {
@@ -149,7 +155,10 @@ impl Exporter {
                     (None, None) => true,
                     _ => false,
                 };
-                let have = cache.bodies[want].clone();
+                let recent = current || fresh_enough(cache.frame.as_deref(), latest.as_deref());
+                let cached = cache.bodies[want].clone();
+                let past_bound = asked.elapsed() >= STALE_AFTER;
+                let have = cached.clone().filter(|_| recent || past_bound);
                 if !cache.busy && (!current || have.is_none()) {
                     let mut wanted = [false; 4];
                     for (w, b) in wanted.iter_mut().zip(&cache.bodies) {
@@ -162,8 +171,15 @@ impl Exporter {
                 if let Some(body) = have {
                     return body;
                 }
+                cached.is_none()
+            };
+            if nothing_cached {
+                landed.await;
+            } else {
+                // Older bytes are there: wait for the encoding until STALE_AFTER, then
+                // take them.
+                let _ = tokio::time::timeout_at(asked + STALE_AFTER, landed).await;
             }
-            landed.await;
         }
     }
 
@@ -179,6 +195,19 @@ impl Exporter {
             drop(cache);
             me.encoded.notify_waiters();
         });
+    }
+}
+
+/// How long a scrape waits for the latest frame's encoding before older bytes answer it.
+pub const STALE_AFTER: Duration = Duration::from_secs(1);
+
+/// Whether bytes encoding `cached` may answer a scrape while `latest` is being encoded:
+/// only when `cached` is the refresh just before it.
+fn fresh_enough(cached: Option<&Frame>, latest: Option<&Frame>) -> bool {
+    match (cached, latest) {
+        (Some(c), Some(l)) => c.seq.saturating_add(1) >= l.seq,
+        (None, None) => true,
+        _ => false,
     }
 }
 
@@ -427,6 +456,42 @@ mod tests {
 
     fn body(response: &str) -> &str {
         response.split_once("\r\n\r\n").map_or("", |(_, b)| b)
+    }
+
+    /// The latest frame's `tracer_latency_seconds_count` of `/a` and `tracer_source_up`, as
+    /// a scrape now answers.
+    async fn scraped(exporter: &Arc<Exporter>) -> (Option<f64>, Option<f64>) {
+        let body = exporter.scrape(super::Format::Text, false).await;
+        let text = String::from_utf8_lossy(&body);
+        let labels = [("probe", "vfs_rmdir"), ("caller", "none"), ("cgroup", "/a")];
+        (
+            sample(&text, "tracer_latency_seconds_count", &labels),
+            sample(&text, "tracer_source_up", &[]),
+        )
+    }
+
+    #[tokio::test]
+    async fn a_scrape_after_a_quiet_spell_gets_the_latest_refresh_not_the_last_scraped() {
+        let (tx, rx) = watch::channel(None);
+        let exporter = Arc::new(Exporter::new(rx));
+        // A readiness probe before the first refresh: the source is not up yet.
+        assert_eq!(scraped(&exporter).await, (None, Some(0.0)));
+        // Refreshes 1 to 3 with 1, 2 and 3 calls, nobody scraping meanwhile.
+        for seq in 1..=3u32 {
+            let mut s = snapshot();
+            s.cgroups.insert(1, "/a".into());
+            for _ in 0..seq {
+                s.record(SeriesKey::new(Probe::VfsRmdir, 1), 5_000);
+            }
+            let mut f = frame(s);
+            f.seq = u64::from(seq);
+            tx.send_replace(Some(Arc::new(f)));
+        }
+        assert_eq!(
+            scraped(&exporter).await,
+            (Some(3.0), Some(1.0)),
+            "the next scrape shows refresh 3, not the probe's answer"
+        );
     }
 
     #[tokio::test]

@@ -42,6 +42,11 @@ pub struct Args {
 /// When the source cannot be opened or the address cannot be bound.
 pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
     let (source, mut opts) = live::open(&args.live)?;
+    // What the source cannot do (a probe not attached, its own cost not measured without
+    // CAP_SYS_ADMIN, ...): said once here, as `tracer top` shows it in its header.
+    for warning in &source.info().warnings {
+        eprintln!("tracer serve: warning: {warning}");
+    }
     // Before any other thread exists: capabilities are per thread, and the live loop and
     // the runtime's workers inherit what this one keeps.
     match caps::drop_all_but_needed() {
@@ -145,10 +150,26 @@ pub async fn serve_frames(
              put a TLS or authenticating proxy in front (see README)"
         );
     }
+    tokio::spawn(say_source_error(frames.clone()));
     let exporter = Arc::new(http::Exporter::new(frames));
     http::serve(listener, exporter, args.limits(), shutdown_signal())
         .await
         .context("serving HTTP")
+}
+
+/// Say on stderr why the source stopped, once: scrapes then show `tracer_source_up 0`, and
+/// the operator reading the log must learn the reason there.
+async fn say_source_error(mut frames: watch::Receiver<Option<Arc<Frame>>>) {
+    while frames.changed().await.is_ok() {
+        let error = frames
+            .borrow_and_update()
+            .as_ref()
+            .and_then(|f| f.error.clone());
+        if let Some(e) = error {
+            eprintln!("tracer serve: the source stopped refreshing: {e}");
+            return;
+        }
+    }
 }
 
 /// Resolves on Ctrl-C, SIGTERM or SIGHUP (the session that started it closed): each ends

@@ -19,6 +19,9 @@ use crate::{
 /// How often the known cgroups are checked for removal when the kernel does not say.
 const REMOVAL_CHECK: Duration = Duration::from_secs(5);
 
+/// How often the kernel's per-thread entries of threads that exited are deleted.
+const THREAD_SWEEP: Duration = Duration::from_secs(5);
+
 /// See the module docs.
 pub struct KernelSource {
     attached: probes::Attached,
@@ -34,6 +37,12 @@ pub struct KernelSource {
     /// Paths of the cgroups seen so far, by id.
     known: BTreeMap<CgroupId, String>,
     last_removal_check: Instant,
+    /// Cgroups removed as of the last poll: their kernel entries go once this poll has read
+    /// their last calls (see [`KernelSource::forget_removed`]).
+    removed_last_poll: Vec<CgroupId>,
+    /// When exited threads' entries were last deleted; None: never (this process does not
+    /// see the kernel's thread ids in /proc).
+    last_thread_sweep: Option<Instant>,
     first: bool,
 }
 
@@ -82,6 +91,8 @@ impl KernelSource {
             cgroup_root,
             known,
             last_removal_check: Instant::now(),
+            removed_last_poll: Vec::new(),
+            last_thread_sweep: proc_shows_kernel_tids().then(Instant::now),
             first: true,
         })
     }
@@ -128,6 +139,68 @@ impl KernelSource {
         (made, removed)
     }
 
+    /// Delete the kernel map entries of the cgroups removed by the last poll, now that this
+    /// poll's reading holds their last calls (a removed cgroup has no task left to make
+    /// more). Without this, a host that makes and removes cgroups all day would fill the
+    /// maps: the view keeps a removed cgroup's row for a minute, but its totals are in the
+    /// view by then, not in the kernel's entries.
+    fn forget_removed(&mut self) {
+        let ids = std::mem::take(&mut self.removed_last_poll);
+        if !ids.is_empty() {
+            self.forget_now(&ids);
+        }
+    }
+
+    /// Delete the kernel entries of `cgroups` and the last reading's, so the next reading's
+    /// difference neither brings them back nor goes negative.
+    fn forget_now(&mut self, cgroups: &[CgroupId]) {
+        match collect::forget_cgroups(&mut self.attached.ebpf, cgroups) {
+            Ok(n) => log::debug!("forgot {} cgroups: {n} map entries", cgroups.len()),
+            Err(e) => {
+                log::warn!("forgetting cgroups: {e}");
+                return;
+            }
+        }
+        let gone: std::collections::BTreeSet<CgroupId> = cgroups.iter().copied().collect();
+        self.previous
+            .series
+            .retain(|k, _| !gone.contains(&k.cgroup));
+        self.previous.counters.retain(|(_, c), _| !gone.contains(c));
+    }
+
+    /// Delete the per-thread entries (`THREADS`: calls in flight, their callers) of threads
+    /// that exited. The programs make one for each thread that enters a probe and never
+    /// delete it (the map is an LRU), so a host starting short-lived processes all day
+    /// would keep it full of dead threads; this keeps it at the threads alive.
+    fn sweep_threads(&mut self) {
+        let Some(last) = self.last_thread_sweep else {
+            return;
+        };
+        if last.elapsed() < THREAD_SWEEP {
+            return;
+        }
+        self.last_thread_sweep = Some(Instant::now());
+        let Some(map) = self.attached.ebpf.map_mut(tracer_common::maps::THREADS) else {
+            return;
+        };
+        let Ok(mut threads) =
+            aya::maps::HashMap::<_, u32, tracer_common::maps::Thread>::try_from(map)
+        else {
+            return;
+        };
+        // Keys first: deleting while iterating restarts the kernel's walk.
+        let dead: Vec<u32> = threads
+            .keys()
+            .filter_map(Result::ok)
+            .filter(|tid| !std::path::Path::new(&format!("/proc/{tid}")).exists())
+            .collect();
+        let deleted = dead
+            .iter()
+            .filter(|tid| threads.remove(tid).is_ok())
+            .count();
+        log::debug!("deleted the entries of {deleted} exited threads");
+    }
+
     /// Cgroups gone from the cgroup2 tree since they were seen.
     fn removed(&mut self) -> Vec<CgroupId> {
         if self.last_removal_check.elapsed() < REMOVAL_CHECK {
@@ -160,6 +233,19 @@ fn meta(info: &SourceInfo, duration_ns: u64) -> Meta {
     }
 }
 
+/// Whether this process is in the root pid namespace, where /proc's ids are the kernel's
+/// (what the programs key threads by): `NSpid` then lists one id. And whether /proc shows
+/// it other users' processes (not mounted with `hidepid`): init's directory is there.
+fn proc_shows_kernel_tids() -> bool {
+    std::path::Path::new("/proc/1").exists()
+        && std::fs::read_to_string("/proc/self/status").is_ok_and(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("NSpid:"))
+                .is_some_and(|ids| ids.split_whitespace().count() == 1)
+        })
+}
+
 /// This host's name.
 #[must_use]
 pub fn host_name() -> String {
@@ -182,6 +268,7 @@ impl Source for KernelSource {
         let mut snap = reading.since(&self.previous);
         snap.meta = meta(&self.info, duration_ns);
         self.previous = reading;
+        self.forget_removed();
         let dentry = capture::read_dentry_state();
         snap.dentry_state = self.dentry.zip(dentry);
         self.dentry = dentry.or(self.dentry);
@@ -219,6 +306,8 @@ impl Source for KernelSource {
             Vec::new()
         });
         let bpf = self.bpf_cost();
+        self.sweep_threads();
+        self.removed_last_poll.clone_from(&removed);
         Ok(Delta {
             snapshot: snap,
             slow,
@@ -229,19 +318,9 @@ impl Source for KernelSource {
     }
 
     fn forget(&mut self, cgroups: &[CgroupId]) {
-        // The kernel's entries first: a reading after this one must not bring them back.
-        match collect::forget_cgroups(&mut self.attached.ebpf, cgroups) {
-            Ok(n) => log::debug!("forgot {} cgroups: {n} map entries", cgroups.len()),
-            Err(e) => {
-                log::warn!("forgetting cgroups: {e}");
-                return;
-            }
-        }
-        let gone: std::collections::BTreeSet<CgroupId> = cgroups.iter().copied().collect();
-        self.previous
-            .series
-            .retain(|k, _| !gone.contains(&k.cgroup));
-        self.previous.counters.retain(|(_, c), _| !gone.contains(c));
+        // Usually gone already (a poll after their removal); calls of a cgroup the view
+        // never saw removed may still be there.
+        self.forget_now(cgroups);
     }
 
     fn set_slow_threshold(&mut self, ns: u64) {
