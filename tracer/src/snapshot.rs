@@ -76,6 +76,9 @@ type Bucket = (u16, u64);
 // Bucket indexes are stored as u16.
 const _: () = assert!(BUCKETS <= u16::MAX as u32);
 
+/// Buckets a merge makes room for at a time (see [`Latency::merge`]).
+const BUCKET_STEP: usize = 8;
+
 /// A bucket index as stored; an index past the last bucket is the last (open-ended) one.
 fn index(bucket: u32) -> u16 {
     u16::try_from(bucket.min(BUCKETS - 1)).unwrap_or(u16::MAX)
@@ -191,7 +194,11 @@ impl Latency {
             }
             same
         });
-        v.shrink_to_fit();
+        // Slack within a merge's step is kept: the series grows into it (and a copy to
+        // trim a few bytes costs more than they are worth, thousands of times a refresh).
+        if v.capacity() > v.len() + BUCKET_STEP {
+            v.shrink_to_fit();
+        }
         let count = v.iter().fold(0u64, |a, &(_, n)| a.saturating_add(n));
         let (Some(&(first, _)), Some(&(last, _))) = (v.first(), v.last()) else {
             return Self::new();
@@ -423,8 +430,11 @@ impl Latency {
         // have were added above, so there the sum already in place is kept.
         let mut mine = self.buckets.len();
         let mut theirs = other.buckets.len();
-        // Exactly: thousands of series each keep what they hold, no growth slack.
-        self.buckets.reserve_exact(missing);
+        // In steps of a few buckets: a series in a window or the totals gains its buckets
+        // one or two at a time, and growing by exactly those reallocated thousands of
+        // series every refresh; a step's slack is at most a few dozen bytes per series.
+        let want = (mine + missing).next_multiple_of(BUCKET_STEP);
+        self.buckets.reserve_exact(want.saturating_sub(mine));
         self.buckets.resize(mine + missing, (0, 0));
         let mut to = self.buckets.len();
         while theirs > 0 {
@@ -531,6 +541,75 @@ impl Latency {
             max_ns: self.max_ns.min(bounds(last).1 - 1),
             buckets: out,
         }
+    }
+}
+
+/// Many series' calls added up per kernel bucket: with a series per cgroup a probe has
+/// thousands, and adding bucket counts into one array costs far less than merging them
+/// one into another, for the same distribution ([`LatencySum::latency`]).
+#[derive(Clone, Debug)]
+pub struct LatencySum {
+    counts: Vec<u64>,
+    sum_ns: u64,
+    min_ns: u64,
+    max_ns: u64,
+}
+
+impl Default for LatencySum {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl LatencySum {
+    /// Nothing added yet.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            counts: vec![0; BUCKETS as usize],
+            sum_ns: 0,
+            min_ns: u64::MAX,
+            max_ns: 0,
+        }
+    }
+
+    /// Add one series' calls.
+    pub fn add(&mut self, lat: &Latency) {
+        if lat.count == 0 {
+            return;
+        }
+        for &(b, n) in &lat.buckets {
+            if let Some(c) = self.counts.get_mut(usize::from(b)) {
+                *c = c.saturating_add(n);
+            }
+        }
+        self.sum_ns = self.sum_ns.saturating_add(lat.sum_ns);
+        self.min_ns = self.min_ns.min(lat.min_ns);
+        self.max_ns = self.max_ns.max(lat.max_ns);
+    }
+
+    /// Add another sum's calls.
+    pub fn add_sum(&mut self, other: &LatencySum) {
+        for (mine, theirs) in self.counts.iter_mut().zip(&other.counts) {
+            *mine = mine.saturating_add(*theirs);
+        }
+        self.sum_ns = self.sum_ns.saturating_add(other.sum_ns);
+        self.min_ns = self.min_ns.min(other.min_ns);
+        self.max_ns = self.max_ns.max(other.max_ns);
+    }
+
+    /// The calls added, as one distribution.
+    #[must_use]
+    pub fn latency(&self) -> Latency {
+        Latency::from_buckets(
+            (0u32..)
+                .zip(&self.counts)
+                .filter(|(_, n)| **n > 0)
+                .map(|(b, n)| (b, *n)),
+            self.sum_ns,
+            self.min_ns,
+            self.max_ns,
+        )
     }
 }
 
