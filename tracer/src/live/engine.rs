@@ -12,7 +12,7 @@ use super::{
     Source, SourceInfo, table::Table,
 };
 use crate::snapshot::{
-    CgroupId, Latency, Meta, PROBES, SeriesKey, Snapshot, SourceKind, walk_sorted,
+    CgroupId, Latency, LatencySum, Meta, PROBES, SeriesKey, Snapshot, SourceKind, walk_sorted,
 };
 
 /// Slow calls kept for the views.
@@ -270,13 +270,7 @@ impl Live {
         for id in delta.cgroups_removed {
             self.table.removed(id, now_unix_ns);
         }
-        let active: BTreeSet<CgroupId> = delta
-            .snapshot
-            .series
-            .keys()
-            .map(|k| k.cgroup)
-            .chain(delta.snapshot.counters.keys().map(|(_, c)| *c))
-            .collect();
+        let active: BTreeSet<CgroupId> = cgroups_in(&delta.snapshot).into_iter().collect();
         let decisions = self.table.interval(self.seq, &active, now_unix_ns);
         // Calls of cgroups without a slot go to `other`; usually every active one has one.
         let rerouted: BTreeSet<CgroupId> = active
@@ -519,10 +513,28 @@ fn push_point(
     #[expect(clippy::cast_precision_loss, reason = "a rate for display")]
     let secs = (snap.meta.duration_ns.max(1)) as f64 / 1e9;
     h.at_unix_ns.push(at_unix_ns);
-    let mut totals: BTreeMap<crate::snapshot::Probe, Latency> = BTreeMap::new();
+    // Thousands of series per probe: added up per bucket, one look-up per run of a probe.
+    let mut sums: BTreeMap<crate::snapshot::Probe, LatencySum> = BTreeMap::new();
+    let mut run: Option<(crate::snapshot::Probe, LatencySum)> = None;
     for (k, lat) in snap.series.iter().filter(|(k, _)| pick(k)) {
-        totals.entry(k.probe).or_default().merge(lat);
+        match &mut run {
+            Some((p, sum)) if *p == k.probe => sum.add(lat),
+            _ => {
+                let mut sum = LatencySum::new();
+                sum.add(lat);
+                if let Some((p, done)) = run.replace((k.probe, sum)) {
+                    sums.entry(p).or_default().add_sum(&done);
+                }
+            }
+        }
     }
+    if let Some((p, done)) = run {
+        sums.entry(p).or_default().add_sum(&done);
+    }
+    let totals: BTreeMap<crate::snapshot::Probe, Latency> = sums
+        .into_iter()
+        .map(|(p, sum)| (p, sum.latency()))
+        .collect();
     let none = Latency::new();
     for probe in PROBES {
         let total = totals.get(&probe).unwrap_or(&none);
@@ -610,15 +622,28 @@ fn subtract(window: &mut Snapshot, interval: &Snapshot, route: impl Fn(CgroupId)
         .saturating_sub(interval.meta.duration_ns);
 }
 
-/// Name the cgroups `snap` has calls from, from `table`.
-fn name_cgroups(table: &Table, snap: &mut Snapshot) {
-    let ids: BTreeSet<CgroupId> = snap
+/// The cgroups `snap` has calls or counts from, in order, each once. Sorted as a list (a
+/// set would be searched once per series): the series come as one ascending run of
+/// cgroups per probe and caller, which a stable sort merges rather than sorts.
+#[expect(
+    clippy::stable_sort_primitive,
+    reason = "the stable sort merges the ascending runs the ids come in"
+)]
+fn cgroups_in(snap: &Snapshot) -> Vec<CgroupId> {
+    let mut ids: Vec<CgroupId> = snap
         .series
         .keys()
         .map(|k| k.cgroup)
         .chain(snap.counters.keys().map(|(_, c)| *c))
         .collect();
-    snap.cgroups = ids
+    ids.sort();
+    ids.dedup();
+    ids
+}
+
+/// Name the cgroups `snap` has calls from, from `table`.
+fn name_cgroups(table: &Table, snap: &mut Snapshot) {
+    snap.cgroups = cgroups_in(snap)
         .into_iter()
         .filter_map(|id| table.path(id).map(|p| (id, p.to_owned())))
         .collect();
