@@ -274,7 +274,8 @@ impl Live {
         let decisions = self.table.interval(self.seq, &active, now_unix_ns);
         // Calls of cgroups without a slot go to `other`; usually every active one has one.
         let rerouted: BTreeSet<CgroupId> = active
-            .into_iter()
+            .iter()
+            .copied()
             .filter(|id| self.table.route(*id) != *id)
             .collect();
         if !decisions.evicted.is_empty() {
@@ -293,7 +294,12 @@ impl Live {
             fold(&mut last, &rerouted);
         }
         last.meta.started_unix_ns = now_unix_ns.saturating_sub(last.meta.duration_ns);
-        name_cgroups(&self.table, &mut last);
+        // Named from the ids already sorted out above: those folded into `other` are gone.
+        last.cgroups = active
+            .iter()
+            .filter(|id| !rerouted.contains(id))
+            .filter_map(|&id| self.table.path(id).map(|p| (id, p.to_owned())))
+            .collect();
         self.cumulative.merge(&last);
         // A path learned after a cgroup's first calls replaces the name it had.
         for (id, path) in &last.cgroups {
@@ -639,14 +645,6 @@ fn cgroups_in(snap: &Snapshot) -> Vec<CgroupId> {
     ids.sort();
     ids.dedup();
     ids
-}
-
-/// Name the cgroups `snap` has calls from, from `table`.
-fn name_cgroups(table: &Table, snap: &mut Snapshot) {
-    snap.cgroups = cgroups_in(snap)
-        .into_iter()
-        .filter_map(|id| table.path(id).map(|p| (id, p.to_owned())))
-        .collect();
 }
 
 /// Move the series and counters of `cgroups` into `other`.
