@@ -707,30 +707,65 @@ fn fold(snap: &mut Snapshot, cgroups: &BTreeSet<CgroupId>) {
 
 /// Move the series and counters of the cgroups `folded` picks into `other`.
 fn fold_where(snap: &mut Snapshot, folded: impl Fn(CgroupId) -> bool) {
-    let moving: Vec<SeriesKey> = snap
-        .series
-        .keys()
-        .filter(|k| k.cgroup != OTHER_CGROUP && folded(k.cgroup))
-        .copied()
+    // Decided once per cgroup, not per series.
+    let moving: Vec<CgroupId> = cgroups_in(snap)
+        .into_iter()
+        .filter(|&c| c != OTHER_CGROUP && folded(c))
         .collect();
-    for k in moving {
-        if let Some(lat) = snap.series.remove(&k) {
-            snap.series_mut(SeriesKey {
-                cgroup: OTHER_CGROUP,
-                ..k
-            })
-            .merge(&lat);
+    let moves = |c: CgroupId| moving.binary_search(&c).is_ok();
+    if !moving.is_empty() {
+        // An old interval usually moves most of its series: they are added up per
+        // (probe, caller) and the map is built again from those left, rather than each
+        // removed and merged into `other` one by one.
+        let mut kept = Vec::with_capacity(snap.series.len());
+        let mut sums: BTreeMap<
+            (crate::snapshot::Probe, Option<crate::snapshot::Probe>),
+            LatencySum,
+        > = BTreeMap::new();
+        let mut run: Option<(
+            (crate::snapshot::Probe, Option<crate::snapshot::Probe>),
+            LatencySum,
+        )> = None;
+        for (k, lat) in std::mem::take(&mut snap.series) {
+            if !moves(k.cgroup) {
+                kept.push((k, lat));
+                continue;
+            }
+            let path = (k.probe, k.caller);
+            match &mut run {
+                Some((p, sum)) if *p == path => sum.add(&lat),
+                _ => {
+                    let mut sum = LatencySum::new();
+                    sum.add(&lat);
+                    if let Some((p, done)) = run.replace((path, sum)) {
+                        sums.entry(p).or_default().add_sum(&done);
+                    }
+                }
+            }
         }
-    }
-    let moving: Vec<_> = snap
-        .counters
-        .keys()
-        .filter(|(_, c)| *c != OTHER_CGROUP && folded(*c))
-        .copied()
-        .collect();
-    for k in moving {
-        if let Some(n) = snap.counters.remove(&k) {
-            snap.count(k.0, OTHER_CGROUP, n);
+        if let Some((p, done)) = run {
+            sums.entry(p).or_default().add_sum(&done);
+        }
+        // In key order still: the map is built in one pass.
+        snap.series = kept.into_iter().collect();
+        for ((probe, caller), sum) in sums {
+            snap.series_mut(SeriesKey {
+                probe,
+                caller,
+                cgroup: OTHER_CGROUP,
+            })
+            .merge(&sum.latency());
+        }
+        let counted: Vec<_> = snap
+            .counters
+            .keys()
+            .filter(|(_, c)| moves(*c))
+            .copied()
+            .collect();
+        for k in counted {
+            if let Some(n) = snap.counters.remove(&k) {
+                snap.count(k.0, OTHER_CGROUP, n);
+            }
         }
     }
     snap.cgroups.retain(|id, _| !folded(*id));
