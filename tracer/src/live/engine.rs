@@ -673,6 +673,8 @@ fn fold(snap: &mut Snapshot, cgroups: &BTreeSet<CgroupId>) {
         });
     }
     for (probe, caller) in paths {
+        // Added up first, then merged into `other` once per (probe, caller).
+        let mut moved: Option<LatencySum> = None;
         for &cgroup in cgroups {
             if cgroup == OTHER_CGROUP {
                 continue;
@@ -683,12 +685,16 @@ fn fold(snap: &mut Snapshot, cgroups: &BTreeSet<CgroupId>) {
                 cgroup,
             };
             if let Some(lat) = snap.series.remove(&key) {
-                snap.series_mut(SeriesKey {
-                    cgroup: OTHER_CGROUP,
-                    ..key
-                })
-                .merge(&lat);
+                moved.get_or_insert_with(LatencySum::new).add(&lat);
             }
+        }
+        if let Some(sum) = moved {
+            snap.series_mut(SeriesKey {
+                probe,
+                caller,
+                cgroup: OTHER_CGROUP,
+            })
+            .merge(&sum.latency());
         }
     }
     let counters: Vec<_> = snap
