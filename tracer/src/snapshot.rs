@@ -76,6 +76,12 @@ type Bucket = (u16, u64);
 // Bucket indexes are stored as u16.
 const _: () = assert!(BUCKETS <= u16::MAX as u32);
 
+/// Buckets a merge makes room for at a time (see [`Latency::merge`]).
+const BUCKET_STEP: usize = 8;
+
+/// New buckets a merge inserts one by one; with more it merges from the back.
+const FEW_MISSING: usize = 2;
+
 /// A bucket index as stored; an index past the last bucket is the last (open-ended) one.
 fn index(bucket: u32) -> u16 {
     u16::try_from(bucket.min(BUCKETS - 1)).unwrap_or(u16::MAX)
@@ -191,7 +197,11 @@ impl Latency {
             }
             same
         });
-        v.shrink_to_fit();
+        // Slack within a merge's step is kept: the series grows into it (and a copy to
+        // trim a few bytes costs more than they are worth, thousands of times a refresh).
+        if v.capacity() > v.len() + BUCKET_STEP {
+            v.shrink_to_fit();
+        }
         let count = v.iter().fold(0u64, |a, &(_, n)| a.saturating_add(n));
         let (Some(&(first, _)), Some(&(last, _))) = (v.first(), v.last()) else {
             return Self::new();
@@ -402,6 +412,8 @@ impl Latency {
         // sees buckets it already has, and then nothing is allocated.
         // A search each: a short interval's few buckets go into a window's many.
         let mut missing = 0;
+        // Where the first few missing buckets go (positions in `self.buckets` as it is).
+        let mut few = [(0usize, (0u16, 0u64)); FEW_MISSING];
         let mut i = 0;
         for &(b, n) in &other.buckets {
             match self.buckets[i..].binary_search_by_key(&b, |x| x.0) {
@@ -412,6 +424,9 @@ impl Latency {
                 }
                 Err(at) => {
                     i += at;
+                    if let Some(slot) = few.get_mut(missing) {
+                        *slot = (i, (b, n));
+                    }
                     missing += 1;
                 }
             }
@@ -419,12 +434,24 @@ impl Latency {
         if missing == 0 {
             return;
         }
-        // Then make room at the end and merge from the back, in place: the buckets both
-        // have were added above, so there the sum already in place is kept.
         let mut mine = self.buckets.len();
+        // In steps of a few buckets: a series in a window or the totals gains its buckets
+        // one or two at a time, and growing by exactly those reallocated thousands of
+        // series every refresh; a step's slack is at most a few dozen bytes per series.
+        let want = (mine + missing).next_multiple_of(BUCKET_STEP);
+        self.buckets.reserve_exact(want.saturating_sub(mine));
+        if missing <= FEW_MISSING {
+            // The usual case in a window: one or two new buckets, each moved into place
+            // by one copy of the buckets above it. From the last, so that the positions
+            // of those before still hold.
+            for &(at, bucket) in few[..missing].iter().rev() {
+                self.buckets.insert(at, bucket);
+            }
+            return;
+        }
+        // Else make room at the end and merge from the back, in place: the buckets both
+        // have were added above, so there the sum already in place is kept.
         let mut theirs = other.buckets.len();
-        // Exactly: thousands of series each keep what they hold, no growth slack.
-        self.buckets.reserve_exact(missing);
         self.buckets.resize(mine + missing, (0, 0));
         let mut to = self.buckets.len();
         while theirs > 0 {
@@ -531,6 +558,75 @@ impl Latency {
             max_ns: self.max_ns.min(bounds(last).1 - 1),
             buckets: out,
         }
+    }
+}
+
+/// Many series' calls added up per kernel bucket: with a series per cgroup a probe has
+/// thousands, and adding bucket counts into one array costs far less than merging them
+/// one into another, for the same distribution ([`LatencySum::latency`]).
+#[derive(Clone, Debug)]
+pub struct LatencySum {
+    counts: Vec<u64>,
+    sum_ns: u64,
+    min_ns: u64,
+    max_ns: u64,
+}
+
+impl Default for LatencySum {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl LatencySum {
+    /// Nothing added yet.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            counts: vec![0; BUCKETS as usize],
+            sum_ns: 0,
+            min_ns: u64::MAX,
+            max_ns: 0,
+        }
+    }
+
+    /// Add one series' calls.
+    pub fn add(&mut self, lat: &Latency) {
+        if lat.count == 0 {
+            return;
+        }
+        for &(b, n) in &lat.buckets {
+            if let Some(c) = self.counts.get_mut(usize::from(b)) {
+                *c = c.saturating_add(n);
+            }
+        }
+        self.sum_ns = self.sum_ns.saturating_add(lat.sum_ns);
+        self.min_ns = self.min_ns.min(lat.min_ns);
+        self.max_ns = self.max_ns.max(lat.max_ns);
+    }
+
+    /// Add another sum's calls.
+    pub fn add_sum(&mut self, other: &LatencySum) {
+        for (mine, theirs) in self.counts.iter_mut().zip(&other.counts) {
+            *mine = mine.saturating_add(*theirs);
+        }
+        self.sum_ns = self.sum_ns.saturating_add(other.sum_ns);
+        self.min_ns = self.min_ns.min(other.min_ns);
+        self.max_ns = self.max_ns.max(other.max_ns);
+    }
+
+    /// The calls added, as one distribution.
+    #[must_use]
+    pub fn latency(&self) -> Latency {
+        Latency::from_buckets(
+            (0u32..)
+                .zip(&self.counts)
+                .filter(|(_, n)| **n > 0)
+                .map(|(b, n)| (b, *n)),
+            self.sum_ns,
+            self.min_ns,
+            self.max_ns,
+        )
     }
 }
 
@@ -1220,6 +1316,28 @@ mod tests {
             8 * size_of::<(u16, u64)>(),
             "8 buckets, no slack"
         );
+    }
+
+    #[test]
+    fn merging_one_or_two_new_buckets_is_recording_them() {
+        let base = [1_000, 5_000, 5_000, 40_000];
+        // New buckets below, between, above, and two within the same gap.
+        for new in [
+            vec![3],
+            vec![2_000],
+            vec![9_000_000],
+            vec![3, 9_000_000],
+            vec![10_000, 20_000],
+            vec![5_000, 2_000],
+        ] {
+            let mut m = recorded(&base);
+            m.merge(&recorded(&new));
+            assert_eq!(
+                m,
+                recorded(&[base.as_slice(), new.as_slice()].concat()),
+                "{new:?}"
+            );
+        }
     }
 
     #[test]

@@ -12,7 +12,7 @@ use super::{
     Source, SourceInfo, table::Table,
 };
 use crate::snapshot::{
-    CgroupId, Latency, Meta, PROBES, SeriesKey, Snapshot, SourceKind, walk_sorted,
+    CgroupId, Latency, LatencySum, Meta, PROBES, SeriesKey, Snapshot, SourceKind, walk_sorted,
 };
 
 /// Slow calls kept for the views.
@@ -270,17 +270,12 @@ impl Live {
         for id in delta.cgroups_removed {
             self.table.removed(id, now_unix_ns);
         }
-        let active: BTreeSet<CgroupId> = delta
-            .snapshot
-            .series
-            .keys()
-            .map(|k| k.cgroup)
-            .chain(delta.snapshot.counters.keys().map(|(_, c)| *c))
-            .collect();
+        let active: BTreeSet<CgroupId> = cgroups_in(&delta.snapshot).into_iter().collect();
         let decisions = self.table.interval(self.seq, &active, now_unix_ns);
         // Calls of cgroups without a slot go to `other`; usually every active one has one.
         let rerouted: BTreeSet<CgroupId> = active
-            .into_iter()
+            .iter()
+            .copied()
             .filter(|id| self.table.route(*id) != *id)
             .collect();
         if !decisions.evicted.is_empty() {
@@ -299,7 +294,12 @@ impl Live {
             fold(&mut last, &rerouted);
         }
         last.meta.started_unix_ns = now_unix_ns.saturating_sub(last.meta.duration_ns);
-        name_cgroups(&self.table, &mut last);
+        // Named from the ids already sorted out above: those folded into `other` are gone.
+        last.cgroups = active
+            .iter()
+            .filter(|id| !rerouted.contains(id))
+            .filter_map(|&id| self.table.path(id).map(|p| (id, p.to_owned())))
+            .collect();
         self.cumulative.merge(&last);
         // A path learned after a cgroup's first calls replaces the name it had.
         for (id, path) in &last.cgroups {
@@ -519,10 +519,28 @@ fn push_point(
     #[expect(clippy::cast_precision_loss, reason = "a rate for display")]
     let secs = (snap.meta.duration_ns.max(1)) as f64 / 1e9;
     h.at_unix_ns.push(at_unix_ns);
-    let mut totals: BTreeMap<crate::snapshot::Probe, Latency> = BTreeMap::new();
+    // Thousands of series per probe: added up per bucket, one look-up per run of a probe.
+    let mut sums: BTreeMap<crate::snapshot::Probe, LatencySum> = BTreeMap::new();
+    let mut run: Option<(crate::snapshot::Probe, LatencySum)> = None;
     for (k, lat) in snap.series.iter().filter(|(k, _)| pick(k)) {
-        totals.entry(k.probe).or_default().merge(lat);
+        match &mut run {
+            Some((p, sum)) if *p == k.probe => sum.add(lat),
+            _ => {
+                let mut sum = LatencySum::new();
+                sum.add(lat);
+                if let Some((p, done)) = run.replace((k.probe, sum)) {
+                    sums.entry(p).or_default().add_sum(&done);
+                }
+            }
+        }
     }
+    if let Some((p, done)) = run {
+        sums.entry(p).or_default().add_sum(&done);
+    }
+    let totals: BTreeMap<crate::snapshot::Probe, Latency> = sums
+        .into_iter()
+        .map(|(p, sum)| (p, sum.latency()))
+        .collect();
     let none = Latency::new();
     for probe in PROBES {
         let total = totals.get(&probe).unwrap_or(&none);
@@ -610,18 +628,23 @@ fn subtract(window: &mut Snapshot, interval: &Snapshot, route: impl Fn(CgroupId)
         .saturating_sub(interval.meta.duration_ns);
 }
 
-/// Name the cgroups `snap` has calls from, from `table`.
-fn name_cgroups(table: &Table, snap: &mut Snapshot) {
-    let ids: BTreeSet<CgroupId> = snap
+/// The cgroups `snap` has calls or counts from, in order, each once. Sorted as a list (a
+/// set would be searched once per series): the series come as one ascending run of
+/// cgroups per probe and caller, which a stable sort merges rather than sorts.
+#[expect(
+    clippy::stable_sort_primitive,
+    reason = "the stable sort merges the ascending runs the ids come in"
+)]
+fn cgroups_in(snap: &Snapshot) -> Vec<CgroupId> {
+    let mut ids: Vec<CgroupId> = snap
         .series
         .keys()
         .map(|k| k.cgroup)
         .chain(snap.counters.keys().map(|(_, c)| *c))
         .collect();
-    snap.cgroups = ids
-        .into_iter()
-        .filter_map(|id| table.path(id).map(|p| (id, p.to_owned())))
-        .collect();
+    ids.sort();
+    ids.dedup();
+    ids
 }
 
 /// Move the series and counters of `cgroups` into `other`.
@@ -650,6 +673,8 @@ fn fold(snap: &mut Snapshot, cgroups: &BTreeSet<CgroupId>) {
         });
     }
     for (probe, caller) in paths {
+        // Added up first, then merged into `other` once per (probe, caller).
+        let mut moved: Option<LatencySum> = None;
         for &cgroup in cgroups {
             if cgroup == OTHER_CGROUP {
                 continue;
@@ -660,12 +685,16 @@ fn fold(snap: &mut Snapshot, cgroups: &BTreeSet<CgroupId>) {
                 cgroup,
             };
             if let Some(lat) = snap.series.remove(&key) {
-                snap.series_mut(SeriesKey {
-                    cgroup: OTHER_CGROUP,
-                    ..key
-                })
-                .merge(&lat);
+                moved.get_or_insert_with(LatencySum::new).add(&lat);
             }
+        }
+        if let Some(sum) = moved {
+            snap.series_mut(SeriesKey {
+                probe,
+                caller,
+                cgroup: OTHER_CGROUP,
+            })
+            .merge(&sum.latency());
         }
     }
     let counters: Vec<_> = snap
@@ -684,30 +713,65 @@ fn fold(snap: &mut Snapshot, cgroups: &BTreeSet<CgroupId>) {
 
 /// Move the series and counters of the cgroups `folded` picks into `other`.
 fn fold_where(snap: &mut Snapshot, folded: impl Fn(CgroupId) -> bool) {
-    let moving: Vec<SeriesKey> = snap
-        .series
-        .keys()
-        .filter(|k| k.cgroup != OTHER_CGROUP && folded(k.cgroup))
-        .copied()
+    // Decided once per cgroup, not per series.
+    let moving: Vec<CgroupId> = cgroups_in(snap)
+        .into_iter()
+        .filter(|&c| c != OTHER_CGROUP && folded(c))
         .collect();
-    for k in moving {
-        if let Some(lat) = snap.series.remove(&k) {
-            snap.series_mut(SeriesKey {
-                cgroup: OTHER_CGROUP,
-                ..k
-            })
-            .merge(&lat);
+    let moves = |c: CgroupId| moving.binary_search(&c).is_ok();
+    if !moving.is_empty() {
+        // An old interval usually moves most of its series: they are added up per
+        // (probe, caller) and the map is built again from those left, rather than each
+        // removed and merged into `other` one by one.
+        let mut kept = Vec::with_capacity(snap.series.len());
+        let mut sums: BTreeMap<
+            (crate::snapshot::Probe, Option<crate::snapshot::Probe>),
+            LatencySum,
+        > = BTreeMap::new();
+        let mut run: Option<(
+            (crate::snapshot::Probe, Option<crate::snapshot::Probe>),
+            LatencySum,
+        )> = None;
+        for (k, lat) in std::mem::take(&mut snap.series) {
+            if !moves(k.cgroup) {
+                kept.push((k, lat));
+                continue;
+            }
+            let path = (k.probe, k.caller);
+            match &mut run {
+                Some((p, sum)) if *p == path => sum.add(&lat),
+                _ => {
+                    let mut sum = LatencySum::new();
+                    sum.add(&lat);
+                    if let Some((p, done)) = run.replace((path, sum)) {
+                        sums.entry(p).or_default().add_sum(&done);
+                    }
+                }
+            }
         }
-    }
-    let moving: Vec<_> = snap
-        .counters
-        .keys()
-        .filter(|(_, c)| *c != OTHER_CGROUP && folded(*c))
-        .copied()
-        .collect();
-    for k in moving {
-        if let Some(n) = snap.counters.remove(&k) {
-            snap.count(k.0, OTHER_CGROUP, n);
+        if let Some((p, done)) = run {
+            sums.entry(p).or_default().add_sum(&done);
+        }
+        // In key order still: the map is built in one pass.
+        snap.series = kept.into_iter().collect();
+        for ((probe, caller), sum) in sums {
+            snap.series_mut(SeriesKey {
+                probe,
+                caller,
+                cgroup: OTHER_CGROUP,
+            })
+            .merge(&sum.latency());
+        }
+        let counted: Vec<_> = snap
+            .counters
+            .keys()
+            .filter(|(_, c)| moves(*c))
+            .copied()
+            .collect();
+        for k in counted {
+            if let Some(n) = snap.counters.remove(&k) {
+                snap.count(k.0, OTHER_CGROUP, n);
+            }
         }
     }
     snap.cgroups.retain(|id, _| !folded(*id));

@@ -147,35 +147,51 @@ impl Source for SyntheticSource {
             self.alive.push_back(id);
         }
         let alive: Vec<CgroupId> = self.alive.iter().copied().collect();
-        for cgroup in alive {
-            for (probe, caller, typical) in PATHS {
+        // Built as the kernel source builds its series: each from its buckets at once, and
+        // the map from keys in order (one pass), not by an insert per call and per series.
+        let mut series = Vec::with_capacity(alive.len() * PATHS.len());
+        let mut took = Vec::new();
+        // In key order, so that the series come sorted.
+        let mut paths = PATHS;
+        paths.sort_by_key(|(probe, caller, _)| (*probe, *caller));
+        for (probe, caller, typical) in paths {
+            let mut probe_calls = 0;
+            for &cgroup in &alive {
                 #[expect(
                     clippy::cast_possible_truncation,
                     clippy::cast_sign_loss,
                     reason = "a small call count"
                 )]
                 let calls = (self.rng.random_range(0.0..4.0) * secs).round() as u64;
+                if calls == 0 {
+                    continue;
+                }
+                probe_calls += calls;
+                took.clear();
+                for _ in 0..calls {
+                    took.push(self.latency(typical));
+                }
+                let sum = took.iter().fold(0u64, |a, &ns| a.saturating_add(ns));
+                let min = took.iter().copied().min().unwrap_or(0);
+                let max = took.iter().copied().max().unwrap_or(0);
+                let buckets = took.iter().map(|&ns| (tracer_common::bucket_of(ns), 1));
                 let key = SeriesKey {
                     probe,
                     caller,
                     cgroup,
                 };
-                if calls > 0 {
-                    let mut lat = Latency::new();
-                    for _ in 0..calls {
-                        lat.record(self.latency(typical));
-                    }
-                    snap.series.insert(key, lat);
-                }
-                if let Some(st) = snap.probes.get_mut(&probe) {
-                    st.entries += calls;
-                    st.exits += calls;
-                }
-                if probe == Probe::DDelete && calls > 0 {
+                series.push((key, Latency::from_buckets(buckets, sum, min, max)));
+                if probe == Probe::DDelete {
                     snap.count(Counter::NegativeDentries, cgroup, calls);
                 }
             }
+            if let Some(st) = snap.probes.get_mut(&probe) {
+                st.entries += probe_calls;
+                st.exits += probe_calls;
+            }
         }
+        // Sorted already: collecting builds the map in one pass.
+        snap.series = series.into_iter().collect();
         Ok(Delta {
             snapshot: snap,
             slow: Vec::new(),

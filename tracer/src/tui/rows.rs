@@ -8,11 +8,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use tracer_common::{BUCKETS, bucket_of};
-
 use crate::{
     live::{Frame, OTHER_CGROUP},
-    snapshot::{CgroupId, Counter, GONE_CGROUP, Latency, Probe, SeriesKey, Snapshot},
+    snapshot::{CgroupId, Counter, GONE_CGROUP, Latency, LatencySum, Probe, SeriesKey, Snapshot},
 };
 
 /// Which of a probe's calls, by the traced function around them.
@@ -145,63 +143,6 @@ fn rate(n: u64, secs: f64) -> f64 {
     n as f64 / secs
 }
 
-/// The calls of many series added up per kernel bucket. With a series per cgroup, a probe
-/// has thousands: adding bucket counts into one array costs far less than merging them
-/// one into another, and gives the same distribution.
-struct Acc {
-    counts: Vec<u64>,
-    sum_ns: u64,
-    min_ns: u64,
-    max_ns: u64,
-}
-
-impl Acc {
-    fn new() -> Self {
-        Self {
-            counts: vec![0; BUCKETS as usize],
-            sum_ns: 0,
-            min_ns: u64::MAX,
-            max_ns: 0,
-        }
-    }
-
-    fn add(&mut self, lat: &Latency) {
-        let (Some(min), Some(max)) = (lat.min_ns(), lat.max_ns()) else {
-            return;
-        };
-        for (lo, _, n) in lat.buckets() {
-            // A bucket's low bound lies in that bucket.
-            if let Some(c) = self.counts.get_mut(bucket_of(lo) as usize) {
-                *c = c.saturating_add(n);
-            }
-        }
-        self.sum_ns = self.sum_ns.saturating_add(lat.sum_ns());
-        self.min_ns = self.min_ns.min(min);
-        self.max_ns = self.max_ns.max(max);
-    }
-
-    fn add_acc(&mut self, other: &Acc) {
-        for (mine, theirs) in self.counts.iter_mut().zip(&other.counts) {
-            *mine = mine.saturating_add(*theirs);
-        }
-        self.sum_ns = self.sum_ns.saturating_add(other.sum_ns);
-        self.min_ns = self.min_ns.min(other.min_ns);
-        self.max_ns = self.max_ns.max(other.max_ns);
-    }
-
-    fn latency(&self) -> Latency {
-        Latency::from_buckets(
-            (0u32..)
-                .zip(&self.counts)
-                .filter(|(_, n)| **n > 0)
-                .map(|(b, n)| (b, *n)),
-            self.sum_ns,
-            self.min_ns,
-            self.max_ns,
-        )
-    }
-}
-
 /// One cgroup's calls on one column's probes: usually one series, borrowed; merged only
 /// when there are several (a grace-period wait from two callers).
 enum Agg<'a> {
@@ -263,13 +204,35 @@ fn listed_probes(frame: &Frame) -> Vec<Probe> {
     probes
 }
 
+/// A probe and the caller its calls were made in.
+type ProbePath = (Probe, Option<Probe>);
+
 /// Per (probe, caller): calls and time in `snap`, over all cgroups.
-fn counts(snap: &Snapshot) -> HashMap<(Probe, Option<Probe>), (u64, u64)> {
-    let mut out: HashMap<(Probe, Option<Probe>), (u64, u64)> = HashMap::new();
+fn counts(snap: &Snapshot) -> HashMap<ProbePath, (u64, u64)> {
+    let mut out: HashMap<ProbePath, (u64, u64)> = HashMap::new();
+    // Series are ordered by probe and caller first: added up per run of the same
+    // (probe, caller), one map entry per run rather than a look-up per series.
+    let mut run: Option<(ProbePath, (u64, u64))> = None;
     for (k, lat) in &snap.series {
-        let e = out.entry((k.probe, k.caller)).or_default();
-        e.0 += lat.count();
-        e.1 = e.1.saturating_add(lat.sum_ns());
+        let key = (k.probe, k.caller);
+        match &mut run {
+            Some((at, sums)) if *at == key => {
+                sums.0 += lat.count();
+                sums.1 = sums.1.saturating_add(lat.sum_ns());
+            }
+            _ => {
+                if let Some((at, sums)) = run.replace((key, (lat.count(), lat.sum_ns()))) {
+                    let e = out.entry(at).or_default();
+                    e.0 += sums.0;
+                    e.1 = e.1.saturating_add(sums.1);
+                }
+            }
+        }
+    }
+    if let Some((at, sums)) = run {
+        let e = out.entry(at).or_default();
+        e.0 += sums.0;
+        e.1 = e.1.saturating_add(sums.1);
     }
     out
 }
@@ -281,11 +244,25 @@ pub fn probe_rows(frame: &Frame) -> Vec<ProbeRow> {
     let secs = interval_s(frame);
     let last = counts(&frame.last);
     let cum = counts(&frame.cumulative);
-    let mut win: BTreeMap<(Probe, Option<Probe>), Acc> = BTreeMap::new();
+    let mut win: BTreeMap<(Probe, Option<Probe>), LatencySum> = BTreeMap::new();
+    // Added up per run of series with the same (probe, caller), the order they come in:
+    // one look-up per run rather than per series.
+    let mut run: Option<((Probe, Option<Probe>), LatencySum)> = None;
     for (k, lat) in &frame.last_10s.series {
-        win.entry((k.probe, k.caller))
-            .or_insert_with(Acc::new)
-            .add(lat);
+        let key = (k.probe, k.caller);
+        match &mut run {
+            Some((at, acc)) if *at == key => acc.add(lat),
+            _ => {
+                let mut acc = LatencySum::new();
+                acc.add(lat);
+                if let Some((at, done)) = run.replace((key, acc)) {
+                    win.entry(at).or_default().add_sum(&done);
+                }
+            }
+        }
+    }
+    if let Some((at, done)) = run {
+        win.entry(at).or_default().add_sum(&done);
     }
     let mut out = Vec::new();
     for probe in listed_probes(frame) {
@@ -306,10 +283,10 @@ pub fn probe_rows(frame: &Frame) -> Vec<ProbeRow> {
                 .fold((0, 0), |(n, t), (cn, ct)| (n + cn, t + ct))
         };
         let row = |which: Callers| {
-            let mut acc = Acc::new();
+            let mut acc = LatencySum::new();
             for c in callers.iter().filter(|c| which.matches(**c)) {
                 if let Some(a) = win.get(&(probe, *c)) {
-                    acc.add_acc(a);
+                    acc.add_sum(a);
                 }
             }
             let w = acc.latency();
@@ -343,6 +320,9 @@ pub fn probe_rows(frame: &Frame) -> Vec<ProbeRow> {
     out
 }
 
+/// Columns of the Cgroups view that show a p99.
+const COLS: usize = 5;
+
 /// Which cgroup column a probe feeds.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Col {
@@ -368,23 +348,66 @@ fn col_of(p: Probe) -> Option<Col> {
     }
 }
 
+/// The 10 s window's series of each cgroup, by column, in cgroup order.
+fn window_cells(window: &Snapshot) -> Vec<(CgroupId, [Option<Agg<'_>>; COLS])> {
+    // One pass over the 10 s window's series, grouped by cgroup and column: sorted by
+    // cgroup once, rather than a hash look-up per series.
+    let mut by_cgroup: Vec<(CgroupId, Option<Col>, &Latency)> = window
+        .series
+        .iter()
+        .map(|(SeriesKey { probe, cgroup, .. }, lat)| (*cgroup, col_of(*probe), lat))
+        .collect();
+    // Stable: a cell's series merge in the window's order.
+    by_cgroup.sort_by_key(|(cgroup, _, _)| *cgroup);
+    let mut lats: Vec<(CgroupId, [Option<Agg>; COLS])> = Vec::new();
+    for (cgroup, col, lat) in by_cgroup {
+        if lats.last().is_none_or(|(c, _)| *c != cgroup) {
+            lats.push((cgroup, Default::default()));
+        }
+        if let (Some(col), Some((_, slots))) = (col, lats.last_mut()) {
+            Agg::add(&mut slots[col as usize], lat);
+        }
+    }
+    lats
+}
+
+/// Sort and dedup ids that come in ascending runs (one per probe): a stable sort merges
+/// the runs rather than sorting them.
+#[expect(
+    clippy::stable_sort_primitive,
+    reason = "the stable sort merges the ascending runs the ids come in"
+)]
+fn sort_runs(ids: &mut Vec<CgroupId>) {
+    ids.sort();
+    ids.dedup();
+}
+
 /// The Cgroups view's rows: every cgroup kept by name (live or gone) and every cgroup
 /// with calls in the windows shown, then `other` when cgroups are summed there.
 #[must_use]
 pub fn cgroup_rows(frame: &Frame) -> Vec<CgroupRow> {
-    const COLS: usize = 5;
     let secs = interval_s(frame);
-    // One pass over the 10 s window's series, grouped by cgroup and column.
-    let mut lats: HashMap<CgroupId, [Option<Agg>; COLS]> = HashMap::new();
-    for (SeriesKey { probe, cgroup, .. }, lat) in &frame.last_10s.series {
-        let slots = lats.entry(*cgroup).or_default();
-        if let Some(col) = col_of(*probe) {
-            Agg::add(&mut slots[col as usize], lat);
-        }
-    }
-    let mut totals: HashMap<(CgroupId, Probe), u64> = HashMap::new();
-    for (k, lat) in &frame.cumulative.series {
-        if matches!(k.probe, Probe::SysRmdir | Probe::SysUmount) {
+    let lats = window_cells(&frame.last_10s);
+    let lats_of = |id: CgroupId| {
+        lats.binary_search_by_key(&id, |(c, _)| *c)
+            .ok()
+            .map(|i| &lats[i].1)
+    };
+    // Sized once: rehashing as it grows cost more than filling it.
+    let mut totals: HashMap<(CgroupId, Probe), u64> = HashMap::with_capacity(2 * lats.len());
+    for probe in [Probe::SysRmdir, Probe::SysUmount] {
+        // Series are ordered by probe first: only this probe's are visited.
+        let from = SeriesKey {
+            probe,
+            caller: None,
+            cgroup: 0,
+        };
+        for (k, lat) in frame
+            .cumulative
+            .series
+            .range(from..)
+            .take_while(|(k, _)| k.probe == probe)
+        {
             *totals.entry((k.cgroup, k.probe)).or_default() += lat.count();
         }
     }
@@ -405,9 +428,8 @@ pub fn cgroup_rows(frame: &Frame) -> Vec<CgroupRow> {
         }
     } else {
         for (k, lat) in &frame.last.series {
-            let w = waits.entry(k.cgroup).or_default();
             if k.probe == Probe::InodeLockWait {
-                *w += lat.count();
+                *waits.entry(k.cgroup).or_default() += lat.count();
             }
         }
     }
@@ -416,15 +438,23 @@ pub fn cgroup_rows(frame: &Frame) -> Vec<CgroupRow> {
         .iter()
         .filter(|(_, e)| e.tracked)
         .map(|(id, _)| *id)
-        .chain(lats.keys().copied())
+        .chain(lats.iter().map(|(id, _)| *id))
         .chain(waits.keys().copied())
+        // Every cgroup with calls in the last interval has a row (its waits may be none).
+        .chain(
+            frame
+                .last
+                .series
+                .keys()
+                .map(|k| k.cgroup)
+                .filter(|_| !by_holder),
+        )
         .chain(frame.last.counters.keys().map(|(_, c)| *c))
         .collect();
     if frame.folded_cgroups > 0 {
         ids.push(OTHER_CGROUP);
     }
-    ids.sort_unstable();
-    ids.dedup();
+    sort_runs(&mut ids);
     let mut rows: Vec<CgroupRow> = ids
         .into_iter()
         .map(|id| {
@@ -434,7 +464,7 @@ pub fn cgroup_rows(frame: &Frame) -> Vec<CgroupRow> {
             } else {
                 entry.map_or_else(|| frame.last_10s.cgroup_name(id), |e| e.path.to_string())
             };
-            let slots = lats.get(&id);
+            let slots = lats_of(id);
             let p99 = |col: Col| Agg::p99(slots.and_then(|s| s[col as usize].as_ref()));
             CgroupRow {
                 id,
