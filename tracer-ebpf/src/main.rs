@@ -35,6 +35,7 @@ use tracer_common::{
     },
     probe::PROBE_COUNT,
 };
+use aya_log_ebpf::warn;
 
 #[map]
 static HIST: PerCpuHashMap<HistKey, u64> = PerCpuHashMap::with_max_entries(HIST_ENTRIES, 0);
@@ -215,6 +216,32 @@ fn lose_because(loss: Loss, detail: u64) {
         && unsafe { *first } == 0
     {
         unsafe { *first = detail };
+        // Said once per kind (the gate above), so the log stays off the hot path. `loss` is
+        // a constant where this is inlined: one arm remains. No context is needed: the
+        // messages go through a ring buffer.
+        #[expect(clippy::cast_possible_wrap, reason = "a -errno stored as u64")]
+        let errno = (detail as i64).wrapping_neg();
+        match loss {
+            Loss::CounterDrops => warn!(
+                &(),
+                target: "tracer::kernel",
+                "an event counter could not be added to COUNTERS (map update errno {}): it is not counted",
+                errno
+            ),
+            Loss::RmdirLockDrops => warn!(
+                &(),
+                target: "tracer::kernel",
+                "a vfs_rmdir's inode locks could not be registered (map update errno {}): waits on them are not seen",
+                errno
+            ),
+            Loss::DentryReadFailures => warn!(
+                &(),
+                target: "tracer::kernel",
+                "the dentry at {:x} could not be read: d_delete's outcome not classified",
+                detail
+            ),
+            _ => {}
+        }
     }
 }
 
