@@ -84,7 +84,9 @@ pub fn release() {
 
 /// The messages held so far, oldest first; none are held after this.
 fn take_held() -> Vec<String> {
-    HELD.lock().map(|mut h| std::mem::take(&mut *h)).unwrap_or_default()
+    HELD.lock()
+        .map(|mut h| std::mem::take(&mut *h))
+        .unwrap_or_default()
 }
 
 /// Where aya-log hands each message: the process's logger (stderr), or the held list.

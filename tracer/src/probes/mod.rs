@@ -449,6 +449,10 @@ pub fn attach(wanted: &[Probe], mode: AttachMode) -> Result<Attached, LoadError>
 ///
 /// # Errors
 /// As [`attach`]; also when the threshold cannot be set.
+#[expect(
+    clippy::too_many_lines,
+    reason = "the attach sequence in its order: load, each kind of probe, then record"
+)]
 pub fn attach_with_slow(
     wanted: &[Probe],
     mode: AttachMode,
@@ -879,7 +883,10 @@ pub fn map_entries(spec: &str) -> Result<Vec<(&'static str, u32)>, String> {
                 .iter()
                 .find(|m| **m == name.trim())
                 .ok_or_else(|| {
-                    format!("no map {name:?} to resize (one of {})", RESIZABLE.join(", "))
+                    format!(
+                        "no map {name:?} to resize (one of {})",
+                        RESIZABLE.join(", ")
+                    )
                 })?;
             match n.trim().parse::<u32>() {
                 Ok(n) if n > 0 => Ok((*name, n)),
@@ -1243,6 +1250,17 @@ fn raise_memlock_limit() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn map_entries_names_only_resizable_maps_with_positive_sizes() {
+        assert_eq!(
+            map_entries("RMDIR_LOCKS=1, COUNTERS = 8,"),
+            Ok(vec![("RMDIR_LOCKS", 1), ("COUNTERS", 8)])
+        );
+        assert!(map_entries("LOSSES=1").unwrap_err().contains("LOSSES"));
+        assert!(map_entries("HIST=0").is_err());
+        assert!(map_entries("HIST").is_err());
+    }
 
     #[test]
     fn preemption_model_is_read_where_the_kernel_says_it() {
