@@ -896,7 +896,10 @@ impl World {
             // task holds inside vfs_rmdir, in the holder's cgroup.
             if let Some(h) = lock.writer.filter(|_| lock.inode)
                 && self.profile.lock_contention_tracepoints
-                && self.tasks[h].frames.iter().any(|f| f.probe == Probe::VfsRmdir)
+                && self.tasks[h]
+                    .frames
+                    .iter()
+                    .any(|f| f.probe == Probe::VfsRmdir)
             {
                 self.count(h, Counter::LockWaitersBlocked, 1);
             }
