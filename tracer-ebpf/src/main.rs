@@ -218,8 +218,9 @@ fn lose_because(loss: Loss, detail: u64) {
         unsafe { *first = detail };
         // Said once (the gate above), so the log stays off the hot path. No context is
         // needed: the message goes through a ring buffer. Only this kind speaks: messages
-        // in d_delete's exit program (a dentry not readable, COUNTERS full) made Linux
-        // 5.10's verifier refuse it ("R1 !read_ok"); those stay explained from LOSS_FIRST.
+        // in d_delete's exit program (a dentry not readable, COUNTERS full) made the
+        // verifiers of Linux 5.10 and 6.1 refuse it ("R1 !read_ok"); those kinds stay
+        // explained from LOSS_FIRST.
         if loss == Loss::RmdirLockDrops {
             #[expect(clippy::cast_possible_wrap, reason = "a -errno stored as u64")]
             let errno = (detail as i64).wrapping_neg();
