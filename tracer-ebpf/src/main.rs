@@ -36,6 +36,7 @@ use tracer_common::{
     },
     probe::PROBE_COUNT,
 };
+use aya_log_ebpf::warn;
 
 #[map]
 static HIST: PerCpuHashMap<HistKey, u64> = PerCpuHashMap::with_max_entries(HIST_ENTRIES, 0);
@@ -249,6 +250,21 @@ fn lose_because(loss: Loss, detail: u64) {
         && unsafe { *first } == 0
     {
         unsafe { *first = detail };
+        // Said once (the gate above), so the log stays off the hot path. No context is
+        // needed: the message goes through a ring buffer. Only this kind speaks: messages
+        // in d_delete's exit program (a dentry not readable, COUNTERS full) made the
+        // verifiers of Linux 5.10 and 6.1 refuse it ("R1 !read_ok"); those kinds stay
+        // explained from LOSS_FIRST.
+        if loss == Loss::RmdirLockDrops {
+            #[expect(clippy::cast_possible_wrap, reason = "a -errno stored as u64")]
+            let errno = (detail as i64).wrapping_neg();
+            warn!(
+                &(),
+                target: "tracer::kernel",
+                "a vfs_rmdir's inode locks could not be registered (map update errno {}): waits on them are not seen",
+                errno
+            );
+        }
     }
 }
 

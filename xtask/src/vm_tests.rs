@@ -652,6 +652,12 @@ fn cases() -> Vec<Case> {
             Check::Capture(Box::new(|s, v| concurrent(s, v, None))),
         ),
         Case::new(
+            "auto",
+            "RMDIR_LOCKS of 1 entry, 20 rmdirs: --verbose shows the kernel programs' message once, rmdir_lock_drops = 20 in the report and its explanation",
+            "voice",
+            Check::Files(Box::new(|f, _| voice(f))),
+        ),
+        Case::new(
             "fentry",
             "rmdir x200: the kernel's BPF statistics give tracer's own CPU per run",
             "rmdir_fentry",
@@ -993,6 +999,50 @@ fn settled(files: &BTreeMap<String, PathBuf>, name: &str) -> Verdict {
         return Err(format!("{name}: {}", line.trim()));
     }
     Ok("settled before the cap".to_owned())
+}
+
+/// Rmdirs in the `voice` workload: each one's victim lock finds `RMDIR_LOCKS` (1 entry)
+/// full once its parent's is in.
+const VOICE_RMDIRS: u64 = 20;
+
+/// `TRACER_MAP_ENTRIES=RMDIR_LOCKS=1 tracer capture --verbose` of 20 mkdir+rmdir: the
+/// kernel programs say once, on stderr, why their locks could not be registered (E2BIG:
+/// the map is full), and the loss the report counts is one per rmdir, the same number the
+/// `--verbose` explanation gives.
+fn voice(files: &BTreeMap<String, PathBuf>) -> Verdict {
+    let s = load_capture(files, "voice")?;
+    exact(&s, Probe::VfsRmdir, VOICE_RMDIRS)?;
+    let log = read(files, "voice.log")?;
+    let said: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("tracer::kernel]"))
+        .collect();
+    let want = "a vfs_rmdir's inode locks could not be registered (map update errno 7)";
+    if said.len() != 1 || !said[0].contains(want) {
+        return Err(with_log(
+            files,
+            "voice.log",
+            format!("expected the kernel programs to say once {want:?}, they said {said:?}"),
+        ));
+    }
+    let lost = s.losses.get(&Loss::RmdirLockDrops).copied().unwrap_or(0);
+    if lost != VOICE_RMDIRS {
+        return Err(format!(
+            "the report counts rmdir_lock_drops = {lost}, expected {VOICE_RMDIRS} (one per rmdir)"
+        ));
+    }
+    let explained = format!("loss rmdir_lock_drops x{lost}:");
+    if !log.lines().any(|l| l.contains(&explained)) {
+        return Err(with_log(
+            files,
+            "voice.log",
+            format!("--verbose does not explain the loss with {explained:?}"),
+        ));
+    }
+    Ok(format!(
+        "the kernel said {:?}; rmdir_lock_drops = {lost} in the report and in --verbose",
+        said[0].trim()
+    ))
 }
 
 /// Waits on other SRCU domains a run may also see: the kernel's own tracing and other

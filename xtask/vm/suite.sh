@@ -113,6 +113,13 @@ for how in kprobe fentry; do
     capture idle_$how 'sleep 4' --attach $how
 done
 
+echo "suite: the kernel programs' own voice: RMDIR_LOCKS of 1 entry, 20 mkdir + rmdir, --verbose"
+# Each rmdir registers its parent's lock, and its victim's finds the map full.
+mkdir -p /tmp/voice
+export TRACER_MAP_ENTRIES=RMDIR_LOCKS=1
+capture voice 'cd /tmp/voice && i=0; while [ $i -lt 20 ]; do mkdir d$i && rmdir d$i || exit 1; i=$((i+1)); done' --verbose
+unset TRACER_MAP_ENTRIES
+
 echo "suite: inode-lock waits: 4 lookups block on the parent's lock while rmdir prunes"
 # lockwait.sh DIR N: rmdir DIR/victim (full of negative dentries) from cgroup /lk_rm, and
 # once it holds DIR's lock, N lookups of new names in DIR from cgroup /lk_wait: each must

@@ -325,6 +325,8 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
         cgroups.extend(cgroup::walk(root));
     }
     let meta = meta(args, started_unix_ns, elapsed);
+    // The programs' own words first: the loss explanations reading the maps gives follow.
+    attached.kernel_log.drain();
     let mut snap = collect::read(&attached.ebpf, &attached.states, &cgroups, meta)?;
     snap.bpf = bpf_stats.enabled().then(|| {
         let (run, runs) = collect::total_cost(&collect::program_costs(&attached.ebpf));

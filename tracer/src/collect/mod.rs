@@ -3,6 +3,7 @@
 //! needs (slow-call threshold, forgetting cgroups, the programs' own CPU cost).
 
 pub mod events;
+pub mod kernel_log;
 
 pub use events::{
     BpfStats, CgroupEvent, ClockOffset, drain_cgroup_events, drain_slow_calls, forget_cgroups,

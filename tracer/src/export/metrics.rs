@@ -386,12 +386,16 @@ fn encode_frame(frame: &Frame, encoder: &mut DescriptorEncoder) -> fmt::Result {
     // A cgroup with any d_delete outcome gets both counters, zero included, so "negative
     // versus dropped" always has both sides.
     let mut dentries: BTreeMap<String, [u64; 2]> = BTreeMap::new();
+    let mut blocked: BTreeMap<String, u64> = BTreeMap::new();
     for ((c, id), n) in &snap.counters {
         let slot = match c {
             Counter::NegativeDentries => 0,
             Counter::DroppedDentries => 1,
-            // Not a d_delete outcome; the live cgroup table shows it.
-            Counter::LockWaitersBlocked => continue,
+            // Not a d_delete outcome: a metric of its own, below.
+            Counter::LockWaitersBlocked => {
+                *blocked.entry(cgroup_label(frame, *id)).or_default() += n;
+                continue;
+            }
         };
         dentries.entry(cgroup_label(frame, *id)).or_default()[slot] += n;
     }
@@ -415,6 +419,19 @@ fn encode_frame(frame: &Frame, encoder: &mut DescriptorEncoder) -> fmt::Result {
             m.encode_family(&labels)?
                 .encode_counter::<NoLabelSet, _, u64>(&counts[slot], None)?;
         }
+    }
+    let mut m = encoder.encode_descriptor(
+        "tracer_inode_lock_waiters_blocked",
+        "Tasks that began to wait for an inode lock held by a vfs_rmdir, per cgroup of the thread holding it (the waiters its removals blocked; their wait time is under probe inode_lock_wait in the waiters' cgroups).",
+        None,
+        MetricType::Counter,
+    )?;
+    for (cgroup, n) in &blocked {
+        let labels = CgroupLabels {
+            cgroup: Label::new(cgroup),
+        };
+        m.encode_family(&labels)?
+            .encode_counter::<NoLabelSet, _, u64>(n, None)?;
     }
 
     if let Some((_, now)) = frame.last.dentry_state.or(snap.dentry_state) {
@@ -850,6 +867,9 @@ pub(crate) mod tests {
         s.count(Counter::NegativeDentries, 3, 40);
         s.count(Counter::DroppedDentries, 3, 2);
         s.count(Counter::NegativeDentries, 4, 7);
+        // The rmdir in /c held the lock 4 tasks waited for, twice 2 of them.
+        s.count(Counter::LockWaitersBlocked, 4, 2);
+        s.count(Counter::LockWaitersBlocked, 4, 2);
         let mut f = frame(s);
         f.cost = Cost {
             bpf_programs: vec![ProgramCost {
@@ -874,6 +894,23 @@ pub(crate) mod tests {
             sample(&out, "tracer_dropped_dentries_total", &[("cgroup", "/c")]),
             Some(0.0),
             "a cgroup with negative dentries shows its dropped ones too"
+        );
+        assert_eq!(
+            sample(
+                &out,
+                "tracer_inode_lock_waiters_blocked_total",
+                &[("cgroup", "/c")]
+            ),
+            Some(4.0)
+        );
+        assert_eq!(
+            sample(
+                &out,
+                "tracer_inode_lock_waiters_blocked_total",
+                &[("cgroup", "/b")]
+            ),
+            None,
+            "only the holders' cgroups"
         );
         assert_eq!(
             sample(

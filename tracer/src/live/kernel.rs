@@ -260,6 +260,7 @@ impl Source for KernelSource {
 
     fn poll(&mut self, elapsed: Duration) -> anyhow::Result<Delta> {
         let duration_ns = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
+        self.attached.kernel_log.drain();
         let reading = collect::read_raw(
             &self.attached.ebpf,
             &self.attached.states,

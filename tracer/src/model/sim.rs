@@ -892,6 +892,17 @@ impl World {
             true
         } else {
             lock.queue.push_back((t, write, now));
+            // As tracer counts it at `contention_begin`: a waiter blocked by an inode lock a
+            // task holds inside vfs_rmdir, in the holder's cgroup.
+            if let Some(h) = lock.writer.filter(|_| lock.inode)
+                && self.profile.lock_contention_tracepoints
+                && self.tasks[h]
+                    .frames
+                    .iter()
+                    .any(|f| f.probe == Probe::VfsRmdir)
+            {
+                self.count(h, Counter::LockWaitersBlocked, 1);
+            }
             false
         }
     }

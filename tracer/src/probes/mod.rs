@@ -15,7 +15,10 @@ use aya::{
 };
 use tracer_common::{FUNCTIONS, PROBES, Probe, maps};
 
-use crate::snapshot::{AttachMethod, AttachState};
+use crate::{
+    collect::kernel_log::KernelLog,
+    snapshot::{AttachMethod, AttachState},
+};
 use kallsyms::{Kallsyms, Resolution};
 
 /// The kernel programs, built by build.rs from `tracer-ebpf`.
@@ -76,6 +79,8 @@ pub struct Attached {
     /// Whether the `cgroup:cgroup_mkdir`/`cgroup_rmdir` programs are attached, so
     /// `collect::drain_cgroup_events` learns cgroups as they are made.
     pub cgroup_events: bool,
+    /// The programs' own messages (`--verbose`): drained before each reading of the maps.
+    pub kernel_log: KernelLog,
 }
 
 /// Check what tracing needs before touching the kernel, so the error names the real cause.
@@ -444,6 +449,10 @@ pub fn attach(wanted: &[Probe], mode: AttachMode) -> Result<Attached, LoadError>
 ///
 /// # Errors
 /// As [`attach`]; also when the threshold cannot be set.
+#[expect(
+    clippy::too_many_lines,
+    reason = "the attach sequence in its order: load, each kind of probe, then record"
+)]
 pub fn attach_with_slow(
     wanted: &[Probe],
     mode: AttachMode,
@@ -475,6 +484,7 @@ pub fn attach_with_slow(
         cgroup_layout.as_ref().ok(),
         &mut warnings,
     )?;
+    let kernel_log = KernelLog::open(&mut ebpf);
     if slow_threshold_ns != 0 {
         crate::collect::set_slow_threshold(&mut ebpf, slow_threshold_ns)
             .map_err(|e| LoadError::SlowThreshold(e.to_string()))?;
@@ -554,6 +564,7 @@ pub fn attach_with_slow(
         states,
         warnings,
         cgroup_events,
+        kernel_log,
     })
 }
 
@@ -796,6 +807,18 @@ fn load_object(
     warnings: &mut Vec<String>,
 ) -> Result<(Ebpf, bool), LoadError> {
     let mut loader = EbpfLoader::new();
+    crate::collect::kernel_log::configure(&mut loader);
+    if let Some(spec) = std::env::var_os(MAP_ENTRIES_ENV) {
+        match map_entries(&spec.to_string_lossy()) {
+            Ok(sizes) => {
+                for (name, n) in sizes {
+                    log::info!("{MAP_ENTRIES_ENV}: map {name} holds {n} entries");
+                    loader.map_max_entries(name, n);
+                }
+            }
+            Err(e) => warnings.push(format!("{MAP_ENTRIES_ENV} ignored: {e}")),
+        }
+    }
     if let Some([root, id, path]) = cgroup_layout {
         loader.override_global(maps::CGROUP_TP_ROOT, root, true);
         loader.override_global(maps::CGROUP_TP_ID, id, true);
@@ -829,6 +852,48 @@ fn load_object(
     let comm = own_comm();
     loader.override_global(maps::SELF_COMM, &comm, true);
     Ok((loader.load(EBPF_OBJECT)?, valid == 1))
+}
+
+/// Test knob: `NAME=N[,NAME=N...]` gives the named maps N entries instead of their
+/// capacity, so that a few calls fill one and the loss it causes can be checked.
+pub const MAP_ENTRIES_ENV: &str = "TRACER_MAP_ENTRIES";
+
+/// The maps [`MAP_ENTRIES_ENV`] may resize: the hash maps a full one loses calls in.
+const RESIZABLE: [&str; 6] = [
+    maps::HIST,
+    maps::STATS,
+    maps::COUNTERS,
+    maps::RMDIR_LOCKS,
+    maps::RMDIR_BY_THREAD,
+    maps::THREADS,
+];
+
+/// Parse [`MAP_ENTRIES_ENV`]'s value.
+///
+/// # Errors
+/// A map that cannot be resized, or a size that is not a positive number.
+pub fn map_entries(spec: &str) -> Result<Vec<(&'static str, u32)>, String> {
+    spec.split(',')
+        .filter(|part| !part.trim().is_empty())
+        .map(|part| {
+            let (name, n) = part
+                .split_once('=')
+                .ok_or_else(|| format!("{part:?} is not NAME=ENTRIES"))?;
+            let name = RESIZABLE
+                .iter()
+                .find(|m| **m == name.trim())
+                .ok_or_else(|| {
+                    format!(
+                        "no map {name:?} to resize (one of {})",
+                        RESIZABLE.join(", ")
+                    )
+                })?;
+            match n.trim().parse::<u32>() {
+                Ok(n) if n > 0 => Ok((*name, n)),
+                _ => Err(format!("{n:?} is not a positive number of entries")),
+            }
+        })
+        .collect()
 }
 
 /// The spans derived from `vfs_rmdir` share its fate; waits on its inode locks also need
@@ -1185,6 +1250,17 @@ fn raise_memlock_limit() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn map_entries_names_only_resizable_maps_with_positive_sizes() {
+        assert_eq!(
+            map_entries("RMDIR_LOCKS=1, COUNTERS = 8,"),
+            Ok(vec![("RMDIR_LOCKS", 1), ("COUNTERS", 8)])
+        );
+        assert!(map_entries("LOSSES=1").unwrap_err().contains("LOSSES"));
+        assert!(map_entries("HIST=0").is_err());
+        assert!(map_entries("HIST").is_err());
+    }
 
     #[test]
     fn preemption_model_is_read_where_the_kernel_says_it() {

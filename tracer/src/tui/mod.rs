@@ -126,6 +126,10 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
         .build()
         .context("starting the async runtime")?;
     let frames = handle.frames.clone();
+    if args.frames.is_none() {
+        // The dashboard owns the terminal: the kernel programs' messages wait for its end.
+        crate::collect::kernel_log::hold();
+    }
     let result = runtime.block_on(async {
         match args.frames {
             Some(n) => text(
@@ -144,6 +148,7 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
     });
     // After the terminal is back: detaching probes can take a moment.
     handle.stop();
+    crate::collect::kernel_log::release();
     result
 }
 

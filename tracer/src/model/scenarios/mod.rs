@@ -302,11 +302,14 @@ mod tests {
         assert_eq!(s.counter_total(Counter::NegativeDentries), 1_001);
         // The ls blocked behind the pruning: one wait, by a task inside no traced function.
         assert_eq!(calls(&s, Probe::InodeLockWait, None), 1);
+        // ... and one waiter blocked, counted as the kernel programs count it.
+        assert_eq!(s.counter_total(Counter::LockWaitersBlocked), 1);
 
         // No ls while the locks are held: nothing waited, so no wait is recorded.
         d.dentry.lookups = 0;
         let s = rmdir(&d, Kernel::V6_12);
         assert_eq!(s.probe_total(Probe::InodeLockWait).count(), 0);
+        assert_eq!(s.counter_total(Counter::LockWaitersBlocked), 0);
         // An ls long after the rmdir takes the lock at once: no wait either.
         d.dentry.lookups = 1;
         d.dentry.lookup_after_ns = 60_000_000_000;
@@ -317,6 +320,7 @@ mod tests {
         let s = rmdir(&d, Kernel::V4_14);
         assert!(!s.probes.contains_key(&Probe::InodeLockWait));
         assert_eq!(s.probe_total(Probe::InodeLockWait).count(), 0);
+        assert_eq!(s.counter_total(Counter::LockWaitersBlocked), 0);
     }
 
     /// `calls` back-to-back `synchronize_srcu` by one task.
