@@ -24,6 +24,7 @@ use aya_ebpf::{
     maps::{Array, HashMap, LruHashMap, PerCpuArray, PerCpuHashMap, RingBuf},
     programs::{FEntryContext, FExitContext, ProbeContext, RetProbeContext, TracePointContext},
 };
+use aya_log_ebpf::warn;
 use tracer_common::{
     NO_CALLER, Probe, ProbeKind, bucket_of,
     maps::{
@@ -36,7 +37,6 @@ use tracer_common::{
     },
     probe::PROBE_COUNT,
 };
-use aya_log_ebpf::warn;
 
 #[map]
 static HIST: PerCpuHashMap<HistKey, u64> = PerCpuHashMap::with_max_entries(HIST_ENTRIES, 0);

@@ -251,6 +251,15 @@ fn cpu_ns_since(start: f64) -> u64 {
     ns
 }
 
+/// What tracer's programs have run since loading: their total run time and runs.
+fn bpf_usage(ebpf: &aya::Ebpf) -> crate::snapshot::BpfUsage {
+    let (run, runs) = collect::total_cost(&collect::program_costs(ebpf));
+    crate::snapshot::BpfUsage {
+        run_ns: u64::try_from(run.as_nanos()).unwrap_or(u64::MAX),
+        runs,
+    }
+}
+
 /// Run a capture.
 ///
 /// # Errors
@@ -328,13 +337,7 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
     // The programs' own words first: the loss explanations reading the maps gives follow.
     attached.kernel_log.drain();
     let mut snap = collect::read(&attached.ebpf, &attached.states, &cgroups, meta)?;
-    snap.bpf = bpf_stats.enabled().then(|| {
-        let (run, runs) = collect::total_cost(&collect::program_costs(&attached.ebpf));
-        crate::snapshot::BpfUsage {
-            run_ns: u64::try_from(run.as_nanos()).unwrap_or(u64::MAX),
-            runs,
-        }
-    });
+    snap.bpf = bpf_stats.enabled().then(|| bpf_usage(&attached.ebpf));
     snap.process_cpu_ns = Some(cpu_ns_since(cpu_start));
     drop(attached); // detach before reporting
     drop(bpf_stats);
