@@ -196,9 +196,11 @@ pub fn top(tracer: &Path, speed: u32) -> anyhow::Result<()> {
     );
     println!(
         "the live loop alone (--view none, {LOOP_ONLY} refreshes): {loop_ms:.2} ms per refresh; \
-         with the dashboard minus without: {:+.2} ms (on a machine shared with other work, \
-         runs differ by tens of ms: a small or negative difference is noise)",
-        per_refresh_ms - loop_ms
+         with the dashboard minus without: {:+.2} ms, {:.2}x the loop alone (on a machine \
+         shared with other work, runs differ by tens of ms: a small or negative difference is \
+         noise)",
+        per_refresh_ms - loop_ms,
+        per_refresh_ms / loop_ms
     );
     #[expect(clippy::cast_precision_loss, reason = "counts, for a figure")]
     let behind = long.wall_s / (REFRESHES as f64 * f64::from(1_000 / speed) / 1e3);
