@@ -91,6 +91,18 @@ fn build_initramfs(spec: &Spec<'_>) -> anyhow::Result<PathBuf> {
     w.file("/init", 0o755, include_bytes!("../vm/init.sh"))?;
     // `emit NAME FILE`: how guest scripts send result files to the host.
     w.file("/bin/emit", 0o755, include_bytes!("../vm/emit.sh"))?;
+    // What several guest scripts set up alike: an ext2 that keeps negative dentries, and
+    // the traced functions this kernel has.
+    w.file(
+        "/bin/mount-ext2",
+        0o755,
+        include_bytes!("../vm/mount-ext2.sh"),
+    )?;
+    w.file(
+        "/bin/traced-funcs",
+        0o755,
+        include_bytes!("../vm/traced-funcs.sh"),
+    )?;
     // The guest's standard output is a serial console, a terminal to tracer, whatever
     // the host's standard output is: colour is decided here, for where the text lands.
     let mut command = String::new();

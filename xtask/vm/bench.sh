@@ -67,15 +67,8 @@ chmod 755 /bin/work
 uname -r > /tmp/uname
 emit uname /tmp/uname
 
-# The functions tracer probes, by the exact names this kernel has (bpftrace attaches by
-# name and fails outright on a missing one): shrinker_free replaced unregister_shrinker
-# in 6.7.
-funcs=
-for f in vfs_rmdir d_delete shrink_dcache_parent namespace_unlock deactivate_locked_super \
-    synchronize_rcu synchronize_rcu_expedited synchronize_srcu synchronize_srcu_expedited \
-    unregister_shrinker shrinker_free; do
-    grep -q " [tT] $f\$" /proc/kallsyms && funcs="$funcs $f"
-done
+# The functions tracer probes, by the exact names this kernel has.
+funcs=$(traced-funcs)
 echo $funcs > /tmp/funcs
 emit funcs /tmp/funcs
 # The same list for `tracer capture --probes`.

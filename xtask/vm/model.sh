@@ -33,14 +33,7 @@ emit uname /tmp/uname
 grep -c ^processor /proc/cpuinfo > /tmp/cpus
 emit cpus /tmp/cpus
 
-# ext2 over loop keeps negative dentries (tmpfs, the root here, drops them).
-{
-    { [ ! -f /lib/modules/loop.ko ] || insmod /lib/modules/loop.ko; } &&
-        dd if=/dev/zero of=/tmp/ext2.img bs=1M count=16 2>&1 &&
-        mke2fs -F -q /tmp/ext2.img &&
-        mkdir -p /mnt/ext2 &&
-        mount -o loop /tmp/ext2.img /mnt/ext2
-} > /tmp/ext2.log 2>&1
+mount-ext2 > /tmp/ext2.log 2>&1
 echo "exit $?" >> /tmp/ext2.log
 emit ext2.log /tmp/ext2.log
 

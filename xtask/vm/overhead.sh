@@ -30,19 +30,14 @@ emit uname /tmp/uname
 emit versions /tmp/versions
 
 # The traced functions this kernel has, by exact name (bpftrace fails on a missing one).
-funcs=
-for f in vfs_rmdir d_delete shrink_dcache_parent namespace_unlock deactivate_locked_super \
-    synchronize_rcu synchronize_rcu_expedited synchronize_srcu synchronize_srcu_expedited \
-    unregister_shrinker shrinker_free; do
-    grep -q " [tT] $f\$" /proc/kallsyms && funcs="$funcs $f"
-done
+funcs=$(traced-funcs)
 syscalls=
 for s in rmdir unlink unlinkat umount; do
     [ -d $tracing/events/syscalls/sys_enter_$s ] && syscalls="$syscalls $s"
 done
 lockwait=no
 [ -d $tracing/events/lock/contention_begin ] && lockwait=yes
-echo "funcs$funcs" > /tmp/funcs
+echo funcs $funcs > /tmp/funcs
 echo "syscalls$syscalls" >> /tmp/funcs
 echo "lockwait $lockwait" >> /tmp/funcs
 # BTF ids of the traced functions: how fentry programs are told apart (their links name
@@ -53,13 +48,7 @@ rm -f /tmp/btf.all
 emit funcs /tmp/funcs
 
 # ext2 over loop: it keeps negative dentries, so d_delete's kept outcome is exercised.
-{
-    { [ ! -f /lib/modules/loop.ko ] || insmod /lib/modules/loop.ko; } &&
-        dd if=/dev/zero of=/tmp/ext2.img bs=1M count=16 2>&1 &&
-        mke2fs -F -q /tmp/ext2.img &&
-        mkdir -p /mnt/ext2 &&
-        mount -o loop /tmp/ext2.img /mnt/ext2
-} > /tmp/setup.log 2>&1 || echo "ext2: failed" >> /tmp/setup.log
+mount-ext2 > /tmp/setup.log 2>&1 || echo "ext2: failed" >> /tmp/setup.log
 j=0
 while [ $j -lt 200 ]; do mkdir -p /mnt/bench/$j; j=$((j + 1)); done
 [ -x $stressng ] || echo "stress-ng: absent" >> /tmp/setup.log

@@ -63,14 +63,7 @@ done
 
 echo "suite: unlink (100 unlinks in a kept directory on ext2 over loop)"
 # ext2 keeps negative dentries; tmpfs, the root here, drops them at once.
-{
-    { [ ! -f /lib/modules/loop.ko ] || insmod /lib/modules/loop.ko; } &&
-        dd if=/dev/zero of=/tmp/ext2.img bs=1M count=16 2>&1 &&
-        mke2fs -F -q /tmp/ext2.img &&
-        mkdir -p /mnt/ext2 &&
-        mount -o loop /tmp/ext2.img /mnt/ext2 &&
-        mkdir -p /mnt/ext2/kept
-} > /tmp/ext2.log 2>&1
+{ mount-ext2 && mkdir -p /mnt/ext2/kept; } > /tmp/ext2.log 2>&1
 echo "exit $?" >> /tmp/ext2.log
 emit ext2.log /tmp/ext2.log
 make_files='cd /mnt/ext2/kept && i=0; while [ $i -lt 100 ]; do touch f$i || exit 1; i=$((i+1)); done'
