@@ -451,8 +451,10 @@ async fn wait(
                     });
                 }
             }
-            let child = cmd.spawn().with_context(|| format!("running {program}"))?;
+            // From before the spawn: spawn() returns only once the command has exec'd,
+            // and by then it may already be inside its first traced call.
             spawned = Instant::now();
+            let child = cmd.spawn().with_context(|| format!("running {program}"))?;
             in_cgroup = match (transient, child.id()) {
                 (Some(t), Some(pid)) => t.holds(pid),
                 _ => false,
