@@ -82,6 +82,12 @@ impl Kallsyms {
         }
     }
 
+    /// Whether the kernel has the text symbol `name` (exactly that name).
+    #[must_use]
+    pub fn has(&self, name: &str) -> bool {
+        self.text.contains_key(name)
+    }
+
     /// Where to attach for the function `name`.
     #[must_use]
     pub fn resolve(&self, name: &str) -> Resolution {

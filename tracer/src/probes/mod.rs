@@ -267,6 +267,35 @@ impl Preemption {
     }
 }
 
+/// What a kretprobe can hold on this kernel, when that can lose returns: a kernel built
+/// without `CONFIG_PREEMPTION` (its `preempt_schedule` exists only with it) gives each
+/// kretprobe as many instances as the machine has possible CPUs (`register_kretprobe`'s
+/// default, which perf's kprobes cannot raise), so more calls in flight at once in one
+/// traced function than that lose their return. Such calls are counted, not hidden.
+fn kretprobes_held_per_function(kallsyms: &Kallsyms) -> Option<String> {
+    if kallsyms.is_empty() || kallsyms.has("preempt_schedule") {
+        return None;
+    }
+    let cpus = std::fs::read_to_string("/sys/devices/system/cpu/possible")
+        .ok()
+        .and_then(|s| possible_cpus(&s));
+    let held = cpus.map_or_else(|| "one per possible CPU".to_owned(), |n| n.to_string());
+    Some(format!(
+        "this kernel is built without CONFIG_PREEMPTION, so each kretprobe holds only {held} \
+         calls in flight at once: more concurrent calls of one traced function lose their \
+         return, counted under losses as entries without a return"
+    ))
+}
+
+/// How many CPUs a `/sys/devices/system/cpu/possible` list (`0-3,8`) names.
+fn possible_cpus(list: &str) -> Option<u32> {
+    list.trim().split(',').try_fold(0u32, |n, range| {
+        let (a, b) = range.split_once('-').unwrap_or((range, range));
+        let (a, b) = (a.parse::<u32>().ok()?, b.parse::<u32>().ok()?);
+        n.checked_add(b.checked_sub(a)?.checked_add(1)?)
+    })
+}
+
 /// The attach mode to use for `wanted` on this kernel. `auto` takes fentry where programs
 /// are not preempted, and kprobes where they are (kprobe handlers run with preemption
 /// disabled, so the kernel never skips one for being preempted); an explicit fentry on
@@ -535,6 +564,18 @@ pub fn attach_with_slow(
 
     for (p, s) in &states {
         log::debug!("{}: {s:?}", p.name());
+    }
+    let by_kprobe = states.values().any(|s| {
+        matches!(
+            s,
+            AttachState::Attached {
+                method: AttachMethod::Kprobe,
+                ..
+            }
+        )
+    });
+    if by_kprobe && let Some(held) = kretprobes_held_per_function(&kallsyms) {
+        warnings.push(held);
     }
     let any_function = FUNCTIONS
         .iter()
@@ -1324,6 +1365,27 @@ mod tests {
         assert!(w.len() == 1 && w[0].contains("program_misses"), "{w:?}");
         assert_eq!(kernel_version("7.3.4+deb13-cloud-amd64"), Some((7, 3)));
         assert_eq!(kernel_version("5.10.0-46-cloud-amd64"), Some((5, 10)));
+    }
+
+    #[test]
+    fn kretprobes_held_per_cpu_only_without_preemption() {
+        assert_eq!(possible_cpus("0-1\n"), Some(2));
+        assert_eq!(possible_cpus("0"), Some(1));
+        assert_eq!(possible_cpus("0-3,8-11"), Some(8));
+        assert_eq!(possible_cpus("3-1"), None);
+        assert_eq!(possible_cpus("cpus"), None);
+        // Debian's 5.10 (PREEMPT_VOLUNTARY, no PREEMPT_DYNAMIC) has no preempt_schedule.
+        let voluntary = Kallsyms::parse("ffffffff81000000 T vfs_rmdir\n");
+        let warning = kretprobes_held_per_function(&voluntary).expect("a warning");
+        assert!(
+            warning.contains("CONFIG_PREEMPTION") && warning.contains("entries without a return"),
+            "{warning}"
+        );
+        let preemptible =
+            Kallsyms::parse("ffffffff81000000 T vfs_rmdir\nffffffff81000100 T preempt_schedule\n");
+        assert_eq!(kretprobes_held_per_function(&preemptible), None);
+        // No symbols read (no permission): nothing can be said.
+        assert_eq!(kretprobes_held_per_function(&Kallsyms::parse("")), None);
     }
 
     #[test]

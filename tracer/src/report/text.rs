@@ -760,7 +760,8 @@ fn loss_lines(st: &ProbeStatus) -> Vec<(u64, &'static str)> {
         ),
         (
             st.unmatched_entries(),
-            "entries without a return (in flight at the end, or returns the kernel missed)",
+            "entries without a return (in flight at the end, or returns the kernel missed: \
+             a kretprobe holds a few calls in flight, one per CPU without CONFIG_PREEMPTION)",
         ),
     ]
     .into_iter()
