@@ -147,7 +147,10 @@ fi
 
 echo "suite: SRCU: removing inotify watches (fsnotify marks wait for SRCU when destroyed)"
 mkdir -p /tmp/watched
-srcu_workload='i=0; while [ $i -lt 5 ]; do /usr/bin/inotifywait -q -e delete /tmp/watched > /dev/null 2>&1 & p=$!; sleep 0.3; kill $p; wait $p; sleep 0.3; i=$((i+1)); done; exit 0'
+# After each watch is gone, a second for the kernel worker that frees its connector (and
+# waits for SRCU) to run before the next is queued: were two queued before it ran (a VM
+# starved of CPU), one run would free both and the runs counted would differ between runs.
+srcu_workload='i=0; while [ $i -lt 5 ]; do /usr/bin/inotifywait -q -e delete /tmp/watched > /dev/null 2>&1 & p=$!; sleep 0.3; kill $p; wait $p; sleep 1; i=$((i+1)); done; exit 0'
 if [ -x /usr/bin/inotifywait ]; then
     reference srcu "$srcu_workload" synchronize_srcu fsnotify_mark_destroy_workfn fsnotify_connector_destroy_workfn
     for how in kprobe fentry; do
