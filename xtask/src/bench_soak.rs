@@ -1,6 +1,7 @@
 //! `cargo xtask bench soak`: tracer for N minutes (real time) in a VM while 10,000
 //! short-lived cgroups per 10 minutes are made and removed, each mounting a tmpfs,
-//! creating, unlinking and removing a directory in it, and unmounting it (`vm/soak.sh`).
+//! creating, unlinking and removing a directory in it, and unmounting it (`vm/soak.sh`,
+//! the cycles done by `soak-churn`, a static program of this workspace, with system calls).
 //! `tracer serve` is scraped every second from this host through a forwarded port, `tracer
 //! top --frames` runs beside it. Printed every minute: scrapes answered, the exporter's
 //! resident memory and tracked cgroups (from its own metrics), the kernel maps' entries
@@ -26,7 +27,7 @@ use std::{
 
 use anyhow::Context as _;
 
-use crate::{kernel, serve_tests::free_port, util, vm};
+use crate::{kernel, serve_tests::free_port, tracer_build, util, vm};
 
 /// Cgroups made and removed per 10 minutes of soak.
 const CGROUPS_PER_10_MIN: u64 = 10_000;
@@ -207,6 +208,21 @@ fn map_totals(line: &str) -> String {
     format!("minute {minute}: {}", list.join(", "))
 }
 
+/// The cgroups the workers made and the longest worker's seconds, from their
+/// `soak-churn W: N cgroups in S s` lines.
+fn pace(churn: &str) -> Option<(u64, f64)> {
+    let mut total = None;
+    for line in churn.lines() {
+        let (_, rest) = line.split_once(": ")?;
+        let (n, rest) = rest.split_once(" cgroups in ")?;
+        let secs: f64 = rest.strip_suffix(" s")?.parse().ok()?;
+        let (made, longest) = total.get_or_insert((0, 0.0_f64));
+        *made += n.parse::<u64>().ok()?;
+        *longest = longest.max(secs);
+    }
+    total
+}
+
 /// Per probe: the kernel's own count, tracer's calls, its losses; and the sum of the
 /// differences that no loss counter explains.
 fn accounting(reference: &str, metrics: &str) -> (Vec<String>, u64) {
@@ -258,6 +274,12 @@ pub fn run(tracer: &Path, kernels: &Path, args: &SoakArgs) -> anyhow::Result<Exi
     );
     let mut files = Vec::new();
     files.extend(vm::host_program("/usr/sbin/bpftool").context("bpftool (`cargo xtask setup`)")?);
+    let churn = tracer_build::soak_churn()?;
+    files.push((
+        "/bin/soak-churn".to_owned(),
+        0o755,
+        std::fs::read(&churn).with_context(|| format!("reading {}", churn.display()))?,
+    ));
     let spec = vm::Spec {
         kernel: &kernel,
         tracer: Some(tracer),
@@ -298,16 +320,31 @@ pub fn run(tracer: &Path, kernels: &Path, args: &SoakArgs) -> anyhow::Result<Exi
         let kib = |k: &str| w.get(k).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0) / 1024.0;
         let _ = writeln!(
             report,
-            "soak: guest minute {}: cgroups made {}, serve RSS {:.1} MiB, top RSS {:.1} MiB, kernel map entries {} in {} maps",
+            "soak: guest minute {}: cgroups made {}, serve RSS {:.1} MiB ({:.1} anonymous), top RSS {:.1} MiB, kernel map entries {} in {} maps",
             w.get("minute").unwrap_or(&"?"),
             w.get("cgroups_made").unwrap_or(&"?"),
             kib("serve_rss_kib"),
+            kib("serve_anon_kib"),
             kib("top_rss_kib"),
             w.get("map_entries").unwrap_or(&"?"),
             w.get("maps").unwrap_or(&"?"),
         );
     }
     print!("{report}");
+    let churn = read("soak.churn");
+    for line in churn.lines() {
+        println!("soak: {line}");
+    }
+    if let Some((made, seconds)) = pace(&churn) {
+        #[expect(clippy::cast_precision_loss, reason = "counts and seconds")]
+        let (rate, asked) = (
+            made as f64 / seconds.max(0.1),
+            cgroups as f64 / (minutes * 60) as f64,
+        );
+        println!(
+            "soak: pace {rate:.1} cgroups/s ({made} of {cgroups} made in {seconds:.1} s; {asked:.1}/s asked)"
+        );
+    }
     // Which maps hold the entries (serve's and top's summed by name), first and last minute.
     let by_map = read("soak.maps");
     for line in [by_map.lines().next(), by_map.lines().last()]
@@ -387,6 +424,17 @@ tracer_latency_seconds_count{probe=\"namespace_unlock\",caller=\"none\",cgroup=\
         assert_eq!(off, 2, "{lines:?}");
         assert!(lines[0].ends_with("unaccounted 0"), "{lines:?}");
         assert!(lines[1].contains("kernel 12") && lines[1].ends_with("unaccounted 2"));
+    }
+
+    #[test]
+    fn the_pace_is_every_worker_s_cgroups_over_the_longest_worker_s_time() {
+        let churn = "soak-churn 1: 1000 cgroups in 119.9 s\nsoak-churn 0: 990 cgroups in 120.0 s\n";
+        assert_eq!(pace(churn), Some((1990, 120.0)));
+        assert_eq!(pace(""), None);
+        assert_eq!(
+            pace("soak-churn: mkdir /mnt/soak0: Permission denied\n"),
+            None
+        );
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! `cargo xtask build`: the static tracer, with its kernel programs embedded, that runs
-//! both on the host and in the VMs (whose initramfs has no libraries).
+//! both on the host and in the VMs (whose initramfs has no libraries), and the soak's
+//! guest tool, static alike.
 
 use std::{ffi::OsString, path::PathBuf};
 
@@ -18,13 +19,27 @@ pub fn build(tools: &Tools) -> anyhow::Result<PathBuf> {
         path.push(":");
         path.push(old);
     }
+    static_binary(
+        "tracer",
+        &[("PATH", path), ("TRACER_REQUIRE_EBPF", "1".into())],
+    )
+}
+
+/// Build `soak-churn`, the soak's cgroup churn, static for the guest; returns its path.
+pub fn soak_churn() -> anyhow::Result<PathBuf> {
+    static_binary("soak-churn", &[])
+}
+
+/// Build the workspace package `name`'s binary of that name with the C library linked
+/// in; returns its path.
+fn static_binary(name: &str, env: &[(&str, OsString)]) -> anyhow::Result<PathBuf> {
     let target_dir = util::target_dir();
     let mut cmd = util::cargo();
     cmd.args([
         "build",
         "--release",
         "-p",
-        "tracer",
+        name,
         "--target",
         TARGET,
         "--config",
@@ -32,13 +47,12 @@ pub fn build(tools: &Tools) -> anyhow::Result<PathBuf> {
     .arg(format!(
         "target.{TARGET}.rustflags=[\"-C\",\"target-feature=+crt-static\"]"
     ))
-    .env("PATH", path)
-    .env("TRACER_REQUIRE_EBPF", "1")
+    .envs(env.iter().map(|(k, v)| (k, v)))
     .env("CARGO_TARGET_DIR", &target_dir)
     .current_dir(util::workspace_root());
     println!("build: {}", util::describe(&cmd));
-    util::run(&mut cmd).context("building the static tracer")?;
-    let bin = target_dir.join(TARGET).join("release").join("tracer");
+    util::run(&mut cmd).with_context(|| format!("building the static {name}"))?;
+    let bin = target_dir.join(TARGET).join("release").join(name);
     if !util::is_static_elf(&bin)? {
         bail!(
             "{} is dynamically linked: the VM has no libraries",

@@ -36,8 +36,10 @@ sample() {
         [ "${n:-0}" -gt 0 ] && by_map="$by_map ${idname#*:}=$n"
     done
     echo "minute=$1$by_map" >> /tmp/soak.maps
-    rss() { sed -n 's/^VmRSS:[[:space:]]*\([0-9]*\) kB/\1/p' /proc/$1/status 2>/dev/null; }
-    echo "minute=$1 cgroups_made=$done serve_rss_kib=$(rss $srv) top_rss_kib=$(rss $top) map_entries=$entries maps=$(/usr/sbin/bpftool map list 2>/dev/null | grep -c '^[0-9]')" | tee -a /tmp/soak.samples
+    # rss PID FIELD: VmRSS (all resident), RssAnon (the heap's share: the binary's pages
+    # are RssFile).
+    rss() { sed -n "s/^$2:[[:space:]]*\([0-9]*\) kB/\1/p" /proc/$1/status 2>/dev/null; }
+    echo "minute=$1 cgroups_made=$done serve_rss_kib=$(rss $srv VmRSS) serve_anon_kib=$(rss $srv RssAnon) top_rss_kib=$(rss $top VmRSS) map_entries=$entries maps=$(/usr/sbin/bpftool map list 2>/dev/null | grep -c '^[0-9]')" | tee -a /tmp/soak.samples
 }
 
 tracer serve --listen 0.0.0.0:29110 --interval 1s > /tmp/soak_serve.log 2>&1 &
@@ -64,38 +66,15 @@ end=$((start + SOAK_MINUTES * 60))
 : > /tmp/soak.samples
 : > /tmp/soak.maps
 sample 0
-# worker W QUOTA: QUOTA cgroups, paced evenly over the run (a worker ahead of schedule
-# waits), each: mkdir, a shell moved in that mounts, creates, unlinks, rmdirs and
-# unmounts, rmdir.
-worker() {
-    w=$1 quota=$2
-    mkdir -p /mnt/soak$w
-    n=0
-    echo 0 > /tmp/soak.done$w
-    while [ $n -lt "$quota" ]; do
-        now_s
-        [ "$now" -ge $end ] && break
-        if [ $((n * SOAK_MINUTES * 60)) -gt $(((now - start) * quota)) ]; then
-            sleep 0.2
-            continue
-        fi
-        c=$cg/soak_${w}_$n
-        if mkdir $c; then
-            sh -c "echo \$\$ > $c/cgroup.procs && mount -t tmpfs none /mnt/soak$w && mkdir /mnt/soak$w/d &&
-                : > /mnt/soak$w/d/a && : > /mnt/soak$w/d/b && rm /mnt/soak$w/d/a /mnt/soak$w/d/b &&
-                rmdir /mnt/soak$w/d && umount /mnt/soak$w" || echo "cgroup $c: workload failed" >> /tmp/soak.fail
-            rmdir $c || echo "cgroup $c: rmdir failed" >> /tmp/soak.fail
-        else
-            echo "cgroup $c: mkdir failed" >> /tmp/soak.fail
-        fi
-        n=$((n + 1))
-        echo $n > /tmp/soak.done$w
-    done
-}
+# Two workers (the guest has 2 CPUs), each QUOTA cgroups paced evenly over the run, each
+# cycle: mkdir, a child moved in that mounts, creates, unlinks, rmdirs and unmounts, rmdir.
+# One compiled program does the cycles: a shell forking a command per step made at most 6
+# cgroups a second under TCG.
 half=$((SOAK_CGROUPS / 2))
-worker 0 $half &
+: > /tmp/soak.churn
+soak-churn 0 $half $((end - start)) >> /tmp/soak.churn 2>&1 &
 w0=$!
-worker 1 $((SOAK_CGROUPS - half)) &
+soak-churn 1 $((SOAK_CGROUPS - half)) $((end - start)) >> /tmp/soak.churn 2>&1 &
 w1=$!
 m=1
 while [ $m -le "$SOAK_MINUTES" ]; do
@@ -119,11 +98,12 @@ wait $srv
 echo "exit $?" >> /tmp/soak_serve.log
 wait
 emit soak.samples /tmp/soak.samples
+emit soak.churn /tmp/soak.churn
 emit soak.maps /tmp/soak.maps
 emit soak.ref /tmp/soak.ref
 emit soak.final /tmp/soak.final
 emit soak_serve.log /tmp/soak_serve.log
 emit soak_top.txt /tmp/soak_top.txt
 emit soak_top.err /tmp/soak_top.err
-[ -f /tmp/soak.fail ] && emit soak.fail /tmp/soak.fail
+[ -s /tmp/soak.fail ] && emit soak.fail /tmp/soak.fail
 exit 0

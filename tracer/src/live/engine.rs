@@ -284,8 +284,12 @@ impl Live {
             for w in &mut self.windows {
                 fold(w, &evicted);
             }
-            for id in evicted {
-                self.evicted_at.insert(id, self.seq);
+            // Only the kept intervals need it, and only they prune it: without windows
+            // (`tracer serve`) it grew by every cgroup that ever left the table.
+            if self.keep_windows {
+                for id in evicted {
+                    self.evicted_at.insert(id, self.seq);
+                }
             }
         }
 
@@ -1016,6 +1020,36 @@ mod tests {
             let want = if 80 - *seq >= 10 { 1 } else { 5 };
             assert_eq!(s.series.len(), want, "interval {seq}");
         }
+    }
+
+    #[test]
+    fn without_windows_nothing_of_a_cgroup_that_left_is_kept() {
+        let mut l = Live::new(
+            Arc::clone(&live(5).info),
+            &Options {
+                max_cgroups: 5,
+                history_len: 5,
+                windows: false,
+                ..Options::default()
+            },
+        );
+        for i in 1..=1_000u64 {
+            // Churn as above: five new cgroups a second, each removed the second after.
+            let ids: Vec<CgroupId> = (0..5).map(|k| i * 10 + k).collect();
+            let mut d = delta(&ids, 1);
+            d.cgroups_removed = (0..5).map(|k| (i - 1) * 10 + k).collect();
+            l.apply(d, i * SEC);
+        }
+        let f = l.frame();
+        assert_eq!(rmdirs(&f.cumulative), 5_000);
+        assert!(f.cumulative.series.len() <= 6, "5 tracked + other");
+        assert!(l.recent.is_empty());
+        // 5,000 cgroups came and left (evicted): none is remembered.
+        assert!(l.evicted_at.is_empty(), "{} kept", l.evicted_at.len());
+        assert!(
+            f.cgroups.len() <= 5 * 61,
+            "only those in their minute of grace"
+        );
     }
 
     #[test]
