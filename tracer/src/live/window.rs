@@ -130,25 +130,66 @@ impl Window {
                 }
             }
         }
-        let cells = cell_keys(snap, route);
-        let mut emptied = Vec::new();
         let keep = |p| !self.counts_only && latency_per_cgroup(p);
+        // The series still filed under their own cgroup are taken out one by one, in one
+        // walk; those filed elsewhere now (by the time an interval leaves the window, most
+        // of its cgroups were evicted into `other`) are first added up per cell, then
+        // taken out of it at once, rather than each from the same large cell.
+        let mut own: Vec<((Probe, CgroupId), &Latency)> = Vec::new();
+        let mut moved: Vec<Moved> = Vec::new();
+        for (k, lat) in snap.series.iter().filter(|(_, lat)| lat.count() > 0) {
+            let to = route(k.cgroup);
+            if to == k.cgroup {
+                own.push(((k.probe, to), lat));
+                continue;
+            }
+            let key = (k.probe, to);
+            let at = if let Some(at) = moved.iter().rposition(|m| m.0 == key) {
+                at
+            } else {
+                moved.push((key, 0, 0, keep(k.probe).then(LatencySum::new)));
+                moved.len() - 1
+            };
+            let m = &mut moved[at];
+            m.1 += lat.count();
+            m.2 = m.2.saturating_add(lat.sum_ns());
+            if let Some(sum) = &mut m.3 {
+                sum.add(lat);
+            }
+        }
+        // Each (probe, caller) comes as an ascending run of cgroups: a stable sort merges them.
+        own.sort_by_key(|(k, _)| *k);
+        let mut emptied = Vec::new();
+        let mut take = |k: (Probe, CgroupId),
+                        mine: &mut CgroupCalls,
+                        calls,
+                        time_ns,
+                        lat: Option<&Latency>| {
+            mine.calls = mine.calls.saturating_sub(calls);
+            mine.time_ns = mine.time_ns.saturating_sub(time_ns);
+            if let Some(lat) = lat {
+                mine.latency.subtract(lat);
+            }
+            if mine.calls == 0 {
+                emptied.push(k);
+            }
+        };
         walk_sorted(
             &mut self.cgroups,
-            cells.iter().map(|(k, lat)| (k, *lat)),
+            own.iter().map(|(k, lat)| (k, *lat)),
             |k, mine, lat| {
                 if let Some(mine) = mine {
-                    mine.calls = mine.calls.saturating_sub(lat.count());
-                    mine.time_ns = mine.time_ns.saturating_sub(lat.sum_ns());
-                    if keep(k.0) {
-                        mine.latency.subtract(lat);
-                    }
-                    if mine.calls == 0 {
-                        emptied.push(*k);
-                    }
+                    let l = keep(k.0).then_some(lat);
+                    take(*k, mine, lat.count(), lat.sum_ns(), l);
                 }
             },
         );
+        for (k, calls, time_ns, sum) in moved {
+            if let Some(mine) = self.cgroups.get_mut(&k) {
+                let lat = sum.map(|s| s.latency());
+                take(k, mine, calls, time_ns, lat.as_ref());
+            }
+        }
         for k in emptied {
             self.cgroups.remove(&k);
         }
@@ -221,6 +262,9 @@ impl Window {
     }
 }
 
+/// Series filed under another cell now, added up: the cell, calls, time, distribution.
+type Moved = ((Probe, CgroupId), u64, u64, Option<LatencySum>);
+
 /// Add a series' calls to a cell (and its distribution, when the cell keeps one).
 fn add_to(cell: &mut CgroupCalls, latency: bool, lat: &Latency) {
     cell.calls += lat.count();
@@ -247,7 +291,7 @@ impl<'a> Rows<'a> {
                 .into_iter()
                 .map(|(p, sum)| (p, sum.latency()))
                 .collect(),
-            cells: cell_keys(snap, |c| c),
+            cells: cell_keys(snap),
         }
     }
 }
@@ -270,18 +314,15 @@ fn path_sums(snap: &Snapshot) -> Vec<((Probe, Option<Probe>), LatencySum)> {
     out
 }
 
-/// The series of `snap` keyed by (probe, cgroup as `route` files it), in key order: the
-/// order a window's cells are walked in. The series come as one ascending run of cgroups
-/// per (probe, caller), which a stable sort merges rather than sorts.
-fn cell_keys(
-    snap: &Snapshot,
-    route: impl Fn(CgroupId) -> CgroupId,
-) -> Vec<((Probe, CgroupId), &Latency)> {
+/// The series of `snap` keyed by (probe, cgroup), in key order: the order a window's
+/// cells are walked in. The series come as one ascending run of cgroups per (probe,
+/// caller), which a stable sort merges rather than sorts.
+fn cell_keys(snap: &Snapshot) -> Vec<((Probe, CgroupId), &Latency)> {
     let mut cells: Vec<((Probe, CgroupId), &Latency)> = snap
         .series
         .iter()
         .filter(|(_, lat)| lat.count() > 0)
-        .map(|(k, lat)| ((k.probe, route(k.cgroup)), lat))
+        .map(|(k, lat)| ((k.probe, k.cgroup), lat))
         .collect();
     cells.sort_by_key(|(k, _)| *k);
     cells

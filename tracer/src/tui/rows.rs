@@ -340,7 +340,6 @@ type Cells<'a> = Vec<(CgroupId, [Option<Agg<'a>>; COLS])>;
 
 /// The 10 s window's cells of each cgroup, by column, in cgroup order; and every cgroup
 /// with calls in it.
-
 fn window_cells(window: &Window) -> (Cells<'_>, Vec<CgroupId>) {
     // The window comes summed per (probe, cgroup): grouped by cgroup with one sort of the
     // cells of the columns' probes (one ascending run of cgroups per probe).
