@@ -1,12 +1,14 @@
-//! A short window of the live source as the views show it: summed per row, not per series.
+//! What the views show of a span of the live source (the last 10 s, the calls since
+//! start): summed per row, not per series.
 //!
 //! The Probes view shows each probe and caller over all cgroups, the Cgroups view each
-//! cgroup's p99 on a few paths. A window kept per series (probe, caller, cgroup) holds
-//! some 10,000 distributions at 1,000 cgroups x 10 probes, each merged into the window
-//! every refresh, taken out 10 s later and copied into every frame, only for the views to
-//! add them up again. Kept per row, it holds what the views read: a distribution per
-//! (probe, caller), and per (probe, cgroup) the calls and time, with the distribution
-//! only for the paths a per-cgroup view shows a percentile of ([`latency_per_cgroup`]).
+//! cgroup's p99 on a few paths and its calls since start. A window kept per series (probe,
+//! caller, cgroup) holds some 10,000 distributions at 1,000 cgroups x 10 probes, each
+//! merged into the window every refresh, taken out 10 s later and copied into every frame,
+//! only for the views to add them up again. Kept per row, it holds what the views read: a
+//! distribution per (probe, caller), and per (probe, cgroup) the calls and time, with the
+//! distribution only for the paths a per-cgroup view shows a percentile of
+//! ([`latency_per_cgroup`]; none for the totals since start, [`Window::counts`]).
 //!
 //! The buckets are the kernel's, added up: a row's percentiles are exactly those of its
 //! series merged. Its max, once the interval that held it left the window, is known only
