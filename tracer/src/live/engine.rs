@@ -1053,6 +1053,8 @@ mod tests {
         );
         assert_eq!(rmdirs(&f.last_60s), 300);
         assert!(f.cumulative.series.len() <= 6, "5 tracked + other");
+        // The totals per row hold what the series since start add up to.
+        assert_eq!(*f.totals, Window::counts_of(&f.cumulative));
         // A kept interval is compacted when it is 10 refreshes old: from then on it holds
         // its five cgroups, evicted since, as one `other` series.
         assert_eq!(l.recent.len(), 60);
@@ -1115,6 +1117,34 @@ mod tests {
             assert_eq!(buckets(&got.latency), buckets(&cell.latency), "{k:?}");
         }
         assert_eq!(f.last_10s.cgroup_calls(OTHER_CGROUP), 9 * 5 * 3);
+    }
+
+    #[test]
+    fn without_series_totals_the_totals_per_row_are_the_same() {
+        let mut series = live(5);
+        let mut rows = Live::new(
+            Arc::clone(&series.info),
+            &Options {
+                max_cgroups: 5,
+                history_len: 5,
+                series_totals: false,
+                ..Options::default()
+            },
+        );
+        let (mut f, mut g) = (None, None);
+        for i in 1..=20u64 {
+            let ids: Vec<CgroupId> = (0..5).map(|k| i * 10 + k).collect();
+            let mut d = delta(&ids, i % 3 + 1);
+            d.cgroups_removed = (0..5).map(|k| (i - 1) * 10 + k).collect();
+            f = Some(series.apply(d.clone(), i * SEC).0);
+            g = Some(rows.apply(d, i * SEC).0);
+        }
+        let (f, g) = (f.unwrap(), g.unwrap());
+        assert!(g.cumulative.series.is_empty());
+        assert_eq!(g.totals, f.totals);
+        assert_eq!(g.totals.calls(Probe::VfsRmdir), rmdirs(&f.cumulative));
+        assert_eq!(g.cumulative.counters, f.cumulative.counters);
+        assert_eq!(g.last_10s, f.last_10s);
     }
 
     #[test]
@@ -1204,6 +1234,7 @@ mod tests {
         l.reset();
         let (f, _) = l.apply(delta(&[1], 1), 2 * SEC);
         assert_eq!(rmdirs(&f.cumulative), 1);
+        assert_eq!(f.totals.calls(Probe::VfsRmdir), 1);
         assert_eq!(rmdirs(&f.last_60s), 1);
     }
 }
