@@ -92,6 +92,13 @@ fn bounds(bucket: u16) -> (u64, u64) {
     bucket_bounds(u32::from(bucket))
 }
 
+/// Where bucket `b` is in `buckets`, searching from `*i` on (and moving `*i` there).
+fn find_from(buckets: &[Bucket], i: &mut usize, b: u16) -> Option<usize> {
+    let j = buckets[*i..].binary_search_by_key(&b, |x| x.0).ok()?;
+    *i += j;
+    Some(*i)
+}
+
 /// Why stored buckets do not make a distribution.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum BucketsError {
@@ -482,23 +489,23 @@ impl Latency {
             return;
         }
         // Every bucket of `earlier` must be here with at least as many calls, else this is
-        // not a later reading of it: leave it whole, as `since` does.
-        // Found by a search each: an interval's few buckets in a window's many.
-        let mut at = Vec::with_capacity(earlier.buckets.len());
+        // not a later reading of it: leave it whole, as `since` does. Checked in a first
+        // walk, taken out in a second: found by a search each (an interval's few buckets in
+        // a window's many), without a list of where (thousands of series a refresh).
         let mut i = 0;
         for &(b, n) in &earlier.buckets {
-            match self.buckets[i..].binary_search_by_key(&b, |x| x.0) {
-                Ok(j) if self.buckets[i + j].1 >= n => {
-                    i += j;
-                    at.push(i);
-                }
+            match find_from(&self.buckets, &mut i, b) {
+                Some(at) if self.buckets[at].1 >= n => {}
                 _ => return,
             }
         }
         let mut emptied = false;
-        for (&i, &(_, n)) in at.iter().zip(&earlier.buckets) {
-            self.buckets[i].1 -= n;
-            emptied |= self.buckets[i].1 == 0;
+        let mut i = 0;
+        for &(b, n) in &earlier.buckets {
+            if let Some(at) = find_from(&self.buckets, &mut i, b) {
+                self.buckets[at].1 -= n;
+                emptied |= self.buckets[at].1 == 0;
+            }
         }
         if emptied {
             self.buckets.retain(|&(_, n)| n > 0);

@@ -88,6 +88,13 @@ enum Cmd {
         #[arg(long)]
         tracer: PathBuf,
     },
+    /// The `tracer top` host cases alone (a real terminal in tmux, `--frames`), against a
+    /// given tracer binary.
+    TopCheck {
+        /// The tracer binary to check.
+        #[arg(long)]
+        tracer: PathBuf,
+    },
     /// The hardening host cases alone (the exporter under abuse, bad input, least
     /// privilege), against a given tracer binary.
     HardenCheck {
@@ -169,6 +176,15 @@ fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
         Cmd::ServeCheck { tracer } => {
             let mut tally = vm_tests::Tally::default();
             serve_tests::host_cases(&tracer, &mut tally);
+            Ok(if tally.finish() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
+        }
+        Cmd::TopCheck { tracer } => {
+            let mut tally = vm_tests::Tally::default();
+            top_tests::top_cases(&tracer, &mut tally);
             Ok(if tally.finish() {
                 ExitCode::SUCCESS
             } else {

@@ -9,7 +9,9 @@ use std::{
 
 use super::{
     BpfCost, Control, Cost, Delta, Frame, History, OTHER_CGROUP, Options, ProgramCost, SlowCall,
-    Source, SourceInfo, table::Table,
+    Source, SourceInfo,
+    table::Table,
+    window::{Rows, Window},
 };
 use crate::snapshot::{
     CgroupId, Latency, LatencySum, Meta, PROBES, SeriesKey, Snapshot, SourceKind, walk_sorted,
@@ -166,7 +168,13 @@ pub struct Live {
     keep_windows: bool,
     seq: u64,
     table: Table,
+    /// Since start: counters, probe states, cgroup names, and the series only when
+    /// `series_totals`.
     cumulative: Snapshot,
+    /// Whether `cumulative` keeps every series (the exporter shows each one).
+    series_totals: bool,
+    /// Calls since start, per row of the views.
+    totals: Window,
     /// Shared with the frame and with `recent`: never copied.
     last: Arc<Snapshot>,
     /// Folded interval snapshots within the longest window, oldest first, with their
@@ -177,8 +185,11 @@ pub struct Live {
     evicted_at: BTreeMap<CgroupId, u64>,
     /// The source's own clock: the sum of its intervals since start, as Unix ns.
     clock_ns: u64,
-    /// Sums of `recent` over each window (the 60 s one only while kept).
-    windows: [Snapshot; 2],
+    /// The sum of `recent` over the last 10 s, per row of the views.
+    window_10s: Window,
+    /// The sum of `recent` over the last 60 s, per series (Detail and the model's
+    /// calibration read it whole), only while kept.
+    window_60s: Snapshot,
     /// Index in `recent` of each window's oldest interval.
     window_from: [usize; 2],
     /// Data each window covers, ns (followed for the 60 s window also while it is not
@@ -211,11 +222,14 @@ impl Live {
                 u64::try_from(super::GONE_GRACE.as_nanos()).unwrap_or(u64::MAX),
             ),
             cumulative: empty.clone(),
+            series_totals: opts.series_totals,
+            totals: Window::counts(0),
             last: Arc::new(empty.clone()),
             recent: VecDeque::new(),
             evicted_at: BTreeMap::new(),
             clock_ns: 0,
-            windows: [empty.clone(), empty.clone()],
+            window_10s: Window::default(),
+            window_60s: empty.clone(),
             window_from: [0; 2],
             window_ns: [0; 2],
             keep_60s: opts.last_60s,
@@ -233,10 +247,12 @@ impl Live {
     pub fn reset(&mut self) {
         let empty = empty_snapshot(&self.info, unix_now_ns());
         self.cumulative = empty.clone();
+        self.totals = Window::counts(empty.meta.started_unix_ns);
         self.last = Arc::new(empty.clone());
         self.recent.clear();
         self.evicted_at.clear();
-        self.windows = [empty.clone(), empty];
+        self.window_10s = Window::default();
+        self.window_60s = empty;
         self.window_from = [0; 2];
         self.window_ns = [0; 2];
         self.history = History::default();
@@ -281,9 +297,10 @@ impl Live {
         if !decisions.evicted.is_empty() {
             let evicted: BTreeSet<CgroupId> = decisions.evicted.iter().copied().collect();
             fold(&mut self.cumulative, &evicted);
-            for w in &mut self.windows {
-                fold(w, &evicted);
-            }
+            fold(&mut self.window_60s, &evicted);
+            let sorted: Vec<CgroupId> = evicted.iter().copied().collect();
+            self.window_10s.fold(&sorted);
+            self.totals.fold(&sorted);
             // Only the kept intervals need it, and only they prune it: without windows
             // (`tracer serve`) it grew by every cgroup that ever left the table.
             if self.keep_windows {
@@ -304,7 +321,14 @@ impl Live {
             .filter(|id| !rerouted.contains(id))
             .filter_map(|&id| self.table.path(id).map(|p| (id, p.to_owned())))
             .collect();
-        self.cumulative.merge(&last);
+        if self.series_totals {
+            self.cumulative.merge(&last);
+        } else {
+            // The views read the calls since start from `totals`.
+            let series = std::mem::take(&mut last.series);
+            self.cumulative.merge(&last);
+            last.series = series;
+        }
         // A path learned after a cgroup's first calls replaces the name it had.
         for (id, path) in &last.cgroups {
             if self.cumulative.cgroups.get(id) != Some(path) {
@@ -316,8 +340,10 @@ impl Live {
             (Some((first, _)), Some((_, end))) => Some((first, end)),
             (_, d) => d,
         };
+        let rows = Rows::of(&last);
+        self.totals.add(&rows);
         if self.keep_windows {
-            self.slide_windows(&last);
+            self.slide_windows(&last, &rows);
             self.compact_recent();
         }
         self.record_history(&last, now_unix_ns);
@@ -360,7 +386,7 @@ impl Live {
             }
             window.dentry_state = self.last.dentry_state;
         }
-        self.windows[1] = window;
+        self.window_60s = window;
     }
 
     /// Keep the history of `cgroup` (or of none) from now on, starting from the last
@@ -388,8 +414,9 @@ impl Live {
             interval: self.interval,
             last: Arc::clone(&self.last),
             cumulative: Arc::new(self.cumulative.clone()),
-            last_10s: Arc::new(self.windows[0].clone()),
-            last_60s: Arc::new(self.windows[1].clone()),
+            totals: Arc::new(self.totals.clone()),
+            last_10s: Arc::new(self.window_10s.clone()),
+            last_60s: Arc::new(self.window_60s.clone()),
             last_60s_kept: self.keep_60s && self.keep_windows,
             history: self.history.clone(),
             cgroup_history: self.focus.clone(),
@@ -404,13 +431,17 @@ impl Live {
 
     /// Add `last` to the windows and take out what fell out of them: a window keeps its
     /// oldest interval while it still needs it to cover its length.
-    fn slide_windows(&mut self, last: &Arc<Snapshot>) {
+    fn slide_windows(&mut self, last: &Arc<Snapshot>, rows: &Rows) {
         self.recent.push_back((self.seq, Arc::clone(last)));
         for (i, limit) in WINDOWS_NS.iter().enumerate() {
             // Not kept, a window still follows which intervals it would hold.
             let kept = i == 0 || self.keep_60s;
             if kept {
-                self.windows[i].merge(last);
+                if i == 0 {
+                    self.window_10s.add(rows);
+                } else {
+                    self.window_60s.merge(last);
+                }
             }
             self.window_ns[i] += last.meta.duration_ns;
             while self.window_from[i] + 1 < self.recent.len() {
@@ -422,16 +453,21 @@ impl Live {
                 if kept {
                     // A cgroup evicted after this interval was folded into `other` since.
                     let evicted = &self.evicted_at;
-                    subtract(&mut self.windows[i], oldest, |id| match evicted.get(&id) {
+                    let route = |id| match evicted.get(&id) {
                         Some(at) if at > seq => OTHER_CGROUP,
                         _ => id,
-                    });
+                    };
+                    if i == 0 {
+                        self.window_10s.subtract(oldest, route);
+                    } else {
+                        subtract(&mut self.window_60s, oldest, route);
+                    }
                 }
                 self.window_ns[i] = without;
                 self.window_from[i] += 1;
             }
-            if kept {
-                self.windows[i].dentry_state = last.dentry_state;
+            if kept && i == 1 {
+                self.window_60s.dentry_state = last.dentry_state;
             }
         }
         let unused = self.window_from.iter().copied().min().unwrap_or(0);
@@ -927,9 +963,13 @@ mod tests {
         assert_eq!(f.seq, 75);
         assert_eq!(rmdirs(&f.last), 2);
         assert_eq!(rmdirs(&f.cumulative), 150);
-        assert_eq!(rmdirs(&f.last_10s), 20, "ten one-second intervals");
+        assert_eq!(
+            f.last_10s.calls(Probe::VfsRmdir),
+            20,
+            "ten one-second intervals"
+        );
         assert_eq!(rmdirs(&f.last_60s), 120);
-        assert_eq!(f.last_10s.meta.duration_ns, 10 * SEC);
+        assert_eq!(f.last_10s.duration_ns, 10 * SEC);
         assert_eq!(f.cumulative.counter_total(Counter::NegativeDentries), 150);
         assert_eq!(f.cumulative.cgroup_name(1), "/c1");
         // History: one point per interval, bounded.
@@ -960,7 +1000,7 @@ mod tests {
         let by = |c| f.cumulative.total_where(|k| k.cgroup == c).count();
         assert_eq!((by(1), by(2), by(3), by(OTHER_CGROUP)), (0, 6, 1, 5));
         assert_eq!(
-            f.last_10s.total_where(|k| k.cgroup == 1).count(),
+            f.last_10s.cgroup_calls(1),
             0,
             "windows fold the evicted cgroup too"
         );
@@ -1010,9 +1050,15 @@ mod tests {
         }
         let f = f.unwrap();
         assert_eq!(rmdirs(&f.cumulative), 400, "totals never shrink");
-        assert_eq!(rmdirs(&f.last_10s), 50, "ten intervals of five calls");
+        assert_eq!(
+            f.last_10s.calls(Probe::VfsRmdir),
+            50,
+            "ten intervals of five calls"
+        );
         assert_eq!(rmdirs(&f.last_60s), 300);
         assert!(f.cumulative.series.len() <= 6, "5 tracked + other");
+        // The totals per row hold what the series since start add up to.
+        assert_eq!(*f.totals, Window::counts_of(&f.cumulative));
         // A kept interval is compacted when it is 10 refreshes old: from then on it holds
         // its five cgroups, evicted since, as one `other` series.
         assert_eq!(l.recent.len(), 60);
@@ -1053,6 +1099,89 @@ mod tests {
     }
 
     #[test]
+    fn under_churn_the_10s_window_holds_its_intervals_summed_per_row() {
+        let mut l = live(5);
+        let mut sent = Vec::new();
+        let mut f = None;
+        for i in 1..=30u64 {
+            // As above: every interval evicts the five cgroups of the one before.
+            let ids: Vec<CgroupId> = (0..5).map(|k| i * 10 + k).collect();
+            let mut d = delta(&ids, 1);
+            d.cgroups_removed = (0..5).map(|k| (i - 1) * 10 + k).collect();
+            for (k, &c) in ids.iter().enumerate() {
+                // Latencies in different buckets per interval and cgroup.
+                let key = SeriesKey::new(Probe::SysRmdir, c);
+                d.snapshot
+                    .record(key, 20_000 * (i % 5 + 1) + 7_000 * k as u64);
+                let key = SeriesKey::new(Probe::ShrinkDcacheParent, c).with_caller(Probe::VfsRmdir);
+                d.snapshot.record(key, 3_000 * (i % 7 + 1));
+            }
+            sent.push(d.snapshot.clone());
+            f = Some(l.apply(d, i * SEC).0);
+        }
+        let f = f.unwrap();
+        // The last ten intervals, the cgroups of all but the newest evicted since: in `other`.
+        let mut sum = empty_snapshot(&l.info, 0);
+        for s in &sent[20..] {
+            sum.merge(s);
+        }
+        fold_where(&mut sum, |c| c < 300);
+        let want = Window::of(&sum);
+        let buckets = |l: &Latency| l.buckets().collect::<Vec<_>>();
+        assert_eq!(f.last_10s.duration_ns, 10 * SEC);
+        assert_eq!(
+            f.last_10s.paths.keys().collect::<Vec<_>>(),
+            want.paths.keys().collect::<Vec<_>>()
+        );
+        for (k, lat) in &want.paths {
+            assert_eq!(lat.count(), f.last_10s.paths[k].count(), "{k:?}");
+            assert_eq!(buckets(lat), buckets(&f.last_10s.paths[k]), "{k:?}");
+        }
+        assert_eq!(
+            f.last_10s.cgroups.keys().collect::<Vec<_>>(),
+            want.cgroups.keys().collect::<Vec<_>>()
+        );
+        for (k, cell) in &want.cgroups {
+            let got = &f.last_10s.cgroups[k];
+            assert_eq!(
+                (got.calls, got.time_ns),
+                (cell.calls, cell.time_ns),
+                "{k:?}"
+            );
+            assert_eq!(buckets(&got.latency), buckets(&cell.latency), "{k:?}");
+        }
+        assert_eq!(f.last_10s.cgroup_calls(OTHER_CGROUP), 9 * 5 * 3);
+    }
+
+    #[test]
+    fn without_series_totals_the_totals_per_row_are_the_same() {
+        let mut series = live(5);
+        let mut rows = Live::new(
+            Arc::clone(&series.info),
+            &Options {
+                max_cgroups: 5,
+                history_len: 5,
+                series_totals: false,
+                ..Options::default()
+            },
+        );
+        let (mut f, mut g) = (None, None);
+        for i in 1..=20u64 {
+            let ids: Vec<CgroupId> = (0..5).map(|k| i * 10 + k).collect();
+            let mut d = delta(&ids, i % 3 + 1);
+            d.cgroups_removed = (0..5).map(|k| (i - 1) * 10 + k).collect();
+            f = Some(series.apply(d.clone(), i * SEC).0);
+            g = Some(rows.apply(d, i * SEC).0);
+        }
+        let (f, g) = (f.unwrap(), g.unwrap());
+        assert!(g.cumulative.series.is_empty());
+        assert_eq!(g.totals, f.totals);
+        assert_eq!(g.totals.calls(Probe::VfsRmdir), rmdirs(&f.cumulative));
+        assert_eq!(g.cumulative.counters, f.cumulative.counters);
+        assert_eq!(g.last_10s, f.last_10s);
+    }
+
+    #[test]
     fn slow_calls_are_kept_newest_first_and_bounded() {
         let mut l = live(10);
         let call = |pid| SlowCall {
@@ -1090,7 +1219,7 @@ mod tests {
             let (f, _) = kept.apply(d.clone(), i * SEC);
             let (g, _) = late.apply(d, i * SEC);
             assert!(!g.last_60s_kept && g.last_60s.series.is_empty());
-            assert_eq!(rmdirs(&g.last_10s), rmdirs(&f.last_10s));
+            assert_eq!(g.last_10s, f.last_10s);
             last = Some(f);
         }
         late.keep_last_60s(true);
@@ -1139,6 +1268,7 @@ mod tests {
         l.reset();
         let (f, _) = l.apply(delta(&[1], 1), 2 * SEC);
         assert_eq!(rmdirs(&f.cumulative), 1);
+        assert_eq!(f.totals.calls(Probe::VfsRmdir), 1);
         assert_eq!(rmdirs(&f.last_60s), 1);
     }
 }

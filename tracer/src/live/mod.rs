@@ -19,6 +19,7 @@ pub mod model;
 pub mod replay;
 pub mod synthetic;
 pub mod table;
+pub mod window;
 
 use std::{sync::Arc, time::Duration};
 
@@ -186,10 +187,15 @@ pub struct Frame {
     /// The last interval: rates are its counts over its `meta.duration_ns`. Shared with
     /// the loop's own state, so publishing it copies nothing.
     pub last: Arc<Snapshot>,
-    /// Since the source started (or the last reset).
+    /// Since the source started (or the last reset): counters, probe states, cgroup
+    /// names; the series only when the loop keeps them ([`Options::series_totals`]).
     pub cumulative: Arc<Snapshot>,
-    /// The last 10 s, for percentiles (empty when the loop keeps no windows).
-    pub last_10s: Arc<Snapshot>,
+    /// The calls since the source started (or the last reset), summed per row of the
+    /// views: what the dashboard shows of them.
+    pub totals: Arc<window::Window>,
+    /// The last 10 s, for percentiles, summed per row of the views (empty when the loop
+    /// keeps no windows).
+    pub last_10s: Arc<window::Window>,
     /// The last 60 s, kept only while a sink asks for it ([`Control::KeepLast60s`]):
     /// empty otherwise, see `last_60s_kept`.
     pub last_60s: Arc<Snapshot>,
@@ -248,6 +254,9 @@ pub struct Options {
     pub windows: bool,
     /// Keep the 60 s window from the start (else from [`Control::KeepLast60s`] on).
     pub last_60s: bool,
+    /// Keep every series since start in [`Frame::cumulative`] (the exporter shows each
+    /// one); else only [`Frame::totals`] holds the calls since start.
+    pub series_totals: bool,
 }
 
 impl Default for Options {
@@ -259,6 +268,7 @@ impl Default for Options {
             history_len: 300,
             windows: true,
             last_60s: true,
+            series_totals: true,
         }
     }
 }

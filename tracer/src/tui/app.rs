@@ -572,10 +572,21 @@ impl App {
             .last_60s
             .series
             .keys()
-            .chain(frame.cumulative.series.keys())
             .filter(|k| t.cgroup.is_none_or(|c| c == k.cgroup))
             .map(|k| k.probe)
             .collect();
+        // And those called since start (in the target's cgroup).
+        match t.cgroup {
+            Some(c) => probes.extend(
+                frame
+                    .totals
+                    .cgroups
+                    .keys()
+                    .filter(|(_, id)| *id == c)
+                    .map(|(p, _)| *p),
+            ),
+            None => probes.extend(frame.totals.paths.keys().map(|(p, _)| *p)),
+        }
         probes.push(t.probe);
         probes.sort_unstable();
         probes.dedup();
@@ -627,7 +638,7 @@ impl App {
             return busiest(&frame.last_60s, cgroup);
         }
         self.busiest_pending = true;
-        busiest(&frame.last_10s, cgroup)
+        frame.last_10s.busiest(cgroup)
     }
 
     /// The selected row of the Probes view.

@@ -120,6 +120,8 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
     // (asked for by the dashboard), or throughout for `--frames` that print Detail.
     opts.last_60s =
         args.frames.is_some() && args.view.iter().any(|v| v.view() == Some(View::Detail));
+    // The dashboard shows counts since start per row, not each series.
+    opts.series_totals = false;
     let handle = live::spawn(source, opts).context("starting the live loop")?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

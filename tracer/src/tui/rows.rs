@@ -6,11 +6,11 @@
 //! come from the last interval; percentiles from the last 10 s, so one quiet interval
 //! does not blank them; cumulative counts from the start (or the last reset).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use crate::{
-    live::{Frame, OTHER_CGROUP},
-    snapshot::{CgroupId, Counter, GONE_CGROUP, Latency, LatencySum, Probe, SeriesKey, Snapshot},
+    live::{Frame, OTHER_CGROUP, window::Window},
+    snapshot::{CgroupId, Counter, GONE_CGROUP, Latency, LatencySum, Probe, Snapshot},
 };
 
 /// Which of a probe's calls, by the traced function around them.
@@ -189,14 +189,14 @@ fn listed_probes(frame: &Frame) -> Vec<Probe> {
         })
         .map(|(p, _)| *p)
         .collect();
-    for s in [&frame.last, &frame.last_10s, &frame.cumulative] {
-        // Series are ordered by probe first: one look per probe, not per series.
-        let mut last = None;
-        for k in s.series.keys() {
-            if last != Some(k.probe) {
-                probes.push(k.probe);
-                last = Some(k.probe);
-            }
+    probes.extend(frame.last_10s.paths.keys().map(|(p, _)| *p));
+    probes.extend(frame.totals.paths.keys().map(|(p, _)| *p));
+    // Series are ordered by probe first: one look per probe, not per series.
+    let mut last = None;
+    for k in frame.last.series.keys() {
+        if last != Some(k.probe) {
+            probes.push(k.probe);
+            last = Some(k.probe);
         }
     }
     probes.sort_unstable();
@@ -243,27 +243,14 @@ fn counts(snap: &Snapshot) -> HashMap<ProbePath, (u64, u64)> {
 pub fn probe_rows(frame: &Frame) -> Vec<ProbeRow> {
     let secs = interval_s(frame);
     let last = counts(&frame.last);
-    let cum = counts(&frame.cumulative);
-    let mut win: BTreeMap<(Probe, Option<Probe>), LatencySum> = BTreeMap::new();
-    // Added up per run of series with the same (probe, caller), the order they come in:
-    // one look-up per run rather than per series.
-    let mut run: Option<((Probe, Option<Probe>), LatencySum)> = None;
-    for (k, lat) in &frame.last_10s.series {
-        let key = (k.probe, k.caller);
-        match &mut run {
-            Some((at, acc)) if *at == key => acc.add(lat),
-            _ => {
-                let mut acc = LatencySum::new();
-                acc.add(lat);
-                if let Some((at, done)) = run.replace((key, acc)) {
-                    win.entry(at).or_default().add_sum(&done);
-                }
-            }
-        }
-    }
-    if let Some((at, done)) = run {
-        win.entry(at).or_default().add_sum(&done);
-    }
+    let cum: HashMap<ProbePath, (u64, u64)> = frame
+        .totals
+        .paths
+        .iter()
+        .map(|(path, lat)| (*path, (lat.count(), lat.sum_ns())))
+        .collect();
+    // The 10 s window comes summed per (probe, caller).
+    let win = &frame.last_10s.paths;
     let mut out = Vec::new();
     for probe in listed_probes(frame) {
         let mut callers: Vec<Option<Probe>> = last
@@ -286,7 +273,7 @@ pub fn probe_rows(frame: &Frame) -> Vec<ProbeRow> {
             let mut acc = LatencySum::new();
             for c in callers.iter().filter(|c| which.matches(**c)) {
                 if let Some(a) = win.get(&(probe, *c)) {
-                    acc.add_sum(a);
+                    acc.add(a);
                 }
             }
             let w = acc.latency();
@@ -348,27 +335,36 @@ fn col_of(p: Probe) -> Option<Col> {
     }
 }
 
-/// The 10 s window's series of each cgroup, by column, in cgroup order.
-fn window_cells(window: &Snapshot) -> Vec<(CgroupId, [Option<Agg<'_>>; COLS])> {
-    // One pass over the 10 s window's series, grouped by cgroup and column: sorted by
-    // cgroup once, rather than a hash look-up per series.
-    let mut by_cgroup: Vec<(CgroupId, Option<Col>, &Latency)> = window
-        .series
-        .iter()
-        .map(|(SeriesKey { probe, cgroup, .. }, lat)| (*cgroup, col_of(*probe), lat))
-        .collect();
+/// Each cgroup's cells, by column.
+type Cells<'a> = Vec<(CgroupId, [Option<Agg<'a>>; COLS])>;
+
+/// The 10 s window's cells of each cgroup, by column, in cgroup order; and every cgroup
+/// with calls in it.
+fn window_cells(window: &Window) -> (Cells<'_>, Vec<CgroupId>) {
+    // The window comes summed per (probe, cgroup): grouped by cgroup with one sort of the
+    // cells of the columns' probes (one ascending run of cgroups per probe).
+    let mut by_cgroup: Vec<(CgroupId, Col, &Latency)> = Vec::new();
+    let mut with_calls: Vec<CgroupId> = Vec::new();
+    for ((probe, cgroup), cell) in &window.cgroups {
+        match col_of(*probe) {
+            Some(col) => by_cgroup.push((*cgroup, col, &cell.latency)),
+            None => with_calls.push(*cgroup),
+        }
+    }
     // Stable: a cell's series merge in the window's order.
     by_cgroup.sort_by_key(|(cgroup, _, _)| *cgroup);
-    let mut lats: Vec<(CgroupId, [Option<Agg>; COLS])> = Vec::new();
+    let mut lats: Cells = Vec::new();
     for (cgroup, col, lat) in by_cgroup {
         if lats.last().is_none_or(|(c, _)| *c != cgroup) {
             lats.push((cgroup, Default::default()));
         }
-        if let (Some(col), Some((_, slots))) = (col, lats.last_mut()) {
+        if let Some((_, slots)) = lats.last_mut() {
             Agg::add(&mut slots[col as usize], lat);
         }
     }
-    lats
+    with_calls.extend(lats.iter().map(|(c, _)| *c));
+    sort_runs(&mut with_calls);
+    (lats, with_calls)
 }
 
 /// Sort and dedup ids that come in ascending runs (one per probe): a stable sort merges
@@ -387,30 +383,20 @@ fn sort_runs(ids: &mut Vec<CgroupId>) {
 #[must_use]
 pub fn cgroup_rows(frame: &Frame) -> Vec<CgroupRow> {
     let secs = interval_s(frame);
-    let lats = window_cells(&frame.last_10s);
+    let (lats, with_calls) = window_cells(&frame.last_10s);
     let lats_of = |id: CgroupId| {
         lats.binary_search_by_key(&id, |(c, _)| *c)
             .ok()
             .map(|i| &lats[i].1)
     };
-    // Sized once: rehashing as it grows cost more than filling it.
-    let mut totals: HashMap<(CgroupId, Probe), u64> = HashMap::with_capacity(2 * lats.len());
-    for probe in [Probe::SysRmdir, Probe::SysUmount] {
-        // Series are ordered by probe first: only this probe's are visited.
-        let from = SeriesKey {
-            probe,
-            caller: None,
-            cgroup: 0,
-        };
-        for (k, lat) in frame
-            .cumulative
-            .series
-            .range(from..)
-            .take_while(|(k, _)| k.probe == probe)
-        {
-            *totals.entry((k.cgroup, k.probe)).or_default() += lat.count();
-        }
-    }
+    // Calls since start per cgroup: a look-up of its rmdir and umount cells.
+    let total_of = |probe: Probe, id: CgroupId| {
+        frame
+            .totals
+            .cgroups
+            .get(&(probe, id))
+            .map_or(0, |cell| cell.calls)
+    };
     let mut waits: HashMap<CgroupId, u64> = HashMap::new();
     // The kernel source counts each wait under the lock holder's cgroup: the waiters a
     // cgroup's removals blocked. Sources without that count (the model, older captures)
@@ -438,7 +424,7 @@ pub fn cgroup_rows(frame: &Frame) -> Vec<CgroupRow> {
         .iter()
         .filter(|(_, e)| e.tracked)
         .map(|(id, _)| *id)
-        .chain(lats.iter().map(|(id, _)| *id))
+        .chain(with_calls)
         .chain(waits.keys().copied())
         // Every cgroup with calls in the last interval has a row (its waits may be none).
         .chain(
@@ -462,7 +448,7 @@ pub fn cgroup_rows(frame: &Frame) -> Vec<CgroupRow> {
             let path = if id == OTHER_CGROUP {
                 "other".to_owned()
             } else {
-                entry.map_or_else(|| frame.last_10s.cgroup_name(id), |e| e.path.to_string())
+                entry.map_or_else(|| frame.cumulative.cgroup_name(id), |e| e.path.to_string())
             };
             let slots = lats_of(id);
             let p99 = |col: Col| Agg::p99(slots.and_then(|s| s[col as usize].as_ref()));
@@ -485,8 +471,8 @@ pub fn cgroup_rows(frame: &Frame) -> Vec<CgroupRow> {
                 ),
                 hold_p99_ns: p99(Col::Hold),
                 waits_per_s: rate(waits.get(&id).copied().unwrap_or(0), secs),
-                rmdirs: totals.get(&(id, Probe::SysRmdir)).copied().unwrap_or(0),
-                umounts: totals.get(&(id, Probe::SysUmount)).copied().unwrap_or(0),
+                rmdirs: total_of(Probe::SysRmdir, id),
+                umounts: total_of(Probe::SysUmount, id),
             }
         })
         .collect();
@@ -507,7 +493,18 @@ pub fn rows(frame: &Frame) -> Rows {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tui::testdata;
+    use crate::{snapshot::PROBES, tui::testdata};
+
+    #[test]
+    fn the_window_keeps_per_cgroup_the_latency_of_every_column() {
+        for p in PROBES {
+            assert_eq!(
+                col_of(p).is_some(),
+                crate::live::window::latency_per_cgroup(p),
+                "{p:?}"
+            );
+        }
+    }
 
     #[test]
     fn waits_go_to_the_holders_cgroup_where_the_kernel_counts_them_there() {

@@ -27,6 +27,26 @@ fn latency(snap: &Snapshot, t: Target) -> Latency {
     })
 }
 
+/// Calls and time of `t` since start: in one cgroup over all its callers (the cgroup's
+/// own targets are over all callers), else over all cgroups from the callers asked for.
+fn since_start(frame: &Frame, t: Target) -> (u64, u64) {
+    match t.cgroup {
+        Some(c) => frame
+            .totals
+            .cgroups
+            .get(&(t.probe, c))
+            .map_or((0, 0), |cell| (cell.calls, cell.time_ns)),
+        None => frame
+            .totals
+            .paths
+            .iter()
+            .filter(|((p, caller), _)| *p == t.probe && t.caller.matches(*caller))
+            .fold((0, 0), |(n, ns), (_, lat)| {
+                (n + lat.count(), ns.saturating_add(lat.sum_ns()))
+            }),
+    }
+}
+
 fn title(app: &App, t: Target) -> String {
     let caller = match t.caller {
         Callers::All => "all callers".to_owned(),
@@ -50,7 +70,7 @@ pub(super) fn render(app: &App, frame: &Frame, area: Rect, buf: &mut Buffer, the
     let [head, body] = Layout::vertical([Constraint::Length(3), Constraint::Min(0)]).areas(area);
     let last = latency(&frame.last, t);
     let win = latency(&frame.last_60s, t);
-    let total = latency(&frame.cumulative, t);
+    let (total_calls, total_ns) = since_start(frame, t);
     #[expect(clippy::cast_precision_loss, reason = "a rate, for display")]
     let per_s = last.count() as f64 * 1e9 / frame.last.meta.duration_ns.max(1) as f64;
     Paragraph::new(vec![
@@ -66,8 +86,8 @@ pub(super) fn render(app: &App, frame: &Frame, area: Rect, buf: &mut Buffer, the
         Line::from(Span::styled(
             format!(
                 "since start: {} calls, {} in all · charts: {} · ↑↓ other probes",
-                total.count(),
-                units::ns(total.sum_ns()),
+                total_calls,
+                units::ns(total_ns),
                 history_scope(frame, t),
             ),
             theme.dim(),
