@@ -197,12 +197,29 @@ impl Transient {
         self.procs.clone()
     }
 
-    /// Whether process `pid` is in this cgroup.
+    /// Whether process `pid`, a child not yet waited for, is in this cgroup. `cgroup.procs`
+    /// no longer lists a child that has already exited (a command quicker than this check),
+    /// but its `/proc/<pid>/cgroup` still names the cgroup until it is waited for.
     #[must_use]
     pub fn holds(&self, pid: u32) -> bool {
-        std::fs::read_to_string(self.dir.join("cgroup.procs"))
-            .is_ok_and(|t| t.lines().any(|l| l.trim() == pid.to_string()))
+        let listed = std::fs::read_to_string(self.dir.join("cgroup.procs"))
+            .is_ok_and(|t| t.lines().any(|l| l.trim() == pid.to_string()));
+        let name = self.dir.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        listed
+            || std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
+                .is_ok_and(|t| in_cgroup_named(&t, name))
     }
+}
+
+/// Whether a `/proc/<pid>/cgroup` text puts the process in a cgroup called `name`: its
+/// unified hierarchy's line (`0::/path`) ends with that name (a transient cgroup's name is
+/// unique to the tracer that made it).
+fn in_cgroup_named(proc_cgroup: &str, name: &str) -> bool {
+    !name.is_empty()
+        && proc_cgroup
+            .lines()
+            .filter_map(|l| l.strip_prefix("0::"))
+            .any(|path| path.trim_end().rsplit('/').next() == Some(name))
 }
 
 /// Move the calling process into the cgroup whose `cgroup.procs` is `procs`. Only
@@ -306,6 +323,23 @@ fn shorten(items: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_child_is_placed_by_its_unified_cgroup_line() {
+        let hybrid =
+            "12:memory:/user.slice\n1:name=systemd:/user.slice\n0::/user.slice/tracer-capture-42\n";
+        assert!(in_cgroup_named(hybrid, "tracer-capture-42"));
+        assert!(!in_cgroup_named(hybrid, "tracer-capture-4"));
+        assert!(!in_cgroup_named(
+            "0::/tracer-capture-42/child\n",
+            "tracer-capture-42"
+        ));
+        assert!(!in_cgroup_named(
+            "12:memory:/tracer-capture-42\n",
+            "tracer-capture-42"
+        ));
+        assert!(!in_cgroup_named("0::/\n", ""));
+    }
 
     #[test]
     fn finds_the_cgroup2_mount_in_a_hybrid_layout() {
