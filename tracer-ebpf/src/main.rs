@@ -250,20 +250,31 @@ fn lose_because(loss: Loss, detail: u64) {
         && unsafe { *first } == 0
     {
         unsafe { *first = detail };
-        // Said once (the gate above), so the log stays off the hot path. No context is
-        // needed: the message goes through a ring buffer. Only this kind speaks: messages
-        // in d_delete's exit program (a dentry not readable, COUNTERS full) made the
-        // verifiers of Linux 5.10 and 6.1 refuse it ("R1 !read_ok"); those kinds stay
-        // explained from LOSS_FIRST.
-        if loss == Loss::RmdirLockDrops {
-            #[expect(clippy::cast_possible_wrap, reason = "a -errno stored as u64")]
-            let errno = (detail as i64).wrapping_neg();
-            warn!(
+        // Said once per kind (the gate above), so the log stays off the hot path. `loss` is
+        // a constant where this is inlined: one arm remains. No context is needed: the
+        // messages go through a ring buffer.
+        #[expect(clippy::cast_possible_wrap, reason = "a -errno stored as u64")]
+        let errno = (detail as i64).wrapping_neg();
+        match loss {
+            Loss::CounterDrops => warn!(
+                &(),
+                target: "tracer::kernel",
+                "an event counter could not be added to COUNTERS (map update errno {}): it is not counted",
+                errno
+            ),
+            Loss::RmdirLockDrops => warn!(
                 &(),
                 target: "tracer::kernel",
                 "a vfs_rmdir's inode locks could not be registered (map update errno {}): waits on them are not seen",
                 errno
-            );
+            ),
+            Loss::DentryReadFailures => warn!(
+                &(),
+                target: "tracer::kernel",
+                "the dentry at {:x} could not be read: d_delete's outcome not classified",
+                detail
+            ),
+            _ => {}
         }
     }
 }
@@ -582,11 +593,21 @@ fn after_d_delete(call: &Call) {
     if global(&OFFSETS_VALID) == 0 || dentry == 0 {
         return;
     }
-    let (Some(inode), Some(flags), Some(pprev)) = (
-        read_u64(dentry + global(&DENTRY_D_INODE)),
-        read_u32(dentry + global(&DENTRY_D_FLAGS)),
-        read_u64(dentry + global(&DENTRY_D_HASH_PPREV)),
-    ) else {
+    // Each read is tested before the next is made. Made all at once and tested together,
+    // the compiler ORs the three error codes into one test and loads each value only where
+    // its own read succeeded; the verifiers of Linux 5.10 and 6.1 do not learn from
+    // `err != 0` that the OR is non-zero, so they walk the path where it is zero after a
+    // failed read, and refuse the program for reading a register never written there
+    // ("R1 !read_ok").
+    let Some(inode) = read_u64(dentry + global(&DENTRY_D_INODE)) else {
+        lose_because(Loss::DentryReadFailures, dentry);
+        return;
+    };
+    let Some(flags) = read_u32(dentry + global(&DENTRY_D_FLAGS)) else {
+        lose_because(Loss::DentryReadFailures, dentry);
+        return;
+    };
+    let Some(pprev) = read_u64(dentry + global(&DENTRY_D_HASH_PPREV)) else {
         lose_because(Loss::DentryReadFailures, dentry);
         return;
     };

@@ -113,6 +113,20 @@ export TRACER_MAP_ENTRIES=RMDIR_LOCKS=1
 capture voice 'cd /tmp/voice && i=0; while [ $i -lt 20 ]; do mkdir d$i && rmdir d$i || exit 1; i=$((i+1)); done' --verbose
 unset TRACER_MAP_ENTRIES
 
+echo "suite: the kernel programs' own voice: COUNTERS of 1 entry, 20 unlinks on ext2 then 30 on tmpfs, --verbose"
+# The ext2 unlinks' negative dentries take the one entry (the workload's cgroup, negative);
+# the tmpfs unlinks' dropped dentries find the map full.
+voice_files='i=0; while [ $i -lt 20 ]; do touch /mnt/ext2/kept/v$i || exit 1; i=$((i+1)); done; i=0; while [ $i -lt 30 ]; do touch /tmp/vc/v$i || exit 1; i=$((i+1)); done'
+voice_unlinks='i=0; while [ $i -lt 20 ]; do rm /mnt/ext2/kept/v$i || exit 1; i=$((i+1)); done; i=0; while [ $i -lt 30 ]; do rm /tmp/vc/v$i || exit 1; i=$((i+1)); done'
+mkdir -p /tmp/vc
+for how in kprobe fentry; do
+    if [ -d /mnt/ext2/kept ] && sh -c "$voice_files"; then
+        export TRACER_MAP_ENTRIES=COUNTERS=1
+        capture voice_counters_$how "$voice_unlinks" --attach $how --verbose
+        unset TRACER_MAP_ENTRIES
+    fi
+done
+
 echo "suite: inode-lock waits: 4 lookups block on the parent's lock while rmdir prunes"
 # lockwait.sh DIR N: rmdir DIR/victim (full of negative dentries) from cgroup /lk_rm, and
 # once it holds DIR's lock, N lookups of new names in DIR from cgroup /lk_wait: each must

@@ -1,8 +1,8 @@
-//! The kernel programs' own voice (aya-log): they speak only on a cold path, the first time
-//! a `vfs_rmdir`'s inode locks could not be registered, so that a user running with
-//! `--verbose` sees why the loss counter moved (the other kinds are explained from what
-//! the programs keep of their first occurrence, `LOSS_FIRST`). Without `--verbose` the programs
-//! are loaded silent and nothing is read.
+//! The kernel programs' own voice (aya-log): they speak only on cold paths, the first time
+//! each kind of loss happens (a map full, a dentry they could not read, a `vfs_rmdir`'s
+//! inode locks they could not register), so that a user running with `--verbose` sees why
+//! a loss counter moved. Without `--verbose` the programs are loaded silent and nothing is
+//! read.
 //!
 //! While `tracer top` owns the terminal, a message written to stderr would tear its
 //! screen: they are held ([`hold`]) and printed once the terminal is back ([`release`]).
