@@ -337,13 +337,21 @@ impl Loss {
         }
     }
 
-    /// Whether it loses traced calls or events (else only their per-event report: a slow
-    /// call not sent is still in the histograms, a cgroup not learned is still counted).
+    /// Whether it loses traced calls: runs of tracer's programs the kernel skipped.
     #[must_use]
     pub const fn loses_calls(self) -> bool {
-        !matches!(
+        matches!(self, Loss::ProgramMisses | Loss::KprobeMisses)
+    }
+
+    /// Whether it loses what tracer counts beside the calls, which are still timed: an
+    /// event counter, a lock's waits, a dentry's outcome. (The rest lose only a per-event
+    /// report: a slow call not sent is still in the histograms, a cgroup not learned is
+    /// still counted.)
+    #[must_use]
+    pub const fn loses_events(self) -> bool {
+        matches!(
             self,
-            Loss::CgroupEventDrops | Loss::SlowCallsRateLimited | Loss::SlowCallDrops
+            Loss::CounterDrops | Loss::RmdirLockDrops | Loss::DentryReadFailures
         )
     }
 

@@ -109,6 +109,25 @@ fn header(s: &Snapshot, p: Painter) -> String {
             )
         );
     }
+    let events: u64 = s
+        .losses
+        .iter()
+        .filter(|(l, _)| l.loses_events())
+        .map(|(_, n)| *n)
+        .sum();
+    if events > 0 {
+        let _ = writeln!(
+            out,
+            "  {}",
+            p.paint(
+                &format!(
+                    "warning: {events} events beside the calls (dentry outcomes, lock waits, \
+                     counters) were not counted; the calls were; see \"losses\" at the end"
+                ),
+                Style::Yellow
+            )
+        );
+    }
     out
 }
 
@@ -1085,7 +1104,11 @@ mod tests {
             "heading, column titles, 5 losses:\n{sec}"
         );
         assert!(
-            r.contains("warning: 19 calls were lost or left unmatched"),
+            r.contains("warning: 17 calls were lost or left unmatched"),
+            "{r}"
+        );
+        assert!(
+            r.contains("warning: 2 events beside the calls (dentry outcomes, lock waits, counters) were not counted"),
             "{r}"
         );
 
@@ -1107,8 +1130,8 @@ mod tests {
             line_with(sec, &["(all)", "6"]).contains("probe runs the kernel skipped"),
             "{sec}"
         );
-        // The headline warning counts them with the other lost calls (19 before).
-        assert!(r.contains("warning: 25 calls were lost"), "{r}");
+        // The headline warning counts them with the other lost calls (17 before).
+        assert!(r.contains("warning: 23 calls were lost"), "{r}");
         let back = crate::report::json::from_str(&crate::report::json::to_string(&s)).unwrap();
         assert_eq!(
             back.losses.get(&crate::snapshot::Loss::ProgramMisses),
@@ -1162,7 +1185,7 @@ mod tests {
         assert_eq!(rows.len(), 21, "{sec}");
         // Rate-limited slow calls are a loss shown, but not calls lost.
         assert!(line_with(section(&r, "losses"), &["(all)", "1000"]).contains("100 per second"));
-        assert!(r.contains("warning: 19 calls were lost"), "{r}");
+        assert!(r.contains("warning: 17 calls were lost"), "{r}");
         assert!(
             !render(&testdata::umount_capture(), false).contains("slow calls"),
             "no section without --slow"
