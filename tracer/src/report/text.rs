@@ -97,36 +97,24 @@ fn header(s: &Snapshot, p: Painter) -> String {
                 .map(|(_, n)| *n),
         )
         .sum();
-    if lost > 0 {
-        let _ = writeln!(
-            out,
-            "  {}",
-            p.paint(
-                &format!(
-                    "warning: {lost} calls were lost or left unmatched; see \"losses\" at the end"
-                ),
-                Style::Yellow
-            )
-        );
-    }
     let events: u64 = s
         .losses
         .iter()
         .filter(|(l, _)| l.loses_events())
         .map(|(_, n)| *n)
         .sum();
-    if events > 0 {
-        let _ = writeln!(
-            out,
-            "  {}",
-            p.paint(
-                &format!(
-                    "warning: {events} events beside the calls (dentry outcomes, lock waits, \
-                     counters) were not counted; the calls were; see \"losses\" at the end"
-                ),
-                Style::Yellow
+    let warnings = [
+        (lost > 0).then(|| format!("{lost} calls were lost or left unmatched")),
+        (events > 0).then(|| {
+            format!(
+                "{events} events beside the calls (dentry outcomes, lock waits, counters) were \
+                 not counted; the calls were"
             )
-        );
+        }),
+    ];
+    for warning in warnings.into_iter().flatten() {
+        let text = format!("warning: {warning}; see \"losses\" at the end");
+        let _ = writeln!(out, "  {}", p.paint(&text, Style::Yellow));
     }
     out
 }
