@@ -340,11 +340,15 @@ impl Live {
             (Some((first, _)), Some((_, end))) => Some((first, end)),
             (_, d) => d,
         };
-        let rows = Rows::of(&last);
-        self.totals.add(&rows);
-        if self.keep_windows {
-            self.slide_windows(&last, &rows);
-            self.compact_recent();
+        // The rows serve the views: a sink with neither windows nor per-row totals to read
+        // (the exporter, which keeps every series) is spared them.
+        if self.keep_windows || !self.series_totals {
+            let rows = Rows::of(&last);
+            self.totals.add(&rows);
+            if self.keep_windows {
+                self.slide_windows(&last, &rows);
+                self.compact_recent();
+            }
         }
         self.record_history(&last, now_unix_ns);
         if let Some((id, h)) = &mut self.focus {

@@ -191,7 +191,8 @@ pub struct Frame {
     /// names; the series only when the loop keeps them ([`Options::series_totals`]).
     pub cumulative: Arc<Snapshot>,
     /// The calls since the source started (or the last reset), summed per row of the
-    /// views: what the dashboard shows of them.
+    /// views: what the dashboard shows of them (empty when the loop keeps neither windows
+    /// nor per-row totals in place of the series: the exporter's).
     pub totals: Arc<window::Window>,
     /// The last 10 s, for percentiles, summed per row of the views (empty when the loop
     /// keeps no windows).
