@@ -10,10 +10,10 @@ pub const PROBE_COUNTERS: &str = "PROBE_COUNTERS";
 pub const THREADS: &str = "THREADS";
 /// Per-CPU hash: [`CounterKey`] -> events (negative dentries, ...).
 pub const COUNTERS: &str = "COUNTERS";
-/// Hash: address of an inode's `i_rwsem` -> thread id of the `vfs_rmdir` holding it.
+/// Hash: address of an inode's `i_rwsem` -> [`RmdirHolder`], the `vfs_rmdir` holding it.
+/// The locks a thread registered are in its [`Thread::rmdir`], found by the lookup its
+/// entry and exit make anyway.
 pub const RMDIR_LOCKS: &str = "RMDIR_LOCKS";
-/// Hash: thread id -> [`RmdirLocks`], the locks that thread's `vfs_rmdir` registered.
-pub const RMDIR_BY_THREAD: &str = "RMDIR_BY_THREAD";
 /// Array of one [`LockGate`]: whether the lock-contention programs have anything to do.
 pub const LOCK_GATE: &str = "LOCK_GATE";
 /// Per-CPU array of one u64 per [`Loss`]: losses not tied to one probe.
@@ -91,7 +91,7 @@ pub const HIST_ENTRIES: u32 = 32_768;
 pub const STATS_ENTRIES: u32 = 4_096;
 /// Capacity of `COUNTERS`: counters x cgroups.
 pub const COUNTER_ENTRIES: u32 = 4_096;
-/// Capacity of `RMDIR_LOCKS` and `RMDIR_BY_THREAD`: directory removals in flight at once.
+/// Capacity of `RMDIR_LOCKS`: inode locks of directory removals in flight at once.
 pub const RMDIR_ENTRIES: u32 = 1_024;
 /// Capacity of `THREADS`: threads that have made traced calls (the LRU evicts the oldest).
 pub const INFLIGHT_ENTRIES: u32 = 16_384;
@@ -194,6 +194,9 @@ pub struct Thread {
     /// Time the thread's `vfs_rmdir` in flight spent in `shrink_dcache_parent` so far
     /// (under its inode locks), for its slow-call event; [`NOT_PRUNED`] when none ran.
     pub rmdir_pruned_ns: u64,
+    /// The inode locks the thread's `vfs_rmdir` in flight registered in `RMDIR_LOCKS`
+    /// (`parent` 0: none).
+    pub rmdir: RmdirLocks,
 }
 
 /// What the lock-contention programs, which run for every contended lock on the host, read
@@ -201,7 +204,7 @@ pub struct Thread {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LockGate {
-    /// `vfs_rmdir` calls whose inode locks are registered (`RMDIR_BY_THREAD` entries).
+    /// `vfs_rmdir` calls whose inode locks are registered (threads with [`Thread::rmdir`]).
     pub rmdirs: u64,
     /// Threads with an inode lock wait in flight (`Thread::lock_wait_addr` set).
     pub waits: u64,
@@ -222,6 +225,7 @@ impl Thread {
         d_delete_dentry: 0,
         lock_wait_addr: 0,
         rmdir_pruned_ns: NOT_PRUNED,
+        rmdir: RmdirLocks::NONE,
     };
 }
 
@@ -452,6 +456,28 @@ pub struct RmdirLocks {
     pub cgroup: u64,
 }
 
+impl RmdirLocks {
+    /// No locks registered.
+    pub const NONE: RmdirLocks = RmdirLocks {
+        parent: 0,
+        victim: 0,
+        cgroup: 0,
+    };
+}
+
+/// Who holds a registered inode lock: the thread in `vfs_rmdir`, and its cgroup (where the
+/// waits it causes are counted), so a waiter needs one lookup.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RmdirHolder {
+    /// Thread id of the holder.
+    pub tid: u32,
+    /// Always zero.
+    pub _pad: u32,
+    /// The holder's cgroup v2 id.
+    pub cgroup: u64,
+}
+
 /// The traced functions active on one thread: probe ids one per byte, innermost in the
 /// lowest byte, free slots [`NO_FRAME`]. Deeper than [`MAX_FRAMES`], the outermost fall off.
 #[repr(C)]
@@ -516,6 +542,7 @@ mod pod {
     unsafe impl aya::Pod for super::Frames {}
     unsafe impl aya::Pod for super::CounterKey {}
     unsafe impl aya::Pod for super::RmdirLocks {}
+    unsafe impl aya::Pod for super::RmdirHolder {}
     unsafe impl aya::Pod for super::CgroupEvent {}
     unsafe impl aya::Pod for super::SlowCallEvent {}
     unsafe impl aya::Pod for super::SlowBudget {}
@@ -534,7 +561,7 @@ mod tests {
         assert_eq!(size_of::<ProbeCounters>(), 40);
         assert_eq!(
             size_of::<Thread>(),
-            8 + 8 * crate::probe::PROBE_COUNT as usize + 8 + 8 + 8
+            8 + 8 * crate::probe::PROBE_COUNT as usize + 8 + 8 + 8 + 24
         );
         assert_eq!(size_of::<CgroupEvent>(), 8 + 4 + 4 + CGROUP_PATH_MAX);
         assert_eq!(
@@ -544,6 +571,7 @@ mod tests {
         assert_eq!(size_of::<SlowBudget>(), 16);
         assert_eq!(size_of::<CounterKey>(), 16);
         assert_eq!(size_of::<RmdirLocks>(), 24);
+        assert_eq!(size_of::<RmdirHolder>(), 16);
         assert_eq!(size_of::<Frames>(), 8);
     }
 

@@ -31,7 +31,7 @@ use tracer_common::{
         AT_REMOVEDIR, BEGUN_UNRECORDED, CGROUP_EVENTS_BYTES, CGROUP_PATH_MAX, CGROUP2_HIERARCHY,
         COUNTER_ENTRIES, CgroupEvent, CounterId, CounterKey, DCACHE_DONTCACHE, DCACHE_OP_DELETE,
         HIST_ENTRIES, HistKey, INFLIGHT_ENTRIES, LOSS_COUNT, LockGate, Loss, NOT_PRUNED,
-        ProbeCounters, RMDIR_ENTRIES, RmdirLocks, SETTLE_ENTERED, SETTLE_RETURNED,
+        ProbeCounters, RMDIR_ENTRIES, RmdirHolder, RmdirLocks, SETTLE_ENTERED, SETTLE_RETURNED,
         SLOW_CALLS_BYTES, SLOW_PRUNED, STATS_ENTRIES, SlowBudget, SlowCallEvent, Stat, StatKey,
         Thread,
     },
@@ -55,10 +55,7 @@ static COUNTERS: PerCpuHashMap<CounterKey, u64> =
     PerCpuHashMap::with_max_entries(COUNTER_ENTRIES, 0);
 
 #[map]
-static RMDIR_LOCKS: HashMap<u64, u32> = HashMap::with_max_entries(RMDIR_ENTRIES, 0);
-
-#[map]
-static RMDIR_BY_THREAD: HashMap<u32, RmdirLocks> = HashMap::with_max_entries(RMDIR_ENTRIES, 0);
+static RMDIR_LOCKS: HashMap<u64, RmdirHolder> = HashMap::with_max_entries(RMDIR_ENTRIES, 0);
 
 #[map]
 static LOCK_GATE: Array<LockGate> = Array::with_max_entries(1, 0);
@@ -300,12 +297,22 @@ fn read_u32(addr: u64) -> Option<u32> {
 /// This thread's calls in flight, created idle on its first traced call.
 #[inline(always)]
 fn thread(tid: u32) -> Option<&'static mut Thread> {
+    thread_or_errno(tid).ok()
+}
+
+/// [`thread`], or the map update's error code when it could not be made.
+#[inline(always)]
+fn thread_or_errno(tid: u32) -> Result<&'static mut Thread, i64> {
     if let Some(t) = THREADS.get_ptr_mut(tid) {
-        return Some(unsafe { &mut *t });
+        return Ok(unsafe { &mut *t });
     }
     // A full map evicts the least recently used thread (an LRU), so this rarely fails.
-    THREADS.insert(tid, Thread::IDLE, 0).ok()?;
-    THREADS.get_ptr_mut(tid).map(|t| unsafe { &mut *t })
+    THREADS.insert(tid, Thread::IDLE, 0)?;
+    // ENOENT: evicted again at once by other CPUs' inserts.
+    THREADS
+        .get_ptr_mut(tid)
+        .map(|t| unsafe { &mut *t })
+        .ok_or(-2)
 }
 
 /// A completed call, for the probes that derive more from it.
@@ -330,6 +337,13 @@ fn on_entry(probe: Probe, arg: u64) {
     if is_self(pid_tgid) {
         return;
     }
+    entered(probe, arg, thread(tid_of(pid_tgid)));
+}
+
+/// [`on_entry`] of a thread other than tracer's, whose state the caller looked up (`None`:
+/// it could not be stored).
+#[inline(always)]
+fn entered(probe: Probe, arg: u64, thread: Option<&'static mut Thread>) {
     // `probe` is a constant in each program, so this index is too (the verifier wants that).
     let slot = usize::from(probe.id());
     let recording = recording();
@@ -338,7 +352,7 @@ fn on_entry(probe: Probe, arg: u64) {
     if !recording || (probe.is_grace_period() && is_own_child()) {
         // Marked, so that its return is not taken for one without an entry; not on the
         // stack, so a return whose program is not attached yet leaves no frame behind.
-        if let Some(t) = thread(tid_of(pid_tgid)) {
+        if let Some(t) = thread {
             t.start_ns[slot] = BEGUN_UNRECORDED;
         }
         if !recording {
@@ -349,7 +363,7 @@ fn on_entry(probe: Probe, arg: u64) {
     let Some(c) = counters(probe) else { return };
     add(&raw mut c.entries, 1);
     let ts_ns = unsafe { bpf_ktime_get_ns() };
-    let Some(t) = thread(tid_of(pid_tgid)) else {
+    let Some(t) = thread else {
         add(&raw mut c.start_drops, 1);
         return;
     };
@@ -373,15 +387,8 @@ fn on_entry(probe: Probe, arg: u64) {
 
 /// The current thread returned from `probe`: record its latency.
 #[inline(always)]
-fn on_exit(probe: Probe) -> Option<Call> {
-    let pid_tgid = bpf_get_current_pid_tgid();
-    if is_self(pid_tgid) {
-        return None;
-    }
+fn on_exit(probe: Probe, thread: Option<&'static mut Thread>) -> Option<Call> {
     let slot = usize::from(probe.id());
-    let thread = THREADS
-        .get_ptr_mut(tid_of(pid_tgid))
-        .map(|t| unsafe { &mut *t });
     let start = thread.as_ref().map_or(0, |t| t.start_ns[slot]);
     if !recording() || start == BEGUN_UNRECORDED {
         // A call begun before recording started (or returning before it did): not timed,
@@ -623,16 +630,16 @@ fn after_d_delete(call: &Call) {
 }
 
 /// `vfs_rmdir([idmap,] dir, dentry)` entered: register the parent's and the victim's
-/// `i_rwsem`, so waits on them can be told apart from other lock contention.
+/// `i_rwsem`, so waits on them can be told apart from other lock contention. The thread's
+/// state, which timing the call looks up anyway, keeps what it registered.
 #[inline(always)]
-fn before_vfs_rmdir(dir: u64, dentry: u64) {
+fn before_vfs_rmdir(t: &mut Thread, tid: u32, dir: u64, dentry: u64) {
+    // A return the kernel missed (kretprobes cap returns in flight) left this thread's
+    // last registration behind: drop it before it is overwritten and forgotten.
+    unregister_rmdir_locks(t, tid);
     if global(&OFFSETS_VALID) == 0 || dir == 0 {
         return;
     }
-    let tid = current_tid();
-    // A return the kernel missed (kretprobes cap returns in flight) left this thread's
-    // last registration behind: drop it before it is overwritten and forgotten.
-    unregister_rmdir_locks(tid);
     let rwsem = global(&INODE_I_RWSEM);
     let victim = read_u64(dentry + global(&DENTRY_D_INODE)).unwrap_or(0);
     let locks = RmdirLocks {
@@ -640,44 +647,88 @@ fn before_vfs_rmdir(dir: u64, dentry: u64) {
         victim: if victim == 0 { 0 } else { victim + rwsem },
         cgroup: unsafe { bpf_get_current_cgroup_id() },
     };
-    // All three entries or none: the thread's entry is what unregistering finds them by.
-    if let Err(e) = RMDIR_BY_THREAD.insert(tid, locks, 0) {
+    let holder = RmdirHolder {
+        tid,
+        _pad: 0,
+        cgroup: locks.cgroup,
+    };
+    // Both locks or neither.
+    let ok = RMDIR_LOCKS.insert(locks.parent, holder, 0).and_then(|()| {
+        if locks.victim == 0 {
+            Ok(())
+        } else {
+            RMDIR_LOCKS
+                .insert(locks.victim, holder, 0)
+                .inspect_err(|_| {
+                    let _ = RMDIR_LOCKS.remove(locks.parent);
+                })
+        }
+    });
+    if let Err(e) = ok {
         #[expect(clippy::cast_sign_loss, reason = "the errno, read back as i64")]
         lose_because(Loss::RmdirLockDrops, e as u64);
         return;
     }
+    t.rmdir = locks;
     gate(false, 1);
-    let ok = RMDIR_LOCKS.insert(locks.parent, tid, 0).and_then(|()| {
-        if locks.victim == 0 {
-            Ok(())
-        } else {
-            RMDIR_LOCKS.insert(locks.victim, tid, 0)
-        }
-    });
-    if let Err(e) = ok {
-        unregister_rmdir_locks(tid);
-        #[expect(clippy::cast_sign_loss, reason = "the errno, read back as i64")]
-        lose_because(Loss::RmdirLockDrops, e as u64);
-    }
 }
 
 /// Forget the inode locks thread `tid`'s `vfs_rmdir` registered, if any.
 #[inline(always)]
-fn unregister_rmdir_locks(tid: u32) {
-    if let Some(locks) = RMDIR_BY_THREAD.get_ptr(tid).map(|l| unsafe { *l }) {
-        // Only entries still this thread's: another rmdir may hold the lock since.
-        for lock in [locks.parent, locks.victim] {
-            if lock != 0
-                && RMDIR_LOCKS
-                    .get_ptr(lock)
-                    .is_some_and(|h| unsafe { *h } == tid)
-            {
-                let _ = RMDIR_LOCKS.remove(lock);
+fn unregister_rmdir_locks(t: &mut Thread, tid: u32) {
+    let locks = t.rmdir;
+    if locks.parent == 0 {
+        return;
+    }
+    // Only entries still this thread's: another rmdir may hold the lock since.
+    for lock in [locks.parent, locks.victim] {
+        if lock != 0
+            && RMDIR_LOCKS
+                .get_ptr(lock)
+                .is_some_and(|h| unsafe { (*h).tid } == tid)
+        {
+            let _ = RMDIR_LOCKS.remove(lock);
+        }
+    }
+    t.rmdir = RmdirLocks::NONE;
+    gate(false, u64::MAX);
+}
+
+/// `vfs_rmdir` entered: its locks registered and its start timed, with one lookup of the
+/// thread's state.
+#[inline(always)]
+fn vfs_rmdir_entered(dir: u64, dentry: u64) {
+    let pid_tgid = bpf_get_current_pid_tgid();
+    let tid = tid_of(pid_tgid);
+    let t = match thread_or_errno(tid) {
+        Ok(t) => t,
+        Err(e) => {
+            // No state, no registration; the call is counted as a start drop.
+            #[expect(clippy::cast_sign_loss, reason = "the errno, read back as i64")]
+            lose_because(Loss::RmdirLockDrops, e as u64);
+            if !is_self(pid_tgid) {
+                entered(Probe::VfsRmdir, 0, None);
             }
+            return;
         }
-        if RMDIR_BY_THREAD.remove(tid).is_ok() {
-            gate(false, u64::MAX);
-        }
+    };
+    before_vfs_rmdir(t, tid, dir, dentry);
+    if !is_self(pid_tgid) {
+        entered(Probe::VfsRmdir, 0, Some(t));
+    }
+}
+
+/// `vfs_rmdir` returned: its locks are released, whatever became of its timing.
+#[inline(always)]
+fn vfs_rmdir_returned() {
+    let pid_tgid = bpf_get_current_pid_tgid();
+    let tid = tid_of(pid_tgid);
+    let mut thread = THREADS.get_ptr_mut(tid).map(|t| unsafe { &mut *t });
+    if let Some(t) = thread.as_deref_mut() {
+        unregister_rmdir_locks(t, tid);
+    }
+    if !is_self(pid_tgid) {
+        exited(Probe::VfsRmdir, thread);
     }
 }
 
@@ -702,7 +753,22 @@ fn after_shrink_dcache_parent(call: &Call) {
 
 #[inline(always)]
 fn exit_hooks(probe: Probe) {
-    let Some(call) = on_exit(probe) else {
+    let pid_tgid = bpf_get_current_pid_tgid();
+    if is_self(pid_tgid) {
+        return;
+    }
+    exited(
+        probe,
+        THREADS
+            .get_ptr_mut(tid_of(pid_tgid))
+            .map(|t| unsafe { &mut *t }),
+    );
+}
+
+/// [`exit_hooks`] of a thread other than tracer's, whose state the caller looked up.
+#[inline(always)]
+fn exited(probe: Probe, thread: Option<&'static mut Thread>) {
+    let Some(call) = on_exit(probe, thread) else {
         return;
     };
     match probe {
@@ -845,16 +911,13 @@ pub fn vfs_rmdir_entry(ctx: ProbeContext) -> u32 {
     } else {
         (args[1], args[2])
     };
-    before_vfs_rmdir(dir, dentry);
-    on_entry(Probe::VfsRmdir, 0);
+    vfs_rmdir_entered(dir, dentry);
     0
 }
 
 #[kretprobe]
 pub fn vfs_rmdir_exit(_ctx: RetProbeContext) -> u32 {
-    // Whatever became of the call's timing, its locks are released now.
-    unregister_rmdir_locks(current_tid());
-    exit_hooks(Probe::VfsRmdir);
+    vfs_rmdir_returned();
     0
 }
 
@@ -863,18 +926,16 @@ pub fn vfs_rmdir_fentry(ctx: FEntryContext) -> u32 {
     // A read past the function's arguments is refused; the verifier follows only the
     // branch the read-only global takes.
     if global(&VFS_RMDIR_DIR_ARG) == 0 {
-        before_vfs_rmdir(ctx.arg::<u64>(0), ctx.arg::<u64>(1));
+        vfs_rmdir_entered(ctx.arg::<u64>(0), ctx.arg::<u64>(1));
     } else {
-        before_vfs_rmdir(ctx.arg::<u64>(1), ctx.arg::<u64>(2));
+        vfs_rmdir_entered(ctx.arg::<u64>(1), ctx.arg::<u64>(2));
     }
-    on_entry(Probe::VfsRmdir, 0);
     0
 }
 
 #[fexit]
 pub fn vfs_rmdir_fexit(_ctx: FExitContext) -> u32 {
-    unregister_rmdir_locks(current_tid());
-    exit_hooks(Probe::VfsRmdir);
+    vfs_rmdir_returned();
     0
 }
 
@@ -1091,19 +1152,36 @@ pub fn contention_begin(ctx: TracePointContext) -> u32 {
     let pid_tgid = bpf_get_current_pid_tgid();
     let tid = tid_of(pid_tgid);
     if let Some(holder) = RMDIR_LOCKS.get_ptr(lock).map(|h| unsafe { *h })
-        && holder != tid
+        && holder.tid != tid
+        && holds(holder.tid, lock)
     {
         on_entry(Probe::InodeLockWait, lock);
         // The wait is the holder's doing: counted in its cgroup too (the waiter's cgroup
         // has the wait's time).
-        if recording()
-            && !is_self(pid_tgid)
-            && let Some(locks) = RMDIR_BY_THREAD.get_ptr(holder)
-        {
-            count(CounterId::LockWaitersBlocked, unsafe { (*locks).cgroup });
+        if recording() && !is_self(pid_tgid) {
+            count(CounterId::LockWaitersBlocked, holder.cgroup);
         }
     }
     0
+}
+
+/// Whether thread `tid`'s `vfs_rmdir` in flight still holds `lock`. A registration outlives
+/// its call only if the thread's state was evicted (the map is an LRU) or deleted as a dead
+/// thread's while the call was in flight; then its entry is removed here, so that a lock
+/// later at the same address is not taken for a directory being removed.
+#[inline(always)]
+fn holds(tid: u32, lock: u64) -> bool {
+    let held = THREADS
+        .get_ptr(tid)
+        .is_some_and(|t| unsafe { (*t).rmdir.parent == lock || (*t).rmdir.victim == lock });
+    if !held
+        && RMDIR_LOCKS
+            .get_ptr(lock)
+            .is_some_and(|h| unsafe { (*h).tid } == tid)
+    {
+        let _ = RMDIR_LOCKS.remove(lock);
+    }
+    held
 }
 
 /// `lock:contention_end(lock_addr, ret)`.

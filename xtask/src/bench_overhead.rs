@@ -423,6 +423,52 @@ fn btf_funcs(text: &str) -> BTreeMap<u64, String> {
 /// One tool's programs in one measuring pass: attach point -> cost on one workload.
 type Costs = BTreeMap<Point, Run>;
 
+/// One program's figures over the runs of a workload: the calls of all runs, and the median
+/// of each run's ns per call.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Pass {
+    calls: u64,
+    ns: Option<f64>,
+}
+
+impl Pass {
+    /// Each tool's programs over the runs: the median ns per call of the runs in which
+    /// the program ran, so one run inflated by the host's scheduling does not decide it.
+    fn median<'a>(passes: &[BTreeMap<&'a str, Costs>]) -> BTreeMap<&'a str, BTreeMap<Point, Pass>> {
+        let mut all: BTreeMap<&str, BTreeMap<Point, (u64, Vec<f64>)>> = BTreeMap::new();
+        for pass in passes {
+            for (role, costs) in pass {
+                for (point, run) in costs {
+                    let e = all
+                        .entry(role)
+                        .or_default()
+                        .entry(point.clone())
+                        .or_default();
+                    e.0 += run.calls;
+                    e.1.extend(per_call(*run));
+                }
+            }
+        }
+        all.into_iter()
+            .map(|(role, points)| {
+                let points = points
+                    .into_iter()
+                    .map(|(point, (calls, mut per))| {
+                        per.sort_by(f64::total_cmp);
+                        let ns = match per.len() {
+                            0 => None,
+                            n if n % 2 == 1 => Some(per[n / 2]),
+                            n => Some(f64::midpoint(per[n / 2 - 1], per[n / 2])),
+                        };
+                        (point, Pass { calls, ns })
+                    })
+                    .collect();
+                (role, points)
+            })
+            .collect()
+    }
+}
+
 #[expect(clippy::cast_precision_loss, reason = "figures for display")]
 fn per_call(r: Run) -> Option<f64> {
     (r.calls > 0).then(|| r.ns as f64 / r.calls as f64)
@@ -530,14 +576,11 @@ fn report(kernel: &str, files: &BTreeMap<String, PathBuf>, worst: &mut Worst) ->
                 point_of.entry(id).or_insert(p);
             }
         }
-        for (workload, ops, what) in WORKLOADS {
-            let before = prog_stats(&read(&format!("stats.{mode}.{workload}.0.json")));
-            let after = prog_stats(&read(&format!("stats.{mode}.{workload}.1.json")));
-            if after.is_empty() {
-                continue;
-            }
+        // One tool's costs per attach point between two readings of the statistics.
+        let between = |before: &BTreeMap<u64, (String, Run)>,
+                       after: &BTreeMap<u64, (String, Run)>| {
             let mut costs: BTreeMap<&str, Costs> = BTreeMap::new();
-            for (id, (name, a)) in &after {
+            for (id, (name, a)) in after {
                 let b = before.get(id).map(|(_, r)| *r).unwrap_or_default();
                 let run = Run {
                     ns: a.ns.saturating_sub(b.ns),
@@ -562,6 +605,20 @@ fn report(kernel: &str, files: &BTreeMap<String, PathBuf>, worst: &mut Worst) ->
                     e.calls += run.calls;
                 }
             }
+            costs
+        };
+        for (workload, ops, what) in WORKLOADS {
+            // Statistics before the first run of the workload and after each (one run in
+            // the results of earlier versions of this benchmark).
+            let readings: Vec<_> = (0..=1000)
+                .map(|k| prog_stats(&read(&format!("stats.{mode}.{workload}.{k}.json"))))
+                .take_while(|r| !r.is_empty())
+                .collect();
+            if readings.len() < 2 {
+                continue;
+            }
+            let passes: Vec<_> = readings.windows(2).map(|w| between(&w[0], &w[1])).collect();
+            let costs = Pass::median(&passes);
             let rate = |row: &str| rates.get(&(workload.to_owned(), row.to_owned())).copied();
             let untraced = rate("none");
             let traced = rate(&format!("tracer-{mode}"));
@@ -590,8 +647,16 @@ fn report(kernel: &str, files: &BTreeMap<String, PathBuf>, worst: &mut Worst) ->
             let _ = ops;
             let _ = writeln!(
                 out,
-                "  {:<32} {:>7} {:>9} {:>9} {:>6} {:>9} {:>9} {:>7}",
-                "program", "calls", "tracer", "bpftrace", "ratio", "count()", "floor", "x floor"
+                "  {:<32} {:>7} {:>9} {:>9} {:>6} {:>9} {:>9} {:>7}   ({} runs)",
+                "program",
+                "calls",
+                "tracer",
+                "bpftrace",
+                "ratio",
+                "count()",
+                "floor",
+                "x floor",
+                passes.len()
             );
             let Some(mine) = costs.get("tracer") else {
                 let _ = writeln!(out, "  (no tracer program ran)");
@@ -605,10 +670,9 @@ fn report(kernel: &str, files: &BTreeMap<String, PathBuf>, worst: &mut Worst) ->
                     costs
                         .get(role)
                         .and_then(|c| c.get(point))
-                        .copied()
-                        .and_then(per_call)
+                        .and_then(|r| r.ns)
                 };
-                let t = per_call(*run);
+                let t = run.ns;
                 let (p, c, f) = (other("peer"), other("count"), other("floor"));
                 let ns = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.0}"));
                 let ratio = match (t, p) {
@@ -643,7 +707,7 @@ fn report(kernel: &str, files: &BTreeMap<String, PathBuf>, worst: &mut Worst) ->
     }
     let _ = writeln!(
         out,
-        "columns: ns per call of tracer's program, of the bpftrace peer doing the same job (start times by thread, hist() per cgroup and probe, d_delete outcomes), of bpftrace's bare count(), of an empty program on the same point; ratio = tracer/bpftrace; ops/s = median of the timed runs"
+        "columns: ns per call of tracer's program, of the bpftrace peer doing the same job (start times by thread, hist() per cgroup and probe, d_delete outcomes), of bpftrace's bare count(), of an empty program on the same point, each the median of its runs (calls: all runs); ratio = tracer/bpftrace; ops/s = median of the timed runs"
     );
     out
 }
@@ -770,5 +834,37 @@ mod tests {
             ("vfs_rmdir_entry".to_owned(), Run { ns: 900, calls: 3 })
         );
         assert!(prog_stats("not json").is_empty());
+    }
+
+    #[test]
+    fn a_row_is_the_median_of_its_runs_and_counts_every_call() {
+        let point = Point {
+            target: "vfs_rmdir".to_owned(),
+            exit: true,
+        };
+        let pass = |role: &'static str, ns: u64, calls: u64| {
+            BTreeMap::from([(role, Costs::from([(point.clone(), Run { ns, calls })]))])
+        };
+        // Three runs of 100 calls at 1,000, 1,200 and (one descheduled) 50,000 ns per call.
+        let passes = [
+            pass("tracer", 100_000, 100),
+            pass("tracer", 5_000_000, 100),
+            pass("tracer", 120_000, 100),
+        ];
+        let rows = Pass::median(&passes);
+        assert_eq!(
+            rows["tracer"][&point],
+            Pass {
+                calls: 300,
+                ns: Some(1_200.0)
+            }
+        );
+        // A run in which the program did not run has no figure, and even counts average.
+        let passes = [
+            pass("peer", 100_000, 100),
+            pass("peer", 0, 0),
+            pass("peer", 300_000, 100),
+        ];
+        assert_eq!(Pass::median(&passes)["peer"][&point].ns, Some(2_000.0));
     }
 }

@@ -118,20 +118,26 @@ EOF
 chmod 755 /bin/wl
 workloads="rmdir unlink umount ramfs lock"
 
-# /bin/measure MODE: run inside `tracer capture`; every workload once, with every
-# program's statistics read before and after it.
+# /bin/measure MODE RUNS: run inside `tracer capture`; every workload RUNS times, with
+# every program's statistics read before the first run and after each. The host takes each
+# row's median over the runs: under emulation one run of a row can be inflated many times
+# by the host descheduling a virtual CPU inside a program, and a median leaves that out.
 cat > /bin/measure << 'EOF'
 #!/bin/sh
-mode=$1
+mode=$1 runs=$2
 /usr/sbin/bpftool -j perf > /tmp/perf.$mode.json 2> /dev/null
 /usr/sbin/bpftool -j link show > /tmp/link.$mode.json 2> /dev/null
 # Every step bounded: a workload that never ends is reported (rc 143) and the next runs.
 for w in rmdir unlink umount ramfs lock; do
-    echo "bench: measure $mode $w"
+    echo "bench: measure $mode $w x $runs"
     timeout 60 /usr/sbin/bpftool -j prog show > /tmp/stats.$mode.$w.0.json
-    timeout 300 /bin/wl $w measure 0
-    echo "$w $?" >> /tmp/measure.$mode.rc
-    timeout 60 /usr/sbin/bpftool -j prog show > /tmp/stats.$mode.$w.1.json
+    k=1
+    while [ $k -le $runs ]; do
+        timeout 300 /bin/wl $w measure $k
+        echo "$w $k $?" >> /tmp/measure.$mode.rc
+        timeout 60 /usr/sbin/bpftool -j prog show > /tmp/stats.$mode.$w.$k.json
+        k=$((k + 1))
+    done
 done
 EOF
 chmod 755 /bin/measure
@@ -273,7 +279,7 @@ for mode in $MODES; do
         timeout 60 $bpftool -j prog show > /tmp/ids.$mode.$role.json
     done
     step "$mode: tracer capture around the measured workloads"
-    timeout 1800 tracer capture --attach $mode -o /tmp/cap.$mode.json -- /bin/sh /bin/measure $mode \
+    timeout 1800 tracer capture --attach $mode -o /tmp/cap.$mode.json -- /bin/sh /bin/measure $mode "$RUNS" \
         > /tmp/tracer.$mode.out 2> /tmp/tracer.$mode.err
     echo "exit $?" >> /tmp/tracer.$mode.err
     step "$mode: stopping bpftrace"

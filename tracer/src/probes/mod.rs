@@ -900,12 +900,11 @@ fn load_object(
 pub const MAP_ENTRIES_ENV: &str = "TRACER_MAP_ENTRIES";
 
 /// The maps [`MAP_ENTRIES_ENV`] may resize: the hash maps a full one loses calls in.
-const RESIZABLE: [&str; 6] = [
+const RESIZABLE: [&str; 5] = [
     maps::HIST,
     maps::STATS,
     maps::COUNTERS,
     maps::RMDIR_LOCKS,
-    maps::RMDIR_BY_THREAD,
     maps::THREADS,
 ];
 
