@@ -241,8 +241,10 @@ impl Rcu {
 /// time, driven by a kernel thread that competes for the CPUs like any task.
 ///
 /// `synchronize_rcu_expedited` takes `s = rcu_exp_gp_seq_snap()`: the end of the next grace
-/// period to *start*, so a caller arriving while one runs waits for that one and a whole
-/// next one (`needed` below). `exp_funnel_lock` lets the first caller for `s` take
+/// period to *start* (`rcu_seq_snap`: `(seq + 2 * RCU_SEQ_STATE_MASK + 1) &
+/// ~RCU_SEQ_STATE_MASK`, one grace period past an idle sequence, two past one in progress),
+/// so a caller arriving while one runs waits for that one and a whole next one (`needed`
+/// below); all who arrive during it share that next one. `exp_funnel_lock` lets the first caller for `s` take
 /// `exp_mutex` (later callers for the same `s` sleep on `exp_wq` until
 /// `sync_exp_work_done(s)`); the holder queues the grace period's work (6.1 without
 /// `CONFIG_RCU_EXP_KTHREAD`, as Debian builds it: `queue_work(rcu_gp_wq)`, a kworker; since
@@ -504,5 +506,179 @@ impl Srcu {
     fn again(&mut self, h: &mut impl Host, at: u64) {
         self.work_pending = true;
         h.at(at, GpEv::SrcuWork);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What drives the grace periods in a test: a caller's request, or the machinery's event.
+    #[derive(Clone, Copy)]
+    enum Item {
+        Request(TaskId),
+        Gp(GpEv),
+    }
+
+    /// An idle 2-CPU machine on which every piece of the machinery's work runs at once and
+    /// takes exactly its cost (no jitter, no background load).
+    struct Fake {
+        now: u64,
+        seq: u64,
+        queue: BTreeMap<(u64, u64), Item>,
+        woken: Vec<(TaskId, u64)>,
+        cpus: Cpus,
+        costs: GpCosts,
+        rng: Rng,
+    }
+
+    impl Fake {
+        fn new() -> Self {
+            let cpus = Cpus {
+                cpus: 2,
+                jitter_pct: 0,
+                background_busy_pct: 0,
+                ..Cpus::default()
+            };
+            Self {
+                now: 0,
+                seq: 0,
+                queue: BTreeMap::new(),
+                woken: Vec::new(),
+                cpus,
+                costs: GpCosts::default(),
+                rng: Rng::new(1),
+            }
+        }
+
+        fn push(&mut self, at: u64, item: Item) {
+            self.seq += 1;
+            self.queue.insert((at.max(self.now), self.seq), item);
+        }
+
+        /// Task `t` calls `synchronize_rcu_expedited` at `at`.
+        fn call_at(&mut self, t: TaskId, at: u64) {
+            self.push(at, Item::Request(t));
+        }
+
+        /// Run to the end; returns the grace periods the machinery ran.
+        fn run(&mut self, gps: &mut GracePeriods) -> u64 {
+            while let Some(((at, _), item)) = self.queue.pop_first() {
+                self.now = at;
+                match item {
+                    Item::Request(t) => gps.request(self, t, false, Gp::Expedited),
+                    Item::Gp(ev) => gps.handle(self, ev),
+                }
+            }
+            gps.exp.completed
+        }
+
+        /// When task `t` was woken.
+        fn woken_at(&self, t: TaskId) -> u64 {
+            self.woken
+                .iter()
+                .find(|&&(w, _)| w == t)
+                .map(|&(_, at)| at)
+                .expect("every caller is woken")
+        }
+    }
+
+    impl Host for Fake {
+        fn now(&self) -> u64 {
+            self.now
+        }
+        fn at(&mut self, at: u64, ev: GpEv) {
+            self.push(at, Item::Gp(ev));
+        }
+        fn wake(&mut self, t: TaskId, at: u64) {
+            self.woken.push((t, at));
+        }
+        fn work(&mut self, ns: u64, ev: GpEv) {
+            let at = self.now + ns;
+            self.push(at, Item::Gp(ev));
+        }
+        fn next_tick(&self, t: u64) -> u64 {
+            let j = self.cpus.tick_ns.max(1);
+            (t / j + 1) * j
+        }
+        fn cpu_of(&self, _: TaskId) -> usize {
+            0
+        }
+        fn cpu_busy(&self, _: usize) -> bool {
+            false
+        }
+        fn ncpus(&self) -> usize {
+            2
+        }
+        fn cpus(&self) -> &Cpus {
+            &self.cpus
+        }
+        fn costs(&self) -> &GpCosts {
+            &self.costs
+        }
+        fn config(&self) -> RcuConfig {
+            RcuConfig {
+                single_cpu_shortcut: false,
+                srcu_idle_expedites: true,
+                srcu_exp_holdoff_ns: 25_000,
+            }
+        }
+        fn rng(&mut self) -> &mut Rng {
+            &mut self.rng
+        }
+    }
+
+    #[test]
+    fn callers_during_an_expedited_grace_period_share_the_next_one_not_the_current() {
+        // One caller: one grace period.
+        let mut h = Fake::new();
+        h.call_at(0, 0);
+        assert_eq!(h.run(&mut GracePeriods::default()), 1);
+
+        // Four at once: the first takes exp_mutex and starts grace period 1; the other three
+        // snap the end of the one after it (rcu_seq_snap while one runs), so 1 + 1 = 2
+        // grace periods, not 4 and not 1.
+        let mut h = Fake::new();
+        for t in 0..4 {
+            h.call_at(t, 0);
+        }
+        assert_eq!(h.run(&mut GracePeriods::default()), 2);
+        let first = h.woken_at(0);
+        assert!((1..4).all(|t| h.woken_at(t) == h.woken_at(1)));
+        assert!(h.woken_at(1) > first);
+
+        // Ten more callers each arriving while some grace period runs: every one needs a
+        // whole grace period that starts after its call, so they cannot all share one.
+        let mut h = Fake::new();
+        let gp = h.costs.rcu_exp_base_ns + h.costs.rcu_exp_idle_ns;
+        for t in 0..10 {
+            h.call_at(t, t as u64 * gp);
+        }
+        let n = h.run(&mut GracePeriods::default());
+        assert!(
+            (3..10).contains(&n),
+            "{n} grace periods for 10 staggered callers"
+        );
+        for t in 0..10 {
+            assert!(
+                h.woken_at(t) >= t as u64 * gp + gp,
+                "caller {t} woke too soon"
+            );
+        }
+    }
+
+    #[test]
+    fn a_caller_during_the_exp_mutex_hand_over_shares_the_waiting_leaders_grace_period() {
+        // Callers 0 and 1 at once: grace period 1 for 0, grace period 2 for 1. Caller 2
+        // arrives after grace period 1 ended but before caller 1, woken from
+        // mutex_lock(&exp_mutex), started grace period 2: the sequence is idle, so its snap
+        // is the end of grace period 2 and it waits with caller 1 (exp_seq_rq already >= s).
+        let mut h = Fake::new();
+        let first_end = h.costs.rcu_exp_base_ns + h.costs.rcu_exp_idle_ns;
+        h.call_at(0, 0);
+        h.call_at(1, 0);
+        h.call_at(2, first_end + 1);
+        assert_eq!(h.run(&mut GracePeriods::default()), 2);
+        assert_eq!(h.woken_at(2), h.woken_at(1));
     }
 }

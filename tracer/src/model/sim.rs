@@ -18,7 +18,7 @@ use tracer_common::ProbeKind;
 
 use super::{
     engine::{Engine, Rng, scale},
-    kernel::Profile,
+    kernel::{Profile, Sched},
     params::{Cpus, GpCosts},
     rcu::{GpEv, GracePeriods, Host, RcuConfig},
 };
@@ -152,6 +152,15 @@ struct Task {
     on_cpu_since: u64,
     /// When it last got a CPU from another task: its slice runs from there.
     dispatched: u64,
+    /// When it last blocked (gave up its CPU without being preempted), until it runs again:
+    /// how long it slept decides whether its wakeup preempts (see `Sched::wakeup_preempts`).
+    slept_at: Option<u64>,
+    /// A wakeup asked it to give up its CPU (`need_resched`): kernel code does when it next
+    /// returns to user space or reaches `cond_resched` (its next preemptible burst).
+    need_resched: bool,
+    /// Which of its CPU bursts the pending `CpuDone`/`Preempt` event is for: one taken away
+    /// by a wakeup leaves an event behind that must be ignored.
+    burst: u64,
     done: bool,
 }
 
@@ -175,11 +184,11 @@ struct Line {
 pub enum Ev {
     /// A task continues with its next step.
     Run(TaskId),
-    /// A task's CPU burst ended.
-    CpuDone(TaskId),
+    /// A task's CPU burst (the task's `burst`-th) ended.
+    CpuDone(TaskId, u64),
     /// A tick on the CPU of a task whose preemptible burst goes on past it: the scheduler
     /// may hand the CPU to a waiting task.
-    Preempt(TaskId),
+    Preempt(TaskId, u64),
     /// A task blocked in a grace-period wait was woken: it waits for a CPU to go on.
     Wake(TaskId),
     /// The grace-period machinery moves on.
@@ -370,6 +379,9 @@ impl World {
             want: None,
             on_cpu_since: 0,
             dispatched: 0,
+            slept_at: None,
+            need_resched: false,
+            burst: 0,
             done: false,
         });
         eng.at(at, Ev::Run(id));
@@ -406,8 +418,10 @@ impl World {
         self.clock = eng.now();
         match ev {
             Ev::Run(t) => self.advance(eng, t),
-            Ev::CpuDone(t) => self.cpu_done(eng, t),
-            Ev::Preempt(t) => self.preempt(eng, t),
+            // A burst a wakeup took the CPU from was rescheduled: its old event is stale.
+            Ev::CpuDone(t, b) if self.tasks[t].burst == b => self.cpu_done(eng, t),
+            Ev::Preempt(t, b) if self.tasks[t].burst == b => self.preempt(eng, t),
+            Ev::CpuDone(..) | Ev::Preempt(..) => {}
             Ev::Wake(t) => self.want_cpu(eng, t, 0, None, false),
             Ev::Gp(ev) => self.with_gp(eng, |gp, h| gp.handle(h, ev)),
         }
@@ -726,7 +740,12 @@ impl World {
                 .locks
                 .iter()
                 .any(|l| l.writer == Some(t) || l.readers.contains_key(&t));
-            if eng.now() >= until
+            // A wakeup's need_resched is seen where voluntary preemption looks: on the way
+            // back to user space and at cond_resched (a preemptible burst), not at every
+            // kernel step (Debian's 6.1 and 6.12 run PREEMPT_DYNAMIC as voluntary, where
+            // preempt_enable does not schedule).
+            let asked = self.tasks[t].need_resched && preemptible;
+            if (eng.now() >= until || asked)
                 && !holds_lock
                 && let Some(next) = self.next_waiting()
             {
@@ -745,7 +764,53 @@ impl World {
         };
         match free {
             Some(c) => self.put_on_cpu(eng, t, c),
+            None if self.wakeup_preempts(t) => self.preempt_for(eng, t, home),
             None => self.cpu_queue.push_back(t),
+        }
+    }
+
+    /// Whether task `t`, waking now to a machine with no free CPU, preempts the task on its
+    /// CPU (see `Sched::wakeup_preempts`): a kworker always sleeps long enough, a task that
+    /// blocked by how long it slept; a task never run yet (a new process) does not.
+    fn wakeup_preempts(&self, t: TaskId) -> bool {
+        let task = &self.tasks[t];
+        let slept = match (task.slept_at, task.class) {
+            (Some(at), _) => self.clock.saturating_sub(at),
+            (None, Class::Kworker) => Sched::KWORKER_SLEPT_NS,
+            (None, _) => return false,
+        };
+        self.profile
+            .sched
+            .wakeup_preempts(self.running.len(), slept)
+    }
+
+    /// Task `t` woke with enough sleep credit to preempt the task on CPU `c`: a task in user
+    /// space (or in kernel code that yields) gives the CPU up at once and waits first in
+    /// line; one in kernel code is asked to at its next preemption point (`need_resched`),
+    /// or gives it up when it blocks, `t` waiting first in line for that CPU.
+    fn preempt_for(&mut self, eng: &mut Engine<Ev>, t: TaskId, c: usize) {
+        let now = eng.now();
+        let Some(r) = self.running[c] else {
+            self.put_on_cpu(eng, t, c);
+            return;
+        };
+        let task = &mut self.tasks[r];
+        match task.want {
+            Some(mut want) if want.preemptible && want.line.is_none() => {
+                let ran = now - task.on_cpu_since;
+                want.ns = want.ns.saturating_sub(ran);
+                task.want = Some(want);
+                // Its pending end or tick event is for the burst it no longer runs.
+                task.burst += 1;
+                self.accounts.entry(task.class).or_default().cpu_ns += ran;
+                self.running[c] = None;
+                self.preempted.push_front(r);
+                self.put_on_cpu(eng, t, c);
+            }
+            _ => {
+                task.need_resched = true;
+                self.cpu_queue.push_front(t);
+            }
         }
     }
 
@@ -774,13 +839,17 @@ impl World {
         let now = eng.now();
         if self.running[c] != Some(t) {
             self.tasks[t].dispatched = now;
+            self.tasks[t].need_resched = false;
         }
+        self.tasks[t].slept_at = None;
         self.running[c] = Some(t);
         let slice = self.slice(self.waiting());
         let tick = self.cpus.tick_ns.max(1);
         let task = &mut self.tasks[t];
         task.cpu = c;
         task.on_cpu_since = now;
+        task.burst += 1;
+        let burst = task.burst;
         let want = task
             .want
             .expect("a task is put on a CPU only when it wants one");
@@ -790,19 +859,19 @@ impl World {
                 // its slice is used up may hand the CPU over.
                 let check = (now + slice).div_ceil(tick) * tick;
                 if check < now + want.ns {
-                    eng.at(check, Ev::Preempt(t));
+                    eng.at(check, Ev::Preempt(t, burst));
                 } else {
-                    eng.after(want.ns, Ev::CpuDone(t));
+                    eng.after(want.ns, Ev::CpuDone(t, burst));
                 }
             }
-            None => eng.after(want.ns, Ev::CpuDone(t)),
+            None => eng.after(want.ns, Ev::CpuDone(t, burst)),
             Some(l) => {
                 let line = &mut self.lines[l];
                 if line.busy {
                     line.queue.push_back(t);
                 } else {
                     line.busy = true;
-                    eng.after(want.ns, Ev::CpuDone(t));
+                    eng.after(want.ns, Ev::CpuDone(t, burst));
                 }
             }
         }
@@ -822,10 +891,11 @@ impl World {
             // The slice is renewed only by a switch: the next tick may preempt.
             task.want = Some(want);
             task.on_cpu_since = now;
+            let burst = task.burst;
             if want.ns > tick {
-                eng.after(tick, Ev::Preempt(t));
+                eng.after(tick, Ev::Preempt(t, burst));
             } else {
-                eng.after(want.ns, Ev::CpuDone(t));
+                eng.after(want.ns, Ev::CpuDone(t, burst));
             }
             return;
         }
@@ -853,7 +923,7 @@ impl World {
             match line.queue.pop_front() {
                 Some(next) => {
                     let w = self.tasks[next].want.expect("queued on a line with a want");
-                    eng.after(w.ns, Ev::CpuDone(next));
+                    eng.after(w.ns, Ev::CpuDone(next, self.tasks[next].burst));
                 }
                 None => line.busy = false,
             }
@@ -864,6 +934,8 @@ impl World {
         let c = self.tasks[t].cpu;
         self.advance(eng, t);
         if self.running[c] == Some(t) && self.tasks[t].want.is_none() {
+            // It blocked (or ended): from now on it sleeps.
+            self.tasks[t].slept_at = Some(now);
             self.running[c] = None;
             if let Some(next) = self.next_waiting() {
                 self.put_on_cpu(eng, next, c);

@@ -238,11 +238,15 @@ mod tests {
     /// Mean expedited wait of `tasks` tasks unmounting 200 on the VM's 2 CPUs, each
     /// umount preceded by `user_ns` of the command's own CPU time.
     fn exp_wait(tasks: u64, user_ns: u64) -> f64 {
+        exp_wait_on(Kernel::V6_12, tasks, user_ns)
+    }
+
+    fn exp_wait_on(kernel: Kernel, tasks: u64, user_ns: u64) -> f64 {
         let mut p = umount::defaults();
         p.umount.mounts = 200;
         p.umount.tasks = tasks;
         p.umount.user_ns = user_ns;
-        simulate("umount", "kernel", &Setup::Umount(p), Kernel::V6_12, 1)
+        simulate("umount", "kernel", &Setup::Umount(p), kernel, 1)
             .snapshot
             .probe_total(Probe::SynchronizeRcuExpedited)
             .mean_ns()
@@ -261,6 +265,23 @@ mod tests {
         let idle = exp_wait(4, 0);
         assert!(busy > 4.0 * alone, "{busy} vs {alone}");
         assert!(busy > 2.0 * idle, "{busy} vs {idle}");
+    }
+
+    #[test]
+    fn on_cfs_a_woken_kworker_or_long_waiter_takes_a_busy_cpu_at_once() {
+        // The same busy machine on CFS (6.1) and EEVDF (6.12). CFS's slices are longer (6 ms
+        // shared by the runnable tasks against EEVDF's 1.5 ms), so if every hand-over waited
+        // for the tick 6.1 would wait longest; its wakeup preemption lets the kworker, and
+        // waiters that slept past the granularity, run at once instead.
+        let cfs = exp_wait_on(Kernel::V6_1, 4, 4_000_000);
+        let eevdf = exp_wait_on(Kernel::V6_12, 4, 4_000_000);
+        assert!(cfs < eevdf, "CFS {cfs} ns, EEVDF {eevdf} ns");
+        // One task at a time never finds a busy CPU: the two schedulers agree.
+        let (a, b) = (
+            exp_wait_on(Kernel::V6_1, 1, 4_000_000),
+            exp_wait_on(Kernel::V6_12, 1, 4_000_000),
+        );
+        assert!((a / b - 1.0).abs() < 0.2, "{a} vs {b}");
     }
 
     #[test]
