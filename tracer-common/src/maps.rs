@@ -24,6 +24,10 @@ pub const LOSS_FIRST: &str = "LOSS_FIRST";
 /// Array of one u64: nonzero once userspace has attached every program and the work the
 /// attaching caused has settled. Until then the programs record nothing (see [`SETTLE`]).
 pub const RECORDING: &str = "RECORDING";
+/// Array of one u64: nonzero while a child tracer forked to run the command has not exec'd
+/// yet. Only then do grace-period entries read the current task's comm to tell that child's
+/// own work apart (see `tracer-ebpf`'s `is_own_child`); otherwise they skip the helper call.
+pub const FORKING: &str = "FORKING";
 /// Per-CPU array of two u64: grace-period waits entered and returned while not
 /// [`RECORDING`], so userspace can tell when the waits its own attaching caused are over.
 pub const SETTLE: &str = "SETTLE";

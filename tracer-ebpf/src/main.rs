@@ -80,6 +80,9 @@ static SLOW_THRESHOLD: Array<u64> = Array::with_max_entries(1, 0);
 static RECORDING: Array<u64> = Array::with_max_entries(1, 0);
 
 #[map]
+static FORKING: Array<u64> = Array::with_max_entries(1, 0);
+
+#[map]
 static SETTLE: PerCpuArray<u64> = PerCpuArray::with_max_entries(2, 0);
 
 #[map]
@@ -146,6 +149,11 @@ fn tid_of(pid_tgid: u64) -> u32 {
 /// the user's and is recorded (unless the command has tracer's own name).
 #[inline(always)]
 fn is_own_child() -> bool {
+    // One array read while no child of tracer's is between fork and exec (always, outside
+    // `tracer capture`'s start): the comm is a helper call.
+    if FORKING.get(0).is_none_or(|f| *f == 0) {
+        return false;
+    }
     let Ok(comm) = bpf_get_current_comm() else {
         return false;
     };
@@ -348,7 +356,8 @@ fn entered(probe: Probe, arg: u64, thread: Option<&'static mut Thread>) {
     let slot = usize::from(probe.id());
     let recording = recording();
     // tracer's own child before exec waits only in grace periods (moving into the
-    // command's cgroup): other probes skip the comm read, a helper call on every entry.
+    // command's cgroup): other probes skip the check, and grace-period entries make it
+    // only while such a child exists.
     if !recording || (probe.is_grace_period() && is_own_child()) {
         // Marked, so that its return is not taken for one without an entry; not on the
         // stack, so a return whose program is not attached yet leaves no frame behind.

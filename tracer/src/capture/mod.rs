@@ -454,7 +454,15 @@ async fn wait(
             // From before the spawn: spawn() returns only once the command has exec'd,
             // and by then it may already be inside its first traced call.
             spawned = Instant::now();
-            let child = cmd.spawn().with_context(|| format!("running {program}"))?;
+            // Until it execs, the child is tracer's: its move into the command's cgroup
+            // waits for a grace period that is not the command's. The programs look for it
+            // only while this is on. Not being able to say so leaves that wait recorded.
+            if let Err(e) = attached.forking(true) {
+                log::warn!("the kernel programs cannot be told a child is starting: {e}");
+            }
+            let child = cmd.spawn();
+            let _ = attached.forking(false);
+            let child = child.with_context(|| format!("running {program}"))?;
             in_cgroup = match (transient, child.id()) {
                 (Some(t), Some(pid)) => t.holds(pid),
                 _ => false,

@@ -83,6 +83,24 @@ pub struct Attached {
     pub kernel_log: KernelLog,
 }
 
+impl Attached {
+    /// Tell the programs that a child tracer forks to run a command has not exec'd yet
+    /// (`on`), or no longer exists: only meanwhile do they look for its work (see
+    /// [`maps::FORKING`]).
+    ///
+    /// # Errors
+    /// The map is missing or cannot be written.
+    pub fn forking(&mut self, on: bool) -> Result<(), String> {
+        let map = self
+            .ebpf
+            .map_mut(maps::FORKING)
+            .ok_or_else(|| format!("map {} missing", maps::FORKING))?;
+        let mut forking: aya::maps::Array<&mut aya::maps::MapData, u64> =
+            aya::maps::Array::try_from(map).map_err(|e| e.to_string())?;
+        forking.set(0, u64::from(on), 0).map_err(|e| e.to_string())
+    }
+}
+
 /// Check what tracing needs before touching the kernel, so the error names the real cause.
 ///
 /// # Errors
