@@ -1177,7 +1177,9 @@ pub fn contention_begin(ctx: TracePointContext) -> u32 {
 /// Whether thread `tid`'s `vfs_rmdir` in flight still holds `lock`. A registration outlives
 /// its call only if the thread's state was evicted (the map is an LRU) or deleted as a dead
 /// thread's while the call was in flight; then its entry is removed here, so that a lock
-/// later at the same address is not taken for a directory being removed.
+/// later at the same address is not taken for a directory being removed. (The gate's count
+/// of registered rmdirs then stays one too high: the contention programs look up locks for
+/// nothing, and count nothing wrong.)
 #[inline(always)]
 fn holds(tid: u32, lock: u64) -> bool {
     let held = THREADS
