@@ -456,8 +456,6 @@ pub struct RmdirLocks {
     pub parent: u64,
     /// Removed directory's `i_rwsem` address (0 if unknown).
     pub victim: u64,
-    /// The cgroup of the thread removing it (the holder), for the waits it causes.
-    pub cgroup: u64,
 }
 
 impl RmdirLocks {
@@ -465,7 +463,6 @@ impl RmdirLocks {
     pub const NONE: RmdirLocks = RmdirLocks {
         parent: 0,
         victim: 0,
-        cgroup: 0,
     };
 }
 
@@ -565,7 +562,7 @@ mod tests {
         assert_eq!(size_of::<ProbeCounters>(), 40);
         assert_eq!(
             size_of::<Thread>(),
-            8 + 8 * crate::probe::PROBE_COUNT as usize + 8 + 8 + 8 + 24
+            8 + 8 * crate::probe::PROBE_COUNT as usize + 8 + 8 + 8 + 16
         );
         assert_eq!(size_of::<CgroupEvent>(), 8 + 4 + 4 + CGROUP_PATH_MAX);
         assert_eq!(
@@ -574,7 +571,7 @@ mod tests {
         );
         assert_eq!(size_of::<SlowBudget>(), 16);
         assert_eq!(size_of::<CounterKey>(), 16);
-        assert_eq!(size_of::<RmdirLocks>(), 24);
+        assert_eq!(size_of::<RmdirLocks>(), 16);
         assert_eq!(size_of::<RmdirHolder>(), 16);
         assert_eq!(size_of::<Frames>(), 8);
     }

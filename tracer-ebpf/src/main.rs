@@ -654,12 +654,11 @@ fn before_vfs_rmdir(t: &mut Thread, tid: u32, dir: u64, dentry: u64) {
     let locks = RmdirLocks {
         parent: dir + rwsem,
         victim: if victim == 0 { 0 } else { victim + rwsem },
-        cgroup: unsafe { bpf_get_current_cgroup_id() },
     };
     let holder = RmdirHolder {
         tid,
         _pad: 0,
-        cgroup: locks.cgroup,
+        cgroup: unsafe { bpf_get_current_cgroup_id() },
     };
     // Both locks or neither.
     let ok = RMDIR_LOCKS.insert(locks.parent, holder, 0).and_then(|()| {
