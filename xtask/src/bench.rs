@@ -390,7 +390,11 @@ pub(crate) struct Stats {
 
 #[expect(clippy::cast_precision_loss, reason = "microseconds, for display")]
 pub(crate) fn stats(samples: &[u64]) -> Option<Stats> {
-    let mut v: Vec<f64> = samples.iter().map(|&s| s as f64).collect();
+    stats_of(samples.iter().map(|&s| s as f64).collect())
+}
+
+/// [`stats`] of figures that are not whole numbers.
+pub(crate) fn stats_of(mut v: Vec<f64>) -> Option<Stats> {
     v.sort_by(f64::total_cmp);
     let n = v.len();
     let median = match n {

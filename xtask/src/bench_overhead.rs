@@ -17,7 +17,7 @@ use anyhow::Context as _;
 use serde_json::Value;
 
 use crate::{
-    bench::{Mark, parse_marks, stats},
+    bench::{Mark, parse_marks, stats, stats_of},
     kernel::{self, Kernel},
     util, vm,
 };
@@ -420,6 +420,20 @@ fn btf_funcs(text: &str) -> BTreeMap<u64, String> {
         .collect()
 }
 
+/// The measured runs whose workload failed, from the guest's `WORKLOAD RUN STATUS` lines
+/// (`WORKLOAD STATUS` from earlier versions): "`rmdir` run 2 exited 1".
+fn failed_measures(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(
+            |line| match line.split_whitespace().collect::<Vec<_>>()[..] {
+                [w, run, rc] if rc != "0" => Some(format!("`{w}` run {run} exited {rc}")),
+                [w, rc] if rc != "0" => Some(format!("`{w}` exited {rc}")),
+                _ => None,
+            },
+        )
+        .collect()
+}
+
 /// One tool's programs in one measuring pass: attach point -> cost on one workload.
 type Costs = BTreeMap<Point, Run>;
 
@@ -453,13 +467,8 @@ impl Pass {
             .map(|(role, points)| {
                 let points = points
                     .into_iter()
-                    .map(|(point, (calls, mut per))| {
-                        per.sort_by(f64::total_cmp);
-                        let ns = match per.len() {
-                            0 => None,
-                            n if n % 2 == 1 => Some(per[n / 2]),
-                            n => Some(f64::midpoint(per[n / 2 - 1], per[n / 2])),
-                        };
+                    .map(|(point, (calls, per))| {
+                        let ns = stats_of(per).map(|s| s.median);
                         (point, Pass { calls, ns })
                     })
                     .collect();
@@ -531,6 +540,12 @@ fn report(kernel: &str, files: &BTreeMap<String, PathBuf>, worst: &mut Worst) ->
                 .find(|l| !l.trim().is_empty())
                 .unwrap_or("");
             let _ = writeln!(out, "note: tracer capture --attach {mode} failed: {last}");
+        }
+        for failed in failed_measures(&read(&format!("measure.{mode}.rc"))) {
+            let _ = writeln!(
+                out,
+                "note: measured {failed}: its calls are in the rows, but the workload did not complete"
+            );
         }
         // Each tool's program ids: those that appeared when it started.
         let ids = |name: &str| -> BTreeSet<u64> {
@@ -834,6 +849,19 @@ mod tests {
             ("vfs_rmdir_entry".to_owned(), Run { ns: 900, calls: 3 })
         );
         assert!(prog_stats("not json").is_empty());
+    }
+
+    #[test]
+    fn failed_measured_runs_are_named() {
+        assert_eq!(
+            failed_measures("rmdir 1 0\nrmdir 2 1\nramfs 1 143\nlock 0\numount 124\n"),
+            [
+                "`rmdir` run 2 exited 1",
+                "`ramfs` run 1 exited 143",
+                "`umount` exited 124"
+            ]
+        );
+        assert!(failed_measures("").is_empty());
     }
 
     #[test]
