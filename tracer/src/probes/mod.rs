@@ -91,13 +91,7 @@ impl Attached {
     /// # Errors
     /// The map is missing or cannot be written.
     pub fn forking(&mut self, on: bool) -> Result<(), String> {
-        let map = self
-            .ebpf
-            .map_mut(maps::FORKING)
-            .ok_or_else(|| format!("map {} missing", maps::FORKING))?;
-        let mut forking: aya::maps::Array<&mut aya::maps::MapData, u64> =
-            aya::maps::Array::try_from(map).map_err(|e| e.to_string())?;
-        forking.set(0, u64::from(on), 0).map_err(|e| e.to_string())
+        settle::set_word(&mut self.ebpf, maps::FORKING, u64::from(on))
     }
 }
 

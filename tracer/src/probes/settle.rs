@@ -108,13 +108,20 @@ pub fn settle_and_record(ebpf: &mut Ebpf) -> Result<(Duration, bool), String> {
         }
         std::thread::sleep(POLL);
     };
-    let map = ebpf
-        .map_mut(maps::RECORDING)
-        .ok_or_else(|| format!("map {} missing", maps::RECORDING))?;
-    let mut recording: Array<&mut MapData, u64> =
-        Array::try_from(map).map_err(|e| e.to_string())?;
-    recording.set(0, 1, 0).map_err(|e| e.to_string())?;
+    set_word(ebpf, maps::RECORDING, 1)?;
     Ok((start.elapsed(), settled))
+}
+
+/// Set the one value of the array map `name`, a word the programs read.
+///
+/// # Errors
+/// The map is missing or cannot be written.
+pub(crate) fn set_word(ebpf: &mut Ebpf, name: &str, value: u64) -> Result<(), String> {
+    let map = ebpf
+        .map_mut(name)
+        .ok_or_else(|| format!("map {name} missing"))?;
+    let mut array: Array<&mut MapData, u64> = Array::try_from(map).map_err(|e| e.to_string())?;
+    array.set(0, value, 0).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
