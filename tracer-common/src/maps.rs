@@ -1,18 +1,19 @@
 //! Map names and the layout of their keys and values.
 
-/// Per-CPU hash: [`HistKey`] -> number of calls in that bucket.
+/// Per-CPU hash: [`HistKey`] -> [`Stat`], count, sum, min and max of the calls in that
+/// bucket: one lookup per call records it, and a series' totals are its buckets' sums.
 pub const HIST: &str = "HIST";
-/// Per-CPU hash: [`StatKey`] -> [`Stat`] (count, sum, min, max of the same calls as `HIST`).
-pub const STATS: &str = "STATS";
 /// Per-CPU array indexed by probe id: [`ProbeCounters`].
 pub const PROBE_COUNTERS: &str = "PROBE_COUNTERS";
 /// LRU hash: thread id -> [`Thread`], the traced calls in flight on each thread.
 pub const THREADS: &str = "THREADS";
 /// Per-CPU hash: [`CounterKey`] -> events (negative dentries, ...).
 pub const COUNTERS: &str = "COUNTERS";
-/// Hash: address of an inode's `i_rwsem` -> [`RmdirHolder`], the `vfs_rmdir` holding it.
-/// The locks a thread registered are in its [`Thread::rmdir`], found by the lookup its
-/// entry and exit make anyway.
+/// Array of [`RmdirSlot`]s: the inode locks `vfs_rmdir` calls in flight hold, each in one of
+/// two slots its address hashes to (`tracer-ebpf`'s `slots_of`), so registering, finding
+/// and dropping one are array reads and writes, no hash-map helper calls. The locks a thread
+/// registered are also in its [`Thread::rmdir`], found by the lookup its entry and exit
+/// make anyway.
 pub const RMDIR_LOCKS: &str = "RMDIR_LOCKS";
 /// Array of one [`LockGate`]: whether the lock-contention programs have anything to do.
 pub const LOCK_GATE: &str = "LOCK_GATE";
@@ -77,6 +78,8 @@ pub const DCACHE_DIES_AT_DPUT: &str = "DCACHE_DIES_AT_DPUT";
 /// Global: the index of `dir` among `vfs_rmdir`'s arguments (`dentry` follows it): 0 before
 /// Linux 5.12, 1 since it takes the mount's idmap first.
 pub const VFS_RMDIR_DIR_ARG: &str = "VFS_RMDIR_DIR_ARG";
+/// Global: the slots `RMDIR_LOCKS` has (its size, which a test may shrink).
+pub const RMDIR_SLOTS: &str = "RMDIR_SLOTS";
 /// Global: offset of a syscall's third argument in `struct pt_regs`.
 pub const PT_REGS_ARG3: &str = "PT_REGS_ARG3";
 /// `DCACHE_OP_DELETE`: the filesystem's `d_delete` op decides at the last `dput` (tmpfs and
@@ -89,14 +92,13 @@ pub const DCACHE_DONTCACHE: u32 = 0x80;
 /// `AT_REMOVEDIR`: `unlinkat` removes a directory (what `rm -r` uses instead of `rmdir`).
 pub const AT_REMOVEDIR: u64 = 0x200;
 
-/// Capacity of `HIST`: probes x callers x cgroups x used buckets.
+/// Capacity of `HIST`: probes x callers x cgroups x used buckets (32 bytes per CPU each).
 pub const HIST_ENTRIES: u32 = 32_768;
-/// Capacity of `STATS`.
-pub const STATS_ENTRIES: u32 = 4_096;
 /// Capacity of `COUNTERS`: counters x cgroups.
 pub const COUNTER_ENTRIES: u32 = 4_096;
-/// Capacity of `RMDIR_LOCKS`: inode locks of directory removals in flight at once.
-pub const RMDIR_ENTRIES: u32 = 1_024;
+/// Slots of `RMDIR_LOCKS` (24 bytes each): a removal in flight holds two locks, and a lock
+/// whose two slots are both taken by other removals' is not registered (a loss, counted).
+pub const RMDIR_ENTRIES: u32 = 16_384;
 /// Capacity of `THREADS`: threads that have made traced calls (the LRU evicts the oldest).
 pub const INFLIGHT_ENTRIES: u32 = 16_384;
 /// Depth of the per-thread stack of traced functions used to find a call's caller: one
@@ -136,21 +138,8 @@ pub struct HistKey {
     pub bucket: u32,
 }
 
-/// Key of one series' summary statistics.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct StatKey {
-    /// cgroup v2 id of the calling task.
-    pub cgroup: u64,
-    /// Probe id.
-    pub probe: u16,
-    /// Enclosing traced function, or [`crate::NO_CALLER`].
-    pub caller: u16,
-    /// Always zero.
-    pub _pad: u32,
-}
-
-/// Count, sum, min and max of a series' latencies in nanoseconds, on one CPU.
+/// Count, sum, min and max of the latencies in nanoseconds of one histogram bucket's calls,
+/// on one CPU.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Stat {
@@ -158,7 +147,7 @@ pub struct Stat {
     pub count: u64,
     /// Sum of their latencies.
     pub sum_ns: u64,
-    /// Shortest latency (`u64::MAX` while `count` is 0).
+    /// Shortest latency (meaningless while `count` is 0).
     pub min_ns: u64,
     /// Longest latency.
     pub max_ns: u64,
@@ -176,7 +165,7 @@ pub struct ProbeCounters {
     pub exits_without_entry: u64,
     /// Entries that could not be recorded: the thread's state could not be stored.
     pub start_drops: u64,
-    /// Completed calls that could not be recorded: `HIST` or `STATS` was full.
+    /// Completed calls that could not be recorded: `HIST` was full.
     pub hist_drops: u64,
 }
 
@@ -264,7 +253,8 @@ pub struct CounterKey {
 pub enum Loss {
     /// An event counter could not be recorded: `COUNTERS` was full.
     CounterDrops = 0,
-    /// A `vfs_rmdir`'s locks could not be registered: `RMDIR_LOCKS` was full, so waits on
+    /// A `vfs_rmdir`'s locks could not be registered (their slots in `RMDIR_LOCKS` were
+    /// taken by other removals' locks, or its thread's state could not be stored), so waits on
     /// them were not seen.
     RmdirLockDrops = 1,
     /// `d_delete` outcomes not classified: the dentry could not be read.
@@ -324,7 +314,7 @@ impl Loss {
         match self {
             Loss::CounterDrops => "dentry events not counted: the counter map was full",
             Loss::RmdirLockDrops => {
-                "directory removals whose inode-lock waiters were not watched: the lock map was full"
+                "directory removals whose inode-lock waiters were not watched: the lock table had no slot for their locks"
             }
             Loss::DentryReadFailures => {
                 "d_delete outcomes not classified: the dentry could not be read"
@@ -466,11 +456,13 @@ impl RmdirLocks {
     };
 }
 
-/// Who holds a registered inode lock: the thread in `vfs_rmdir`, and its cgroup (where the
-/// waits it causes are counted), so a waiter needs one lookup.
+/// A registered inode lock and who holds it: the thread in `vfs_rmdir`, and its cgroup
+/// (where the waits it causes are counted).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RmdirHolder {
+pub struct RmdirSlot {
+    /// The `i_rwsem`'s address; 0: a free slot.
+    pub lock: u64,
     /// Thread id of the holder.
     pub tid: u32,
     /// Always zero.
@@ -536,14 +528,13 @@ impl Frames {
 mod pod {
     // SAFETY: all are repr(C), Copy, and have no padding bytes.
     unsafe impl aya::Pod for super::HistKey {}
-    unsafe impl aya::Pod for super::StatKey {}
     unsafe impl aya::Pod for super::Stat {}
     unsafe impl aya::Pod for super::ProbeCounters {}
     unsafe impl aya::Pod for super::Thread {}
     unsafe impl aya::Pod for super::Frames {}
     unsafe impl aya::Pod for super::CounterKey {}
     unsafe impl aya::Pod for super::RmdirLocks {}
-    unsafe impl aya::Pod for super::RmdirHolder {}
+    unsafe impl aya::Pod for super::RmdirSlot {}
     unsafe impl aya::Pod for super::CgroupEvent {}
     unsafe impl aya::Pod for super::SlowCallEvent {}
     unsafe impl aya::Pod for super::SlowBudget {}
@@ -557,7 +548,6 @@ mod tests {
     #[test]
     fn layouts_have_no_implicit_padding() {
         assert_eq!(size_of::<HistKey>(), 8 + 2 + 2 + 4);
-        assert_eq!(size_of::<StatKey>(), 16);
         assert_eq!(size_of::<Stat>(), 32);
         assert_eq!(size_of::<ProbeCounters>(), 40);
         assert_eq!(
@@ -572,7 +562,7 @@ mod tests {
         assert_eq!(size_of::<SlowBudget>(), 16);
         assert_eq!(size_of::<CounterKey>(), 16);
         assert_eq!(size_of::<RmdirLocks>(), 16);
-        assert_eq!(size_of::<RmdirHolder>(), 16);
+        assert_eq!(size_of::<RmdirSlot>(), 24);
         assert_eq!(size_of::<Frames>(), 8);
     }
 

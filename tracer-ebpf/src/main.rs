@@ -21,7 +21,7 @@ use aya_ebpf::{
         generated::{bpf_get_current_task, bpf_probe_read_kernel_str},
     },
     macros::{fentry, fexit, kprobe, kretprobe, map, tracepoint},
-    maps::{Array, HashMap, LruHashMap, PerCpuArray, PerCpuHashMap, RingBuf},
+    maps::{Array, LruHashMap, PerCpuArray, PerCpuHashMap, RingBuf},
     programs::{FEntryContext, FExitContext, ProbeContext, RetProbeContext, TracePointContext},
 };
 use aya_log_ebpf::warn;
@@ -31,18 +31,14 @@ use tracer_common::{
         AT_REMOVEDIR, BEGUN_UNRECORDED, CGROUP_EVENTS_BYTES, CGROUP_PATH_MAX, CGROUP2_HIERARCHY,
         COUNTER_ENTRIES, CgroupEvent, CounterId, CounterKey, DCACHE_DONTCACHE, DCACHE_OP_DELETE,
         HIST_ENTRIES, HistKey, INFLIGHT_ENTRIES, LOSS_COUNT, LockGate, Loss, NOT_PRUNED,
-        ProbeCounters, RMDIR_ENTRIES, RmdirHolder, RmdirLocks, SETTLE_ENTERED, SETTLE_RETURNED,
-        SLOW_CALLS_BYTES, SLOW_PRUNED, STATS_ENTRIES, SlowBudget, SlowCallEvent, Stat, StatKey,
-        Thread,
+        ProbeCounters, RMDIR_ENTRIES, RmdirLocks, RmdirSlot, SETTLE_ENTERED, SETTLE_RETURNED,
+        SLOW_CALLS_BYTES, SLOW_PRUNED, SlowBudget, SlowCallEvent, Stat, Thread,
     },
     probe::PROBE_COUNT,
 };
 
 #[map]
-static HIST: PerCpuHashMap<HistKey, u64> = PerCpuHashMap::with_max_entries(HIST_ENTRIES, 0);
-
-#[map]
-static STATS: PerCpuHashMap<StatKey, Stat> = PerCpuHashMap::with_max_entries(STATS_ENTRIES, 0);
+static HIST: PerCpuHashMap<HistKey, Stat> = PerCpuHashMap::with_max_entries(HIST_ENTRIES, 0);
 
 #[map]
 static PROBE_COUNTERS: PerCpuArray<ProbeCounters> = PerCpuArray::with_max_entries(PROBE_COUNT, 0);
@@ -55,7 +51,7 @@ static COUNTERS: PerCpuHashMap<CounterKey, u64> =
     PerCpuHashMap::with_max_entries(COUNTER_ENTRIES, 0);
 
 #[map]
-static RMDIR_LOCKS: HashMap<u64, RmdirHolder> = HashMap::with_max_entries(RMDIR_ENTRIES, 0);
+static RMDIR_LOCKS: Array<RmdirSlot> = Array::with_max_entries(RMDIR_ENTRIES, 0);
 
 #[map]
 static LOCK_GATE: Array<LockGate> = Array::with_max_entries(1, 0);
@@ -114,6 +110,9 @@ static SELF_TGID: u32 = 0;
 /// exec'd yet still carries it (see [`is_own_child`]).
 #[unsafe(no_mangle)]
 static SELF_COMM: [u64; 2] = [0; 2];
+/// Slots of `RMDIR_LOCKS`: its size, which userspace sets when a test shrinks it.
+#[unsafe(no_mangle)]
+static RMDIR_SLOTS: u32 = RMDIR_ENTRIES;
 /// Offset of `task_struct.real_parent`, from BTF (0: unknown).
 #[unsafe(no_mangle)]
 static TASK_REAL_PARENT: u32 = 0;
@@ -270,8 +269,8 @@ fn lose_because(loss: Loss, detail: u64) {
             Loss::RmdirLockDrops => warn!(
                 &(),
                 target: "tracer::kernel",
-                "a vfs_rmdir's inode locks could not be registered (map update errno {}): waits on them are not seen",
-                errno
+                "a vfs_rmdir's inode lock at {:x} could not be registered (both its slots are taken by other removals' locks): waits on it are not seen",
+                detail
             ),
             Loss::DentryReadFailures => warn!(
                 &(),
@@ -507,72 +506,50 @@ fn record_derived(probe: Probe, cgroup: u64, caller: u16, delta: u64) {
     }
 }
 
-/// Add one call to the histogram and the summary statistics, to both or (when a map is
-/// full) to neither: false then, and the caller counts the call as dropped.
+/// Add one call to its histogram bucket, which keeps the count, sum, min and max of its
+/// calls: one lookup. False when `HIST` is full; the caller counts the call as dropped.
 #[inline(always)]
 fn record(cgroup: u64, probe: u16, caller: u16, delta: u64) -> bool {
-    let hkey = HistKey {
+    let key = HistKey {
         cgroup,
         probe,
         caller,
         bucket: bucket_of(delta),
     };
-    let bucket = match HIST.get_ptr_mut(hkey) {
-        Some(n) => n,
+    let bucket = match HIST.get_ptr_mut(key) {
+        Some(b) => b,
         None => {
             // Made only if still missing: fentry programs (and newer syscall tracepoints)
             // run preemptibly, so another task on this CPU may have made it since the
             // lookup, and replacing it would zero the calls it counted. Full or not, the
             // lookup after says whether there is one to count in.
-            let _ = HIST.insert(hkey, 0, BPF_NOEXIST);
-            let Some(n) = HIST.get_ptr_mut(hkey) else {
+            let empty = Stat {
+                count: 0,
+                sum_ns: 0,
+                min_ns: 0,
+                max_ns: 0,
+            };
+            let _ = HIST.insert(key, empty, BPF_NOEXIST);
+            let Some(b) = HIST.get_ptr_mut(key) else {
                 return false;
             };
-            n
+            b
         }
     };
-    let skey = StatKey {
-        cgroup,
-        probe,
-        caller,
-        _pad: 0,
-    };
-    // A missing series is made empty, only if still missing (as the bucket above), and
-    // then counted like any other: a racing task's first call is never overwritten.
-    let stat = STATS.get_ptr_mut(skey).or_else(|| {
-        let empty = Stat {
-            count: 0,
-            sum_ns: 0,
-            min_ns: 0,
-            max_ns: 0,
-        };
-        let _ = STATS.insert(skey, empty, BPF_NOEXIST);
-        STATS.get_ptr_mut(skey)
-    });
-    let stat_ok = match stat {
-        Some(s) => {
-            let s = unsafe { &mut *s };
-            // Another CPU's first call of this series finds a zeroed slot (per-CPU hash
-            // entries are created for all CPUs at once): its min starts at this call.
-            // min and max are plain stores: a rare race with another task on this CPU
-            // can only leave one of them a call off, never lose a call.
-            if s.count == 0 || delta < s.min_ns {
-                s.min_ns = delta;
-            }
-            add(&raw mut s.count, 1);
-            add(&raw mut s.sum_ns, delta);
-            if delta > s.max_ns {
-                s.max_ns = delta;
-            }
-            true
-        }
-        None => false,
-    };
-    // The bucket is counted only once the summary is, so a series is never half recorded.
-    if stat_ok {
-        add(bucket, 1);
+    let s = unsafe { &mut *bucket };
+    // Another CPU's first call in this bucket finds a zeroed slot (per-CPU hash entries are
+    // created for all CPUs at once): its min starts at this call. min and max are plain
+    // stores: a rare race with another task on this CPU can only leave one of them a call
+    // off, never lose a call.
+    if s.count == 0 || delta < s.min_ns {
+        s.min_ns = delta;
     }
-    stat_ok
+    if delta > s.max_ns {
+        s.max_ns = delta;
+    }
+    add(&raw mut s.sum_ns, delta);
+    add(&raw mut s.count, 1);
+    true
 }
 
 #[inline(always)]
@@ -602,6 +579,53 @@ fn count(counter: CounterId, cgroup: u64) {
 
 // ---- What some probes do beyond timing --------------------------------------------------
 
+/// Words of a dentry [`dentry_fields`] reads at once: `d_flags`, `d_hash.pprev` and
+/// `d_inode` lie within the first 56 bytes on x86-64 (more with lock debugging, then they
+/// are read one by one).
+const DENTRY_SPAN_WORDS: usize = 8;
+
+/// A dentry's `d_inode`, `d_flags` and `d_hash.pprev`: one read of the span holding them
+/// (each read is a helper call).
+#[inline(always)]
+fn dentry_fields(dentry: u64) -> Option<(u64, u32, u64)> {
+    let (inode_at, flags_at, pprev_at) = (
+        global(&DENTRY_D_INODE),
+        global(&DENTRY_D_FLAGS),
+        global(&DENTRY_D_HASH_PPREV),
+    );
+    // The offsets are read-only globals, constants to the verifier: it follows one branch.
+    let start = flags_at & !7;
+    let words = DENTRY_SPAN_WORDS as u64;
+    let fits = inode_at >= start
+        && pprev_at >= start
+        && inode_at % 8 == 0
+        && pprev_at % 8 == 0
+        && (inode_at - start) / 8 < words
+        && (pprev_at - start) / 8 < words
+        && (flags_at - start) / 8 < words;
+    if !fits {
+        // Each read is tested before the next is made. Made all at once and tested
+        // together, the compiler ORs the three error codes into one test and loads each
+        // value only where its own read succeeded; the verifiers of Linux 5.10 and 6.1 do
+        // not learn from `err != 0` that the OR is non-zero, so they walk the path where it
+        // is zero after a failed read, and refuse the program for reading a register never
+        // written there ("R1 !read_ok").
+        let inode = read_u64(dentry + inode_at)?;
+        let flags = read_u32(dentry + flags_at)?;
+        let pprev = read_u64(dentry + pprev_at)?;
+        return Some((inode, flags, pprev));
+    }
+    let span: [u64; DENTRY_SPAN_WORDS] =
+        unsafe { bpf_probe_read_kernel((dentry + start) as *const [u64; DENTRY_SPAN_WORDS]) }
+            .ok()?;
+    #[expect(clippy::cast_possible_truncation, reason = "below DENTRY_SPAN_WORDS")]
+    let word = |offset: u64| span.get(((offset - start) / 8) as usize).copied();
+    // x86-64 is little-endian: a u32 in the upper half of its word is shifted down.
+    #[expect(clippy::cast_possible_truncation, reason = "the u32 field")]
+    let flags = (word(flags_at)? >> ((flags_at % 8) * 8)) as u32;
+    Some((word(inode_at)?, flags, word(pprev_at)?))
+}
+
 /// `d_delete(dentry)` returned: did it leave a cached negative dentry, or drop it?
 #[inline(always)]
 fn after_d_delete(call: &Call) {
@@ -609,21 +633,7 @@ fn after_d_delete(call: &Call) {
     if global(&OFFSETS_VALID) == 0 || dentry == 0 {
         return;
     }
-    // Each read is tested before the next is made. Made all at once and tested together,
-    // the compiler ORs the three error codes into one test and loads each value only where
-    // its own read succeeded; the verifiers of Linux 5.10 and 6.1 do not learn from
-    // `err != 0` that the OR is non-zero, so they walk the path where it is zero after a
-    // failed read, and refuse the program for reading a register never written there
-    // ("R1 !read_ok").
-    let Some(inode) = read_u64(dentry + global(&DENTRY_D_INODE)) else {
-        lose_because(Loss::DentryReadFailures, dentry);
-        return;
-    };
-    let Some(flags) = read_u32(dentry + global(&DENTRY_D_FLAGS)) else {
-        lose_because(Loss::DentryReadFailures, dentry);
-        return;
-    };
-    let Some(pprev) = read_u64(dentry + global(&DENTRY_D_HASH_PPREV)) else {
+    let Some((inode, flags, pprev)) = dentry_fields(dentry) else {
         lose_because(Loss::DentryReadFailures, dentry);
         return;
     };
@@ -651,34 +661,86 @@ fn before_vfs_rmdir(t: &mut Thread, tid: u32, dir: u64, dentry: u64) {
     }
     let rwsem = global(&INODE_I_RWSEM);
     let victim = read_u64(dentry + global(&DENTRY_D_INODE)).unwrap_or(0);
-    let locks = RmdirLocks {
+    t.rmdir = RmdirLocks {
         parent: dir + rwsem,
         victim: if victim == 0 { 0 } else { victim + rwsem },
     };
-    let holder = RmdirHolder {
-        tid,
-        _pad: 0,
-        cgroup: unsafe { bpf_get_current_cgroup_id() },
-    };
+    // Read back from the map as plain numbers: under fentry `dir` is a typed kernel pointer,
+    // which the verifier lets no one hash.
+    let locks = unsafe { core::ptr::read_volatile(&raw const t.rmdir) };
+    let cgroup = unsafe { bpf_get_current_cgroup_id() };
     // Both locks or neither.
-    let ok = RMDIR_LOCKS.insert(locks.parent, holder, 0).and_then(|()| {
-        if locks.victim == 0 {
-            Ok(())
-        } else {
-            RMDIR_LOCKS
-                .insert(locks.victim, holder, 0)
-                .inspect_err(|_| {
-                    let _ = RMDIR_LOCKS.remove(locks.parent);
-                })
-        }
-    });
-    if let Err(e) = ok {
-        #[expect(clippy::cast_sign_loss, reason = "the errno, read back as i64")]
-        lose_because(Loss::RmdirLockDrops, e as u64);
+    let Some(parent) = claim_slot(locks.parent, tid, cgroup) else {
+        t.rmdir = RmdirLocks::NONE;
+        lose_because(Loss::RmdirLockDrops, locks.parent);
+        return;
+    };
+    if locks.victim != 0 && claim_slot(locks.victim, tid, cgroup).is_none() {
+        // SAFETY: a pointer into the map's value, which lives as long as the map.
+        unsafe { (*parent).lock = 0 };
+        t.rmdir = RmdirLocks::NONE;
+        lose_because(Loss::RmdirLockDrops, locks.victim);
         return;
     }
-    t.rmdir = locks;
     gate(false, 1);
+}
+
+/// The two slots of `RMDIR_LOCKS` where `lock` may be registered: the one its address
+/// hashes to (Fibonacci hashing: inode addresses differ by their slab's object size) and
+/// the next.
+#[inline(always)]
+fn slots_of(lock: u64) -> [u32; 2] {
+    let n = global(&RMDIR_SLOTS).max(1);
+    let h = (lock.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) % n;
+    #[expect(clippy::cast_possible_truncation, reason = "below the u32 slot count")]
+    let slots = [h as u32, ((h + 1) % n) as u32];
+    slots
+}
+
+/// The slot where `lock` is registered, if it is.
+#[inline(always)]
+fn slot_of(lock: u64) -> Option<*mut RmdirSlot> {
+    for i in slots_of(lock) {
+        if let Some(s) = RMDIR_LOCKS.get_ptr_mut(i)
+            // SAFETY: a pointer into the map's value, which lives as long as the map.
+            && unsafe { (*s).lock } == lock
+        {
+            return Some(s);
+        }
+    }
+    None
+}
+
+/// Register `lock` as held by thread `tid` in a slot of its two that is free, is this
+/// lock's already (a registration a missed return left behind), or names another thread
+/// that no longer holds its lock. None: both are taken by removals in flight (this one's
+/// other lock included).
+#[inline(always)]
+fn claim_slot(lock: u64, tid: u32, cgroup: u64) -> Option<*mut RmdirSlot> {
+    for i in slots_of(lock) {
+        let Some(s) = RMDIR_LOCKS.get_ptr_mut(i) else {
+            continue;
+        };
+        // SAFETY: a pointer into the map's value, which lives as long as the map.
+        let taken = unsafe { *s };
+        if taken.lock == 0
+            || taken.lock == lock
+            || (taken.tid != tid && !holds(taken.tid, taken.lock))
+        {
+            unsafe {
+                *s = RmdirSlot {
+                    lock,
+                    tid,
+                    _pad: 0,
+                    cgroup,
+                };
+            }
+            // Another CPU may claim the same free slot at once: the last write stands, and
+            // the other removal finds its lock gone when it ends (counted then).
+            return Some(s);
+        }
+    }
+    None
 }
 
 /// Forget the inode locks thread `tid`'s `vfs_rmdir` registered, if any.
@@ -688,14 +750,17 @@ fn unregister_rmdir_locks(t: &mut Thread, tid: u32) {
     if locks.parent == 0 {
         return;
     }
-    // Only entries still this thread's: another rmdir may hold the lock since.
     for lock in [locks.parent, locks.victim] {
-        if lock != 0
-            && RMDIR_LOCKS
-                .get_ptr(lock)
-                .is_some_and(|h| unsafe { (*h).tid } == tid)
-        {
-            let _ = RMDIR_LOCKS.remove(lock);
+        if lock == 0 {
+            continue;
+        }
+        // Only a slot still this thread's: another rmdir may hold the lock since.
+        match slot_of(lock) {
+            Some(s) if unsafe { (*s).tid } == tid => unsafe { (*s).lock = 0 },
+            Some(_) => {}
+            // Overwritten by another CPU's claim of the same slot at the same moment: waits
+            // on it were not seen.
+            None => lose(Loss::RmdirLockDrops),
         }
     }
     t.rmdir = RmdirLocks::NONE;
@@ -710,10 +775,9 @@ fn vfs_rmdir_entered(dir: u64, dentry: u64) {
     let tid = tid_of(pid_tgid);
     let t = match thread_or_errno(tid) {
         Ok(t) => t,
-        Err(e) => {
+        Err(_) => {
             // No state, no registration; the call is counted as a start drop.
-            #[expect(clippy::cast_sign_loss, reason = "the errno, read back as i64")]
-            lose_because(Loss::RmdirLockDrops, e as u64);
+            lose(Loss::RmdirLockDrops);
             if !is_self(pid_tgid) {
                 entered(Probe::VfsRmdir, 0, None);
             }
@@ -1157,12 +1221,12 @@ pub fn contention_begin(ctx: TracePointContext) -> u32 {
         return 0;
     }
     let lock: u64 = unsafe { ctx.read_at(8) }.unwrap_or(0);
+    // Two array reads for a lock no rmdir holds, as most are.
+    let Some(holder) = slot_of(lock).map(|s| unsafe { *s }) else {
+        return 0;
+    };
     let pid_tgid = bpf_get_current_pid_tgid();
-    let tid = tid_of(pid_tgid);
-    if let Some(holder) = RMDIR_LOCKS.get_ptr(lock).map(|h| unsafe { *h })
-        && holder.tid != tid
-        && holds(holder.tid, lock)
-    {
+    if holder.tid != tid_of(pid_tgid) && holds(holder.tid, lock) {
         on_entry(Probe::InodeLockWait, lock);
         // The wait is the holder's doing: counted in its cgroup too (the waiter's cgroup
         // has the wait's time).
@@ -1175,9 +1239,9 @@ pub fn contention_begin(ctx: TracePointContext) -> u32 {
 
 /// Whether thread `tid`'s `vfs_rmdir` in flight still holds `lock`. A registration outlives
 /// its call only if the thread's state was evicted (the map is an LRU) or deleted as a dead
-/// thread's while the call was in flight; then its entry is removed here, so that a lock
-/// later at the same address is not taken for a directory being removed. (The gate's count
-/// of registered rmdirs then stays one too high: the contention programs look up locks for
+/// thread's while the call was in flight; then its slot is freed here, so that a lock later
+/// at the same address is not taken for a directory being removed. (The gate's count of
+/// registered rmdirs then stays one too high: the contention programs read slots for
 /// nothing, and count nothing wrong.)
 #[inline(always)]
 fn holds(tid: u32, lock: u64) -> bool {
@@ -1185,11 +1249,10 @@ fn holds(tid: u32, lock: u64) -> bool {
         .get_ptr(tid)
         .is_some_and(|t| unsafe { (*t).rmdir.parent == lock || (*t).rmdir.victim == lock });
     if !held
-        && RMDIR_LOCKS
-            .get_ptr(lock)
-            .is_some_and(|h| unsafe { (*h).tid } == tid)
+        && let Some(s) = slot_of(lock)
+        && unsafe { (*s).tid } == tid
     {
-        let _ = RMDIR_LOCKS.remove(lock);
+        unsafe { (*s).lock = 0 };
     }
     held
 }

@@ -440,8 +440,8 @@ tracer_latency_seconds_count{probe=\"namespace_unlock\",caller=\"none\",cgroup=\
     #[test]
     fn maps_of_the_same_name_are_summed() {
         assert_eq!(
-            map_totals("minute=3 HIST=10 STATS=2 HIST=5"),
-            "minute 3: HIST 15, STATS 2"
+            map_totals("minute=3 HIST=10 COUNTERS=2 HIST=5"),
+            "minute 3: COUNTERS 2, HIST 15"
         );
     }
 

@@ -1044,21 +1044,21 @@ fn settled(files: &BTreeMap<String, PathBuf>, name: &str) -> Verdict {
     Ok("settled before the cap".to_owned())
 }
 
-/// Rmdirs in the `voice` workload: each one's victim lock finds `RMDIR_LOCKS` (1 entry)
-/// full once its parent's is in.
+/// Rmdirs in the `voice` workload: each one's victim lock finds the one slot of
+/// `RMDIR_LOCKS` taken by its parent's.
 const VOICE_RMDIRS: u64 = 20;
 
 /// `TRACER_MAP_ENTRIES=RMDIR_LOCKS=1 tracer capture --verbose` of 20 mkdir+rmdir: the
-/// kernel programs say once, on stderr, why their locks could not be registered (E2BIG:
-/// the map is full), and the loss the report counts is one per rmdir, the same number the
-/// `--verbose` explanation gives.
+/// kernel programs say once, on stderr, why their locks could not be registered (no free
+/// slot), and the loss the report counts is one per rmdir, the same number the `--verbose`
+/// explanation gives.
 fn voice(files: &BTreeMap<String, PathBuf>) -> Verdict {
     let s = load_capture(files, "voice")?;
     exact(&s, Probe::VfsRmdir, VOICE_RMDIRS)?;
     let said = said_once(
         files,
         "voice.log",
-        "a vfs_rmdir's inode locks could not be registered (map update errno 7)",
+        "could not be registered (both its slots are taken by other removals' locks)",
     )?;
     let lost = explained(files, "voice.log", &s, Loss::RmdirLockDrops, VOICE_RMDIRS)?;
     Ok(format!(

@@ -107,7 +107,7 @@ for how in kprobe fentry; do
 done
 
 echo "suite: the kernel programs' own voice: RMDIR_LOCKS of 1 entry, 20 mkdir + rmdir, --verbose"
-# Each rmdir registers its parent's lock, and its victim's finds the map full.
+# Each rmdir registers its parent's lock, and its victim's finds the one slot taken.
 mkdir -p /tmp/voice
 export TRACER_MAP_ENTRIES=RMDIR_LOCKS=1
 capture voice 'cd /tmp/voice && i=0; while [ $i -lt 20 ]; do mkdir d$i && rmdir d$i || exit 1; i=$((i+1)); done' --verbose

@@ -21,7 +21,7 @@ use aya::{
 };
 use tracer_common::{
     NO_CALLER, Probe,
-    maps::{self, CounterKey, HistKey, SLOW_PRUNED, SlowCallEvent, StatKey},
+    maps::{self, CounterKey, HistKey, SLOW_PRUNED, SlowCallEvent},
 };
 
 use super::CollectError;
@@ -216,7 +216,7 @@ pub fn drain_slow_calls(ebpf: &mut Ebpf) -> Result<Vec<SlowCall>, CollectError> 
     Ok(calls)
 }
 
-/// Delete every `HIST`, `STATS` and `COUNTERS` entry of the cgroups `ids`, so a view that
+/// Delete every `HIST` and `COUNTERS` entry of the cgroups `ids`, so a view that
 /// runs for days under cgroup churn never fills the maps. Returns the entries deleted.
 ///
 /// # Errors
@@ -226,8 +226,7 @@ pub fn forget_cgroups(ebpf: &mut Ebpf, ids: &[CgroupId]) -> Result<usize, Collec
     if ids.is_empty() {
         return Ok(0);
     }
-    let mut deleted = forget_in::<HistKey, u64>(ebpf, maps::HIST, &ids, |k| k.cgroup)?;
-    deleted += forget_in::<StatKey, maps::Stat>(ebpf, maps::STATS, &ids, |k| k.cgroup)?;
+    let mut deleted = forget_in::<HistKey, maps::Stat>(ebpf, maps::HIST, &ids, |k| k.cgroup)?;
     deleted += forget_in::<CounterKey, u64>(ebpf, maps::COUNTERS, &ids, |k| k.cgroup)?;
     Ok(deleted)
 }
@@ -639,7 +638,7 @@ mod tests {
 #[cfg(test)]
 mod kernel {
     use aya::maps::{PerCpuHashMap, PerCpuValues};
-    use tracer_common::maps::{CounterKey, HistKey, Stat, StatKey};
+    use tracer_common::maps::{CounterKey, HistKey, Stat};
 
     use super::*;
     use crate::probes;
@@ -656,7 +655,7 @@ mod kernel {
         let ebpf = &mut a.ebpf;
         // Entries for cgroups 1_000_001 (forgotten) and 1_000_002 (kept), made by hand.
         for cgroup in [1_000_001, 1_000_002] {
-            let mut hist: PerCpuHashMap<_, HistKey, u64> =
+            let mut hist: PerCpuHashMap<_, HistKey, Stat> =
                 PerCpuHashMap::try_from(ebpf.map_mut(maps::HIST).unwrap()).unwrap();
             for bucket in [3, 40, 41] {
                 let key = HistKey {
@@ -665,23 +664,14 @@ mod kernel {
                     caller: NO_CALLER,
                     bucket,
                 };
-                hist.insert(key, per_cpu(1u64), 0).unwrap();
+                let stat = Stat {
+                    count: 1,
+                    sum_ns: 5,
+                    min_ns: 5,
+                    max_ns: 5,
+                };
+                hist.insert(key, per_cpu(stat), 0).unwrap();
             }
-            let mut stats: PerCpuHashMap<_, StatKey, Stat> =
-                PerCpuHashMap::try_from(ebpf.map_mut(maps::STATS).unwrap()).unwrap();
-            let key = StatKey {
-                cgroup,
-                probe: 10,
-                caller: NO_CALLER,
-                _pad: 0,
-            };
-            let stat = Stat {
-                count: 3,
-                sum_ns: 30,
-                min_ns: 5,
-                max_ns: 15,
-            };
-            stats.insert(key, per_cpu(stat), 0).unwrap();
             let mut counters: PerCpuHashMap<_, CounterKey, u64> =
                 PerCpuHashMap::try_from(ebpf.map_mut(maps::COUNTERS).unwrap()).unwrap();
             let key = CounterKey {
@@ -691,13 +681,13 @@ mod kernel {
             };
             counters.insert(key, per_cpu(7u64), 0).unwrap();
         }
-        assert_eq!(forget_cgroups(ebpf, &[1_000_001, 5]).unwrap(), 3 + 1 + 1);
+        assert_eq!(forget_cgroups(ebpf, &[1_000_001, 5]).unwrap(), 3 + 1);
         assert_eq!(
             forget_cgroups(ebpf, &[1_000_001]).unwrap(),
             0,
             "already gone"
         );
-        let hist: PerCpuHashMap<_, HistKey, u64> =
+        let hist: PerCpuHashMap<_, HistKey, Stat> =
             PerCpuHashMap::try_from(ebpf.map(maps::HIST).unwrap()).unwrap();
         let left: Vec<u64> = hist
             .keys()

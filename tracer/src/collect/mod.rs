@@ -19,7 +19,7 @@ use aya::{
 };
 use tracer_common::{
     NO_CALLER, Probe,
-    maps::{self, CounterId, CounterKey, HistKey, Loss, ProbeCounters, Stat, StatKey},
+    maps::{self, CounterId, CounterKey, HistKey, Loss, ProbeCounters, Stat},
 };
 
 use crate::snapshot::{
@@ -105,80 +105,49 @@ fn read_with(
     Ok(snap)
 }
 
-/// `HIST` and `STATS` into latency series.
+/// A series being read: its (bucket, calls) pairs and their total.
+type BucketsAndTotal = (Vec<(u32, u64)>, Stat);
+
+/// `HIST` into latency series: a series' buckets, and its count, sum, min and max from
+/// theirs.
 fn read_series(
     ebpf: &Ebpf,
     snap: &mut Snapshot,
     known: impl Fn(u64) -> u64,
 ) -> Result<(), CollectError> {
-    let stat_map: PerCpuHashMap<_, StatKey, Stat> = per_cpu_hash(ebpf, maps::STATS)?;
-    let mut summary: BTreeMap<StatKey, Stat> = BTreeMap::new();
-    for item in &stat_map {
-        let (key, per_cpu) = item.map_err(|e| CollectError::Map(maps::STATS, e))?;
-        summary.insert(key, fold_stats(&per_cpu));
-    }
-
-    let hist: PerCpuHashMap<_, HistKey, u64> = per_cpu_hash(ebpf, maps::HIST)?;
-    let mut buckets: BTreeMap<StatKey, Vec<(u32, u64)>> = BTreeMap::new();
+    let hist: PerCpuHashMap<_, HistKey, Stat> = per_cpu_hash(ebpf, maps::HIST)?;
+    let mut series: BTreeMap<(u64, u16, u16), BucketsAndTotal> = BTreeMap::new();
     for item in &hist {
         let (key, per_cpu) = item.map_err(|e| CollectError::Map(maps::HIST, e))?;
-        let skey = StatKey {
-            cgroup: key.cgroup,
-            probe: key.probe,
-            caller: key.caller,
-            _pad: 0,
-        };
-        buckets
-            .entry(skey)
-            .or_default()
-            .push((key.bucket, per_cpu.iter().sum()));
+        let bucket = fold_stats(&per_cpu);
+        if bucket.count == 0 {
+            continue;
+        }
+        let (buckets, total) = series
+            .entry((key.cgroup, key.probe, key.caller))
+            .or_insert_with(|| (Vec::new(), EMPTY_STAT));
+        buckets.push((key.bucket, bucket.count));
+        *total = merge_stats(*total, bucket);
     }
 
-    for (skey, b) in buckets {
-        let Some(probe) = Probe::from_id(skey.probe) else {
+    for ((cgroup, probe, caller), (buckets, total)) in series {
+        let Some(probe) = Probe::from_id(probe) else {
             continue;
         };
-        let caller = if skey.caller == NO_CALLER {
+        let caller = if caller == NO_CALLER {
             None
         } else {
-            Probe::from_id(skey.caller)
+            Probe::from_id(caller)
         };
-        let lat = series_latency(b, summary.get(&skey).copied());
-        let cgroup = known(skey.cgroup);
+        let lat = Latency::from_buckets(buckets, total.sum_ns, total.min_ns, total.max_ns);
         snap.series_mut(SeriesKey {
             probe,
             caller,
-            cgroup,
+            cgroup: known(cgroup),
         })
         .merge(&lat);
     }
     Ok(())
-}
-
-/// A series from its buckets and summary. The kernel counts a call in both or neither, but
-/// the two maps are read one after the other while calls go on: without a summary (its
-/// first calls landed between the reads) sum, min and max come from the buckets' bounds
-/// rather than zeros that would read as instant calls.
-fn series_latency(buckets: Vec<(u32, u64)>, stat: Option<Stat>) -> Latency {
-    if let Some(stat) = stat.filter(|s| s.count > 0) {
-        return Latency::from_buckets(buckets, stat.sum_ns, stat.min_ns, stat.max_ns);
-    }
-    let used = || buckets.iter().filter(|(_, n)| *n > 0);
-    let min = used()
-        .map(|(b, _)| tracer_common::bucket_bounds(*b).0)
-        .min()
-        .unwrap_or(0);
-    let max = used()
-        .map(|(b, _)| tracer_common::bucket_bounds(*b).1.saturating_sub(1))
-        .max()
-        .unwrap_or(0);
-    let sum = used()
-        .map(|(b, n)| {
-            let (lo, hi) = tracer_common::bucket_bounds(*b);
-            (lo / 2 + hi / 2).saturating_mul(*n)
-        })
-        .fold(0, u64::saturating_add);
-    Latency::from_buckets(buckets, sum, min, max)
 }
 
 /// `COUNTERS` into per-cgroup event counters.
@@ -259,7 +228,7 @@ fn say_why(ebpf: &Ebpf, loss: Loss, n: u64) {
 fn first_detail(loss: Loss, first: u64) -> String {
     match loss {
         #[expect(clippy::cast_possible_wrap, reason = "a -errno stored as u64")]
-        Loss::CounterDrops | Loss::RmdirLockDrops if first != 0 => {
+        Loss::CounterDrops if first != 0 => {
             let errno = -(first as i64);
             let name = match errno {
                 7 => " (E2BIG: the map is full)",
@@ -270,6 +239,9 @@ fn first_detail(loss: Loss, first: u64) -> String {
         }
         Loss::DentryReadFailures if first != 0 => {
             format!("; the first dentry not readable was at {first:#x}")
+        }
+        Loss::RmdirLockDrops if first != 0 => {
+            format!("; the first lock without a slot was at {first:#x}")
         }
         _ => String::new(),
     }
@@ -314,26 +286,30 @@ fn read_probe_counters(
     Ok(())
 }
 
+/// No calls.
+const EMPTY_STAT: Stat = Stat {
+    count: 0,
+    sum_ns: 0,
+    min_ns: u64::MAX,
+    max_ns: 0,
+};
+
+/// The calls of both (a summary with no calls adds nothing, whatever its min).
+fn merge_stats(a: Stat, b: Stat) -> Stat {
+    if b.count == 0 {
+        return a;
+    }
+    Stat {
+        count: a.count + b.count,
+        sum_ns: a.sum_ns.saturating_add(b.sum_ns),
+        min_ns: a.min_ns.min(b.min_ns),
+        max_ns: a.max_ns.max(b.max_ns),
+    }
+}
+
+/// One bucket's calls over all CPUs.
 fn fold_stats(per_cpu: &PerCpuValues<Stat>) -> Stat {
-    per_cpu.iter().fold(
-        Stat {
-            count: 0,
-            sum_ns: 0,
-            min_ns: u64::MAX,
-            max_ns: 0,
-        },
-        |a, s| {
-            if s.count == 0 {
-                return a;
-            }
-            Stat {
-                count: a.count + s.count,
-                sum_ns: a.sum_ns + s.sum_ns,
-                min_ns: a.min_ns.min(s.min_ns),
-                max_ns: a.max_ns.max(s.max_ns),
-            }
-        },
-    )
+    per_cpu.iter().copied().fold(EMPTY_STAT, merge_stats)
 }
 
 /// Function entries seen so far over all probes (for the live status line); 0 if unreadable.
@@ -357,12 +333,40 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_series_totals_are_its_buckets_calls_on_every_cpu() {
+        let stat = |count, sum_ns, min_ns, max_ns| Stat {
+            count,
+            sum_ns,
+            min_ns,
+            max_ns,
+        };
+        // Bucket of 96-111 ns on three CPUs; the second has no calls (a zeroed slot, made
+        // when another CPU's first call created the entry) and must not make min 0.
+        let bucket = [
+            stat(2, 200, 97, 103),
+            stat(0, 0, 0, 0),
+            stat(1, 110, 110, 110),
+        ]
+        .into_iter()
+        .fold(EMPTY_STAT, merge_stats);
+        assert_eq!(bucket, stat(3, 310, 97, 110));
+        // A series of that bucket and one of 1-2 us: exact sum, min and max.
+        let series = merge_stats(bucket, stat(4, 6_000, 1_100, 1_900));
+        assert_eq!(series, stat(7, 6_310, 97, 1_900));
+        assert_eq!(merge_stats(EMPTY_STAT, EMPTY_STAT).count, 0);
+    }
+
+    #[test]
     fn the_first_reason_of_a_loss_is_said_in_words() {
         // The kernel keeps -errno as u64: a full hash map refuses an insert with -E2BIG.
         let e2big = (-7i64).cast_unsigned();
         assert_eq!(
-            first_detail(Loss::RmdirLockDrops, e2big),
+            first_detail(Loss::CounterDrops, e2big),
             "; the first failed map update returned errno 7 (E2BIG: the map is full)"
+        );
+        assert_eq!(
+            first_detail(Loss::RmdirLockDrops, 0xffff_8880_0456_7a40),
+            "; the first lock without a slot was at 0xffff888004567a40"
         );
         assert!(first_detail(Loss::CounterDrops, (-12i64).cast_unsigned()).contains("ENOMEM"));
         assert_eq!(

@@ -859,17 +859,23 @@ fn load_object(
     cgroup_layout: Option<&[u32; 3]>,
     warnings: &mut Vec<String>,
 ) -> Result<(Ebpf, bool), LoadError> {
+    // Before the loader, which borrows the sizes it is given.
+    let sizes = match std::env::var_os(MAP_ENTRIES_ENV).map(|s| map_entries(&s.to_string_lossy())) {
+        Some(Ok(sizes)) => sizes,
+        Some(Err(e)) => {
+            warnings.push(format!("{MAP_ENTRIES_ENV} ignored: {e}"));
+            Vec::new()
+        }
+        None => Vec::new(),
+    };
     let mut loader = EbpfLoader::new();
     crate::collect::kernel_log::configure(&mut loader);
-    if let Some(spec) = std::env::var_os(MAP_ENTRIES_ENV) {
-        match map_entries(&spec.to_string_lossy()) {
-            Ok(sizes) => {
-                for (name, n) in sizes {
-                    log::info!("{MAP_ENTRIES_ENV}: map {name} holds {n} entries");
-                    loader.map_max_entries(name, n);
-                }
-            }
-            Err(e) => warnings.push(format!("{MAP_ENTRIES_ENV} ignored: {e}")),
+    for (name, n) in &sizes {
+        log::info!("{MAP_ENTRIES_ENV}: map {name} holds {n} entries");
+        loader.map_max_entries(name, *n);
+        if *name == maps::RMDIR_LOCKS {
+            // The programs hash a lock to its slots over the table's size.
+            loader.override_global(maps::RMDIR_SLOTS, n, true);
         }
     }
     if let Some([root, id, path]) = cgroup_layout {
@@ -912,13 +918,7 @@ fn load_object(
 pub const MAP_ENTRIES_ENV: &str = "TRACER_MAP_ENTRIES";
 
 /// The maps [`MAP_ENTRIES_ENV`] may resize: the hash maps a full one loses calls in.
-const RESIZABLE: [&str; 5] = [
-    maps::HIST,
-    maps::STATS,
-    maps::COUNTERS,
-    maps::RMDIR_LOCKS,
-    maps::THREADS,
-];
+const RESIZABLE: [&str; 4] = [maps::HIST, maps::COUNTERS, maps::RMDIR_LOCKS, maps::THREADS];
 
 /// Parse [`MAP_ENTRIES_ENV`]'s value.
 ///
