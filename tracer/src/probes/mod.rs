@@ -917,7 +917,7 @@ fn load_object(
 /// capacity, so that a few calls fill one and the loss it causes can be checked.
 pub const MAP_ENTRIES_ENV: &str = "TRACER_MAP_ENTRIES";
 
-/// The maps [`MAP_ENTRIES_ENV`] may resize: the hash maps a full one loses calls in.
+/// The maps [`MAP_ENTRIES_ENV`] may resize: those a full one loses calls in.
 const RESIZABLE: [&str; 4] = [maps::HIST, maps::COUNTERS, maps::RMDIR_LOCKS, maps::THREADS];
 
 /// Parse [`MAP_ENTRIES_ENV`]'s value.
