@@ -304,22 +304,13 @@ fn read_u32(addr: u64) -> Option<u32> {
 /// This thread's calls in flight, created idle on its first traced call.
 #[inline(always)]
 fn thread(tid: u32) -> Option<&'static mut Thread> {
-    thread_or_errno(tid).ok()
-}
-
-/// [`thread`], or the map update's error code when it could not be made.
-#[inline(always)]
-fn thread_or_errno(tid: u32) -> Result<&'static mut Thread, i64> {
     if let Some(t) = THREADS.get_ptr_mut(tid) {
-        return Ok(unsafe { &mut *t });
+        return Some(unsafe { &mut *t });
     }
-    // A full map evicts the least recently used thread (an LRU), so this rarely fails.
-    THREADS.insert(tid, Thread::IDLE, 0)?;
-    // ENOENT: evicted again at once by other CPUs' inserts.
-    THREADS
-        .get_ptr_mut(tid)
-        .map(|t| unsafe { &mut *t })
-        .ok_or(-2)
+    // A full map evicts the least recently used thread (an LRU), so this rarely fails; the
+    // lookup after it fails if other CPUs' inserts evicted it again at once.
+    THREADS.insert(tid, Thread::IDLE, 0).ok()?;
+    THREADS.get_ptr_mut(tid).map(|t| unsafe { &mut *t })
 }
 
 /// A completed call, for the probes that derive more from it.
@@ -700,6 +691,10 @@ fn slots_of(lock: u64) -> [u32; 2] {
 /// The slot where `lock` is registered, if it is.
 #[inline(always)]
 fn slot_of(lock: u64) -> Option<*mut RmdirSlot> {
+    if lock == 0 {
+        // What a free slot holds.
+        return None;
+    }
     for i in slots_of(lock) {
         if let Some(s) = RMDIR_LOCKS.get_ptr_mut(i)
             // SAFETY: a pointer into the map's value, which lives as long as the map.
@@ -773,16 +768,13 @@ fn unregister_rmdir_locks(t: &mut Thread, tid: u32) {
 fn vfs_rmdir_entered(dir: u64, dentry: u64) {
     let pid_tgid = bpf_get_current_pid_tgid();
     let tid = tid_of(pid_tgid);
-    let t = match thread_or_errno(tid) {
-        Ok(t) => t,
-        Err(_) => {
-            // No state, no registration; the call is counted as a start drop.
-            lose(Loss::RmdirLockDrops);
-            if !is_self(pid_tgid) {
-                entered(Probe::VfsRmdir, 0, None);
-            }
-            return;
+    let Some(t) = thread(tid) else {
+        // No state, no registration; the call is counted as a start drop.
+        lose(Loss::RmdirLockDrops);
+        if !is_self(pid_tgid) {
+            entered(Probe::VfsRmdir, 0, None);
         }
+        return;
     };
     before_vfs_rmdir(t, tid, dir, dentry);
     if !is_self(pid_tgid) {
