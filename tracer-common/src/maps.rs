@@ -314,7 +314,7 @@ impl Loss {
         match self {
             Loss::CounterDrops => "dentry events not counted: the counter map was full",
             Loss::RmdirLockDrops => {
-                "directory removals whose inode-lock waiters were not watched: the lock table had no slot for their locks"
+                "directory removals whose inode-lock waiters were not watched: the lock table had no free slot for their locks, or their thread's state could not be kept"
             }
             Loss::DentryReadFailures => {
                 "d_delete outcomes not classified: the dentry could not be read"
