@@ -652,6 +652,12 @@ fn cases() -> Vec<Case> {
                 name("tight"),
                 Check::Capture(Box::new(move |s, _| rate_limited(s, method))),
             ),
+            Case::new(
+                mode,
+                "--slow 1ns over 300 mkdir+rmdir while another cgroup's loop runs: every call, the host's too, sent or counted",
+                name("tight_busy"),
+                Check::Capture(Box::new(move |s, _| rate_limited_busy(s, method))),
+            ),
         ]);
     }
     v.extend([
@@ -1460,6 +1466,44 @@ fn slow_rmdir(files: &BTreeMap<String, PathBuf>, name: &str, method: AttachMetho
 fn rate_limited(s: &Snapshot, method: AttachMethod) -> Verdict {
     attached_with(s, Probe::VfsRmdir, method)?;
     exact(s, Probe::VfsRmdir, 1000)?;
+    slow_accounting(s)
+}
+
+/// `--slow 1ns` over 300 mkdir+rmdir while a loop in another cgroup keeps making the same
+/// calls, before, during and after the command: the capture ends at a cut, so the host's
+/// calls returning while it stops are, like the command's, each sent or counted as
+/// rate-limited (a capture that read its maps while they still came lost some of both).
+fn rate_limited_busy(s: &Snapshot, method: AttachMethod) -> Verdict {
+    attached_with(s, Probe::VfsRmdir, method)?;
+    let own = s
+        .command
+        .as_ref()
+        .and_then(|c| c.cgroup)
+        .ok_or("the command ran in no cgroup of its own")?;
+    let mine: u64 = s
+        .series
+        .iter()
+        .filter(|(k, _)| k.cgroup == own && k.probe == Probe::VfsRmdir)
+        .map(|(_, h)| h.count())
+        .sum();
+    let all = s.probe_total(Probe::VfsRmdir).count();
+    if mine != 300 || all <= mine {
+        return Err(format!(
+            "vfs_rmdir: {mine} in the command's cgroup (expected 300), {all} in all: the loop beside it was {}",
+            if all > mine { "seen" } else { "not seen" }
+        ));
+    }
+    Ok(format!(
+        "vfs_rmdir {mine} in the command's cgroup, {} from the loop beside it; {}",
+        all - mine,
+        slow_accounting(s)?
+    ))
+}
+
+/// Every call timed by its own entry and exit that returned was either sent as a slow call
+/// or counted as not sent, and no more were sent than the limit (a burst of 100 and 100
+/// per second, per CPU; the VM has 2).
+fn slow_accounting(s: &Snapshot) -> Verdict {
     let limited = s
         .losses
         .get(&Loss::SlowCallsRateLimited)

@@ -197,6 +197,15 @@ mkdir -p /tmp/tight
 for how in kprobe fentry; do
     capture tight_$how 'cd /tmp/tight && i=0; while [ $i -lt 1000 ]; do mkdir d$i && rmdir d$i || exit 1; i=$((i+1)); done' --attach $how --slow 1ns
 done
+# The same with the host busy making the same calls in a cgroup of its own.
+mkdir -p /tmp/busy /sys/fs/cgroup/busy
+for how in kprobe fentry; do
+    sh -c 'echo $$ > /sys/fs/cgroup/busy/cgroup.procs; while :; do mkdir /tmp/busy/d && rmdir /tmp/busy/d; done' &
+    busy=$!
+    capture tight_busy_$how 'cd /tmp/tight && i=0; while [ $i -lt 300 ]; do mkdir b$i && rmdir b$i || exit 1; i=$((i+1)); done' --attach $how --slow 1ns
+    kill $busy; wait $busy 2>/dev/null
+done
+rmdir /sys/fs/cgroup/busy 2>/dev/null
 
 echo "suite: umount of 300 tmpfs, and the capture file re-rendered"
 for how in kprobe fentry; do

@@ -323,6 +323,11 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
     let mut events = Events::default();
     let outcome = runtime.block_on(wait(args, &mut attached, transient.as_ref(), &mut events))?;
     let elapsed = started.elapsed();
+    // The host's calls after the command's end are not the capture's, and a call returning
+    // while the maps are read would be half in them.
+    if let Err(e) = probes::settle::stop_recording(&mut attached.ebpf) {
+        log::warn!("recording could not be stopped before reading: {e}");
+    }
     events.finish(&mut attached, slow_ns.is_some())?;
 
     // Cgroups made during the capture were learned as they were made (removed since or

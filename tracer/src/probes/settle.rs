@@ -112,6 +112,25 @@ pub fn settle_and_record(ebpf: &mut Ebpf) -> Result<(Duration, bool), String> {
     Ok((start.elapsed(), settled))
 }
 
+/// Stop recording, and wait until no program run that still saw it on can be under way, so
+/// that what is read next is one cut: every call counted as returned has sent its slow
+/// call or counted it as not sent, and nothing changes while the maps are read. Programs
+/// run inside RCU read-side sections (kprobes with preemption off, trampolines under
+/// `rcu_read_lock`), so one RCU grace period covers them; `membarrier(MEMBARRIER_CMD_GLOBAL)`
+/// waits for one. Where that is refused (`nohz_full`), a pause far longer than any run.
+///
+/// # Errors
+/// When `RECORDING` cannot be written; recording goes on then.
+pub fn stop_recording(ebpf: &mut Ebpf) -> Result<(), String> {
+    set_word(ebpf, maps::RECORDING, 0)?;
+    // SAFETY: membarrier with a command and no flags touches no memory of ours.
+    let rc = unsafe { libc::syscall(libc::SYS_membarrier, libc::MEMBARRIER_CMD_GLOBAL, 0, 0) };
+    if rc != 0 {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(())
+}
+
 /// Set the one value of the array map `name`, a word the programs read.
 ///
 /// # Errors
