@@ -8,6 +8,7 @@
 //! programs run unrecording (`RECORDING` is 0) while userspace attaches; they only count
 //! grace-period waits entered and returned (`SETTLE`), and recording starts once none is
 //! in flight and none began for a quiet spell (or after a bound, said in a warning).
+//! `tracer capture` stops recording again before its last reading ([`stop_recording`]).
 
 use std::time::{Duration, Instant};
 
