@@ -1487,14 +1487,26 @@ fn rate_limited_busy(s: &Snapshot, method: AttachMethod) -> Verdict {
         .map(|(_, h)| h.count())
         .sum();
     let all = s.probe_total(Probe::VfsRmdir).count();
-    if mine != 300 || all <= mine {
+    if all <= mine {
         return Err(format!(
-            "vfs_rmdir: {mine} in the command's cgroup (expected 300), {all} in all: the loop beside it was {}",
-            if all > mine { "seen" } else { "not seen" }
+            "vfs_rmdir: {all} in all, {mine} of them the command's: the loop beside it was not seen"
+        ));
+    }
+    // Two loops at once on 2 CPUs: where the kernel skips preempted programs' runs (7.3
+    // under fentry) or kretprobes hold one call per CPU (5.10), calls may go missing, each
+    // reported (as in the concurrency case); none may be invented.
+    let missed = s.losses.get(&Loss::ProgramMisses).copied().unwrap_or(0)
+        + s.losses.get(&Loss::KprobeMisses).copied().unwrap_or(0)
+        + s.probes
+            .get(&Probe::VfsRmdir)
+            .map_or(0, ProbeStatus::unmatched_entries);
+    if mine > 300 || 300 - mine > missed {
+        return Err(format!(
+            "vfs_rmdir: {mine} in the command's cgroup, expected 300 ({missed} reported missed)"
         ));
     }
     Ok(format!(
-        "vfs_rmdir {mine} in the command's cgroup, {} from the loop beside it; {}",
+        "vfs_rmdir {mine} in the command's cgroup ({missed} reported missed), {} from the loop beside it; {}",
         all - mine,
         slow_accounting(s)?
     ))

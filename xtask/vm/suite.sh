@@ -200,7 +200,9 @@ done
 # The same with the host busy making the same calls in a cgroup of its own.
 mkdir -p /tmp/busy /sys/fs/cgroup/busy
 for how in kprobe fentry; do
-    sh -c 'echo $$ > /sys/fs/cgroup/busy/cgroup.procs; while :; do mkdir /tmp/busy/d && rmdir /tmp/busy/d; done' &
+    # Not `mkdir && rmdir`: a kill between the two would leave the directory, and every
+    # later mkdir fail with no rmdir after it.
+    sh -c 'echo $$ > /sys/fs/cgroup/busy/cgroup.procs; while :; do mkdir /tmp/busy/d; rmdir /tmp/busy/d; done 2>/dev/null' &
     busy=$!
     capture tight_busy_$how 'cd /tmp/tight && i=0; while [ $i -lt 300 ]; do mkdir b$i && rmdir b$i || exit 1; i=$((i+1)); done' --attach $how --slow 1ns
     kill $busy; wait $busy 2>/dev/null
