@@ -856,8 +856,7 @@ fn concurrent(s: &Snapshot, version: (u32, u32), method: Option<AttachMethod>) -
     // that CPU (a preempted fentry program), and kprobe hits it did not run them for. The
     // kernel also skips (and counts) the lock-contention programs when a lock inside a map
     // update of tracer's own is contended: harmless, so not required to be 0.
-    let missed = s.losses.get(&Loss::ProgramMisses).copied().unwrap_or(0)
-        + s.losses.get(&Loss::KprobeMisses).copied().unwrap_or(0);
+    let missed = kernel_skipped(s);
     let st = s
         .probes
         .get(&Probe::VfsRmdir)
@@ -1480,12 +1479,9 @@ fn rate_limited_busy(s: &Snapshot, method: AttachMethod) -> Verdict {
         .as_ref()
         .and_then(|c| c.cgroup)
         .ok_or("the command ran in no cgroup of its own")?;
-    let mine: u64 = s
-        .series
-        .iter()
-        .filter(|(k, _)| k.cgroup == own && k.probe == Probe::VfsRmdir)
-        .map(|(_, h)| h.count())
-        .sum();
+    let mine = s
+        .total_where(|k| k.probe == Probe::VfsRmdir && k.cgroup == own)
+        .count();
     let all = s.probe_total(Probe::VfsRmdir).count();
     if all <= mine {
         return Err(format!(
@@ -1495,8 +1491,7 @@ fn rate_limited_busy(s: &Snapshot, method: AttachMethod) -> Verdict {
     // Two loops at once on 2 CPUs: where the kernel skips preempted programs' runs (7.3
     // under fentry) or kretprobes hold one call per CPU (5.10), calls may go missing, each
     // reported (as in the concurrency case); none may be invented.
-    let missed = s.losses.get(&Loss::ProgramMisses).copied().unwrap_or(0)
-        + s.losses.get(&Loss::KprobeMisses).copied().unwrap_or(0)
+    let missed = kernel_skipped(s)
         + s.probes
             .get(&Probe::VfsRmdir)
             .map_or(0, ProbeStatus::unmatched_entries);
@@ -1510,6 +1505,13 @@ fn rate_limited_busy(s: &Snapshot, method: AttachMethod) -> Verdict {
         all - mine,
         slow_accounting(s)?
     ))
+}
+
+/// Runs of tracer's programs the kernel skipped (another run under way on that CPU) and
+/// kprobe hits it did not run them for, as reported in the losses.
+fn kernel_skipped(s: &Snapshot) -> u64 {
+    s.losses.get(&Loss::ProgramMisses).copied().unwrap_or(0)
+        + s.losses.get(&Loss::KprobeMisses).copied().unwrap_or(0)
 }
 
 /// Every call timed by its own entry and exit that returned was either sent as a slow call
