@@ -1,22 +1,12 @@
-//! tracer: where Linux loses time in grace periods, shrinker teardown and dcache pruning.
+//! `tracer`'s commands and sinks over one live source.
 //!
-//! Sources (live eBPF maps, the model, saved captures) produce a [`snapshot::Snapshot`];
-//! sinks (the text and JSON report, the TUI, Prometheus metrics) consume one.
+//! Sources (live eBPF maps through `tracer-loader`, the model through `tracer-model`, a
+//! saved capture through `tracer-core`) produce a [`tracer_core::snapshot::Snapshot`];
+//! the sinks here consume it: [`capture`] (a one-shot report around a command), [`tui`]
+//! (`tracer top`) and [`export`] (`tracer serve`, Prometheus), the last two over the
+//! [`live`] loop.
 
 pub mod capture;
 pub mod export;
 pub mod live;
-pub mod model;
-pub mod report;
-pub mod snapshot;
 pub mod tui;
-
-/// Whether to colour standard output: a terminal, and `NO_COLOR` unset or empty.
-#[must_use]
-pub fn color_stdout() -> bool {
-    use std::io::IsTerminal as _;
-    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-}
-pub mod cgroup;
-pub mod collect;
-pub mod probes;

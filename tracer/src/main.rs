@@ -3,7 +3,8 @@
 use std::{path::PathBuf, process::ExitCode};
 
 use clap::{CommandFactory as _, Parser, Subcommand, error::ErrorKind};
-use tracer::{model, report};
+use tracer_core::report;
+use tracer_model as model;
 
 /// mimalloc: the live loop builds and frees thousands of small series per refresh, many
 /// freed on another thread than the one that made them, which glibc's allocator does slowly.
@@ -80,7 +81,7 @@ fn main() -> ExitCode {
         Command::Compare { a, b } => (|| {
             let a = report::load(&a)?;
             let b = report::load(&b)?;
-            print!("{}", report::compare(&a, &b, tracer::color_stdout()));
+            print!("{}", report::compare(&a, &b, tracer_core::color_stdout()));
             Ok(ExitCode::SUCCESS)
         })(),
         Command::Top(args) => tracer::tui::main(&args),
@@ -143,7 +144,7 @@ fn negative_value(argv: &[String]) -> Option<(&str, &str)> {
 
 /// `tracer probes`: what would attach here, and why not.
 fn probes() -> anyhow::Result<ExitCode> {
-    use tracer::probes::{self, kallsyms::Resolution};
+    use tracer_loader::{attach as probes, host::kallsyms::Resolution};
     let (checks, verdict) = probes::check()?;
     println!("{:<28} {:<40} programs", "probe", "kernel symbol");
     for c in &checks {

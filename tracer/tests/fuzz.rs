@@ -24,14 +24,16 @@ use proptest::{
 };
 use serde_json::Value;
 use tracer::{
-    capture::{parse_duration, parse_nonzero_duration},
     export::parse_listen,
     live::{Source as _, replay::ReplaySource},
-    model,
-    probes::{self, btf::Btf},
+};
+use tracer_core::{
     report::{self, json},
     snapshot::{CommandRun, Probe, Snapshot},
+    units::{parse_duration, parse_nonzero_duration},
 };
+use tracer_loader::{attach as probes, host::btf::Btf};
+use tracer_model as model;
 
 /// Counts inputs and keeps the slowest one's time.
 struct Tally {
@@ -306,7 +308,7 @@ fn seed_capture() -> String {
         signal: None,
         cgroup: Some(cgroup),
     });
-    snap.slow_calls.push(tracer::live::SlowCall {
+    snap.slow_calls.push(tracer_core::slow::SlowCall {
         at_unix_ns: 1_700_000_000_000_000_000,
         pid: 42,
         tid: 43,
@@ -317,10 +319,10 @@ fn seed_capture() -> String {
         latency_ns: 120_000_000,
         pruned_under_lock_ns: Some(100_000_000),
     });
-    snap.dentry_state = tracer::snapshot::DentryState::parse("100 50 45 0 20 0")
+    snap.dentry_state = tracer_core::snapshot::DentryState::parse("100 50 45 0 20 0")
         .ok()
-        .zip(tracer::snapshot::DentryState::parse("90 40 45 0 10 0").ok());
-    snap.bpf = Some(tracer::snapshot::BpfUsage {
+        .zip(tracer_core::snapshot::DentryState::parse("90 40 45 0 10 0").ok());
+    snap.bpf = Some(tracer_core::snapshot::BpfUsage {
         run_ns: 5_000_000,
         runs: 10_000,
     });

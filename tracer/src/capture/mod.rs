@@ -12,11 +12,14 @@ use std::{
 use anyhow::Context as _;
 use tokio::signal::unix::{SignalKind, signal};
 
-use crate::{
-    cgroup, collect, live, probes,
-    report::{self, OutputArgs},
-    snapshot::{AttachState, CommandRun, DentryState, Meta, SourceKind},
-};
+use tracer_core::report;
+use tracer_core::snapshot::{AttachState, CommandRun, Meta, SourceKind};
+use tracer_core::{report::OutputArgs, units::parse_duration};
+use tracer_loader::attach as probes;
+use tracer_loader::host::cgroup;
+use tracer_loader::read as collect;
+
+use crate::live;
 
 /// `tracer capture` arguments.
 #[derive(Debug, clap::Args)]
@@ -56,67 +59,6 @@ pub struct Args {
     pub command: Vec<String>,
 }
 
-/// Parse `500ms`, `10s`, `2m`, `1h`, or plain seconds (also `ns` and `us`, for slow-call
-/// thresholds).
-///
-/// # Errors
-/// On anything else, with a message that says what was wrong: a negative or missing value,
-/// an unknown unit, a duration too long to hold.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    const TRY: &str = "try 500ms, 10s or 2m";
-    let s = s.trim();
-    if s.is_empty() {
-        return Err(format!("no duration given ({TRY})"));
-    }
-    if let Some(rest) = s.strip_prefix('-') {
-        // Options take their value from the next word, so `-d --slow` lands here too.
-        return Err(
-            if rest.starts_with(|c: char| c.is_ascii_digit() || c == '.') {
-                format!("{s:?}: a duration cannot be negative")
-            } else {
-                format!("{s:?} is not a duration (is the option's value missing?)")
-            },
-        );
-    }
-    let split = s
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    // What `report::units::ns` prints ("4.00 ms") reads back.
-    let unit = unit.trim_start();
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("{s:?} is not a duration ({TRY})"))?;
-    let secs = match unit.trim_start() {
-        "ns" => n / 1e9,
-        "us" | "µs" => n / 1e6,
-        "ms" => n / 1000.0,
-        "" | "s" => n,
-        "m" | "min" => n * 60.0,
-        "h" => n * 3600.0,
-        unit => {
-            return Err(format!(
-                "unknown unit {unit:?} in {s:?} (use ns, us, ms, s, m or h)"
-            ));
-        }
-    };
-    // `num` is digits and dots only, so `secs` is finite and not negative; only its size
-    // can be out of range.
-    Duration::try_from_secs_f64(secs).map_err(|_| format!("{s:?} is too long a duration"))
-}
-
-/// Parse a duration that must not be zero (a timeout, a refresh interval).
-///
-/// # Errors
-/// As [`parse_duration`], and on zero.
-pub fn parse_nonzero_duration(s: &str) -> Result<Duration, String> {
-    let d = parse_duration(s)?;
-    if d.is_zero() {
-        return Err(format!("{s:?}: must be longer than zero"));
-    }
-    Ok(d)
-}
-
 /// How the capture ended.
 enum Ended {
     /// The duration ran out.
@@ -133,7 +75,7 @@ struct Events {
     /// Cgroups made during the capture, by id: their paths, even once removed.
     cgroups_made: std::collections::BTreeMap<u64, String>,
     /// Calls over the `--slow` threshold.
-    slow: Vec<crate::live::SlowCall>,
+    slow: Vec<tracer_core::slow::SlowCall>,
 }
 
 /// Slow calls kept for the report; more are counted, not kept (a threshold of 1 ns on a
@@ -145,7 +87,7 @@ impl Events {
     /// not known there collapse into "(gone)", as the series do.
     fn add_slow_calls_to(
         &mut self,
-        snap: &mut crate::snapshot::Snapshot,
+        snap: &mut tracer_core::snapshot::Snapshot,
         cgroups: &std::collections::BTreeMap<u64, String>,
     ) {
         for call in &mut self.slow {
@@ -155,7 +97,7 @@ impl Events {
                         .entry(call.cgroup)
                         .or_insert_with(|| path.clone());
                 }
-                None => call.cgroup = crate::snapshot::GONE_CGROUP,
+                None => call.cgroup = tracer_core::snapshot::GONE_CGROUP,
             }
         }
         snap.slow_calls = std::mem::take(&mut self.slow);
@@ -225,20 +167,6 @@ pub(crate) fn resolve_program(program: &str) -> Option<PathBuf> {
         .find(|p| executable(p))
 }
 
-/// `/proc/sys/fs/dentry-state` now, if readable.
-#[must_use]
-pub fn read_dentry_state() -> Option<DentryState> {
-    DentryState::parse(&std::fs::read_to_string("/proc/sys/fs/dentry-state").ok()?).ok()
-}
-
-/// `uname -r`.
-#[must_use]
-pub fn kernel_release() -> Option<String> {
-    std::fs::read_to_string("/proc/sys/kernel/osrelease")
-        .ok()
-        .map(|s| s.trim().to_owned())
-}
-
 /// This process's CPU time since `start` (CPU seconds, as `process_cpu_seconds` reads
 /// them), in nanoseconds.
 fn cpu_ns_since(start: f64) -> u64 {
@@ -252,9 +180,9 @@ fn cpu_ns_since(start: f64) -> u64 {
 }
 
 /// What tracer's programs have run since loading: their total run time and runs.
-fn bpf_usage(ebpf: &aya::Ebpf) -> crate::snapshot::BpfUsage {
+fn bpf_usage(ebpf: &aya::Ebpf) -> tracer_core::snapshot::BpfUsage {
     let (run, runs) = collect::total_cost(&collect::program_costs(ebpf));
-    crate::snapshot::BpfUsage {
+    tracer_core::snapshot::BpfUsage {
         run_ns: u64::try_from(run.as_nanos()).unwrap_or(u64::MAX),
         runs,
     }
@@ -267,7 +195,7 @@ fn bpf_usage(ebpf: &aya::Ebpf) -> crate::snapshot::BpfUsage {
 pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
     let wanted = probes::select(args.probes.as_deref()).map_err(anyhow::Error::msg)?;
     if let Some(path) = &args.btf {
-        probes::btf::use_file(path);
+        tracer_loader::host::btf::use_file(path);
     }
     let cgroup_filter = args
         .cgroup
@@ -299,7 +227,7 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
 
     let cgroup_root = cgroup::find_cgroup2();
     let mut cgroups = cgroup_root.as_deref().map(cgroup::walk).unwrap_or_default();
-    let dentry_start = read_dentry_state();
+    let dentry_start = tracer_loader::host::read_dentry_state();
     let started_unix_ns = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
@@ -325,7 +253,7 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
     let elapsed = started.elapsed();
     // The host's calls after the command's end are not the capture's, and a call returning
     // while the maps are read would be half in them.
-    if let Err(e) = probes::settle::stop_recording(&mut attached.ebpf) {
+    if let Err(e) = tracer_loader::settle::stop_recording(&mut attached.ebpf) {
         log::warn!("recording could not be stopped before reading: {e}");
     }
     events.finish(&mut attached, slow_ns.is_some())?;
@@ -352,7 +280,7 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
         snap.counters.retain(|(_, c), _| *c == id);
         snap.slow_calls.retain(|c| c.cgroup == id);
     }
-    snap.dentry_state = dentry_start.zip(read_dentry_state());
+    snap.dentry_state = dentry_start.zip(tracer_loader::host::read_dentry_state());
     // Also when a signal ended the capture: the command was stopped and waited for.
     if let Some((status, wall)) = outcome.command {
         snap.command = Some(CommandRun {
@@ -392,7 +320,7 @@ fn meta(args: &Args, started_unix_ns: u64, elapsed: Duration) -> Meta {
     Meta {
         source: SourceKind::Kernel,
         description,
-        kernel: kernel_release(),
+        kernel: tracer_loader::host::kernel_release(),
         started_unix_ns,
         duration_ns: u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX),
     }
@@ -548,41 +476,6 @@ async fn wait(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations_parse_with_units_and_reject_nonsense() {
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
-        assert_eq!(parse_duration("2m"), Ok(Duration::from_mins(2)));
-        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
-        assert_eq!(parse_duration("1ns"), Ok(Duration::from_nanos(1)));
-        assert_eq!(parse_duration("7.25 µs"), Ok(Duration::from_nanos(7_250)));
-        assert_eq!(parse_duration("250us"), Ok(Duration::from_micros(250)));
-        assert!(parse_duration("10 parsecs").is_err());
-        assert!(parse_duration("s").is_err());
-        assert!(parse_duration("-1s").is_err());
-    }
-
-    #[test]
-    fn bad_durations_say_what_is_wrong() {
-        let err = |s| parse_duration(s).unwrap_err();
-        assert!(err("-5s").contains("cannot be negative"), "{}", err("-5s"));
-        assert!(err("--slow").contains("value missing"), "{}", err("--slow"));
-        assert!(err("").contains("no duration"), "{}", err(""));
-        assert!(
-            err("5 parsecs").contains("\"parsecs\""),
-            "{}",
-            err("5 parsecs")
-        );
-        assert!(err("99999999999999999999s").contains("too long"));
-        assert_eq!(parse_duration("5 ms"), Ok(Duration::from_millis(5)));
-        assert!(
-            parse_nonzero_duration("0s")
-                .unwrap_err()
-                .contains("longer than zero")
-        );
-        assert_eq!(parse_nonzero_duration("1ms"), Ok(Duration::from_millis(1)));
-    }
 
     #[test]
     fn programs_resolve_like_a_shell() {

@@ -385,10 +385,8 @@ mod tests {
     };
 
     use super::{Exporter, Limits, serve};
-    use crate::{
-        export::metrics::tests::{frame, sample, snapshot},
-        snapshot::{Probe, SeriesKey},
-    };
+    use crate::export::metrics::tests::{frame, sample, snapshot};
+    use tracer_core::snapshot::{Probe, SeriesKey};
 
     /// A server on an ephemeral loopback port, exporting a frame with one series; it
     /// stops when the returned sender is dropped.

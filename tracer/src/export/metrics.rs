@@ -1,7 +1,7 @@
 //! The metrics of one live [`Frame`], encoded by prometheus-client at scrape time.
 //!
 //! Everything is read from the frame the live loop published last: latency histograms and
-//! counters from its cumulative [`Snapshot`](crate::snapshot::Snapshot) (so they only grow,
+//! counters from its cumulative [`Snapshot`](tracer_core::snapshot::Snapshot) (so they only grow,
 //! as Prometheus counters must, until the source is reset), gauges from its last interval.
 //! The kernel keeps log-linear buckets (8 per power of two); a scrape exposes them summed
 //! into [`BUCKET_BOUNDS_NS`], powers of 4 from about 1 µs to about 69 s. Every power of two
@@ -23,31 +23,14 @@ use prometheus_client::{
     registry::{Registry, Unit},
 };
 
-use crate::{
-    live::{Frame, OTHER_CGROUP, SourceKindLive},
-    snapshot::{AttachMethod, AttachState, CgroupId, Counter, GONE_CGROUP, Latency, Probe},
+use tracer_core::snapshot::{
+    AttachMethod, AttachState, CgroupId, Counter, GONE_CGROUP, Latency, Probe,
 };
 
-/// Upper bounds of the exposed histogram buckets, in nanoseconds: 4^5 ns (1.024 µs) to
-/// 4^18 ns (68.7 s), then `+Inf`. Each is a power of two, hence a bound of the kernel's
-/// buckets, so a bucket's count is exact: the calls that took at most its bound (a call
-/// the kernel measured as `v` ns took between `v` and `v + 1`).
-pub const BUCKET_BOUNDS_NS: [u64; 14] = [
-    1 << 10,
-    1 << 12,
-    1 << 14,
-    1 << 16,
-    1 << 18,
-    1 << 20,
-    1 << 22,
-    1 << 24,
-    1 << 26,
-    1 << 28,
-    1 << 30,
-    1 << 32,
-    1 << 34,
-    1 << 36,
-];
+use crate::live::{Frame, OTHER_CGROUP, SourceKindLive};
+
+/// Upper bounds of the exposed histogram buckets (the classic buckets of the kernel's).
+pub use tracer_core::latency::CLASSIC_BOUNDS_NS as BUCKET_BOUNDS_NS;
 
 /// `caller` label value of calls no traced function encloses.
 pub const NO_CALLER: &str = "none";
@@ -519,7 +502,7 @@ fn encode_frame(frame: &Frame, encoder: &mut DescriptorEncoder) -> fmt::Result {
         None,
         MetricType::Counter,
     )?;
-    for loss in crate::snapshot::Loss::ALL {
+    for loss in tracer_core::snapshot::Loss::ALL {
         let n = snap.losses.get(&loss).copied().unwrap_or(0);
         let labels = KindLabels {
             kind: Label::new(loss.name()),
@@ -619,10 +602,9 @@ pub(crate) mod tests {
     use std::{sync::Arc, time::Duration};
 
     use super::*;
-    use crate::{
-        live::{CgroupEntry, Cost, History, ProgramCost, SourceInfo},
-        snapshot::{Loss, Meta, ProbeStatus, SeriesKey, Snapshot, SourceKind},
-    };
+    use crate::live::{CgroupEntry, Cost, History, SourceInfo};
+    use tracer_core::cost::ProgramCost;
+    use tracer_core::snapshot::{Loss, Meta, ProbeStatus, SeriesKey, Snapshot, SourceKind};
 
     /// A frame whose cumulative snapshot is `snap`, cgroups named by `snap.cgroups`.
     pub(crate) fn frame(snap: Snapshot) -> Frame {

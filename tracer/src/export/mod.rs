@@ -4,7 +4,6 @@
 //! interval and a scrape encodes the latest one ([`metrics`]), served by [`http`] with
 //! limits on what a client may hold.
 
-pub mod caps;
 pub mod http;
 pub mod metrics;
 
@@ -49,7 +48,7 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
     }
     // Before any other thread exists: capabilities are per thread, and the live loop and
     // the runtime's workers inherit what this one keeps.
-    match caps::drop_all_but_needed() {
+    match tracer_loader::host::caps::drop_all_but_needed() {
         Ok(said) => eprintln!("tracer serve: {said}"),
         Err(e) => eprintln!("tracer serve: warning: capabilities not dropped: {e}"),
     }
@@ -81,10 +80,10 @@ pub struct HttpArgs {
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000_000))]
     pub max_connections: usize,
     /// Time a client has to send its request headers (e.g. 5s).
-    #[arg(long, default_value = "5s", value_parser = crate::capture::parse_nonzero_duration)]
+    #[arg(long, default_value = "5s", value_parser = tracer_core::units::parse_nonzero_duration)]
     pub header_timeout: Duration,
     /// Time a whole request may take, reading the response included (e.g. 10s).
-    #[arg(long, default_value = "10s", value_parser = crate::capture::parse_nonzero_duration)]
+    #[arg(long, default_value = "10s", value_parser = tracer_core::units::parse_nonzero_duration)]
     pub request_timeout: Duration,
 }
 

@@ -5,7 +5,9 @@ use std::{path::PathBuf, time::Duration};
 use anyhow::Context as _;
 
 use super::{Options, Source, model::ModelSource, synthetic::SyntheticSource};
-use crate::{capture::parse_duration, model, probes};
+use tracer_core::units::parse_duration;
+use tracer_loader::attach as probes;
+use tracer_model as model;
 
 /// Where a live view's numbers come from, and how it refreshes.
 #[derive(Debug, clap::Args)]
@@ -147,7 +149,7 @@ pub fn open(args: &LiveArgs) -> anyhow::Result<(Box<dyn Source>, Options)> {
         })?;
         Box::new(ModelSource::new(&prepared, args.speed))
     } else if let Some(path) = &args.replay {
-        let capture = crate::report::load(path)
+        let capture = tracer_core::report::load(path)
             .with_context(|| format!("loading {} to replay", path.display()))?;
         Box::new(super::replay::ReplaySource::new(capture, path, args.speed))
     } else if let Some(cgroups) = args.synthetic {
@@ -155,7 +157,7 @@ pub fn open(args: &LiveArgs) -> anyhow::Result<(Box<dyn Source>, Options)> {
     } else {
         let wanted = probes::select(args.probes.as_deref()).map_err(anyhow::Error::msg)?;
         if let Some(path) = &args.btf {
-            probes::btf::use_file(path);
+            tracer_loader::host::btf::use_file(path);
         }
         Box::new(super::kernel::KernelSource::attach(
             &wanted,

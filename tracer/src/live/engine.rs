@@ -7,13 +7,17 @@ use std::{
     time::{Duration, Instant},
 };
 
+use tracer_core::{
+    cost::{BpfCost, ProgramCost},
+    slow::SlowCall,
+};
+
 use super::{
-    BpfCost, Control, Cost, Delta, Frame, History, OTHER_CGROUP, Options, ProgramCost, SlowCall,
-    Source, SourceInfo,
+    Control, Cost, Delta, Frame, History, OTHER_CGROUP, Options, Source, SourceInfo,
     table::Table,
     window::{Rows, Window},
 };
-use crate::snapshot::{
+use tracer_core::snapshot::{
     CgroupId, Latency, LatencySum, Meta, PROBES, SeriesKey, Snapshot, SourceKind, walk_sorted,
 };
 
@@ -564,8 +568,8 @@ fn push_point(
     let secs = (snap.meta.duration_ns.max(1)) as f64 / 1e9;
     h.at_unix_ns.push(at_unix_ns);
     // Thousands of series per probe: added up per bucket, one look-up per run of a probe.
-    let mut sums: BTreeMap<crate::snapshot::Probe, LatencySum> = BTreeMap::new();
-    let mut run: Option<(crate::snapshot::Probe, LatencySum)> = None;
+    let mut sums: BTreeMap<tracer_core::snapshot::Probe, LatencySum> = BTreeMap::new();
+    let mut run: Option<(tracer_core::snapshot::Probe, LatencySum)> = None;
     for (k, lat) in snap.series.iter().filter(|(k, _)| pick(k)) {
         match &mut run {
             Some((p, sum)) if *p == k.probe => sum.add(lat),
@@ -581,7 +585,7 @@ fn push_point(
     if let Some((p, done)) = run {
         sums.entry(p).or_default().add_sum(&done);
     }
-    let totals: BTreeMap<crate::snapshot::Probe, Latency> = sums
+    let totals: BTreeMap<tracer_core::snapshot::Probe, Latency> = sums
         .into_iter()
         .map(|(p, sum)| (p, sum.latency()))
         .collect();
@@ -769,11 +773,17 @@ fn fold_where(snap: &mut Snapshot, folded: impl Fn(CgroupId) -> bool) {
         // removed and merged into `other` one by one.
         let mut kept = Vec::with_capacity(snap.series.len());
         let mut sums: BTreeMap<
-            (crate::snapshot::Probe, Option<crate::snapshot::Probe>),
+            (
+                tracer_core::snapshot::Probe,
+                Option<tracer_core::snapshot::Probe>,
+            ),
             LatencySum,
         > = BTreeMap::new();
         let mut run: Option<(
-            (crate::snapshot::Probe, Option<crate::snapshot::Probe>),
+            (
+                tracer_core::snapshot::Probe,
+                Option<tracer_core::snapshot::Probe>,
+            ),
             LatencySum,
         )> = None;
         for (k, lat) in std::mem::take(&mut snap.series) {
@@ -903,10 +913,8 @@ pub fn rss_bytes() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{
-        live::{SlowCall, SourceKindLive},
-        snapshot::{Counter, Probe},
-    };
+    use crate::live::{SlowCall, SourceKindLive};
+    use tracer_core::snapshot::{Counter, Probe};
 
     const SEC: u64 = 1_000_000_000;
 

@@ -9,12 +9,15 @@ use std::{
     time::{Duration, Instant},
 };
 
-use super::{BpfCost, Delta, ProgramCost, Source, SourceInfo, SourceKindLive};
-use crate::{
-    capture, cgroup, collect,
-    probes::{self, AttachMode},
-    snapshot::{CgroupId, DentryState, GONE_CGROUP, Meta, Snapshot, SourceKind},
-};
+use tracer_core::cost::{BpfCost, ProgramCost};
+
+use super::{Delta, Source, SourceInfo, SourceKindLive};
+use crate::capture;
+use tracer_core::snapshot::{CgroupId, DentryState, GONE_CGROUP, Meta, Snapshot, SourceKind};
+use tracer_loader::attach as probes;
+use tracer_loader::attach::AttachMode;
+use tracer_loader::host::cgroup;
+use tracer_loader::read as collect;
 
 /// How often the known cgroups are checked for removal when the kernel does not say.
 const REMOVAL_CHECK: Duration = Duration::from_secs(5);
@@ -52,7 +55,7 @@ impl KernelSource {
     /// # Errors
     /// When nothing can be attached (see [`probes::LoadError`]).
     pub fn attach(
-        wanted: &[crate::snapshot::Probe],
+        wanted: &[tracer_core::snapshot::Probe],
         mode: AttachMode,
         slow_threshold_ns: u64,
     ) -> anyhow::Result<Self> {
@@ -70,7 +73,7 @@ impl KernelSource {
                     .to_owned(),
             );
         }
-        let kernel = capture::kernel_release();
+        let kernel = tracer_loader::host::kernel_release();
         let info = SourceInfo {
             kind: SourceKindLive::Kernel,
             description: format!("live on {}", host_name()),
@@ -85,7 +88,7 @@ impl KernelSource {
             bpf_stats,
             bpf_before: BTreeMap::new(),
             previous: Snapshot::new(meta),
-            dentry: capture::read_dentry_state(),
+            dentry: tracer_loader::host::read_dentry_state(),
             attached,
             info,
             cgroup_root,
@@ -270,7 +273,7 @@ impl Source for KernelSource {
         snap.meta = meta(&self.info, duration_ns);
         self.previous = reading;
         self.forget_removed();
-        let dentry = capture::read_dentry_state();
+        let dentry = tracer_loader::host::read_dentry_state();
         snap.dentry_state = self.dentry.zip(dentry);
         self.dentry = dentry.or(self.dentry);
 

@@ -26,8 +26,12 @@ use std::{sync::Arc, time::Duration};
 pub use args::{LiveArgs, open};
 pub use engine::{Handle, Live, process_cpu_seconds, rss_bytes, spawn, unix_now_ns};
 
-pub use crate::snapshot::OTHER_CGROUP;
-use crate::snapshot::{CgroupId, Probe, Snapshot};
+pub use tracer_core::snapshot::OTHER_CGROUP;
+use tracer_core::{
+    cost::{BpfCost, ProgramCost},
+    slow::SlowCall,
+    snapshot::{CgroupId, Probe, Snapshot},
+};
 
 /// Default refresh interval.
 pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(1);
@@ -62,29 +66,6 @@ pub enum SourceKindLive {
     Replay,
 }
 
-/// One call slower than the `--slow` threshold, sent by the kernel (the only per-event data).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SlowCall {
-    /// When it returned, Unix nanoseconds.
-    pub at_unix_ns: u64,
-    /// Thread group (process) id.
-    pub pid: u32,
-    /// Thread id.
-    pub tid: u32,
-    /// The task's command name (`comm`, at most 15 bytes).
-    pub comm: String,
-    /// The task's cgroup.
-    pub cgroup: CgroupId,
-    /// The traced path.
-    pub probe: Probe,
-    /// The innermost traced function around it, if any.
-    pub caller: Option<Probe>,
-    /// How long it took.
-    pub latency_ns: u64,
-    /// For `vfs_rmdir`: time spent pruning dentries under the inode lock.
-    pub pruned_under_lock_ns: Option<u64>,
-}
-
 /// What a source saw since it was last polled.
 #[derive(Clone, Debug)]
 pub struct Delta {
@@ -99,24 +80,6 @@ pub struct Delta {
     pub cgroups_removed: Vec<CgroupId>,
     /// Cost of the kernel programs in the interval, when the kernel keeps BPF statistics.
     pub bpf: Option<BpfCost>,
-}
-
-/// Run time of the kernel programs over an interval, from the kernel's BPF statistics.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct BpfCost {
-    /// Per program: name, nanoseconds run, runs.
-    pub programs: Vec<ProgramCost>,
-}
-
-/// One kernel program's cost.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ProgramCost {
-    /// Program name (`vfs_rmdir_entry`, `sys_exit_rmdir`, ...).
-    pub name: String,
-    /// Nanoseconds the program ran.
-    pub run_ns: u64,
-    /// Times it ran.
-    pub runs: u64,
 }
 
 /// A producer of [`Delta`]s: the kernel, the model, or a capture file.

@@ -4,10 +4,8 @@
 use std::time::Duration;
 
 use super::{Delta, Source, SourceInfo, SourceKindLive};
-use crate::{
-    model::{Prepared, sim::Timed},
-    snapshot::{AttachState, Meta, ProbeStatus, Snapshot},
-};
+use tracer_core::snapshot::{AttachState, Meta, ProbeStatus, Snapshot};
+use tracer_model::{Prepared, sim::Timed};
 
 /// See the module docs.
 pub struct ModelSource {
@@ -159,7 +157,8 @@ fn play(snap: &mut Snapshot, fact: &Timed) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{model, snapshot::Probe};
+    use tracer_core::snapshot::Probe;
+    use tracer_model as model;
 
     fn storm(mounts: u64) -> Prepared {
         model::prepare(&model::Args {

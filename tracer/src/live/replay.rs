@@ -6,7 +6,7 @@
 use std::{path::Path, time::Duration};
 
 use super::{Delta, Source, SourceInfo, SourceKindLive};
-use crate::snapshot::{Latency, ProbeStatus, Snapshot};
+use tracer_core::snapshot::{Latency, ProbeStatus, Snapshot};
 
 /// See the module docs.
 pub struct ReplaySource {
@@ -149,7 +149,7 @@ impl Source for ReplaySource {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::snapshot::{Counter, Meta, Probe, SeriesKey, SourceKind};
+    use tracer_core::snapshot::{Counter, Meta, Probe, SeriesKey, SourceKind};
 
     fn capture() -> Snapshot {
         let mut s = Snapshot::new(Meta {

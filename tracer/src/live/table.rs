@@ -14,7 +14,7 @@ use std::{
 };
 
 use super::{CgroupEntry, OTHER_CGROUP};
-use crate::snapshot::CgroupId;
+use tracer_core::snapshot::CgroupId;
 
 /// What the table knows of one cgroup.
 #[derive(Clone, Debug)]

@@ -19,7 +19,9 @@ use std::{
     ops::Bound::{Excluded, Unbounded},
 };
 
-use crate::snapshot::{CgroupId, Latency, LatencySum, OTHER_CGROUP, Probe, Snapshot, walk_sorted};
+use tracer_core::snapshot::{
+    CgroupId, Latency, LatencySum, OTHER_CGROUP, Probe, Snapshot, walk_sorted,
+};
 
 /// Whether a per-cgroup view shows this probe's latency, so a window keeps its
 /// distribution per cgroup: grace-period waits, shrinker teardown, `rmdir(2)`,
@@ -333,7 +335,7 @@ fn cell_keys(snap: &Snapshot) -> Vec<((Probe, CgroupId), &Latency)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::snapshot::{Meta, SeriesKey, SourceKind};
+    use tracer_core::snapshot::{Meta, SeriesKey, SourceKind};
 
     fn interval(calls: &[(Probe, Option<Probe>, CgroupId, u64)]) -> Snapshot {
         let mut s = Snapshot::new(Meta {

@@ -6,11 +6,10 @@ use std::{cell::Cell, cmp::Ordering, sync::Arc, time::Duration};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use super::rows::{self, Callers, CgroupRow, ProbeRow, Rows};
-use crate::{
-    live::{Control, Frame, SlowCall},
-    model::predict::Prediction,
-    snapshot::{CgroupId, Probe},
-};
+use crate::live::{Control, Frame};
+use tracer_core::slow::SlowCall;
+use tracer_core::snapshot::{CgroupId, Probe};
+use tracer_model::predict::Prediction;
 
 /// The screens, in Tab order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -280,7 +279,7 @@ pub struct Wants {
 }
 
 /// The probe with the most time in `cgroup` in `snap`.
-fn busiest(snap: &crate::snapshot::Snapshot, cgroup: CgroupId) -> Option<Probe> {
+fn busiest(snap: &tracer_core::snapshot::Snapshot, cgroup: CgroupId) -> Option<Probe> {
     let mut time: std::collections::BTreeMap<Probe, u64> = std::collections::BTreeMap::new();
     for (k, lat) in &snap.series {
         if k.cgroup == cgroup {
@@ -756,7 +755,7 @@ impl App {
         self.status = Some(if ns == 0 {
             "slow calls: off (asked)".to_owned()
         } else {
-            format!("slow calls: over {} (asked)", crate::report::units::ns(ns))
+            format!("slow calls: over {} (asked)", tracer_core::units::ns(ns))
         });
         Action::Send(Control::SetSlowThreshold(ns))
     }

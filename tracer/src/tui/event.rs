@@ -11,7 +11,9 @@ use tokio::{
     sync::{mpsc, watch},
 };
 
-use crate::{live::Frame, model::predict::Prediction};
+use tracer_model::predict::Prediction;
+
+use crate::live::Frame;
 
 /// A signal that ends the dashboard.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -25,10 +25,9 @@ use crossterm::{
 use ratatui::{Terminal, backend::CrosstermBackend};
 use tokio::sync::watch;
 
-use crate::{
-    live::{self, Control, Frame, LiveArgs},
-    model::predict,
-};
+use tracer_model::predict;
+
+use crate::live::{self, Control, Frame, LiveArgs};
 
 pub mod app;
 pub mod event;
@@ -130,7 +129,7 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
     let frames = handle.frames.clone();
     if args.frames.is_none() {
         // The dashboard owns the terminal: the kernel programs' messages wait for its end.
-        crate::collect::kernel_log::hold();
+        tracer_loader::kernel_log::hold();
     }
     let result = runtime.block_on(async {
         match args.frames {
@@ -145,12 +144,12 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
             )
             .await
             .map(|()| ExitCode::SUCCESS),
-            None => interactive(frames, &handle.control, crate::color_stdout()).await,
+            None => interactive(frames, &handle.control, tracer_core::color_stdout()).await,
         }
     });
     // After the terminal is back: detaching probes can take a moment.
     handle.stop();
-    crate::collect::kernel_log::release();
+    tracer_loader::kernel_log::release();
     result
 }
 
@@ -300,7 +299,10 @@ impl Predictions {
         self.last = Some(Instant::now());
         let to = to.clone();
         tokio::task::spawn_blocking(move || {
-            let _ = to.send(predict::predict(&frame.last_60s));
+            let _ = to.send(predict::predict(
+                &frame.last_60s,
+                frame.info.kernel.as_deref(),
+            ));
         });
     }
 }
@@ -346,7 +348,7 @@ pub async fn text(
             app.prediction = app
                 .shown
                 .as_ref()
-                .and_then(|f| predict::predict(&f.last_60s))
+                .and_then(|f| predict::predict(&f.last_60s, f.info.kernel.as_deref()))
                 .map(Arc::new);
         }
         let seq = app.shown.as_ref().map_or(0, |f| f.seq);

@@ -8,10 +8,9 @@
 
 use std::collections::HashMap;
 
-use crate::{
-    live::{Frame, OTHER_CGROUP, window::Window},
-    snapshot::{CgroupId, Counter, GONE_CGROUP, Latency, LatencySum, Probe, Snapshot},
-};
+use tracer_core::snapshot::{CgroupId, Counter, GONE_CGROUP, Latency, LatencySum, Probe, Snapshot};
+
+use crate::live::{Frame, OTHER_CGROUP, window::Window};
 
 /// Which of a probe's calls, by the traced function around them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -176,7 +175,7 @@ impl<'a> Agg<'a> {
 
 /// The probes a view lists: attached (or modelled) ones, and any with calls.
 fn listed_probes(frame: &Frame) -> Vec<Probe> {
-    use crate::snapshot::AttachState;
+    use tracer_core::snapshot::AttachState;
     let mut probes: Vec<Probe> = frame
         .last
         .probes
@@ -291,7 +290,7 @@ pub fn probe_rows(frame: &Frame) -> Vec<ProbeRow> {
                         .last
                         .probes
                         .get(&probe)
-                        .map_or(0, crate::snapshot::ProbeStatus::lost)
+                        .map_or(0, tracer_core::snapshot::ProbeStatus::lost)
                 } else {
                     0
                 },
@@ -493,7 +492,8 @@ pub fn rows(frame: &Frame) -> Rows {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{snapshot::PROBES, tui::testdata};
+    use crate::tui::testdata;
+    use tracer_core::snapshot::PROBES;
 
     #[test]
     fn the_window_keeps_per_cgroup_the_latency_of_every_column() {

@@ -2,13 +2,13 @@
 
 use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
-use crate::{
-    live::{CgroupEntry, Cost, Frame, History, OTHER_CGROUP, SlowCall, SourceInfo, SourceKindLive},
-    snapshot::{
-        AttachMethod, AttachState, CgroupId, Counter, Meta, Probe, ProbeStatus, SeriesKey,
-        Snapshot, SourceKind,
-    },
+use tracer_core::snapshot::{
+    AttachMethod, AttachState, CgroupId, Counter, Meta, Probe, ProbeStatus, SeriesKey, Snapshot,
+    SourceKind,
 };
+
+use crate::live::{CgroupEntry, Cost, Frame, History, OTHER_CGROUP, SourceInfo, SourceKindLive};
+use tracer_core::slow::SlowCall;
 
 /// The cgroup whose grace-period waits are the slowest in every frame.
 pub const SLOWEST_GRACE: &str = "/system.slice/docker-a1.scope";

@@ -12,13 +12,13 @@ use ratatui::{
 use super::{Theme, ns_cell, rate};
 use crate::{
     live::Frame,
-    report::{bars, units},
-    snapshot::{Latency, Snapshot},
     tui::{
         app::{App, Target},
         rows::Callers,
     },
 };
+use tracer_core::snapshot::{Latency, Snapshot};
+use tracer_core::{report::bars, units};
 
 /// The calls of `t` in `snap`.
 fn latency(snap: &Snapshot, t: Target) -> Latency {

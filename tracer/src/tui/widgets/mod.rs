@@ -13,11 +13,9 @@ use ratatui::{
 };
 
 use super::app::{App, View};
-use crate::{
-    live::Frame,
-    report::units,
-    snapshot::{AttachMethod, AttachState, Probe},
-};
+use crate::live::Frame;
+use tracer_core::snapshot::{AttachMethod, AttachState, Probe};
+use tracer_core::units;
 
 mod detail;
 mod tables;

@@ -11,9 +11,9 @@ use ratatui::{
 use super::{Theme, ns_cell, rate};
 use crate::{
     live::{Frame, OTHER_CGROUP},
-    report::units,
     tui::app::{App, Column, Nav, Table},
 };
+use tracer_core::units;
 
 /// The columns that fit `width`, with their widths: columns are dropped from the right
 /// until the rest fit at their least width, then flexible ones share what is left.

@@ -9,10 +9,11 @@ use std::sync::Arc;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::{Terminal, backend::TestBackend, style::Color};
 
+use tracer_core::snapshot::{Probe, SeriesKey};
+use tracer_model::predict::Prediction;
+
 use crate::{
     live::{CgroupEntry, Frame},
-    model::predict::Prediction,
-    snapshot::{Probe, SeriesKey},
     tui::{
         app::{App, View},
         testdata,

@@ -1,0 +1,19 @@
+//! The one value every source of tracer produces and every sink reads: the
+//! [`snapshot::Snapshot`], its latency distributions ([`latency`]), the slow calls and
+//! program costs that travel beside it, the capture file that saves it and the reports
+//! that render it. No kernel, no async runtime: a saved capture is read and compared with
+//! this crate alone.
+
+pub mod cost;
+pub mod latency;
+pub mod report;
+pub mod slow;
+pub mod snapshot;
+pub mod units;
+
+/// Whether to colour standard output: a terminal, and `NO_COLOR` unset or empty.
+#[must_use]
+pub fn color_stdout() -> bool {
+    use std::io::IsTerminal as _;
+    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}

@@ -1,0 +1,412 @@
+//! Two snapshots side by side: per probe, and per caller for grace-period waits, the
+//! calls, mean, p50, p99 and total of A and of B, and the ratio B/A.
+//!
+//! The main use is a capture against a model run of the same workload, so a probe seen on
+//! one side only (the model mimics `synchronize_srcu_expedited`, the kernel ran
+//! `synchronize_srcu`) is shown with `—` on the other, never dropped.
+
+use std::fmt::Write as _;
+
+use crate::units;
+
+use super::table::{Align, Cell, Painter, Style, Table};
+use crate::snapshot::{Latency, Probe, SeriesKey, Snapshot, SourceKind};
+
+/// A ratio B/A at or above this is drawn as a slowdown.
+const WORSE: f64 = 1.25;
+/// A ratio B/A at or below this is drawn as a speed-up.
+const BETTER: f64 = 0.8;
+
+/// Which calls of a probe an entry covers.
+#[derive(Clone, Copy)]
+enum Callers {
+    /// All of them.
+    All,
+    /// Only those under this caller (`None`: under no traced function).
+    Under(Option<Probe>),
+}
+
+/// One compared row group: a probe, or a probe under one caller.
+struct Entry {
+    probe: Probe,
+    callers: Callers,
+    /// Drawn under the probe's own row (a breakdown), rather than as the probe's row.
+    nested: bool,
+}
+
+impl Entry {
+    fn matches(&self, k: &SeriesKey) -> bool {
+        k.probe == self.probe
+            && match self.callers {
+                Callers::All => true,
+                Callers::Under(c) => k.caller == c,
+            }
+    }
+
+    /// This entry's calls in `s`; `None` when `s` knows nothing of the probe.
+    fn latency(&self, s: &Snapshot) -> Option<Latency> {
+        let known =
+            s.probes.contains_key(&self.probe) || s.series.keys().any(|k| k.probe == self.probe);
+        known.then(|| s.total_where(|k| self.matches(k)))
+    }
+
+    /// The label of the entry's first row and of its second.
+    fn labels(&self) -> (String, String) {
+        let under = match self.callers {
+            Callers::All => return (self.probe.name().to_owned(), String::new()),
+            Callers::Under(None) => "  under no traced caller".to_owned(),
+            Callers::Under(Some(c)) => format!("  under {}", c.name()),
+        };
+        if self.nested {
+            (under, String::new())
+        } else {
+            (self.probe.name().to_owned(), under)
+        }
+    }
+}
+
+fn entries(a: &Snapshot, b: &Snapshot) -> Vec<Entry> {
+    let mut probes = a.probes_seen();
+    probes.extend(b.probes_seen());
+    probes.sort();
+    probes.dedup();
+    let mut out = Vec::new();
+    for probe in probes {
+        let mut callers: Vec<Option<Probe>> = a
+            .series
+            .keys()
+            .chain(b.series.keys())
+            .filter(|k| k.probe == probe)
+            .map(|k| k.caller)
+            .collect();
+        callers.sort();
+        callers.dedup();
+        let entry = |callers, nested| Entry {
+            probe,
+            callers,
+            nested,
+        };
+        match callers[..] {
+            // One caller on both sides: name it on the probe's row rather than repeat it.
+            [Some(c)] if probe.is_grace_period() => out.push(entry(Callers::Under(Some(c)), false)),
+            [_, _, ..] if probe.is_grace_period() => {
+                out.push(entry(Callers::All, false));
+                out.extend(callers.into_iter().map(|c| entry(Callers::Under(c), true)));
+            }
+            _ => out.push(entry(Callers::All, false)),
+        }
+    }
+    out
+}
+
+fn describe(s: &Snapshot) -> String {
+    let mut facts = Vec::new();
+    match (s.meta.source, &s.meta.kernel) {
+        (SourceKind::Kernel, Some(k)) => facts.push(format!("kernel {k}")),
+        (SourceKind::Kernel, None) => facts.push("kernel".to_owned()),
+        (SourceKind::Model, Some(k)) => facts.push(format!("model of {k}")),
+        (SourceKind::Model, None) => facts.push("model".to_owned()),
+    }
+    facts.push(format!(
+        "span {}{}",
+        units::ns(s.meta.duration_ns),
+        if s.meta.source == SourceKind::Model {
+            " simulated"
+        } else {
+            ""
+        }
+    ));
+    format!("{}  ({})", s.meta.description, facts.join(", "))
+}
+
+#[expect(clippy::cast_precision_loss, reason = "ratios for display")]
+fn as_f64(v: u64) -> f64 {
+    v as f64
+}
+
+/// `text` is [`units::ratio`], or [`units::ratio_approx`] for quantiles.
+fn ratio_cell(
+    a: Option<f64>,
+    b: Option<f64>,
+    timed: bool,
+    text: fn(Option<f64>, Option<f64>) -> String,
+) -> Cell {
+    let text = text(a, b);
+    let style = match units::ratio_value(a, b) {
+        Some(r) if timed && r >= WORSE => Style::Red,
+        Some(r) if timed && r <= BETTER => Style::Green,
+        _ => Style::Dim,
+    };
+    Cell::styled(text, style)
+}
+
+/// Render `a` and `b` side by side; ANSI colour only when `color`.
+#[must_use]
+pub fn render(a: &Snapshot, b: &Snapshot, color: bool) -> String {
+    let paint = Painter { color };
+    let mut out = paint.heading("compare (ratios are B/A)");
+    let _ = writeln!(out, "  A  {}", describe(a));
+    let _ = writeln!(out, "  B  {}", describe(b));
+    if a.command.is_some() || b.command.is_some() {
+        let wall = |s: &Snapshot| s.command.as_ref().map(|c| c.wall_ns);
+        let (wa, wb) = (wall(a), wall(b));
+        let _ = writeln!(
+            out,
+            "\n  wall time  A {}  B {}  B/A {}",
+            wa.map_or_else(|| "—".to_owned(), units::ns),
+            wb.map_or_else(|| "—".to_owned(), units::ns),
+            paint.paint(&ratio_cell_text(wa, wb), ratio_style(wa, wb)),
+        );
+    }
+    for (name, s) in [("A", a), ("B", b)] {
+        let lost: u64 = s
+            .probes
+            .values()
+            .map(|st| st.lost() + st.unmatched_entries())
+            .sum();
+        if lost > 0 {
+            let _ = writeln!(
+                out,
+                "  {}",
+                paint.paint(
+                    &format!("note: {name} lost or left unmatched {lost} calls; `tracer report` on it says where"),
+                    Style::Yellow
+                )
+            );
+        }
+    }
+    let list = entries(a, b);
+    if list.is_empty() {
+        out.push_str("\n  no calls recorded on either side\n");
+        return out;
+    }
+    out.push('\n');
+    let mut table = Table::new(&[
+        ("probe", Align::Left),
+        ("", Align::Left),
+        ("calls", Align::Right),
+        ("mean", Align::Right),
+        ("p50", Align::Right),
+        ("p99", Align::Right),
+        ("total", Align::Right),
+    ]);
+    for (i, e) in list.iter().enumerate() {
+        if i > 0 && !e.nested {
+            table.row(Vec::new());
+        }
+        let (la, lb) = (e.latency(a), e.latency(b));
+        let labels = e.labels();
+        for (j, (side, lat)) in [("A", &la), ("B", &lb)].into_iter().enumerate() {
+            let stat = |f: &dyn Fn(&Latency) -> Option<String>| -> Cell {
+                lat.as_ref()
+                    .and_then(f)
+                    .unwrap_or_else(|| "—".to_owned())
+                    .into()
+            };
+            table.row(vec![
+                if j == 0 {
+                    Cell::styled(
+                        labels.0.clone(),
+                        if e.nested { Style::Plain } else { Style::Bold },
+                    )
+                } else {
+                    labels.1.clone().into()
+                },
+                Cell::styled(side, Style::Dim),
+                stat(&|l| Some(l.count().to_string())),
+                stat(&|l| l.mean_ns().map(units::ns_f)),
+                stat(&|l| l.quantile_ns(0.5).map(units::ns_approx)),
+                stat(&|l| l.quantile_ns(0.99).map(units::ns_approx)),
+                stat(&|l| Some(units::ns(l.sum_ns()))),
+            ]);
+        }
+        let exact = |f: &dyn Fn(&Latency) -> Option<f64>, timed: bool| {
+            let (a, b) = (la.as_ref().and_then(f), lb.as_ref().and_then(f));
+            ratio_cell(a, b, timed, units::ratio)
+        };
+        // Quantiles come from 12.5%-wide buckets: their ratio is good for two digits.
+        let bucketed = |q: f64| {
+            let f = |l: &Latency| l.quantile_ns(q).map(as_f64);
+            let (a, b) = (la.as_ref().and_then(f), lb.as_ref().and_then(f));
+            ratio_cell(a, b, true, units::ratio_approx)
+        };
+        table.row(vec![
+            "".into(),
+            Cell::styled("B/A", Style::Dim),
+            exact(&|l| Some(as_f64(l.count())), false),
+            exact(&Latency::mean_ns, true),
+            bucketed(0.5),
+            bucketed(0.99),
+            exact(&|l| Some(as_f64(l.sum_ns())), true),
+        ]);
+    }
+    out.push_str(&table.render(paint, 2));
+    out
+}
+
+fn ratio_cell_text(a: Option<u64>, b: Option<u64>) -> String {
+    units::ratio(a.map(as_f64), b.map(as_f64))
+}
+
+fn ratio_style(a: Option<u64>, b: Option<u64>) -> Style {
+    match units::ratio_value(a.map(as_f64), b.map(as_f64)) {
+        Some(r) if r >= WORSE => Style::Red,
+        Some(r) if r <= BETTER => Style::Green,
+        _ => Style::Plain,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::testdata;
+
+    /// The three rows (A, B, B/A) of an entry, split into cells.
+    fn rows_of(report: &str, label: &str) -> [Vec<String>; 3] {
+        let lines: Vec<&str> = report.lines().collect();
+        let i = lines
+            .iter()
+            .position(|l| l.trim_start().starts_with(&format!("{label} ")))
+            .unwrap_or_else(|| panic!("no {label} in\n{report}"));
+        let cells = |l: &str| -> Vec<String> {
+            l.split("  ")
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .map(str::to_owned)
+                .collect()
+        };
+        [cells(lines[i]), cells(lines[i + 1]), cells(lines[i + 2])]
+    }
+
+    #[test]
+    fn header_names_both_sources_and_wall_times() {
+        let r = render(&testdata::umount_capture(), &testdata::model_run(), false);
+        assert!(
+            r.contains(
+                "  A  capture on 6.1.0 of \"sh -c umount\"  (kernel 6.1.0-18-amd64, span 2.50 s)\n"
+            ),
+            "{r}"
+        );
+        assert!(
+            r.contains(
+                "  B  model umount-storm/expedited seed=1  (model of 6.1, span 400 ms simulated)\n"
+            ),
+            "{r}"
+        );
+        assert!(
+            r.contains("wall time  A 2.40 s  B 400 ms  B/A 0.17×"),
+            "{r}"
+        );
+        assert!(r.contains("note: A lost or left unmatched 17 calls"));
+        assert!(!r.contains("note: B"));
+    }
+
+    #[test]
+    fn probes_on_both_sides_get_ratios() {
+        let (a, b) = (testdata::umount_capture(), testdata::model_run());
+        let r = render(&a, &b, false);
+        let [ra, rb, ratio] = rows_of(&r, "unregister_shrinker");
+        let (la, lb) = (
+            a.probe_total(Probe::UnregisterShrinker),
+            b.probe_total(Probe::UnregisterShrinker),
+        );
+        assert_eq!(ra[..3], ["unregister_shrinker", "A", "300"]);
+        assert_eq!(ra[3], units::ns_f(la.mean_ns().unwrap()));
+        assert_eq!(ra[6], units::ns(la.sum_ns()));
+        assert_eq!(rb[..2], ["B", "300"]);
+        assert_eq!(rb[5], units::ns(lb.sum_ns()));
+        assert_eq!(ratio[0], "B/A");
+        assert_eq!(ratio[1], "1.00×");
+        let total_ratio = as_f64(lb.sum_ns()) / as_f64(la.sum_ns());
+        assert_eq!(ratio[5], units::ratio(Some(1.0), Some(total_ratio)));
+        assert!((0.09..0.12).contains(&total_ratio), "{total_ratio}");
+    }
+
+    #[test]
+    fn probes_on_one_side_only_show_dashes() {
+        let r = render(&testdata::umount_capture(), &testdata::model_run(), false);
+        // The kernel ran synchronize_srcu; the model, its expedited variant.
+        let [ra, rb, ratio] = rows_of(&r, "synchronize_srcu");
+        assert_eq!(ra[2], "300");
+        // Its only caller, on both sides, is named on the second row.
+        assert_eq!(
+            rb,
+            ["under unregister_shrinker", "B", "—", "—", "—", "—", "—"]
+        );
+        assert_eq!(ratio, ["B/A", "—", "—", "—", "—", "—"]);
+        let [ra, rb, _] = rows_of(&r, "synchronize_srcu_expedited");
+        assert_eq!(ra[1..], ["A", "—", "—", "—", "—", "—"]);
+        assert_eq!(rb[..3], ["under unregister_shrinker", "B", "300"]);
+        // B has no namespace_unlock probe at all (only calls under it).
+        let [_, rb, ratio] = rows_of(&r, "namespace_unlock");
+        assert_eq!(rb[..2], ["B", "—"]);
+        assert_eq!(ratio[1], "—");
+        let [_, rb, ratio] = rows_of(&r, "vfs_rmdir");
+        assert_eq!(rb[1], "—");
+        assert_eq!(ratio[1], "—");
+    }
+
+    #[test]
+    fn known_probes_without_calls_count_zero_and_do_not_divide_by_it() {
+        let a = testdata::model_run();
+        let mut b = testdata::model_run();
+        b.series
+            .retain(|k, _| k.probe != Probe::DeactivateLockedSuper);
+        let r = render(&b, &a, false);
+        let [ra, rb, ratio] = rows_of(&r, "deactivate_locked_super");
+        assert_eq!(ra[1..], ["A", "0", "—", "—", "—", "0 ns"]);
+        assert_eq!(rb[..2], ["B", "300"]);
+        assert_eq!(ratio[1..], ["—", "—", "—", "—", "—"]);
+        let r = render(&a, &b, false);
+        let [_, rb, ratio] = rows_of(&r, "deactivate_locked_super");
+        assert_eq!(rb, ["B", "0", "—", "—", "—", "0 ns"]);
+        assert_eq!(ratio, ["B/A", "0.00×", "—", "—", "—", "0.00×"]);
+    }
+
+    #[test]
+    fn grace_periods_are_compared_per_caller() {
+        let r = render(&testdata::umount_capture(), &testdata::model_run(), false);
+        let [ra, rb, ratio] = rows_of(&r, "under namespace_unlock");
+        assert_eq!(ra[..3], ["under namespace_unlock", "A", "300"]);
+        assert_eq!(rb[..2], ["B", "300"]);
+        assert_eq!(ratio[1], "1.00×");
+        let [ra, rb, _] = rows_of(&r, "under no traced caller");
+        assert_eq!(ra[2], "1");
+        assert_eq!(rb[1], "0", "B knows synchronize_rcu, with no such calls");
+    }
+
+    #[test]
+    fn identical_snapshots_compare_at_one_and_colour_is_optional() {
+        let s = testdata::umount_capture();
+        let r = render(&s, &s, false);
+        assert!(!r.contains('\x1b'));
+        for line in r.lines().filter(|l| l.trim_start().starts_with("B/A")) {
+            // calls, mean, p50, p99, total: the quantiles' ratio to the two digits their
+            // 12.5%-wide buckets are good for.
+            let cells: Vec<&str> = line.split_whitespace().skip(1).collect();
+            assert_eq!(cells, ["1.00×", "1.00×", "1.0×", "1.0×", "1.00×"], "{line}");
+        }
+        let slower = render(&testdata::model_run(), &s, true);
+        assert!(slower.contains("\x1b[31m"), "slowdowns are red");
+    }
+
+    #[test]
+    fn two_empty_snapshots() {
+        let r = render(&testdata::empty(), &testdata::empty(), false);
+        assert!(r.ends_with("no calls recorded on either side\n"), "{r}");
+    }
+}
+
+#[cfg(test)]
+mod sample {
+    /// `cargo test -p tracer --lib report::compare::sample -- --ignored --nocapture`
+    #[test]
+    #[ignore = "prints a sample comparison"]
+    fn print_sample_comparison() {
+        use crate::report::testdata;
+        print!(
+            "{}",
+            super::render(&testdata::umount_capture(), &testdata::model_run(), false)
+        );
+    }
+}

@@ -1,0 +1,333 @@
+//! Human units for durations, counts, ratios and timestamps.
+
+use std::time::Duration;
+
+/// A duration in nanoseconds with three significant digits: `812 ns`, `7.21 µs`, `2.41 s`.
+#[must_use]
+pub fn ns(v: u64) -> String {
+    #[expect(
+        clippy::cast_precision_loss,
+        reason = "three significant digits are shown"
+    )]
+    duration(v as f64, 3)
+}
+
+/// A fractional duration in nanoseconds (a mean), as [`ns`].
+#[must_use]
+pub fn ns_f(v: f64) -> String {
+    duration(v, 3)
+}
+
+/// A duration read from the kernel's 12.5%-wide buckets (a quantile), with the two
+/// significant digits it is good for: `810 ns`, `7.2 µs`, `130 ms`.
+#[must_use]
+pub fn ns_approx(v: u64) -> String {
+    #[expect(
+        clippy::cast_precision_loss,
+        reason = "two significant digits are shown"
+    )]
+    duration(v as f64, 2)
+}
+
+/// `v` ns with `digits` (2 or 3) significant digits, in the largest unit that keeps it at
+/// least 1; whole nanoseconds print without decimals.
+fn duration(v: f64, digits: i32) -> String {
+    const UNITS: [(f64, &str); 4] = [(1.0, "ns"), (1e3, "µs"), (1e6, "ms"), (1e9, "s")];
+    if !v.is_finite() || v < 0.0 {
+        return "—".to_owned();
+    }
+    // Where rounding to `digits` digits carries into one more integer digit: 9.995 and
+    // 99.95 for three digits, 9.95 and 99.5 for two.
+    let carries = |int_digits: i32| 10f64.powi(int_digits) - 0.5 * 10f64.powi(int_digits - digits);
+    let mut i = UNITS
+        .iter()
+        .rposition(|(scale, _)| v >= *scale)
+        .unwrap_or(0);
+    // 999.7 µs would round to "1000 µs": show it as 1.00 ms.
+    if i + 1 < UNITS.len() && v / UNITS[i].0 >= carries(3) {
+        i += 1;
+    }
+    let (scale, unit) = UNITS[i];
+    let x = v / scale;
+    let int_digits = (1..3).find(|&d| x < carries(d)).unwrap_or(3);
+    if i == 0 && x.fract() == 0.0 && int_digits <= digits {
+        format!("{x:.0} {unit}")
+    } else if int_digits < digits {
+        let decimals = usize::try_from(digits - int_digits).unwrap_or(0);
+        format!("{x:.decimals$} {unit}")
+    } else {
+        // Round away the digits past `digits`: 812 -> 810 with two.
+        let step = 10f64.powi(int_digits - digits);
+        format!("{:.0} {unit}", (x / step).round() * step)
+    }
+}
+
+/// `part` as a percentage of `whole`, or `—` when `whole` is zero.
+#[must_use]
+pub fn percent(part: u64, whole: u64) -> String {
+    if whole == 0 {
+        return "—".to_owned();
+    }
+    #[expect(clippy::cast_precision_loss, reason = "a percentage for display")]
+    let p = part as f64 * 100.0 / whole as f64;
+    format!("{p:.1}%")
+}
+
+/// A ratio B/A with three significant digits, or `—` when it is undefined (A is zero or
+/// either side is missing).
+#[must_use]
+pub fn ratio(a: Option<f64>, b: Option<f64>) -> String {
+    match ratio_value(a, b) {
+        Some(r) if r >= 99.95 => format!("{r:.0}×"),
+        Some(r) if r >= 9.995 => format!("{r:.1}×"),
+        Some(r) => format!("{r:.2}×"),
+        None => "—".to_owned(),
+    }
+}
+
+/// A ratio of two values read from kernel buckets (quantiles), with two significant
+/// digits: `1.0×`, `12×`; `—` as [`ratio`].
+#[must_use]
+pub fn ratio_approx(a: Option<f64>, b: Option<f64>) -> String {
+    match ratio_value(a, b) {
+        Some(r) if r >= 9.95 => format!("{:.0}×", round_to_two_digits(r)),
+        Some(r) if r >= 0.995 => format!("{r:.1}×"),
+        Some(r) => format!("{r:.2}×"),
+        None => "—".to_owned(),
+    }
+}
+
+/// `r` >= 9.95 rounded to two significant digits: 123 -> 120 (99.7 -> 100).
+fn round_to_two_digits(r: f64) -> f64 {
+    let step = 10f64.powf(r.log10().floor() - 1.0);
+    (r / step).round() * step
+}
+
+/// B/A when both are known and A is not zero.
+#[must_use]
+pub fn ratio_value(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) if a > 0.0 && a.is_finite() && b.is_finite() => Some(b / a),
+        _ => None,
+    }
+}
+
+/// A command line as a shell would read it back: arguments with spaces or quotes are
+/// single-quoted.
+#[must_use]
+pub fn shell_words(argv: &[String]) -> String {
+    argv.iter()
+        .map(|a| {
+            let plain = !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
+            if plain {
+                a.clone()
+            } else {
+                format!("'{}'", a.replace('\'', r"'\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A conventional name for the signals a traced command usually dies of.
+#[must_use]
+pub fn signal_name(sig: i32) -> Option<&'static str> {
+    Some(match sig {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        3 => "SIGQUIT",
+        6 => "SIGABRT",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        13 => "SIGPIPE",
+        14 => "SIGALRM",
+        15 => "SIGTERM",
+        _ => return None,
+    })
+}
+
+/// Unix nanoseconds as `YYYY-MM-DD hh:mm:ss UTC`.
+#[must_use]
+pub fn utc(unix_ns: u64) -> String {
+    let secs = unix_ns / 1_000_000_000;
+    let days = secs / 86_400;
+    let rem = secs % 86_400;
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
+        rem / 3_600,
+        rem % 3_600 / 60,
+        rem % 60
+    )
+}
+
+/// Proleptic Gregorian date of a day count since 1970-01-01 (days-from-civil, inverted).
+fn civil_from_days(days: u64) -> (u64, u64, u64) {
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + u64::from(m <= 2);
+    (y, m, d)
+}
+
+/// Parse `500ms`, `10s`, `2m`, `1h`, or plain seconds (also `ns` and `us`, for slow-call
+/// thresholds).
+///
+/// # Errors
+/// On anything else, with a message that says what was wrong: a negative or missing value,
+/// an unknown unit, a duration too long to hold.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    const TRY: &str = "try 500ms, 10s or 2m";
+    let s = s.trim();
+    if s.is_empty() {
+        return Err(format!("no duration given ({TRY})"));
+    }
+    if let Some(rest) = s.strip_prefix('-') {
+        // Options take their value from the next word, so `-d --slow` lands here too.
+        return Err(
+            if rest.starts_with(|c: char| c.is_ascii_digit() || c == '.') {
+                format!("{s:?}: a duration cannot be negative")
+            } else {
+                format!("{s:?} is not a duration (is the option's value missing?)")
+            },
+        );
+    }
+    let split = s
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    // What `report::units::ns` prints ("4.00 ms") reads back.
+    let unit = unit.trim_start();
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration ({TRY})"))?;
+    let secs = match unit.trim_start() {
+        "ns" => n / 1e9,
+        "us" | "µs" => n / 1e6,
+        "ms" => n / 1000.0,
+        "" | "s" => n,
+        "m" | "min" => n * 60.0,
+        "h" => n * 3600.0,
+        unit => {
+            return Err(format!(
+                "unknown unit {unit:?} in {s:?} (use ns, us, ms, s, m or h)"
+            ));
+        }
+    };
+    // `num` is digits and dots only, so `secs` is finite and not negative; only its size
+    // can be out of range.
+    Duration::try_from_secs_f64(secs).map_err(|_| format!("{s:?} is too long a duration"))
+}
+
+/// Parse a duration that must not be zero (a timeout, a refresh interval).
+///
+/// # Errors
+/// As [`parse_duration`], and on zero.
+pub fn parse_nonzero_duration(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d.is_zero() {
+        return Err(format!("{s:?}: must be longer than zero"));
+    }
+    Ok(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_keep_three_significant_digits() {
+        assert_eq!(ns(0), "0 ns");
+        assert_eq!(ns(812), "812 ns");
+        assert_eq!(ns(7_214), "7.21 µs");
+        assert_eq!(ns(12_340_000), "12.3 ms");
+        assert_eq!(ns(999_700), "1.00 ms");
+        assert_eq!(ns(2_410_000_000), "2.41 s");
+        assert_eq!(ns(125_000_000_000), "125 s");
+        assert_eq!(ns_f(2.5), "2.50 ns");
+        assert_eq!(ns_f(f64::NAN), "—");
+    }
+
+    #[test]
+    fn bucketed_durations_keep_two_significant_digits() {
+        assert_eq!(ns_approx(0), "0 ns");
+        assert_eq!(ns_approx(7), "7 ns");
+        assert_eq!(ns_approx(812), "810 ns");
+        assert_eq!(ns_approx(996), "1.0 µs");
+        assert_eq!(ns_approx(7_214), "7.2 µs");
+        assert_eq!(ns_approx(12_340_000), "12 ms");
+        assert_eq!(ns_approx(99_700_000), "100 ms");
+        assert_eq!(ns_approx(125_000_000), "130 ms");
+        assert_eq!(ns_approx(996_000_000), "1.0 s");
+        assert_eq!(ratio_approx(Some(1.0), Some(1.0)), "1.0×");
+        assert_eq!(ratio_approx(Some(1.0), Some(1.234)), "1.2×");
+        assert_eq!(ratio_approx(Some(1.0), Some(123.4)), "120×");
+        assert_eq!(ratio_approx(Some(2.0), Some(1.0)), "0.50×");
+        assert_eq!(ratio_approx(Some(0.0), Some(1.0)), "—");
+    }
+
+    #[test]
+    fn ratios_and_percentages_refuse_to_divide_by_zero() {
+        assert_eq!(ratio(Some(2.0), Some(1.0)), "0.50×");
+        assert_eq!(ratio(Some(1.0), Some(12.0)), "12.0×");
+        assert_eq!(ratio(Some(0.0), Some(1.0)), "—");
+        assert_eq!(ratio(None, Some(1.0)), "—");
+        assert_eq!(percent(1, 3), "33.3%");
+        assert_eq!(percent(1, 0), "—");
+    }
+
+    #[test]
+    fn command_lines_quote_what_a_shell_would_split() {
+        let argv: Vec<String> = ["sh", "-c", "umount /mnt/a", "it's"]
+            .map(String::from)
+            .into();
+        assert_eq!(shell_words(&argv), r"sh -c 'umount /mnt/a' 'it'\''s'");
+    }
+
+    #[test]
+    fn timestamps_are_utc_dates() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(utc(1_709_251_199_000_000_000), "2024-02-29 23:59:59 UTC");
+    }
+    #[test]
+    fn durations_parse_with_units_and_reject_nonsense() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_mins(2)));
+        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("1ns"), Ok(Duration::from_nanos(1)));
+        assert_eq!(parse_duration("7.25 µs"), Ok(Duration::from_nanos(7_250)));
+        assert_eq!(parse_duration("250us"), Ok(Duration::from_micros(250)));
+        assert!(parse_duration("10 parsecs").is_err());
+        assert!(parse_duration("s").is_err());
+        assert!(parse_duration("-1s").is_err());
+    }
+
+    #[test]
+    fn bad_durations_say_what_is_wrong() {
+        let err = |s| parse_duration(s).unwrap_err();
+        assert!(err("-5s").contains("cannot be negative"), "{}", err("-5s"));
+        assert!(err("--slow").contains("value missing"), "{}", err("--slow"));
+        assert!(err("").contains("no duration"), "{}", err(""));
+        assert!(
+            err("5 parsecs").contains("\"parsecs\""),
+            "{}",
+            err("5 parsecs")
+        );
+        assert!(err("99999999999999999999s").contains("too long"));
+        assert_eq!(parse_duration("5 ms"), Ok(Duration::from_millis(5)));
+        assert!(
+            parse_nonzero_duration("0s")
+                .unwrap_err()
+                .contains("longer than zero")
+        );
+        assert_eq!(parse_nonzero_duration("1ms"), Ok(Duration::from_millis(1)));
+    }
+}

@@ -1,0 +1,174 @@
+//! Facts about the host that decide what can attach and how: the kernel's release and
+//! version, its preemption model, its CPUs, `/proc/sys/fs/dentry-state`; and, in the
+//! submodules, its symbols, its BTF, its cgroups and this process's capabilities.
+
+pub mod btf;
+pub mod caps;
+pub mod cgroup;
+pub mod kallsyms;
+
+use tracer_core::snapshot::DentryState;
+
+/// `/proc/sys/fs/dentry-state` now, if readable.
+#[must_use]
+pub fn read_dentry_state() -> Option<DentryState> {
+    DentryState::parse(&std::fs::read_to_string("/proc/sys/fs/dentry-state").ok()?).ok()
+}
+
+/// `uname -r`.
+#[must_use]
+pub fn kernel_release() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .ok()
+        .map(|s| s.trim().to_owned())
+}
+
+/// `(major, minor)` of a kernel release such as `7.3.4+deb13-cloud-amd64`.
+#[must_use]
+pub fn kernel_version(release: &str) -> Option<(u32, u32)> {
+    let mut parts = release.trim().split(|c: char| !c.is_ascii_digit());
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next()?.parse().ok()?;
+    Some((major, minor))
+}
+
+/// The running kernel's preemption model, as far as it can be learned.
+///
+/// fentry trampolines run their programs with only migration disabled: under the `full`
+/// and `lazy` models (and `PREEMPT_RT`) a program can be preempted mid-run, and the
+/// kernel then skips that program's next run on the same CPU (counted in its recursion
+/// misses). Under `none` and `voluntary`, kernel code is not preempted there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Preemption {
+    /// `none`, `voluntary`, `full`, `lazy` or `rt`; None when nothing says.
+    pub model: Option<String>,
+    /// Where the model was read.
+    pub source: &'static str,
+}
+
+impl Preemption {
+    /// Read from debugfs (`sched/preempt`, the model in force), else the kernel command
+    /// line's `preempt=`, else the kernel's config or version string (the built default).
+    #[must_use]
+    pub fn of_this_kernel() -> Preemption {
+        let read = |p: &str| std::fs::read_to_string(p).ok();
+        if let Some(model) = read("/sys/kernel/debug/sched/preempt")
+            .as_deref()
+            .and_then(Self::from_debugfs)
+        {
+            return Preemption {
+                model: Some(model),
+                source: "/sys/kernel/debug/sched/preempt",
+            };
+        }
+        if let Some(model) = read("/proc/cmdline").as_deref().and_then(|c| {
+            c.split_whitespace()
+                .find_map(|w| w.strip_prefix("preempt="))
+                .map(str::to_owned)
+        }) {
+            return Preemption {
+                model: Some(model),
+                source: "the kernel command line",
+            };
+        }
+        let release = read("/proc/sys/kernel/osrelease").unwrap_or_default();
+        if let Some(model) = read(&format!("/boot/config-{}", release.trim()))
+            .as_deref()
+            .and_then(Self::from_config)
+        {
+            return Preemption {
+                model: Some(model),
+                source: "the kernel's config",
+            };
+        }
+        Preemption {
+            model: read("/proc/sys/kernel/version")
+                .as_deref()
+                .and_then(Self::from_version),
+            source: "the kernel's version string",
+        }
+    }
+
+    /// `none voluntary (full) lazy`: the model in parentheses.
+    fn from_debugfs(text: &str) -> Option<String> {
+        text.split_whitespace()
+            .find_map(|w| w.strip_prefix('(')?.strip_suffix(')'))
+            .map(str::to_owned)
+    }
+
+    /// The `CONFIG_PREEMPT*` choice a kernel was built with.
+    fn from_config(text: &str) -> Option<String> {
+        [
+            ("CONFIG_PREEMPT_RT=y", "rt"),
+            ("CONFIG_PREEMPT_LAZY=y", "lazy"),
+            ("CONFIG_PREEMPT=y", "full"),
+            ("CONFIG_PREEMPT_VOLUNTARY=y", "voluntary"),
+            ("CONFIG_PREEMPT_NONE=y", "none"),
+        ]
+        .iter()
+        .find(|(line, _)| text.lines().any(|l| l.trim() == *line))
+        .map(|(_, model)| (*model).to_owned())
+    }
+
+    /// `#1 SMP PREEMPT_RT ...` or `#1 SMP PREEMPT ...` (a fixed model); a kernel built
+    /// with `PREEMPT_DYNAMIC` or without preemption does not say.
+    fn from_version(text: &str) -> Option<String> {
+        let words: Vec<&str> = text.split_whitespace().collect();
+        if words.contains(&"PREEMPT_RT") {
+            Some("rt".to_owned())
+        } else if words.contains(&"PREEMPT") {
+            Some("full".to_owned())
+        } else {
+            None
+        }
+    }
+
+    /// Whether programs that only disable migration can be preempted mid-run.
+    #[must_use]
+    pub fn preempts_programs(&self) -> bool {
+        matches!(self.model.as_deref(), Some("full" | "lazy" | "rt"))
+    }
+}
+
+/// How many CPUs a `/sys/devices/system/cpu/possible` list (`0-3,8`) names.
+pub(crate) fn possible_cpus(list: &str) -> Option<u32> {
+    list.trim().split(',').try_fold(0u32, |n, range| {
+        let (a, b) = range.split_once('-').unwrap_or((range, range));
+        let (a, b) = (a.parse::<u32>().ok()?, b.parse::<u32>().ok()?);
+        n.checked_add(b.checked_sub(a)?.checked_add(1)?)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn preemption_model_is_read_where_the_kernel_says_it() {
+        assert_eq!(
+            Preemption::from_debugfs("none voluntary full (lazy)\n").as_deref(),
+            Some("lazy")
+        );
+        assert_eq!(
+            Preemption::from_debugfs("none (voluntary) full\n").as_deref(),
+            Some("voluntary")
+        );
+        // Debian's 7.3 and 6.12 cloud configs.
+        let lazy = "CONFIG_PREEMPT_BUILD=y\n# CONFIG_PREEMPT is not set\nCONFIG_PREEMPT_LAZY=y\nCONFIG_PREEMPT_DYNAMIC=y\n";
+        let voluntary =
+            "CONFIG_PREEMPT_BUILD=y\nCONFIG_PREEMPT_VOLUNTARY=y\n# CONFIG_PREEMPT is not set\n";
+        assert_eq!(Preemption::from_config(lazy).as_deref(), Some("lazy"));
+        assert_eq!(
+            Preemption::from_config(voluntary).as_deref(),
+            Some("voluntary")
+        );
+        assert_eq!(
+            Preemption::from_version("#1 SMP PREEMPT_DYNAMIC Debian 7.3.4").as_deref(),
+            None
+        );
+        assert_eq!(
+            Preemption::from_version("#1 SMP PREEMPT Mon").as_deref(),
+            Some("full")
+        );
+    }
+}

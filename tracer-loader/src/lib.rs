@@ -1,0 +1,13 @@
+//! Loads tracer's kernel programs and reads them: what the host is (kallsyms, BTF, kernel
+//! version, preemption model, cgroups, capabilities), attaching each probe where the
+//! kernel allows, reading the maps into a [`tracer_core::snapshot::Snapshot`], draining
+//! the ring buffers, and relaying what the kernel programs log.
+//!
+//! Modules, leaves first: [`host`] (facts, no BPF), [`kernel_log`], [`read`] (maps and ring
+//! buffers into core types), [`settle`] (the programs' switches), [`attach`] (loading).
+
+pub mod attach;
+pub mod host;
+pub mod kernel_log;
+pub mod read;
+pub mod settle;

@@ -1,0 +1,735 @@
+//! The kernel's rare events, and the controls a live view needs over the loaded programs.
+//!
+//! Everything else the programs know is aggregated in maps that [`super::read`] reads.
+//! What maps cannot carry comes through two ring buffers, read without blocking:
+//!
+//! - [`drain_cgroup_events`]: cgroup v2 directories made and removed, with their paths, from
+//!   the `cgroup:cgroup_mkdir`/`cgroup_rmdir` tracepoints, so a cgroup that lived only
+//!   between two reads is still named;
+//! - [`drain_slow_calls`]: calls at least [`set_slow_threshold`] long (rate-limited per CPU;
+//!   what the limit or a full buffer dropped is counted as a `Loss`).
+//!
+//! And for views that run for days: [`forget_cgroups`] deletes removed cgroups' entries
+//! from the aggregation maps, and [`BpfStats`] with [`program_costs`] measures the CPU the
+//! programs themselves use.
+
+use std::{collections::BTreeSet, os::fd::OwnedFd, sync::OnceLock, time::Duration};
+
+use aya::{
+    Ebpf,
+    maps::{Array, MapData, PerCpuHashMap, RingBuf},
+};
+use tracer_common::{
+    NO_CALLER, Probe,
+    maps::{self, CounterKey, HistKey, SLOW_PRUNED, SlowCallEvent},
+};
+
+use super::error::CollectError;
+use tracer_core::{cost::ProgramCost, slow::SlowCall, snapshot::CgroupId};
+
+/// Most events one drain takes from a ring buffer, so a flood cannot stall the caller;
+/// the rest wait for the next drain.
+const MAX_DRAIN: usize = 100_000;
+
+/// A cgroup v2 directory made or removed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CgroupEvent {
+    /// Its id (what the maps' `cgroup` fields hold).
+    pub id: CgroupId,
+    /// Removed (else made).
+    pub removed: bool,
+    /// Path under the cgroup2 root, as `cgroup::walk` names it (`/a/b`).
+    pub path: String,
+}
+
+/// Decode one `CGROUP_EVENTS` record; `None` when it is not one (a build mismatch).
+#[must_use]
+pub fn decode_cgroup_event(bytes: &[u8]) -> Option<CgroupEvent> {
+    if bytes.len() < size_of::<maps::CgroupEvent>() {
+        return None;
+    }
+    let id = u64::from_ne_bytes(bytes.get(0..8)?.try_into().ok()?);
+    let removed = u32::from_ne_bytes(bytes.get(8..12)?.try_into().ok()?);
+    let len = u32::from_ne_bytes(bytes.get(12..16)?.try_into().ok()?);
+    let path = bytes.get(16..16 + maps::CGROUP_PATH_MAX)?;
+    let len = usize::try_from(len).ok()?.min(maps::CGROUP_PATH_MAX - 1);
+    // The kernel's length stops at the NUL; trust the NUL over it if they disagree.
+    let text = &path[..len];
+    let text = text.split(|b| *b == 0).next().unwrap_or_default();
+    Some(CgroupEvent {
+        id,
+        removed: removed != 0,
+        path: String::from_utf8_lossy(text).into_owned(),
+    })
+}
+
+/// The cgroup events the kernel sent since the last drain, oldest first. Never blocks.
+///
+/// # Errors
+/// When the ring buffer is missing or cannot be mapped.
+pub fn drain_cgroup_events(ebpf: &mut Ebpf) -> Result<Vec<CgroupEvent>, CollectError> {
+    drain(ebpf, maps::CGROUP_EVENTS, decode_cgroup_event)
+}
+
+/// Pop up to [`MAX_DRAIN`] records from the ring buffer `name`, decoded by `decode`.
+fn drain<T>(
+    ebpf: &mut Ebpf,
+    name: &'static str,
+    decode: impl Fn(&[u8]) -> Option<T>,
+) -> Result<Vec<T>, CollectError> {
+    let map = ebpf.map_mut(name).ok_or(CollectError::MissingMap(name))?;
+    // The consumer position lives in the mapped pages, so a fresh view resumes where the
+    // last one stopped.
+    let mut ring = RingBuf::try_from(map).map_err(|e| CollectError::Map(name, e))?;
+    let mut out = Vec::new();
+    while out.len() < MAX_DRAIN {
+        let Some(item) = ring.next() else { break };
+        if let Some(event) = decode(&item) {
+            out.push(event);
+        } else {
+            log::debug!("{name}: undecodable record of {} bytes", item.len());
+        }
+    }
+    Ok(out)
+}
+
+/// Report calls that take at least `ns` nanoseconds as slow calls (0: none). Takes
+/// effect at once, on every CPU.
+///
+/// # Errors
+/// When the threshold map is missing or the kernel refuses the write.
+pub fn set_slow_threshold(ebpf: &mut Ebpf, ns: u64) -> Result<(), CollectError> {
+    let name = maps::SLOW_THRESHOLD;
+    let map = ebpf.map_mut(name).ok_or(CollectError::MissingMap(name))?;
+    let mut array: Array<&mut MapData, u64> =
+        Array::try_from(map).map_err(|e| CollectError::Map(name, e))?;
+    array.set(0, ns, 0).map_err(|e| CollectError::Map(name, e))
+}
+
+/// The distance from the kernel's `bpf_ktime_get_ns` (`CLOCK_MONOTONIC`) to Unix time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClockOffset {
+    /// Unix ns minus monotonic ns, at the same instant.
+    pub realtime_minus_monotonic_ns: i128,
+}
+
+impl ClockOffset {
+    /// Measure it now: a realtime reading between two monotonic ones, so the offset is off
+    /// by at most half the gap between them (microseconds).
+    #[must_use]
+    pub fn measure() -> ClockOffset {
+        let read = |clock| {
+            let mut ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            // SAFETY: clock_gettime writes one timespec; both clocks always exist.
+            unsafe { libc::clock_gettime(clock, &raw mut ts) };
+            i128::from(ts.tv_sec) * 1_000_000_000 + i128::from(ts.tv_nsec)
+        };
+        let before = read(libc::CLOCK_MONOTONIC);
+        let unix = read(libc::CLOCK_REALTIME);
+        let after = read(libc::CLOCK_MONOTONIC);
+        ClockOffset {
+            realtime_minus_monotonic_ns: unix - i128::midpoint(before, after),
+        }
+    }
+
+    /// A kernel timestamp as Unix nanoseconds (0 if it would fall before 1970).
+    #[must_use]
+    pub fn to_unix_ns(self, ktime_ns: u64) -> u64 {
+        u64::try_from(i128::from(ktime_ns) + self.realtime_minus_monotonic_ns).unwrap_or(0)
+    }
+
+    /// The offset measured once per process (slow calls of one run share it, so their
+    /// order and spacing are the kernel's).
+    #[must_use]
+    pub fn process() -> ClockOffset {
+        static OFFSET: OnceLock<ClockOffset> = OnceLock::new();
+        *OFFSET.get_or_init(ClockOffset::measure)
+    }
+}
+
+/// Decode one `SLOW_CALLS` record; `None` when it is not one (a build mismatch, or a
+/// probe id this build does not know).
+#[must_use]
+pub fn decode_slow_call(bytes: &[u8], clock: ClockOffset) -> Option<SlowCall> {
+    if bytes.len() < size_of::<SlowCallEvent>() {
+        return None;
+    }
+    let u64_at = |at: usize| {
+        bytes
+            .get(at..at + 8)
+            .and_then(|b| b.try_into().ok())
+            .map(u64::from_ne_bytes)
+    };
+    let u32_at = |at: usize| {
+        bytes
+            .get(at..at + 4)
+            .and_then(|b| b.try_into().ok())
+            .map(u32::from_ne_bytes)
+    };
+    let u16_at = |at: usize| {
+        bytes
+            .get(at..at + 2)
+            .and_then(|b| b.try_into().ok())
+            .map(u16::from_ne_bytes)
+    };
+    // Offsets of SlowCallEvent's fields (repr(C), no padding: checked in tracer-common).
+    let comm = bytes.get(16..32)?;
+    let comm = comm.split(|b| *b == 0).next().unwrap_or_default();
+    let caller = u16_at(42)?;
+    let flags = u32_at(44)?;
+    Some(SlowCall {
+        at_unix_ns: clock.to_unix_ns(u64_at(0)?),
+        pid: u32_at(8)?,
+        tid: u32_at(12)?,
+        comm: String::from_utf8_lossy(comm).into_owned(),
+        cgroup: u64_at(32)?,
+        probe: Probe::from_id(u16_at(40)?)?,
+        caller: if caller == NO_CALLER {
+            None
+        } else {
+            Probe::from_id(caller)
+        },
+        latency_ns: u64_at(48)?,
+        pruned_under_lock_ns: if flags & SLOW_PRUNED == 0 {
+            None
+        } else {
+            Some(u64_at(56)?)
+        },
+    })
+}
+
+/// The slow calls the kernel sent since the last drain, oldest first per CPU. Never blocks.
+///
+/// # Errors
+/// When the ring buffer is missing or cannot be mapped.
+pub fn drain_slow_calls(ebpf: &mut Ebpf) -> Result<Vec<SlowCall>, CollectError> {
+    let clock = ClockOffset::process();
+    let mut calls = drain(ebpf, maps::SLOW_CALLS, |b| decode_slow_call(b, clock))?;
+    // One ring for all CPUs: records are in commit order, nearly time order; make it exact.
+    calls.sort_by_key(|c| c.at_unix_ns);
+    Ok(calls)
+}
+
+/// Delete every `HIST` and `COUNTERS` entry of the cgroups `ids`, so a view that
+/// runs for days under cgroup churn never fills the maps. Returns the entries deleted.
+///
+/// # Errors
+/// When a map is missing or the kernel refuses a read.
+pub fn forget_cgroups(ebpf: &mut Ebpf, ids: &[CgroupId]) -> Result<usize, CollectError> {
+    let ids: BTreeSet<CgroupId> = ids.iter().copied().collect();
+    if ids.is_empty() {
+        return Ok(0);
+    }
+    let mut deleted = forget_in::<HistKey, maps::Stat>(ebpf, maps::HIST, &ids, |k| k.cgroup)?;
+    deleted += forget_in::<CounterKey, u64>(ebpf, maps::COUNTERS, &ids, |k| k.cgroup)?;
+    Ok(deleted)
+}
+
+fn forget_in<K: aya::Pod, V: aya::Pod>(
+    ebpf: &mut Ebpf,
+    name: &'static str,
+    ids: &BTreeSet<CgroupId>,
+    cgroup: impl Fn(&K) -> CgroupId,
+) -> Result<usize, CollectError> {
+    let map = ebpf.map_mut(name).ok_or(CollectError::MissingMap(name))?;
+    let mut hash: PerCpuHashMap<&mut MapData, K, V> =
+        PerCpuHashMap::try_from(map).map_err(|e| CollectError::Map(name, e))?;
+    // Keys first: deleting while iterating restarts the kernel's walk.
+    let doomed: Vec<K> = hash
+        .keys()
+        .filter_map(Result::ok)
+        .filter(|k| ids.contains(&cgroup(k)))
+        .collect();
+    let mut deleted = 0;
+    for key in &doomed {
+        // A key gone meanwhile is as good as deleted.
+        if hash.remove(key).is_ok() {
+            deleted += 1;
+        }
+    }
+    Ok(deleted)
+}
+
+/// The kernel's BPF run-time statistics, kept on while this value lives.
+///
+/// With `BPF_ENABLE_STATS` (Linux >= 5.8) the statistics stay on while its fd is open,
+/// and other users' requests are counted separately, so nothing needs restoring. Older
+/// kernels only have the `kernel.bpf_stats_enabled` sysctl: it is set, and put back as it
+/// was on drop.
+#[derive(Debug)]
+pub enum BpfStats {
+    /// On through `BPF_ENABLE_STATS`, until this fd closes.
+    Fd(OwnedFd),
+    /// On through the sysctl, which held `previous` before.
+    Sysctl {
+        /// The sysctl's value before (restored on drop).
+        previous: String,
+    },
+    /// Off: why (the kernel refused both ways).
+    Unavailable(String),
+}
+
+/// Where the sysctl lives.
+const BPF_STATS_SYSCTL: &str = "/proc/sys/kernel/bpf_stats_enabled";
+
+impl BpfStats {
+    /// Turn the statistics on for as long as the returned value lives.
+    #[must_use]
+    pub fn enable() -> BpfStats {
+        let command = match aya::sys::enable_stats(aya::sys::Stats::RunTime) {
+            Ok(fd) => return BpfStats::Fd(fd),
+            Err(e) => e.to_string(),
+        };
+        let previous = match std::fs::read_to_string(BPF_STATS_SYSCTL) {
+            Ok(v) => v.trim().to_owned(),
+            Err(e) => {
+                return BpfStats::Unavailable(format!(
+                    "BPF_ENABLE_STATS: {command}; {BPF_STATS_SYSCTL}: {e}"
+                ));
+            }
+        };
+        if previous == "1" {
+            return BpfStats::Sysctl { previous };
+        }
+        match std::fs::write(BPF_STATS_SYSCTL, "1") {
+            Ok(()) => BpfStats::Sysctl { previous },
+            Err(e) => BpfStats::Unavailable(format!(
+                "BPF_ENABLE_STATS: {command}; {BPF_STATS_SYSCTL}: {e}"
+            )),
+        }
+    }
+
+    /// Whether the kernel is keeping the statistics.
+    #[must_use]
+    pub fn enabled(&self) -> bool {
+        !matches!(self, BpfStats::Unavailable(_))
+    }
+}
+
+impl Drop for BpfStats {
+    fn drop(&mut self) {
+        if let BpfStats::Sysctl { previous } = self
+            && previous != "1"
+            && let Err(e) = std::fs::write(BPF_STATS_SYSCTL, previous.as_bytes())
+        {
+            eprintln!("tracer: could not restore {BPF_STATS_SYSCTL} to {previous}: {e}");
+        }
+    }
+}
+
+/// Each loaded program's run time and run count since it was loaded (cumulative; the
+/// kernel counts only while [`BpfStats`] is on). Programs never loaded are left out.
+#[must_use]
+pub fn program_costs(ebpf: &Ebpf) -> Vec<ProgramCost> {
+    let mut out: Vec<ProgramCost> = ebpf
+        .programs()
+        .filter_map(|(name, program)| {
+            let info = program.info().ok()?;
+            Some(ProgramCost {
+                name: name.to_owned(),
+                run_ns: u64::try_from(info.run_time().as_nanos()).unwrap_or(u64::MAX),
+                runs: info.run_count(),
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
+}
+
+/// Offset of `recursion_misses` in the kernel's `struct bpf_prog_info` (uapi, since Linux
+/// 5.12; appended fields never move).
+const PROG_INFO_RECURSION_MISSES: usize = 208;
+/// `BPF_OBJ_GET_INFO_BY_FD`.
+const BPF_OBJ_GET_INFO_BY_FD: libc::c_long = 15;
+
+/// Runs of the loaded programs the kernel skipped, summed: each program's
+/// `recursion_misses`. The kernel skips a program that would run while it (or, for kprobe
+/// and tracepoint programs, any such program) already runs on that CPU, and counts it only
+/// there. 0 on kernels before 5.12, which do not count.
+#[must_use]
+pub fn program_misses(ebpf: &Ebpf) -> u64 {
+    use std::os::fd::AsFd as _;
+    ebpf.programs()
+        .filter_map(|(_, program)| program.fd().ok())
+        .map(|fd| {
+            // Room for every field up to and past recursion_misses; the kernel fills what
+            // it knows and says how much in info_len.
+            let mut info = [0u8; 256];
+            match object_info(fd.as_fd(), &mut info) {
+                Some(len) if len >= PROG_INFO_RECURSION_MISSES + 8 => info
+                    .get(PROG_INFO_RECURSION_MISSES..PROG_INFO_RECURSION_MISSES + 8)
+                    .and_then(|b| b.try_into().ok())
+                    .map_or(0, u64::from_ne_bytes),
+                _ => 0,
+            }
+        })
+        .fold(0, u64::saturating_add)
+}
+
+/// `BPF_LINK_TYPE_PERF_EVENT`: how kprobes are attached on Linux >= 5.15.
+const BPF_LINK_TYPE_PERF_EVENT: u32 = 7;
+/// `BPF_PERF_EVENT_KPROBE` and `BPF_PERF_EVENT_KRETPROBE`.
+const BPF_PERF_EVENT_KPROBES: [u32; 2] = [3, 4];
+/// Offsets in `struct bpf_link_info` (uapi): its `prog_id`, the perf event's type, and the
+/// kprobe's `missed` count (added in Linux 6.7; appended fields never move).
+const LINK_INFO_PROG_ID: usize = 8;
+const LINK_INFO_PERF_EVENT_TYPE: usize = 16;
+const LINK_INFO_KPROBE_MISSED: usize = 48;
+
+/// `BPF_OBJ_GET_INFO_BY_FD` into `info`; the length the kernel filled, or None.
+fn object_info(fd: std::os::fd::BorrowedFd<'_>, info: &mut [u8; 256]) -> Option<usize> {
+    use std::os::fd::AsRawFd as _;
+    let mut attr = [0u8; 16];
+    let raw = u32::try_from(fd.as_raw_fd()).ok()?;
+    attr[0..4].copy_from_slice(&raw.to_ne_bytes());
+    attr[4..8].copy_from_slice(&256u32.to_ne_bytes());
+    attr[8..16].copy_from_slice(&(info.as_mut_ptr() as u64).to_ne_bytes());
+    // SAFETY: attr is a `bpf_attr.info` (bpf_fd, info_len, info pointer); the kernel writes
+    // at most info_len bytes at info.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            BPF_OBJ_GET_INFO_BY_FD,
+            attr.as_mut_ptr(),
+            attr.len(),
+        )
+    };
+    let len = u32::from_ne_bytes(attr[4..8].try_into().ok()?);
+    (rc == 0).then(|| usize::try_from(len).ok()).flatten()
+}
+
+fn u32_at(b: &[u8], at: usize) -> Option<u32> {
+    b.get(at..at + 4)?.try_into().ok().map(u32::from_ne_bytes)
+}
+
+fn u64_at(b: &[u8], at: usize) -> Option<u64> {
+    b.get(at..at + 8)?.try_into().ok().map(u64::from_ne_bytes)
+}
+
+/// Whether this kernel's kprobe links report their `missed` count (Linux >= 6.7).
+#[must_use]
+pub fn kprobe_misses_reported() -> bool {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    crate::host::kernel_version(&release) >= Some((6, 7))
+}
+
+/// Hits of tracer's kprobes and kretprobes the kernel did not run their programs for,
+/// summed over this process's kprobe links (the kernel's `nmissed`: recursion, and
+/// kretprobe instances exhausted). 0 where kprobes are not links (before 5.15) or links
+/// do not carry the count (before 6.7; see [`kprobe_misses_reported`]).
+#[must_use]
+pub fn kprobe_misses(ebpf: &Ebpf) -> u64 {
+    let ours: Vec<u32> = ebpf
+        .programs()
+        .filter_map(|(_, p)| p.info().ok().map(|i| i.id()))
+        .collect();
+    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
+        return 0;
+    };
+    let mut missed = 0u64;
+    for entry in dir.flatten() {
+        let is_link =
+            std::fs::read_link(entry.path()).is_ok_and(|t| t.as_os_str() == "anon_inode:bpf_link");
+        let Some(raw) = is_link
+            .then(|| entry.file_name().to_str()?.parse::<i32>().ok())
+            .flatten()
+        else {
+            continue;
+        };
+        // SAFETY: an fd this process has open (an anon inode cannot be opened again through
+        // /proc); were it closed meanwhile, the call fails or describes another object,
+        // which the type checks below reject.
+        let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(raw) };
+        let mut info = [0u8; 256];
+        let Some(len) = object_info(fd, &mut info) else {
+            continue;
+        };
+        let b = &info[..len.min(info.len())];
+        let kprobe = u32_at(b, 0) == Some(BPF_LINK_TYPE_PERF_EVENT)
+            && u32_at(b, LINK_INFO_PROG_ID).is_some_and(|id| ours.contains(&id))
+            && u32_at(b, LINK_INFO_PERF_EVENT_TYPE)
+                .is_some_and(|t| BPF_PERF_EVENT_KPROBES.contains(&t));
+        if kprobe {
+            missed = missed.saturating_add(u64_at(b, LINK_INFO_KPROBE_MISSED).unwrap_or(0));
+        }
+    }
+    missed
+}
+
+/// Each loaded program the kernel skipped runs of, with how many (for `--verbose`).
+#[must_use]
+pub fn program_misses_by_program(ebpf: &Ebpf) -> Vec<(String, u64)> {
+    use std::os::fd::AsFd as _;
+    ebpf.programs()
+        .filter_map(|(name, program)| {
+            let fd = program.fd().ok()?;
+            let mut info = [0u8; 256];
+            let len = object_info(fd.as_fd(), &mut info)?;
+            let n = u64_at(&info[..len.min(info.len())], PROG_INFO_RECURSION_MISSES)?;
+            (n > 0).then(|| (name.to_owned(), n))
+        })
+        .collect()
+}
+
+/// The programs' total: run time and runs.
+#[must_use]
+pub fn total_cost(costs: &[ProgramCost]) -> (Duration, u64) {
+    let ns = costs
+        .iter()
+        .map(|c| c.run_ns)
+        .fold(0u64, u64::saturating_add);
+    let runs = costs.iter().map(|c| c.runs).fold(0u64, u64::saturating_add);
+    (Duration::from_nanos(ns), runs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cgroup_record(id: u64, removed: u32, path: &[u8], len: u32) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend(id.to_ne_bytes());
+        b.extend(removed.to_ne_bytes());
+        b.extend(len.to_ne_bytes());
+        let mut p = vec![0xAAu8; maps::CGROUP_PATH_MAX];
+        p[..path.len()].copy_from_slice(path);
+        b.extend(p);
+        b
+    }
+
+    #[test]
+    fn cgroup_events_carry_id_path_and_removal() {
+        let made = cgroup_record(4242, 0, b"/system.slice/a.service\0", 23);
+        assert_eq!(
+            decode_cgroup_event(&made),
+            Some(CgroupEvent {
+                id: 4242,
+                removed: false,
+                path: "/system.slice/a.service".into()
+            })
+        );
+        let gone = decode_cgroup_event(&cgroup_record(7, 1, b"/wa\0", 3)).unwrap();
+        assert!(gone.removed);
+        assert_eq!(gone.path, "/wa");
+        // The bytes after the NUL are whatever the ring held before: never part of the path.
+        let lying = decode_cgroup_event(&cgroup_record(7, 0, b"/x\0", 40)).unwrap();
+        assert_eq!(lying.path, "/x");
+        assert_eq!(decode_cgroup_event(&made[..100]), None, "short record");
+    }
+
+    fn slow_record(probe: u16, caller: u16, flags: u32, comm: &[u8]) -> Vec<u8> {
+        let e = SlowCallEvent {
+            ts_ns: 5_000_000_000,
+            pid: 321,
+            tid: 322,
+            comm: {
+                let mut c = [0u8; 16];
+                c[..comm.len()].copy_from_slice(comm);
+                c
+            },
+            cgroup: 99,
+            probe,
+            caller,
+            flags,
+            latency_ns: 48_000_000,
+            pruned_ns: 40_000_000,
+        };
+        // SAFETY: SlowCallEvent is repr(C) plain data without padding.
+        unsafe {
+            std::slice::from_raw_parts((&raw const e).cast::<u8>(), size_of::<SlowCallEvent>())
+        }
+        .to_vec()
+    }
+
+    #[test]
+    fn slow_calls_decode_every_field_the_kernel_lays_out() {
+        let clock = ClockOffset {
+            realtime_minus_monotonic_ns: 1_700_000_000_000_000_000,
+        };
+        let rec = slow_record(Probe::VfsRmdir.id(), NO_CALLER, SLOW_PRUNED, b"rmdir");
+        assert_eq!(
+            decode_slow_call(&rec, clock),
+            Some(SlowCall {
+                at_unix_ns: 1_700_000_005_000_000_000,
+                pid: 321,
+                tid: 322,
+                comm: "rmdir".into(),
+                cgroup: 99,
+                probe: Probe::VfsRmdir,
+                caller: None,
+                latency_ns: 48_000_000,
+                pruned_under_lock_ns: Some(40_000_000),
+            })
+        );
+        let nested = slow_record(
+            Probe::SynchronizeRcuExpedited.id(),
+            Probe::NamespaceUnlock.id(),
+            0,
+            b"umount\xff\xfe",
+        );
+        let call = decode_slow_call(&nested, clock).unwrap();
+        assert_eq!(call.caller, Some(Probe::NamespaceUnlock));
+        assert_eq!(
+            call.pruned_under_lock_ns, None,
+            "not known without the flag"
+        );
+        assert_eq!(call.comm, "umount\u{fffd}\u{fffd}", "lossy UTF-8");
+        assert_eq!(decode_slow_call(&slow_record(999, 0, 0, b"x"), clock), None);
+        assert_eq!(decode_slow_call(&rec[..60], clock), None);
+    }
+
+    #[test]
+    fn kernel_time_converts_to_unix_time() {
+        let clock = ClockOffset {
+            realtime_minus_monotonic_ns: 1_000,
+        };
+        assert_eq!(clock.to_unix_ns(5), 1_005);
+        let behind = ClockOffset {
+            realtime_minus_monotonic_ns: -1_000,
+        };
+        assert_eq!(behind.to_unix_ns(5), 0, "before 1970 clamps");
+        // The measured offset puts "now" in monotonic time at about now in Unix time.
+        let measured = ClockOffset::measure();
+        let mut mono = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: writes one timespec.
+        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &raw mut mono) };
+        let mono_ns = u64::try_from(mono.tv_sec).unwrap() * 1_000_000_000
+            + u64::try_from(mono.tv_nsec).unwrap();
+        let unix_ns = u64::try_from(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos(),
+        )
+        .unwrap();
+        let error = unix_ns.abs_diff(measured.to_unix_ns(mono_ns));
+        assert!(error < 1_000_000_000, "off by {error} ns");
+    }
+
+    #[test]
+    fn costs_add_up() {
+        let costs = [
+            ProgramCost {
+                name: "vfs_rmdir_entry".into(),
+                run_ns: 1_000,
+                runs: 10,
+            },
+            ProgramCost {
+                name: "vfs_rmdir_exit".into(),
+                run_ns: 3_000,
+                runs: 10,
+            },
+        ];
+        assert_eq!(total_cost(&costs), (Duration::from_micros(4), 20));
+    }
+}
+
+/// On a real kernel (root and BPF needed; tracepoints suffice, no kprobes):
+/// `cargo test -p tracer --lib collect::events::kernel -- --ignored`.
+#[cfg(test)]
+mod kernel {
+    use aya::maps::{PerCpuHashMap, PerCpuValues};
+    use tracer_common::maps::{CounterKey, HistKey, Stat};
+
+    use super::*;
+    use crate::attach as probes;
+
+    fn per_cpu<V: aya::Pod + Clone>(v: V) -> PerCpuValues<V> {
+        let cpus = aya::util::nr_cpus().expect("CPU count");
+        PerCpuValues::try_from(vec![v; cpus]).expect("per-CPU values")
+    }
+
+    #[test]
+    #[ignore = "needs root and a kernel that loads BPF programs"]
+    fn forgetting_cgroups_deletes_exactly_their_entries() {
+        let mut a = probes::attach(&[Probe::SysRmdir], probes::AttachMode::Auto).unwrap();
+        let ebpf = &mut a.ebpf;
+        // Entries for cgroups 1_000_001 (forgotten) and 1_000_002 (kept), made by hand.
+        for cgroup in [1_000_001, 1_000_002] {
+            let mut hist: PerCpuHashMap<_, HistKey, Stat> =
+                PerCpuHashMap::try_from(ebpf.map_mut(maps::HIST).unwrap()).unwrap();
+            for bucket in [3, 40, 41] {
+                let key = HistKey {
+                    cgroup,
+                    probe: 10,
+                    caller: NO_CALLER,
+                    bucket,
+                };
+                let stat = Stat {
+                    count: 1,
+                    sum_ns: 5,
+                    min_ns: 5,
+                    max_ns: 5,
+                };
+                hist.insert(key, per_cpu(stat), 0).unwrap();
+            }
+            let mut counters: PerCpuHashMap<_, CounterKey, u64> =
+                PerCpuHashMap::try_from(ebpf.map_mut(maps::COUNTERS).unwrap()).unwrap();
+            let key = CounterKey {
+                cgroup,
+                counter: 0,
+                _pad: 0,
+            };
+            counters.insert(key, per_cpu(7u64), 0).unwrap();
+        }
+        assert_eq!(forget_cgroups(ebpf, &[1_000_001, 5]).unwrap(), 3 + 1);
+        assert_eq!(
+            forget_cgroups(ebpf, &[1_000_001]).unwrap(),
+            0,
+            "already gone"
+        );
+        let hist: PerCpuHashMap<_, HistKey, Stat> =
+            PerCpuHashMap::try_from(ebpf.map(maps::HIST).unwrap()).unwrap();
+        let left: Vec<u64> = hist
+            .keys()
+            .filter_map(Result::ok)
+            .map(|k| k.cgroup)
+            .filter(|c| *c > 1_000_000)
+            .collect();
+        assert_eq!(left, vec![1_000_002; 3]);
+    }
+
+    #[test]
+    #[ignore = "needs root and a kernel that loads BPF programs"]
+    fn slow_rmdir_syscalls_and_cgroups_come_through_the_rings() {
+        let mut a = probes::attach(&[Probe::SysRmdir], probes::AttachMode::Auto).unwrap();
+        assert!(a.cgroup_events, "{:?}", a.warnings);
+        set_slow_threshold(&mut a.ebpf, 1).unwrap();
+        let root = crate::host::cgroup::find_cgroup2().unwrap();
+        let dir = root.join(format!("tracer-test-{}", std::process::id()));
+        std::fs::create_dir(&dir).unwrap();
+        // Our own calls are not traced: a child makes the rmdir.
+        let gone = std::env::temp_dir().join(format!("tracer-slow-{}", std::process::id()));
+        std::fs::create_dir(&gone).unwrap();
+        let child = std::process::Command::new("rmdir")
+            .arg(&gone)
+            .status()
+            .unwrap();
+        assert!(child.success());
+        std::fs::remove_dir(&dir).unwrap();
+        let id = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&root).unwrap());
+        let events = drain_cgroup_events(&mut a.ebpf).unwrap();
+        let name = format!("/{}", dir.file_name().unwrap().to_string_lossy());
+        let ours: Vec<_> = events.iter().filter(|e| e.path == name).collect();
+        assert_eq!(ours.len(), 2, "made and removed: {events:?}");
+        assert!(!ours[0].removed && ours[1].removed && ours[0].id == ours[1].id);
+        assert_ne!(ours[0].id, id);
+        let slow = drain_slow_calls(&mut a.ebpf).unwrap();
+        assert!(
+            slow.iter()
+                .any(|c| c.probe == Probe::SysRmdir && c.comm == "rmdir"),
+            "{slow:?}"
+        );
+        let costs = program_costs(&a.ebpf);
+        assert!(
+            costs.iter().any(|c| c.name == "sys_exit_rmdir"),
+            "{costs:?}"
+        );
+    }
+}

@@ -1,0 +1,371 @@
+//! Reads the kernel's maps into a [`Snapshot`]; [`events`] drains the kernel's ring
+//! buffers (cgroups made and removed, slow calls) and holds the controls a live view
+//! needs (slow-call threshold, forgetting cgroups, the programs' own CPU cost).
+
+mod error;
+pub mod events;
+
+pub use events::{
+    BpfStats, CgroupEvent, ClockOffset, drain_cgroup_events, drain_slow_calls, forget_cgroups,
+    kprobe_misses_reported, program_costs, program_misses_by_program, set_slow_threshold,
+    total_cost,
+};
+
+use std::collections::BTreeMap;
+
+use aya::{
+    Ebpf,
+    maps::{MapData, PerCpuArray, PerCpuHashMap, PerCpuValues},
+};
+use tracer_common::{
+    NO_CALLER, Probe,
+    maps::{self, CounterId, CounterKey, HistKey, Loss, ProbeCounters, Stat},
+};
+
+use tracer_core::snapshot::{
+    AttachState, Counter, GONE_CGROUP, Latency, Meta, ProbeStatus, SeriesKey, Snapshot,
+};
+
+pub use error::CollectError;
+
+fn per_cpu_hash<'a, K: aya::Pod, V: aya::Pod>(
+    ebpf: &'a Ebpf,
+    name: &'static str,
+) -> Result<PerCpuHashMap<&'a MapData, K, V>, CollectError> {
+    let map = ebpf.map(name).ok_or(CollectError::MissingMap(name))?;
+    PerCpuHashMap::try_from(map).map_err(|e| CollectError::Map(name, e))
+}
+
+/// Read the maps: latency series per (probe, caller, cgroup), event counters, losses and
+/// each probe's counters, under the attach `states`. Cgroup ids are named from `cgroups`;
+/// others (cgroups removed since) collapse into one "(gone)" row.
+///
+/// # Errors
+/// When a map cannot be read.
+pub fn read(
+    ebpf: &Ebpf,
+    states: &BTreeMap<Probe, AttachState>,
+    cgroups: &BTreeMap<u64, String>,
+    meta: Meta,
+) -> Result<Snapshot, CollectError> {
+    let known = |id: u64| {
+        if cgroups.contains_key(&id) {
+            id
+        } else {
+            GONE_CGROUP
+        }
+    };
+    let mut snap = read_with(ebpf, states, meta, known)?;
+    let used: std::collections::BTreeSet<u64> = snap
+        .series
+        .keys()
+        .map(|k| k.cgroup)
+        .chain(snap.counters.keys().map(|(_, c)| *c))
+        .collect();
+    snap.cgroups = used
+        .iter()
+        .filter_map(|id| cgroups.get(id).map(|p| (*id, p.clone())))
+        .collect();
+    Ok(snap)
+}
+
+/// Read the maps keeping every cgroup id as the kernel gave it (a live source names and
+/// folds them itself); `cgroups` is left empty.
+///
+/// # Errors
+/// When a map cannot be read.
+pub fn read_raw(
+    ebpf: &Ebpf,
+    states: &BTreeMap<Probe, AttachState>,
+    meta: Meta,
+) -> Result<Snapshot, CollectError> {
+    read_with(ebpf, states, meta, |id| id)
+}
+
+fn read_with(
+    ebpf: &Ebpf,
+    states: &BTreeMap<Probe, AttachState>,
+    meta: Meta,
+    known: impl Fn(u64) -> u64 + Copy,
+) -> Result<Snapshot, CollectError> {
+    let mut snap = Snapshot::new(meta);
+    read_series(ebpf, &mut snap, known)?;
+    read_events(ebpf, &mut snap, known)?;
+    read_losses(ebpf, &mut snap)?;
+    read_probe_counters(ebpf, &mut snap, states)?;
+    Ok(snap)
+}
+
+/// A series being read: its (bucket, calls) pairs and their total.
+type BucketsAndTotal = (Vec<(u32, u64)>, Stat);
+
+/// `HIST` into latency series: a series' buckets, and its count, sum, min and max from
+/// theirs.
+fn read_series(
+    ebpf: &Ebpf,
+    snap: &mut Snapshot,
+    known: impl Fn(u64) -> u64,
+) -> Result<(), CollectError> {
+    let hist: PerCpuHashMap<_, HistKey, Stat> = per_cpu_hash(ebpf, maps::HIST)?;
+    let mut series: BTreeMap<(u64, u16, u16), BucketsAndTotal> = BTreeMap::new();
+    for item in &hist {
+        let (key, per_cpu) = item.map_err(|e| CollectError::Map(maps::HIST, e))?;
+        let bucket = fold_stats(&per_cpu);
+        if bucket.count == 0 {
+            continue;
+        }
+        let (buckets, total) = series
+            .entry((key.cgroup, key.probe, key.caller))
+            .or_insert_with(|| (Vec::new(), EMPTY_STAT));
+        buckets.push((key.bucket, bucket.count));
+        *total = merge_stats(*total, bucket);
+    }
+
+    for ((cgroup, probe, caller), (buckets, total)) in series {
+        let Some(probe) = Probe::from_id(probe) else {
+            continue;
+        };
+        let caller = if caller == NO_CALLER {
+            None
+        } else {
+            Probe::from_id(caller)
+        };
+        let lat = Latency::from_buckets(buckets, total.sum_ns, total.min_ns, total.max_ns);
+        snap.series_mut(SeriesKey {
+            probe,
+            caller,
+            cgroup: known(cgroup),
+        })
+        .merge(&lat);
+    }
+    Ok(())
+}
+
+/// `COUNTERS` into per-cgroup event counters.
+fn read_events(
+    ebpf: &Ebpf,
+    snap: &mut Snapshot,
+    known: impl Fn(u64) -> u64,
+) -> Result<(), CollectError> {
+    let events: PerCpuHashMap<_, CounterKey, u64> = per_cpu_hash(ebpf, maps::COUNTERS)?;
+    for item in &events {
+        let (key, per_cpu) = item.map_err(|e| CollectError::Map(maps::COUNTERS, e))?;
+        let counter = match key.counter {
+            c if c == CounterId::NegativeDentries as u32 => Counter::NegativeDentries,
+            c if c == CounterId::DroppedDentries as u32 => Counter::DroppedDentries,
+            c if c == CounterId::LockWaitersBlocked as u32 => Counter::LockWaitersBlocked,
+            _ => continue,
+        };
+        snap.count(counter, known(key.cgroup), per_cpu.iter().sum());
+    }
+    Ok(())
+}
+
+/// `LOSSES` into the losses not tied to one probe.
+fn read_losses(ebpf: &Ebpf, snap: &mut Snapshot) -> Result<(), CollectError> {
+    let map = ebpf
+        .map(maps::LOSSES)
+        .ok_or(CollectError::MissingMap(maps::LOSSES))?;
+    let losses: PerCpuArray<_, u64> =
+        PerCpuArray::try_from(map).map_err(|e| CollectError::Map(maps::LOSSES, e))?;
+    for loss in Loss::ALL {
+        let n: u64 = if loss == Loss::ProgramMisses {
+            // The kernel's own count, not the programs'.
+            events::program_misses(ebpf)
+        } else if loss == Loss::KprobeMisses {
+            events::kprobe_misses(ebpf)
+        } else {
+            losses
+                .get(&(loss as u32), 0)
+                .map_err(|e| CollectError::Map(maps::LOSSES, e))?
+                .iter()
+                .sum()
+        };
+        if n > 0 {
+            snap.losses.insert(loss, n);
+            say_why(ebpf, loss, n);
+        }
+    }
+    Ok(())
+}
+
+/// Each kind of loss said once (`--verbose`), with what the kernel programs saw the first
+/// time (or, for runs the kernel skipped, which programs).
+fn say_why(ebpf: &Ebpf, loss: Loss, n: u64) {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static SAID: AtomicU32 = AtomicU32::new(0);
+    let bit = 1 << (loss as u32);
+    if !log::log_enabled!(log::Level::Info) || SAID.fetch_or(bit, Ordering::Relaxed) & bit != 0 {
+        return;
+    }
+    let first = ebpf
+        .map(maps::LOSS_FIRST)
+        .and_then(|m| aya::maps::Array::<_, u64>::try_from(m).ok())
+        .and_then(|a| a.get(&(loss as u32), 0).ok())
+        .unwrap_or(0);
+    let detail = if loss == Loss::ProgramMisses {
+        let by: Vec<String> = events::program_misses_by_program(ebpf)
+            .iter()
+            .map(|(p, n)| format!("{p} x{n}"))
+            .collect();
+        format!("; skipped: {}", by.join(", "))
+    } else {
+        first_detail(loss, first)
+    };
+    log::info!("loss {} x{n}: {}{detail}", loss.name(), loss.meaning());
+}
+
+/// What the kernel programs kept of a loss's first occurrence (`LOSS_FIRST`), in words.
+fn first_detail(loss: Loss, first: u64) -> String {
+    match loss {
+        #[expect(clippy::cast_possible_wrap, reason = "a -errno stored as u64")]
+        Loss::CounterDrops if first != 0 => {
+            let errno = -(first as i64);
+            let name = match errno {
+                7 => " (E2BIG: the map is full)",
+                12 => " (ENOMEM)",
+                _ => "",
+            };
+            format!("; the first failed map update returned errno {errno}{name}")
+        }
+        Loss::DentryReadFailures if first != 0 => {
+            format!("; the first dentry not readable was at {first:#x}")
+        }
+        Loss::RmdirLockDrops if first != 0 => {
+            format!("; the first lock without a slot was at {first:#x}")
+        }
+        _ => String::new(),
+    }
+}
+
+/// `PROBE_COUNTERS` into each probe's status.
+fn read_probe_counters(
+    ebpf: &Ebpf,
+    snap: &mut Snapshot,
+    states: &BTreeMap<Probe, AttachState>,
+) -> Result<(), CollectError> {
+    let map = ebpf
+        .map(maps::PROBE_COUNTERS)
+        .ok_or(CollectError::MissingMap(maps::PROBE_COUNTERS))?;
+    let counters: PerCpuArray<_, ProbeCounters> =
+        PerCpuArray::try_from(map).map_err(|e| CollectError::Map(maps::PROBE_COUNTERS, e))?;
+    for (probe, state) in states {
+        let per_cpu = counters
+            .get(&u32::from(probe.id()), 0)
+            .map_err(|e| CollectError::Map(maps::PROBE_COUNTERS, e))?;
+        let c = per_cpu
+            .iter()
+            .fold(ProbeCounters::default(), |a, b| ProbeCounters {
+                entries: a.entries + b.entries,
+                exits: a.exits + b.exits,
+                exits_without_entry: a.exits_without_entry + b.exits_without_entry,
+                start_drops: a.start_drops + b.start_drops,
+                hist_drops: a.hist_drops + b.hist_drops,
+            });
+        snap.probes.insert(
+            *probe,
+            ProbeStatus {
+                state: state.clone(),
+                entries: c.entries,
+                exits: c.exits,
+                exits_without_entry: c.exits_without_entry,
+                start_drops: c.start_drops,
+                hist_drops: c.hist_drops,
+            },
+        );
+    }
+    Ok(())
+}
+
+/// No calls.
+const EMPTY_STAT: Stat = Stat {
+    count: 0,
+    sum_ns: 0,
+    min_ns: u64::MAX,
+    max_ns: 0,
+};
+
+/// The calls of both (a summary with no calls adds nothing, whatever its min).
+fn merge_stats(a: Stat, b: Stat) -> Stat {
+    if b.count == 0 {
+        return a;
+    }
+    Stat {
+        count: a.count + b.count,
+        sum_ns: a.sum_ns.saturating_add(b.sum_ns),
+        min_ns: a.min_ns.min(b.min_ns),
+        max_ns: a.max_ns.max(b.max_ns),
+    }
+}
+
+/// One bucket's calls over all CPUs.
+fn fold_stats(per_cpu: &PerCpuValues<Stat>) -> Stat {
+    per_cpu.iter().copied().fold(EMPTY_STAT, merge_stats)
+}
+
+/// Function entries seen so far over all probes (for the live status line); 0 if unreadable.
+#[must_use]
+pub fn calls_so_far(ebpf: &Ebpf) -> u64 {
+    let Some(map) = ebpf.map(maps::PROBE_COUNTERS) else {
+        return 0;
+    };
+    let Ok(counters) = PerCpuArray::<_, ProbeCounters>::try_from(map) else {
+        return 0;
+    };
+    counters
+        .iter()
+        .flatten()
+        .flat_map(|per_cpu| per_cpu.iter().map(|c| c.entries).collect::<Vec<_>>())
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_series_totals_are_its_buckets_calls_on_every_cpu() {
+        let stat = |count, sum_ns, min_ns, max_ns| Stat {
+            count,
+            sum_ns,
+            min_ns,
+            max_ns,
+        };
+        // Bucket of 96-111 ns on three CPUs; the second has no calls (a zeroed slot, made
+        // when another CPU's first call created the entry) and must not make min 0.
+        let bucket = [
+            stat(2, 200, 97, 103),
+            stat(0, 0, 0, 0),
+            stat(1, 110, 110, 110),
+        ]
+        .into_iter()
+        .fold(EMPTY_STAT, merge_stats);
+        assert_eq!(bucket, stat(3, 310, 97, 110));
+        // A series of that bucket and one of 1-2 us: exact sum, min and max.
+        let series = merge_stats(bucket, stat(4, 6_000, 1_100, 1_900));
+        assert_eq!(series, stat(7, 6_310, 97, 1_900));
+        assert_eq!(merge_stats(EMPTY_STAT, EMPTY_STAT).count, 0);
+    }
+
+    #[test]
+    fn the_first_reason_of_a_loss_is_said_in_words() {
+        // The kernel keeps -errno as u64: a full hash map refuses an insert with -E2BIG.
+        let e2big = (-7i64).cast_unsigned();
+        assert_eq!(
+            first_detail(Loss::CounterDrops, e2big),
+            "; the first failed map update returned errno 7 (E2BIG: the map is full)"
+        );
+        assert_eq!(
+            first_detail(Loss::RmdirLockDrops, 0xffff_8880_0456_7a40),
+            "; the first lock without a slot was at 0xffff888004567a40"
+        );
+        assert!(first_detail(Loss::CounterDrops, (-12i64).cast_unsigned()).contains("ENOMEM"));
+        assert_eq!(
+            first_detail(Loss::DentryReadFailures, 0xffff_8880_0123_4000),
+            "; the first dentry not readable was at 0xffff888001234000"
+        );
+        // Nothing kept (or nothing to keep): nothing said.
+        assert_eq!(first_detail(Loss::RmdirLockDrops, 0), "");
+        assert_eq!(first_detail(Loss::SlowCallDrops, 5), "");
+    }
+}

@@ -1,0 +1,684 @@
+//! Every tunable number of the model: its unit, what it stands for in the kernel, and where
+//! its default comes from, in groups: the machine ([`Cpus`]), the grace-period machinery
+//! ([`GpCosts`]), the superblock's umount costs ([`Superblock`]) and one group per workload.
+//! Each scenario's parameters are a [`Setup`] of the groups it reads, with the defaults of
+//! its seed thread's machine; `--set key=value` and `--calibrate` change them further. A duration is read by the binary's one duration parser
+//! ([`tracer_core::units::parse_duration`]) and shown by its one formatter
+//! ([`tracer_core::units::ns`]); a choice is a typed value named as the kernel names it.
+
+use std::fmt::Write as _;
+
+use tracer_core::units;
+
+/// One parameter's description.
+#[derive(Clone, Copy, Debug)]
+pub struct Spec {
+    /// Name used by `--set`.
+    pub key: &'static str,
+    /// What it stands for, and where its default comes from.
+    pub doc: &'static str,
+}
+
+/// A value chosen by name.
+pub trait Named: Copy + PartialEq + 'static {
+    /// Every value with its name, the default first.
+    const NAMES: &'static [(&'static str, Self)];
+}
+
+macro_rules! named {
+    ($(#[$meta:meta])* $name:ident { $( $(#[doc = $doc:literal])+ $variant:ident = $text:literal, )+ }) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum $name {
+            $( $(#[doc = $doc])+ $variant, )+
+        }
+
+        impl Named for $name {
+            const NAMES: &'static [(&'static str, Self)] = &[$( ($text, $name::$variant), )+];
+        }
+    };
+}
+
+named! {
+    /// The filesystem of the directory that is removed.
+    Fs {
+        /// Keeps negative dentries.
+        Ext4 = "ext4",
+        /// Deletes them at once (`always_delete_dentry`).
+        Tmpfs = "tmpfs",
+    }
+}
+
+named! {
+    /// How the negative dentries are made.
+    Populate {
+        /// Unlink of existing files: `d_delete` leaves each one negative.
+        Unlink = "unlink",
+        /// Failed lookups (Linus's dirtest).
+        Lookup = "lookup",
+    }
+}
+
+named! {
+    /// Which directory the concurrent `ls` reads.
+    LookupIn {
+        /// The removed directory's parent (the report).
+        Parent = "parent",
+        /// The removed directory itself (Linus's first test).
+        Victim = "victim",
+    }
+}
+
+impl Named for bool {
+    const NAMES: &'static [(&'static str, Self)] = &[("yes", true), ("no", false)];
+}
+
+/// How each kind of parameter is read, shown and described.
+#[expect(
+    clippy::unnecessary_wraps,
+    clippy::extra_unused_type_parameters,
+    reason = "every format has the same signatures, so that params! can call whichever a \
+              parameter names"
+)]
+mod format {
+    use super::{Named, units};
+
+    /// A duration in nanoseconds, written with a unit.
+    pub struct Ns;
+    /// A plain count.
+    pub struct Count;
+    /// A percentage, 0 to 100.
+    pub struct Percent;
+    /// One of a few names.
+    pub struct Choice;
+
+    impl Ns {
+        pub fn parse(text: &str) -> Result<u64, String> {
+            let t = text.trim().replace('_', "");
+            if !t.is_empty() && t.chars().all(|c| c.is_ascii_digit()) {
+                // The binary's one parser reads a bare number as seconds; a parameter in
+                // nanoseconds says which it means instead.
+                return Err("a duration needs a unit".into());
+            }
+            let d = tracer_core::units::parse_duration(&t)?;
+            u64::try_from(d.as_nanos()).map_err(|_| "out of range".into())
+        }
+        pub fn show(v: u64) -> String {
+            units::ns(v)
+        }
+        pub fn number(v: u64) -> Option<u64> {
+            Some(v)
+        }
+        pub fn from_number(v: u64) -> Option<u64> {
+            Some(v)
+        }
+        pub fn expected<T>() -> String {
+            "expected a duration with a unit such as 189ns, 20us, 4ms or 1.5s".into()
+        }
+    }
+
+    impl Count {
+        pub fn parse(text: &str) -> Result<u64, String> {
+            text.trim()
+                .replace('_', "")
+                .parse()
+                .map_err(|e| format!("{e}"))
+        }
+        pub fn show(v: u64) -> String {
+            v.to_string()
+        }
+        pub fn number(v: u64) -> Option<u64> {
+            Some(v)
+        }
+        pub fn from_number(v: u64) -> Option<u64> {
+            Some(v)
+        }
+        pub fn expected<T>() -> String {
+            "expected a whole number such as 5000 or 10_000_000".into()
+        }
+    }
+
+    impl Percent {
+        pub fn parse(text: &str) -> Result<u64, String> {
+            match text.trim().trim_end_matches('%').parse::<u64>() {
+                Ok(v) if v <= 100 => Ok(v),
+                Ok(_) => Err("above 100".into()),
+                Err(e) => Err(format!("{e}")),
+            }
+        }
+        pub fn show(v: u64) -> String {
+            format!("{v}%")
+        }
+        pub fn number(v: u64) -> Option<u64> {
+            Some(v)
+        }
+        pub fn from_number(v: u64) -> Option<u64> {
+            Some(v)
+        }
+        pub fn expected<T>() -> String {
+            "expected a percentage from 0 to 100".into()
+        }
+    }
+
+    impl Choice {
+        pub fn parse<T: Named>(text: &str) -> Result<T, String> {
+            T::NAMES
+                .iter()
+                .find(|(n, _)| *n == text.trim())
+                .map(|(_, v)| *v)
+                .ok_or_else(|| "unknown name".into())
+        }
+        pub fn show<T: Named>(v: T) -> String {
+            T::NAMES
+                .iter()
+                .find(|(_, x)| *x == v)
+                .map_or("?", |(n, _)| n)
+                .to_owned()
+        }
+        pub fn number<T>(_: T) -> Option<u64> {
+            None
+        }
+        pub fn from_number<T>(_: u64) -> Option<T> {
+            None
+        }
+        pub fn expected<T: Named>() -> String {
+            let names: Vec<_> = T::NAMES.iter().map(|(n, _)| *n).collect();
+            format!("expected one of: {}", names.join(", "))
+        }
+    }
+}
+
+/// One group of parameters, its defaults and how `--set` reaches them.
+pub trait Group {
+    /// Every parameter of the group, in declaration order.
+    fn specs(&self) -> &'static [Spec];
+    /// The value of a numeric parameter `key` (a count, a percentage, ns).
+    fn get(&self, key: &str) -> Option<u64>;
+    /// Set the numeric parameter `key`; false if the group has none by that name.
+    fn put(&mut self, key: &str, value: u64) -> bool;
+    /// Read `key`'s value from `text`: `Ok(false)` if the group has no such key.
+    ///
+    /// # Errors
+    /// When `text` is not a valid value for `key`.
+    fn parse_into(&mut self, key: &str, text: &str) -> Result<bool, String>;
+    /// `key`'s value as a user would type it.
+    fn show(&self, key: &str) -> Option<String>;
+}
+
+macro_rules! group {
+    ($(#[doc = $gdoc:literal])+ $name:ident {
+        $( $(#[doc = $doc:literal])+ $field:ident : $ty:ty [$fmt:ident] = $default:expr; )*
+    }) => {
+        $(#[doc = $gdoc])+
+        #[derive(Clone, Debug, PartialEq, Eq)]
+        pub struct $name {
+            $( $(#[doc = $doc])+ pub $field: $ty, )*
+        }
+
+        impl Default for $name {
+            fn default() -> Self {
+                Self { $( $field: $default, )* }
+            }
+        }
+
+        impl Group for $name {
+            fn specs(&self) -> &'static [Spec] {
+                &[$( Spec { key: stringify!($field), doc: concat!($($doc),+) }, )*]
+            }
+
+            fn get(&self, key: &str) -> Option<u64> {
+                match key {
+                    $( stringify!($field) => format::$fmt::number(self.$field), )*
+                    _ => None,
+                }
+            }
+
+            fn put(&mut self, key: &str, value: u64) -> bool {
+                match key {
+                    $( stringify!($field) => match format::$fmt::from_number(value) {
+                        Some(v) => { self.$field = v; true }
+                        None => false,
+                    }, )*
+                    _ => false,
+                }
+            }
+
+            fn parse_into(&mut self, key: &str, text: &str) -> Result<bool, String> {
+                match key {
+                    $( stringify!($field) => {
+                        self.$field = format::$fmt::parse(text).map_err(|why| {
+                            format!(
+                                "bad value `{text}` for `{key}` ({why}); {}",
+                                format::$fmt::expected::<$ty>()
+                            )
+                        })?;
+                        Ok(true)
+                    } )*
+                    _ => Ok(false),
+                }
+            }
+
+            fn show(&self, key: &str) -> Option<String> {
+                match key {
+                    $( stringify!($field) => Some(format::$fmt::show(self.$field)), )*
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+group! {
+    /// The machine: CPUs, the tick, preemption, and how much its timings spread.
+    Cpus {
+        /// CPUs online.
+        cpus: u64 [Count] = 4;
+        /// Length of a jiffy, 1/HZ: RCU and SRCU advance their state machines on the scheduler
+        /// tick and sleep in whole jiffies. Default HZ=250 (distribution kernels of 2017).
+        tick_ns: u64 [Ns] = 4_000_000;
+        /// Spread of every CPU burst, +- this percent (run-to-run variation of kernel work).
+        jitter_pct: u64 [Percent] = 10;
+        /// Chance that a CPU with nothing of the scenario's to run is busy with something else
+        /// when a grace period starts (then it ticks and answers RCU itself). Assumed.
+        background_busy_pct: u64 [Percent] = 2;
+        /// Waking a task blocked in a grace-period wait until it runs (a VM's vCPU wakeup).
+        wakeup_ns: u64 [Ns] = 10_000;
+        /// Whether the kernel is preemptible (`CONFIG_PREEMPTION`; Debian's kernels are, by
+        /// `PREEMPT_DYNAMIC`). Before 6.1 a non-preemptible kernel with one CPU online skips
+        /// `synchronize_rcu`'s wait altogether (`rcu_blocking_is_gp`).
+        preemptible: bool [Choice] = true;
+    }
+}
+
+group! {
+    /// The grace-period machinery's costs: RCU's kthread and force-quiescent-state scans, expedited RCU, SRCU's reader scans and work items.
+    GpCosts {
+        /// From the tick that starts a grace period until the RCU grace-period kthread runs.
+        gp_kthread_wake_ns: u64 [Ns] = 10_000;
+        /// Jiffies the grace-period kthread sleeps before its first force-quiescent-state scan,
+        /// the only way an idle (dyntick) CPU's quiescent state is seen. The kernel's default is
+        /// 3 at HZ=1000 and 1 at HZ=250; `tracer model --fidelity` fits it to the umount
+        /// thread's 100 s on 4 CPUs (3) and says so.
+        first_fqs_jiffies: u64 [Count] = 3;
+        /// Per CPU cost of a force-quiescent-state scan (one remote cache line per CPU).
+        fqs_scan_per_cpu_ns: u64 [Ns] = 200;
+        /// Grace-period cleanup by the kthread after the last quiescent state.
+        gp_cleanup_ns: u64 [Ns] = 5_000;
+        /// Expedited RCU: fixed cost (`exp_mutex`, the CPU mask walk, waking the waiter).
+        rcu_exp_base_ns: u64 [Ns] = 15_000;
+        /// Expedited RCU: per idle CPU (its dynticks counter is read, no IPI).
+        rcu_exp_idle_ns: u64 [Ns] = 1_000;
+        /// Expedited RCU: per busy CPU (an IPI forces its quiescent state; a VM exit each way).
+        rcu_exp_ipi_ns: u64 [Ns] = 20_000;
+        /// SRCU reader check: per CPU and per scan ("at least one cache miss per CPU along with
+        /// a number of full memory barriers", the RCU maintainer in the shrinker thread).
+        srcu_scan_per_cpu_ns: u64 [Ns] = 500;
+        /// Expedited SRCU: busy-wait between two reader checks that still found readers
+        /// (the kernel's `SRCU_RETRY_CHECK_DELAY`, 5 us).
+        srcu_retry_ns: u64 [Ns] = 5_000;
+        /// From `queue_work` until the SRCU (or `destroy_super`) work item runs on a kworker.
+        wq_latency_ns: u64 [Ns] = 10_000;
+    }
+}
+
+group! {
+    /// What a tmpfs superblock costs at umount besides the grace periods.
+    Superblock {
+        /// CPU time of umount(2) outside `namespace_unlock` (`deactivate_locked_super` runs
+        /// after the syscall returns, as task work).
+        umount_work_ns: u64 [Ns] = 60_000;
+        /// CPU time of `deactivate_locked_super` besides the shrinker teardown (`kill_sb`).
+        kill_sb_ns: u64 [Ns] = 20_000;
+        /// Time `shrinker_rwsem` (or `shrinker_mutex`) is held to add or remove one shrinker.
+        shrinker_lock_ns: u64 [Ns] = 2_000;
+        /// CPU time of the shrinker teardown outside that lock (`unregister_shrinker`: freeing
+        /// `nr_deferred`; `shrinker_free`: dropping the reference, unlinking its debugfs
+        /// entry, queueing the free by `call_rcu`). Fitted with `--calibrate` from a capture
+        /// of one task as the teardown's mean less the lock's hold; 0 by default.
+        teardown_ns: u64 [Ns] = 0;
+        /// `list_lru_destroy` of a superblock's dentry and inode LRUs, under `list_lrus_mutex`;
+        /// moved into `destroy_super_work` by patch 3/8 of the deferred-finalize series.
+        list_lru_destroy_ns: u64 [Ns] = 10_000;
+    }
+}
+
+group! {
+    /// A umount workload: how many mounts, by how many tasks at once.
+    Umount {
+        /// tmpfs mounts to unmount (`umount /tmp/Mtest/*` in the thread).
+        mounts: u64 [Count] = 5_000;
+        /// Tasks unmounting at once, each its share of the mounts one after the other.
+        tasks: u64 [Count] = 1;
+        /// CPU time per umount outside the traced kernel paths, in user space: the shell
+        /// forks, umount(8) is exec'd, reads the mount table and exits. Only tasks sharing
+        /// the CPUs feel it: the kworkers and waiters of the grace periods then wait for a
+        /// CPU. None in the seed threads' figures; `--calibrate` fits it from a capture of
+        /// one task (its wall time less umount(2) and the superblock teardown, per umount).
+        user_ns: u64 [Ns] = 0;
+    }
+}
+
+group! {
+    /// stress-ng's ramfs stressor.
+    Ramfs {
+        /// stress-ng ramfs workers, each looping mount, file operations, umount (`--ramfs 9`).
+        workers: u64 [Count] = 9;
+        /// CPU time of one worker iteration besides umount's (mount and file operations).
+        op_work_ns: u64 [Ns] = 150_000;
+        /// Simulated span of a throughput scenario.
+        duration_ns: u64 [Ns] = 10_000_000_000;
+    }
+}
+
+group! {
+    /// Memcgs reclaiming at once while a writer unmounts and mounts.
+    Memcg {
+        /// Tasks in memory-limited cgroups reclaiming, each in its own memcg (`dd` in the thread).
+        reclaimers: u64 [Count] = 1_000;
+        /// Reclaim CPU time per `shrink_slab_memcg` call outside the shrinker lock (LRU scan,
+        /// charging, the shrinkers themselves).
+        reclaim_work_ns: u64 [Ns] = 1_500;
+        /// `shrink_slab_memcg`'s walk of the memcg's shrinker bitmap, inside the read side.
+        shrink_scan_ns: u64 [Ns] = 500;
+        /// One atomic on a contended cache line (the `shrinker_rwsem` count): the line moves
+        /// between CPUs one at a time.
+        cacheline_ns: u64 [Ns] = 120;
+        /// Pause between the writer's umount+mount cycles (a container runtime's churn).
+        writer_interval_ns: u64 [Ns] = 1_000_000;
+        /// Simulated span of a throughput scenario.
+        duration_ns: u64 [Ns] = 10_000_000_000;
+    }
+}
+
+group! {
+    /// A directory of negative dentries removed while `ls` runs beside.
+    Dentry {
+        /// Negative dentries in the directory that is removed.
+        negatives: u64 [Count] = 10_000_000;
+        /// Filesystem: ext4 keeps negative dentries, tmpfs deletes them at once
+        /// (`always_delete_dentry`).
+        fs: Fs [Choice] = Fs::Ext4;
+        /// How the negatives are made: unlink of existing files (`d_delete` leaves them) or
+        /// failed lookups (Linus's dirtest).
+        populate: Populate [Choice] = Populate::Unlink;
+        /// CPU time per unlink or failed lookup while populating (12.6 s / 10 million failed
+        /// opens on ext4 in the thread).
+        populate_ns: u64 [Ns] = 1_260;
+        /// `shrink_dcache_parent` cost per negative child (rmdir of 10 million took 1.892 s).
+        prune_ns: u64 [Ns] = 189;
+        /// `vfs_rmdir`'s own work besides the pruning.
+        rmdir_ns: u64 [Ns] = 5_000;
+        /// Which directory the concurrent `ls` reads: the removed one's parent (the report) or
+        /// the removed one itself (Linus's first test).
+        lookup_in: LookupIn [Choice] = LookupIn::Parent;
+        /// Concurrent `ls` calls during the rmdir.
+        lookups: u64 [Count] = 1;
+        /// When the first `ls` starts, after the rmdir does.
+        lookup_after_ns: u64 [Ns] = 1_000_000;
+        /// Time between successive `ls` calls.
+        lookup_interval_ns: u64 [Ns] = 100_000_000;
+        /// CPU time of one `ls` (readdir under the shared inode lock).
+        lookup_ns: u64 [Ns] = 20_000;
+    }
+}
+/// A umount workload's parameters (`umount`, `umount-storm`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UmountSetup {
+    /// The workload.
+    pub umount: Umount,
+    /// The machine.
+    pub cpus: Cpus,
+    /// Grace-period costs.
+    pub gp: GpCosts,
+    /// Superblock costs.
+    pub sb: Superblock,
+}
+
+/// `ramfs-stress`'s parameters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RamfsSetup {
+    /// The workload.
+    pub ramfs: Ramfs,
+    /// The machine.
+    pub cpus: Cpus,
+    /// Grace-period costs.
+    pub gp: GpCosts,
+    /// Superblock costs.
+    pub sb: Superblock,
+}
+
+/// `memcg-shrink`'s parameters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MemcgSetup {
+    /// The workload.
+    pub memcg: Memcg,
+    /// The machine.
+    pub cpus: Cpus,
+    /// Grace-period costs.
+    pub gp: GpCosts,
+    /// Superblock costs.
+    pub sb: Superblock,
+}
+
+/// `negative-dentry-rmdir`'s parameters (no grace period on its paths).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DentrySetup {
+    /// The workload.
+    pub dentry: Dentry,
+    /// The machine.
+    pub cpus: Cpus,
+}
+
+/// One scenario's parameters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Setup {
+    /// `umount`, `umount-storm`.
+    Umount(UmountSetup),
+    /// `ramfs-stress`.
+    Ramfs(RamfsSetup),
+    /// `memcg-shrink`.
+    Memcg(MemcgSetup),
+    /// `negative-dentry-rmdir`.
+    Dentry(DentrySetup),
+}
+
+impl Setup {
+    /// The groups `--set` reaches, in the order `--list` shows them.
+    #[must_use]
+    pub fn groups(&self) -> Vec<&dyn Group> {
+        match self {
+            Setup::Umount(s) => vec![&s.umount, &s.cpus, &s.gp, &s.sb],
+            Setup::Ramfs(s) => vec![&s.ramfs, &s.cpus, &s.gp, &s.sb],
+            Setup::Memcg(s) => vec![&s.memcg, &s.cpus, &s.gp, &s.sb],
+            Setup::Dentry(s) => vec![&s.dentry, &s.cpus],
+        }
+    }
+
+    fn groups_mut(&mut self) -> Vec<&mut dyn Group> {
+        match self {
+            Setup::Umount(s) => vec![&mut s.umount, &mut s.cpus, &mut s.gp, &mut s.sb],
+            Setup::Ramfs(s) => vec![&mut s.ramfs, &mut s.cpus, &mut s.gp, &mut s.sb],
+            Setup::Memcg(s) => vec![&mut s.memcg, &mut s.cpus, &mut s.gp, &mut s.sb],
+            Setup::Dentry(s) => vec![&mut s.dentry, &mut s.cpus],
+        }
+    }
+
+    /// Every key `--set` takes here.
+    #[must_use]
+    pub fn keys(&self) -> Vec<&'static str> {
+        self.groups()
+            .iter()
+            .flat_map(|g| g.specs().iter().map(|s| s.key))
+            .collect()
+    }
+
+    /// Set `key` from its text form.
+    ///
+    /// # Errors
+    /// When this scenario has no such key or `text` is not a valid value for it.
+    pub fn set(&mut self, key: &str, text: &str) -> Result<(), String> {
+        for g in self.groups_mut() {
+            if g.parse_into(key, text)? {
+                return Ok(());
+            }
+        }
+        Err(format!(
+            "unknown parameter `{key}`; valid keys: {}",
+            self.keys().join(", ")
+        ))
+    }
+
+    /// The value of numeric `key`, if this scenario has it.
+    #[must_use]
+    pub fn get(&self, key: &str) -> Option<u64> {
+        self.groups().iter().find_map(|g| g.get(key))
+    }
+
+    /// Set numeric `key` (calibration); false if this scenario has no such key.
+    pub fn put(&mut self, key: &str, value: u64) -> bool {
+        self.groups_mut().into_iter().any(|g| g.put(key, value))
+    }
+
+    /// `key`'s value as a user would type it.
+    #[must_use]
+    pub fn show(&self, key: &str) -> String {
+        self.groups()
+            .iter()
+            .find_map(|g| g.show(key))
+            .unwrap_or_else(|| "?".to_owned())
+    }
+
+    /// The machine.
+    #[must_use]
+    pub fn cpus(&self) -> &Cpus {
+        match self {
+            Setup::Umount(s) => &s.cpus,
+            Setup::Ramfs(s) => &s.cpus,
+            Setup::Memcg(s) => &s.cpus,
+            Setup::Dentry(s) => &s.cpus,
+        }
+    }
+
+    /// A umount workload on this scenario's machine and costs (what calibration runs).
+    #[must_use]
+    pub fn umount(&self) -> UmountSetup {
+        match self {
+            Setup::Umount(s) => s.clone(),
+            Setup::Ramfs(s) => UmountSetup {
+                cpus: s.cpus.clone(),
+                gp: s.gp.clone(),
+                sb: s.sb.clone(),
+                ..UmountSetup::default()
+            },
+            Setup::Memcg(s) => UmountSetup {
+                cpus: s.cpus.clone(),
+                gp: s.gp.clone(),
+                sb: s.sb.clone(),
+                ..UmountSetup::default()
+            },
+            Setup::Dentry(s) => UmountSetup {
+                cpus: s.cpus.clone(),
+                ..UmountSetup::default()
+            },
+        }
+    }
+
+    /// A table of every parameter with its value and meaning, for `--list`.
+    #[must_use]
+    pub fn table(&self) -> String {
+        let mut out = String::new();
+        for g in self.groups() {
+            for spec in g.specs() {
+                // Docs double as help text: drop the rustdoc code marks.
+                let doc = spec
+                    .doc
+                    .replace('`', "")
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                let _ = writeln!(
+                    out,
+                    "    {:<22} = {:<10} {}",
+                    spec.key,
+                    g.show(spec.key).unwrap_or_default(),
+                    doc
+                );
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn umount() -> Setup {
+        Setup::Umount(UmountSetup::default())
+    }
+
+    #[test]
+    fn durations_need_a_unit_and_read_as_the_rest_of_tracer_reads_them() {
+        let mut s = Setup::Dentry(DentrySetup::default());
+        s.set("tick_ns", "1ms").unwrap();
+        assert_eq!(s.cpus().tick_ns, 1_000_000);
+        s.set("prune_ns", "189ns").unwrap();
+        assert_eq!(s.get("prune_ns"), Some(189));
+        s.set("tick_ns", "1.5s").unwrap();
+        assert_eq!(s.get("tick_ns"), Some(1_500_000_000));
+        let e = s.set("tick_ns", "4000000").unwrap_err();
+        assert!(e.contains("needs a unit"), "{e}");
+        assert!(s.set("tick_ns", "4 parsecs").is_err());
+        // What --list shows can be typed back.
+        assert!(s.put("tick_ns", 4_000_000));
+        let shown = s.show("tick_ns");
+        s.set("tick_ns", &shown).unwrap();
+        assert_eq!(s.get("tick_ns"), Some(4_000_000), "{shown}");
+    }
+
+    #[test]
+    fn each_scenario_takes_its_own_keys_and_refuses_the_others() {
+        let mut s = umount();
+        let err = s.set("mountz", "5").unwrap_err();
+        assert!(
+            err.contains("mountz") && err.contains("mounts, tasks"),
+            "{err}"
+        );
+        // A real parameter, but of another scenario, is refused too.
+        assert!(s.set("negatives", "5").is_err());
+        assert!(!s.put("prune_ns", 5));
+        let mut d = Setup::Dentry(DentrySetup::default());
+        assert!(d.set("rcu_exp_base_ns", "5us").is_err());
+        let err = d.set("fs", "btrfs").unwrap_err();
+        assert!(err.contains("ext4, tmpfs"), "{err}");
+        d.set("fs", "tmpfs").unwrap();
+        assert_eq!(d.show("fs"), "tmpfs");
+        s.set("preemptible", "no").unwrap();
+        assert!(!s.cpus().preemptible);
+        assert_eq!(s.show("preemptible"), "no");
+        s.set("mounts", "10_000").unwrap();
+        assert_eq!(s.get("mounts"), Some(10_000));
+        assert!(s.set("jitter_pct", "101").is_err());
+    }
+
+    #[test]
+    fn every_parameter_has_a_doc_and_a_shown_value() {
+        for s in [
+            umount(),
+            Setup::Ramfs(RamfsSetup::default()),
+            Setup::Memcg(MemcgSetup::default()),
+            Setup::Dentry(DentrySetup::default()),
+        ] {
+            for g in s.groups() {
+                for spec in g.specs() {
+                    assert!(g.show(spec.key).is_some(), "{}", spec.key);
+                    assert!(!spec.doc.trim().is_empty(), "{}", spec.key);
+                }
+            }
+        }
+        // Numbers are reachable for calibration; choices are not numbers.
+        let d = Setup::Dentry(DentrySetup::default());
+        assert_eq!(d.get("negatives"), Some(10_000_000));
+        assert_eq!(d.get("fs"), None);
+    }
+}

@@ -1,0 +1,408 @@
+//! The scenarios: a machine (parameter defaults taken from a seed thread) and a workload,
+//! each with variants that change one kernel mechanism.
+
+use tracer_core::snapshot::Snapshot;
+
+use super::{
+    kernel::{Kernel, Profile},
+    params::{DentrySetup, MemcgSetup, RamfsSetup, Setup, UmountSetup},
+};
+
+pub mod memcg_shrink;
+pub mod negative_dentry;
+pub mod ramfs_stress;
+pub mod umount;
+
+/// One headline number of a run (printed to stderr; asserted by the fidelity tests).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Figure {
+    /// Short name, e.g. `ops_per_s`.
+    pub name: &'static str,
+    /// Value.
+    pub value: f64,
+    /// Unit, e.g. `s`, `%`.
+    pub unit: &'static str,
+}
+
+/// What a scenario run produced.
+pub struct Outcome {
+    /// What the tracer would have recorded.
+    pub snapshot: Snapshot,
+    /// Headline numbers.
+    pub figures: Vec<Figure>,
+    /// Events the engine handled.
+    pub events: u64,
+    /// Every recorded fact with its simulated time, when [`Ctx::timeline`] asked for it.
+    pub timeline: Vec<super::sim::Timed>,
+}
+
+impl Outcome {
+    /// The figure called `name`.
+    ///
+    /// # Panics
+    /// When the scenario has no such figure (a programming error in a test).
+    #[must_use]
+    pub fn figure(&self, name: &str) -> f64 {
+        self.figures
+            .iter()
+            .find(|f| f.name == name)
+            .unwrap_or_else(|| panic!("no figure {name}"))
+            .value
+    }
+}
+
+/// What a run is asked to do.
+pub struct Ctx {
+    /// The kernel whose code the paths follow.
+    pub profile: Profile,
+    /// The variant's name (one of the scenario's).
+    pub variant: &'static str,
+    /// RNG seed.
+    pub seed: u64,
+    /// Meta.description of the snapshot.
+    pub description: String,
+    /// Keep every recorded fact with its time in [`Outcome::timeline`] (a live view).
+    pub timeline: bool,
+}
+
+/// A scenario's description and entry point.
+pub struct Scenario {
+    /// Name on the command line.
+    pub name: &'static str,
+    /// One paragraph: the workload and the seed it reproduces.
+    pub about: &'static str,
+    /// Variant names with a line each; the first is the default.
+    pub variants: &'static [(&'static str, &'static str)],
+    /// The kernel of its seed thread: the profile when none is given and none is known.
+    pub kernel: Kernel,
+    /// Its parameters, with the defaults of its seed thread's machine.
+    pub defaults: fn() -> Setup,
+    /// Run it.
+    pub run: Runner,
+}
+
+/// A scenario's entry point, typed by the parameters it takes.
+#[derive(Clone, Copy)]
+pub enum Runner {
+    /// A umount workload.
+    Umount(fn(&Ctx, &UmountSetup) -> Outcome),
+    /// stress-ng's ramfs.
+    Ramfs(fn(&Ctx, &RamfsSetup) -> Outcome),
+    /// Memcgs reclaiming.
+    Memcg(fn(&Ctx, &MemcgSetup) -> Outcome),
+    /// rmdir of negative dentries.
+    Dentry(fn(&Ctx, &DentrySetup) -> Outcome),
+}
+
+/// Every scenario.
+pub const SCENARIOS: &[Scenario] = &[
+    umount::SCENARIO,
+    umount::STORM,
+    ramfs_stress::SCENARIO,
+    memcg_shrink::SCENARIO,
+    negative_dentry::SCENARIO,
+];
+
+/// The scenario called `name`.
+#[must_use]
+pub fn find(name: &str) -> Option<&'static Scenario> {
+    SCENARIOS.iter().find(|s| s.name == name)
+}
+
+impl Scenario {
+    /// The variant called `name`, as the scenario spells it.
+    #[must_use]
+    pub fn variant(&self, name: &str) -> Option<&'static str> {
+        self.variants.iter().map(|v| v.0).find(|v| *v == name)
+    }
+
+    /// Run it with `setup`; `None` when `setup` is another scenario's kind of parameters.
+    #[must_use]
+    pub fn run(&self, ctx: &Ctx, setup: &Setup) -> Option<Outcome> {
+        match (self.run, setup) {
+            (Runner::Umount(f), Setup::Umount(p)) => Some(f(ctx, p)),
+            (Runner::Ramfs(f), Setup::Ramfs(p)) => Some(f(ctx, p)),
+            (Runner::Memcg(f), Setup::Memcg(p)) => Some(f(ctx, p)),
+            (Runner::Dentry(f), Setup::Dentry(p)) => Some(f(ctx, p)),
+            _ => None,
+        }
+    }
+}
+
+/// Run `name`/`variant` with `setup` on `kernel`'s code and `seed` (tests and calibration).
+///
+/// # Panics
+/// On an unknown scenario or variant name, or another scenario's kind of parameters (a
+/// programming error).
+#[must_use]
+pub fn simulate(name: &str, variant: &str, setup: &Setup, kernel: Kernel, seed: u64) -> Outcome {
+    let s = find(name).expect("known scenario");
+    let variant = s.variant(variant).expect("known variant");
+    let ctx = Ctx {
+        profile: kernel.profile(),
+        variant,
+        seed,
+        description: format!("model {name}/{variant} seed={seed} kernel={kernel}"),
+        timeline: false,
+    };
+    s.run(&ctx, setup)
+        .expect("the scenario's own kind of parameters")
+}
+
+/// Seconds in `ns`, for figures.
+#[expect(
+    clippy::cast_precision_loss,
+    reason = "figures for display and tolerances"
+)]
+fn secs(ns: u64) -> f64 {
+    ns as f64 / 1e9
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tracer_core::snapshot::{Counter, Probe, Snapshot};
+
+    use crate::{
+        params::{Cpus, GpCosts},
+        sim::{Class, Step, World},
+    };
+
+    fn umount(kernel: Kernel, mounts: u64, tasks: u64) -> Snapshot {
+        let mut p = umount::defaults();
+        p.umount.mounts = mounts;
+        p.umount.tasks = tasks;
+        simulate("umount", "kernel", &Setup::Umount(p), kernel, 1).snapshot
+    }
+
+    fn calls(s: &Snapshot, probe: Probe, caller: Option<Probe>) -> u64 {
+        s.probe_by_caller(probe, caller).count()
+    }
+
+    #[test]
+    fn umount_emits_each_kernels_probes_and_callers() {
+        use Probe::{
+            DeactivateLockedSuper as Dls, NamespaceUnlock as Nu, ShrinkerFree,
+            SynchronizeRcu as Rcu, SynchronizeRcuExpedited as Exp, SysUmount, UnregisterShrinker,
+        };
+        for (kernel, gp, teardown) in [
+            (Kernel::V4_14, Rcu, UnregisterShrinker),
+            (Kernel::V6_1, Exp, UnregisterShrinker),
+            (Kernel::V6_12, Exp, ShrinkerFree),
+            (Kernel::V7_3, Exp, ShrinkerFree),
+        ] {
+            let s = umount(kernel, 30, 1);
+            let k = kernel.name();
+            assert_eq!(calls(&s, SysUmount, None), 30, "{k}");
+            // The syscall is nobody's caller: namespace_unlock has none.
+            assert_eq!(calls(&s, Nu, None), 30, "{k}");
+            assert_eq!(calls(&s, gp, Some(Nu)), 30, "{k}");
+            // Task work after the syscall returned: no traced function encloses it.
+            assert_eq!(calls(&s, Dls, None), 30, "{k}");
+            assert_eq!(calls(&s, teardown, Some(Dls)), 30, "{k}");
+            // The kernel lacks the other teardown function: not even listed.
+            let other = if teardown == ShrinkerFree {
+                UnregisterShrinker
+            } else {
+                ShrinkerFree
+            };
+            assert!(!s.probes.contains_key(&other), "{k}");
+            assert_eq!(s.meta.kernel.as_deref(), Some(k));
+        }
+    }
+
+    #[test]
+    fn umount2_latency_leaves_out_the_superblock_teardown() {
+        let s = umount(Kernel::V6_12, 50, 1);
+        let syscall = s.probe_total(Probe::SysUmount).sum_ns();
+        let inside = s.probe_total(Probe::NamespaceUnlock).sum_ns();
+        let teardown = s.probe_total(Probe::DeactivateLockedSuper).sum_ns();
+        let work = umount::defaults().sb.umount_work_ns * 50;
+        // umount(2) = namespace_unlock + umount's own work, within the jitter.
+        #[expect(clippy::cast_precision_loss, reason = "a ratio")]
+        let r = syscall as f64 / (inside + work) as f64;
+        assert!((0.9..1.1).contains(&r), "{r}");
+        assert!(teardown > 0);
+    }
+
+    #[test]
+    fn concurrent_umounts_share_expedited_grace_periods() {
+        let one = umount(Kernel::V6_12, 200, 1);
+        let four = umount(Kernel::V6_12, 200, 4);
+        assert_eq!(four.probe_total(Probe::SysUmount).count(), 200);
+        // Four tasks finish the same 200 umounts sooner than one.
+        assert!(four.meta.duration_ns < one.meta.duration_ns);
+    }
+
+    /// Mean expedited wait of `tasks` tasks unmounting 200 on the VM's 2 CPUs, each
+    /// umount preceded by `user_ns` of the command's own CPU time.
+    fn exp_wait(tasks: u64, user_ns: u64) -> f64 {
+        exp_wait_on(Kernel::V6_12, tasks, user_ns)
+    }
+
+    fn exp_wait_on(kernel: Kernel, tasks: u64, user_ns: u64) -> f64 {
+        let mut p = umount::defaults();
+        p.umount.mounts = 200;
+        p.umount.tasks = tasks;
+        p.umount.user_ns = user_ns;
+        simulate("umount", "kernel", &Setup::Umount(p), kernel, 1)
+            .snapshot
+            .probe_total(Probe::SynchronizeRcuExpedited)
+            .mean_ns()
+            .unwrap()
+    }
+
+    #[test]
+    fn busy_cpus_make_every_hand_over_of_an_expedited_grace_period_wait() {
+        // One task at a time: its own work never overlaps its grace period.
+        let alone = exp_wait(1, 4_000_000);
+        assert!((exp_wait(1, 0) / alone - 1.0).abs() < 0.2, "{alone}");
+        // Four tasks whose own work fills both CPUs: the kworker, the waiters it wakes and
+        // the exp_mutex hand-over each wait for a tick to preempt someone. That, not the
+        // sharing of grace periods by four tasks, is what makes them wait longer.
+        let busy = exp_wait(4, 4_000_000);
+        let idle = exp_wait(4, 0);
+        assert!(busy > 4.0 * alone, "{busy} vs {alone}");
+        assert!(busy > 2.0 * idle, "{busy} vs {idle}");
+    }
+
+    #[test]
+    fn on_cfs_a_woken_kworker_or_long_waiter_takes_a_busy_cpu_at_once() {
+        // The same busy machine on CFS (6.1) and EEVDF (6.12). CFS's slices are longer (6 ms
+        // shared by the runnable tasks against EEVDF's 1.5 ms), so if every hand-over waited
+        // for the tick 6.1 would wait longest; its wakeup preemption lets the kworker, and
+        // waiters that slept past the granularity, run at once instead.
+        let cfs = exp_wait_on(Kernel::V6_1, 4, 4_000_000);
+        let eevdf = exp_wait_on(Kernel::V6_12, 4, 4_000_000);
+        assert!(cfs < eevdf, "CFS {cfs} ns, EEVDF {eevdf} ns");
+        // One task at a time never finds a busy CPU: the two schedulers agree.
+        let (a, b) = (
+            exp_wait_on(Kernel::V6_1, 1, 4_000_000),
+            exp_wait_on(Kernel::V6_12, 1, 4_000_000),
+        );
+        assert!((a / b - 1.0).abs() < 0.2, "{a} vs {b}");
+    }
+
+    #[test]
+    fn rmdir_emits_the_kernel_programs_callers_and_spans() {
+        let mut d = DentrySetup::default();
+        d.dentry.negatives = 1_000;
+        d.dentry.lookup_after_ns = 0;
+        d.dentry.lookup_ns = 1_000;
+        d.dentry.prune_ns = 10_000;
+        let rmdir = |d: &DentrySetup, kernel| {
+            simulate(
+                "negative-dentry-rmdir",
+                "prune-under-lock",
+                &Setup::Dentry(d.clone()),
+                kernel,
+                1,
+            )
+            .snapshot
+        };
+        let s = rmdir(&d, Kernel::V6_12);
+        assert_eq!(calls(&s, Probe::VfsRmdir, None), 1);
+        assert_eq!(
+            calls(&s, Probe::ShrinkDcacheParent, Some(Probe::VfsRmdir)),
+            1
+        );
+        // Derived as the kernel programs derive them.
+        assert_eq!(calls(&s, Probe::InodeLockHold, None), 1);
+        assert_eq!(
+            s.probe_total(Probe::InodeLockHold).sum_ns(),
+            s.probe_total(Probe::VfsRmdir).sum_ns()
+        );
+        assert_eq!(
+            calls(&s, Probe::PruneUnderInodeLock, Some(Probe::VfsRmdir)),
+            1
+        );
+        // The removed directory's own d_delete, inside vfs_rmdir, leaves one more negative.
+        assert_eq!(calls(&s, Probe::DDelete, Some(Probe::VfsRmdir)), 1);
+        assert_eq!(calls(&s, Probe::DDelete, None), 1_000);
+        assert_eq!(s.counter_total(Counter::NegativeDentries), 1_001);
+        // The ls blocked behind the pruning: one wait, by a task inside no traced function.
+        assert_eq!(calls(&s, Probe::InodeLockWait, None), 1);
+        // ... and one waiter blocked, counted as the kernel programs count it.
+        assert_eq!(s.counter_total(Counter::LockWaitersBlocked), 1);
+
+        // No ls while the locks are held: nothing waited, so no wait is recorded.
+        d.dentry.lookups = 0;
+        let s = rmdir(&d, Kernel::V6_12);
+        assert_eq!(s.probe_total(Probe::InodeLockWait).count(), 0);
+        assert_eq!(s.counter_total(Counter::LockWaitersBlocked), 0);
+        // An ls long after the rmdir takes the lock at once: no wait either.
+        d.dentry.lookups = 1;
+        d.dentry.lookup_after_ns = 60_000_000_000;
+        let s = rmdir(&d, Kernel::V6_12);
+        assert_eq!(s.probe_total(Probe::InodeLockWait).count(), 0);
+        // 4.14 has no lock:contention tracepoints: tracer sees no waits there.
+        d.dentry.lookup_after_ns = 0;
+        let s = rmdir(&d, Kernel::V4_14);
+        assert!(!s.probes.contains_key(&Probe::InodeLockWait));
+        assert_eq!(s.probe_total(Probe::InodeLockWait).count(), 0);
+        assert_eq!(s.counter_total(Counter::LockWaitersBlocked), 0);
+    }
+
+    /// `calls` back-to-back `synchronize_srcu` by one task.
+    fn srcu_waits(kernel: Kernel, calls: u64) -> Snapshot {
+        let cpus = Cpus {
+            wakeup_ns: 1_000,
+            ..Cpus::default()
+        };
+        let mut eng = crate::engine::Engine::new(1);
+        let mut w = World::new(
+            cpus,
+            GpCosts::default(),
+            kernel.profile(),
+            "srcu".into(),
+            &[Probe::SynchronizeSrcu],
+        );
+        let script = vec![
+            Step::Enter(Probe::SynchronizeSrcu),
+            Step::Srcu(crate::sim::Gp::Normal),
+            Step::Exit(Probe::SynchronizeSrcu),
+        ];
+        w.spawn(&mut eng, 0, script, calls, 1, Class::Main);
+        w.run(&mut eng, u64::MAX);
+        w.finish(1)
+    }
+
+    #[test]
+    fn srcu_expedites_itself_only_when_it_might_be_idle() {
+        let tick = Cpus::default().tick_ns;
+        // A lone call on an idle srcu_struct: expedited, no jiffy sleeps.
+        let lone = srcu_waits(Kernel::V6_1, 1);
+        assert!(lone.probe_total(Probe::SynchronizeSrcu).max_ns().unwrap() < tick / 4);
+        // A second call right after it, within exp_holdoff (25 us) of that grace period's
+        // end, is not taken for idle: it waits for a normal grace period, in jiffies.
+        let again = srcu_waits(Kernel::V6_1, 2).probe_total(Probe::SynchronizeSrcu);
+        assert!(again.min_ns().unwrap() < tick / 4);
+        assert!(again.max_ns().unwrap() > tick);
+        // Without the idle check (as if exp_holdoff were endless) a lone call sleeps jiffies.
+        let mut profile = Kernel::V6_1.profile();
+        profile.rcu.srcu_idle_expedites = false;
+        let mut eng = crate::engine::Engine::new(1);
+        let mut w = World::new(
+            Cpus::default(),
+            GpCosts::default(),
+            profile,
+            "srcu".into(),
+            &[Probe::SynchronizeSrcu],
+        );
+        w.spawn(
+            &mut eng,
+            0,
+            vec![
+                Step::Enter(Probe::SynchronizeSrcu),
+                Step::Srcu(crate::sim::Gp::Normal),
+                Step::Exit(Probe::SynchronizeSrcu),
+            ],
+            1,
+            1,
+            Class::Main,
+        );
+        w.run(&mut eng, u64::MAX);
+        let s = w.finish(1);
+        assert!(s.probe_total(Probe::SynchronizeSrcu).max_ns().unwrap() > tick);
+    }
+}
