@@ -21,7 +21,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use tracer::snapshot::{Probe, Snapshot};
+use tracer_core::snapshot::{Probe, Snapshot};
 
 use crate::{
     vm,
@@ -281,7 +281,7 @@ fn signals(files: &BTreeMap<String, PathBuf>, scope: &str, tally: &mut Tally) {
     let next = files
         .get("signals_next.json")
         .ok_or_else(|| with_log(files, "signals_next.log", "no capture file".into()))
-        .and_then(|p| tracer::report::load(p).map_err(|e| format!("{e:#}")))
+        .and_then(|p| tracer_core::report::load(p).map_err(|e| format!("{e:#}")))
         .and_then(|s: Snapshot| {
             Ok(format!(
                 "{}, {}",
@@ -330,7 +330,7 @@ fn least_capture(files: &BTreeMap<String, PathBuf>, how: &str) -> Verdict {
     let path = files
         .get(&format!("lp_capture_{how}.json"))
         .ok_or_else(|| with_log(files, &log, "no capture file".into()))?;
-    let s = tracer::report::load(path).map_err(|e| format!("{e:#}"))?;
+    let s = tracer_core::report::load(path).map_err(|e| format!("{e:#}"))?;
     let counts = format!(
         "{}, {}",
         exact(&s, Probe::SysRmdir, 50)?,

@@ -18,7 +18,7 @@ use std::{
 };
 
 use anyhow::Context as _;
-use tracer::snapshot::{Probe, Snapshot};
+use tracer_core::snapshot::{Probe, Snapshot};
 
 use crate::{kernel, util, vm};
 
@@ -243,7 +243,7 @@ fn kernel_version(files: &BTreeMap<String, PathBuf>) -> (u32, u32) {
 /// the definition of caller, which the structure check holds to).
 fn own(s: &Snapshot, probe: Probe, caller: Option<Probe>) -> (u64, u64) {
     let cgroup = s.command.as_ref().and_then(|c| c.cgroup);
-    let mine = |k: &tracer::snapshot::SeriesKey| cgroup.is_none_or(|id| k.cgroup == id);
+    let mine = |k: &tracer_core::snapshot::SeriesKey| cgroup.is_none_or(|id| k.cgroup == id);
     let calls = s
         .total_where(|k| k.probe == probe && k.caller == caller && mine(k))
         .count();
@@ -344,14 +344,14 @@ fn predict(
             .cloned()
             .ok_or_else(|| format!("the guest sent no {name}"))
     };
-    let measured = tracer::report::load(&path(pair.check)?).map_err(|e| format!("{e:#}"))?;
-    let args = tracer::model::Args {
+    let measured = tracer_core::report::load(&path(pair.check)?).map_err(|e| format!("{e:#}"))?;
+    let args = tracer_model::Args {
         scenario: Some(pair.scenario.into()),
         set: pair.set.iter().map(|s| (*s).to_owned()).collect(),
         calibrate: Some(path(pair.fit)?),
-        ..tracer::model::Args::default()
+        ..tracer_model::Args::default()
     };
-    let predicted = tracer::model::run(&args)
+    let predicted = tracer_model::run(&args)
         .map_err(|e| format!("model: {e:#}"))?
         .ok_or("the model returned no snapshot")?;
     Ok((measured, predicted))

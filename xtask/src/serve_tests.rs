@@ -16,7 +16,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use tracer::snapshot::Probe;
+use tracer_core::snapshot::Probe;
 
 use crate::{util, vm_tests::Tally};
 
@@ -27,7 +27,7 @@ const NEGATIVES: u64 = 20_000;
 /// removed directory's own (`vfs_rmdir` ends with `d_delete` of it; ext4 keeps it negative).
 const D_DELETES: u64 = NEGATIVES + 1;
 /// The exposed bucket bounds.
-use tracer::export::metrics::BUCKET_BOUNDS_NS as BOUNDS_NS;
+use tracer_core::latency::CLASSIC_BOUNDS_NS as BOUNDS_NS;
 
 /// A child process killed (and reaped) when dropped.
 struct Guard(Child);
@@ -373,7 +373,7 @@ fn dashboard_exprs() -> Result<Vec<(String, String)>, String> {
 /// A capture replayed by `tracer serve`: once played, its totals are the capture's.
 struct Replay {
     target: Result<Target, String>,
-    capture: Result<tracer::snapshot::Snapshot, String>,
+    capture: Result<tracer_core::snapshot::Snapshot, String>,
     file: Option<PathBuf>,
 }
 
@@ -391,7 +391,7 @@ fn replay(tracer: &Path, name: &'static str, args: &[&str]) -> Replay {
             let path = file.to_string_lossy().into_owned();
             Replay {
                 target: start_serve(tracer, name, &["--replay", &path]),
-                capture: tracer::report::load(&file).map_err(|e| format!("{e:#}")),
+                capture: tracer_core::report::load(&file).map_err(|e| format!("{e:#}")),
                 file: Some(file),
             }
         }

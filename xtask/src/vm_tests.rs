@@ -11,10 +11,10 @@ use std::{
     time::{Duration, Instant},
 };
 
-use tracer::snapshot::{
+use tracer_core::snapshot::{
     AttachMethod, AttachState, Counter, GONE_CGROUP, Loss, Probe, ProbeStatus, Snapshot,
 };
-use tracer_common::ProbeKind;
+use tracer_core::snapshot::ProbeKind;
 
 use crate::{
     kernel::{self, Kernel},
@@ -193,7 +193,7 @@ fn sigterm_case(tracer: &Path) -> Verdict {
     let pid = child.id().to_string();
     let _ = Command::new("kill").args(["-TERM", &pid]).status();
     let status = child.wait().map_err(|e| e.to_string())?;
-    let snap = tracer::report::load(&json).map_err(|e| format!("{e:#}"));
+    let snap = tracer_core::report::load(&json).map_err(|e| format!("{e:#}"));
     let _ = fs::remove_file(&json);
     let snap = snap?;
     let cmd = snap
@@ -220,7 +220,7 @@ fn degraded_capture(tracer: &Path) -> Verdict {
             .args(["--", "sh", "-c", &workload]),
         Duration::from_mins(1),
     )?;
-    let snap = tracer::report::load(&json).map_err(|e| format!("{e:#}; stderr: {}", stderr.trim()));
+    let snap = tracer_core::report::load(&json).map_err(|e| format!("{e:#}; stderr: {}", stderr.trim()));
     let _ = fs::remove_file(&json);
     let snap = snap?;
     if stderr.contains("panicked") || code != Some(0) {
@@ -1323,7 +1323,7 @@ fn own_cost(s: &Snapshot, _: (u32, u32)) -> Verdict {
 /// The guest kernel's `cgroup:cgroup_mkdir` format file parses as tracer reads it.
 fn cgroup_format(files: &BTreeMap<String, PathBuf>) -> Verdict {
     let text = read(files, "cgroup_format")?;
-    let [root, id, path] = tracer::probes::cgroup_offsets(&text)?;
+    let [root, id, path] = tracer_loader::attach::cgroup_offsets(&text)?;
     Ok(format!(
         "root at {root}, id (u64) at {id}, path (__data_loc) at {path}"
     ))
@@ -1396,7 +1396,7 @@ fn load_capture_file(files: &BTreeMap<String, PathBuf>, name: &str) -> Result<Sn
     let path = files
         .get(&format!("{name}.json"))
         .ok_or_else(|| with_log(files, &log, format!("no {name}.json")))?;
-    tracer::report::load(path).map_err(|e| format!("{}: {e:#}", path.display()))
+    tracer_core::report::load(path).map_err(|e| format!("{}: {e:#}", path.display()))
 }
 
 /// `tracer capture --slow 5ms -- rmdir DIR` where DIR holds 20000 negative dentries: the
@@ -1444,7 +1444,7 @@ fn slow_rmdir(files: &BTreeMap<String, PathBuf>, name: &str, method: AttachMetho
             call.latency_ns
         ));
     }
-    let text = tracer::report::text::render(&s, false);
+    let text = tracer_core::report::text::render(&s, false);
     let cgroup = s.cgroup_name(own);
     let line = text
         .lines()
@@ -1563,8 +1563,8 @@ fn round_trip(files: &BTreeMap<String, PathBuf>, _: (u32, u32)) -> Verdict {
             .get(n)
             .ok_or_else(|| with_log(files, "umount300.rt.log", format!("the guest sent no {n}")))
     };
-    let a = tracer::report::load(path("umount300_fentry.json")?).map_err(|e| format!("{e:#}"))?;
-    let b = tracer::report::load(path("umount300.rt.json")?).map_err(|e| format!("{e:#}"))?;
+    let a = tracer_core::report::load(path("umount300_fentry.json")?).map_err(|e| format!("{e:#}"))?;
+    let b = tracer_core::report::load(path("umount300.rt.json")?).map_err(|e| format!("{e:#}"))?;
     if a == b {
         Ok(format!(
             "{} series, {} probes: equal",
@@ -1650,7 +1650,7 @@ fn agrees_with_bpftrace(
     let path = files
         .get(&format!("{name}.json"))
         .ok_or_else(|| format!("no {name}.json"))?;
-    let ours = tracer::report::load(path).map_err(|e| format!("{e:#}"))?;
+    let ours = tracer_core::report::load(path).map_err(|e| format!("{e:#}"))?;
     let mut seen = Vec::new();
     for probe in probes {
         // A probe this attach mode cannot place here (fentry on a compiler clone) is no
@@ -1695,17 +1695,17 @@ fn predicts(
             .cloned()
             .ok_or_else(|| format!("the guest sent no {n}.json"))
     };
-    let measured = tracer::report::load(&path(check)?).map_err(|e| format!("{e:#}"))?;
-    let args = tracer::model::Args {
+    let measured = tracer_core::report::load(&path(check)?).map_err(|e| format!("{e:#}"))?;
+    let args = tracer_model::Args {
         scenario: Some(scenario.into()),
         variant: Some(variant.into()),
         // The test VMs have 2 CPUs.
         set: vec![set.into(), "cpus=2".into()],
         seed: 1,
         calibrate: Some(path(fit)?),
-        ..tracer::model::Args::default()
+        ..tracer_model::Args::default()
     };
-    let predicted = tracer::model::run(&args)
+    let predicted = tracer_model::run(&args)
         .map_err(|e| format!("model: {e:#}"))?
         .ok_or("the model returned no snapshot")?;
     let total = |s: &Snapshot| match caller {
@@ -1930,7 +1930,7 @@ pub fn tmpfs(s: &Snapshot, version: (u32, u32)) -> Verdict {
 
 #[cfg(test)]
 mod tests {
-    use tracer::snapshot::{AttachMethod, CommandRun, Meta, ProbeStatus, SeriesKey, SourceKind};
+    use tracer_core::snapshot::{AttachMethod, CommandRun, Meta, ProbeStatus, SeriesKey, SourceKind};
 
     use super::*;
 
