@@ -228,7 +228,7 @@ impl Sched {
     /// one slice after it was picked: the tick decides. `pick_eevdf` drops that protection
     /// for a running task that is no longer eligible (it has run ahead of the queue's
     /// weighted average), which the model leaves out: on 6.12 the tick-only hand-overs
-    /// predicted the concurrent umounts within 2x (README, model-fit).
+    /// predicted the concurrent umounts within 2x (docs/benchmarks.md, model-fit).
     #[must_use]
     pub fn wakeup_preempts(self, ncpus: usize, slept_ns: u64) -> bool {
         let factor = 1 + u64::from(ncpus.clamp(1, 8).ilog2());

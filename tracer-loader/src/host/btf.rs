@@ -381,7 +381,7 @@ mod tests {
 
     #[test]
     fn reads_this_kernels_dentry_and_inode_layout() {
-        // The machines this project builds on have BTF (see README, kernel requirements).
+        // The machines this project builds on have BTF (see docs/kernels.md).
         let btf = Btf::from_sys_fs().unwrap();
         let d_inode = btf.offset_of("dentry", "d_inode").unwrap();
         let d_flags = btf.offset_of("dentry", "d_flags").unwrap();

@@ -331,7 +331,7 @@ fn mode_and_reason(state: &AttachState) -> (&'static str, String) {
 
 #[expect(
     clippy::too_many_lines,
-    reason = "one descriptor after another, in the order README lists them"
+    reason = "one descriptor after another, in the order docs/metrics.md lists them"
 )]
 #[expect(
     clippy::cast_precision_loss,

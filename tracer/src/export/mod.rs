@@ -71,7 +71,7 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
 #[derive(Debug, Clone, clap::Args)]
 pub struct HttpArgs {
     /// Address and port to listen on. The default is loopback only; to be scraped from
-    /// elsewhere, put tracer behind a TLS or authenticating proxy (see README) or name
+    /// elsewhere, put tracer behind a TLS or authenticating proxy (see docs/metrics.md) or name
     /// another address here.
     #[arg(long, default_value_t = DEFAULT_LISTEN, value_parser = parse_listen, value_name = "ADDR:PORT")]
     pub listen: SocketAddr,
@@ -146,7 +146,7 @@ pub async fn serve_frames(
     if !local.ip().is_loopback() {
         eprintln!(
             "tracer serve: listening beyond loopback, without TLS or authentication: \
-             put a TLS or authenticating proxy in front (see README)"
+             put a TLS or authenticating proxy in front (see docs/metrics.md)"
         );
     }
     tokio::spawn(say_source_error(frames.clone()));
