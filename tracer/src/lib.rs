@@ -9,4 +9,5 @@
 pub mod capture;
 pub mod export;
 pub mod live;
+pub mod process;
 pub mod tui;

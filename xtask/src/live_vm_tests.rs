@@ -154,7 +154,8 @@ fn prometheus_p99(files: &BTreeMap<String, PathBuf>, prometheus: Option<&Prometh
     })?;
     let capture = tracer_core::report::load(path).map_err(|e| format!("{e:#}"))?;
     let own = capture.total_where(|k| {
-        k.probe == tracer_core::snapshot::Probe::SysRmdir && capture.cgroup_name(k.cgroup) == "/serve_wl"
+        k.probe == tracer_core::snapshot::Probe::SysRmdir
+            && capture.cgroup_name(k.cgroup) == "/serve_wl"
     });
     if own.count() != SERVE_RMDIRS {
         return Err(format!(

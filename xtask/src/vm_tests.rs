@@ -11,10 +11,10 @@ use std::{
     time::{Duration, Instant},
 };
 
+use tracer_core::snapshot::ProbeKind;
 use tracer_core::snapshot::{
     AttachMethod, AttachState, Counter, GONE_CGROUP, Loss, Probe, ProbeStatus, Snapshot,
 };
-use tracer_core::snapshot::ProbeKind;
 
 use crate::{
     kernel::{self, Kernel},
@@ -220,7 +220,8 @@ fn degraded_capture(tracer: &Path) -> Verdict {
             .args(["--", "sh", "-c", &workload]),
         Duration::from_mins(1),
     )?;
-    let snap = tracer_core::report::load(&json).map_err(|e| format!("{e:#}; stderr: {}", stderr.trim()));
+    let snap =
+        tracer_core::report::load(&json).map_err(|e| format!("{e:#}; stderr: {}", stderr.trim()));
     let _ = fs::remove_file(&json);
     let snap = snap?;
     if stderr.contains("panicked") || code != Some(0) {
@@ -1563,7 +1564,8 @@ fn round_trip(files: &BTreeMap<String, PathBuf>, _: (u32, u32)) -> Verdict {
             .get(n)
             .ok_or_else(|| with_log(files, "umount300.rt.log", format!("the guest sent no {n}")))
     };
-    let a = tracer_core::report::load(path("umount300_fentry.json")?).map_err(|e| format!("{e:#}"))?;
+    let a =
+        tracer_core::report::load(path("umount300_fentry.json")?).map_err(|e| format!("{e:#}"))?;
     let b = tracer_core::report::load(path("umount300.rt.json")?).map_err(|e| format!("{e:#}"))?;
     if a == b {
         Ok(format!(
@@ -1930,7 +1932,9 @@ pub fn tmpfs(s: &Snapshot, version: (u32, u32)) -> Verdict {
 
 #[cfg(test)]
 mod tests {
-    use tracer_core::snapshot::{AttachMethod, CommandRun, Meta, ProbeStatus, SeriesKey, SourceKind};
+    use tracer_core::snapshot::{
+        AttachMethod, CommandRun, Meta, ProbeStatus, SeriesKey, SourceKind,
+    };
 
     use super::*;
 

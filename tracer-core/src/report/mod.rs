@@ -100,6 +100,29 @@ pub fn compare(a: &Snapshot, b: &Snapshot, color: bool) -> String {
     compare::render(a, b, color)
 }
 
+/// `not attached: PROBES: WHY`, one line per distinct reason.
+#[must_use]
+pub fn not_attached(
+    states: &std::collections::BTreeMap<crate::snapshot::Probe, crate::snapshot::AttachState>,
+) -> Vec<String> {
+    let mut missing: std::collections::BTreeMap<String, Vec<&str>> =
+        std::collections::BTreeMap::new();
+    for (p, s) in states {
+        let why = match s {
+            crate::snapshot::AttachState::Absent { symbol } => {
+                format!("no {symbol} on this kernel")
+            }
+            crate::snapshot::AttachState::Failed { reason } => reason.clone(),
+            _ => continue,
+        };
+        missing.entry(why).or_default().push(p.name());
+    }
+    missing
+        .iter()
+        .map(|(why, names)| format!("not attached: {}: {why}", names.join(", ")))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -19,7 +19,6 @@ use tracer_loader::attach as probes;
 use tracer_loader::host::cgroup;
 use tracer_loader::read as collect;
 
-use crate::live;
 
 /// `tracer capture` arguments.
 #[derive(Debug, clap::Args)]
@@ -175,7 +174,7 @@ fn cpu_ns_since(start: f64) -> u64 {
         clippy::cast_sign_loss,
         reason = "non-negative CPU seconds, as ns"
     )]
-    let ns = ((live::process_cpu_seconds() - start).max(0.0) * 1e9) as u64;
+    let ns = ((crate::process::process_cpu_seconds() - start).max(0.0) * 1e9) as u64;
     ns
 }
 
@@ -212,7 +211,10 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
     }
 
     // Before attaching, so every run of the programs (and tracer's loading) is counted.
-    let (cpu_start, bpf_stats) = (live::process_cpu_seconds(), collect::BpfStats::enable());
+    let (cpu_start, bpf_stats) = (
+        crate::process::process_cpu_seconds(),
+        collect::BpfStats::enable(),
+    );
     if let collect::BpfStats::Unavailable(why) = &bpf_stats {
         log::info!("no BPF run-time statistics: {why}");
     }
@@ -328,30 +330,9 @@ fn meta(args: &Args, started_unix_ns: u64, elapsed: Duration) -> Meta {
 
 /// One stderr line per distinct reason, so twelve probes failing alike read as one fact.
 fn say_what_did_not_attach(states: &std::collections::BTreeMap<tracer_common::Probe, AttachState>) {
-    for line in not_attached(states) {
+    for line in report::not_attached(states) {
         eprintln!("tracer: {line}");
     }
-}
-
-/// `not attached: PROBES: WHY`, one line per distinct reason.
-#[must_use]
-pub fn not_attached(
-    states: &std::collections::BTreeMap<tracer_common::Probe, AttachState>,
-) -> Vec<String> {
-    let mut missing: std::collections::BTreeMap<String, Vec<&str>> =
-        std::collections::BTreeMap::new();
-    for (p, s) in states {
-        let why = match s {
-            AttachState::Absent { symbol } => format!("no {symbol} on this kernel"),
-            AttachState::Failed { reason } => reason.clone(),
-            _ => continue,
-        };
-        missing.entry(why).or_default().push(p.name());
-    }
-    missing
-        .iter()
-        .map(|(why, names)| format!("not attached: {}: {why}", names.join(", ")))
-        .collect()
 }
 
 /// Wait for the end of the capture, showing a one-line status on a terminal.

@@ -12,7 +12,6 @@ use std::{
 use tracer_core::cost::{BpfCost, ProgramCost};
 
 use super::{Delta, Source, SourceInfo, SourceKindLive};
-use crate::capture;
 use tracer_core::snapshot::{CgroupId, DentryState, GONE_CGROUP, Meta, Snapshot, SourceKind};
 use tracer_loader::attach as probes;
 use tracer_loader::attach::AttachMode;
@@ -62,7 +61,7 @@ impl KernelSource {
         let bpf_stats = collect::BpfStats::enable();
         let attached = probes::attach_with_slow(wanted, mode, slow_threshold_ns)?;
         let mut warnings = attached.warnings.clone();
-        warnings.extend(capture::not_attached(&attached.states));
+        warnings.extend(tracer_core::report::not_attached(&attached.states));
         if let collect::BpfStats::Unavailable(why) = &bpf_stats {
             warnings.push(format!("tracer's own BPF cost is not measured: {why}"));
         }

@@ -24,7 +24,7 @@ pub mod window;
 use std::{sync::Arc, time::Duration};
 
 pub use args::{LiveArgs, open};
-pub use engine::{Handle, Live, process_cpu_seconds, rss_bytes, spawn, unix_now_ns};
+pub use engine::{Handle, Live, spawn, unix_now_ns};
 
 pub use tracer_core::snapshot::OTHER_CGROUP;
 use tracer_core::{
