@@ -48,6 +48,9 @@ fn kernel_buckets(lat: &Latency) -> Vec<u64> {
 }
 
 /// The rows to draw for `latency`, at most about `max_rows` (see the module docs).
+///
+/// # Panics
+/// Never: a bucket index is below the kernel's bucket count, which fits a `u32`.
 #[must_use]
 pub fn rows(latency: &Latency, max_rows: usize) -> Vec<Row> {
     let counts = kernel_buckets(latency);

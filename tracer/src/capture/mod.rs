@@ -19,6 +19,7 @@ use tracer_loader::attach as probes;
 use tracer_loader::host::cgroup;
 use tracer_loader::read as collect;
 
+use crate::process::process_cpu_seconds;
 
 /// `tracer capture` arguments.
 #[derive(Debug, clap::Args)]
@@ -174,7 +175,7 @@ fn cpu_ns_since(start: f64) -> u64 {
         clippy::cast_sign_loss,
         reason = "non-negative CPU seconds, as ns"
     )]
-    let ns = ((crate::process::process_cpu_seconds() - start).max(0.0) * 1e9) as u64;
+    let ns = ((process_cpu_seconds() - start).max(0.0) * 1e9) as u64;
     ns
 }
 
@@ -211,10 +212,7 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
     }
 
     // Before attaching, so every run of the programs (and tracer's loading) is counted.
-    let (cpu_start, bpf_stats) = (
-        crate::process::process_cpu_seconds(),
-        collect::BpfStats::enable(),
-    );
+    let (cpu_start, bpf_stats) = (process_cpu_seconds(), collect::BpfStats::enable());
     if let collect::BpfStats::Unavailable(why) = &bpf_stats {
         log::info!("no BPF run-time statistics: {why}");
     }
