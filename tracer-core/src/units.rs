@@ -177,13 +177,20 @@ fn civil_from_days(days: u64) -> (u64, u64, u64) {
     (y, m, d)
 }
 
-/// Parse `500ms`, `10s`, `2m`, `1h`, or plain seconds (also `ns` and `us`, for slow-call
-/// thresholds).
+/// Parse `500ms`, `10s`, `2m`, `1h`, `1h 30m`, `7.25 µs`, what [`ns`] prints (`4.00 ms`),
+/// or plain seconds (`1.5`).
+///
+/// [`humantime::parse_duration`] reads everything with a unit, decimals and `µs` included.
+/// What is left here is what it cannot do (the test
+/// `humantime_reads_units_but_not_plain_seconds_nor_says_why_it_refused` shows each): a bare
+/// number, which it refuses for want of a unit and tracer reads as seconds, and errors that
+/// quote the input and say what was wrong, where its own give a byte offset.
 ///
 /// # Errors
 /// On anything else, with a message that says what was wrong: a negative or missing value,
-/// an unknown unit, a duration too long to hold.
+/// an unknown unit, a duration too long to hold or finer than a nanosecond.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    use humantime::DurationError as E;
     const TRY: &str = "try 500ms, 10s or 2m";
     let s = s.trim();
     if s.is_empty() {
@@ -199,31 +206,21 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
             },
         );
     }
-    let split = s
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    // What `report::units::ns` prints ("4.00 ms") reads back.
-    let unit = unit.trim_start();
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("{s:?} is not a duration ({TRY})"))?;
-    let secs = match unit.trim_start() {
-        "ns" => n / 1e9,
-        "us" | "µs" => n / 1e6,
-        "ms" => n / 1000.0,
-        "" | "s" => n,
-        "m" | "min" => n * 60.0,
-        "h" => n * 3600.0,
-        unit => {
-            return Err(format!(
-                "unknown unit {unit:?} in {s:?} (use ns, us, ms, s, m or h)"
-            ));
-        }
+    let parsed = if s.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        humantime::parse_duration(&format!("{s}s"))
+    } else {
+        humantime::parse_duration(s)
     };
-    // `num` is digits and dots only, so `secs` is finite and not negative; only its size
-    // can be out of range.
-    Duration::try_from_secs_f64(secs).map_err(|_| format!("{s:?} is too long a duration"))
+    parsed.map_err(|e| match e {
+        E::UnknownUnit { unit, .. } if !unit.is_empty() => {
+            format!("unknown unit {unit:?} in {s:?} (use ns, us, ms, s, m or h)")
+        }
+        E::NumberOverflow if s.contains('.') => {
+            format!("{s:?} is too long a duration, or finer than a nanosecond")
+        }
+        E::NumberOverflow => format!("{s:?} is too long a duration"),
+        _ => format!("{s:?} is not a duration ({TRY})"),
+    })
 }
 
 /// Parse a duration that must not be zero (a timeout, a refresh interval).
@@ -308,6 +305,46 @@ mod tests {
         assert!(parse_duration("10 parsecs").is_err());
         assert!(parse_duration("s").is_err());
         assert!(parse_duration("-1s").is_err());
+    }
+
+    #[test]
+    fn humantime_reads_units_but_not_plain_seconds_nor_says_why_it_refused() {
+        use humantime::{DurationError as E, parse_duration as crate_parse};
+        // What it reads, so tracer's parser hands it over.
+        assert_eq!(crate_parse("7.25 µs"), Ok(Duration::from_nanos(7_250)));
+        assert_eq!(crate_parse("4.00 ms"), Ok(Duration::from_millis(4)));
+        assert_eq!(crate_parse("1h 30m"), Ok(Duration::from_mins(90)));
+        // What it does not: plain seconds, which tracer has always read.
+        assert!(matches!(crate_parse("1.5"), Err(E::UnknownUnit { unit, .. }) if unit.is_empty()));
+        // Its errors point at a byte, not at what was typed; tracer's quote the input.
+        assert_eq!(crate_parse("-5s"), Err(E::NumberExpected(0)));
+        assert_eq!(
+            crate_parse("1_000ns").unwrap_err().to_string(),
+            "invalid character at 1"
+        );
+        // It is exact: a fraction of a nanosecond is refused, as "too large".
+        assert_eq!(crate_parse("2.5ns"), Err(E::NumberOverflow));
+    }
+
+    #[test]
+    fn what_ns_prints_reads_back() {
+        for v in [
+            0,
+            7,
+            812,
+            7_214,
+            12_340_000,
+            999_700,
+            2_410_000_000,
+            125_000_000_000,
+        ] {
+            let d = parse_duration(&ns(v)).unwrap();
+            let back = u64::try_from(d.as_nanos()).unwrap();
+            // Three significant digits: within half a unit of the third.
+            assert!(back.abs_diff(v) * 200 <= v, "{v} -> {} -> {back}", ns(v));
+        }
+        let e = parse_duration("2.5ns").unwrap_err();
+        assert!(e.contains("finer than a nanosecond"), "{e}");
     }
 
     #[test]

@@ -311,8 +311,8 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
 fn meta(args: &Args, started_unix_ns: u64, elapsed: Duration) -> Meta {
     let description = if args.command.is_empty() {
         format!(
-            "capture of the whole host for {:.1} s",
-            elapsed.as_secs_f64()
+            "capture of the whole host for {}",
+            tracer_core::units::ns(u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX))
         )
     } else {
         format!("capture of `{}`", args.command.join(" "))

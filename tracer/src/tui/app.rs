@@ -723,7 +723,7 @@ impl App {
         let Some(ms) = next else {
             self.status = Some(format!(
                 "refresh interval stays {}",
-                super::widgets::duration(now)
+                humantime::format_duration(now)
             ));
             return Action::None;
         };
@@ -731,7 +731,7 @@ impl App {
         self.requested_interval = Some(d);
         self.status = Some(format!(
             "refresh every {} (asked)",
-            super::widgets::duration(d)
+            humantime::format_duration(d)
         ));
         Action::Send(Control::SetInterval(d))
     }

@@ -2,8 +2,6 @@
 //! blocks, never locks, never computes more than the rows on screen need (the rows
 //! themselves are computed once per frame in `rows`).
 
-use std::time::Duration;
-
 use ratatui::{
     buffer::Buffer,
     layout::{Constraint, Layout, Rect},
@@ -58,21 +56,6 @@ impl Theme {
     }
     fn bar(self) -> Style {
         self.fg(Color::Cyan)
-    }
-}
-
-/// A duration as a person says it: `250 ms`, `1 s`, `1.5 s`, `2 min`.
-#[must_use]
-pub fn duration(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms < 1_000 {
-        format!("{ms} ms")
-    } else if ms.is_multiple_of(60_000) {
-        format!("{} min", ms / 60_000)
-    } else if ms.is_multiple_of(1_000) {
-        format!("{} s", ms / 1_000)
-    } else {
-        format!("{:.1} s", d.as_secs_f64())
     }
 }
 
@@ -308,9 +291,13 @@ fn header_lines<'a>(app: &App, frame: Option<&Frame>, theme: Theme) -> Vec<(Line
     };
     let interval = match app.requested_interval {
         Some(r) if r != f.interval => {
-            format!("every {} (→ {})", duration(f.interval), duration(r))
+            format!(
+                "every {} (→ {})",
+                humantime::format_duration(f.interval),
+                humantime::format_duration(r)
+            )
         }
-        _ => format!("every {}", duration(f.interval)),
+        _ => format!("every {}", humantime::format_duration(f.interval)),
     };
     let mut lines = vec![(
         Line::from(vec![

@@ -69,7 +69,7 @@ fn header_says_where_the_numbers_come_from_and_what_did_not_attach() {
         let s = screen(&app_on(View::Probes), w, h);
         let top = s[0].as_str();
         assert!(
-            top.starts_with("tracer top · LIVE #1 · every 1 s · model umount-storm"),
+            top.starts_with("tracer top · LIVE #1 · every 1s · model umount-storm"),
             "{top}"
         );
         let attach = line(&s, "attach:");
