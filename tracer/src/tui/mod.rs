@@ -31,6 +31,7 @@ use crate::live::{self, Control, Frame, LiveArgs};
 
 pub mod app;
 pub mod event;
+pub mod format;
 pub mod rows;
 pub mod widgets;
 

@@ -7,6 +7,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use super::{Action, App, Sort, Table, Target, View, view::busiest};
 use crate::live::Control;
+use crate::tui::format::duration;
 use crate::tui::rows::Callers;
 use tracer_core::snapshot::{CgroupId, Probe};
 
@@ -275,18 +276,12 @@ impl App {
             INTERVALS_MS.iter().rev().copied().find(|&ms| ms < now_ms)
         };
         let Some(ms) = next else {
-            self.status = Some(format!(
-                "refresh interval stays {}",
-                crate::tui::widgets::duration(now)
-            ));
+            self.status = Some(format!("refresh interval stays {}", duration(now)));
             return Action::None;
         };
         let d = Duration::from_millis(ms);
         self.requested_interval = Some(d);
-        self.status = Some(format!(
-            "refresh every {} (asked)",
-            crate::tui::widgets::duration(d)
-        ));
+        self.status = Some(format!("refresh every {} (asked)", duration(d)));
         Action::Send(Control::SetInterval(d))
     }
 

@@ -66,91 +66,67 @@ pub enum Table {
     Slow = 2,
 }
 
-/// A table column: its header, width and whether it sorts as a number.
+/// A table column as the sort knows it: its header and whether it sorts as a number.
+/// How wide it is drawn is the widgets' business.
 #[derive(Clone, Copy, Debug)]
 pub struct Column {
     /// Header text.
     pub name: &'static str,
-    /// Width in cells; for a flexible column, its least.
-    pub width: u16,
-    /// Widest a flexible column grows: beyond that, numbers would drift away from names.
-    pub max_width: u16,
-    /// Takes a share of the width left over by the fixed columns.
-    pub flex: bool,
-    /// Shown only on terminals at least this wide.
-    pub min_term_width: u16,
     /// Numbers sort largest first; text sorts A to Z.
     pub numeric: bool,
 }
 
-const fn num(name: &'static str, width: u16) -> Column {
+const fn num(name: &'static str) -> Column {
     Column {
         name,
-        width,
-        max_width: width,
-        flex: false,
-        min_term_width: 0,
         numeric: true,
     }
 }
 
-const fn text(name: &'static str, width: u16, flex: bool) -> Column {
+const fn text(name: &'static str) -> Column {
     Column {
         name,
-        width,
-        max_width: if flex { 48 } else { width },
-        flex,
-        min_term_width: 0,
         numeric: false,
     }
 }
 
 /// Columns of the Probes view.
 pub const PROBE_COLUMNS: [Column; 8] = [
-    text("probe", 26, true),
-    num("calls/s", 8),
-    num("p50", 8),
-    num("p99", 8),
-    num("max", 8),
-    num("time/int", 9),
-    num("lost", 6),
-    Column {
-        min_term_width: 100,
-        ..num("total", 10)
-    },
+    text("probe"),
+    num("calls/s"),
+    num("p50"),
+    num("p99"),
+    num("max"),
+    num("time/int"),
+    num("lost"),
+    num("total"),
 ];
 
 /// Columns of the Cgroups view: p99 of grace-period waits, shrinker teardown, rmdir(2),
 /// umount2(2) and the inode-lock hold; negative dentries and lock waits per second; the
-/// rmdir(2) and umount2(2) calls since start (on wider terminals).
+/// rmdir(2) and umount2(2) calls since start.
 pub const CGROUP_COLUMNS: [Column; 10] = [
-    text("cgroup", 16, true),
-    num("gp p99", 7),
-    num("shrink", 7),
-    num("rmdir", 7),
-    num("umount", 7),
-    num("neg/s", 7),
-    num("hold", 7),
-    num("wait/s", 7),
-    Column {
-        min_term_width: 110,
-        ..num("rmdirs", 8)
-    },
-    Column {
-        min_term_width: 110,
-        ..num("umounts", 8)
-    },
+    text("cgroup"),
+    num("gp p99"),
+    num("shrink"),
+    num("rmdir"),
+    num("umount"),
+    num("neg/s"),
+    num("hold"),
+    num("wait/s"),
+    num("rmdirs"),
+    num("umounts"),
 ];
 
 /// Columns of the Slow calls view.
 pub const SLOW_COLUMNS: [Column; 7] = [
-    num("time", 12),
-    num("pid", 7),
-    text("comm", 10, false),
-    text("cgroup", 12, true),
-    text("call", 16, true),
-    num("latency", 8),
-    num("pruned", 8),
+    num("time"),
+    num("pid"),
+    text("comm"),
+    text("cgroup"),
+    text("call"),
+    num("latency"),
+    num("pruned"),
 ];
 
 impl Table {

@@ -2,108 +2,26 @@
 //! blocks, never locks, never computes more than the rows on screen need (the rows
 //! themselves are computed once per frame in `rows`).
 
-use std::time::Duration;
-
 use ratatui::{
     buffer::Buffer,
     layout::{Constraint, Layout, Rect},
-    style::{Color, Modifier, Style},
+    style::Modifier,
     text::{Line, Span},
     widgets::{Block, Borders, Clear, Paragraph, Tabs, Widget, Wrap},
 };
 
-use super::app::{App, View};
 use crate::live::Frame;
+use crate::tui::app::{App, View};
+use crate::tui::format::{duration, mib};
 use tracer_core::snapshot::{AttachMethod, AttachState, Probe};
 use tracer_core::units;
 
+pub mod columns;
 mod detail;
 mod tables;
+mod theme;
 
-/// Styles, all plain when colour is off (`NO_COLOR`): emphasis then comes from bold and
-/// reverse video only.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Theme {
-    color: bool,
-}
-
-impl Theme {
-    fn fg(self, c: Color) -> Style {
-        if self.color {
-            Style::default().fg(c)
-        } else {
-            Style::default()
-        }
-    }
-    fn title(self) -> Style {
-        self.fg(Color::Cyan).add_modifier(Modifier::BOLD)
-    }
-    fn header(self) -> Style {
-        self.fg(Color::Yellow).add_modifier(Modifier::BOLD)
-    }
-    fn selected() -> Style {
-        Style::default().add_modifier(Modifier::REVERSED)
-    }
-    fn dim(self) -> Style {
-        self.fg(Color::DarkGray)
-    }
-    fn warn(self) -> Style {
-        self.fg(Color::Yellow)
-    }
-    fn error(self) -> Style {
-        self.fg(Color::Red).add_modifier(Modifier::BOLD)
-    }
-    fn good(self) -> Style {
-        self.fg(Color::Green).add_modifier(Modifier::BOLD)
-    }
-    fn bar(self) -> Style {
-        self.fg(Color::Cyan)
-    }
-}
-
-/// A duration as a person says it: `250 ms`, `1 s`, `1.5 s`, `2 min`.
-#[must_use]
-pub fn duration(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms < 1_000 {
-        format!("{ms} ms")
-    } else if ms.is_multiple_of(60_000) {
-        format!("{} min", ms / 60_000)
-    } else if ms.is_multiple_of(1_000) {
-        format!("{} s", ms / 1_000)
-    } else {
-        format!("{:.1} s", d.as_secs_f64())
-    }
-}
-
-/// A latency cell: `12.3 ms`, or `—` when there were no calls.
-fn ns_cell(v: Option<u64>) -> String {
-    v.map_or_else(|| "—".to_owned(), units::ns)
-}
-
-/// A rate cell with three significant digits: `0`, `0.25`, `12.5`, `840`, `12.3k`.
-#[must_use]
-pub fn rate(v: f64) -> String {
-    if !v.is_finite() || v <= 0.0 {
-        "0".to_owned()
-    } else if v < 9.995 {
-        format!("{v:.2}")
-    } else if v < 99.95 {
-        format!("{v:.1}")
-    } else if v < 9_999.5 {
-        format!("{v:.0}")
-    } else if v < 9_999_500.0 {
-        format!("{:.1}k", v / 1e3)
-    } else {
-        format!("{:.1}M", v / 1e6)
-    }
-}
-
-/// Bytes in MiB, one decimal.
-#[expect(clippy::cast_precision_loss, reason = "for display")]
-fn mib(bytes: u64) -> String {
-    format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
-}
+use theme::Theme;
 
 impl Widget for &App {
     fn render(self, area: Rect, buf: &mut Buffer) {

@@ -8,47 +8,15 @@ use ratatui::{
     widgets::{Cell, Paragraph, Row, Table as TableWidget, Widget},
 };
 
-use super::{Theme, ns_cell, rate};
+use super::{columns, theme::Theme};
 use crate::{
     live::{Frame, OTHER_CGROUP},
-    tui::app::{App, Column, Nav, Table},
+    tui::{
+        app::{App, Column, Nav, Table},
+        format::{ns_cell, rate},
+    },
 };
 use tracer_core::units;
-
-/// The columns that fit `width`, with their widths: columns are dropped from the right
-/// until the rest fit at their least width, then flexible ones share what is left.
-fn fitting(columns: &[Column], width: u16) -> Vec<(usize, u16)> {
-    let mut shown: Vec<usize> = (0..columns.len())
-        .filter(|&i| width >= columns[i].min_term_width)
-        .collect();
-    let need = |shown: &[usize]| -> u16 {
-        let cells: u16 = shown.iter().map(|&i| columns[i].width).sum();
-        cells + u16::try_from(shown.len().saturating_sub(1)).unwrap_or(u16::MAX)
-    };
-    while shown.len() > 1 && need(&shown) > width {
-        shown.pop();
-    }
-    let spare = width.saturating_sub(need(&shown));
-    let flex = shown.iter().filter(|&&i| columns[i].flex).count();
-    let flex = u16::try_from(flex).unwrap_or(1);
-    let mut first_flex = true;
-    shown
-        .into_iter()
-        .map(|i| {
-            let c = &columns[i];
-            let mut w = c.width;
-            if c.flex && flex > 0 {
-                w += spare / flex;
-                if first_flex {
-                    w += spare % flex;
-                    first_flex = false;
-                }
-                w = w.min(c.max_width.max(c.width));
-            }
-            (i, w.min(width))
-        })
-        .collect()
-}
 
 /// `text` in `width` cells: a long name keeps its end, the part that tells paths apart.
 fn tail(text: String, width: u16) -> String {
@@ -105,7 +73,8 @@ fn draw(
 ) {
     let nav = &app.nav[t as usize];
     let columns = t.columns();
-    let shown = fitting(columns, area.width);
+    let widths = columns::widths(t);
+    let shown = columns::fitting(widths, area.width);
     let visible = usize::from(area.height.saturating_sub(1));
     let off = scroll(nav, visible);
     let rows: Vec<Row> = (off..nav.order.len().min(off + visible))
@@ -118,7 +87,7 @@ fn draw(
             };
             Row::new(shown.iter().map(|&(i, w)| {
                 let s = text.get(i).cloned().unwrap_or_default();
-                let s = if columns[i].flex { tail(s, w) } else { s };
+                let s = if widths[i].flex { tail(s, w) } else { s };
                 Cell::from(if columns[i].numeric {
                     Line::from(s).right_aligned()
                 } else {
