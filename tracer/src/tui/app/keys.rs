@@ -116,9 +116,11 @@ impl App {
         let key = self.selected_key(t);
         self.reorder(t);
         match key.and_then(|k| self.position_of(t, &k)) {
-            Some(i) => self.nav[t as usize].selected = i,
+            Some(i) => self.nav[t as usize].state.select(Some(i)),
             None => self.clamp(t),
         }
+        // Other rows: draw from the top again (drawing scrolls on to the selection).
+        *self.nav[t as usize].state.offset_mut() = 0;
     }
 
     fn step(&mut self, by: isize) {
@@ -128,11 +130,12 @@ impl App {
         }
         let Some(t) = self.view.table() else { return };
         let n = self.len(t);
-        let nav = &mut self.nav[t as usize];
-        nav.selected = nav
-            .selected
-            .saturating_add_signed(by)
-            .min(n.saturating_sub(1));
+        if n == 0 {
+            return;
+        }
+        let state = &mut self.nav[t as usize].state;
+        let i = state.selected().unwrap_or(0).saturating_add_signed(by);
+        state.select(Some(i.min(n - 1)));
     }
 
     /// In Detail, up and down go to the previous or next probe with calls (in the
@@ -252,7 +255,7 @@ impl App {
         let key = self.selected_key(t);
         self.reorder(t);
         if let Some(i) = key.and_then(|k| self.position_of(t, &k)) {
-            self.nav[t as usize].selected = i;
+            self.nav[t as usize].state.select(Some(i));
         }
         self.clamp(t);
     }

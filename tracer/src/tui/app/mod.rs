@@ -3,7 +3,9 @@
 //! in [`keys`], how rows sort and filter in [`order`], the views and their subjects in
 //! [`view`]. Requests to the live loop come back as [`Action`]s.
 
-use std::{cell::Cell, sync::Arc, time::Duration};
+use std::{sync::Arc, time::Duration};
+
+use ratatui::widgets::TableState;
 
 use crate::live::{Control, Frame};
 use crate::tui::rows::{self, Callers, CgroupRow, ProbeRow, Rows};
@@ -23,16 +25,16 @@ pub use view::{CGROUP_COLUMNS, Column, PROBE_COLUMNS, SLOW_COLUMNS, Table, Targe
 /// Cursor, order and filter of one table.
 #[derive(Debug, Default)]
 pub struct Nav {
-    /// Index of the selected row among the visible ones.
-    pub selected: usize,
+    /// The selected row (an index into `order`, `None` while there are no rows) and the
+    /// first row drawn. Keys move the selection; drawing the table (ratatui's stateful
+    /// `Table`) moves the offset, just far enough that the selection shows.
+    pub state: TableState,
     /// Order.
     pub sort: Sort,
     /// Rows shown are those whose name contains this (case-insensitive).
     pub filter: String,
     /// Rows of the frame shown, visible ones, in display order.
     pub order: Vec<usize>,
-    /// First row drawn; kept by the renderer so the selection stays in view.
-    pub offset: Cell<usize>,
 }
 
 /// What the live loop is asked to do after a key.
@@ -176,7 +178,7 @@ impl App {
             self.reorder(t);
             // The cursor follows its row, not its position, as rows move between frames.
             if let Some(i) = key.and_then(|k| self.position_of(t, &k)) {
-                self.nav[t as usize].selected = i;
+                self.nav[t as usize].state.select(Some(i));
             }
             self.clamp(t);
         }
@@ -233,8 +235,9 @@ impl App {
 
     fn clamp(&mut self, t: Table) {
         let n = self.len(t);
-        let nav = &mut self.nav[t as usize];
-        nav.selected = nav.selected.min(n.saturating_sub(1));
+        let state = &mut self.nav[t as usize].state;
+        let selected = (n > 0).then(|| state.selected().unwrap_or(0).min(n - 1));
+        state.select(selected);
     }
 
     /// The detail subject: the chosen one, else the probe with the most calls.
@@ -258,21 +261,23 @@ impl App {
     #[must_use]
     pub fn selected_probe(&self) -> Option<&ProbeRow> {
         let nav = &self.nav[Table::Probes as usize];
-        self.rows.probes.get(*nav.order.get(nav.selected)?)
+        self.rows.probes.get(*nav.order.get(nav.state.selected()?)?)
     }
 
     /// The selected row of the Cgroups view.
     #[must_use]
     pub fn selected_cgroup(&self) -> Option<&CgroupRow> {
         let nav = &self.nav[Table::Cgroups as usize];
-        self.rows.cgroups.get(*nav.order.get(nav.selected)?)
+        self.rows
+            .cgroups
+            .get(*nav.order.get(nav.state.selected()?)?)
     }
 
     /// The selected slow call.
     #[must_use]
     pub fn selected_slow(&self) -> Option<&SlowCall> {
         let nav = &self.nav[Table::Slow as usize];
-        self.slow().get(*nav.order.get(nav.selected)?)
+        self.slow().get(*nav.order.get(nav.state.selected()?)?)
     }
 
     fn selected_key(&self, t: Table) -> Option<RowKey> {

@@ -56,16 +56,19 @@ fn arrows_and_jk_move_the_cursor_within_the_rows() {
     assert!(n >= 3, "test frame has {n} cgroup rows");
     press(&mut app, KeyCode::Char('j'));
     press(&mut app, KeyCode::Down);
-    assert_eq!(app.nav[Table::Cgroups as usize].selected, 2);
+    assert_eq!(app.nav[Table::Cgroups as usize].state.selected(), Some(2));
     press(&mut app, KeyCode::Char('k'));
-    assert_eq!(app.nav[Table::Cgroups as usize].selected, 1);
+    assert_eq!(app.nav[Table::Cgroups as usize].state.selected(), Some(1));
     for _ in 0..n + 5 {
         press(&mut app, KeyCode::Down);
     }
-    assert_eq!(app.nav[Table::Cgroups as usize].selected, n - 1);
+    assert_eq!(
+        app.nav[Table::Cgroups as usize].state.selected(),
+        Some(n - 1)
+    );
     press(&mut app, KeyCode::Up);
     press(&mut app, KeyCode::Home);
-    assert_eq!(app.nav[Table::Cgroups as usize].selected, 0);
+    assert_eq!(app.nav[Table::Cgroups as usize].state.selected(), Some(0));
 }
 
 #[test]

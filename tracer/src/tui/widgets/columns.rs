@@ -91,8 +91,35 @@ pub fn widths(t: Table) -> &'static [Width] {
     }
 }
 
+/// Cells `columns` need side by side, one apart, leaving out those only wide terminals
+/// show.
+const fn need(columns: &[Width]) -> u16 {
+    let mut cells = 0;
+    let mut shown = 0;
+    let mut i = 0;
+    while i < columns.len() {
+        if columns[i].min_term_width == 0 {
+            cells += columns[i].width;
+            shown += 1;
+        }
+        i += 1;
+    }
+    if shown > 0 { cells + shown - 1 } else { 0 }
+}
+
+const fn max(a: u16, b: u16) -> u16 {
+    if a > b { a } else { b }
+}
+
+/// The narrowest terminal on which [`fitting`] drops no column of any table.
+pub const MIN_WIDTH: u16 = max(
+    need(&PROBE_WIDTHS),
+    max(need(&CGROUP_WIDTHS), need(&SLOW_WIDTHS)),
+);
+
 /// The columns that fit `width`, with their widths: columns are dropped from the right
-/// until the rest fit at their least width, then flexible ones share what is left.
+/// until the rest fit at their least width (never from [`MIN_WIDTH`] up: the dashboard
+/// says the terminal is too small instead), then flexible ones share what is left.
 pub(super) fn fitting(columns: &[Width], width: u16) -> Vec<(usize, u16)> {
     let mut shown: Vec<usize> = (0..columns.len())
         .filter(|&i| width >= columns[i].min_term_width)

@@ -1,10 +1,13 @@
-//! Drawing the dashboard: `impl Widget for &App`. Reads the state, formats, draws; never
-//! blocks, never locks, never computes more than the rows on screen need (the rows
-//! themselves are computed once per frame in `rows`).
+//! Drawing the dashboard: `impl Widget for &mut App`. Reads the state, formats, draws;
+//! never blocks, never locks, never computes more than the rows on screen need (the rows
+//! themselves are computed once per frame in `rows`). The one thing drawing changes is
+//! each table's [`TableState`](ratatui::widgets::TableState) offset, as ratatui's stateful
+//! `Table` scrolls it to the selection. Below [`MIN_WIDTH`] x [`MIN_HEIGHT`] it draws
+//! only a screen that says the terminal is too small.
 
 use ratatui::{
     buffer::Buffer,
-    layout::{Constraint, Layout, Rect},
+    layout::{Constraint, Flex, Layout, Rect},
     style::Modifier,
     text::{Line, Span},
     widgets::{Block, Borders, Clear, Paragraph, Tabs, Widget, Wrap},
@@ -23,10 +26,24 @@ mod theme;
 
 use theme::Theme;
 
-impl Widget for &App {
+/// The narrowest terminal the dashboard draws on: every table shows all its columns
+/// (less those only wide terminals show). Narrower, columns would be dropped.
+pub const MIN_WIDTH: u16 = columns::MIN_WIDTH;
+
+/// The lowest terminal the dashboard draws on: the header (up to 5 lines), the tabs,
+/// the footer, and under a view's info line a table's header and three rows.
+pub const MIN_HEIGHT: u16 = 5 + 1 + 1 + 5;
+
+impl Widget for &mut App {
     fn render(self, area: Rect, buf: &mut Buffer) {
         let theme = Theme { color: self.color };
-        let frame = self.shown.as_deref();
+        if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
+            too_small(area, buf, theme);
+            return;
+        }
+        // The frame is shared: a handle of our own leaves `self` free for the tables.
+        let shown = self.shown.clone();
+        let frame = shown.as_deref();
         let header = header_lines(self, frame, theme);
         // A line gets the rows it needs up to its own limit; the rest is cut at the edge.
         let heights: Vec<u16> = header
@@ -332,6 +349,28 @@ fn help(area: Rect, buf: &mut Buffer, theme: Theme) {
         .render(popup, buf);
 }
 
+/// What shows instead of the dashboard on a terminal below [`MIN_WIDTH`] x
+/// [`MIN_HEIGHT`]: that it is too small, its size and the size needed.
+fn too_small(area: Rect, buf: &mut Buffer, theme: Theme) {
+    Clear.render(area, buf);
+    let lines = vec![
+        Line::from(Span::styled("terminal too small", theme.error())),
+        Line::from(format!("{} x {} here", area.width, area.height)),
+        Line::from(format!("tracer top needs {MIN_WIDTH} x {MIN_HEIGHT}")),
+        Line::from(Span::styled("enlarge it, or q to quit", theme.dim())),
+    ];
+    let h = u16::try_from(lines.len())
+        .unwrap_or(u16::MAX)
+        .min(area.height);
+    let [middle] = Layout::vertical([Constraint::Length(h)])
+        .flex(Flex::Center)
+        .areas(area);
+    Paragraph::new(lines)
+        .centered()
+        .wrap(Wrap { trim: true })
+        .render(middle, buf);
+}
+
 /// The lines of a buffer as plain text, trailing spaces trimmed (`tracer top --frames`).
 #[must_use]
 pub fn buffer_text(buf: &Buffer) -> Vec<String> {
@@ -352,7 +391,7 @@ pub fn buffer_text(buf: &Buffer) -> Vec<String> {
 
 /// `app` drawn on a `width` x `height` buffer, as text lines.
 #[must_use]
-pub fn render_text(app: &App, width: u16, height: u16) -> Vec<String> {
+pub fn render_text(app: &mut App, width: u16, height: u16) -> Vec<String> {
     let mut buf = Buffer::empty(Rect::new(0, 0, width, height));
     app.render(buf.area, &mut buf);
     buffer_text(&buf)
