@@ -2,7 +2,8 @@
 //!
 //! As in bottom and ratatui's examples, the parts are apart: the live loop (`live`)
 //! publishes a [`Frame`] per refresh on a watch channel; [`app`] holds the state and turns
-//! keys into state changes and requests to the loop; [`widgets`] draws the state and
+//! keys into state changes and requests to the loop; [`widgets`] draws the state (and
+//! scrolls each table to its selection, as ratatui's stateful `Table` does) and
 //! nothing else; [`event`] merges keys, frames and signals into one stream. The terminal
 //! is put back as it was on `q`, on a panic, on SIGTERM and on SIGHUP.
 //!
@@ -31,6 +32,7 @@ use crate::live::{self, Control, Frame, LiveArgs};
 
 pub mod app;
 pub mod event;
+pub mod format;
 pub mod rows;
 pub mod widgets;
 
@@ -86,10 +88,18 @@ pub struct Args {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub frames: Option<u64>,
     /// Width of the text --frames prints, in columns.
-    #[arg(long, default_value_t = 120, value_parser = clap::value_parser!(u16).range(40..=1000))]
+    #[arg(
+        long,
+        default_value_t = 120,
+        value_parser = clap::value_parser!(u16).range(i64::from(widgets::MIN_WIDTH)..=1000)
+    )]
     pub width: u16,
     /// Height of each view --frames prints, in lines.
-    #[arg(long, default_value_t = 40, value_parser = clap::value_parser!(u16).range(12..=1000))]
+    #[arg(
+        long,
+        default_value_t = 40,
+        value_parser = clap::value_parser!(u16).range(i64::from(widgets::MIN_HEIGHT)..=1000)
+    )]
     pub height: u16,
     /// Views --frames prints per refresh, comma-separated.
     #[arg(
@@ -245,7 +255,7 @@ pub async fn interactive(
             model.refresh(&app, &events.predictions);
         }
         terminal
-            .draw(|f| f.render_widget(&app, f.area()))
+            .draw(|f| f.render_widget(&mut app, f.area()))
             .context("drawing")?;
         match events.next().await {
             Event::Key(k) => match app.on_key(k) {
@@ -361,7 +371,7 @@ pub async fn text(
             );
             let pad = usize::from(opts.width).saturating_sub(sep.chars().count());
             let mut block = format!("{sep}{}\n", "─".repeat(pad));
-            for line in widgets::render_text(&app, opts.width, opts.height) {
+            for line in widgets::render_text(&mut app, opts.width, opts.height) {
                 block.push_str(&line);
                 block.push('\n');
             }

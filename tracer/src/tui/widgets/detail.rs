@@ -9,11 +9,12 @@ use ratatui::{
     widgets::{Block, Borders, Paragraph, Sparkline, Widget, Wrap},
 };
 
-use super::{Theme, ns_cell, rate};
+use super::theme::Theme;
 use crate::{
     live::Frame,
     tui::{
         app::{App, Target},
+        format::{ns_cell, rate},
         rows::Callers,
     },
 };

@@ -1,97 +1,49 @@
-//! Drawing the dashboard: `impl Widget for &App`. Reads the state, formats, draws; never
-//! blocks, never locks, never computes more than the rows on screen need (the rows
-//! themselves are computed once per frame in `rows`).
+//! Drawing the dashboard: `impl Widget for &mut App`. Reads the state, formats, draws;
+//! never blocks, never locks, never computes more than the rows on screen need (the rows
+//! themselves are computed once per frame in `rows`). The one thing drawing changes is
+//! each table's [`TableState`](ratatui::widgets::TableState) offset, as ratatui's stateful
+//! `Table` scrolls it to the selection. Below [`MIN_WIDTH`] x [`MIN_HEIGHT`] it draws
+//! only a screen that says the terminal is too small.
 
 use ratatui::{
     buffer::Buffer,
-    layout::{Constraint, Layout, Rect},
-    style::{Color, Modifier, Style},
+    layout::{Constraint, Flex, Layout, Rect},
+    style::Modifier,
     text::{Line, Span},
     widgets::{Block, Borders, Clear, Paragraph, Tabs, Widget, Wrap},
 };
 
-use super::app::{App, View};
 use crate::live::Frame;
+use crate::tui::app::{App, View};
+use crate::tui::format::mib;
 use tracer_core::snapshot::{AttachMethod, AttachState, Probe};
 use tracer_core::units;
 
+pub mod columns;
 mod detail;
 mod tables;
+mod theme;
 
-/// Styles, all plain when colour is off (`NO_COLOR`): emphasis then comes from bold and
-/// reverse video only.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Theme {
-    color: bool,
-}
+use theme::Theme;
 
-impl Theme {
-    fn fg(self, c: Color) -> Style {
-        if self.color {
-            Style::default().fg(c)
-        } else {
-            Style::default()
-        }
-    }
-    fn title(self) -> Style {
-        self.fg(Color::Cyan).add_modifier(Modifier::BOLD)
-    }
-    fn header(self) -> Style {
-        self.fg(Color::Yellow).add_modifier(Modifier::BOLD)
-    }
-    fn selected() -> Style {
-        Style::default().add_modifier(Modifier::REVERSED)
-    }
-    fn dim(self) -> Style {
-        self.fg(Color::DarkGray)
-    }
-    fn warn(self) -> Style {
-        self.fg(Color::Yellow)
-    }
-    fn error(self) -> Style {
-        self.fg(Color::Red).add_modifier(Modifier::BOLD)
-    }
-    fn good(self) -> Style {
-        self.fg(Color::Green).add_modifier(Modifier::BOLD)
-    }
-    fn bar(self) -> Style {
-        self.fg(Color::Cyan)
-    }
-}
+/// The narrowest terminal the dashboard draws on: every table shows all its columns
+/// (less those only wide terminals show). Narrower, columns would be dropped.
+pub const MIN_WIDTH: u16 = columns::MIN_WIDTH;
 
-/// A latency cell: `12.3 ms`, or `—` when there were no calls.
-fn ns_cell(v: Option<u64>) -> String {
-    v.map_or_else(|| "—".to_owned(), units::ns)
-}
+/// The lowest terminal the dashboard draws on: the header (up to 5 lines), the tabs,
+/// the footer, and under a view's info line a table's header and three rows.
+pub const MIN_HEIGHT: u16 = 5 + 1 + 1 + 5;
 
-/// A rate cell with three significant digits: `0`, `0.25`, `12.5`, `840`, `12.3k`.
-#[must_use]
-pub fn rate(v: f64) -> String {
-    if !v.is_finite() || v <= 0.0 {
-        "0".to_owned()
-    } else if v < 9.995 {
-        format!("{v:.2}")
-    } else if v < 99.95 {
-        format!("{v:.1}")
-    } else if v < 9_999.5 {
-        format!("{v:.0}")
-    } else if v < 9_999_500.0 {
-        format!("{:.1}k", v / 1e3)
-    } else {
-        format!("{:.1}M", v / 1e6)
-    }
-}
-
-/// Bytes in MiB, one decimal.
-#[expect(clippy::cast_precision_loss, reason = "for display")]
-fn mib(bytes: u64) -> String {
-    format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
-}
-
-impl Widget for &App {
+impl Widget for &mut App {
     fn render(self, area: Rect, buf: &mut Buffer) {
         let theme = Theme { color: self.color };
-        let frame = self.shown.as_deref();
+        if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
+            too_small(area, buf, theme);
+            return;
+        }
+        // The frame is shared: a handle of our own leaves `self` free for the tables.
+        let shown = self.shown.clone();
+        let frame = shown.as_deref();
         let header = header_lines(self, frame, theme);
         // A line gets the rows it needs up to its own limit; the rest is cut at the edge.
         let heights: Vec<u16> = header
@@ -401,6 +353,28 @@ fn help(area: Rect, buf: &mut Buffer, theme: Theme) {
         .render(popup, buf);
 }
 
+/// What shows instead of the dashboard on a terminal below [`MIN_WIDTH`] x
+/// [`MIN_HEIGHT`]: that it is too small, its size and the size needed.
+fn too_small(area: Rect, buf: &mut Buffer, theme: Theme) {
+    Clear.render(area, buf);
+    let lines = vec![
+        Line::from(Span::styled("terminal too small", theme.error())),
+        Line::from(format!("{} x {} here", area.width, area.height)),
+        Line::from(format!("tracer top needs {MIN_WIDTH} x {MIN_HEIGHT}")),
+        Line::from(Span::styled("enlarge it, or q to quit", theme.dim())),
+    ];
+    let h = u16::try_from(lines.len())
+        .unwrap_or(u16::MAX)
+        .min(area.height);
+    let [middle] = Layout::vertical([Constraint::Length(h)])
+        .flex(Flex::Center)
+        .areas(area);
+    Paragraph::new(lines)
+        .centered()
+        .wrap(Wrap { trim: true })
+        .render(middle, buf);
+}
+
 /// The lines of a buffer as plain text, trailing spaces trimmed (`tracer top --frames`).
 #[must_use]
 pub fn buffer_text(buf: &Buffer) -> Vec<String> {
@@ -421,7 +395,7 @@ pub fn buffer_text(buf: &Buffer) -> Vec<String> {
 
 /// `app` drawn on a `width` x `height` buffer, as text lines.
 #[must_use]
-pub fn render_text(app: &App, width: u16, height: u16) -> Vec<String> {
+pub fn render_text(app: &mut App, width: u16, height: u16) -> Vec<String> {
     let mut buf = Buffer::empty(Rect::new(0, 0, width, height));
     app.render(buf.area, &mut buf);
     buffer_text(&buf)

@@ -1,54 +1,24 @@
 //! The Probes, Cgroups and Slow calls tables. Only the rows that fit are built.
 
+use std::ops::Range;
+
 use ratatui::{
     buffer::Buffer,
     layout::{Constraint, Layout, Rect},
     style::Style,
     text::{Line, Span},
-    widgets::{Cell, Paragraph, Row, Table as TableWidget, Widget},
+    widgets::{Cell, Paragraph, Row, StatefulWidget, Table as TableWidget, TableState, Widget},
 };
 
-use super::{Theme, ns_cell, rate};
+use super::{columns, theme::Theme};
 use crate::{
     live::{Frame, OTHER_CGROUP},
-    tui::app::{App, Column, Nav, Table},
+    tui::{
+        app::{App, Column, Nav, Table},
+        format::{ns_cell, rate},
+    },
 };
 use tracer_core::units;
-
-/// The columns that fit `width`, with their widths: columns are dropped from the right
-/// until the rest fit at their least width, then flexible ones share what is left.
-fn fitting(columns: &[Column], width: u16) -> Vec<(usize, u16)> {
-    let mut shown: Vec<usize> = (0..columns.len())
-        .filter(|&i| width >= columns[i].min_term_width)
-        .collect();
-    let need = |shown: &[usize]| -> u16 {
-        let cells: u16 = shown.iter().map(|&i| columns[i].width).sum();
-        cells + u16::try_from(shown.len().saturating_sub(1)).unwrap_or(u16::MAX)
-    };
-    while shown.len() > 1 && need(&shown) > width {
-        shown.pop();
-    }
-    let spare = width.saturating_sub(need(&shown));
-    let flex = shown.iter().filter(|&&i| columns[i].flex).count();
-    let flex = u16::try_from(flex).unwrap_or(1);
-    let mut first_flex = true;
-    shown
-        .into_iter()
-        .map(|i| {
-            let c = &columns[i];
-            let mut w = c.width;
-            if c.flex && flex > 0 {
-                w += spare / flex;
-                if first_flex {
-                    w += spare % flex;
-                    first_flex = false;
-                }
-                w = w.min(c.max_width.max(c.width));
-            }
-            (i, w.min(width))
-        })
-        .collect()
-}
 
 /// `text` in `width` cells: a long name keeps its end, the part that tells paths apart.
 fn tail(text: String, width: u16) -> String {
@@ -81,44 +51,40 @@ fn header<'a>(columns: &[Column], shown: &[(usize, u16)], nav: &Nav, theme: Them
     .style(theme.header())
 }
 
-/// Keep the selection in view and return the first row to draw.
-fn scroll(nav: &Nav, visible: usize) -> usize {
-    let mut off = nav.offset.get();
-    if nav.selected < off {
-        off = nav.selected;
-    } else if visible > 0 && nav.selected >= off + visible {
-        off = nav.selected + 1 - visible;
-    }
-    off = off.min(nav.order.len().saturating_sub(visible.max(1)));
-    nav.offset.set(off);
-    off
+/// The rows ratatui can draw for `state`: it starts at the offset (at most the last row)
+/// and scrolls only as far as brings the selection into view, so every row it draws lies
+/// between the two, or within a screenful below the later.
+fn reachable(state: &TableState, len: usize, visible: usize) -> Range<usize> {
+    let offset = state.offset().min(len.saturating_sub(1));
+    let selected = state.selected().unwrap_or(offset);
+    offset.min(selected)..(offset.max(selected) + visible).min(len)
 }
 
-/// Draw a table of `cells(row_index_in_order) -> (cells by column, style)`.
-fn draw(
+/// The table of `cells(row_index_in_order) -> (cells by column, style)`. Only the rows
+/// that can be on screen are formatted; the others are empty rows ratatui never draws.
+fn build(
     app: &App,
     t: Table,
     area: Rect,
-    buf: &mut Buffer,
     theme: Theme,
     cells: impl Fn(usize) -> (Vec<String>, Style),
-) {
+) -> TableWidget<'static> {
     let nav = &app.nav[t as usize];
     let columns = t.columns();
-    let shown = fitting(columns, area.width);
+    let widths = columns::widths(t);
+    let shown = columns::fitting(widths, area.width);
     let visible = usize::from(area.height.saturating_sub(1));
-    let off = scroll(nav, visible);
-    let rows: Vec<Row> = (off..nav.order.len().min(off + visible))
+    let formatted = reachable(&nav.state, nav.order.len(), visible);
+    let rows: Vec<Row> = (0..nav.order.len())
         .map(|pos| {
+            if !formatted.contains(&pos) {
+                // `Row::default()` is 0 lines high: give it the line the others have.
+                return Row::default().height(1);
+            }
             let (text, style) = cells(pos);
-            let style = if pos == nav.selected {
-                style.patch(Theme::selected())
-            } else {
-                style
-            };
             Row::new(shown.iter().map(|&(i, w)| {
                 let s = text.get(i).cloned().unwrap_or_default();
-                let s = if columns[i].flex { tail(s, w) } else { s };
+                let s = if widths[i].flex { tail(s, w) } else { s };
                 Cell::from(if columns[i].numeric {
                     Line::from(s).right_aligned()
                 } else {
@@ -132,7 +98,21 @@ fn draw(
     TableWidget::new(rows, widths)
         .header(header(columns, &shown, nav, theme))
         .column_spacing(1)
-        .render(area, buf);
+        .row_highlight_style(Theme::selected())
+}
+
+/// Draw `table` with the app's state of table `t`: ratatui moves the state's offset so
+/// the selection shows, and nothing else of the app.
+fn draw(
+    app: &mut App,
+    t: Table,
+    table: TableWidget<'_>,
+    area: Rect,
+    buf: &mut Buffer,
+    theme: Theme,
+) {
+    let nav = &mut app.nav[t as usize];
+    StatefulWidget::render(table, area, buf, &mut nav.state);
     if nav.order.is_empty() {
         let msg = if nav.filter.is_empty() {
             "no rows yet".to_owned()
@@ -156,9 +136,9 @@ fn draw(
 }
 
 /// The Probes view.
-pub(super) fn probes(app: &App, area: Rect, buf: &mut Buffer, theme: Theme) {
+pub(super) fn probes(app: &mut App, area: Rect, buf: &mut Buffer, theme: Theme) {
     let rows: Vec<_> = app.probe_rows().collect();
-    draw(app, Table::Probes, area, buf, theme, |pos| {
+    let table = build(app, Table::Probes, area, theme, |pos| {
         let Some(r) = rows.get(pos) else {
             return (Vec::new(), Style::default());
         };
@@ -191,10 +171,11 @@ pub(super) fn probes(app: &App, area: Rect, buf: &mut Buffer, theme: Theme) {
             },
         )
     });
+    draw(app, Table::Probes, table, area, buf, theme);
 }
 
 /// The Cgroups view, with a line on how many are summed into `other`.
-pub(super) fn cgroups(app: &App, frame: &Frame, area: Rect, buf: &mut Buffer, theme: Theme) {
+pub(super) fn cgroups(app: &mut App, frame: &Frame, area: Rect, buf: &mut Buffer, theme: Theme) {
     let rows: Vec<_> = app.cgroup_rows().collect();
     let tracked = frame.cgroups.values().filter(|e| e.tracked).count();
     let [info, table] = Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(area);
@@ -206,7 +187,7 @@ pub(super) fn cgroups(app: &App, frame: &Frame, area: Rect, buf: &mut Buffer, th
         theme.dim(),
     )))
     .render(info, buf);
-    draw(app, Table::Cgroups, table, buf, theme, |pos| {
+    let built = build(app, Table::Cgroups, table, theme, |pos| {
         let Some(r) = rows.get(pos) else {
             return (Vec::new(), Style::default());
         };
@@ -235,6 +216,7 @@ pub(super) fn cgroups(app: &App, frame: &Frame, area: Rect, buf: &mut Buffer, th
             },
         )
     });
+    draw(app, Table::Cgroups, built, table, buf, theme);
 }
 
 /// `hh:mm:ss.mmm` (UTC) of a Unix time in nanoseconds.
@@ -251,7 +233,7 @@ fn clock(unix_ns: u64) -> String {
 }
 
 /// The Slow calls view: the threshold, then the calls.
-pub(super) fn slow(app: &App, frame: &Frame, area: Rect, buf: &mut Buffer, theme: Theme) {
+pub(super) fn slow(app: &mut App, frame: &Frame, area: Rect, buf: &mut Buffer, theme: Theme) {
     let calls: Vec<_> = app.slow_rows().collect();
     let [info, table] = Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(area);
     let threshold = if frame.slow_threshold_ns == 0 {
@@ -275,7 +257,7 @@ pub(super) fn slow(app: &App, frame: &Frame, area: Rect, buf: &mut Buffer, theme
         ),
     ]))
     .render(info, buf);
-    draw(app, Table::Slow, table, buf, theme, |pos| {
+    let built = build(app, Table::Slow, table, theme, |pos| {
         let Some(c) = calls.get(pos) else {
             return (Vec::new(), Style::default());
         };
@@ -296,4 +278,5 @@ pub(super) fn slow(app: &App, frame: &Frame, area: Rect, buf: &mut Buffer, theme
             Style::default(),
         )
     });
+    draw(app, Table::Slow, built, table, buf, theme);
 }

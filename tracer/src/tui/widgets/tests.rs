@@ -15,21 +15,23 @@ use tracer_model::predict::Prediction;
 use crate::{
     live::{CgroupEntry, Frame},
     tui::{
-        app::{App, View},
+        app::{App, Table, View},
         testdata,
     },
 };
 
+use super::{MIN_HEIGHT, MIN_WIDTH, columns};
+
 const SIZES: [(u16, u16); 2] = [(80, 24), (200, 50)];
 
-fn draw(app: &App, w: u16, h: u16) -> (Vec<String>, ratatui::buffer::Buffer) {
+fn draw(app: &mut App, w: u16, h: u16) -> (Vec<String>, ratatui::buffer::Buffer) {
     let mut t = Terminal::new(TestBackend::new(w, h)).expect("test backend");
     t.draw(|f| f.render_widget(app, f.area())).expect("draw");
     let buf = t.backend().buffer().clone();
     (super::buffer_text(&buf), buf)
 }
 
-fn screen(app: &App, w: u16, h: u16) -> Vec<String> {
+fn screen(app: &mut App, w: u16, h: u16) -> Vec<String> {
     draw(app, w, h).0
 }
 
@@ -66,7 +68,7 @@ fn words(l: &str) -> Vec<&str> {
 #[test]
 fn header_says_where_the_numbers_come_from_and_what_did_not_attach() {
     for (w, h) in SIZES {
-        let s = screen(&app_on(View::Probes), w, h);
+        let s = screen(&mut app_on(View::Probes), w, h);
         let top = s[0].as_str();
         assert!(
             top.starts_with("tracer top · LIVE #1 · every 1s · model umount-storm"),
@@ -100,7 +102,7 @@ fn header_says_where_the_numbers_come_from_and_what_did_not_attach() {
 #[test]
 fn probes_show_calls_per_second_percentiles_and_losses_per_probe_and_caller() {
     for (w, h) in SIZES {
-        let s = screen(&app_on(View::Probes), w, h);
+        let s = screen(&mut app_on(View::Probes), w, h);
         let head = words(line(&s, "calls/s"));
         assert_eq!(
             head[..7],
@@ -136,7 +138,7 @@ fn probes_show_calls_per_second_percentiles_and_losses_per_probe_and_caller() {
 fn probes_total_counts_since_start() {
     let mut app = App::new(false);
     app.on_frame(Arc::new(testdata::frame(3)));
-    let s = screen(&app, 200, 50);
+    let s = screen(&mut app, 200, 50);
     assert_eq!(
         words(line(&s, "synchronize_rcu_expedited")).last(),
         Some(&"258")
@@ -146,7 +148,7 @@ fn probes_total_counts_since_start() {
 #[test]
 fn cgroups_show_one_row_per_path_other_last_and_the_gone_marker() {
     for (w, h) in SIZES {
-        let s = screen(&app_on(View::Cgroups), w, h);
+        let s = screen(&mut app_on(View::Cgroups), w, h);
         let head = words(line(&s, "gp p99"));
         assert_eq!(head[0], "cgroup▲");
         // Calls since start, where the terminal has room for them.
@@ -189,7 +191,7 @@ fn s_sorts_cgroups_and_the_header_marks_the_column() {
     for (w, h) in SIZES {
         let mut app = app_on(View::Cgroups);
         press(&mut app, KeyCode::Char('s'));
-        let s = screen(&app, w, h);
+        let s = screen(&mut app, w, h);
         assert!(line(&s, "gp p99").contains("gp p99▼"));
         let first = s
             .iter()
@@ -214,14 +216,14 @@ fn the_filter_hides_rows_and_the_footer_shows_it() {
         for c in "docker".chars() {
             press(&mut app, KeyCode::Char(c));
         }
-        let typing = screen(&app, w, h);
+        let typing = screen(&mut app, w, h);
         assert!(
             typing
                 .last()
                 .is_some_and(|l| l.starts_with("filter: docker█"))
         );
         press(&mut app, KeyCode::Enter);
-        let s = screen(&app, w, h);
+        let s = screen(&mut app, w, h);
         line(&s, end(testdata::SLOWEST_GRACE));
         line(&s, end("/system.slice/docker-b2.scope"));
         assert!(
@@ -235,7 +237,7 @@ fn the_filter_hides_rows_and_the_footer_shows_it() {
             press(&mut app, KeyCode::Char(c));
         }
         press(&mut app, KeyCode::Enter);
-        let s = screen(&app, w, h);
+        let s = screen(&mut app, w, h);
         line(&s, "no row matches the filter");
     }
 }
@@ -243,7 +245,7 @@ fn the_filter_hides_rows_and_the_footer_shows_it() {
 #[test]
 fn slow_calls_show_time_pid_comm_cgroup_call_latency_and_pruning() {
     for (w, h) in SIZES {
-        let s = screen(&app_on(View::Slow), w, h);
+        let s = screen(&mut app_on(View::Slow), w, h);
         line(&s, "slow calls over 10.0 ms");
         let head = words(line(&s, "latency"));
         assert_eq!(
@@ -270,7 +272,7 @@ fn slow_calls_show_time_pid_comm_cgroup_call_latency_and_pruning() {
 #[test]
 fn detail_shows_the_histogram_the_history_and_an_uncalibrated_model() {
     for (w, h) in SIZES {
-        let s = screen(&app_on(View::Detail), w, h);
+        let s = screen(&mut app_on(View::Detail), w, h);
         // With nothing chosen: the probe with the most calls.
         line(&s, "synchronize_rcu_expedited · all callers · all cgroups");
         line(&s, "now 86.0 calls/s · last 60 s: 86 calls");
@@ -299,7 +301,7 @@ fn detail_of_a_cgroup_counts_only_its_calls() {
         press(&mut app, KeyCode::Down);
     }
     press(&mut app, KeyCode::Enter);
-    let s = screen(&app, 200, 50);
+    let s = screen(&mut app, 200, 50);
     line(&s, &format!("cgroup {}", testdata::SLOWEST_GRACE));
     line(&s, "now 40.0 calls/s · last 60 s: 40 calls");
 }
@@ -320,7 +322,7 @@ fn detail_of_a_cgroup_charts_that_cgroup_once_the_live_loop_keeps_its_history() 
     let wants = app.wants();
     assert!(wants.last_60s);
     assert_eq!(wants.focus, Some(id));
-    let s = screen(&app, 200, 50);
+    let s = screen(&mut app, 200, 50);
     line(&s, "all callers and cgroups");
     let mut f = testdata::frame(2);
     let mut h = crate::live::History::default();
@@ -337,7 +339,7 @@ fn detail_of_a_cgroup_charts_that_cgroup_once_the_live_loop_keeps_its_history() 
     }
     f.cgroup_history = Some((id, h));
     app.on_frame(Arc::new(f));
-    let s = screen(&app, 200, 50);
+    let s = screen(&mut app, 200, 50);
     line(&s, "charts: last 3 s of this cgroup");
     line(&s, "calls/s now 4.00 max 4.00");
     line(&s, "p99 now 5.00 ms max 7.00 ms");
@@ -359,7 +361,7 @@ fn a_calibrated_model_shows_its_prediction() {
         snapshot: model,
         fitted: vec!["umount_work_ns"],
     }));
-    let s = screen(&app, 200, 50);
+    let s = screen(&mut app, 200, 50);
     line(&s, "umount-storm/expedited (as on 6.12)");
     // Seen: p99 about 30 ms; predicted: 10 ms.
     let p = line(&s, "p50 10.0 ms · p99 10.0 ms · seen/predicted p99 ");
@@ -374,7 +376,7 @@ fn help_lists_the_keys_over_any_view() {
         for view in View::ALL {
             let mut app = app_on(view);
             press(&mut app, KeyCode::Char('?'));
-            let s = screen(&app, w, h);
+            let s = screen(&mut app, w, h);
             line(&s, "keys — any key closes");
             line(&s, "sort by the next column");
             line(&s, "refresh interval longer / shorter");
@@ -388,24 +390,27 @@ fn pause_shows_in_the_header_with_the_frame_shown_and_the_latest() {
     let mut app = app_on(View::Probes);
     press(&mut app, KeyCode::Char('p'));
     app.on_frame(Arc::new(testdata::frame(2)));
-    let s = screen(&app, 200, 50);
+    let s = screen(&mut app, 200, 50);
     assert!(s[0].contains("PAUSED at #1 (latest #2)"), "{}", s[0]);
 }
 
 #[test]
 fn no_color_draws_without_colours_and_color_with_them() {
-    let coloured = |app: &App| {
+    let coloured = |app: &mut App| {
         let (_, buf) = draw(app, 120, 30);
         buf.content()
             .iter()
             .any(|c| c.fg != Color::Reset || c.bg != Color::Reset)
     };
     for view in View::ALL {
-        let plain = app_on(view);
-        assert!(!coloured(&plain), "{view:?} has colour with colour off");
+        let mut plain = app_on(view);
+        assert!(!coloured(&mut plain), "{view:?} has colour with colour off");
         let mut colour = app_on(view);
         colour.color = true;
-        assert!(coloured(&colour), "{view:?} has no colour with colour on");
+        assert!(
+            coloured(&mut colour),
+            "{view:?} has no colour with colour on"
+        );
     }
 }
 
@@ -427,7 +432,7 @@ fn a_thousand_cgroups_scroll_and_the_selection_stays_in_view() {
     app.on_frame(Arc::new(frame));
     press(&mut app, KeyCode::Tab);
     press(&mut app, KeyCode::End);
-    let s = screen(&app, 80, 24);
+    let s = screen(&mut app, 80, 24);
     // Path order: the docker, kubepods, system and user paths come after /churn; the
     // last row is `other`.
     assert!(
@@ -437,21 +442,21 @@ fn a_thousand_cgroups_scroll_and_the_selection_stays_in_view() {
     for _ in 0..30 {
         press(&mut app, KeyCode::Up);
     }
-    let s = screen(&app, 80, 24);
+    let s = screen(&mut app, 80, 24);
     let sel = app
         .selected_cgroup()
         .map(|r| r.path.clone())
         .expect("selected");
     line(&s, &sel);
     press(&mut app, KeyCode::Home);
-    let s = screen(&app, 80, 24);
+    let s = screen(&mut app, 80, 24);
     line(&s, "/churn/c0000");
 }
 
 #[test]
 fn text_rendering_trims_trailing_spaces() {
-    let app = app_on(View::Probes);
-    let lines = super::render_text(&app, 120, 40);
+    let mut app = app_on(View::Probes);
+    let lines = super::render_text(&mut app, 120, 40);
     assert_eq!(lines.len(), 40);
     assert!(lines.iter().all(|l| !l.ends_with(' ')));
     line(&lines, "synchronize_rcu_expedited");
@@ -459,7 +464,115 @@ fn text_rendering_trims_trailing_spaces() {
 
 #[test]
 fn waiting_for_the_first_frame_says_so() {
-    let app = App::new(false);
-    let s = screen(&app, 80, 24);
+    let mut app = App::new(false);
+    let s = screen(&mut app, 80, 24);
     line(&s, "waiting for the first refresh");
+}
+
+#[test]
+fn below_the_minimum_size_a_screen_says_the_terminal_is_too_small() {
+    for (w, h) in [
+        (MIN_WIDTH - 1, 24),
+        (120, MIN_HEIGHT - 1),
+        (40, 10),
+        (20, 4),
+    ] {
+        for view in View::ALL {
+            let s = screen(&mut app_on(view), w, h);
+            let all = s.join("\n");
+            line(&s, "terminal too small");
+            if w >= 30 {
+                line(&s, &format!("{w} x {h} here"));
+                line(&s, &format!("tracer top needs {MIN_WIDTH} x {MIN_HEIGHT}"));
+            }
+            assert!(!all.contains("LIVE #1"), "{w}x{h} {view:?}:\n{all}");
+            assert!(!all.contains("calls/s"), "{w}x{h} {view:?}:\n{all}");
+        }
+    }
+}
+
+#[test]
+fn at_the_minimum_size_every_view_draws_with_all_its_columns() {
+    assert_eq!((MIN_WIDTH, MIN_HEIGHT), (79, 12));
+    for view in View::ALL {
+        let s = screen(&mut app_on(view), MIN_WIDTH, MIN_HEIGHT);
+        assert!(!s.iter().any(|l| l.contains("too small")), "{s:#?}");
+        assert!(s[0].starts_with("tracer top · LIVE #1"), "{s:#?}");
+    }
+    let s = screen(&mut app_on(View::Probes), MIN_WIDTH, MIN_HEIGHT);
+    assert_eq!(
+        words(line(&s, "calls/s")),
+        ["probe", "calls/s", "p50", "p99", "max", "time/int", "lost"]
+    );
+    let s = screen(&mut app_on(View::Cgroups), MIN_WIDTH, MIN_HEIGHT);
+    assert_eq!(words(line(&s, "gp p99")).last(), Some(&"wait/s"));
+    let s = screen(&mut app_on(View::Slow), MIN_WIDTH, MIN_HEIGHT);
+    assert_eq!(words(line(&s, "latency")).last(), Some(&"pruned"));
+}
+
+#[test]
+fn the_minimum_width_is_the_least_that_drops_no_column() {
+    let tables = [Table::Probes, Table::Cgroups, Table::Slow];
+    let always = |t: Table| {
+        columns::widths(t)
+            .iter()
+            .filter(|c| c.min_term_width == 0)
+            .count()
+    };
+    for t in tables {
+        assert_eq!(columns::widths(t).len(), t.columns().len(), "{t:?}");
+        let shown = columns::fitting(columns::widths(t), MIN_WIDTH);
+        assert_eq!(shown.len(), always(t), "{t:?} at {MIN_WIDTH}");
+    }
+    assert!(
+        tables
+            .iter()
+            .any(|&t| columns::fitting(columns::widths(t), MIN_WIDTH - 1).len() < always(t)),
+        "one column narrower would drop one"
+    );
+}
+
+#[test]
+fn drawing_scrolls_the_table_state_to_the_selection_and_keys_move_the_selection() {
+    let mut frame: Frame = testdata::frame(1);
+    for i in 0..100u64 {
+        frame.cgroups.insert(
+            10_000 + i,
+            CgroupEntry {
+                path: format!("/churn/c{i:04}").into(),
+                tracked: true,
+                gone_since_unix_ns: None,
+            },
+        );
+    }
+    let mut app = App::new(false);
+    app.on_frame(Arc::new(frame));
+    press(&mut app, KeyCode::Tab);
+    let n = app.cgroup_rows().count();
+    press(&mut app, KeyCode::End);
+    let state = &app.nav[Table::Cgroups as usize].state;
+    // Keys move the selection only; the offset waits for the next draw.
+    assert_eq!((state.selected(), state.offset()), (Some(n - 1), 0));
+    screen(&mut app, 80, 24);
+    let state = &app.nav[Table::Cgroups as usize].state;
+    assert_eq!(state.selected(), Some(n - 1), "drawing keeps the selection");
+    // 24 lines: 5 header, tabs, footer, the info line and the table header leave 15 rows.
+    assert_eq!(state.offset(), n - 15);
+    // Up within the screen: no scroll; Home: back to the top.
+    for _ in 0..10 {
+        press(&mut app, KeyCode::Up);
+    }
+    screen(&mut app, 80, 24);
+    assert_eq!(app.nav[Table::Cgroups as usize].state.offset(), n - 15);
+    press(&mut app, KeyCode::Home);
+    let s = screen(&mut app, 80, 24);
+    assert_eq!(app.nav[Table::Cgroups as usize].state.offset(), 0);
+    let first = s
+        .iter()
+        .position(|l| l.contains("gp p99"))
+        .map(|i| s[i + 1].as_str());
+    assert!(
+        first.is_some_and(|l| l.starts_with("/churn/c0000")),
+        "{s:#?}"
+    );
 }
