@@ -82,7 +82,10 @@ pub fn drop_all_but_needed() -> Result<String, String> {
 /// When capget fails.
 pub fn current() -> std::io::Result<(u64, u64)> {
     let read = |set| caps::read(None, set).map_err(|e| std::io::Error::other(e.to_string()));
-    Ok((mask(&read(CapSet::Effective)?), mask(&read(CapSet::Permitted)?)))
+    Ok((
+        mask(&read(CapSet::Effective)?),
+        mask(&read(CapSet::Permitted)?),
+    ))
 }
 
 #[cfg(test)]
