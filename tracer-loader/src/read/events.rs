@@ -16,7 +16,7 @@
 use std::{
     collections::BTreeSet,
     mem::offset_of,
-    os::fd::{AsFd as _, AsRawFd as _, BorrowedFd, OwnedFd},
+    os::fd::{AsFd as _, AsRawFd as _, BorrowedFd, FromRawFd as _, OwnedFd},
     sync::OnceLock,
     time::Duration,
 };
@@ -24,6 +24,7 @@ use std::{
 use aya::{
     Ebpf,
     maps::{Array, MapData, PerCpuHashMap, RingBuf},
+    programs::links::FdLink,
 };
 use aya_obj::generated::{
     bpf_attr, bpf_cmd, bpf_link_info, bpf_link_type, bpf_perf_event_type, bpf_prog_info,
@@ -435,43 +436,56 @@ pub fn kprobe_misses_reported() -> bool {
     crate::host::kernel_version(&release) >= Some((6, 7))
 }
 
+/// A kprobe's or kretprobe's link, taken from aya when attached (see
+/// `attach::Attached::kprobe_links`): dropping it detaches the probe.
+#[derive(Debug)]
+pub struct KprobeLink {
+    /// aya's link, which owns the attachment.
+    _link: FdLink,
+    /// The same link opened again by its id, to read its `missed` count from: aya 0.14
+    /// lends no fd of a link. None if the kernel refused.
+    fd: Option<OwnedFd>,
+}
+
+impl KprobeLink {
+    /// Keep `link` (an fd link: aya makes a kprobe's link one where perf links exist).
+    #[must_use]
+    pub fn new(link: FdLink) -> KprobeLink {
+        let fd = link.info().ok().and_then(|info| link_fd_by_id(info.id()));
+        KprobeLink { _link: link, fd }
+    }
+}
+
+/// `BPF_LINK_GET_FD_BY_ID`: a new fd of the link `id`.
+fn link_fd_by_id(id: u32) -> Option<OwnedFd> {
+    // SAFETY: all zeros is a valid `bpf_attr`.
+    let mut attr: bpf_attr = unsafe { std::mem::zeroed() };
+    attr.__bindgen_anon_6.__bindgen_anon_1.link_id = id;
+    // SAFETY: attr is a `bpf_attr` with the link id set; the call returns a new fd or -1.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            bpf_cmd::BPF_LINK_GET_FD_BY_ID as libc::c_long,
+            &raw mut attr,
+            size_of::<bpf_attr>(),
+        )
+    };
+    let raw = i32::try_from(rc).ok().filter(|fd| *fd >= 0)?;
+    // SAFETY: a new fd the kernel just returned, owned by nobody else.
+    Some(unsafe { OwnedFd::from_raw_fd(raw) })
+}
+
 /// Hits of tracer's kprobes and kretprobes the kernel did not run their programs for,
-/// summed over this process's kprobe links (the kernel's `nmissed`: recursion, and
+/// summed over the links kept at attach (the kernel's `nmissed`: recursion, and
 /// kretprobe instances exhausted). 0 where kprobes are not links (before 5.15) or links
 /// do not carry the count (before 6.7; see [`kprobe_misses_reported`]).
 #[must_use]
-pub fn kprobe_misses(ebpf: &Ebpf) -> u64 {
-    let ours: Vec<u32> = ebpf
-        .programs()
-        .filter_map(|(_, p)| p.info().ok().map(|i| i.id()))
-        .collect();
-    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
-        return 0;
-    };
-    let mut missed = 0u64;
-    for entry in dir.flatten() {
-        let is_link =
-            std::fs::read_link(entry.path()).is_ok_and(|t| t.as_os_str() == "anon_inode:bpf_link");
-        let Some(raw) = is_link
-            .then(|| entry.file_name().to_str()?.parse::<i32>().ok())
-            .flatten()
-        else {
-            continue;
-        };
-        // SAFETY: an fd this process has open (an anon inode cannot be opened again through
-        // /proc); were it closed meanwhile, the call fails or describes another object,
-        // which the type checks below reject.
-        let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(raw) };
-        let Some(n) = kprobe_link_missed(fd) else {
-            continue;
-        };
-        // Ours: a link of one of our programs.
-        let ours = object_info::<bpf_link_info>(fd).is_some_and(|(i, _)| ours.contains(&i.prog_id));
-        if ours {
-            missed = missed.saturating_add(n);
-        }
-    }
-    missed
+pub fn kprobe_misses(links: &[KprobeLink]) -> u64 {
+    links
+        .iter()
+        .filter_map(|l| l.fd.as_ref())
+        .filter_map(|fd| kprobe_link_missed(fd.as_fd()))
+        .fold(0, u64::saturating_add)
 }
 
 /// Each loaded program the kernel skipped runs of, with how many (for `--verbose`).
@@ -728,6 +742,48 @@ mod kernel {
         // Counted later, the total holds at least what each program had.
         let total = program_misses(&a.ebpf);
         assert!(by.iter().map(|(_, n)| n).sum::<u64>() <= total, "{by:?}");
+    }
+
+    #[test]
+    #[ignore = "needs root and a kernel that loads BPF programs"]
+    fn a_kept_link_is_read_through_its_own_fd_and_only_kprobes_count() {
+        use aya::programs::TracePoint;
+        let mut a = probes::attach(&[Probe::SysRmdir], probes::AttachMode::Auto).unwrap();
+        // A kprobe cannot attach on every host: a second link of a tracepoint program, kept
+        // as attach keeps a kprobe's, stands in (on another syscall's exit: the kernel
+        // refuses a program twice on one tracepoint).
+        let program: &mut TracePoint = a
+            .ebpf
+            .program_mut("sys_exit_rmdir")
+            .unwrap()
+            .try_into()
+            .unwrap();
+        let id = program.attach("syscalls", "sys_exit_mkdir").unwrap();
+        let link = FdLink::try_from(program.take_link(id).unwrap()).unwrap();
+        let link_id = link.info().unwrap().id();
+        let kept = KprobeLink::new(link);
+        let fd = kept.fd.as_ref().expect("the kernel opens a link by its id");
+        let (info, len) = object_info::<bpf_link_info>(fd.as_fd()).unwrap();
+        assert_eq!(info.id, link_id);
+        assert_eq!(info.type_, bpf_link_type::BPF_LINK_TYPE_PERF_EVENT as u32);
+        assert!(len > offset_of!(bpf_link_info, __bindgen_anon_1), "{len}");
+        // SAFETY: a perf event link.
+        let perf_type = unsafe { info.__bindgen_anon_1.perf_event.type_ };
+        let kernel = crate::host::kernel_version(
+            &std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap(),
+        );
+        if kernel >= Some((6, 6)) {
+            // Older kernels say nothing of a perf event link's event.
+            assert_eq!(
+                perf_type,
+                bpf_perf_event_type::BPF_PERF_EVENT_TRACEPOINT as u32
+            );
+        }
+        assert_eq!(kprobe_link_missed(fd.as_fd()), None, "not a kprobe");
+        assert_eq!(kprobe_misses(std::slice::from_ref(&kept)), 0);
+        assert_eq!(kprobe_misses(&a.kprobe_links), 0, "no kprobe attached here");
+        drop(kept);
+        assert!(link_fd_by_id(link_id).is_none(), "dropping it detached it");
     }
 
     #[test]
