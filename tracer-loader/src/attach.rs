@@ -7,7 +7,8 @@ use std::{collections::BTreeMap, path::Path};
 
 use aya::{
     Ebpf, EbpfLoader,
-    programs::{FEntry, FExit, KProbe, TracePoint},
+    programs::{FEntry, FExit, KProbe, TracePoint, kprobe::KProbeLinkId, links::FdLink},
+    util::KernelVersion,
 };
 use tracer_common::{FUNCTIONS, PROBES, Probe, maps};
 use tracer_core::snapshot::{AttachMethod, AttachState};
@@ -19,6 +20,7 @@ use crate::{
         possible_cpus,
     },
     kernel_log::KernelLog,
+    read::KprobeLink,
     settle,
 };
 
@@ -82,6 +84,9 @@ pub struct Attached {
     pub cgroup_events: bool,
     /// The programs' own messages (`--verbose`): drained before each reading of the maps.
     pub kernel_log: KernelLog,
+    /// The kprobes' and kretprobes' links, kept from attaching (where they are links) to
+    /// read the hits they missed (`read::kprobe_misses`); dropped last, detaching them.
+    pub kprobe_links: Vec<KprobeLink>,
 }
 
 impl Attached {
@@ -424,6 +429,7 @@ pub fn attach_with_slow(
     };
 
     let mut states = BTreeMap::new();
+    let mut kprobe_links = Vec::new();
     for &probe in FUNCTIONS {
         let state = if wanted.contains(&probe) {
             attach_function(
@@ -433,6 +439,7 @@ pub fn attach_with_slow(
                 mode,
                 kprobes.is_err(),
                 probe,
+                &mut kprobe_links,
             )
         } else {
             AttachState::NotRequested
@@ -446,6 +453,7 @@ pub fn attach_with_slow(
         by_kprobes,
         tracefs.as_ref().err(),
         &mut states,
+        &mut kprobe_links,
     );
     attach_derived(&mut ebpf, wanted, offsets_valid, &mut states);
     let cgroup_events = match cgroup_layout.and_then(|_| attach_cgroup_events(&mut ebpf)) {
@@ -503,6 +511,7 @@ pub fn attach_with_slow(
         warnings,
         cgroup_events,
         kernel_log,
+        kprobe_links,
     })
 }
 
@@ -600,6 +609,7 @@ fn attach_syscalls(
     kprobes: Option<&Kallsyms>,
     tracefs_unusable: Option<&String>,
     states: &mut BTreeMap<Probe, AttachState>,
+    kept: &mut Vec<KprobeLink>,
 ) {
     if kprobes.is_some() {
         note_kprobe_misses();
@@ -617,7 +627,7 @@ fn attach_syscalls(
         let state = if !wanted.contains(&probe) {
             AttachState::NotRequested
         } else if kprobes.is_some() {
-            attach_syscall_kprobes(ebpf, probe)
+            attach_syscall_kprobes(ebpf, probe, kept)
                 .unwrap_or_else(|reason| AttachState::Failed { reason })
         } else if let Some(reason) = tracefs_unusable {
             AttachState::Failed {
@@ -661,7 +671,11 @@ fn syscall_symbols_missing(kallsyms: &Kallsyms) -> Option<String> {
 
 /// Attach kprobe and kretprobe to each of `probe`'s syscall functions (their names checked
 /// by [`syscall_symbols_missing`]).
-fn attach_syscall_kprobes(ebpf: &mut Ebpf, probe: Probe) -> Result<AttachState, String> {
+fn attach_syscall_kprobes(
+    ebpf: &mut Ebpf,
+    probe: Probe,
+    kept: &mut Vec<KprobeLink>,
+) -> Result<AttachState, String> {
     let prefix = SYSCALL_PREFIX.unwrap_or_default();
     let (_, syscalls) = SYSCALL_FUNCTIONS
         .iter()
@@ -677,7 +691,7 @@ fn attach_syscall_kprobes(ebpf: &mut Ebpf, probe: Probe) -> Result<AttachState, 
         if typed_program::<KProbe>(ebpf, &entry)?.fd().is_ok() {
             continue; // attached for another probe (unlinkat)
         }
-        attach_kprobe_pair(ebpf, &entry, &exit, symbol)?;
+        attach_kprobe_pair(ebpf, &entry, &exit, symbol, kept)?;
     }
     Ok(AttachState::Attached {
         method: AttachMethod::Kprobe,
@@ -953,6 +967,7 @@ fn attach_function(
     mode: AttachMode,
     no_kprobes: bool,
     probe: Probe,
+    kept: &mut Vec<KprobeLink>,
 ) -> AttachState {
     let symbol = match resolve(kallsyms, probe) {
         Resolution::Exact(s) | Resolution::Clone(s) => s,
@@ -1006,7 +1021,7 @@ fn attach_function(
             reason: format!("no kprobes (CONFIG_KPROBES not set){also}"),
         };
     }
-    match attach_kprobe(ebpf, probe, &symbol) {
+    match attach_kprobe(ebpf, probe, &symbol, kept) {
         Ok(()) => AttachState::Attached {
             method: AttachMethod::Kprobe,
             symbol,
@@ -1068,19 +1083,26 @@ fn attach_fentry(ebpf: &mut Ebpf, btf: &aya::Btf, probe: Probe) -> Result<(), St
 }
 
 /// Load and attach `<name>_entry`/`_exit` (kprobe/kretprobe); on failure nothing stays attached.
-fn attach_kprobe(ebpf: &mut Ebpf, probe: Probe, symbol: &str) -> Result<(), String> {
+fn attach_kprobe(
+    ebpf: &mut Ebpf,
+    probe: Probe,
+    symbol: &str,
+    kept: &mut Vec<KprobeLink>,
+) -> Result<(), String> {
     let entry = format!("{}_entry", probe.name());
     let exit = format!("{}_exit", probe.name());
-    attach_kprobe_pair(ebpf, &entry, &exit, symbol)
+    attach_kprobe_pair(ebpf, &entry, &exit, symbol, kept)
 }
 
 /// Load and attach the kretprobe `exit`, then the kprobe `entry`, on `symbol` (the exit
-/// first for the reason [`attach_fentry`] gives); on failure nothing stays attached.
+/// first for the reason [`attach_fentry`] gives); on failure nothing stays attached. Their
+/// links go to `kept` where they are links.
 fn attach_kprobe_pair(
     ebpf: &mut Ebpf,
     entry: &str,
     exit: &str,
     symbol: &str,
+    kept: &mut Vec<KprobeLink>,
 ) -> Result<(), String> {
     let mut links = Vec::new();
     for name in [exit, entry] {
@@ -1105,7 +1127,24 @@ fn attach_kprobe_pair(
             return Err(reason);
         }
     }
+    for (name, link) in links {
+        let program: &mut KProbe = typed_program(ebpf, &name)?;
+        kept.extend(take_kprobe_link(program, link));
+    }
     Ok(())
+}
+
+/// Take the link `id` from aya, where it is an fd link: as aya 0.14 makes a kprobe's link
+/// one exactly where perf links exist (Linux >= 5.15) and kprobes are perf events (>= 4.17).
+/// Elsewhere the link stays with the program (converting it would detach it).
+fn take_kprobe_link(program: &mut KProbe, id: KProbeLinkId) -> Option<KprobeLink> {
+    let fd_links = aya::features().bpf_perf_link()
+        && KernelVersion::current().is_ok_and(|v| v >= KernelVersion::new(4, 17, 0));
+    if !fd_links {
+        return None;
+    }
+    let link = program.take_link(id).ok()?;
+    FdLink::try_from(link).ok().map(KprobeLink::new)
 }
 
 /// An error's message without a verifier log (kept for `RUST_LOG=debug`).

@@ -2,16 +2,18 @@
 //!
 //! aya's Rust programs have no CO-RE relocations, so the offsets the programs need
 //! (`dentry.d_inode`, `inode.i_rwsem`, ...) are looked up here and handed to them as
-//! globals at load time. Only what that needs is parsed: type records and names.
+//! globals at load time. The BTF is parsed by `btf-rs`.
 
-use std::collections::HashMap;
+use std::{collections::HashMap, sync::OnceLock};
+
+use btf_rs::{BtfType, Member, Type};
 
 /// Why an offset could not be found.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum BtfError {
-    /// Not a BTF blob, or cut short.
+    /// Not a BTF blob, or cut short: what `btf-rs` said.
     #[error("malformed BTF: {0}")]
-    Malformed(&'static str),
+    Malformed(String),
     /// No struct of that name.
     #[error("BTF has no struct {0}")]
     NoStruct(String),
@@ -59,46 +61,18 @@ pub fn read_sys_fs() -> Result<Vec<u8>, String> {
     }
 }
 
-const KIND_INT: u32 = 1;
-const KIND_ARRAY: u32 = 3;
-const KIND_STRUCT: u32 = 4;
-const KIND_UNION: u32 = 5;
-const KIND_ENUM: u32 = 6;
-const KIND_FUNC: u32 = 12;
-const KIND_FUNC_PROTO: u32 = 13;
-const KIND_VAR: u32 = 14;
-const KIND_DATASEC: u32 = 15;
-const KIND_DECL_TAG: u32 = 17;
-const KIND_ENUM64: u32 = 19;
-
-/// One struct or union member.
-#[derive(Clone, Debug)]
-struct Member {
-    name: String,
-    type_id: u32,
-    bit_offset: u32,
-}
-
-/// The structs and unions of a BTF blob, by type id, and struct ids by name; enumerators
-/// and functions by name offset, resolved when asked for.
-#[derive(Debug, Default)]
+/// The kernel's BTF, parsed by `btf-rs`; what the programs need is looked up in it.
 pub struct Btf {
-    composites: HashMap<u32, Vec<Member>>,
-    struct_by_name: HashMap<String, u32>,
-    /// The string section, for the names below.
-    strings: Vec<u8>,
-    /// Every enumerator: (name offset, value).
-    enumerators: Vec<(u32, u64)>,
-    /// Every function: (name offset, its prototype's parameter name offsets).
-    functions: Vec<(u32, u32)>,
-    /// Parameter name offsets of each function prototype, by type id.
-    prototypes: HashMap<u32, Vec<u32>>,
+    btf: btf_rs::Btf,
+    /// Every enumerator by name (the first enum declaring it wins), gathered on first use.
+    enumerators: OnceLock<HashMap<String, u64>>,
 }
 
-fn u32_at(data: &[u8], off: usize) -> Result<u32, BtfError> {
-    data.get(off..off + 4)
-        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .ok_or(BtfError::Malformed("truncated"))
+impl std::fmt::Debug for Btf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (first, last) = self.btf.base().type_id_range();
+        write!(f, "Btf {{ types: {first}..={last} }}")
+    }
 }
 
 impl Btf {
@@ -110,108 +84,16 @@ impl Btf {
         Self::parse(&read_sys_fs()?).map_err(|e| format!("{}: {e}", source().display()))
     }
 
-    /// Parse a little-endian BTF blob.
+    /// Parse a BTF blob.
     ///
     /// # Errors
     /// When the blob is not BTF or is cut short.
     pub fn parse(data: &[u8]) -> Result<Self, BtfError> {
-        if data.get(0..2) != Some(&[0x9f, 0xeb]) {
-            return Err(BtfError::Malformed("bad magic (not little-endian BTF)"));
-        }
-        let hdr_len = u32_at(data, 4)? as usize;
-        let type_off = u32_at(data, 8)? as usize;
-        let type_len = u32_at(data, 12)? as usize;
-        let str_off = u32_at(data, 16)? as usize;
-        let str_len = u32_at(data, 20)? as usize;
-        let types = data
-            .get(hdr_len + type_off..hdr_len + type_off + type_len)
-            .ok_or(BtfError::Malformed("type section out of bounds"))?;
-        let strings = data
-            .get(hdr_len + str_off..hdr_len + str_off + str_len)
-            .ok_or(BtfError::Malformed("string section out of bounds"))?;
-        let name = |off: u32| -> String {
-            let s = strings.get(off as usize..).unwrap_or_default();
-            let end = s.iter().position(|&b| b == 0).unwrap_or(s.len());
-            String::from_utf8_lossy(&s[..end]).into_owned()
-        };
-
-        let mut btf = Btf {
-            strings: strings.to_vec(),
-            ..Btf::default()
-        };
-        let mut pos = 0;
-        let mut id = 1; // type 0 is void
-        while pos < types.len() {
-            let name_off = u32_at(types, pos)?;
-            let info = u32_at(types, pos + 4)?;
-            let vlen = (info & 0xffff) as usize;
-            let kind = (info >> 24) & 0x1f;
-            let kind_flag = info >> 31 == 1;
-            pos += 12;
-            let extra = match kind {
-                KIND_INT | KIND_VAR | KIND_DECL_TAG => 4,
-                KIND_ARRAY => 12,
-                KIND_STRUCT | KIND_UNION | KIND_DATASEC | KIND_ENUM64 => vlen * 12,
-                KIND_ENUM | KIND_FUNC_PROTO => vlen * 8,
-                _ => 0,
-            };
-            match kind {
-                KIND_ENUM => {
-                    for m in 0..vlen {
-                        let at = pos + m * 8;
-                        // Values are signed 32-bit: sign-extend, as the kernel's enum does.
-                        #[expect(clippy::cast_possible_wrap, reason = "BTF stores an s32")]
-                        let value = i64::from(u32_at(types, at + 4)? as i32);
-                        #[expect(clippy::cast_sign_loss, reason = "bit pattern kept")]
-                        btf.enumerators.push((u32_at(types, at)?, value as u64));
-                    }
-                }
-                KIND_ENUM64 => {
-                    for m in 0..vlen {
-                        let at = pos + m * 12;
-                        let value = u64::from(u32_at(types, at + 4)?)
-                            | (u64::from(u32_at(types, at + 8)?) << 32);
-                        btf.enumerators.push((u32_at(types, at)?, value));
-                    }
-                }
-                // A function's "size" field is its prototype's type id.
-                KIND_FUNC => btf.functions.push((name_off, u32_at(types, pos - 4)?)),
-                KIND_FUNC_PROTO => {
-                    let params = (0..vlen)
-                        .map(|m| u32_at(types, pos + m * 8))
-                        .collect::<Result<_, _>>()?;
-                    btf.prototypes.insert(id, params);
-                }
-                _ => {}
-            }
-            if kind == KIND_STRUCT || kind == KIND_UNION {
-                let mut members = Vec::with_capacity(vlen);
-                for m in 0..vlen {
-                    let at = pos + m * 12;
-                    let raw_offset = u32_at(types, at + 8)?;
-                    members.push(Member {
-                        name: name(u32_at(types, at)?),
-                        type_id: u32_at(types, at + 4)?,
-                        // With kind_flag, the top 8 bits hold a bitfield's size.
-                        bit_offset: if kind_flag {
-                            raw_offset & 0x00ff_ffff
-                        } else {
-                            raw_offset
-                        },
-                    });
-                }
-                btf.composites.insert(id, members);
-                if kind == KIND_STRUCT && name_off != 0 {
-                    btf.struct_by_name.entry(name(name_off)).or_insert(id);
-                }
-            }
-            pos += extra;
-            if pos > types.len() {
-                return Err(BtfError::Malformed("type record cut short"));
-            }
-            id += 1;
-        }
-        Ok(btf)
+        let btf = btf_rs::Btf::from_bytes(data).map_err(|e| BtfError::Malformed(e.to_string()))?;
+        Ok(Btf {
+            btf,
+            enumerators: OnceLock::new(),
+        })
     }
 
     /// Byte offset of `member` in struct `name`, looking through anonymous struct and union
@@ -220,9 +102,12 @@ impl Btf {
     /// # Errors
     /// When the struct or member does not exist.
     pub fn offset_of(&self, name: &str, member: &str) -> Result<u32, BtfError> {
-        let mut id = *self
-            .struct_by_name
-            .get(name)
+        let mut id = self
+            .btf
+            .resolve_ids_by_name(name)
+            .unwrap_or_default()
+            .into_iter()
+            .find(|id| matches!(self.btf.resolve_type_by_id(*id), Ok(Type::Struct(_))))
             .ok_or_else(|| BtfError::NoStruct(name.into()))?;
         let mut total = 0;
         for part in member.split('.') {
@@ -242,50 +127,89 @@ impl Btf {
     #[must_use]
     pub fn enum_value(&self, name: &str) -> Option<u64> {
         self.enumerators
-            .iter()
-            .find(|(off, _)| self.name_is(*off, name))
-            .map(|(_, v)| *v)
+            .get_or_init(|| self.all_enumerators())
+            .get(name)
+            .copied()
     }
 
     /// The parameter names of function `name`, in order; `None` when BTF has no such
     /// function (inlined, or not in this kernel).
     #[must_use]
     pub fn parameters(&self, name: &str) -> Option<Vec<String>> {
-        let (_, proto) = self
-            .functions
-            .iter()
-            .find(|(off, _)| self.name_is(*off, name))?;
-        let params = self.prototypes.get(proto)?;
-        Some(params.iter().map(|off| self.name(*off)).collect())
+        let func = self
+            .btf
+            .resolve_types_by_name(name)
+            .ok()?
+            .into_iter()
+            .find_map(|t| match t {
+                Type::Func(f) => Some(f),
+                _ => None,
+            })?;
+        let Ok(Type::FuncProto(proto)) = self.btf.resolve_chained_type(&func) else {
+            return None;
+        };
+        Some(
+            proto
+                .parameters
+                .iter()
+                .map(|p| self.btf.resolve_name(p).unwrap_or_default())
+                .collect(),
+        )
     }
 
-    fn name_bytes(&self, off: u32) -> &[u8] {
-        let s = self.strings.get(off as usize..).unwrap_or_default();
-        let end = s.iter().position(|&b| b == 0).unwrap_or(s.len());
-        &s[..end]
+    /// Every enumerator of every enum, by name; the first declared wins.
+    fn all_enumerators(&self) -> HashMap<String, u64> {
+        let mut out = HashMap::new();
+        let (first, last) = self.btf.base().type_id_range();
+        for id in first..=last {
+            let values: Vec<(String, u64)> = match self.btf.resolve_type_by_id(id) {
+                // Values are signed 32-bit: sign-extend, as the kernel's enum does.
+                #[expect(clippy::cast_possible_wrap, reason = "BTF stores an s32")]
+                #[expect(clippy::cast_sign_loss, reason = "bit pattern kept")]
+                Ok(Type::Enum(e)) => e
+                    .members
+                    .iter()
+                    .map(|m| (self.name(m), i64::from(m.val() as i32) as u64))
+                    .collect(),
+                Ok(Type::Enum64(e)) => e.members.iter().map(|m| (self.name(m), m.val())).collect(),
+                _ => continue,
+            };
+            for (name, value) in values {
+                out.entry(name).or_insert(value);
+            }
+        }
+        out
     }
 
-    fn name_is(&self, off: u32, name: &str) -> bool {
-        self.name_bytes(off) == name.as_bytes()
+    fn name(&self, t: &dyn BtfType) -> String {
+        self.btf.resolve_name(t).unwrap_or_default()
     }
 
-    fn name(&self, off: u32) -> String {
-        String::from_utf8_lossy(self.name_bytes(off)).into_owned()
-    }
-
-    /// Depth-first search for a named member, through anonymous ones (bounded depth).
+    /// Depth-first search for a named member, through anonymous ones (bounded depth): its
+    /// bit offset (a bitfield's too) and type id.
     fn find(&self, id: u32, member: &str, depth: u32) -> Option<(u32, u32)> {
         if depth > 8 {
             return None;
         }
-        let members = self.composites.get(&id)?;
-        if let Some(m) = members.iter().find(|m| m.name == member) {
-            return Some((m.bit_offset, m.type_id));
+        let Ok(Type::Struct(composite) | Type::Union(composite)) = self.btf.resolve_type_by_id(id)
+        else {
+            return None;
+        };
+        let members: Vec<(String, &Member)> = composite
+            .members
+            .iter()
+            .map(|m| (self.name(m), m))
+            .collect();
+        if let Some((_, m)) = members.iter().find(|(n, _)| n == member) {
+            return Some((m.bit_offset(), m.get_type_id()?));
         }
-        members.iter().filter(|m| m.name.is_empty()).find_map(|m| {
-            self.find(m.type_id, member, depth + 1)
-                .map(|(bits, t)| (m.bit_offset + bits, t))
-        })
+        members
+            .iter()
+            .filter(|(n, _)| n.is_empty())
+            .find_map(|(_, m)| {
+                self.find(m.get_type_id()?, member, depth + 1)
+                    .map(|(bits, t)| (m.bit_offset() + bits, t))
+            })
     }
 }
 
@@ -293,11 +217,22 @@ impl Btf {
 mod tests {
     use super::*;
 
+    // BTF kinds, to build blobs by hand.
+    const KIND_INT: u32 = 1;
+    const KIND_STRUCT: u32 = 4;
+    const KIND_UNION: u32 = 5;
+    const KIND_ENUM: u32 = 6;
+    const KIND_FUNC: u32 = 12;
+    const KIND_FUNC_PROTO: u32 = 13;
+    /// A struct's `kind_flag`: its members' offsets carry a bitfield size in the top 8 bits.
+    const KIND_FLAG: u32 = 1 << 31;
+
     /// A BTF blob with `struct inner { int a; int b; }`,
     /// `struct outer { int x; union { int y; struct inner z; }; }`,
-    /// `enum flags { F_DEL = 8, F_NEG = -1 }` and `int f(int dir, int dentry)`.
+    /// `enum flags { F_DEL = 8, F_NEG = -1 }`, `int f(int dir, int dentry)` and
+    /// `struct bits { int lo:3; int pad; int hi:5; }` (bitfields: `hi` at bit 64).
     fn sample() -> Vec<u8> {
-        let strings = b"\0int\0inner\0a\0b\0outer\0x\0y\0z\0flags\0F_DEL\0F_NEG\0f\0dir\0dentry\0";
+        let strings = b"\0int\0inner\0a\0b\0outer\0x\0y\0z\0flags\0F_DEL\0F_NEG\0f\0dir\0dentry\0bits\0lo\0pad\0hi\0";
         let s = |name: &str| -> u32 {
             let needle = format!("\0{name}\0");
             let pos = strings
@@ -325,6 +260,19 @@ mod tests {
         types.extend([0, (KIND_FUNC_PROTO << 24) | 2, 1]);
         types.extend([s("dir"), 1, s("dentry"), 1]);
         types.extend([s("f"), KIND_FUNC << 24, 6]);
+        // 8: struct bits, kind_flag: offsets hold (bitfield size << 24) | bit offset
+        types.extend([s("bits"), KIND_FLAG | (KIND_STRUCT << 24) | 3, 12]);
+        types.extend([
+            s("lo"),
+            1,
+            3 << 24,
+            s("pad"),
+            1,
+            32,
+            s("hi"),
+            1,
+            (5 << 24) | 64,
+        ]);
         let types: Vec<u8> = types.iter().flat_map(|v| v.to_le_bytes()).collect();
         let mut blob = vec![0x9f, 0xeb, 1, 0];
         let type_len = u32::try_from(types.len()).unwrap();
@@ -352,6 +300,22 @@ mod tests {
         assert_eq!(
             btf.offset_of("nope", "x"),
             Err(BtfError::NoStruct("nope".into()))
+        );
+    }
+
+    #[test]
+    fn bitfield_members_resolve_to_their_offset_without_their_size() {
+        let btf = Btf::parse(&sample()).unwrap();
+        assert_eq!(btf.offset_of("bits", "lo"), Ok(0));
+        assert_eq!(
+            btf.offset_of("bits", "pad"),
+            Ok(4),
+            "a plain member beside bitfields"
+        );
+        assert_eq!(
+            btf.offset_of("bits", "hi"),
+            Ok(8),
+            "the size bits are not offset"
         );
     }
 

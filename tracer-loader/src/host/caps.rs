@@ -6,74 +6,23 @@
 //! `kernel.unprivileged_bpf_disabled` = 2), every `bpf()` call, a map read included, needs
 //! `CAP_BPF`; there `CAP_BPF` alone is kept, and the message says so.
 
-/// Linux capability numbers used here.
-const CAP_BPF: u32 = 39;
+use caps::{CapSet, Capability, CapsHashSet};
 
-/// `_LINUX_CAPABILITY_VERSION_3`: two 32-bit words per set.
-const CAPABILITY_VERSION_3: u32 = 0x2008_0522;
-
-#[repr(C)]
-struct CapHeader {
-    version: u32,
-    pid: i32,
+/// Shrink this thread's effective, permitted and inheritable sets to these, effective
+/// first: the kernel refuses a permitted set that no longer holds the effective one.
+fn set(
+    effective: &CapsHashSet,
+    permitted: &CapsHashSet,
+    inheritable: &CapsHashSet,
+) -> Result<(), caps::errors::CapsError> {
+    caps::set(None, CapSet::Effective, effective)?;
+    caps::set(None, CapSet::Inheritable, inheritable)?;
+    caps::set(None, CapSet::Permitted, permitted)
 }
 
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-struct CapData {
-    effective: u32,
-    permitted: u32,
-    inheritable: u32,
-}
-
-/// The effective, permitted and inheritable sets of this thread, as 64-bit masks.
-fn get() -> std::io::Result<[u64; 3]> {
-    let mut header = CapHeader {
-        version: CAPABILITY_VERSION_3,
-        pid: 0,
-    };
-    let mut data = [CapData::default(); 2];
-    // SAFETY: capget writes two CapData records for version 3, as allocated.
-    let rc = unsafe { libc::syscall(libc::SYS_capget, &raw mut header, data.as_mut_ptr()) };
-    if rc != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    let wide = |lo: u32, hi: u32| u64::from(lo) | (u64::from(hi) << 32);
-    Ok([
-        wide(data[0].effective, data[1].effective),
-        wide(data[0].permitted, data[1].permitted),
-        wide(data[0].inheritable, data[1].inheritable),
-    ])
-}
-
-/// Set this thread's effective, permitted and inheritable sets.
-fn set(effective: u64, permitted: u64, inheritable: u64) -> std::io::Result<()> {
-    let mut header = CapHeader {
-        version: CAPABILITY_VERSION_3,
-        pid: 0,
-    };
-    #[expect(clippy::cast_possible_truncation, reason = "the two 32-bit halves")]
-    let split = |v: u64| (v as u32, (v >> 32) as u32);
-    let (e, p, i) = (split(effective), split(permitted), split(inheritable));
-    let data = [
-        CapData {
-            effective: e.0,
-            permitted: p.0,
-            inheritable: i.0,
-        },
-        CapData {
-            effective: e.1,
-            permitted: p.1,
-            inheritable: i.1,
-        },
-    ];
-    // SAFETY: capset reads the header and two CapData records for version 3.
-    let rc = unsafe { libc::syscall(libc::SYS_capset, &raw mut header, data.as_ptr()) };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
+/// A capability set as the 64-bit mask `/proc/self/status` shows.
+fn mask(set: &CapsHashSet) -> u64 {
+    set.iter().fold(0, |m, c| m | c.bitmask())
 }
 
 /// Whether a `bpf()` call without `CAP_BPF` is refused outright: the kernel then answers a
@@ -101,33 +50,29 @@ fn bpf_needs_cap_bpf() -> bool {
 /// # Errors
 /// When the kernel refuses to change the sets.
 pub fn drop_all_but_needed() -> Result<String, String> {
-    let [_, permitted, _] = get().map_err(|e| format!("capget: {e}"))?;
+    let permitted = caps::read(None, CapSet::Permitted).map_err(|e| format!("capget: {e}"))?;
     // SAFETY: prctl with integer arguments only.
     unsafe {
         libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-        libc::prctl(
-            libc::PR_CAP_AMBIENT,
-            libc::PR_CAP_AMBIENT_CLEAR_ALL,
-            0,
-            0,
-            0,
-        );
     }
-    if permitted == 0 {
+    // As before, a kernel without ambient capabilities (< 4.3) is no reason to stop.
+    let _ = caps::clear(None, CapSet::Ambient);
+    if permitted.is_empty() {
         return Ok("running without capabilities".to_owned());
     }
+    let none = CapsHashSet::new();
     // Try with none in effect: the maps' reads must still work.
-    set(0, permitted, 0).map_err(|e| format!("capset: {e}"))?;
-    let bpf = 1u64 << CAP_BPF;
-    if permitted & bpf != 0 && bpf_needs_cap_bpf() {
-        set(bpf, bpf, 0).map_err(|e| format!("capset: {e}"))?;
+    set(&none, &permitted, &none).map_err(|e| format!("capset: {e}"))?;
+    if permitted.contains(&Capability::CAP_BPF) && bpf_needs_cap_bpf() {
+        let bpf = CapsHashSet::from([Capability::CAP_BPF]);
+        set(&bpf, &bpf, &none).map_err(|e| format!("capset: {e}"))?;
         return Ok(
             "dropped every capability but CAP_BPF, which this kernel's bpf() \
                    needs to read the maps (kernel.unprivileged_bpf_disabled is set, Linux < 6.5)"
                 .to_owned(),
         );
     }
-    set(0, 0, 0).map_err(|e| format!("capset: {e}"))?;
+    set(&none, &none, &none).map_err(|e| format!("capset: {e}"))?;
     Ok("dropped every capability now that the probes are attached".to_owned())
 }
 
@@ -136,7 +81,11 @@ pub fn drop_all_but_needed() -> Result<String, String> {
 /// # Errors
 /// When capget fails.
 pub fn current() -> std::io::Result<(u64, u64)> {
-    get().map(|[e, p, _]| (e, p))
+    let read = |set| caps::read(None, set).map_err(|e| std::io::Error::other(e.to_string()));
+    Ok((
+        mask(&read(CapSet::Effective)?),
+        mask(&read(CapSet::Permitted)?),
+    ))
 }
 
 #[cfg(test)]
@@ -155,7 +104,7 @@ mod tests {
         .unwrap();
         let (said, mine, child) = seen;
         let said = said.unwrap();
-        let allowed = 1u64 << CAP_BPF;
+        let allowed = Capability::CAP_BPF.bitmask();
         let (effective, permitted) = mine.unwrap();
         assert_eq!(effective & !allowed, 0, "{said}");
         assert_eq!(permitted & !allowed, 0, "{said}");

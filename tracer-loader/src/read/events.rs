@@ -13,11 +13,21 @@
 //! from the aggregation maps, and [`BpfStats`] with [`program_costs`] measures the CPU the
 //! programs themselves use.
 
-use std::{collections::BTreeSet, os::fd::OwnedFd, sync::OnceLock, time::Duration};
+use std::{
+    collections::BTreeSet,
+    mem::offset_of,
+    os::fd::{AsFd as _, AsRawFd as _, BorrowedFd, FromRawFd as _, OwnedFd},
+    sync::OnceLock,
+    time::Duration,
+};
 
 use aya::{
     Ebpf,
     maps::{Array, MapData, PerCpuHashMap, RingBuf},
+    programs::links::FdLink,
+};
+use aya_obj::generated::{
+    bpf_attr, bpf_cmd, bpf_link_info, bpf_link_type, bpf_perf_event_type, bpf_prog_info,
 };
 use tracer_common::{
     NO_CALLER, Probe,
@@ -339,11 +349,43 @@ pub fn program_costs(ebpf: &Ebpf) -> Vec<ProgramCost> {
     out
 }
 
-/// Offset of `recursion_misses` in the kernel's `struct bpf_prog_info` (uapi, since Linux
-/// 5.12; appended fields never move).
-const PROG_INFO_RECURSION_MISSES: usize = 208;
-/// `BPF_OBJ_GET_INFO_BY_FD`.
-const BPF_OBJ_GET_INFO_BY_FD: libc::c_long = 15;
+/// `BPF_OBJ_GET_INFO_BY_FD` into the kernel's `T` (`bpf_prog_info`, `bpf_link_info`): the
+/// struct, and how many of its leading bytes the kernel filled (`info_len`: older kernels
+/// know fewer fields, and leave the rest zero).
+///
+/// aya 0.14 fills these structs too, but keeps them private (`ProgramInfo`, `LinkInfo`) and
+/// drops `info_len`; its accessors have no `recursion_misses` nor a kprobe's `missed`.
+fn object_info<T: Copy>(fd: BorrowedFd<'_>) -> Option<(T, usize)> {
+    // SAFETY: T is one of the uapi info structs: integers and unions of integers, for which
+    // all zeros is a valid value (and what the kernel expects past the fields it knows).
+    let mut info: T = unsafe { std::mem::zeroed() };
+    // SAFETY: as above, for `bpf_attr`.
+    let mut attr: bpf_attr = unsafe { std::mem::zeroed() };
+    attr.info.bpf_fd = u32::try_from(fd.as_raw_fd()).ok()?;
+    attr.info.info_len = u32::try_from(size_of::<T>()).ok()?;
+    attr.info.info = (&raw mut info) as u64;
+    // SAFETY: attr is a `bpf_attr` whose `info` member is set; the kernel writes at most
+    // info_len bytes at info, which has that many.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            bpf_cmd::BPF_OBJ_GET_INFO_BY_FD as libc::c_long,
+            &raw mut attr,
+            size_of::<bpf_attr>(),
+        )
+    };
+    // SAFETY: the member set above, which the kernel updates.
+    let len = unsafe { attr.info.info_len };
+    (rc == 0).then(|| (info, usize::try_from(len).unwrap_or(0).min(size_of::<T>())))
+}
+
+/// A program's `recursion_misses`: runs the kernel skipped; None where the kernel does not
+/// count them (before 5.12: its `bpf_prog_info` stops short of the field).
+fn recursion_misses(fd: BorrowedFd<'_>) -> Option<u64> {
+    let (info, len) = object_info::<bpf_prog_info>(fd)?;
+    (len >= offset_of!(bpf_prog_info, recursion_misses) + size_of::<u64>())
+        .then_some(info.recursion_misses)
+}
 
 /// Runs of the loaded programs the kernel skipped, summed: each program's
 /// `recursion_misses`. The kernel skips a program that would run while it (or, for kprobe
@@ -351,62 +393,40 @@ const BPF_OBJ_GET_INFO_BY_FD: libc::c_long = 15;
 /// there. 0 on kernels before 5.12, which do not count.
 #[must_use]
 pub fn program_misses(ebpf: &Ebpf) -> u64 {
-    use std::os::fd::AsFd as _;
     ebpf.programs()
         .filter_map(|(_, program)| program.fd().ok())
-        .map(|fd| {
-            // Room for every field up to and past recursion_misses; the kernel fills what
-            // it knows and says how much in info_len.
-            let mut info = [0u8; 256];
-            match object_info(fd.as_fd(), &mut info) {
-                Some(len) if len >= PROG_INFO_RECURSION_MISSES + 8 => info
-                    .get(PROG_INFO_RECURSION_MISSES..PROG_INFO_RECURSION_MISSES + 8)
-                    .and_then(|b| b.try_into().ok())
-                    .map_or(0, u64::from_ne_bytes),
-                _ => 0,
-            }
-        })
+        .filter_map(|fd| recursion_misses(fd.as_fd()))
         .fold(0, u64::saturating_add)
 }
 
-/// `BPF_LINK_TYPE_PERF_EVENT`: how kprobes are attached on Linux >= 5.15.
-const BPF_LINK_TYPE_PERF_EVENT: u32 = 7;
-/// `BPF_PERF_EVENT_KPROBE` and `BPF_PERF_EVENT_KRETPROBE`.
-const BPF_PERF_EVENT_KPROBES: [u32; 2] = [3, 4];
-/// Offsets in `struct bpf_link_info` (uapi): its `prog_id`, the perf event's type, and the
-/// kprobe's `missed` count (added in Linux 6.7; appended fields never move).
-const LINK_INFO_PROG_ID: usize = 8;
-const LINK_INFO_PERF_EVENT_TYPE: usize = 16;
-const LINK_INFO_KPROBE_MISSED: usize = 48;
-
-/// `BPF_OBJ_GET_INFO_BY_FD` into `info`; the length the kernel filled, or None.
-fn object_info(fd: std::os::fd::BorrowedFd<'_>, info: &mut [u8; 256]) -> Option<usize> {
-    use std::os::fd::AsRawFd as _;
-    let mut attr = [0u8; 16];
-    let raw = u32::try_from(fd.as_raw_fd()).ok()?;
-    attr[0..4].copy_from_slice(&raw.to_ne_bytes());
-    attr[4..8].copy_from_slice(&256u32.to_ne_bytes());
-    attr[8..16].copy_from_slice(&(info.as_mut_ptr() as u64).to_ne_bytes());
-    // SAFETY: attr is a `bpf_attr.info` (bpf_fd, info_len, info pointer); the kernel writes
-    // at most info_len bytes at info.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_bpf,
-            BPF_OBJ_GET_INFO_BY_FD,
-            attr.as_mut_ptr(),
-            attr.len(),
-        )
-    };
-    let len = u32::from_ne_bytes(attr[4..8].try_into().ok()?);
-    (rc == 0).then(|| usize::try_from(len).ok()).flatten()
-}
-
-fn u32_at(b: &[u8], at: usize) -> Option<u32> {
-    b.get(at..at + 4)?.try_into().ok().map(u32::from_ne_bytes)
-}
-
-fn u64_at(b: &[u8], at: usize) -> Option<u64> {
-    b.get(at..at + 8)?.try_into().ok().map(u64::from_ne_bytes)
+/// A kprobe or kretprobe link's `missed`: hits the kernel did not run its program for;
+/// None for another kind of link. 0 where the link does not carry the count (before 6.7
+/// the kernel leaves the field zero).
+fn kprobe_link_missed(fd: BorrowedFd<'_>) -> Option<u64> {
+    let (info, len) = object_info::<bpf_link_info>(fd)?;
+    if info.type_ != bpf_link_type::BPF_LINK_TYPE_PERF_EVENT as u32 {
+        return None;
+    }
+    // SAFETY: a perf event link: the kernel fills the `perf_event` member of the union.
+    let perf_event = unsafe { info.__bindgen_anon_1.perf_event };
+    let kprobes = [
+        bpf_perf_event_type::BPF_PERF_EVENT_KPROBE as u32,
+        bpf_perf_event_type::BPF_PERF_EVENT_KRETPROBE as u32,
+    ];
+    if !kprobes.contains(&perf_event.type_) {
+        return None;
+    }
+    let filled = len
+        >= offset_of!(
+            bpf_link_info,
+            __bindgen_anon_1.perf_event.__bindgen_anon_1.kprobe.missed
+        ) + size_of::<u64>();
+    // SAFETY: a kprobe's perf event: the kernel fills the `kprobe` member of the union.
+    Some(if filled {
+        unsafe { perf_event.__bindgen_anon_1.kprobe.missed }
+    } else {
+        0
+    })
 }
 
 /// Whether this kernel's kprobe links report their `missed` count (Linux >= 6.7).
@@ -416,59 +436,64 @@ pub fn kprobe_misses_reported() -> bool {
     crate::host::kernel_version(&release) >= Some((6, 7))
 }
 
+/// A kprobe's or kretprobe's link, taken from aya when attached (see
+/// `attach::Attached::kprobe_links`): dropping it detaches the probe.
+#[derive(Debug)]
+pub struct KprobeLink {
+    /// aya's link, which owns the attachment.
+    _link: FdLink,
+    /// The same link opened again by its id, to read its `missed` count from: aya 0.14
+    /// lends no fd of a link. None if the kernel refused.
+    fd: Option<OwnedFd>,
+}
+
+impl KprobeLink {
+    /// Keep `link` (an fd link: aya makes a kprobe's link one where perf links exist).
+    #[must_use]
+    pub fn new(link: FdLink) -> KprobeLink {
+        let fd = link.info().ok().and_then(|info| link_fd_by_id(info.id()));
+        KprobeLink { _link: link, fd }
+    }
+}
+
+/// `BPF_LINK_GET_FD_BY_ID`: a new fd of the link `id`.
+fn link_fd_by_id(id: u32) -> Option<OwnedFd> {
+    // SAFETY: all zeros is a valid `bpf_attr`.
+    let mut attr: bpf_attr = unsafe { std::mem::zeroed() };
+    attr.__bindgen_anon_6.__bindgen_anon_1.link_id = id;
+    // SAFETY: attr is a `bpf_attr` with the link id set; the call returns a new fd or -1.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            bpf_cmd::BPF_LINK_GET_FD_BY_ID as libc::c_long,
+            &raw mut attr,
+            size_of::<bpf_attr>(),
+        )
+    };
+    let raw = i32::try_from(rc).ok().filter(|fd| *fd >= 0)?;
+    // SAFETY: a new fd the kernel just returned, owned by nobody else.
+    Some(unsafe { OwnedFd::from_raw_fd(raw) })
+}
+
 /// Hits of tracer's kprobes and kretprobes the kernel did not run their programs for,
-/// summed over this process's kprobe links (the kernel's `nmissed`: recursion, and
+/// summed over the links kept at attach (the kernel's `nmissed`: recursion, and
 /// kretprobe instances exhausted). 0 where kprobes are not links (before 5.15) or links
 /// do not carry the count (before 6.7; see [`kprobe_misses_reported`]).
 #[must_use]
-pub fn kprobe_misses(ebpf: &Ebpf) -> u64 {
-    let ours: Vec<u32> = ebpf
-        .programs()
-        .filter_map(|(_, p)| p.info().ok().map(|i| i.id()))
-        .collect();
-    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
-        return 0;
-    };
-    let mut missed = 0u64;
-    for entry in dir.flatten() {
-        let is_link =
-            std::fs::read_link(entry.path()).is_ok_and(|t| t.as_os_str() == "anon_inode:bpf_link");
-        let Some(raw) = is_link
-            .then(|| entry.file_name().to_str()?.parse::<i32>().ok())
-            .flatten()
-        else {
-            continue;
-        };
-        // SAFETY: an fd this process has open (an anon inode cannot be opened again through
-        // /proc); were it closed meanwhile, the call fails or describes another object,
-        // which the type checks below reject.
-        let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(raw) };
-        let mut info = [0u8; 256];
-        let Some(len) = object_info(fd, &mut info) else {
-            continue;
-        };
-        let b = &info[..len.min(info.len())];
-        let kprobe = u32_at(b, 0) == Some(BPF_LINK_TYPE_PERF_EVENT)
-            && u32_at(b, LINK_INFO_PROG_ID).is_some_and(|id| ours.contains(&id))
-            && u32_at(b, LINK_INFO_PERF_EVENT_TYPE)
-                .is_some_and(|t| BPF_PERF_EVENT_KPROBES.contains(&t));
-        if kprobe {
-            missed = missed.saturating_add(u64_at(b, LINK_INFO_KPROBE_MISSED).unwrap_or(0));
-        }
-    }
-    missed
+pub fn kprobe_misses(links: &[KprobeLink]) -> u64 {
+    links
+        .iter()
+        .filter_map(|l| l.fd.as_ref())
+        .filter_map(|fd| kprobe_link_missed(fd.as_fd()))
+        .fold(0, u64::saturating_add)
 }
 
 /// Each loaded program the kernel skipped runs of, with how many (for `--verbose`).
 #[must_use]
 pub fn program_misses_by_program(ebpf: &Ebpf) -> Vec<(String, u64)> {
-    use std::os::fd::AsFd as _;
     ebpf.programs()
         .filter_map(|(name, program)| {
-            let fd = program.fd().ok()?;
-            let mut info = [0u8; 256];
-            let len = object_info(fd.as_fd(), &mut info)?;
-            let n = u64_at(&info[..len.min(info.len())], PROG_INFO_RECURSION_MISSES)?;
+            let n = recursion_misses(program.fd().ok()?.as_fd())?;
             (n > 0).then(|| (name.to_owned(), n))
         })
         .collect()
@@ -693,6 +718,72 @@ mod kernel {
             .filter(|c| *c > 1_000_000)
             .collect();
         assert_eq!(left, vec![1_000_002; 3]);
+    }
+
+    #[test]
+    #[ignore = "needs root and a kernel that loads BPF programs"]
+    fn program_info_is_the_kernels_with_recursion_misses_where_it_counts_them() {
+        let a = probes::attach(&[Probe::SysRmdir], probes::AttachMode::Auto).unwrap();
+        let counts = crate::host::kernel_version(
+            &std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap(),
+        ) >= Some((5, 12));
+        let mut seen = 0;
+        for (name, program) in a.ebpf.programs() {
+            let Ok(fd) = program.fd() else { continue };
+            let (info, len) = object_info::<bpf_prog_info>(fd.as_fd()).unwrap();
+            // The typed struct is the one aya reads too: same id.
+            assert_eq!(info.id, program.info().unwrap().id(), "{name}");
+            assert!(len > offset_of!(bpf_prog_info, id), "{name}: {len}");
+            assert_eq!(recursion_misses(fd.as_fd()).is_some(), counts, "{name}");
+            seen += 1;
+        }
+        assert!(seen >= 2, "the rmdir tracepoints' programs are loaded");
+        let by = program_misses_by_program(&a.ebpf);
+        // Counted later, the total holds at least what each program had.
+        let total = program_misses(&a.ebpf);
+        assert!(by.iter().map(|(_, n)| n).sum::<u64>() <= total, "{by:?}");
+    }
+
+    #[test]
+    #[ignore = "needs root and a kernel that loads BPF programs"]
+    fn a_kept_link_is_read_through_its_own_fd_and_only_kprobes_count() {
+        use aya::programs::TracePoint;
+        let mut a = probes::attach(&[Probe::SysRmdir], probes::AttachMode::Auto).unwrap();
+        // A kprobe cannot attach on every host: a second link of a tracepoint program, kept
+        // as attach keeps a kprobe's, stands in (on another syscall's exit: the kernel
+        // refuses a program twice on one tracepoint).
+        let program: &mut TracePoint = a
+            .ebpf
+            .program_mut("sys_exit_rmdir")
+            .unwrap()
+            .try_into()
+            .unwrap();
+        let id = program.attach("syscalls", "sys_exit_mkdir").unwrap();
+        let link = FdLink::try_from(program.take_link(id).unwrap()).unwrap();
+        let link_id = link.info().unwrap().id();
+        let kept = KprobeLink::new(link);
+        let fd = kept.fd.as_ref().expect("the kernel opens a link by its id");
+        let (info, len) = object_info::<bpf_link_info>(fd.as_fd()).unwrap();
+        assert_eq!(info.id, link_id);
+        assert_eq!(info.type_, bpf_link_type::BPF_LINK_TYPE_PERF_EVENT as u32);
+        assert!(len > offset_of!(bpf_link_info, __bindgen_anon_1), "{len}");
+        // SAFETY: a perf event link.
+        let perf_type = unsafe { info.__bindgen_anon_1.perf_event.type_ };
+        let kernel = crate::host::kernel_version(
+            &std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap(),
+        );
+        if kernel >= Some((6, 6)) {
+            // Older kernels say nothing of a perf event link's event.
+            assert_eq!(
+                perf_type,
+                bpf_perf_event_type::BPF_PERF_EVENT_TRACEPOINT as u32
+            );
+        }
+        assert_eq!(kprobe_link_missed(fd.as_fd()), None, "not a kprobe");
+        assert_eq!(kprobe_misses(std::slice::from_ref(&kept)), 0);
+        assert_eq!(kprobe_misses(&a.kprobe_links), 0, "no kprobe attached here");
+        drop(kept);
+        assert!(link_fd_by_id(link_id).is_none(), "dropping it detached it");
     }
 
     #[test]

@@ -6,9 +6,9 @@ mod error;
 pub mod events;
 
 pub use events::{
-    BpfStats, CgroupEvent, ClockOffset, drain_cgroup_events, drain_slow_calls, forget_cgroups,
-    kprobe_misses_reported, program_costs, program_misses_by_program, set_slow_threshold,
-    total_cost,
+    BpfStats, CgroupEvent, ClockOffset, KprobeLink, drain_cgroup_events, drain_slow_calls,
+    forget_cgroups, kprobe_misses_reported, program_costs, program_misses_by_program,
+    set_slow_threshold, total_cost,
 };
 
 use std::collections::BTreeMap;
@@ -28,6 +28,8 @@ use tracer_core::snapshot::{
 
 pub use error::CollectError;
 
+use crate::attach::Attached;
+
 fn per_cpu_hash<'a, K: aya::Pod, V: aya::Pod>(
     ebpf: &'a Ebpf,
     name: &'static str,
@@ -37,14 +39,14 @@ fn per_cpu_hash<'a, K: aya::Pod, V: aya::Pod>(
 }
 
 /// Read the maps: latency series per (probe, caller, cgroup), event counters, losses and
-/// each probe's counters, under the attach `states`. Cgroup ids are named from `cgroups`;
-/// others (cgroups removed since) collapse into one "(gone)" row.
+/// each probe's counters, of the `attached` programs and under their attach states. Cgroup
+/// ids are named from `cgroups`; others (cgroups removed since) collapse into one "(gone)"
+/// row.
 ///
 /// # Errors
 /// When a map cannot be read.
 pub fn read(
-    ebpf: &Ebpf,
-    states: &BTreeMap<Probe, AttachState>,
+    attached: &Attached,
     cgroups: &BTreeMap<u64, String>,
     meta: Meta,
 ) -> Result<Snapshot, CollectError> {
@@ -55,7 +57,7 @@ pub fn read(
             GONE_CGROUP
         }
     };
-    let mut snap = read_with(ebpf, states, meta, known)?;
+    let mut snap = read_with(attached, meta, known)?;
     let used: std::collections::BTreeSet<u64> = snap
         .series
         .keys()
@@ -74,25 +76,21 @@ pub fn read(
 ///
 /// # Errors
 /// When a map cannot be read.
-pub fn read_raw(
-    ebpf: &Ebpf,
-    states: &BTreeMap<Probe, AttachState>,
-    meta: Meta,
-) -> Result<Snapshot, CollectError> {
-    read_with(ebpf, states, meta, |id| id)
+pub fn read_raw(attached: &Attached, meta: Meta) -> Result<Snapshot, CollectError> {
+    read_with(attached, meta, |id| id)
 }
 
 fn read_with(
-    ebpf: &Ebpf,
-    states: &BTreeMap<Probe, AttachState>,
+    attached: &Attached,
     meta: Meta,
     known: impl Fn(u64) -> u64 + Copy,
 ) -> Result<Snapshot, CollectError> {
+    let ebpf = &attached.ebpf;
     let mut snap = Snapshot::new(meta);
     read_series(ebpf, &mut snap, known)?;
     read_events(ebpf, &mut snap, known)?;
-    read_losses(ebpf, &mut snap)?;
-    read_probe_counters(ebpf, &mut snap, states)?;
+    read_losses(ebpf, &attached.kprobe_links, &mut snap)?;
+    read_probe_counters(ebpf, &mut snap, &attached.states)?;
     Ok(snap)
 }
 
@@ -162,7 +160,11 @@ fn read_events(
 }
 
 /// `LOSSES` into the losses not tied to one probe.
-fn read_losses(ebpf: &Ebpf, snap: &mut Snapshot) -> Result<(), CollectError> {
+fn read_losses(
+    ebpf: &Ebpf,
+    kprobe_links: &[KprobeLink],
+    snap: &mut Snapshot,
+) -> Result<(), CollectError> {
     let map = ebpf
         .map(maps::LOSSES)
         .ok_or(CollectError::MissingMap(maps::LOSSES))?;
@@ -173,7 +175,7 @@ fn read_losses(ebpf: &Ebpf, snap: &mut Snapshot) -> Result<(), CollectError> {
             // The kernel's own count, not the programs'.
             events::program_misses(ebpf)
         } else if loss == Loss::KprobeMisses {
-            events::kprobe_misses(ebpf)
+            events::kprobe_misses(kprobe_links)
         } else {
             losses
                 .get(&(loss as u32), 0)

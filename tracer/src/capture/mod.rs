@@ -269,7 +269,7 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
     let meta = meta(args, started_unix_ns, elapsed);
     // The programs' own words first: the loss explanations reading the maps gives follow.
     attached.kernel_log.drain();
-    let mut snap = collect::read(&attached.ebpf, &attached.states, &cgroups, meta)?;
+    let mut snap = collect::read(&attached, &cgroups, meta)?;
     snap.bpf = bpf_stats.enabled().then(|| bpf_usage(&attached.ebpf));
     snap.process_cpu_ns = Some(cpu_ns_since(cpu_start));
     drop(attached); // detach before reporting

@@ -263,11 +263,7 @@ impl Source for KernelSource {
     fn poll(&mut self, elapsed: Duration) -> anyhow::Result<Delta> {
         let duration_ns = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
         self.attached.kernel_log.drain();
-        let reading = collect::read_raw(
-            &self.attached.ebpf,
-            &self.attached.states,
-            meta(&self.info, 0),
-        )?;
+        let reading = collect::read_raw(&self.attached, meta(&self.info, 0))?;
         let mut snap = reading.since(&self.previous);
         snap.meta = meta(&self.info, duration_ns);
         self.previous = reading;
