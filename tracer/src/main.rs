@@ -85,9 +85,12 @@ fn main() -> ExitCode {
             Ok(ExitCode::SUCCESS)
         })(),
         Command::Top(args) => tracer::tui::main(&args),
-        Command::Model { args, out } => model::run(&args)
-            .and_then(|s| s.map_or(Ok(()), |s| report::emit(&s, &out)))
-            .map(|()| ExitCode::SUCCESS),
+        Command::Model { mut args, out } => {
+            args.host_kernel = tracer_loader::host::kernel_release();
+            model::run(&args)
+                .and_then(|s| s.map_or(Ok(()), |s| report::emit(&s, &out)))
+                .map(|()| ExitCode::SUCCESS)
+        }
     };
     match result {
         Ok(code) => code,

@@ -145,6 +145,7 @@ pub fn open(args: &LiveArgs) -> anyhow::Result<(Box<dyn Source>, Options)> {
             scenario: Some(scenario.clone()),
             variant: args.variant.clone(),
             set: args.set.clone(),
+            host_kernel: tracer_loader::host::kernel_release(),
             ..model::Args::default()
         })?;
         Box::new(ModelSource::new(&prepared, args.speed))
