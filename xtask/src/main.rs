@@ -4,6 +4,7 @@
 mod bench;
 mod initramfs;
 mod kernel;
+mod lint;
 mod setup;
 mod testing;
 mod tracer_build;
@@ -14,6 +15,7 @@ use std::{path::PathBuf, process::ExitCode, time::Duration};
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
+use vm::QemuArgs;
 
 /// Exit status of `vm` when the VM itself failed (panic, timeout, no end marker), as
 /// opposed to the guest command's own status.
@@ -50,8 +52,11 @@ enum Cmd {
         #[arg(last = true)]
         command: Vec<String>,
     },
-    /// Unit tests, the host case, then the VM suite on each kernel (on 6.12 with the
-    /// hardening cases in the same boot).
+    /// No import cycle between the modules of any workspace crate (cargo-modules, built
+    /// by setup on first use).
+    Lint,
+    /// The lint, unit tests, the host case, then the VM suite on each kernel (on 6.12 with
+    /// the hardening cases in the same boot).
     Test {
         /// 5.10, 6.1, 6.12, 7.3 or all.
         #[arg(long, default_value = "all")]
@@ -108,17 +113,6 @@ enum Cmd {
     },
 }
 
-#[derive(Debug, clap::Args)]
-struct QemuArgs {
-    /// Kill the VM after this many seconds (the suite runs each exact-count case under
-    /// kprobe and fentry: about 13 min per kernel on a busy 2-core host).
-    #[arg(long, default_value_t = 1800)]
-    timeout: u64,
-    /// Use KVM instead of TCG emulation (it hangs where nested virtualisation is broken).
-    #[arg(long)]
-    kvm: bool,
-}
-
 fn main() -> ExitCode {
     match run(Cli::parse().command) {
         Ok(code) => code,
@@ -134,6 +128,16 @@ fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
         Cmd::Setup => {
             setup::setup()?;
             Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Lint => {
+            let cargo_modules = setup::cargo_modules_tool()?;
+            let mut tally = testing::harness::Tally::default();
+            lint::lint(&cargo_modules, &mut tally)?;
+            Ok(if tally.finish() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
         }
         Cmd::Build => {
             let tools = setup::setup()?;
@@ -265,6 +269,11 @@ fn test(which: &str, skip_unit: bool, qemu: &QemuArgs) -> anyhow::Result<ExitCod
     let mut phases = Phases::default();
     let tools = phases.time("setup", setup::setup)?;
     let mut tally = testing::harness::Tally::default();
+    phases.time("lint", || {
+        if let Err(e) = lint::lint(&tools.cargo_modules, &mut tally) {
+            tally.record("lint", "cargo xtask lint runs", &Err(format!("{e:#}")));
+        }
+    });
     if !skip_unit {
         let verdict = phases.time("unit tests", testing::host::unit_tests);
         tally.record("host", "unit tests (cargo test --workspace)", &verdict);

@@ -80,12 +80,11 @@ fn promtool(target: &Target) -> Result<String, String> {
     promtool_check(target.name, &text)
 }
 
-/// The host targets' Prometheus.
-impl Prometheus {
-    fn start(targets: &[&Target]) -> Result<Prometheus, String> {
-        let addrs: Vec<String> = targets.iter().map(|t| t.addr.clone()).collect();
-        Self::scraping(&addrs, "host")
-    }
+/// A Prometheus scraping the host targets (a function here, not a method of
+/// [`Prometheus`], so that the exporter's helpers do not use this module's `Target`).
+fn start_prometheus(targets: &[&Target]) -> Result<Prometheus, String> {
+    let addrs: Vec<String> = targets.iter().map(|t| t.addr.clone()).collect();
+    Prometheus::scraping(&addrs, "host")
 }
 
 /// Write the capture of one model run to a temporary file; tracer serve replays it.
@@ -225,7 +224,7 @@ pub fn host_cases(tracer: &Path, tally: &mut Tally) {
         }
     }
     let up: Vec<&Target> = all.iter().filter_map(|t| t.as_ref().ok()).collect();
-    let prometheus = match Prometheus::start(&up) {
+    let prometheus = match start_prometheus(&up) {
         Ok(p) => p,
         Err(e) => {
             tally.record(SCOPE, "Prometheus scrapes tracer serve", &Err(e));

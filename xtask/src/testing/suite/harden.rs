@@ -469,7 +469,7 @@ fn least_privilege(files: &BTreeMap<String, PathBuf>, scope: &str, tally: &mut T
 pub fn vm(
     kernel: &crate::kernel::Kernel,
     tracer: &Path,
-    qemu: &crate::QemuArgs,
+    qemu: &vm::QemuArgs,
     tally: &mut Tally,
 ) -> anyhow::Result<()> {
     let scope = kernel.name.clone();
