@@ -2,28 +2,20 @@
 //! QEMU, and run every test. Each command runs `setup` first (cheap once done).
 
 mod bench;
-mod bench_overhead;
-mod bench_serve;
-mod bench_soak;
-mod bench_top;
-mod harden_tests;
-mod harden_vm_tests;
 mod initramfs;
 mod kernel;
-mod live_vm_tests;
-mod model_vm_tests;
-mod serve_tests;
+mod lint;
 mod setup;
-mod top_tests;
+mod testing;
 mod tracer_build;
 mod util;
 mod vm;
-mod vm_tests;
 
 use std::{path::PathBuf, process::ExitCode, time::Duration};
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
+use vm::QemuArgs;
 
 /// Exit status of `vm` when the VM itself failed (panic, timeout, no end marker), as
 /// opposed to the guest command's own status.
@@ -60,8 +52,11 @@ enum Cmd {
         #[arg(last = true)]
         command: Vec<String>,
     },
-    /// Unit tests, the host case, then the VM suite on each kernel (on 6.12 with the
-    /// hardening cases in the same boot).
+    /// No import cycle between the modules of any workspace crate (cargo-modules, built
+    /// by setup on first use).
+    Lint,
+    /// The lint, unit tests, the host case, then the VM suite on each kernel (on 6.12 with
+    /// the hardening cases in the same boot).
     Test {
         /// 5.10, 6.1, 6.12, 7.3 or all.
         #[arg(long, default_value = "all")]
@@ -118,17 +113,6 @@ enum Cmd {
     },
 }
 
-#[derive(Debug, clap::Args)]
-struct QemuArgs {
-    /// Kill the VM after this many seconds (the suite runs each exact-count case under
-    /// kprobe and fentry: about 13 min per kernel on a busy 2-core host).
-    #[arg(long, default_value_t = 1800)]
-    timeout: u64,
-    /// Use KVM instead of TCG emulation (it hangs where nested virtualisation is broken).
-    #[arg(long)]
-    kvm: bool,
-}
-
 fn main() -> ExitCode {
     match run(Cli::parse().command) {
         Ok(code) => code,
@@ -144,6 +128,16 @@ fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
         Cmd::Setup => {
             setup::setup()?;
             Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Lint => {
+            let cargo_modules = setup::cargo_modules_tool()?;
+            let mut tally = testing::harness::Tally::default();
+            lint::lint(&cargo_modules, &mut tally)?;
+            Ok(if tally.finish() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
         }
         Cmd::Build => {
             let tools = setup::setup()?;
@@ -174,8 +168,8 @@ fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
         } => test(&kernel, skip_unit, &qemu),
         Cmd::Run { qemu, args } => run_main(&qemu, args),
         Cmd::ServeCheck { tracer } => {
-            let mut tally = vm_tests::Tally::default();
-            serve_tests::host_cases(&tracer, &mut tally);
+            let mut tally = testing::harness::Tally::default();
+            testing::serve::host_cases(&tracer, &mut tally);
             Ok(if tally.finish() {
                 ExitCode::SUCCESS
             } else {
@@ -183,8 +177,8 @@ fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
             })
         }
         Cmd::TopCheck { tracer } => {
-            let mut tally = vm_tests::Tally::default();
-            top_tests::top_cases(&tracer, &mut tally);
+            let mut tally = testing::harness::Tally::default();
+            testing::top::top_cases(&tracer, &mut tally);
             Ok(if tally.finish() {
                 ExitCode::SUCCESS
             } else {
@@ -192,8 +186,8 @@ fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
             })
         }
         Cmd::HardenCheck { tracer } => {
-            let mut tally = vm_tests::Tally::default();
-            harden_tests::host_cases(&tracer, &mut tally);
+            let mut tally = testing::harness::Tally::default();
+            testing::harden::host_cases(&tracer, &mut tally);
             Ok(if tally.finish() {
                 ExitCode::SUCCESS
             } else {
@@ -204,8 +198,8 @@ fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
             let tools = setup::setup()?;
             let tracer = tracer_build::build(&tools)?;
             let kernel = kernel::resolve(&kernel, &tools.kernels)?;
-            let mut tally = vm_tests::Tally::default();
-            harden_vm_tests::vm(&kernel, &tracer, &qemu, &mut tally)?;
+            let mut tally = testing::harness::Tally::default();
+            testing::suite::harden::vm(&kernel, &tracer, &qemu, &mut tally)?;
             Ok(if tally.finish() {
                 ExitCode::SUCCESS
             } else {
@@ -274,9 +268,14 @@ fn test(which: &str, skip_unit: bool, qemu: &QemuArgs) -> anyhow::Result<ExitCod
     // Phase times, printed at the end: the budget is 40 min from a fresh machine, 12 with caches.
     let mut phases = Phases::default();
     let tools = phases.time("setup", setup::setup)?;
-    let mut tally = vm_tests::Tally::default();
+    let mut tally = testing::harness::Tally::default();
+    phases.time("lint", || {
+        if let Err(e) = lint::lint(&tools.cargo_modules, &mut tally) {
+            tally.record("lint", "cargo xtask lint runs", &Err(format!("{e:#}")));
+        }
+    });
     if !skip_unit {
-        let verdict = phases.time("unit tests", vm_tests::unit_tests);
+        let verdict = phases.time("unit tests", testing::host::unit_tests);
         tally.record("host", "unit tests (cargo test --workspace)", &verdict);
     }
     let tracer = match phases.time("build", || tracer_build::build(&tools)) {
@@ -295,16 +294,16 @@ fn test(which: &str, skip_unit: bool, qemu: &QemuArgs) -> anyhow::Result<ExitCod
         }
     };
     phases.time("host cases", || {
-        vm_tests::host_case(&tracer, &mut tally);
-        vm_tests::host_fault_cases(&tracer, &mut tally);
-        serve_tests::host_cases(&tracer, &mut tally);
-        harden_tests::host_cases(&tracer, &mut tally);
-        top_tests::top_cases(&tracer, &mut tally);
+        testing::host::host_case(&tracer, &mut tally);
+        testing::host::host_fault_cases(&tracer, &mut tally);
+        testing::serve::host_cases(&tracer, &mut tally);
+        testing::harden::host_cases(&tracer, &mut tally);
+        testing::top::top_cases(&tracer, &mut tally);
     });
     for s in series {
         let kernel = kernel::resolve(s.name, &tools.kernels)?;
         phases.time(&format!("VM {}", s.name), || {
-            vm_tests::vm_suite(
+            testing::suite::vm_suite(
                 &kernel,
                 &tracer,
                 Duration::from_secs(qemu.timeout),
@@ -349,7 +348,7 @@ impl Phases {
 fn run_main(qemu: &QemuArgs, args: Vec<String>) -> anyhow::Result<ExitCode> {
     let tools = setup::setup()?;
     let tracer = tracer_build::build(&tools)?;
-    match vm_tests::host_kprobes() {
+    match testing::host::host_kprobes() {
         Ok(()) => {
             let args = if args.is_empty() {
                 vec!["capture".into(), "--duration".into(), "10s".into()]

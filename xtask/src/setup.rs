@@ -19,6 +19,9 @@ use crate::{
 
 /// The bpf-linker release the kernel programs are linked with (LLVM 22 capable).
 const BPF_LINKER_VERSION: &str = "0.13.0";
+/// The cargo-modules release `cargo xtask lint` runs: the newest that builds on this
+/// machine's stable Rust (0.27 declares rust-version 1.95; 0.28 needs 1.98).
+const CARGO_MODULES_VERSION: &str = "0.27.0";
 /// Debian packages the VM tests and the host need. QEMU is handled apart (it must come
 /// from backports: bookworm's 7.2 crashes booting 6.12 under TCG).
 const APT_PACKAGES: [&str; 9] = [
@@ -48,6 +51,8 @@ pub struct Tools {
     pub bpf_linker_bin: PathBuf,
     /// Where the kernels are cached, one directory per release.
     pub kernels: PathBuf,
+    /// The `cargo-modules` executable `cargo xtask lint` runs.
+    pub cargo_modules: PathBuf,
 }
 
 /// Run every step; cheap when all is present.
@@ -59,6 +64,7 @@ pub fn setup() -> anyhow::Result<Tools> {
     let bpf_linker_bin = step(&format!("bpf-linker {BPF_LINKER_VERSION}"), || {
         bpf_linker(&cache)
     })?;
+    let cargo_modules = cargo_modules_step(&cache)?;
     step("qemu-system-x86 10 (bookworm-backports)", || qemu(&mut apt))?;
     step(&format!("packages {}", APT_PACKAGES.join(" ")), || {
         packages(&mut apt)
@@ -75,6 +81,20 @@ pub fn setup() -> anyhow::Result<Tools> {
     Ok(Tools {
         bpf_linker_bin,
         kernels,
+        cargo_modules,
+    })
+}
+
+/// Only the step `cargo xtask lint` needs: cargo-modules, built once into the cache.
+pub fn cargo_modules_tool() -> anyhow::Result<PathBuf> {
+    let cache = util::cache_dir()?;
+    fs::create_dir_all(&cache).with_context(|| format!("creating {}", cache.display()))?;
+    cargo_modules_step(&cache)
+}
+
+fn cargo_modules_step(cache: &Path) -> anyhow::Result<PathBuf> {
+    step(&format!("cargo-modules {CARGO_MODULES_VERSION}"), || {
+        cargo_modules(cache)
     })
 }
 
@@ -172,6 +192,38 @@ fn bpf_linker(cache: &Path) -> anyhow::Result<(PathBuf, String)> {
     let v =
         output(Command::new(&exe).arg("--version")).context("the new bpf-linker does not run")?;
     Ok((bin, format!("installed ({})", v.trim())))
+}
+
+/// cargo-modules, for the lint's graph of module uses. Built on rust-analyzer's crates, so
+/// its first build is long.
+fn cargo_modules(cache: &Path) -> anyhow::Result<(PathBuf, String)> {
+    let root = cache.join("cargo-modules");
+    let exe = root.join("bin").join("cargo-modules");
+    if let Ok(v) = output(Command::new(&exe).arg("--version"))
+        && v.contains(CARGO_MODULES_VERSION)
+    {
+        return Ok((exe, "already built".into()));
+    }
+    doing(
+        &format!("cargo-modules {CARGO_MODULES_VERSION}"),
+        "installing (about 27 min on a busy 2-core host)",
+    );
+    run(util::cargo()
+        .args([
+            "install",
+            "cargo-modules",
+            "--version",
+            &format!("={CARGO_MODULES_VERSION}"),
+            "--locked",
+            "--root",
+        ])
+        .arg(&root)
+        // A build directory of its own, not the workspace's (or whatever the caller set).
+        .env_remove("CARGO_TARGET_DIR")
+        .current_dir(cache))?;
+    let v = output(Command::new(&exe).arg("--version"))
+        .context("the new cargo-modules does not run")?;
+    Ok((exe, format!("installed ({})", v.trim())))
 }
 
 /// apt-get, refreshing the package lists at most once per run.

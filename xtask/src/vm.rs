@@ -599,3 +599,15 @@ mod tests {
         assert!(!interactive);
     }
 }
+
+/// How the commands that boot a VM run QEMU (their `--timeout` and `--kvm`).
+#[derive(Debug, clap::Args)]
+pub struct QemuArgs {
+    /// Kill the VM after this many seconds (the suite runs each exact-count case under
+    /// kprobe and fentry: about 13 min per kernel on a busy 2-core host).
+    #[arg(long, default_value_t = 1800)]
+    pub timeout: u64,
+    /// Use KVM instead of TCG emulation (it hangs where nested virtualisation is broken).
+    #[arg(long)]
+    pub kvm: bool,
+}

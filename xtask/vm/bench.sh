@@ -1,5 +1,5 @@
 # The guest half of `cargo xtask bench startup|overhead`, run by /init in the VM with
-# MODE (startup or overhead) and RUNS set. The host (xtask/src/bench.rs) computes the
+# MODE (startup or overhead) and RUNS set. The host (xtask/src/bench/startup.rs) computes the
 # medians and ratios.
 #
 # Timing: every instant is a line written to the ftrace buffer's trace_marker, which the

@@ -1,4 +1,4 @@
-# The guest half of the hardening cases (xtask/src/harden_vm_tests.rs), run after
+# The guest half of the hardening cases (xtask/src/testing/suite/harden.rs), run after
 # suite.sh in the same boot: what each signal leaves behind of `tracer capture`, `tracer
 # top --frames` and `tracer serve`, and tracer run as a user with only the capabilities
 # it needs. The host judges the lines and files sent back through `emit`.

@@ -1,6 +1,6 @@
 # The guest half of `cargo xtask bench overhead`, run by /init in the VM with RUNS (timed
 # runs per workload and tool) and MODES (kprobe, fentry or both) set. The host
-# (xtask/src/bench_overhead.rs) reads what it emits and computes every figure.
+# (xtask/src/bench/overhead.rs) reads what it emits and computes every figure.
 #
 # Two kinds of measurement, in one boot:
 # - cost per call, from the kernel: every program's run_time_ns and run_cnt (bpftool),

@@ -1,4 +1,4 @@
-# The guest half of `cargo xtask bench soak` (xtask/src/bench_soak.rs): `tracer serve`
+# The guest half of `cargo xtask bench soak` (xtask/src/bench/soak.rs): `tracer serve`
 # (scraped from the host through the forwarded port) and `tracer top --frames` run while
 # short-lived cgroups are made and removed, each one mounting a tmpfs, creating,
 # unlinking and removing a directory in it, and unmounting it. The kernel's own kprobe

@@ -1,5 +1,5 @@
 # The guest half of `cargo xtask test`, run by /init in the test VM. Every workload
-# has counts the kernel's code fixes; the host (xtask/src/vm_tests.rs) asserts them.
+# has counts the kernel's code fixes; the host (xtask/src/testing/suite/) asserts them.
 #
 # Each workload runs under the kernel's own kprobe events (tracefs), which proves the
 # expected counts independently of tracer, then under `tracer capture --attach kprobe`

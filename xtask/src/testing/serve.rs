@@ -9,16 +9,19 @@
 //! which is the only one with `/proc/sys/fs/dentry-state` and kernel-program statistics.
 
 use std::{
-    net::TcpListener,
     path::{Path, PathBuf},
-    process::{Child, Command, Stdio},
+    process::{Command, Stdio},
     thread::sleep,
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use tracer_core::snapshot::Probe;
 
-use crate::{util, vm_tests::Tally};
+use super::{
+    harness::Tally,
+    prometheus::{Guard, Prometheus, free_port, get, p99_agrees, promtool_check, wait_for},
+};
+use crate::util;
 
 const SCOPE: &str = "host serve";
 const UMOUNTS: u64 = 200;
@@ -26,56 +29,6 @@ const NEGATIVES: u64 = 20_000;
 /// `d_delete` calls and negative dentries of the dentry scenario: the unlinks', and the
 /// removed directory's own (`vfs_rmdir` ends with `d_delete` of it; ext4 keeps it negative).
 const D_DELETES: u64 = NEGATIVES + 1;
-/// The exposed bucket bounds.
-use tracer_core::latency::CLASSIC_BOUNDS_NS as BOUNDS_NS;
-
-/// A child process killed (and reaped) when dropped.
-struct Guard(Child);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// A free loopback port (bound, then released for the child to bind).
-pub(crate) fn free_port() -> anyhow::Result<u16> {
-    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
-}
-
-/// GET `url` with curl (the host has it; it keeps this crate free of an HTTP client).
-fn get(url: &str, accept: &str) -> Result<String, String> {
-    let out = Command::new("curl")
-        .args(["-sS", "--fail", "--max-time", "10", "-H"])
-        .arg(format!("Accept: {accept}"))
-        .arg(url)
-        .output()
-        .map_err(|e| format!("curl: {e}"))?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    } else {
-        Err(format!(
-            "curl {url}: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
-}
-
-/// Wait until `url` answers with a body holding `needle`, at most `limit`.
-fn wait_for(url: &str, needle: &str, limit: Duration) -> Result<(), String> {
-    let start = Instant::now();
-    loop {
-        match get(url, "*/*") {
-            Ok(body) if body.contains(needle) => return Ok(()),
-            Ok(_) if start.elapsed() > limit => {
-                return Err(format!("{url} never showed {needle:?}"));
-            }
-            Err(e) if start.elapsed() > limit => return Err(e),
-            Ok(_) | Err(_) => sleep(Duration::from_millis(200)),
-        }
-    }
-}
 
 /// One `tracer serve` target.
 struct Target {
@@ -127,183 +80,11 @@ fn promtool(target: &Target) -> Result<String, String> {
     promtool_check(target.name, &text)
 }
 
-/// `promtool check metrics` on the scrape `text` of target `name`.
-pub(crate) fn promtool_check(name: &str, text: &str) -> Result<String, String> {
-    let mut child = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("promtool: {e} (cargo xtask setup installs Debian's prometheus)"))?;
-    if let Some(mut stdin) = child.stdin.take() {
-        use std::io::Write as _;
-        stdin
-            .write_all(text.as_bytes())
-            .map_err(|e| format!("promtool stdin: {e}"))?;
-    }
-    let out = child
-        .wait_with_output()
-        .map_err(|e| format!("promtool: {e}"))?;
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    if out.status.success() {
-        Ok(format!(
-            "{name}: {} lines, promtool found no problem",
-            text.lines().count()
-        ))
-    } else {
-        Err(format!("{name}: {}", said.trim()))
-    }
-}
-
-/// A Prometheus server on loopback scraping the targets every second.
-pub(crate) struct Prometheus {
-    url: String,
-    dir: PathBuf,
-    _child: Guard,
-}
-
-impl Drop for Prometheus {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-impl Prometheus {
-    fn start(targets: &[&Target]) -> Result<Prometheus, String> {
-        let addrs: Vec<String> = targets.iter().map(|t| t.addr.clone()).collect();
-        Self::scraping(&addrs, "host")
-    }
-
-    /// A Prometheus scraping `addrs` (`host:port`) every second; `tag` keeps its files
-    /// apart from another's.
-    pub(crate) fn scraping(addrs: &[String], tag: &str) -> Result<Prometheus, String> {
-        let dir = std::env::temp_dir().join(format!(
-            "tracer-serve-prometheus-{}-{tag}",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-        let list: Vec<String> = addrs.iter().map(|a| format!("'{a}'")).collect();
-        let config = format!(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: tracer\n    static_configs:\n      - targets: [{}]\n",
-            list.join(", ")
-        );
-        std::fs::write(dir.join("prometheus.yml"), config).map_err(|e| e.to_string())?;
-        let port = free_port().map_err(|e| e.to_string())?;
-        let child = Command::new("prometheus")
-            .arg(format!(
-                "--config.file={}",
-                dir.join("prometheus.yml").display()
-            ))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.join("data").display()
-            ))
-            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-            .arg("--log.level=warn")
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(dir.join("prometheus.log")).map_err(|e| e.to_string())?)
-            .spawn()
-            .map_err(|e| {
-                format!("prometheus: {e} (cargo xtask setup installs Debian's prometheus)")
-            })?;
-        let p = Prometheus {
-            url: format!("http://127.0.0.1:{port}"),
-            dir,
-            _child: Guard(child),
-        };
-        wait_for(&format!("{}/-/ready", p.url), "", Duration::from_mins(1))
-            .map_err(|e| format!("Prometheus never became ready: {e}"))?;
-        Ok(p)
-    }
-
-    /// An instant query: each result series' labels (JSON) and value.
-    pub(crate) fn query(&self, expr: &str) -> Result<Vec<(serde_json::Value, f64)>, String> {
-        let out = Command::new("curl")
-            .args(["-sS", "--fail", "--max-time", "10", "--data-urlencode"])
-            .arg(format!("query={expr}"))
-            .arg(format!("{}/api/v1/query", self.url))
-            .output()
-            .map_err(|e| format!("curl: {e}"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "query {expr}: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
-        }
-        let v: serde_json::Value =
-            serde_json::from_slice(&out.stdout).map_err(|e| format!("query {expr}: {e}"))?;
-        if v["status"] != "success" {
-            return Err(format!("query {expr}: {}", v["error"]));
-        }
-        Ok(v["data"]["result"]
-            .as_array()
-            .map(|rs| {
-                rs.iter()
-                    .map(|r| {
-                        let value = r["value"][1]
-                            .as_str()
-                            .and_then(|s| s.parse().ok())
-                            .unwrap_or(f64::NAN);
-                        (r["metric"].clone(), value)
-                    })
-                    .collect()
-            })
-            .unwrap_or_default())
-    }
-
-    /// The single value of `expr`, once it equals `want` or `limit` passed (the last one).
-    fn settle(&self, expr: &str, want: f64, limit: Duration) -> Result<f64, String> {
-        let start = Instant::now();
-        loop {
-            let got = self.query(expr)?.first().map(|(_, v)| *v);
-            match got {
-                Some(v) if (v - want).abs() < 0.5 => return Ok(v),
-                _ if start.elapsed() > limit => {
-                    return Err(format!("{expr} = {got:?} after {limit:?}, expected {want}"));
-                }
-                _ => sleep(Duration::from_millis(500)),
-            }
-        }
-    }
-}
-
-/// Prometheus' p99 (`prom_ns`, interpolated in the exposed buckets) and tracer's own (from
-/// the kernel's fine buckets) agree within one exposed bucket.
-pub(crate) fn p99_agrees(prom_ns: f64, own_ns: u64) -> Result<String, String> {
-    #[expect(
-        clippy::cast_precision_loss,
-        reason = "nanoseconds, compared by bucket"
-    )]
-    let own = own_ns as f64;
-    let (a, b) = (bucket_index(prom_ns), bucket_index(own));
-    let seen = format!(
-        "Prometheus {:.1} us (bucket {a}), tracer {:.1} us (bucket {b})",
-        prom_ns / 1e3,
-        own / 1e3
-    );
-    if a.abs_diff(b) <= 1 {
-        Ok(seen)
-    } else {
-        Err(seen)
-    }
-}
-
-/// Index of the exposed bucket holding `ns` (`BOUNDS_NS.len()` for `+Inf`).
-fn bucket_index(ns: f64) -> usize {
-    #[expect(
-        clippy::cast_precision_loss,
-        reason = "bounds up to 2^36 are exact in f64"
-    )]
-    BOUNDS_NS
-        .iter()
-        .position(|&b| ns <= b as f64)
-        .unwrap_or(BOUNDS_NS.len())
+/// A Prometheus scraping the host targets (a function here, not a method of
+/// [`Prometheus`], so that the exporter's helpers do not use this module's `Target`).
+fn start_prometheus(targets: &[&Target]) -> Result<Prometheus, String> {
+    let addrs: Vec<String> = targets.iter().map(|t| t.addr.clone()).collect();
+    Prometheus::scraping(&addrs, "host")
 }
 
 /// Write the capture of one model run to a temporary file; tracer serve replays it.
@@ -443,7 +224,7 @@ pub fn host_cases(tracer: &Path, tally: &mut Tally) {
         }
     }
     let up: Vec<&Target> = all.iter().filter_map(|t| t.as_ref().ok()).collect();
-    let prometheus = match Prometheus::start(&up) {
+    let prometheus = match start_prometheus(&up) {
         Ok(p) => p,
         Err(e) => {
             tally.record(SCOPE, "Prometheus scrapes tracer serve", &Err(e));

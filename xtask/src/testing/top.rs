@@ -11,7 +11,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use crate::vm_tests::{Tally, Verdict};
+use super::harness::{Tally, Verdict};
 
 const SCOPE: &str = "host";
 /// Longest wait for a screen to show what a step expects.

@@ -17,7 +17,10 @@ use anyhow::Context as _;
 use serde_json::Value;
 
 use crate::{
-    bench::{Mark, parse_marks, stats, stats_of},
+    bench::{
+        marks::{Mark, parse_marks},
+        stats::{stats, stats_of},
+    },
     kernel::{self, Kernel},
     util, vm,
 };
@@ -175,7 +178,7 @@ fn boot(
     let mut files = vec![(
         "/overhead.sh".to_owned(),
         0o644,
-        include_bytes!("../vm/overhead.sh").to_vec(),
+        include_bytes!("../../vm/overhead.sh").to_vec(),
     )];
     for program in HOST_PROGRAMS {
         files.extend(

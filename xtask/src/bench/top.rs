@@ -187,7 +187,7 @@ fn per_refresh_ms(short: &Run, long: &Run) -> f64 {
 /// last line as the design asks.
 pub fn top(tracer: &Path, speed: u32) -> anyhow::Result<()> {
     let speed = speed.clamp(1, 100);
-    let pinned = crate::bench::can_pin();
+    let pinned = super::model::can_pin();
     println!(
         "==== bench top: {CGROUPS} cgroups x 10 probes (synthetic), {CHURN} replaced per second, \
          {REFRESHES} refreshes of 1 simulated second each, played {speed}x real time{} ====",

@@ -27,7 +27,7 @@ use std::{
 
 use anyhow::Context as _;
 
-use crate::{kernel, serve_tests::free_port, tracer_build, util, vm};
+use crate::{kernel, testing::prometheus::free_port, tracer_build, util, vm};
 
 /// Cgroups made and removed per 10 minutes of soak.
 const CGROUPS_PER_10_MIN: u64 = 10_000;
@@ -285,7 +285,7 @@ pub fn run(tracer: &Path, kernels: &Path, args: &SoakArgs) -> anyhow::Result<Exi
         tracer: Some(tracer),
         command: format!(
             "SOAK_MINUTES={minutes}\nSOAK_CGROUPS={cgroups}\n{}",
-            include_str!("../vm/soak.sh")
+            include_str!("../../vm/soak.sh")
         ),
         files,
         // Boot, the run, the end, and room for a slow machine.

@@ -131,7 +131,7 @@ pub fn model_fit(
             files: vec![(
                 "/model.sh".into(),
                 0o644,
-                include_bytes!("../vm/model.sh").to_vec(),
+                include_bytes!("../../vm/model.sh").to_vec(),
             )],
             timeout,
             kvm,

@@ -22,7 +22,8 @@ use std::{
     time::{Duration, Instant},
 };
 
-use crate::{bench_serve, serve_tests::free_port, vm_tests::Tally};
+use super::{harness::Tally, prometheus::free_port};
+use crate::bench::serve as bench_serve;
 
 const SCOPE: &str = "host harden";
 /// Idle connections held open at once.

@@ -23,13 +23,14 @@ use std::{
 
 use tracer_core::snapshot::{Probe, Snapshot};
 
+use super::checks::exact;
 use crate::{
+    testing::harness::{Tally, Verdict, read, with_log},
     vm,
-    vm_tests::{Tally, Verdict, exact, read, with_log},
 };
 
 /// The guest script, run as `/harden.sh`.
-pub const SCRIPT: &[u8] = include_bytes!("../vm/harden.sh");
+pub const SCRIPT: &[u8] = include_bytes!("../../../vm/harden.sh");
 /// Debian's bpftool (`cargo xtask setup` installs it), which lists the kernel's BPF objects.
 const BPFTOOL: &str = "/usr/sbin/bpftool";
 /// util-linux's setpriv: a user id and capability sets for one command.
@@ -468,7 +469,7 @@ fn least_privilege(files: &BTreeMap<String, PathBuf>, scope: &str, tally: &mut T
 pub fn vm(
     kernel: &crate::kernel::Kernel,
     tracer: &Path,
-    qemu: &crate::QemuArgs,
+    qemu: &vm::QemuArgs,
     tally: &mut Tally,
 ) -> anyhow::Result<()> {
     let scope = kernel.name.clone();

@@ -5,9 +5,9 @@
 
 use std::{collections::BTreeMap, path::PathBuf};
 
-use crate::{
-    serve_tests::{Prometheus, p99_agrees, promtool_check},
-    vm_tests::{Tally, Verdict, read, with_log},
+use crate::testing::{
+    harness::{Tally, Verdict, read, with_log},
+    prometheus::{Prometheus, p99_agrees, promtool_check},
 };
 
 /// The port `tracer serve` listens on in the guest (its default).
@@ -188,7 +188,7 @@ pub fn check(
         );
         if files.contains_key(&format!("top_{how}.pid")) {
             let blocked = (how == "fentry")
-                .then(|| crate::vm_tests::fentry_rmdir_blocked(files))
+                .then(|| super::results::fentry_rmdir_blocked(files))
                 .flatten();
             tally.record(
                 scope,

@@ -1,0 +1,101 @@
+//! `cargo xtask bench`: speed and cost, each as a ratio against a peer measured in the
+//! same run (bpftrace in the same boot, the workload without tracing, real time), never
+//! as a timed assertion. Prints what it saw; decides nothing.
+
+mod marks;
+mod model;
+mod model_fit;
+mod overhead;
+pub(crate) mod serve;
+mod soak;
+mod startup;
+mod stats;
+mod top;
+
+use std::{path::Path, process::ExitCode, time::Duration};
+
+use crate::{setup, tracer_build};
+
+use startup::{Mode, VmArgs, vm_bench};
+
+/// The benchmarks.
+#[derive(Debug, clap::Subcommand)]
+pub enum Bench {
+    /// Capture start-up in a VM: from command start to probes attached, tracer vs bpftrace
+    /// attaching the same kernel functions, in one boot per kernel.
+    Startup(VmArgs),
+    /// What each of tracer's kernel programs costs per call in a VM (the kernel's run-time
+    /// statistics), against a bpftrace program doing the same job, bpftrace's bare `count()`
+    /// and an empty program; and each workload's rate untraced and traced.
+    Overhead(overhead::OverheadArgs),
+    /// `tracer top` on 1,000 churning cgroups x 10 probes: CPU per refresh, RSS over time.
+    Top {
+        /// Simulated seconds per second: one refresh per simulated second, this many a second.
+        #[arg(long, default_value_t = 4)]
+        speed: u32,
+    },
+    /// Wall time of the model's large scenarios on one core, against the time simulated.
+    Model {
+        /// Runs per scenario (the median is shown).
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+    },
+    /// `tracer serve` under 50 concurrent scrapers and hostile clients, 500 cgroups x 10
+    /// probes: scrape latency p50/p99, failed scrapes, server CPU.
+    Serve(serve::ServeArgs),
+    /// The model calibrated on one capture predicts another of another size and parallelism
+    /// in a VM: structure checked, predicted/measured time per path (median over runs).
+    ModelFit(ModelFitArgs),
+    /// tracer serve (scraped every second from here) and top for N minutes in a VM while
+    /// 10,000 cgroups per 10 minutes are made and removed: memory, map entries, tracked
+    /// cgroups over time, and every kernel call counted or reported lost.
+    Soak(soak::SoakArgs),
+}
+
+/// What `bench model-fit` takes.
+#[derive(Debug, clap::Args)]
+pub struct ModelFitArgs {
+    #[command(flatten)]
+    vm: VmArgs,
+    /// Boot no VM: predict again from the captures the last run kept (under
+    /// target/vm-model/KERNEL), e.g. after a change to the model.
+    #[arg(long)]
+    saved: bool,
+}
+/// Run one benchmark.
+pub fn run(bench: &Bench) -> anyhow::Result<ExitCode> {
+    if let Bench::Serve(args) = bench
+        && let Some(tracer) = &args.tracer
+    {
+        return serve::run(tracer, args);
+    }
+    if let Bench::Overhead(args) = bench
+        && args.from.is_some()
+    {
+        // Re-rendering saved result files needs no set-up and no build.
+        return overhead::run(args, Path::new(""), Path::new(""));
+    }
+    if let Bench::ModelFit(a) = bench
+        && a.saved
+    {
+        return model_fit::model_fit_saved(&a.vm.kernel, a.vm.runs.max(1));
+    }
+    let tools = setup::setup()?;
+    let tracer = tracer_build::build(&tools)?;
+    match bench {
+        Bench::Startup(args) => vm_bench(Mode::Startup, args, &tools.kernels, &tracer),
+        Bench::Overhead(args) => overhead::run(args, &tools.kernels, &tracer),
+        Bench::Model { runs } => model::model(&tracer, (*runs).max(1)),
+        Bench::Serve(args) => serve::run(&tracer, args),
+        Bench::Top { speed } => top::top(&tracer, *speed).map(|()| ExitCode::SUCCESS),
+        Bench::Soak(a) => soak::run(&tracer, &tools.kernels, a),
+        Bench::ModelFit(a) => model_fit::model_fit(
+            &tools.kernels,
+            &tracer,
+            &a.vm.kernel,
+            a.vm.runs.max(1),
+            Duration::from_secs(a.vm.timeout),
+            a.vm.kvm,
+        ),
+    }
+}

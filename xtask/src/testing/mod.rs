@@ -1,0 +1,22 @@
+//! `cargo xtask test` and the commands that run a part of it. Every case ends in a
+//! [`harness::Verdict`] that a [`harness::Tally`] prints and counts.
+//!
+//! - [`harness`]: the verdict, the tally and its closing line, the guest's result files.
+//! - [`prometheus`]: a real Prometheus and promtool, for the exporter's cases on this host
+//!   and in the VM.
+//! - [`host`]: tracer on this host: the unit tests, a kernel without kprobes, bad input.
+//! - [`serve`], [`top`], [`harden`]: the host cases of `tracer serve`, of `tracer top` in a
+//!   real terminal, and of hardening.
+//! - [`suite`]: one VM per kernel running `vm/suite.sh`; its table of cases and the checks of
+//!   what comes back.
+//!
+//! Uses go one way: [`harness`] and [`prometheus`] use no other module here, and no case
+//! module uses the orchestration above it (`cargo xtask lint` fails on a cycle).
+
+pub(crate) mod harden;
+pub(crate) mod harness;
+pub(crate) mod host;
+pub(crate) mod prometheus;
+pub(crate) mod serve;
+pub(crate) mod suite;
+pub(crate) mod top;
