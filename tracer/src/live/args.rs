@@ -4,7 +4,7 @@ use std::{path::PathBuf, time::Duration};
 
 use anyhow::Context as _;
 
-use super::{Options, Source, model::ModelSource, synthetic::SyntheticSource};
+use super::{frame::Options, model::ModelSource, source::Source, synthetic::SyntheticSource};
 use tracer_core::units::parse_duration;
 use tracer_loader::attach as probes;
 use tracer_model as model;
@@ -16,7 +16,7 @@ pub struct LiveArgs {
     #[arg(long, value_name = "D", default_value = "1s", value_parser = parse_interval)]
     pub interval: Duration,
     /// Keep at most N cgroups by name (the most active); the rest are summed into `other`.
-    #[arg(long, value_name = "N", default_value_t = super::DEFAULT_MAX_CGROUPS)]
+    #[arg(long, value_name = "N", default_value_t = super::frame::DEFAULT_MAX_CGROUPS)]
     pub max_cgroups: usize,
     /// Play a model scenario instead of tracing this kernel (see `tracer model --list`);
     /// works where kprobes cannot attach.

@@ -15,12 +15,14 @@ use tracer_core::{
 use crate::process::{process_cpu_seconds, rss_bytes};
 
 use super::{
-    Control, Cost, Delta, Frame, History, OTHER_CGROUP, Options, Source, SourceInfo,
+    frame::{Control, Cost, Frame, History, Options},
+    source::{Delta, Source, SourceInfo},
     table::Table,
     window::{Rows, Window},
 };
 use tracer_core::snapshot::{
-    CgroupId, Latency, LatencySum, Meta, PROBES, SeriesKey, Snapshot, SourceKind, walk_sorted,
+    CgroupId, Latency, LatencySum, Meta, OTHER_CGROUP, PROBES, SeriesKey, Snapshot, SourceKind,
+    walk_sorted,
 };
 
 /// Slow calls kept for the views.
@@ -225,7 +227,7 @@ impl Live {
             seq: 0,
             table: Table::new(
                 opts.max_cgroups,
-                u64::try_from(super::GONE_GRACE.as_nanos()).unwrap_or(u64::MAX),
+                u64::try_from(super::frame::GONE_GRACE.as_nanos()).unwrap_or(u64::MAX),
             ),
             cumulative: empty.clone(),
             series_totals: opts.series_totals,
@@ -836,7 +838,7 @@ fn fold_where(snap: &mut Snapshot, folded: impl Fn(CgroupId) -> bool) {
 fn empty_snapshot(info: &SourceInfo, started_unix_ns: u64) -> Snapshot {
     Snapshot::new(Meta {
         source: match info.kind {
-            super::SourceKindLive::Model => SourceKind::Model,
+            super::source::SourceKindLive::Model => SourceKind::Model,
             _ => SourceKind::Kernel,
         },
         description: info.description.clone(),
@@ -879,7 +881,9 @@ impl CpuClock {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::live::{SlowCall, SourceKindLive};
+    use tracer_core::slow::SlowCall;
+
+    use crate::live::SourceKindLive;
     use tracer_core::snapshot::{Counter, Probe};
 
     const SEC: u64 = 1_000_000_000;

@@ -11,7 +11,7 @@ use std::{
 
 use tracer_core::cost::{BpfCost, ProgramCost};
 
-use super::{Delta, Source, SourceInfo, SourceKindLive};
+use super::source::{Delta, Source, SourceInfo, SourceKindLive};
 use tracer_core::snapshot::{CgroupId, DentryState, GONE_CGROUP, Meta, Snapshot, SourceKind};
 use tracer_loader::attach as probes;
 use tracer_loader::attach::AttachMode;

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::{Delta, Source, SourceInfo, SourceKindLive};
+use super::source::{Delta, Source, SourceInfo, SourceKindLive};
 use tracer_core::snapshot::{AttachState, Meta, ProbeStatus, Snapshot};
 use tracer_model::{Prepared, sim::Timed};
 

@@ -5,7 +5,7 @@
 
 use std::{path::Path, time::Duration};
 
-use super::{Delta, Source, SourceInfo, SourceKindLive};
+use super::source::{Delta, Source, SourceInfo, SourceKindLive};
 use tracer_core::snapshot::{Latency, ProbeStatus, Snapshot};
 
 /// See the module docs.

@@ -7,7 +7,7 @@ use std::{collections::VecDeque, time::Duration};
 
 use rand::{Rng as _, SeedableRng as _, rngs::SmallRng};
 
-use super::{Delta, Source, SourceInfo, SourceKindLive};
+use super::source::{Delta, Source, SourceInfo, SourceKindLive};
 use tracer_core::snapshot::{
     AttachState, CgroupId, Counter, Latency, Meta, Probe, ProbeStatus, SeriesKey, Snapshot,
     SourceKind,

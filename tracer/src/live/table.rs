@@ -4,7 +4,7 @@
 //! At most `max` cgroups are tracked. A cgroup with calls gets a slot while one is free;
 //! when none is, it takes the slot of a removed cgroup, else of the tracked cgroup idle the
 //! longest (not active in this interval). Otherwise its calls go to `other`. A removed
-//! cgroup shows as gone for [`super::GONE_GRACE`] (or until its slot is needed), then leaves:
+//! cgroup shows as gone for [`super::frame::GONE_GRACE`] (or until its slot is needed), then leaves:
 //! its totals fold into `other`, so totals never shrink, and the source forgets its kernel
 //! map entries.
 
@@ -13,7 +13,9 @@ use std::{
     sync::Arc,
 };
 
-use super::{CgroupEntry, OTHER_CGROUP};
+use tracer_core::snapshot::OTHER_CGROUP;
+
+use super::frame::CgroupEntry;
 use tracer_core::snapshot::CgroupId;
 
 /// What the table knows of one cgroup.

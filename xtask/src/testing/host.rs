@@ -157,7 +157,8 @@ fn degraded_capture(tracer: &Path) -> Verdict {
             .args(["--", "sh", "-c", &workload]),
         Duration::from_mins(1),
     )?;
-    let snap = tracer_core::report::load(&json).map_err(|e| format!("{e:#}; stderr: {}", stderr.trim()));
+    let snap =
+        tracer_core::report::load(&json).map_err(|e| format!("{e:#}; stderr: {}", stderr.trim()));
     let _ = fs::remove_file(&json);
     let snap = snap?;
     if stderr.contains("panicked") || code != Some(0) {

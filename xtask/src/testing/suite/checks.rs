@@ -3,10 +3,10 @@
 
 use std::time::Duration;
 
+use tracer_core::snapshot::ProbeKind;
 use tracer_core::snapshot::{
     AttachMethod, AttachState, Counter, GONE_CGROUP, Loss, Probe, ProbeStatus, Snapshot,
 };
-use tracer_core::snapshot::ProbeKind;
 
 use crate::testing::harness::{CANNOT, Verdict, ms};
 
@@ -689,7 +689,9 @@ pub fn tmpfs(s: &Snapshot, version: (u32, u32)) -> Verdict {
 }
 #[cfg(test)]
 mod tests {
-    use tracer_core::snapshot::{AttachMethod, CommandRun, Meta, ProbeStatus, SeriesKey, SourceKind};
+    use tracer_core::snapshot::{
+        AttachMethod, CommandRun, Meta, ProbeStatus, SeriesKey, SourceKind,
+    };
 
     use super::*;
 

@@ -283,7 +283,8 @@ pub(super) fn round_trip(files: &BTreeMap<String, PathBuf>, _: (u32, u32)) -> Ve
             .get(n)
             .ok_or_else(|| with_log(files, "umount300.rt.log", format!("the guest sent no {n}")))
     };
-    let a = tracer_core::report::load(path("umount300_fentry.json")?).map_err(|e| format!("{e:#}"))?;
+    let a =
+        tracer_core::report::load(path("umount300_fentry.json")?).map_err(|e| format!("{e:#}"))?;
     let b = tracer_core::report::load(path("umount300.rt.json")?).map_err(|e| format!("{e:#}"))?;
     if a == b {
         Ok(format!(
