@@ -414,13 +414,12 @@ fn no_color_draws_without_colours_and_color_with_them() {
     }
 }
 
-#[test]
-fn a_thousand_cgroups_scroll_and_the_selection_stays_in_view() {
+/// An app on the test frame plus `n` more cgroups by name (`/churn/c0000`, ...).
+fn app_with_cgroups(n: u64) -> App {
     let mut frame: Frame = testdata::frame(1);
-    for i in 0..1_000u64 {
-        let id = 10_000 + i;
+    for i in 0..n {
         frame.cgroups.insert(
-            id,
+            10_000 + i,
             CgroupEntry {
                 path: format!("/churn/c{i:04}").into(),
                 tracked: true,
@@ -430,6 +429,12 @@ fn a_thousand_cgroups_scroll_and_the_selection_stays_in_view() {
     }
     let mut app = App::new(false);
     app.on_frame(Arc::new(frame));
+    app
+}
+
+#[test]
+fn a_thousand_cgroups_scroll_and_the_selection_stays_in_view() {
+    let mut app = app_with_cgroups(1_000);
     press(&mut app, KeyCode::Tab);
     press(&mut app, KeyCode::End);
     let s = screen(&mut app, 80, 24);
@@ -534,19 +539,7 @@ fn the_minimum_width_is_the_least_that_drops_no_column() {
 
 #[test]
 fn drawing_scrolls_the_table_state_to_the_selection_and_keys_move_the_selection() {
-    let mut frame: Frame = testdata::frame(1);
-    for i in 0..100u64 {
-        frame.cgroups.insert(
-            10_000 + i,
-            CgroupEntry {
-                path: format!("/churn/c{i:04}").into(),
-                tracked: true,
-                gone_since_unix_ns: None,
-            },
-        );
-    }
-    let mut app = App::new(false);
-    app.on_frame(Arc::new(frame));
+    let mut app = app_with_cgroups(100);
     press(&mut app, KeyCode::Tab);
     let n = app.cgroup_rows().count();
     press(&mut app, KeyCode::End);
