@@ -1,5 +1,5 @@
 //! The one value every source of tracer produces and every sink reads: the
-//! [`snapshot::Snapshot`], its latency distributions ([`latency`]), the slow calls and
+//! [`snapshot::Snapshot`], its latency distributions ([`latency`]) and slow calls, the
 //! program costs that travel beside it, the capture file that saves it and the reports
 //! that render it. No kernel, no async runtime: a saved capture is read and compared with
 //! this crate alone.
@@ -7,7 +7,6 @@
 pub mod cost;
 pub mod latency;
 pub mod report;
-pub mod slow;
 pub mod snapshot;
 pub mod units;
 

@@ -20,7 +20,7 @@ use crate::{
         possible_cpus,
     },
     kernel_log::KernelLog,
-    read::KprobeLink,
+    links::KprobeLink,
     settle,
 };
 
@@ -85,7 +85,7 @@ pub struct Attached {
     /// The programs' own messages (`--verbose`): drained before each reading of the maps.
     pub kernel_log: KernelLog,
     /// The kprobes' and kretprobes' links, kept from attaching (where they are links) to
-    /// read the hits they missed (`read::kprobe_misses`); dropped last, detaching them.
+    /// read the hits they missed (`read::events::kprobe_misses`); dropped last, detaching them.
     pub kprobe_links: Vec<KprobeLink>,
 }
 
@@ -417,8 +417,8 @@ pub fn attach_with_slow(
     )?;
     let kernel_log = KernelLog::open(&mut ebpf);
     if slow_threshold_ns != 0 {
-        crate::read::set_slow_threshold(&mut ebpf, slow_threshold_ns)
-            .map_err(|e| LoadError::SlowThreshold(e.to_string()))?;
+        settle::set_slow_threshold(&mut ebpf, slow_threshold_ns)
+            .map_err(LoadError::SlowThreshold)?;
     }
     let aya_btf = match mode {
         AttachMode::Kprobe => None,
@@ -517,7 +517,7 @@ pub fn attach_with_slow(
 
 /// Say (`--verbose`) where the loss `kprobe_misses` cannot be known.
 fn note_kprobe_misses() {
-    if !crate::read::kprobe_misses_reported() {
+    if !crate::host::kprobe_misses_reported() {
         log::info!(
             "this kernel's kprobe links do not report missed hits (Linux >= 6.7 does): \
              kprobe_misses stays 0 here"

@@ -3,11 +3,12 @@
 //! kernel allows, reading the maps into a [`tracer_core::snapshot::Snapshot`], draining
 //! the ring buffers, and relaying what the kernel programs log.
 //!
-//! Modules, leaves first: [`host`] (facts, no BPF), [`kernel_log`], [`read`] (maps and ring
+//! Modules, leaves first: [`host`] (facts, no BPF), [`kernel_log`], [`links`] (the kprobes' links), [`read`] (maps and ring
 //! buffers into core types), [`settle`] (the programs' switches), [`attach`] (loading).
 
 pub mod attach;
 pub mod host;
 pub mod kernel_log;
+pub mod links;
 pub mod read;
 pub mod settle;

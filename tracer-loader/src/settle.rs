@@ -132,6 +132,15 @@ pub fn stop_recording(ebpf: &mut Ebpf) -> Result<(), String> {
     Ok(())
 }
 
+/// Report calls that take at least `ns` nanoseconds as slow calls (0: none). Takes
+/// effect at once, on every CPU.
+///
+/// # Errors
+/// When the threshold map is missing or the kernel refuses the write.
+pub fn set_slow_threshold(ebpf: &mut Ebpf, ns: u64) -> Result<(), String> {
+    set_word(ebpf, maps::SLOW_THRESHOLD, ns)
+}
+
 /// Set the one value of the array map `name`, a word the programs read.
 ///
 /// # Errors

@@ -308,7 +308,7 @@ fn seed_capture() -> String {
         signal: None,
         cgroup: Some(cgroup),
     });
-    snap.slow_calls.push(tracer_core::slow::SlowCall {
+    snap.slow_calls.push(tracer_core::snapshot::SlowCall {
         at_unix_ns: 1_700_000_000_000_000_000,
         pid: 42,
         tid: 43,

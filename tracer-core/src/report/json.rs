@@ -246,7 +246,7 @@ const _: () = {
     assert!(listed(Counter::LockWaitersBlocked) + 1 == COUNTERS.len());
 };
 
-fn slow_call_rec(c: &crate::slow::SlowCall) -> SlowCallRec {
+fn slow_call_rec(c: &crate::snapshot::SlowCall) -> SlowCallRec {
     SlowCallRec {
         at_unix_ns: c.at_unix_ns,
         pid: c.pid,
@@ -678,8 +678,8 @@ fn check_totals(s: &Snapshot) -> Result<(), String> {
     Ok(())
 }
 
-fn slow_call(c: SlowCallRec) -> Result<crate::slow::SlowCall, String> {
-    Ok(crate::slow::SlowCall {
+fn slow_call(c: SlowCallRec) -> Result<crate::snapshot::SlowCall, String> {
+    Ok(crate::snapshot::SlowCall {
         at_unix_ns: c.at_unix_ns,
         pid: c.pid,
         tid: c.tid,

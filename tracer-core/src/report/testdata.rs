@@ -195,7 +195,7 @@ pub fn model_run() -> Snapshot {
 pub fn slow_rmdir_capture() -> Snapshot {
     let mut s = umount_capture();
     s.cgroups.insert(SESSION, "/tracer-capture-77".to_owned());
-    s.slow_calls.push(crate::slow::SlowCall {
+    s.slow_calls.push(crate::snapshot::SlowCall {
         at_unix_ns: s.meta.started_unix_ns + 1_500_000_000,
         pid: 4_321,
         tid: 4_321,
@@ -207,7 +207,7 @@ pub fn slow_rmdir_capture() -> Snapshot {
         pruned_under_lock_ns: Some(40_100_000),
     });
     for i in 0..24u32 {
-        s.slow_calls.push(crate::slow::SlowCall {
+        s.slow_calls.push(crate::snapshot::SlowCall {
             at_unix_ns: s.meta.started_unix_ns + 2_000_000_000 + u64::from(i),
             pid: 5_000 + i,
             tid: 5_000 + i,

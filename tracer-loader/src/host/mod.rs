@@ -130,6 +130,12 @@ impl Preemption {
     }
 }
 
+/// Whether this kernel's kprobe links report their `missed` count (Linux >= 6.7).
+#[must_use]
+pub fn kprobe_misses_reported() -> bool {
+    kernel_release().as_deref().and_then(kernel_version) >= Some((6, 7))
+}
+
 /// How many CPUs a `/sys/devices/system/cpu/possible` list (`0-3,8`) names.
 pub(crate) fn possible_cpus(list: &str) -> Option<u32> {
     list.trim().split(',').try_fold(0u32, |n, range| {

@@ -6,7 +6,7 @@
 //! - [`drain_cgroup_events`]: cgroup v2 directories made and removed, with their paths, from
 //!   the `cgroup:cgroup_mkdir`/`cgroup_rmdir` tracepoints, so a cgroup that lived only
 //!   between two reads is still named;
-//! - [`drain_slow_calls`]: calls at least [`set_slow_threshold`] long (rate-limited per CPU;
+//! - [`drain_slow_calls`]: calls at least [`crate::settle::set_slow_threshold`] long (rate-limited per CPU;
 //!   what the limit or a full buffer dropped is counted as a `Loss`).
 //!
 //! And for views that run for days: [`forget_cgroups`] deletes removed cgroups' entries
@@ -16,15 +16,14 @@
 use std::{
     collections::BTreeSet,
     mem::offset_of,
-    os::fd::{AsFd as _, AsRawFd as _, BorrowedFd, FromRawFd as _, OwnedFd},
+    os::fd::{AsFd as _, AsRawFd as _, BorrowedFd, OwnedFd},
     sync::OnceLock,
     time::Duration,
 };
 
 use aya::{
     Ebpf,
-    maps::{Array, MapData, PerCpuHashMap, RingBuf},
-    programs::links::FdLink,
+    maps::{MapData, PerCpuHashMap, RingBuf},
 };
 use aya_obj::generated::{
     bpf_attr, bpf_cmd, bpf_link_info, bpf_link_type, bpf_perf_event_type, bpf_prog_info,
@@ -35,7 +34,11 @@ use tracer_common::{
 };
 
 use super::error::CollectError;
-use tracer_core::{cost::ProgramCost, slow::SlowCall, snapshot::CgroupId};
+use crate::links::KprobeLink;
+use tracer_core::{
+    cost::ProgramCost,
+    snapshot::{CgroupId, SlowCall},
+};
 
 /// Most events one drain takes from a ring buffer, so a flood cannot stall the caller;
 /// the rest wait for the next drain.
@@ -101,19 +104,6 @@ fn drain<T>(
         }
     }
     Ok(out)
-}
-
-/// Report calls that take at least `ns` nanoseconds as slow calls (0: none). Takes
-/// effect at once, on every CPU.
-///
-/// # Errors
-/// When the threshold map is missing or the kernel refuses the write.
-pub fn set_slow_threshold(ebpf: &mut Ebpf, ns: u64) -> Result<(), CollectError> {
-    let name = maps::SLOW_THRESHOLD;
-    let map = ebpf.map_mut(name).ok_or(CollectError::MissingMap(name))?;
-    let mut array: Array<&mut MapData, u64> =
-        Array::try_from(map).map_err(|e| CollectError::Map(name, e))?;
-    array.set(0, ns, 0).map_err(|e| CollectError::Map(name, e))
 }
 
 /// The distance from the kernel's `bpf_ktime_get_ns` (`CLOCK_MONOTONIC`) to Unix time.
@@ -429,62 +419,16 @@ fn kprobe_link_missed(fd: BorrowedFd<'_>) -> Option<u64> {
     })
 }
 
-/// Whether this kernel's kprobe links report their `missed` count (Linux >= 6.7).
-#[must_use]
-pub fn kprobe_misses_reported() -> bool {
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    crate::host::kernel_version(&release) >= Some((6, 7))
-}
-
-/// A kprobe's or kretprobe's link, taken from aya when attached (see
-/// `attach::Attached::kprobe_links`): dropping it detaches the probe.
-#[derive(Debug)]
-pub struct KprobeLink {
-    /// aya's link, which owns the attachment.
-    _link: FdLink,
-    /// The same link opened again by its id, to read its `missed` count from: aya 0.14
-    /// lends no fd of a link. None if the kernel refused.
-    fd: Option<OwnedFd>,
-}
-
-impl KprobeLink {
-    /// Keep `link` (an fd link: aya makes a kprobe's link one where perf links exist).
-    #[must_use]
-    pub fn new(link: FdLink) -> KprobeLink {
-        let fd = link.info().ok().and_then(|info| link_fd_by_id(info.id()));
-        KprobeLink { _link: link, fd }
-    }
-}
-
-/// `BPF_LINK_GET_FD_BY_ID`: a new fd of the link `id`.
-fn link_fd_by_id(id: u32) -> Option<OwnedFd> {
-    // SAFETY: all zeros is a valid `bpf_attr`.
-    let mut attr: bpf_attr = unsafe { std::mem::zeroed() };
-    attr.__bindgen_anon_6.__bindgen_anon_1.link_id = id;
-    // SAFETY: attr is a `bpf_attr` with the link id set; the call returns a new fd or -1.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_bpf,
-            bpf_cmd::BPF_LINK_GET_FD_BY_ID as libc::c_long,
-            &raw mut attr,
-            size_of::<bpf_attr>(),
-        )
-    };
-    let raw = i32::try_from(rc).ok().filter(|fd| *fd >= 0)?;
-    // SAFETY: a new fd the kernel just returned, owned by nobody else.
-    Some(unsafe { OwnedFd::from_raw_fd(raw) })
-}
-
 /// Hits of tracer's kprobes and kretprobes the kernel did not run their programs for,
 /// summed over the links kept at attach (the kernel's `nmissed`: recursion, and
 /// kretprobe instances exhausted). 0 where kprobes are not links (before 5.15) or links
-/// do not carry the count (before 6.7; see [`kprobe_misses_reported`]).
+/// do not carry the count (before 6.7; see [`crate::host::kprobe_misses_reported`]).
 #[must_use]
 pub fn kprobe_misses(links: &[KprobeLink]) -> u64 {
     links
         .iter()
-        .filter_map(|l| l.fd.as_ref())
-        .filter_map(|fd| kprobe_link_missed(fd.as_fd()))
+        .filter_map(KprobeLink::fd)
+        .filter_map(kprobe_link_missed)
         .fold(0, u64::saturating_add)
 }
 
@@ -759,11 +703,11 @@ mod kernel {
             .try_into()
             .unwrap();
         let id = program.attach("syscalls", "sys_exit_mkdir").unwrap();
-        let link = FdLink::try_from(program.take_link(id).unwrap()).unwrap();
+        let link = aya::programs::links::FdLink::try_from(program.take_link(id).unwrap()).unwrap();
         let link_id = link.info().unwrap().id();
         let kept = KprobeLink::new(link);
-        let fd = kept.fd.as_ref().expect("the kernel opens a link by its id");
-        let (info, len) = object_info::<bpf_link_info>(fd.as_fd()).unwrap();
+        let fd = kept.fd().expect("the kernel opens a link by its id");
+        let (info, len) = object_info::<bpf_link_info>(fd).unwrap();
         assert_eq!(info.id, link_id);
         assert_eq!(info.type_, bpf_link_type::BPF_LINK_TYPE_PERF_EVENT as u32);
         assert!(len > offset_of!(bpf_link_info, __bindgen_anon_1), "{len}");
@@ -783,7 +727,10 @@ mod kernel {
         assert_eq!(kprobe_misses(std::slice::from_ref(&kept)), 0);
         assert_eq!(kprobe_misses(&a.kprobe_links), 0, "no kprobe attached here");
         drop(kept);
-        assert!(link_fd_by_id(link_id).is_none(), "dropping it detached it");
+        assert!(
+            crate::links::link_fd_by_id(link_id).is_none(),
+            "dropping it detached it"
+        );
     }
 
     #[test]
@@ -791,7 +738,7 @@ mod kernel {
     fn slow_rmdir_syscalls_and_cgroups_come_through_the_rings() {
         let mut a = probes::attach(&[Probe::SysRmdir], probes::AttachMode::Auto).unwrap();
         assert!(a.cgroup_events, "{:?}", a.warnings);
-        set_slow_threshold(&mut a.ebpf, 1).unwrap();
+        crate::settle::set_slow_threshold(&mut a.ebpf, 1).unwrap();
         let root = crate::host::cgroup::find_cgroup2().unwrap();
         let dir = root.join(format!("tracer-test-{}", std::process::id()));
         std::fs::create_dir(&dir).unwrap();

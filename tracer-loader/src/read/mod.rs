@@ -1,14 +1,13 @@
 //! Reads the kernel's maps into a [`Snapshot`]; [`events`] drains the kernel's ring
-//! buffers (cgroups made and removed, slow calls) and holds the controls a live view
-//! needs (slow-call threshold, forgetting cgroups, the programs' own CPU cost).
+//! buffers (cgroups made and removed, slow calls) and holds what a live view
+//! needs of them (forgetting cgroups, the programs' own CPU cost).
 
 mod error;
 pub mod events;
 
 pub use events::{
-    BpfStats, CgroupEvent, ClockOffset, KprobeLink, drain_cgroup_events, drain_slow_calls,
-    forget_cgroups, kprobe_misses_reported, program_costs, program_misses_by_program,
-    set_slow_threshold, total_cost,
+    BpfStats, CgroupEvent, ClockOffset, drain_cgroup_events, drain_slow_calls, forget_cgroups,
+    program_costs, program_misses_by_program, total_cost,
 };
 
 use std::collections::BTreeMap;
@@ -162,7 +161,7 @@ fn read_events(
 /// `LOSSES` into the losses not tied to one probe.
 fn read_losses(
     ebpf: &Ebpf,
-    kprobe_links: &[KprobeLink],
+    kprobe_links: &[crate::links::KprobeLink],
     snap: &mut Snapshot,
 ) -> Result<(), CollectError> {
     let map = ebpf

@@ -75,7 +75,7 @@ struct Events {
     /// Cgroups made during the capture, by id: their paths, even once removed.
     cgroups_made: std::collections::BTreeMap<u64, String>,
     /// Calls over the `--slow` threshold.
-    slow: Vec<tracer_core::slow::SlowCall>,
+    slow: Vec<tracer_core::snapshot::SlowCall>,
 }
 
 /// Slow calls kept for the report; more are counted, not kept (a threshold of 1 ns on a
@@ -107,7 +107,8 @@ impl Events {
     /// counted as not sent cover the same calls), and take the rest.
     fn finish(&mut self, attached: &mut probes::Attached, slow: bool) -> anyhow::Result<()> {
         if slow {
-            collect::set_slow_threshold(&mut attached.ebpf, 0)
+            tracer_loader::settle::set_slow_threshold(&mut attached.ebpf, 0)
+                .map_err(anyhow::Error::msg)
                 .context("clearing the slow-call threshold")?;
         }
         self.drain(&mut attached.ebpf, attached.cgroup_events, slow);

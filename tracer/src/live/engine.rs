@@ -9,7 +9,7 @@ use std::{
 
 use tracer_core::{
     cost::{BpfCost, ProgramCost},
-    slow::SlowCall,
+    snapshot::SlowCall,
 };
 
 use crate::process::{process_cpu_seconds, rss_bytes};
@@ -881,7 +881,7 @@ impl CpuClock {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tracer_core::slow::SlowCall;
+    use tracer_core::snapshot::SlowCall;
 
     use crate::live::SourceKindLive;
     use tracer_core::snapshot::{Counter, Probe};

@@ -5,8 +5,7 @@ use std::{sync::Arc, time::Duration};
 
 use tracer_core::{
     cost::ProgramCost,
-    slow::SlowCall,
-    snapshot::{CgroupId, Probe, Snapshot},
+    snapshot::{CgroupId, Probe, SlowCall, Snapshot},
 };
 
 use super::{source::SourceInfo, window};

@@ -323,7 +323,7 @@ impl Source for KernelSource {
     }
 
     fn set_slow_threshold(&mut self, ns: u64) {
-        if let Err(e) = collect::set_slow_threshold(&mut self.attached.ebpf, ns) {
+        if let Err(e) = tracer_loader::settle::set_slow_threshold(&mut self.attached.ebpf, ns) {
             log::warn!("setting the slow-call threshold: {e}");
         }
     }

@@ -5,8 +5,7 @@ use std::time::Duration;
 
 use tracer_core::{
     cost::BpfCost,
-    slow::SlowCall,
-    snapshot::{CgroupId, Snapshot},
+    snapshot::{CgroupId, SlowCall, Snapshot},
 };
 
 /// What a live sink shows about where its numbers come from. Fixed for the source's life.

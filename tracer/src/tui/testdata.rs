@@ -8,7 +8,7 @@ use tracer_core::snapshot::{
 };
 
 use crate::live::{CgroupEntry, Cost, Frame, History, OTHER_CGROUP, SourceInfo, SourceKindLive};
-use tracer_core::slow::SlowCall;
+use tracer_core::snapshot::SlowCall;
 
 /// The cgroup whose grace-period waits are the slowest in every frame.
 pub const SLOWEST_GRACE: &str = "/system.slice/docker-a1.scope";

@@ -9,7 +9,7 @@ use ratatui::widgets::TableState;
 
 use crate::live::{Control, Frame};
 use crate::tui::rows::{self, Callers, CgroupRow, ProbeRow, Rows};
-use tracer_core::slow::SlowCall;
+use tracer_core::snapshot::SlowCall;
 use tracer_core::snapshot::{CgroupId, Probe};
 use tracer_model::predict::Prediction;
 
