@@ -255,50 +255,26 @@ fn forget_in<K: aya::Pod, V: aya::Pod>(
 
 /// The kernel's BPF run-time statistics, kept on while this value lives.
 ///
-/// With `BPF_ENABLE_STATS` (Linux >= 5.8) the statistics stay on while its fd is open,
-/// and other users' requests are counted separately, so nothing needs restoring. Older
-/// kernels only have the `kernel.bpf_stats_enabled` sysctl: it is set, and put back as it
-/// was on drop.
+/// Through `BPF_ENABLE_STATS` (Linux >= 5.8, as old as the ring buffers tracer needs
+/// anyway): the statistics stay on while its fd is open, other users' requests are counted
+/// apart, and a process that dies (even by SIGKILL) closes the fd, so nothing is left on.
+/// The `kernel.bpf_stats_enabled` sysctl, the only way before 5.8, is never touched: a
+/// process killed while holding it would leave it on for every program of the host.
 #[derive(Debug)]
 pub enum BpfStats {
     /// On through `BPF_ENABLE_STATS`, until this fd closes.
     Fd(OwnedFd),
-    /// On through the sysctl, which held `previous` before.
-    Sysctl {
-        /// The sysctl's value before (restored on drop).
-        previous: String,
-    },
-    /// Off: why (the kernel refused both ways).
+    /// Off: why (the kernel refused, e.g. without `CAP_SYS_ADMIN`).
     Unavailable(String),
 }
-
-/// Where the sysctl lives.
-const BPF_STATS_SYSCTL: &str = "/proc/sys/kernel/bpf_stats_enabled";
 
 impl BpfStats {
     /// Turn the statistics on for as long as the returned value lives.
     #[must_use]
     pub fn enable() -> BpfStats {
-        let command = match aya::sys::enable_stats(aya::sys::Stats::RunTime) {
-            Ok(fd) => return BpfStats::Fd(fd),
-            Err(e) => e.to_string(),
-        };
-        let previous = match std::fs::read_to_string(BPF_STATS_SYSCTL) {
-            Ok(v) => v.trim().to_owned(),
-            Err(e) => {
-                return BpfStats::Unavailable(format!(
-                    "BPF_ENABLE_STATS: {command}; {BPF_STATS_SYSCTL}: {e}"
-                ));
-            }
-        };
-        if previous == "1" {
-            return BpfStats::Sysctl { previous };
-        }
-        match std::fs::write(BPF_STATS_SYSCTL, "1") {
-            Ok(()) => BpfStats::Sysctl { previous },
-            Err(e) => BpfStats::Unavailable(format!(
-                "BPF_ENABLE_STATS: {command}; {BPF_STATS_SYSCTL}: {e}"
-            )),
+        match aya::sys::enable_stats(aya::sys::Stats::RunTime) {
+            Ok(fd) => BpfStats::Fd(fd),
+            Err(e) => BpfStats::Unavailable(format!("BPF_ENABLE_STATS: {e}")),
         }
     }
 
@@ -306,17 +282,6 @@ impl BpfStats {
     #[must_use]
     pub fn enabled(&self) -> bool {
         !matches!(self, BpfStats::Unavailable(_))
-    }
-}
-
-impl Drop for BpfStats {
-    fn drop(&mut self) {
-        if let BpfStats::Sysctl { previous } = self
-            && previous != "1"
-            && let Err(e) = std::fs::write(BPF_STATS_SYSCTL, previous.as_bytes())
-        {
-            eprintln!("tracer: could not restore {BPF_STATS_SYSCTL} to {previous}: {e}");
-        }
     }
 }
 
