@@ -93,8 +93,18 @@ impl Format {
 /// Encode `frame` (or, before the first refresh, only `tracer_source_up 0`) in `format`.
 #[must_use]
 pub fn render(frame: Option<Arc<Frame>>, format: Format) -> String {
+    render_counted(frame, format, 0)
+}
+
+/// [`render`], with `scrape_errors` encodings failed before this one
+/// (`tracer_scrape_errors_total`).
+#[must_use]
+pub fn render_counted(frame: Option<Arc<Frame>>, format: Format, scrape_errors: u64) -> String {
     let mut registry = Registry::default();
-    registry.register_collector(Box::new(FrameMetrics { frame }));
+    registry.register_collector(Box::new(FrameMetrics {
+        frame,
+        scrape_errors,
+    }));
     let mut out = String::new();
     // Writing into a String cannot fail, and every label value is escaped by `Label`.
     if text::encode(&mut out, &registry).is_err() {
@@ -268,6 +278,7 @@ fn buckets_of(lat: &Latency) -> [u64; BUCKET_BOUNDS_NS.len()] {
 #[derive(Debug)]
 struct FrameMetrics {
     frame: Option<Arc<Frame>>,
+    scrape_errors: u64,
 }
 
 impl Collector for FrameMetrics {
@@ -280,6 +291,14 @@ impl Collector for FrameMetrics {
             MetricType::Gauge,
         )?;
         m.encode_gauge(&i64::from(up))?;
+        encoder
+            .encode_descriptor(
+                "tracer_scrape_errors",
+                "Encodings of the metrics that failed (panicked); the scrapes waiting on one were answered 500.",
+                None,
+                MetricType::Counter,
+            )?
+            .encode_counter::<NoLabelSet, _, u64>(&self.scrape_errors, None)?;
         if let Some(frame) = &self.frame {
             encode_frame(frame, &mut encoder)?;
         }
