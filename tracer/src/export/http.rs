@@ -41,7 +41,7 @@ use tokio::{
     sync::{Notify, Semaphore, watch},
 };
 
-use super::metrics::{Format, render_counted};
+use super::metrics::{Format, ProcSelf, render_counted};
 use crate::live::Frame;
 
 /// Limits that keep a slow or hostile client from holding the server or its memory.
@@ -92,6 +92,9 @@ struct Cache {
     frame: Option<Arc<Frame>>,
     /// Indexed by [`slot`].
     bodies: [Option<Bytes>; 4],
+    /// What `/proc/self` said when `frame` was first encoded: its other encodings say
+    /// the same.
+    proc: Option<ProcSelf>,
     /// An encoding is under way.
     busy: bool,
     /// Encodings that failed so far: a scrape that sees it change while it waits was
@@ -216,7 +219,8 @@ impl Exporter {
                     }
                     wanted[want] = true;
                     cache.busy = true;
-                    self.encode_later(latest, wanted);
+                    let proc = if current { cache.proc } else { None };
+                    self.encode_later(latest, wanted, proc);
                 }
                 if let Some(body) = have {
                     return Ok(body);
@@ -236,10 +240,16 @@ impl Exporter {
     /// Encode `frame` in the `wanted` slots on a blocking thread, then publish. A panic
     /// while encoding is caught: the cache keeps what it had, the failure is counted, and
     /// the scrapes waiting on it are answered [`EncodingFailed`].
-    fn encode_later(self: &Arc<Self>, frame: Option<Arc<Frame>>, wanted: [bool; 4]) {
+    fn encode_later(
+        self: &Arc<Self>,
+        frame: Option<Arc<Frame>>,
+        wanted: [bool; 4],
+        proc: Option<ProcSelf>,
+    ) {
         let me = self.clone();
         tokio::task::spawn_blocking(move || {
             let _end = EndOfEncoding(&me);
+            let proc = proc.unwrap_or_else(ProcSelf::read);
             let failed_before = me.failed_encodings.load(Ordering::Relaxed);
             let encoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 #[cfg(test)]
@@ -247,12 +257,13 @@ impl Exporter {
                     !me.panic_next_encoding.swap(false, Ordering::SeqCst),
                     "test hook: this encoding panics"
                 );
-                encode(frame.as_ref(), wanted, failed_before)
+                encode(frame.as_ref(), wanted, failed_before, &proc)
             }));
             let mut cache = me.cache();
             if let Ok(bodies) = encoded {
                 cache.frame = frame;
                 cache.bodies = bodies;
+                cache.proc = Some(proc);
             } else {
                 // The panic message went to stderr through the panic hook.
                 log::error!("encoding the metrics panicked; the next scrape tries again");
@@ -276,15 +287,21 @@ fn fresh_enough(cached: Option<&Frame>, latest: Option<&Frame>) -> bool {
     }
 }
 
-/// The encodings of `frame` in the `wanted` slots, `scrape_errors` failed encodings before.
-fn encode(frame: Option<&Arc<Frame>>, wanted: [bool; 4], scrape_errors: u64) -> [Option<Bytes>; 4] {
+/// The encodings of `frame` in the `wanted` slots, `scrape_errors` failed encodings before,
+/// with `proc` for the process metrics.
+fn encode(
+    frame: Option<&Arc<Frame>>,
+    wanted: [bool; 4],
+    scrape_errors: u64,
+    proc: &ProcSelf,
+) -> [Option<Bytes>; 4] {
     let mut out: [Option<Bytes>; 4] = Default::default();
     for format in [Format::OpenMetrics, Format::Text] {
         let (plain, zipped) = (slot(format, false), slot(format, true));
         if !(wanted[plain] || wanted[zipped]) {
             continue;
         }
-        let body = Bytes::from(render_counted(frame.cloned(), format, scrape_errors));
+        let body = Bytes::from(render_counted(frame.cloned(), format, scrape_errors, proc));
         if wanted[zipped] {
             out[zipped] = Some(gzip(&body));
         }
