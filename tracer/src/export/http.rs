@@ -12,8 +12,20 @@
 //! Prometheus does), when first scraped, and every scrape of it gets the same bytes; while
 //! a newer frame is being encoded, scrapes get the previous one's (at most one refresh
 //! old). So many scrapers cost one encoding per refresh, and none waits on it.
+//!
+//! An encoding that panics does not stop the exporter: the panic is caught, the scrapes
+//! waiting on it are answered 500, `tracer_scrape_errors_total` counts it, and the next
+//! scrape encodes afresh (the `busy` flag is cleared however the encoding ends).
 
-use std::{convert::Infallible, future::Future, sync::Arc, time::Duration};
+use std::{
+    convert::Infallible,
+    future::Future,
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::Duration,
+};
 
 use http_body_util::Full;
 use hyper::{
@@ -29,7 +41,7 @@ use tokio::{
     sync::{Notify, Semaphore, watch},
 };
 
-use super::metrics::{Format, render};
+use super::metrics::{Format, ProcSelf, render_counted};
 use crate::live::Frame;
 
 /// Limits that keep a slow or hostile client from holding the server or its memory.
@@ -61,9 +73,18 @@ impl Default for Limits {
 pub struct Exporter {
     frames: watch::Receiver<Option<Arc<Frame>>>,
     cache: std::sync::Mutex<Cache>,
-    /// Woken when an encoding lands in the cache.
+    /// Woken when an encoding lands in the cache, or fails.
     encoded: Notify,
+    /// Encodings that failed (panicked): `tracer_scrape_errors_total`.
+    failed_encodings: AtomicU64,
+    /// Test hook: the next encoding panics.
+    #[cfg(test)]
+    panic_next_encoding: std::sync::atomic::AtomicBool,
 }
+
+/// A scrape could not be answered: the encoding it waited for failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EncodingFailed;
 
 #[derive(Debug, Default)]
 struct Cache {
@@ -71,8 +92,26 @@ struct Cache {
     frame: Option<Arc<Frame>>,
     /// Indexed by [`slot`].
     bodies: [Option<Bytes>; 4],
+    /// What `/proc/self` said when `frame` was first encoded: its other encodings say
+    /// the same.
+    proc: Option<ProcSelf>,
     /// An encoding is under way.
     busy: bool,
+    /// Encodings that failed so far: a scrape that sees it change while it waits was
+    /// waiting on one of them.
+    failures: u64,
+}
+
+/// Clears `busy` and wakes the waiting scrapes when an encoding ends, whether it
+/// published its bytes, failed, or unwound: a scrape never waits on an encoding that
+/// will not land.
+struct EndOfEncoding<'a>(&'a Exporter);
+
+impl Drop for EndOfEncoding<'_> {
+    fn drop(&mut self) {
+        self.0.cache().busy = false;
+        self.0.encoded.notify_waiters();
+    }
 }
 
 fn slot(format: Format, gzip: bool) -> usize {
@@ -121,6 +160,9 @@ impl Exporter {
             frames,
             cache: std::sync::Mutex::new(Cache::default()),
             encoded: Notify::new(),
+            failed_encodings: AtomicU64::new(0),
+            #[cfg(test)]
+            panic_next_encoding: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -141,15 +183,26 @@ impl Exporter {
     /// be answered with data a scrape interval old, or `tracer_source_up 0`). That wait
     /// is bounded by [`STALE_AFTER`]: on a starved host a late answer with older bytes
     /// beats a scrape that times out.
-    pub async fn scrape(self: &Arc<Self>, format: Format, gzip: bool) -> Bytes {
+    ///
+    /// # Errors
+    /// When an encoding this scrape waited for failed (the next scrape tries again).
+    pub async fn scrape(
+        self: &Arc<Self>,
+        format: Format,
+        gzip: bool,
+    ) -> Result<Bytes, EncodingFailed> {
         let want = slot(format, gzip);
         let asked = tokio::time::Instant::now();
+        let mut failures_before = None;
         loop {
             // Made before looking, so an encoding that lands meanwhile still wakes it.
             let landed = self.encoded.notified();
             let nothing_cached = {
                 let latest = self.frames.borrow().clone();
                 let mut cache = self.cache();
+                if *failures_before.get_or_insert(cache.failures) != cache.failures {
+                    return Err(EncodingFailed);
+                }
                 let current = match (&cache.frame, &latest) {
                     (Some(a), Some(b)) => Arc::ptr_eq(a, b),
                     (None, None) => true,
@@ -166,10 +219,11 @@ impl Exporter {
                     }
                     wanted[want] = true;
                     cache.busy = true;
-                    self.encode_later(latest, wanted);
+                    let proc = if current { cache.proc } else { None };
+                    self.encode_later(latest, wanted, proc);
                 }
                 if let Some(body) = have {
-                    return body;
+                    return Ok(body);
                 }
                 cached.is_none()
             };
@@ -183,17 +237,39 @@ impl Exporter {
         }
     }
 
-    /// Encode `frame` in the `wanted` slots on a blocking thread, then publish.
-    fn encode_later(self: &Arc<Self>, frame: Option<Arc<Frame>>, wanted: [bool; 4]) {
+    /// Encode `frame` in the `wanted` slots on a blocking thread, then publish. A panic
+    /// while encoding is caught: the cache keeps what it had, the failure is counted, and
+    /// the scrapes waiting on it are answered [`EncodingFailed`].
+    fn encode_later(
+        self: &Arc<Self>,
+        frame: Option<Arc<Frame>>,
+        wanted: [bool; 4],
+        proc: Option<ProcSelf>,
+    ) {
         let me = self.clone();
         tokio::task::spawn_blocking(move || {
-            let bodies = encode(frame.as_ref(), wanted);
+            let _end = EndOfEncoding(&me);
+            let proc = proc.unwrap_or_else(ProcSelf::read);
+            let failed_before = me.failed_encodings.load(Ordering::Relaxed);
+            let encoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                #[cfg(test)]
+                assert!(
+                    !me.panic_next_encoding.swap(false, Ordering::SeqCst),
+                    "test hook: this encoding panics"
+                );
+                encode(frame.as_ref(), wanted, failed_before, &proc)
+            }));
             let mut cache = me.cache();
-            cache.frame = frame;
-            cache.bodies = bodies;
-            cache.busy = false;
-            drop(cache);
-            me.encoded.notify_waiters();
+            if let Ok(bodies) = encoded {
+                cache.frame = frame;
+                cache.bodies = bodies;
+                cache.proc = Some(proc);
+            } else {
+                // The panic message went to stderr through the panic hook.
+                log::error!("encoding the metrics panicked; the next scrape tries again");
+                me.failed_encodings.fetch_add(1, Ordering::Relaxed);
+                cache.failures += 1;
+            }
         });
     }
 }
@@ -211,15 +287,21 @@ fn fresh_enough(cached: Option<&Frame>, latest: Option<&Frame>) -> bool {
     }
 }
 
-/// The encodings of `frame` in the `wanted` slots.
-fn encode(frame: Option<&Arc<Frame>>, wanted: [bool; 4]) -> [Option<Bytes>; 4] {
+/// The encodings of `frame` in the `wanted` slots, `scrape_errors` failed encodings before,
+/// with `proc` for the process metrics.
+fn encode(
+    frame: Option<&Arc<Frame>>,
+    wanted: [bool; 4],
+    scrape_errors: u64,
+    proc: &ProcSelf,
+) -> [Option<Bytes>; 4] {
     let mut out: [Option<Bytes>; 4] = Default::default();
     for format in [Format::OpenMetrics, Format::Text] {
         let (plain, zipped) = (slot(format, false), slot(format, true));
         if !(wanted[plain] || wanted[zipped]) {
             continue;
         }
-        let body = Bytes::from(render(frame.cloned(), format));
+        let body = Bytes::from(render_counted(frame.cloned(), format, scrape_errors, proc));
         if wanted[zipped] {
             out[zipped] = Some(gzip(&body));
         }
@@ -298,7 +380,12 @@ async fn handle(
                     .get(header::ACCEPT_ENCODING)
                     .and_then(|v| v.to_str().ok()),
             );
-            let body = exporter.scrape(format, zip).await;
+            let Ok(body) = exporter.scrape(format, zip).await else {
+                return Ok(plain(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "encoding the metrics failed (see tracer's log); the next scrape tries again\n",
+                ));
+            };
             let mut r = respond(StatusCode::OK, format.content_type(), body);
             let headers = r.headers_mut();
             headers.insert(
@@ -395,13 +482,23 @@ mod tests {
         s.cgroups.insert(1, "/a".into());
         s.record(SeriesKey::new(Probe::VfsRmdir, 1), 5_000);
         let (tx, rx) = watch::channel(Some(Arc::new(frame(s))));
+        serving(Arc::new(Exporter::new(rx)), limits, Some(tx)).await
+    }
+
+    /// A server of `exporter` on an ephemeral loopback port, holding `sender` (if any) as
+    /// long as it runs; it stops when the returned sender is dropped.
+    async fn serving(
+        exporter: Arc<Exporter>,
+        limits: Limits,
+        sender: Option<watch::Sender<Option<Arc<crate::live::Frame>>>>,
+    ) -> (SocketAddr, oneshot::Sender<()>) {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = oneshot::channel::<()>();
         tokio::spawn(async move {
             // The sender lives as long as the server: the frame stays published.
-            let _sender = tx;
-            let _ = serve(listener, Arc::new(Exporter::new(rx)), limits, async {
+            let _sender = sender;
+            let _ = serve(listener, exporter, limits, async {
                 let _ = stopped.await;
             })
             .await;
@@ -459,7 +556,7 @@ mod tests {
     /// The latest frame's `tracer_latency_seconds_count` of `/a` and `tracer_source_up`, as
     /// a scrape now answers.
     async fn scraped(exporter: &Arc<Exporter>) -> (Option<f64>, Option<f64>) {
-        let body = exporter.scrape(super::Format::Text, false).await;
+        let body = exporter.scrape(super::Format::Text, false).await.unwrap();
         let text = String::from_utf8_lossy(&body);
         let labels = [("probe", "vfs_rmdir"), ("caller", "none"), ("cgroup", "/a")];
         (
@@ -490,6 +587,69 @@ mod tests {
             (Some(3.0), Some(1.0)),
             "the next scrape shows refresh 3, not the probe's answer"
         );
+    }
+
+    /// A frame of refresh `seq` with `calls` calls of `vfs_rmdir` in `/a`.
+    fn refresh(seq: u64, calls: u32) -> Arc<crate::live::Frame> {
+        let mut s = snapshot();
+        s.cgroups.insert(1, "/a".into());
+        for _ in 0..calls {
+            s.record(SeriesKey::new(Probe::VfsRmdir, 1), 5_000);
+        }
+        let mut f = frame(s);
+        f.seq = seq;
+        Arc::new(f)
+    }
+
+    #[tokio::test]
+    async fn a_panic_while_encoding_answers_500_once_and_the_next_scrape_is_fresh() {
+        let (tx, rx) = watch::channel(Some(refresh(1, 1)));
+        let exporter = Arc::new(Exporter::new(rx));
+        let (addr, _stop) = serving(exporter.clone(), limits(), None).await;
+        let get = b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
+        let ok = exchange(addr, get).await;
+        assert_eq!(status(&ok), Some(200), "{ok}");
+        assert_eq!(
+            sample(body(&ok), "tracer_scrape_errors_total", &[]),
+            Some(0.0)
+        );
+
+        // Refresh 5 is published (too far from refresh 1 for refresh 1's bytes to answer
+        // for it: the scrape waits for its encoding), and that encoding panics.
+        tx.send_replace(Some(refresh(5, 2)));
+        exporter
+            .panic_next_encoding
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let failed = exchange(addr, get).await;
+        assert_eq!(status(&failed), Some(500), "{failed}");
+        assert!(
+            !exporter
+                .panic_next_encoding
+                .load(std::sync::atomic::Ordering::SeqCst)
+        );
+
+        // The next scrape encodes refresh 5 afresh: neither refresh 1's bytes nor a hang.
+        let labels = [("probe", "vfs_rmdir"), ("caller", "none"), ("cgroup", "/a")];
+        let next = exchange(addr, get).await;
+        assert_eq!(status(&next), Some(200), "{next}");
+        assert_eq!(
+            sample(body(&next), "tracer_latency_seconds_count", &labels),
+            Some(2.0),
+            "refresh 5, encoded again"
+        );
+        assert_eq!(sample(body(&next), "tracer_source_up", &[]), Some(1.0));
+        assert_eq!(
+            sample(body(&next), "tracer_scrape_errors_total", &[]),
+            Some(1.0),
+            "the failed encoding is counted"
+        );
+
+        // And later refreshes are encoded as before.
+        tx.send_replace(Some(refresh(9, 3)));
+        let later = tokio::time::timeout(Duration::from_secs(5), scraped(&exporter))
+            .await
+            .expect("a scrape after the panic hangs");
+        assert_eq!(later, (Some(3.0), Some(1.0)));
     }
 
     #[tokio::test]

@@ -93,8 +93,24 @@ impl Format {
 /// Encode `frame` (or, before the first refresh, only `tracer_source_up 0`) in `format`.
 #[must_use]
 pub fn render(frame: Option<Arc<Frame>>, format: Format) -> String {
+    render_counted(frame, format, 0, &ProcSelf::read())
+}
+
+/// [`render`], with `scrape_errors` encodings failed before this one
+/// (`tracer_scrape_errors_total`) and the process metrics `proc` read.
+#[must_use]
+pub fn render_counted(
+    frame: Option<Arc<Frame>>,
+    format: Format,
+    scrape_errors: u64,
+    proc: &ProcSelf,
+) -> String {
     let mut registry = Registry::default();
-    registry.register_collector(Box::new(FrameMetrics { frame }));
+    registry.register_collector(Box::new(FrameMetrics {
+        frame,
+        scrape_errors,
+        proc: *proc,
+    }));
     let mut out = String::new();
     // Writing into a String cannot fail, and every label value is escaped by `Label`.
     if text::encode(&mut out, &registry).is_err() {
@@ -189,7 +205,13 @@ struct ProbeLabels {
 struct AttachLabels {
     probe: Label,
     mode: Label,
-    reason: Label,
+}
+
+#[derive(Debug, Clone, EncodeLabelSet)]
+struct ProbeInfoLabels {
+    probe: Label,
+    state: Label,
+    symbol: Label,
 }
 
 #[derive(Debug, Clone, EncodeLabelSet)]
@@ -268,6 +290,8 @@ fn buckets_of(lat: &Latency) -> [u64; BUCKET_BOUNDS_NS.len()] {
 #[derive(Debug)]
 struct FrameMetrics {
     frame: Option<Arc<Frame>>,
+    scrape_errors: u64,
+    proc: ProcSelf,
 }
 
 impl Collector for FrameMetrics {
@@ -280,8 +304,16 @@ impl Collector for FrameMetrics {
             MetricType::Gauge,
         )?;
         m.encode_gauge(&i64::from(up))?;
+        encoder
+            .encode_descriptor(
+                "tracer_scrape_errors",
+                "Encodings of the metrics that failed (panicked); the scrapes waiting on one were answered 500.",
+                None,
+                MetricType::Counter,
+            )?
+            .encode_counter::<NoLabelSet, _, u64>(&self.scrape_errors, None)?;
         if let Some(frame) = &self.frame {
-            encode_frame(frame, &mut encoder)?;
+            encode_frame(frame, &self.proc, &mut encoder)?;
         }
         Ok(())
     }
@@ -312,7 +344,10 @@ pub fn latency_rows(frame: &Frame) -> BTreeMap<(Probe, Option<Probe>, String), B
     rows
 }
 
-fn mode_and_reason(state: &AttachState) -> (&'static str, String) {
+/// A probe's `mode`, `state` and `symbol` labels: bounded values only. A failure's own
+/// words are not a label (free text, one series per wording): `tracer serve` says them on
+/// stderr at startup, and `tracer probes` shows them.
+fn mode_state_symbol(state: &AttachState) -> (&'static str, &'static str, &str) {
     match state {
         AttachState::Attached { method, symbol } => {
             let mode = match method {
@@ -320,13 +355,140 @@ fn mode_and_reason(state: &AttachState) -> (&'static str, String) {
                 AttachMethod::Fentry => "fentry",
                 AttachMethod::Tracepoint => "tracepoint",
             };
-            (mode, format!("attached to {symbol}"))
+            (mode, "attached", symbol)
         }
-        AttachState::Absent { symbol } => ("none", format!("absent: no {symbol} in this kernel")),
-        AttachState::Failed { reason } => ("none", format!("failed: {reason}")),
-        AttachState::NotRequested => ("none", "not requested".to_owned()),
-        AttachState::Modelled => ("model", "modelled".to_owned()),
+        AttachState::Absent { symbol } => ("none", "absent", symbol),
+        AttachState::Failed { .. } => ("none", "failed", ""),
+        AttachState::NotRequested => ("none", "not_requested", ""),
+        AttachState::Modelled => ("model", "modelled", ""),
     }
+}
+
+/// What the standard `process_*` metrics need beyond the frame's [`Cost`](crate::live::Cost),
+/// read from `/proc/self` at scrape time: when a refresh is first encoded (a few small
+/// reads), and kept with its encodings so every format of one refresh says the same.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ProcSelf {
+    /// Start of this process, seconds since the Unix epoch.
+    start_time_seconds: Option<f64>,
+    /// Virtual memory size, bytes.
+    virtual_memory_bytes: Option<u64>,
+    /// Open file descriptors.
+    open_fds: Option<u64>,
+    /// The soft limit of open file descriptors.
+    max_fds: Option<u64>,
+}
+
+impl ProcSelf {
+    /// Read them now.
+    #[must_use]
+    pub fn read() -> Self {
+        let stat = std::fs::read_to_string("/proc/self/stat").ok();
+        // The fields after the parenthesised command name, from field 3 (state).
+        let fields: Vec<&str> = stat
+            .as_deref()
+            .and_then(|s| s.rsplit_once(')'))
+            .map(|(_, rest)| rest.split_whitespace().collect())
+            .unwrap_or_default();
+        let field = |n: usize| fields.get(n - 3).and_then(|f| f.parse::<u64>().ok());
+        let boot_time = std::fs::read_to_string("/proc/stat").ok().and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("btime "))
+                .and_then(|v| v.trim().parse::<u64>().ok())
+        });
+        // SAFETY: sysconf has no preconditions.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        #[expect(
+            clippy::cast_precision_loss,
+            reason = "seconds since the epoch and clock ticks, well below 2^52"
+        )]
+        let start_time_seconds = match (boot_time, field(22), u64::try_from(hz)) {
+            (Some(boot), Some(ticks), Ok(hz)) if hz > 0 => {
+                Some(boot as f64 + ticks as f64 / hz as f64)
+            }
+            _ => None,
+        };
+        let open_fds = std::fs::read_dir("/proc/self/fd")
+            .ok()
+            .map(|d| d.count() as u64);
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit writes only the struct passed.
+        let max_fds = (unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &raw mut lim) } == 0
+            && lim.rlim_cur != libc::RLIM_INFINITY)
+            .then_some(lim.rlim_cur);
+        ProcSelf {
+            start_time_seconds,
+            virtual_memory_bytes: field(23),
+            open_fds,
+            max_fds,
+        }
+    }
+}
+
+/// The standard process metrics (as the Go and Python clients name them): CPU time and
+/// resident memory from the frame's cost, the rest from `proc`.
+fn encode_process(frame: &Frame, proc: &ProcSelf, encoder: &mut DescriptorEncoder) -> fmt::Result {
+    // Registered without `_total`: the encoder adds it to a counter's samples.
+    encoder
+        .encode_descriptor(
+            "process_cpu",
+            "Total user and system CPU time spent in seconds.",
+            Some(&Unit::Seconds),
+            MetricType::Counter,
+        )?
+        .encode_counter::<NoLabelSet, _, f64>(&frame.cost.process_cpu_seconds, None)?;
+    encoder
+        .encode_descriptor(
+            "process_resident_memory",
+            "Resident memory size in bytes.",
+            Some(&Unit::Bytes),
+            MetricType::Gauge,
+        )?
+        .encode_gauge(&frame.cost.rss_bytes)?;
+    if let Some(v) = proc.virtual_memory_bytes {
+        encoder
+            .encode_descriptor(
+                "process_virtual_memory",
+                "Virtual memory size in bytes.",
+                Some(&Unit::Bytes),
+                MetricType::Gauge,
+            )?
+            .encode_gauge(&v)?;
+    }
+    if let Some(v) = proc.start_time_seconds {
+        encoder
+            .encode_descriptor(
+                "process_start_time",
+                "Start time of the process since unix epoch in seconds.",
+                Some(&Unit::Seconds),
+                MetricType::Gauge,
+            )?
+            .encode_gauge(&v)?;
+    }
+    if let Some(v) = proc.open_fds {
+        encoder
+            .encode_descriptor(
+                "process_open_fds",
+                "Number of open file descriptors.",
+                None,
+                MetricType::Gauge,
+            )?
+            .encode_gauge(&v)?;
+    }
+    if let Some(v) = proc.max_fds {
+        encoder
+            .encode_descriptor(
+                "process_max_fds",
+                "Maximum number of open file descriptors.",
+                None,
+                MetricType::Gauge,
+            )?
+            .encode_gauge(&v)?;
+    }
+    Ok(())
 }
 
 #[expect(
@@ -337,7 +499,7 @@ fn mode_and_reason(state: &AttachState) -> (&'static str, String) {
     clippy::cast_precision_loss,
     reason = "nanosecond sums to seconds for display in Prometheus"
 )]
-fn encode_frame(frame: &Frame, encoder: &mut DescriptorEncoder) -> fmt::Result {
+fn encode_frame(frame: &Frame, proc: &ProcSelf, encoder: &mut DescriptorEncoder) -> fmt::Result {
     let snap = &frame.cumulative;
 
     let mut m = encoder.encode_descriptor(
@@ -443,12 +605,12 @@ fn encode_frame(frame: &Frame, encoder: &mut DescriptorEncoder) -> fmt::Result {
 
     let mut m = encoder.encode_descriptor(
         "tracer_probe_attached",
-        "1 when the probe is attached (or modelled), 0 otherwise; mode says how, reason why not.",
+        "1 when the probe is attached (or modelled), 0 otherwise; mode says how.",
         None,
         MetricType::Gauge,
     )?;
     for (probe, status) in &snap.probes {
-        let (mode, reason) = mode_and_reason(&status.state);
+        let (mode, _, _) = mode_state_symbol(&status.state);
         let up = matches!(
             status.state,
             AttachState::Attached { .. } | AttachState::Modelled
@@ -456,9 +618,23 @@ fn encode_frame(frame: &Frame, encoder: &mut DescriptorEncoder) -> fmt::Result {
         let labels = AttachLabels {
             probe: Label::new(probe.name()),
             mode: Label::new(mode),
-            reason: Label::new(&reason),
         };
         m.encode_family(&labels)?.encode_gauge(&i64::from(up))?;
+    }
+    let mut m = encoder.encode_descriptor(
+        "tracer_probe_info",
+        "Always 1: each probe's state (attached, absent, failed, not_requested, modelled) and kernel symbol (attached to, or looked for and absent); why one failed is in tracer's log and `tracer probes`.",
+        None,
+        MetricType::Gauge,
+    )?;
+    for (probe, status) in &snap.probes {
+        let (_, state, symbol) = mode_state_symbol(&status.state);
+        let labels = ProbeInfoLabels {
+            probe: Label::new(probe.name()),
+            state: Label::new(state),
+            symbol: Label::new(symbol),
+        };
+        m.encode_family(&labels)?.encode_gauge(&1_i64)?;
     }
 
     let mut m = encoder.encode_descriptor(
@@ -538,22 +714,7 @@ fn encode_frame(frame: &Frame, encoder: &mut DescriptorEncoder) -> fmt::Result {
             .encode_counter::<NoLabelSet, _, u64>(&p.runs, None)?;
     }
 
-    encoder
-        .encode_descriptor(
-            "tracer_process_cpu",
-            "CPU time of the tracer process (user + system).",
-            Some(&Unit::Seconds),
-            MetricType::Counter,
-        )?
-        .encode_counter::<NoLabelSet, _, f64>(&frame.cost.process_cpu_seconds, None)?;
-    encoder
-        .encode_descriptor(
-            "tracer_process_resident_memory",
-            "Resident memory of the tracer process.",
-            Some(&Unit::Bytes),
-            MetricType::Gauge,
-        )?
-        .encode_gauge(&frame.cost.rss_bytes)?;
+    encode_process(frame, proc, encoder)?;
 
     let tracked = frame
         .cgroups
@@ -799,24 +960,41 @@ pub(crate) mod tests {
         );
         s.losses.insert(Loss::CounterDrops, 5);
         let out = render(Some(Arc::new(frame(s))), Format::OpenMetrics);
-        let attached_row = [
-            ("probe", "vfs_rmdir"),
-            ("mode", "fentry"),
-            ("reason", "attached to vfs_rmdir"),
-        ];
+        let attached_row = [("probe", "vfs_rmdir"), ("mode", "fentry")];
         assert_eq!(
             sample(&out, "tracer_probe_attached", &attached_row),
             Some(1.0)
         );
-        let absent_row = [
-            ("probe", "unregister_shrinker"),
-            ("mode", "none"),
-            ("reason", "absent: no unregister_shrinker in this kernel"),
-        ];
+        assert_eq!(
+            sample(
+                &out,
+                "tracer_probe_info",
+                &[
+                    ("probe", "vfs_rmdir"),
+                    ("state", "attached"),
+                    ("symbol", "vfs_rmdir")
+                ]
+            ),
+            Some(1.0)
+        );
+        let absent_row = [("probe", "unregister_shrinker"), ("mode", "none")];
         assert_eq!(
             sample(&out, "tracer_probe_attached", &absent_row),
             Some(0.0)
         );
+        assert_eq!(
+            sample(
+                &out,
+                "tracer_probe_info",
+                &[
+                    ("probe", "unregister_shrinker"),
+                    ("state", "absent"),
+                    ("symbol", "unregister_shrinker")
+                ]
+            ),
+            Some(1.0)
+        );
+        assert!(!out.contains("reason="), "no free text in labels: {out}");
         let lost = |kind| {
             sample(
                 &out,
@@ -911,15 +1089,20 @@ pub(crate) mod tests {
             ),
             Some(77.0)
         );
+        assert_eq!(sample(&out, "process_cpu_seconds_total", &[]), Some(2.5));
         assert_eq!(
-            sample(&out, "tracer_process_cpu_seconds_total", &[]),
-            Some(2.5)
-        );
-        assert_eq!(
-            sample(&out, "tracer_process_resident_memory_bytes", &[]),
+            sample(&out, "process_resident_memory_bytes", &[]),
             Some(4096.0)
         );
         assert_eq!(sample(&out, "tracer_source_up", &[]), Some(1.0));
+        // The rest of the standard process metrics, read from /proc/self at scrape time.
+        let start = sample(&out, "process_start_time_seconds", &[]).unwrap();
+        assert!(start > 1.0e9, "process_start_time_seconds {start}");
+        let open = sample(&out, "process_open_fds", &[]).unwrap();
+        let max = sample(&out, "process_max_fds", &[]).unwrap();
+        assert!(open >= 1.0 && max >= open, "open {open} of at most {max}");
+        assert!(sample(&out, "process_virtual_memory_bytes", &[]).unwrap() > 0.0);
+        assert!(!out.contains("tracer_process_"), "{out}");
     }
 
     #[test]
@@ -985,6 +1168,180 @@ pub(crate) mod tests {
             Format::negotiate(Some("text/plain;q=0.9, application/openmetrics-text;q=0.2")),
             Format::Text
         );
+    }
+
+    /// A frame with something in every family: series with and without a caller, every
+    /// counter, the dentry state, a probe in every attach state, every loss kind, a
+    /// kernel program's cost, a folded cgroup; its source of `kind`.
+    fn rich_frame(kind: SourceKindLive) -> Frame {
+        use tracer_core::snapshot::DentryState;
+        let mut s = snapshot();
+        s.cgroups.insert(1, "/a".into());
+        s.record(SeriesKey::new(Probe::VfsRmdir, 1), 5_000);
+        s.record(
+            SeriesKey::new(Probe::SynchronizeRcu, OTHER_CGROUP).with_caller(Probe::NamespaceUnlock),
+            5_000_000,
+        );
+        s.count(Counter::NegativeDentries, 1, 3);
+        s.count(Counter::DroppedDentries, 1, 1);
+        s.count(Counter::LockWaitersBlocked, 1, 1);
+        let d = DentryState {
+            nr_dentry: 10,
+            nr_unused: 5,
+            nr_negative: 2,
+        };
+        s.dentry_state = Some((d, d));
+        let attached = |method, symbol: &str| AttachState::Attached {
+            method,
+            symbol: symbol.into(),
+        };
+        for (probe, state) in [
+            (Probe::VfsRmdir, attached(AttachMethod::Fentry, "vfs_rmdir")),
+            (Probe::DDelete, attached(AttachMethod::Kprobe, "d_delete")),
+            (
+                Probe::SysRmdir,
+                attached(AttachMethod::Tracepoint, "sys_enter_rmdir"),
+            ),
+            (
+                Probe::UnregisterShrinker,
+                AttachState::Absent {
+                    symbol: "unregister_shrinker".into(),
+                },
+            ),
+            (
+                Probe::ShrinkerFree,
+                AttachState::Failed {
+                    reason: "Invalid argument (os error 22)".into(),
+                },
+            ),
+            (Probe::SysUmount, AttachState::NotRequested),
+            (Probe::SynchronizeRcu, AttachState::Modelled),
+        ] {
+            s.probes.insert(probe, ProbeStatus::new(state));
+        }
+        for loss in Loss::ALL {
+            s.losses.insert(loss, 1);
+        }
+        let mut f = frame(s);
+        f.cost = Cost {
+            bpf_programs: vec![ProgramCost {
+                name: "vfs_rmdir_entry".into(),
+                run_ns: 1_000,
+                runs: 1,
+            }],
+            process_cpu_seconds: 1.0,
+            rss_bytes: 4096,
+            ..Cost::default()
+        };
+        f.folded_cgroups = 1;
+        f.info = Arc::new(SourceInfo {
+            kind,
+            ..(*f.info).clone()
+        });
+        f
+    }
+
+    /// Families of a classic-text exposition, each with the label pairs of its samples.
+    fn families(text: &str) -> BTreeMap<String, std::collections::BTreeSet<(String, String)>> {
+        let mut out: BTreeMap<String, std::collections::BTreeSet<(String, String)>> =
+            BTreeMap::new();
+        let mut current = String::new();
+        for line in text.lines() {
+            if let Some(rest) = line.strip_prefix("# TYPE ") {
+                current = rest.split(' ').next().unwrap_or("").to_owned();
+                out.entry(current.clone()).or_default();
+                continue;
+            }
+            if line.starts_with('#') {
+                continue;
+            }
+            let Some((series, _)) = line.rsplit_once(' ') else {
+                continue;
+            };
+            let Some((_, labels)) = series.split_once('{') else {
+                continue;
+            };
+            let pairs = out.entry(current.clone()).or_default();
+            for kv in labels.trim_end_matches('}').split("\",") {
+                if let Some((k, v)) = kv.split_once("=\"") {
+                    pairs.insert((k.to_owned(), v.trim_end_matches('"').to_owned()));
+                }
+            }
+        }
+        out
+    }
+
+    /// docs/metrics.md's metric table and a scrape agree: every exported family is a
+    /// row, with its labels and every bounded label value it takes; every row is
+    /// exported unless marked conditional.
+    #[test]
+    fn the_docs_table_lists_every_exported_metric_and_label_value() {
+        let docs = include_str!("../../../docs/metrics.md");
+        let section = docs
+            .split("\n## Metrics\n")
+            .nth(1)
+            .and_then(|s| s.split("\n## ").next())
+            .expect("docs/metrics.md has a Metrics section");
+        let rows: BTreeMap<&str, &str> = section
+            .lines()
+            .filter(|l| l.starts_with("| `"))
+            .filter_map(|l| Some((l.split('`').nth(1)?, l)))
+            .collect();
+        assert!(rows.len() > 20, "the table has {} rows", rows.len());
+        let mut exported = BTreeMap::new();
+        for kind in [
+            SourceKindLive::Kernel,
+            SourceKindLive::Model,
+            SourceKindLive::Replay,
+        ] {
+            let text = render_counted(
+                Some(Arc::new(rich_frame(kind))),
+                Format::Text,
+                1,
+                &ProcSelf::read(),
+            );
+            for (family, pairs) in families(&text) {
+                exported
+                    .entry(family)
+                    .or_insert_with(std::collections::BTreeSet::new)
+                    .extend(pairs);
+            }
+        }
+        let mut wrong = Vec::new();
+        for (family, pairs) in &exported {
+            let Some(row) = rows.get(family.as_str()) else {
+                wrong.push(format!("{family} is exported but not in the table"));
+                continue;
+            };
+            let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+            let (labels_cell, what_cell) = (cells[3], cells[4]);
+            for (k, v) in pairs {
+                if k == "le" {
+                    continue;
+                }
+                if !labels_cell.contains(&format!("`{k}`")) {
+                    wrong.push(format!("{family}: label {k} is not in its labels cell"));
+                }
+                let listed = match k.as_str() {
+                    "kind" | "mode" | "state" => what_cell.contains(&format!("`{v}`")),
+                    "probe" | "caller" => section.contains(&format!("`{v}`")),
+                    _ => true,
+                };
+                if !listed {
+                    wrong.push(format!("{family}: {k}=\"{v}\" is not listed"));
+                }
+            }
+        }
+        for (name, row) in &rows {
+            let conditional = row
+                .rsplit('|')
+                .nth(1)
+                .is_some_and(|c| c.trim().starts_with("conditional"));
+            if !exported.contains_key(*name) && !conditional {
+                wrong.push(format!("{name} is in the table but not exported"));
+            }
+        }
+        assert!(wrong.is_empty(), "docs/metrics.md:\n{}", wrong.join("\n"));
     }
 
     #[test]

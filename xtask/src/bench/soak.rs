@@ -122,7 +122,7 @@ fn scraper(addr: SocketAddr, window: Duration, stop: &AtomicBool, out: &Mutex<Sc
         }
         // The first answer with a refresh in it (before the first, the frame is empty).
         if let Ok(body) = scrape(addr)
-            && body.contains("tracer_process_resident_memory_bytes")
+            && body.contains("\nprocess_resident_memory_bytes ")
         {
             break body;
         }
@@ -135,7 +135,7 @@ fn scraper(addr: SocketAddr, window: Duration, stop: &AtomicBool, out: &Mutex<Sc
         let row = (
             s.ok,
             s.tried,
-            sum(last, "tracer_process_resident_memory_bytes", &[]) / 1_048_576.0,
+            sum(last, "process_resident_memory_bytes", &[]) / 1_048_576.0,
             sum(last, "tracer_cgroups_tracked", &[]),
             sum(last, "tracer_cgroups_folded", &[]),
         );

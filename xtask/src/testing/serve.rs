@@ -143,6 +143,7 @@ fn dashboard_exprs() -> Result<Vec<(String, String)>, String> {
         .map(|(f, e)| {
             let e = e
                 .replace("$__rate_interval", "1m")
+                .replace("$__range", "1m")
                 .replace("$instance", ".*")
                 .replace("$cgroup", ".*")
                 .replace("$probe", ".*");
