@@ -32,6 +32,9 @@ use crate::live::{Frame, OTHER_CGROUP, SourceKindLive};
 /// Upper bounds of the exposed histogram buckets (the classic buckets of the kernel's).
 pub use tracer_core::latency::CLASSIC_BOUNDS_NS as BUCKET_BOUNDS_NS;
 
+/// `symbol` label value of a probe with no kernel symbol (failed, not requested, modelled).
+pub const NO_SYMBOL: &str = "none";
+
 /// `caller` label value of calls no traced function encloses.
 pub const NO_CALLER: &str = "none";
 
@@ -358,9 +361,10 @@ fn mode_state_symbol(state: &AttachState) -> (&'static str, &'static str, &str) 
             (mode, "attached", symbol)
         }
         AttachState::Absent { symbol } => ("none", "absent", symbol),
-        AttachState::Failed { .. } => ("none", "failed", ""),
-        AttachState::NotRequested => ("none", "not_requested", ""),
-        AttachState::Modelled => ("model", "modelled", ""),
+        // No label is ever empty: "none" where no kernel symbol is known.
+        AttachState::Failed { .. } => ("none", "failed", NO_SYMBOL),
+        AttachState::NotRequested => ("none", "not_requested", NO_SYMBOL),
+        AttachState::Modelled => ("model", "modelled", NO_SYMBOL),
     }
 }
 
@@ -1318,6 +1322,9 @@ pub(crate) mod tests {
             for (k, v) in pairs {
                 if k == "le" {
                     continue;
+                }
+                if v.is_empty() {
+                    wrong.push(format!("{family}: label {k} is empty (a label never is)"));
                 }
                 if !labels_cell.contains(&format!("`{k}`")) {
                     wrong.push(format!("{family}: label {k} is not in its labels cell"));
