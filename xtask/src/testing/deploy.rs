@@ -42,6 +42,11 @@ pub(crate) fn cases(kubernetes_validate: &Path, tally: &mut Tally) {
     );
     tally.record(
         SCOPE,
+        "tracer.service hides nothing tracer reads (/proc/kallsyms, other processes) and keeps its capabilities",
+        &read(&unit).and_then(|text| unit_keeps_what_tracer_needs(&text)),
+    );
+    tally.record(
+        SCOPE,
         "systemd-analyze security --offline=yes: tracer.service at OK or better",
         &unit_security(&unit),
     );
@@ -189,6 +194,44 @@ fn verify_unit(unit: &Path) -> Verdict {
     }
 }
 
+/// Settings that raise the security rating but break tracer: `ProtectKernelTunables=`
+/// makes `/proc/kallsyms` inaccessible, `ProtectProc=invisible` and `ProcSubset=pid` hide
+/// other processes and `/proc/kallsyms`, `PrivateUsers=` makes its capabilities count in a
+/// user namespace only (not for `bpf()`).
+const BREAKS_TRACER: [(&str, &str); 5] = [
+    ("ProtectKernelTunables=yes", "makes /proc/kallsyms inaccessible"),
+    ("ProtectProc=invisible", "hides other processes' threads"),
+    ("ProtectProc=noaccess", "hides other processes' threads"),
+    ("ProcSubset=pid", "hides /proc/kallsyms"),
+    ("PrivateUsers=yes", "confines its capabilities to a user namespace"),
+];
+/// What the unit must grant (docs/production.md).
+const NEEDED: [&str; 4] = [
+    "AmbientCapabilities=CAP_BPF CAP_PERFMON CAP_DAC_READ_SEARCH",
+    "CapabilityBoundingSet=CAP_BPF CAP_PERFMON CAP_DAC_READ_SEARCH",
+    "LimitMEMLOCK=infinity",
+    "NoNewPrivileges=yes",
+];
+
+fn unit_keeps_what_tracer_needs(text: &str) -> Verdict {
+    let lines: Vec<&str> = text.lines().map(str::trim).collect();
+    let breaking: Vec<String> = BREAKS_TRACER
+        .iter()
+        .filter(|(setting, _)| lines.contains(setting))
+        .map(|(setting, why)| format!("{setting} ({why})"))
+        .collect();
+    let missing: Vec<&str> = NEEDED
+        .iter()
+        .filter(|n| !lines.contains(n))
+        .copied()
+        .collect();
+    if breaking.is_empty() && missing.is_empty() {
+        Ok(format!("none of {} set; {}", BREAKS_TRACER.len(), NEEDED.join(", ")))
+    } else {
+        Err(format!("breaks tracer: {breaking:?}; missing: {missing:?}"))
+    }
+}
+
 fn write_executable(path: &Path) -> Result<(), String> {
     use std::os::unix::fs::PermissionsExt as _;
     fs::write(path, "#!/bin/sh\nexit 0\n").map_err(|e| format!("{}: {e}", path.display()))?;
@@ -302,6 +345,19 @@ mod tests {
         assert_eq!(overall_exposure(out), Some((2.1, "OK".to_owned())));
         assert_eq!(exposed_settings(out), ["PrivateNetwork="]);
         assert_eq!(overall_exposure("nothing"), None);
+    }
+
+    #[test]
+    fn a_unit_hiding_kallsyms_is_refused() {
+        let good = NEEDED.join("\n");
+        assert!(unit_keeps_what_tracer_needs(&good).is_ok());
+        let bad = format!("{good}\nProtectKernelTunables=yes\n");
+        assert!(
+            unit_keeps_what_tracer_needs(&bad)
+                .unwrap_err()
+                .contains("kallsyms")
+        );
+        assert!(unit_keeps_what_tracer_needs("NoNewPrivileges=yes\n").is_err());
     }
 
     #[test]
