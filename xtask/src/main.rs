@@ -55,7 +55,7 @@ enum Cmd {
     /// No import cycle between the modules of any workspace crate (cargo-modules, built
     /// by setup on first use).
     Lint,
-    /// The lint, unit tests, the host case, then the VM suite on each kernel (on 6.12 with
+    /// The lint, unit tests, the host cases (with the checks of `deploy/`), then the VM suite on each kernel (on 6.12 with
     /// the hardening cases in the same boot).
     Test {
         /// 5.10, 6.1, 6.12, 7.3 or all.
@@ -97,6 +97,9 @@ enum Cmd {
         #[arg(long)]
         tracer: PathBuf,
     },
+    /// The checks of `deploy/` alone: `promtool check/test rules` on the Prometheus rules,
+    /// `systemd-analyze verify/security` on the unit, `kubernetes-validate` on the manifests.
+    DeployCheck,
     /// The hardening VM cases alone (signals to capture, top and serve; least privilege),
     /// in one boot of their own.
     HardenVm {
@@ -188,6 +191,16 @@ fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
         Cmd::HardenCheck { tracer } => {
             let mut tally = testing::harness::Tally::default();
             testing::harden::host_cases(&tracer, &mut tally);
+            Ok(if tally.finish() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
+        }
+        Cmd::DeployCheck => {
+            let kubernetes_validate = setup::deploy_tools()?;
+            let mut tally = testing::harness::Tally::default();
+            testing::deploy::cases(&kubernetes_validate, &mut tally);
             Ok(if tally.finish() {
                 ExitCode::SUCCESS
             } else {
@@ -299,6 +312,7 @@ fn test(which: &str, skip_unit: bool, qemu: &QemuArgs) -> anyhow::Result<ExitCod
         testing::serve::host_cases(&tracer, &mut tally);
         testing::harden::host_cases(&tracer, &mut tally);
         testing::top::top_cases(&tracer, &mut tally);
+        testing::deploy::cases(&tools.kubernetes_validate, &mut tally);
     });
     for s in series {
         let kernel = kernel::resolve(s.name, &tools.kernels)?;

@@ -22,9 +22,12 @@ const BPF_LINKER_VERSION: &str = "0.13.0";
 /// The cargo-modules release `cargo xtask lint` runs: the newest that builds on this
 /// machine's stable Rust (0.27 declares rust-version 1.95; 0.28 needs 1.98).
 const CARGO_MODULES_VERSION: &str = "0.27.0";
+/// The `kubernetes-validate` release (`PyPI`) that checks `deploy/kubernetes/`: it carries the
+/// schemas of Kubernetes up to 1.37 and validates against the newest by default.
+const KUBERNETES_VALIDATE_VERSION: &str = "1.37.0";
 /// Debian packages the VM tests and the host need. QEMU is handled apart (it must come
 /// from backports: bookworm's 7.2 crashes booting 6.12 under TCG).
-const APT_PACKAGES: [&str; 9] = [
+const APT_PACKAGES: [&str; 11] = [
     "busybox-static",
     "bpftrace",
     // bpftool: the VM's hardening cases list the kernel's BPF objects with it, and the
@@ -39,6 +42,10 @@ const APT_PACKAGES: [&str; 9] = [
     // promtool and a Prometheus server for the exporter's host case.
     "prometheus",
     "tmux",
+    // systemd-analyze, for the checks of deploy/systemd/tracer.service.
+    "systemd",
+    // The venv kubernetes-validate is installed into, for the checks of deploy/kubernetes/.
+    "python3-venv",
 ];
 /// The suite QEMU 10 comes from.
 const BACKPORTS: &str = "bookworm-backports";
@@ -53,6 +60,8 @@ pub struct Tools {
     pub kernels: PathBuf,
     /// The `cargo-modules` executable `cargo xtask lint` runs.
     pub cargo_modules: PathBuf,
+    /// The `kubernetes-validate` executable the deploy cases run.
+    pub kubernetes_validate: PathBuf,
 }
 
 /// Run every step; cheap when all is present.
@@ -69,6 +78,7 @@ pub fn setup() -> anyhow::Result<Tools> {
     step(&format!("packages {}", APT_PACKAGES.join(" ")), || {
         packages(&mut apt)
     })?;
+    let kubernetes_validate = kubernetes_validate_step(&cache)?;
     let kernels = cache.join("kernels");
     let kernel_apt = KernelApt {
         dir: cache.join("apt"),
@@ -82,7 +92,54 @@ pub fn setup() -> anyhow::Result<Tools> {
         bpf_linker_bin,
         kernels,
         cargo_modules,
+        kubernetes_validate,
     })
+}
+
+/// Only the steps `cargo xtask deploy-check` needs: the packages (promtool, systemd-analyze,
+/// python3-venv) and kubernetes-validate; returns the latter's executable.
+pub fn deploy_tools() -> anyhow::Result<PathBuf> {
+    let cache = util::cache_dir()?;
+    fs::create_dir_all(&cache).with_context(|| format!("creating {}", cache.display()))?;
+    let mut apt = Apt::default();
+    step(&format!("packages {}", APT_PACKAGES.join(" ")), || {
+        packages(&mut apt)
+    })?;
+    kubernetes_validate_step(&cache)
+}
+
+fn kubernetes_validate_step(cache: &Path) -> anyhow::Result<PathBuf> {
+    step(
+        &format!("kubernetes-validate {KUBERNETES_VALIDATE_VERSION}"),
+        || kubernetes_validate(cache),
+    )
+}
+
+/// `kubernetes-validate` from `PyPI`, in a venv of its own under the cache (Debian's python3,
+/// whatever else is first on PATH).
+fn kubernetes_validate(cache: &Path) -> anyhow::Result<(PathBuf, String)> {
+    let root = cache.join("kubernetes-validate");
+    let exe = root.join("bin").join("kubernetes-validate");
+    if let Ok(v) = output(Command::new(&exe).arg("--version"))
+        && v.trim() == KUBERNETES_VALIDATE_VERSION
+    {
+        return Ok((exe, "already installed".into()));
+    }
+    doing(
+        &format!("kubernetes-validate {KUBERNETES_VALIDATE_VERSION}"),
+        "installing into a venv",
+    );
+    // A venv left by an interrupted run, or of another version, is made anew.
+    let _ = fs::remove_dir_all(&root);
+    run(Command::new("/usr/bin/python3")
+        .args(["-m", "venv"])
+        .arg(&root))?;
+    run(Command::new(root.join("bin").join("pip"))
+        .args(["install", "--quiet", "--disable-pip-version-check"])
+        .arg(format!("kubernetes-validate=={KUBERNETES_VALIDATE_VERSION}")))?;
+    let v = output(Command::new(&exe).arg("--version"))
+        .context("the new kubernetes-validate does not run")?;
+    Ok((exe, format!("installed ({})", v.trim())))
 }
 
 /// Only the step `cargo xtask lint` needs: cargo-modules, built once into the cache.

@@ -169,4 +169,41 @@ WL
 fi
 echo "seconds $(cut -d' ' -f1 /proc/uptime) $t0" > /tmp/lp.seconds
 emit lp.seconds /tmp/lp.seconds
+
+# tracer serve as deploy/systemd/tracer.service runs it: the sysctl file of
+# deploy/systemd applied to Debian's default, a user of its own (a uid of systemd's
+# DynamicUser= range, no groups), the unit's ambient capabilities and bounding set (the
+# host wrote them to /deploy.caps from the unit), no_new_privs, RLIMIT_MEMLOCK unlimited,
+# and the unit's command line. 200 mkdir+rmdir in a cgroup made after it started must be
+# counted exactly in a scrape.
+if [ -x $setpriv ] && [ -f /deploy.caps ] && [ -f /99-tracer.conf ]; then
+    echo "harden: serve as deploy/systemd/tracer.service runs it"
+    echo 3 > /proc/sys/kernel/perf_event_paranoid
+    sysctl -p /99-tracer.conf > /dev/null 2>&1
+    echo "perf_event_paranoid $(cat /proc/sys/kernel/perf_event_paranoid) after 99-tracer.conf" > /tmp/deploy.paranoid
+    caps=$(cat /deploy.caps)
+    (
+        ulimit -l unlimited
+        exec $setpriv --reuid=61234 --regid=61234 --clear-groups --no-new-privs \
+            --bounding-set=-all,$caps --inh-caps=$caps --ambient-caps=$caps tracer serve
+    ) > /dev/null 2> /tmp/deploy_serve.err &
+    srv=$!
+    i=0
+    while [ $i -lt 1200 ] && ! wget -q -O - http://127.0.0.1:29110/metrics 2>/dev/null | grep -q '^tracer_source_up 1'; do
+        sleep 0.1; i=$((i+1))
+    done
+    mkdir -p $cg/deploy/wl /tmp/deploy
+    sh -c "echo \$\$ > $cg/deploy/wl/cgroup.procs; cd /tmp/deploy && i=0; while [ \$i -lt 200 ]; do mkdir d\$i && rmdir d\$i || exit 1; i=\$((i+1)); done" \
+        >> /tmp/deploy_serve.err 2>&1
+    sleep 3
+    wget -q -O /tmp/deploy_serve.metrics http://127.0.0.1:29110/metrics
+    grep -E '^(Uid|Gid|Groups|NoNewPrivs|CapBnd)' /proc/$srv/status > /tmp/deploy_serve.status
+    kill -TERM $srv
+    wait $srv
+    echo "exit $?" >> /tmp/deploy_serve.err
+    rmdir $cg/deploy/wl $cg/deploy 2>/dev/null
+    for f in deploy.paranoid deploy_serve.err deploy_serve.metrics deploy_serve.status; do
+        emit $f /tmp/$f
+    done
+fi
 echo "harden: done"

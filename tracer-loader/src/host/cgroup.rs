@@ -30,6 +30,42 @@ pub fn find_cgroup2() -> Option<PathBuf> {
     cgroup2_mount(&std::fs::read_to_string("/proc/self/mountinfo").ok()?)
 }
 
+/// The root of the cgroup2 hierarchy cgroups are named under: `given` (`--cgroup-root`,
+/// where the host's hierarchy is mounted, e.g. `/host/sys/fs/cgroup` in a container whose
+/// own `/sys/fs/cgroup` is its private cgroup namespace), else the mount found in
+/// `/proc/self/mountinfo` (`Ok(None)` when there is none).
+///
+/// # Errors
+/// When `given` is not the root of a cgroup2 hierarchy: not a directory, or without the
+/// `cgroup.controllers` and `cgroup.procs` files every cgroup2 directory has (a cgroup v1
+/// directory has no `cgroup.controllers`), or a cgroup under the root (it has
+/// `cgroup.events`, which the root lacks).
+pub fn cgroup2_root(given: Option<&Path>) -> Result<Option<PathBuf>, String> {
+    let Some(root) = given else {
+        return Ok(find_cgroup2());
+    };
+    if !root.is_dir() {
+        return Err(format!(
+            "--cgroup-root {}: not a directory (mount the host's /sys/fs/cgroup there)",
+            root.display()
+        ));
+    }
+    if !root.join("cgroup.controllers").is_file() || !root.join("cgroup.procs").is_file() {
+        return Err(format!(
+            "--cgroup-root {}: not a cgroup2 hierarchy (no cgroup.controllers and cgroup.procs)",
+            root.display()
+        ));
+    }
+    if root.join("cgroup.events").exists() {
+        return Err(format!(
+            "--cgroup-root {}: a cgroup, not the root of the hierarchy (it has cgroup.events); \
+             name the host's /sys/fs/cgroup",
+            root.display()
+        ));
+    }
+    Ok(Some(root.to_path_buf()))
+}
+
 /// Map every cgroup under `root` to its path relative to it (`/` for the root), up to
 /// [`MAX_CGROUPS`].
 #[must_use]
@@ -62,15 +98,15 @@ pub fn walk(root: &Path) -> BTreeMap<u64, String> {
     out
 }
 
-/// The id of the cgroup at `path` (absolute, or relative to the cgroup2 mount).
+/// The id of the cgroup at `path` (absolute, or relative to `root`, the cgroup2 root).
 ///
 /// # Errors
 /// When there is no cgroup2 mount or no such cgroup.
-pub fn id_of(path: &Path) -> Result<u64, String> {
+pub fn id_of(path: &Path, root: Option<&Path>) -> Result<u64, String> {
     let full = if path.is_absolute() && path.exists() {
         path.to_path_buf()
     } else {
-        let root = find_cgroup2().ok_or("no cgroup2 filesystem is mounted")?;
+        let root = root.ok_or("no cgroup2 filesystem is mounted")?;
         root.join(path.strip_prefix("/").unwrap_or(path))
     };
     std::fs::metadata(&full)
@@ -339,6 +375,41 @@ mod tests {
             "tracer-capture-42"
         ));
         assert!(!in_cgroup_named("0::/\n", ""));
+    }
+
+    #[test]
+    fn a_given_cgroup_root_is_used_when_it_is_a_cgroup2_root() {
+        let dir = std::env::temp_dir().join(format!("tracer-cgroup-root-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let host = dir.join("host/sys/fs/cgroup");
+        let child = host.join("kubepods.slice");
+        std::fs::create_dir_all(&child).unwrap();
+        // Not there, then a directory that is no cgroup2 hierarchy.
+        let missing = cgroup2_root(Some(&dir.join("nowhere"))).unwrap_err();
+        assert!(missing.contains("not a directory"), "{missing}");
+        let plain = cgroup2_root(Some(&host)).unwrap_err();
+        assert!(plain.contains("not a cgroup2 hierarchy"), "{plain}");
+        // The files of a cgroup2 root: accepted as given, and cgroups are named under it.
+        for f in ["cgroup.controllers", "cgroup.procs"] {
+            std::fs::write(host.join(f), "").unwrap();
+            std::fs::write(child.join(f), "").unwrap();
+        }
+        std::fs::write(child.join("cgroup.events"), "populated 1\n").unwrap();
+        assert_eq!(cgroup2_root(Some(&host)), Ok(Some(host.clone())));
+        assert_eq!(
+            walk(&host).into_values().collect::<Vec<_>>(),
+            ["/", "/kubepods.slice"]
+        );
+        assert_eq!(
+            id_of(Path::new("kubepods.slice"), Some(&host)),
+            Ok(std::fs::metadata(&child).unwrap().ino())
+        );
+        // A cgroup below the root is refused: its paths would not be the host's.
+        let below = cgroup2_root(Some(&child)).unwrap_err();
+        assert!(below.contains("not the root"), "{below}");
+        // Not given: the mount from mountinfo, as before.
+        assert_eq!(cgroup2_root(None), Ok(find_cgroup2()));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

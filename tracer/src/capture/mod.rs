@@ -44,6 +44,11 @@ pub struct Args {
     /// Report only calls made from this cgroup (path under the cgroup2 mount, e.g. /system.slice).
     #[arg(long, value_name = "PATH")]
     pub cgroup: Option<PathBuf>,
+    /// Where the host's cgroup2 hierarchy is mounted (e.g. /host/sys/fs/cgroup in a
+    /// container, whose own /sys/fs/cgroup is its private cgroup namespace); default: the
+    /// cgroup2 mount in /proc/self/mountinfo.
+    #[arg(long, value_name = "PATH")]
+    pub cgroup_root: Option<PathBuf>,
     /// Read the kernel's BTF (struct offsets, fentry) from this file instead of
     /// /sys/kernel/btf/vmlinux: for kernels built without `CONFIG_DEBUG_INFO_BTF`.
     #[arg(long, value_name = "PATH")]
@@ -198,10 +203,12 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
     if let Some(path) = &args.btf {
         tracer_loader::host::btf::use_file(path);
     }
+    let cgroup_root =
+        cgroup::cgroup2_root(args.cgroup_root.as_deref()).map_err(anyhow::Error::msg)?;
     let cgroup_filter = args
         .cgroup
         .as_deref()
-        .map(cgroup::id_of)
+        .map(|path| cgroup::id_of(path, cgroup_root.as_deref()))
         .transpose()
         .map_err(anyhow::Error::msg)?;
     // Check the command before attaching anything, so a typo leaves no probe behind.
@@ -226,7 +233,6 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
     }
     say_what_did_not_attach(&attached.states);
 
-    let cgroup_root = cgroup::find_cgroup2();
     let mut cgroups = cgroup_root.as_deref().map(cgroup::walk).unwrap_or_default();
     let dentry_start = tracer_loader::host::read_dentry_state();
     let started_unix_ns = SystemTime::now()

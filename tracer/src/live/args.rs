@@ -58,6 +58,11 @@ pub struct LiveArgs {
     /// without `CONFIG_DEBUG_INFO_BTF`).
     #[arg(long, value_name = "PATH")]
     pub btf: Option<PathBuf>,
+    /// Where the host's cgroup2 hierarchy is mounted (e.g. /host/sys/fs/cgroup in a
+    /// container, whose own /sys/fs/cgroup is its private cgroup namespace); default: the
+    /// cgroup2 mount in /proc/self/mountinfo.
+    #[arg(long, value_name = "PATH")]
+    pub cgroup_root: Option<PathBuf>,
     /// List calls at least this slow (e.g. 10ms); changeable live.
     #[arg(long, value_name = "D", value_parser = parse_duration)]
     pub slow: Option<Duration>,
@@ -157,6 +162,9 @@ pub fn open(args: &LiveArgs) -> anyhow::Result<(Box<dyn Source>, Options)> {
         Box::new(SyntheticSource::new(cgroups, args.churn, args.speed, 1))
     } else {
         let wanted = probes::select(args.probes.as_deref()).map_err(anyhow::Error::msg)?;
+        let cgroup_root =
+            tracer_loader::host::cgroup::cgroup2_root(args.cgroup_root.as_deref())
+                .map_err(anyhow::Error::msg)?;
         if let Some(path) = &args.btf {
             tracer_loader::host::btf::use_file(path);
         }
@@ -164,6 +172,7 @@ pub fn open(args: &LiveArgs) -> anyhow::Result<(Box<dyn Source>, Options)> {
             &wanted,
             args.attach,
             opts.slow_threshold_ns,
+            cgroup_root,
         )?)
     };
     Ok((source, opts))

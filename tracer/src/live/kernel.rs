@@ -49,7 +49,8 @@ pub struct KernelSource {
 }
 
 impl KernelSource {
-    /// Attach `wanted` probes (see [`probes::attach`]).
+    /// Attach `wanted` probes (see [`probes::attach`]); cgroups are named by their paths
+    /// under `cgroup_root` (see [`cgroup::cgroup2_root`]).
     ///
     /// # Errors
     /// When nothing can be attached (see [`probes::LoadError`]).
@@ -57,6 +58,7 @@ impl KernelSource {
         wanted: &[tracer_core::snapshot::Probe],
         mode: AttachMode,
         slow_threshold_ns: u64,
+        cgroup_root: Option<PathBuf>,
     ) -> anyhow::Result<Self> {
         let bpf_stats = collect::BpfStats::enable();
         let attached = probes::attach_with_slow(wanted, mode, slow_threshold_ns)?;
@@ -81,7 +83,6 @@ impl KernelSource {
             warnings,
         };
         let meta = meta(&info, 0);
-        let cgroup_root = cgroup::find_cgroup2();
         let known = cgroup_root.as_deref().map(cgroup::walk).unwrap_or_default();
         Ok(Self {
             bpf_stats,

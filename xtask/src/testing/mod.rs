@@ -7,12 +7,14 @@
 //! - [`host`]: tracer on this host: the unit tests, a kernel without kprobes, bad input.
 //! - [`serve`], [`top`], [`harden`]: the host cases of `tracer serve`, of `tracer top` in a
 //!   real terminal, and of hardening.
+//! - [`deploy`]: the checks of what a fleet deploys (`deploy/`): rules, unit, manifests.
 //! - [`suite`]: one VM per kernel running `vm/suite.sh`; its table of cases and the checks of
 //!   what comes back.
 //!
 //! Uses go one way: [`harness`] and [`prometheus`] use no other module here, and no case
 //! module uses the orchestration above it (`cargo xtask lint` fails on a cycle).
 
+pub(crate) mod deploy;
 pub(crate) mod harden;
 pub(crate) mod harness;
 pub(crate) mod host;

@@ -36,13 +36,36 @@ const BPFTOOL: &str = "/usr/sbin/bpftool";
 /// util-linux's setpriv: a user id and capability sets for one command.
 const SETPRIV: &str = "/usr/bin/setpriv";
 
+/// The systemd unit of `deploy/`, whose ambient capabilities the guest runs serve with.
+const UNIT: &str = include_str!("../../../../deploy/systemd/tracer.service");
+/// The sysctl file of `deploy/`, which the guest applies.
+const SYSCTL_CONF: &[u8] = include_bytes!("../../../../deploy/systemd/99-tracer.conf");
+
+/// The unit's `AmbientCapabilities=` as setpriv's list (`+bpf,+perfmon,...`).
+fn setpriv_caps(unit: &str) -> String {
+    unit.lines()
+        .filter_map(|l| l.strip_prefix("AmbientCapabilities="))
+        .flat_map(str::split_whitespace)
+        .map(|c| format!("+{}", c.trim_start_matches("CAP_").to_ascii_lowercase()))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// What the guest needs besides tracer: the script, bpftool and setpriv with their
 /// libraries.
 ///
 /// # Errors
 /// When one of them cannot be read.
 pub fn guest_files() -> anyhow::Result<Vec<(String, u32, Vec<u8>)>> {
-    let mut files = vec![("/harden.sh".to_owned(), 0o644, SCRIPT.to_vec())];
+    let mut files = vec![
+        ("/harden.sh".to_owned(), 0o644, SCRIPT.to_vec()),
+        ("/99-tracer.conf".to_owned(), 0o644, SYSCTL_CONF.to_vec()),
+        (
+            "/deploy.caps".to_owned(),
+            0o644,
+            setpriv_caps(UNIT).into_bytes(),
+        ),
+    ];
     for program in [BPFTOOL, SETPRIV] {
         if Path::new(program).exists() {
             files.extend(vm::host_program(program)?);
@@ -405,6 +428,53 @@ fn least_serve(files: &BTreeMap<String, PathBuf>) -> Verdict {
     ))
 }
 
+/// `tracer serve` as `deploy/systemd/tracer.service` runs it counted the 200 rmdir calls
+/// of a cgroup made after it started.
+fn deploy_serve(files: &BTreeMap<String, PathBuf>) -> Verdict {
+    let metrics =
+        read(files, "deploy_serve.metrics").map_err(|e| with_log(files, "deploy_serve.err", e))?;
+    let n: f64 = metrics
+        .lines()
+        .filter(|l| {
+            l.starts_with("tracer_latency_seconds_count{")
+                && l.contains("probe=\"vfs_rmdir\"")
+                && l.contains("cgroup=\"/deploy/wl\"")
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    if (n - 200.0).abs() > 0.5 {
+        return Err(with_log(
+            files,
+            "deploy_serve.err",
+            format!("vfs_rmdir _count of /deploy/wl = {n}, expected 200"),
+        ));
+    }
+    let paranoid = read(files, "deploy.paranoid").unwrap_or_default();
+    if !paranoid.starts_with("perf_event_paranoid 2 ") {
+        return Err(format!("99-tracer.conf did not apply: {}", paranoid.trim()));
+    }
+    let status = read(files, "deploy_serve.status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(|v| v.split_whitespace().collect::<Vec<_>>().join(" "))
+            .unwrap_or_default()
+    };
+    if !field("Uid:").starts_with("61234 ") || field("NoNewPrivs:") != "1" {
+        return Err(format!("not run as the unit runs it: {}", status.trim()));
+    }
+    let err = read(files, "deploy_serve.err").unwrap_or_default();
+    if !err.lines().any(|l| l.trim() == "exit 0") {
+        return Err(format!("did not stop cleanly on SIGTERM: {err}"));
+    }
+    Ok(format!(
+        "200 vfs_rmdir calls in /deploy/wl; uid 61234, NoNewPrivs 1, CapBnd {}, capabilities {}",
+        field("CapBnd:"),
+        setpriv_caps(UNIT)
+    ))
+}
+
 /// Judge the least-privilege cases.
 fn least_privilege(files: &BTreeMap<String, PathBuf>, scope: &str, tally: &mut Tally) {
     if !files.contains_key("lp_none_capture.err") {
@@ -456,6 +526,11 @@ fn least_privilege(files: &BTreeMap<String, PathBuf>, scope: &str, tally: &mut T
         scope,
         "least privilege: serve as user 65534 with the three counts, and no thread keeps a capability",
         &least_serve(files),
+    );
+    tally.record(
+        scope,
+        "deploy: serve as deploy/systemd/tracer.service runs it (its sysctl, user, capabilities, no_new_privs) counts 200 vfs_rmdir exactly",
+        &deploy_serve(files),
     );
     if let Some(secs) = read(files, "lp.seconds").ok().as_deref().and_then(seconds) {
         println!("{scope}: the least-privilege cases took {secs:.0} s of the boot");
@@ -519,6 +594,11 @@ mod tests {
 
     fn run(line: &str) -> SignalRun {
         SignalRun::parse(line).unwrap()
+    }
+
+    #[test]
+    fn the_units_capabilities_become_setpriv_s() {
+        assert_eq!(setpriv_caps(UNIT), "+bpf,+perfmon,+dac_read_search");
     }
 
     #[test]
