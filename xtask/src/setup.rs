@@ -136,7 +136,9 @@ fn kubernetes_validate(cache: &Path) -> anyhow::Result<(PathBuf, String)> {
         .arg(&root))?;
     run(Command::new(root.join("bin").join("pip"))
         .args(["install", "--quiet", "--disable-pip-version-check"])
-        .arg(format!("kubernetes-validate=={KUBERNETES_VALIDATE_VERSION}")))?;
+        .arg(format!(
+            "kubernetes-validate=={KUBERNETES_VALIDATE_VERSION}"
+        )))?;
     let v = output(Command::new(&exe).arg("--version"))
         .context("the new kubernetes-validate does not run")?;
     Ok((exe, format!("installed ({})", v.trim())))

@@ -162,9 +162,8 @@ pub fn open(args: &LiveArgs) -> anyhow::Result<(Box<dyn Source>, Options)> {
         Box::new(SyntheticSource::new(cgroups, args.churn, args.speed, 1))
     } else {
         let wanted = probes::select(args.probes.as_deref()).map_err(anyhow::Error::msg)?;
-        let cgroup_root =
-            tracer_loader::host::cgroup::cgroup2_root(args.cgroup_root.as_deref())
-                .map_err(anyhow::Error::msg)?;
+        let cgroup_root = tracer_loader::host::cgroup::cgroup2_root(args.cgroup_root.as_deref())
+            .map_err(anyhow::Error::msg)?;
         if let Some(path) = &args.btf {
             tracer_loader::host::btf::use_file(path);
         }

@@ -164,10 +164,8 @@ impl Drop for Scratch {
 /// unknown or misspelt setting is only a warning to systemd, and ignored).
 fn verify_unit(unit: &Path) -> Verdict {
     let text = read(unit)?;
-    let scratch = Scratch(std::env::temp_dir().join(format!(
-        "tracer-deploy-verify-{}",
-        std::process::id()
-    )));
+    let scratch =
+        Scratch(std::env::temp_dir().join(format!("tracer-deploy-verify-{}", std::process::id())));
     let _ = fs::remove_dir_all(&scratch.0);
     fs::create_dir_all(&scratch.0).map_err(|e| format!("{}: {e}", scratch.0.display()))?;
     let stub = scratch.0.join("tracer");
@@ -199,11 +197,17 @@ fn verify_unit(unit: &Path) -> Verdict {
 /// other processes and `/proc/kallsyms`, `PrivateUsers=` makes its capabilities count in a
 /// user namespace only (not for `bpf()`).
 const BREAKS_TRACER: [(&str, &str); 5] = [
-    ("ProtectKernelTunables=yes", "makes /proc/kallsyms inaccessible"),
+    (
+        "ProtectKernelTunables=yes",
+        "makes /proc/kallsyms inaccessible",
+    ),
     ("ProtectProc=invisible", "hides other processes' threads"),
     ("ProtectProc=noaccess", "hides other processes' threads"),
     ("ProcSubset=pid", "hides /proc/kallsyms"),
-    ("PrivateUsers=yes", "confines its capabilities to a user namespace"),
+    (
+        "PrivateUsers=yes",
+        "confines its capabilities to a user namespace",
+    ),
 ];
 /// What the unit must grant (docs/production.md).
 const NEEDED: [&str; 4] = [
@@ -226,7 +230,11 @@ fn unit_keeps_what_tracer_needs(text: &str) -> Verdict {
         .copied()
         .collect();
     if breaking.is_empty() && missing.is_empty() {
-        Ok(format!("none of {} set; {}", BREAKS_TRACER.len(), NEEDED.join(", ")))
+        Ok(format!(
+            "none of {} set; {}",
+            BREAKS_TRACER.len(),
+            NEEDED.join(", ")
+        ))
     } else {
         Err(format!("breaks tracer: {breaking:?}; missing: {missing:?}"))
     }
@@ -294,7 +302,9 @@ fn validate_manifests(kubernetes_validate: &Path, dir: &Path) -> Verdict {
         return Err(format!("no manifests in {}", dir.display()));
     }
     let (ok, out, err) = run_in(
-        Command::new(kubernetes_validate).arg("--strict").args(&files),
+        Command::new(kubernetes_validate)
+            .arg("--strict")
+            .args(&files),
         dir,
     )
     .map_err(|e| format!("{e} (cargo xtask setup installs kubernetes-validate)"))?;
