@@ -196,6 +196,7 @@ fn boot(
         files,
         timeout: Duration::from_secs(args.timeout),
         kvm: args.kvm,
+        icount: false,
         interactive: false,
         forward: None,
         out_dir: out_dir.clone(),
