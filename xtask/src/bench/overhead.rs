@@ -1083,6 +1083,11 @@ fn report(kernel: &str, boots: &[BootFigures], worst: &mut Worst) -> (String, bo
                     show_ratio(pr),
                     show_spread(max_spread(&[u_fig, t_fig, p_fig]))
                 );
+                if let Some(s) = max_spread(&[u_fig, t_fig, p_fig])
+                    && s > MAX_SPREAD
+                {
+                    spread_rows.push(format!("{mode} {workload} guest time per run: {s:.2}%"));
+                }
             } else {
                 #[expect(clippy::cast_precision_loss, reason = "a rate for display")]
                 let rate = |f: Fig| f.median.map(|us| *ops as f64 * 1e6 / us);
