@@ -972,7 +972,7 @@ fn report(kernel: &str, boots: &[BootFigures], worst: &mut Worst) -> (String, bo
     if icount && exact {
         let tsc = boots
             .first()
-            .and_then(|b| b.clocksource.lines().find(|l| l.contains("Detected")))
+            .and_then(|b| b.clocksource.lines().rev().find(|l| l.contains("MHz")))
             .unwrap_or("");
         let _ = writeln!(
             out,
