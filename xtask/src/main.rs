@@ -250,6 +250,7 @@ fn boot(
         files: Vec::new(),
         timeout: Duration::from_secs(qemu.timeout),
         kvm: qemu.kvm,
+        icount: false,
         interactive,
         forward,
         out_dir: util::target_dir().join("vm").join(&kernel.name),

@@ -40,6 +40,11 @@ pub struct Spec<'a> {
     pub timeout: Duration,
     /// Use KVM instead of TCG (hangs on machines with broken nested virtualisation).
     pub kvm: bool,
+    /// Under TCG, `-icount shift=0,sleep=off,align=off`: the guest's clocks advance by 1 ns
+    /// per guest instruction executed, whatever the host does, so guest time counts
+    /// instructions (every virtual CPU then runs on one host thread: boots take longer).
+    /// Not with `kvm`.
+    pub icount: bool,
     /// Hand the terminal to the guest (no command given, standard input a terminal).
     pub interactive: bool,
     /// A network card whose guest port `.1` is reachable at `127.0.0.1:.0` on this host
@@ -258,6 +263,9 @@ fn qemu_command(spec: &Spec<'_>, initrd: &Path, results: &Path) -> Command {
         qemu.args(["-accel", "kvm", "-cpu", "host"]);
     } else {
         qemu.args(["-accel", "tcg", "-cpu", "max"]);
+        if spec.icount {
+            qemu.args(["-icount", "shift=0,sleep=off,align=off"]);
+        }
     }
     // 2 GiB: room for bpftrace and its libraries (about 200 MiB) in the initramfs.
     qemu.args(["-smp", "2", "-m", "2048", "-kernel"])

@@ -28,6 +28,13 @@ uname -r > /tmp/uname
 emit uname /tmp/uname
 { $bpftrace --version; $bpftool version | head -1; $stressng --version; } > /tmp/versions 2>&1
 emit versions /tmp/versions
+# The clocksource (first line): under QEMU's -icount the host counts guest time as
+# instructions only where the guest reads the TSC. Then what the kernel said of the TSC.
+{
+    cat /sys/devices/system/clocksource/clocksource0/current_clocksource
+    dmesg | grep -i -e 'tsc' -e 'clocksource' | tail -8
+} > /tmp/clocksource 2>&1
+emit clocksource /tmp/clocksource
 
 # The traced functions this kernel has, by exact name (bpftrace fails on a missing one).
 funcs=$(traced-funcs)

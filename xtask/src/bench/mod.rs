@@ -69,6 +69,10 @@ pub fn run(bench: &Bench) -> anyhow::Result<ExitCode> {
     {
         return serve::run(tracer, args);
     }
+    if let Bench::Overhead(args) = bench {
+        // Refused before anything is set up or built.
+        overhead::check(args)?;
+    }
     if let Bench::Overhead(args) = bench
         && args.from.is_some()
     {

@@ -135,6 +135,7 @@ pub fn model_fit(
             )],
             timeout,
             kvm,
+            icount: false,
             interactive: false,
             forward: None,
             out_dir,

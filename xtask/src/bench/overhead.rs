@@ -44,8 +44,18 @@ pub struct OverheadArgs {
     /// Use KVM instead of TCG emulation (it hangs where nested virtualisation is broken).
     #[arg(long)]
     kvm: bool,
-    /// Print the report of an earlier run's result files (a `bench-overhead-*` directory
-    /// under the target's `vm` folder) instead of booting.
+    /// Under TCG, QEMU's `-icount shift=0,sleep=off,align=off`: guest time advances 1 ns per
+    /// guest instruction, so every figure counts instructions (not with --kvm; boots are
+    /// slower: every virtual CPU runs on one host thread).
+    #[arg(long)]
+    icount: bool,
+    /// Boot each kernel this many times; each row is the median over the boots, with their
+    /// spread (default 3 with --icount, 1 otherwise).
+    #[arg(long, value_name = "N")]
+    boots: Option<usize>,
+    /// Print the report of an earlier run's result files (a `bench-overhead-KERNEL`
+    /// directory under the target's `vm` folder: one boot's files, or its `bootN` folders)
+    /// instead of booting.
     #[arg(long, value_name = "DIR")]
     pub from: Option<PathBuf>,
 }
@@ -81,28 +91,109 @@ const WORKLOADS: [(&str, u64, &str); 5] = [
 /// The worst figures over everything reported, for the last line.
 #[derive(Debug, Default)]
 struct Worst {
-    /// tracer/bpftrace ns per call, program, kernel, mode.
+    /// Whether the figures are instruction counts (`--icount`): the last line says so.
+    icount: bool,
+    /// tracer/bpftrace per call of one program, program, kernel, mode (rows of >= 50 calls).
     ratio: Option<(f64, String, String, String)>,
     /// ramfs ops/s traced/untraced.
     ramfs: Option<f64>,
+    /// tracer/bpftrace per call of one function's entry and exit together, function,
+    /// kernel, mode (functions of >= 100 calls).
+    function: Option<(f64, String, String, String)>,
+    /// The guest time of a workload under tracer (its default attach) over untraced, and
+    /// which workload on which kernel.
+    workload: Option<(f64, String)>,
+    /// The largest spread over the boots, in %, of the rows of >= 100 calls.
+    spread: Option<f64>,
+}
+
+/// Rows with fewer calls are left out of the last line's worst figures.
+const MIN_CALLS: u64 = 100;
+/// A row whose figures spread more than this (in %) over the boots is listed.
+const MAX_SPREAD: f64 = 2.0;
+
+/// `slot` becomes `(value, what())` where `value` is above what it holds.
+fn keep_max<T>(slot: &mut Option<(f64, T)>, value: f64, what: impl FnOnce() -> T) {
+    if slot.as_ref().is_none_or(|(w, _)| value > *w) {
+        *slot = Some((value, what()));
+    }
+}
+
+impl Worst {
+    fn program(&mut self, ratio: f64, calls: u64, point: &Point, kernel: &str, mode: &str) {
+        // Enough calls for a per-call figure to mean something.
+        if calls < 50 {
+            return;
+        }
+        let mut slot = self.ratio.take().map(|(r, p, k, m)| (r, (p, k, m)));
+        keep_max(&mut slot, ratio, || {
+            (point.show(), kernel.to_owned(), mode.to_owned())
+        });
+        self.ratio = slot.map(|(r, (p, k, m))| (r, p, k, m));
+    }
+
+    fn function(&mut self, ratio: f64, calls: u64, what: &str, kernel: &str, mode: &str) {
+        if calls < MIN_CALLS {
+            return;
+        }
+        let mut slot = self.function.take().map(|(r, p, k, m)| (r, (p, k, m)));
+        keep_max(&mut slot, ratio, || {
+            (what.to_owned(), kernel.to_owned(), mode.to_owned())
+        });
+        self.function = slot.map(|(r, (p, k, m))| (r, p, k, m));
+    }
+
+    fn spread(&mut self, spread: f64, calls: u64) {
+        if calls >= MIN_CALLS && self.spread.is_none_or(|s| spread > s) {
+            self.spread = Some(spread);
+        }
+    }
+}
+
+/// Refuse what cannot be run, before anything is set up or built.
+///
+/// # Errors
+/// `--icount` with `--kvm`, or `--boots 0`.
+pub fn check(args: &OverheadArgs) -> anyhow::Result<()> {
+    if args.icount && args.kvm {
+        anyhow::bail!(
+            "--icount with --kvm: QEMU counts guest instructions (-icount) only under TCG \
+             emulation, never under KVM; drop --kvm to count instructions, or --icount to time"
+        );
+    }
+    if args.boots == Some(0) {
+        anyhow::bail!("--boots 0: each kernel needs at least one boot");
+    }
+    Ok(())
 }
 
 /// Run the benchmark on each kernel asked for.
 pub fn run(args: &OverheadArgs, kernels: &Path, tracer: &Path) -> anyhow::Result<ExitCode> {
+    check(args)?;
     let modes = match args.attach.as_str() {
         "both" => "kprobe fentry",
         "kprobe" => "kprobe",
         "fentry" => "fentry",
         other => anyhow::bail!("--attach {other}: expected kprobe, fentry or both"),
     };
-    let mut worst = Worst::default();
+    let mut worst = Worst {
+        icount: args.icount,
+        ..Worst::default()
+    };
     if let Some(dir) = &args.from {
-        let files = files_in(dir)?;
+        let boots = saved_boots(dir)?;
         let name = dir.file_name().unwrap_or_default().to_string_lossy();
         let name = name.strip_prefix("bench-overhead-").unwrap_or(&name);
-        print!("{}", report(name, &files, &mut worst));
+        let boots: Vec<BootFigures> = boots.iter().map(read_boot).collect();
+        worst.icount |= boots.iter().any(|b| b.icount);
+        let (text, ok) = report(name, &boots, &mut worst);
+        print!("{text}");
         println!("{}", last_line(&worst));
-        return Ok(ExitCode::SUCCESS);
+        return Ok(if ok {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        });
     }
     let series: Vec<kernel::Series> = match args.kernel.as_str() {
         "all" => kernel::SERIES.to_vec(),
@@ -111,23 +202,49 @@ pub fn run(args: &OverheadArgs, kernels: &Path, tracer: &Path) -> anyhow::Result
                 .with_context(|| format!("--kernel {name}: expected {} or all", kernel::names()))?,
         ],
     };
+    let n = args.boots.unwrap_or(if args.icount { 3 } else { 1 }).max(1);
     let mut ok = true;
     for s in series {
         let kernel = kernel::resolve(s.name, kernels)?;
-        let (files, failure) = boot(args, modes, &kernel, tracer)?;
-        if let Some(why) = failure {
-            ok = false;
-            println!("bench overhead [{}]: FAILED: {why}", kernel.name);
-            if files.is_empty() {
-                continue;
-            }
-            // The guest sends each step's files as it goes: what a cut-short run measured.
+        let root = util::target_dir()
+            .join("vm")
+            .join(format!("bench-overhead-{}", kernel.name));
+        // An earlier run's files must not pass for this one's.
+        let _ = fs::remove_dir_all(&root);
+        let mut boots = Vec::new();
+        for i in 1..=n {
+            // One boot keeps today's folder; several, a folder each under it.
+            let dir = if n == 1 {
+                root.clone()
+            } else {
+                root.join(format!("boot{i}"))
+            };
+            let (files, failure, took) = boot(args, modes, &kernel, tracer, &dir)?;
             println!(
-                "bench overhead [{}]: what the run sent before that:",
-                kernel.name
+                "bench overhead [{}]: boot {i} of {n} took {:.0} s",
+                kernel.name,
+                took.as_secs_f64()
             );
+            if let Some(why) = failure {
+                ok = false;
+                println!("bench overhead [{}]: boot {i}: FAILED: {why}", kernel.name);
+                if files.is_empty() {
+                    continue;
+                }
+                // The guest sends each step's files as it goes: what a cut-short run measured.
+                println!(
+                    "bench overhead [{}]: boot {i}: what the run sent before that is reported",
+                    kernel.name
+                );
+            }
+            boots.push(read_boot(&files));
         }
-        print!("{}", report(&kernel.name, &files, &mut worst));
+        if boots.is_empty() {
+            continue;
+        }
+        let (text, fine) = report(&kernel.name, &boots, &mut worst);
+        ok &= fine;
+        print!("{text}");
     }
     println!("{}", last_line(&worst));
     Ok(if ok {
@@ -138,6 +255,9 @@ pub fn run(args: &OverheadArgs, kernels: &Path, tracer: &Path) -> anyhow::Result
 }
 
 fn last_line(worst: &Worst) -> String {
+    if worst.icount {
+        return last_line_icount(worst);
+    }
     let ratio = worst.ratio.as_ref().map_or_else(
         || "? (program ?, kernel ?, mode ?)".to_owned(),
         |(r, p, k, m)| format!("{r:.2} (program {p}, kernel {k}, mode {m})"),
@@ -147,6 +267,24 @@ fn last_line(worst: &Worst) -> String {
         .map_or_else(|| "?".to_owned(), |r| format!("{r:.2}"));
     format!(
         "overhead: worst tracer/bpftrace ns per call {ratio}; ramfs ops/s traced/untraced {ramfs}"
+    )
+}
+
+/// The last line under `--icount`.
+fn last_line_icount(worst: &Worst) -> String {
+    let function = worst.function.as_ref().map_or_else(
+        || "? (program ?, kernel ?, mode ?)".to_owned(),
+        |(r, p, k, m)| format!("{r:.2} (program {p}, kernel {k}, mode {m})"),
+    );
+    let workload = worst
+        .workload
+        .as_ref()
+        .map_or_else(|| "? (?)".to_owned(), |(r, w)| format!("{r:.2} ({w})"));
+    let spread = worst
+        .spread
+        .map_or_else(|| "?".to_owned(), |s| format!("{s:.2}"));
+    format!(
+        "overhead: worst tracer/bpftrace instructions per call {function}; worst workload traced/untraced {workload}; rows reproducible within {spread}%"
     )
 }
 
@@ -162,19 +300,34 @@ fn files_in(dir: &Path) -> anyhow::Result<BTreeMap<String, PathBuf>> {
     Ok(out)
 }
 
-/// One boot: the result files, and why the boot failed if it did (its files then are those
-/// the guest sent before).
+/// A saved run of one kernel: its `bootN` folders in order, or the folder itself when it
+/// holds one boot's files.
+fn saved_boots(dir: &Path) -> anyhow::Result<Vec<BTreeMap<String, PathBuf>>> {
+    let top = files_in(dir)?;
+    let mut boots: Vec<(u32, &PathBuf)> = top
+        .iter()
+        .filter(|(_, p)| p.is_dir())
+        .filter_map(|(name, p)| Some((name.strip_prefix("boot")?.parse().ok()?, p)))
+        .collect();
+    if boots.is_empty() {
+        return Ok(vec![top]);
+    }
+    boots.sort_unstable();
+    boots.into_iter().map(|(_, p)| files_in(p)).collect()
+}
+
+/// Written by the host beside each boot's result files: `icount yes|no`, `seconds S`.
+const HOST_FILE: &str = "bench.host";
+
+/// One boot: the result files, why the boot failed if it did (its files then are those
+/// the guest sent before), and how long it took.
 fn boot(
     args: &OverheadArgs,
     modes: &str,
     kernel: &Kernel,
     tracer: &Path,
-) -> anyhow::Result<(BTreeMap<String, PathBuf>, Option<String>)> {
-    let out_dir = util::target_dir()
-        .join("vm")
-        .join(format!("bench-overhead-{}", kernel.name));
-    // An earlier run's files must not pass for this one's.
-    let _ = fs::remove_dir_all(&out_dir);
+    out_dir: &Path,
+) -> anyhow::Result<(BTreeMap<String, PathBuf>, Option<String>, Duration)> {
     let mut files = vec![(
         "/overhead.sh".to_owned(),
         0o644,
@@ -196,13 +349,26 @@ fn boot(
         files,
         timeout: Duration::from_secs(args.timeout),
         kvm: args.kvm,
+        icount: args.icount,
         interactive: false,
         forward: None,
-        out_dir: out_dir.clone(),
+        out_dir: out_dir.to_owned(),
     };
     let outcome = vm::boot(&spec)?;
-    // The files are kept where `--from` can read them again.
-    Ok((outcome.files.into_iter().collect(), outcome.failure))
+    // The files are kept where `--from` can read them again, with how they were made.
+    let host = out_dir.join(HOST_FILE);
+    fs::write(
+        &host,
+        format!(
+            "icount {}\nseconds {:.1}\n",
+            if args.icount { "yes" } else { "no" },
+            outcome.total.as_secs_f64()
+        ),
+    )
+    .with_context(|| format!("writing {}", host.display()))?;
+    let mut files: BTreeMap<String, PathBuf> = outcome.files.into_iter().collect();
+    files.insert(HOST_FILE.to_owned(), host);
+    Ok((files, outcome.failure, outcome.total))
 }
 
 /// One program's statistics at one instant.
@@ -486,33 +652,122 @@ fn per_call(r: Run) -> Option<f64> {
     (r.calls > 0).then(|| r.ns as f64 / r.calls as f64)
 }
 
-/// The report of one kernel's boot.
+/// The tools of a row, in the order of its columns: tracer, the bpftrace peer doing the
+/// same job, bpftrace's bare `count()`, the empty program (the floor).
+const TOOLS: [&str; 4] = ["tracer", "peer", "count", "floor"];
+
+/// One row of one boot: the calls (all runs) and each tool's per-call median over the runs.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Row {
+    calls: u64,
+    per_call: [Option<f64>; 4],
+}
+
+/// One attach mode's figures in one boot.
+#[derive(Debug, Default)]
+struct ModeFigures {
+    notes: Vec<String>,
+    /// Measured runs per workload.
+    runs: usize,
+    /// Workload (index into [`WORKLOADS`]) -> attach point -> row; a workload with no row
+    /// had no tracer program run.
+    rows: BTreeMap<usize, BTreeMap<Point, Row>>,
+}
+
+/// One boot's figures, read from its result files.
+#[derive(Debug, Default)]
+struct BootFigures {
+    /// Kernel release and tool versions.
+    header: String,
+    /// The guest's clocksource and what its kernel said of the TSC.
+    clocksource: String,
+    icount: bool,
+    /// The boot's wall time on the host.
+    seconds: Option<f64>,
+    notes: Vec<String>,
+    modes: BTreeMap<&'static str, ModeFigures>,
+    /// (workload, row: `none`, `tracer-MODE`, `bpftrace-MODE`) -> median guest µs per run.
+    spans: BTreeMap<(String, String), f64>,
+}
+
+/// Why a kernel's figures are not instruction counts, if they are not: the guest's
+/// clocksource (the first line of its `clocksource` file) must be the TSC.
+fn clocksource_problem(text: &str) -> Option<String> {
+    match text.lines().next().map(str::trim) {
+        Some("tsc") => None,
+        Some(other) if !other.is_empty() => Some(format!("the clocksource is {other}, not tsc")),
+        _ => Some("the guest recorded no clocksource".to_owned()),
+    }
+}
+
+/// (max - min) / median, in %, of one figure over the boots; none with fewer than two.
+fn spread(values: &[f64]) -> Option<f64> {
+    if values.len() < 2 {
+        return None;
+    }
+    let s = stats_of(values.to_vec())?;
+    (s.median > 0.0).then(|| (s.max - s.min) / s.median * 100.0)
+}
+
+/// One figure over the boots: its median and spread.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Fig {
+    median: Option<f64>,
+    spread: Option<f64>,
+}
+
+impl Fig {
+    fn of(values: &[Option<f64>]) -> Fig {
+        let v: Vec<f64> = values.iter().flatten().copied().collect();
+        Fig {
+            median: stats_of(v.clone()).map(|s| s.median),
+            spread: spread(&v),
+        }
+    }
+}
+
+/// The largest of some spreads.
+fn max_spread(figs: &[Fig]) -> Option<f64> {
+    figs.iter()
+        .filter_map(|f| f.spread)
+        .fold(None, |m, s| Some(m.map_or(s, |m: f64| m.max(s))))
+}
+
+fn show_spread(s: Option<f64>) -> String {
+    s.map_or_else(|| "-".to_owned(), |s| format!("{s:.2}%"))
+}
+
+/// Read one boot's result files.
 #[expect(
     clippy::too_many_lines,
-    reason = "one table after another, in the order printed"
+    reason = "one mode after another, in the order the guest measured them"
 )]
-fn report(kernel: &str, files: &BTreeMap<String, PathBuf>, worst: &mut Worst) -> String {
+fn read_boot(files: &BTreeMap<String, PathBuf>) -> BootFigures {
     let read = |name: &str| {
         files
             .get(name)
             .and_then(|p| fs::read_to_string(p).ok())
             .unwrap_or_default()
     };
-    let mut out = String::new();
-    let release = read("uname");
-    let versions = read("versions");
-    let _ = writeln!(
-        out,
-        "==== bench overhead [{kernel}] kernel {}; {} ====",
-        release.trim(),
-        versions.lines().collect::<Vec<_>>().join(", ")
-    );
-    let setup = read("setup.log");
-    for line in setup
+    let host = read(HOST_FILE);
+    let mut boot = BootFigures {
+        header: format!(
+            "kernel {}; {}",
+            read("uname").trim(),
+            read("versions").lines().collect::<Vec<_>>().join(", ")
+        ),
+        clocksource: read("clocksource"),
+        icount: host.lines().any(|l| l == "icount yes"),
+        seconds: host
+            .lines()
+            .find_map(|l| l.strip_prefix("seconds ")?.parse().ok()),
+        ..BootFigures::default()
+    };
+    for line in read("setup.log")
         .lines()
         .filter(|l| l.contains("failed") || l.contains("absent"))
     {
-        let _ = writeln!(out, "note: {line}");
+        boot.notes.push(line.to_owned());
     }
     let funcs = read("funcs");
     let btf = btf_funcs(&funcs);
@@ -524,17 +779,13 @@ fn report(kernel: &str, files: &BTreeMap<String, PathBuf>, worst: &mut Worst) ->
         .split_whitespace()
         .map(str::to_owned)
         .collect();
-    let marks = parse_marks(&read("trace"));
-    let rates = rates(&marks);
+    boot.spans = spans(&parse_marks(&read("trace")));
     for mode in ["kprobe", "fentry"] {
         let base = read(&format!("ids.{mode}.base.json"));
         if base.is_empty() {
             continue;
         }
-        let _ = writeln!(
-            out,
-            "-- attach {mode}: ns per call from the kernel's run-time statistics, all tools attached at once on the same calls"
-        );
+        let mut figures = ModeFigures::default();
         let tracer_err = read(&format!("tracer.{mode}.err"));
         if !tracer_err.contains("exit 0") {
             let last = tracer_err
@@ -542,13 +793,14 @@ fn report(kernel: &str, files: &BTreeMap<String, PathBuf>, worst: &mut Worst) ->
                 .rev()
                 .find(|l| !l.trim().is_empty())
                 .unwrap_or("");
-            let _ = writeln!(out, "note: tracer capture --attach {mode} failed: {last}");
+            figures
+                .notes
+                .push(format!("tracer capture --attach {mode} failed: {last}"));
         }
         for failed in failed_measures(&read(&format!("measure.{mode}.rc"))) {
-            let _ = writeln!(
-                out,
-                "note: measured {failed}: its calls are in the rows, but the workload did not complete"
-            );
+            figures.notes.push(format!(
+                "measured {failed}: its calls are in the rows, but the workload did not complete"
+            ));
         }
         // Each tool's program ids: those that appeared when it started.
         let ids = |name: &str| -> BTreeSet<u64> {
@@ -562,14 +814,13 @@ fn report(kernel: &str, files: &BTreeMap<String, PathBuf>, worst: &mut Worst) ->
             let now = ids(role);
             if now.len() == seen.len() {
                 let why = read(&format!("{role}.{mode}.out"));
-                let _ = writeln!(
-                    out,
-                    "note: bpftrace {role} did not start: {}",
+                figures.notes.push(format!(
+                    "bpftrace {role} did not start: {}",
                     why.lines()
                         .find(|l| l.contains("ERROR"))
                         .or_else(|| why.lines().rev().find(|l| !l.trim().is_empty()))
                         .unwrap_or("?")
-                );
+                ));
             }
             roles.insert(role, now.difference(&seen).copied().collect());
             seen = now;
@@ -625,7 +876,7 @@ fn report(kernel: &str, files: &BTreeMap<String, PathBuf>, worst: &mut Worst) ->
             }
             costs
         };
-        for (workload, ops, what) in WORKLOADS {
+        for (w, (workload, _, _)) in WORKLOADS.iter().enumerate() {
             // Statistics before the first run of the workload and after each (one run in
             // the results of earlier versions of this benchmark).
             let readings: Vec<_> = (0..=1000)
@@ -636,36 +887,251 @@ fn report(kernel: &str, files: &BTreeMap<String, PathBuf>, worst: &mut Worst) ->
                 continue;
             }
             let passes: Vec<_> = readings.windows(2).map(|w| between(&w[0], &w[1])).collect();
+            figures.runs = passes.len();
             let costs = Pass::median(&passes);
-            let rate = |row: &str| rates.get(&(workload.to_owned(), row.to_owned())).copied();
-            let untraced = rate("none");
-            let traced = rate(&format!("tracer-{mode}"));
-            let peer = rate(&format!("bpftrace-{mode}"));
-            let show_rate =
-                |r: Option<f64>| r.map_or_else(|| "?".to_owned(), |r| format!("{r:.0}"));
-            let show_ratio = |r: Option<f64>| match (r, untraced) {
-                (Some(r), Some(u)) => format!(" ({:.2}x)", r / u),
-                _ => String::new(),
+            let rows = figures.rows.entry(w).or_default();
+            let Some(mine) = costs.get("tracer") else {
+                continue;
             };
-            let _ = writeln!(
-                out,
-                "{workload}: {what}; ops/s untraced {}, tracer {}{}, bpftrace peer {}{}",
-                show_rate(untraced),
-                show_rate(traced),
-                show_ratio(traced),
-                show_rate(peer),
-                show_ratio(peer)
-            );
-            if workload == "ramfs"
-                && let (Some(t), Some(u)) = (traced, untraced)
-            {
-                let r = t / u;
-                worst.ramfs = Some(worst.ramfs.map_or(r, |w: f64| w.min(r)));
+            for (point, run) in mine {
+                if run.calls == 0 {
+                    continue;
+                }
+                let per_call = TOOLS.map(|tool| {
+                    if tool == "tracer" {
+                        run.ns
+                    } else {
+                        costs
+                            .get(tool)
+                            .and_then(|c| c.get(point))
+                            .and_then(|r| r.ns)
+                    }
+                });
+                rows.insert(
+                    point.clone(),
+                    Row {
+                        calls: run.calls,
+                        per_call,
+                    },
+                );
             }
-            let _ = ops;
+        }
+        boot.modes.insert(mode, figures);
+    }
+    boot
+}
+
+/// A ratio of two figures, where both are known and the second is above 0.
+fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+        _ => None,
+    }
+}
+
+/// One function's entry and exit rows of one boot together: calls (the entry's) and the
+/// tracer's and the peer's figures summed, where both rows have them.
+fn together(entry: &Row, exit: &Row) -> (u64, [Option<f64>; 2]) {
+    let sum = |i: usize| Some(entry.per_call[i]? + exit.per_call[i]?);
+    (entry.calls, [sum(0), sum(1)])
+}
+
+/// The report of one kernel's boots, and whether its figures are what they claim to be.
+#[expect(
+    clippy::too_many_lines,
+    reason = "one table after another, in the order printed"
+)]
+fn report(kernel: &str, boots: &[BootFigures], worst: &mut Worst) -> (String, bool) {
+    let mut out = String::new();
+    let boots_n = boots.len();
+    let icount = boots.iter().any(|b| b.icount);
+    let _ = writeln!(
+        out,
+        "==== bench overhead [{kernel}] {}{} ====",
+        boots.first().map_or("", |b| b.header.as_str()),
+        if icount { "; under QEMU -icount" } else { "" }
+    );
+    // The clocksource decides whether guest time counts instructions.
+    let mut exact = true;
+    for (i, b) in boots.iter().enumerate() {
+        if !icount {
+            break;
+        }
+        if let Some(why) = clocksource_problem(&b.clocksource) {
+            exact = false;
             let _ = writeln!(
                 out,
-                "  {:<32} {:>7} {:>9} {:>9} {:>6} {:>9} {:>9} {:>7}   ({} runs)",
+                "!!!! bench overhead [{kernel}] boot {}: {why}: this kernel's figures are NOT instruction counts (the run fails) !!!!",
+                i + 1
+            );
+            for line in b.clocksource.lines().skip(1) {
+                let _ = writeln!(out, "!!!!   {line}");
+            }
+        }
+    }
+    if icount && exact {
+        let tsc = boots
+            .first()
+            .and_then(|b| b.clocksource.lines().rev().find(|l| l.contains("MHz")))
+            .unwrap_or("");
+        let _ = writeln!(
+            out,
+            "clocksource tsc in every boot: figures are guest instructions (1 ns of guest time = 1 instruction) {}",
+            tsc.trim()
+        );
+    }
+    let unit = if !icount {
+        "ns"
+    } else if exact {
+        "instr"
+    } else {
+        "ns (not instr)"
+    };
+    let secs: Vec<String> = boots
+        .iter()
+        .map(|b| {
+            b.seconds
+                .map_or_else(|| "?".to_owned(), |s| format!("{s:.0} s"))
+        })
+        .collect();
+    let total: f64 = boots.iter().filter_map(|b| b.seconds).sum();
+    let _ = writeln!(
+        out,
+        "time: {boots_n} boot{} ({}), {total:.0} s in all",
+        if boots_n == 1 { "" } else { "s" },
+        secs.join(", ")
+    );
+    let mut notes = BTreeSet::new();
+    for b in boots {
+        for note in &b.notes {
+            if notes.insert(note.clone()) {
+                let _ = writeln!(out, "note: {note}");
+            }
+        }
+    }
+    let mut spread_rows: Vec<String> = Vec::new();
+    for mode in ["kprobe", "fentry"] {
+        let of_mode: Vec<&ModeFigures> = boots.iter().filter_map(|b| b.modes.get(mode)).collect();
+        if of_mode.is_empty() {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "-- attach {mode}: {unit} per call from the kernel's run-time statistics{}, all tools attached at once on the same calls{}",
+            if icount {
+                " (run_time_ns/run_cnt under icount)"
+            } else {
+                ""
+            },
+            if boots_n > 1 {
+                format!("; median of {boots_n} boots, spread = (max-min)/median over the boots")
+            } else {
+                String::new()
+            }
+        );
+        for m in &of_mode {
+            for note in &m.notes {
+                if notes.insert(format!("{mode} {note}")) {
+                    let _ = writeln!(out, "note: {note}");
+                }
+            }
+        }
+        let runs = of_mode.iter().map(|m| m.runs).max().unwrap_or(0);
+        for (w, (workload, ops, what)) in WORKLOADS.iter().enumerate() {
+            if !of_mode.iter().any(|m| m.rows.contains_key(&w)) {
+                continue;
+            }
+            // The workload's guest time per run, under each tool, over the boots.
+            let span = |row: &str| -> Vec<Option<f64>> {
+                boots
+                    .iter()
+                    .map(|b| {
+                        b.spans
+                            .get(&((*workload).to_owned(), row.to_owned()))
+                            .copied()
+                    })
+                    .collect()
+            };
+            let untraced = span("none");
+            let traced = span(&format!("tracer-{mode}"));
+            let peer = span(&format!("bpftrace-{mode}"));
+            let (u_fig, t_fig, p_fig) = (Fig::of(&untraced), Fig::of(&traced), Fig::of(&peer));
+            // Per boot, then the median: traced/untraced guest time.
+            let per_boot = |x: &[Option<f64>]| -> Fig {
+                Fig::of(
+                    &x.iter()
+                        .zip(&untraced)
+                        .map(|(x, u)| ratio(*x, *u))
+                        .collect::<Vec<_>>(),
+                )
+            };
+            let (tr, pr) = (per_boot(&traced), per_boot(&peer));
+            if icount {
+                let show = |f: Fig| {
+                    f.median
+                        .map_or_else(|| "?".to_owned(), |us| format!("{:.2}M", us / 1e3))
+                };
+                let show_ratio =
+                    |f: Fig| f.median.map_or_else(String::new, |r| format!(" ({r:.3}x)"));
+                let _ = writeln!(
+                    out,
+                    "{workload}: {what}; guest {unit} per run untraced {}, tracer {}{}, bpftrace peer {}{}; spread {}",
+                    show(u_fig),
+                    show(t_fig),
+                    show_ratio(tr),
+                    show(p_fig),
+                    show_ratio(pr),
+                    show_spread(max_spread(&[u_fig, t_fig, p_fig]))
+                );
+                if let Some(s) = max_spread(&[u_fig, t_fig, p_fig])
+                    && s > MAX_SPREAD
+                {
+                    spread_rows.push(format!("{mode} {workload} guest time per run: {s:.2}%"));
+                }
+            } else {
+                #[expect(clippy::cast_precision_loss, reason = "a rate for display")]
+                let rate = |f: Fig| f.median.map(|us| *ops as f64 * 1e6 / us);
+                let show_rate =
+                    |r: Option<f64>| r.map_or_else(|| "?".to_owned(), |r| format!("{r:.0}"));
+                let show_ratio = |r: Option<f64>| match (r, rate(u_fig)) {
+                    (Some(r), Some(base)) => format!(" ({:.2}x)", r / base),
+                    _ => String::new(),
+                };
+                let _ = writeln!(
+                    out,
+                    "{workload}: {what}; ops/s untraced {}, tracer {}{}, bpftrace peer {}{}",
+                    show_rate(rate(u_fig)),
+                    show_rate(rate(t_fig)),
+                    show_ratio(rate(t_fig)),
+                    show_rate(rate(p_fig)),
+                    show_ratio(rate(p_fig))
+                );
+                if *workload == "ramfs"
+                    && let (Some(traced), Some(untraced)) = (rate(t_fig), rate(u_fig))
+                {
+                    let ramfs = traced / untraced;
+                    worst.ramfs = Some(worst.ramfs.map_or(ramfs, |w: f64| w.min(ramfs)));
+                }
+            }
+            // The worst workload under tracer as it attaches by default: fentry where the
+            // run measured it.
+            let default_mode = if boots.iter().any(|b| b.modes.contains_key("fentry")) {
+                "fentry"
+            } else {
+                "kprobe"
+            };
+            if icount
+                && exact
+                && mode == default_mode
+                && let Some(r) = tr.median
+            {
+                let mut slot = worst.workload.take();
+                keep_max(&mut slot, r, || format!("{workload} on {kernel}"));
+                worst.workload = slot;
+            }
+            let _ = writeln!(
+                out,
+                "  {:<32} {:>7} {:>9} {:>9} {:>6} {:>9} {:>9} {:>7} {:>7}   ({runs} runs{})",
                 "program",
                 "calls",
                 "tracer",
@@ -674,65 +1140,188 @@ fn report(kernel: &str, files: &BTreeMap<String, PathBuf>, worst: &mut Worst) ->
                 "count()",
                 "floor",
                 "x floor",
-                passes.len()
+                "spread",
+                if boots_n > 1 {
+                    format!(" x {boots_n} boots")
+                } else {
+                    String::new()
+                }
             );
-            let Some(mine) = costs.get("tracer") else {
+            let rows: Vec<Option<&BTreeMap<Point, Row>>> = boots
+                .iter()
+                .map(|b| b.modes.get(mode).and_then(|m| m.rows.get(&w)))
+                .collect();
+            let points: BTreeSet<&Point> = rows.iter().flatten().flat_map(|r| r.keys()).collect();
+            if points.is_empty() {
                 let _ = writeln!(out, "  (no tracer program ran)");
                 continue;
-            };
-            for (point, run) in mine {
-                if run.calls == 0 {
-                    continue;
-                }
-                let other = |role: &str| {
-                    costs
-                        .get(role)
-                        .and_then(|c| c.get(point))
-                        .and_then(|r| r.ns)
-                };
-                let t = run.ns;
-                let (p, c, f) = (other("peer"), other("count"), other("floor"));
-                let ns = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.0}"));
-                let ratio = match (t, p) {
-                    (Some(t), Some(p)) if p > 0.0 => Some(t / p),
-                    _ => None,
-                };
-                let floor = match (t, f) {
-                    (Some(t), Some(f)) if f > 0.0 => Some(t / f),
-                    _ => None,
-                };
-                // Enough calls for a per-call figure to mean something.
-                if let Some(r) = ratio
-                    && run.calls >= 50
-                    && worst.ratio.as_ref().is_none_or(|w| r > w.0)
+            }
+            let digits = usize::from(icount);
+            let fig =
+                |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.digits$}"));
+            for point in &points {
+                let of_boots: Vec<Option<&Row>> =
+                    rows.iter().map(|r| r.and_then(|r| r.get(*point))).collect();
+                let calls = stats_of(
+                    of_boots
+                        .iter()
+                        .flatten()
+                        .map(|r| {
+                            #[expect(clippy::cast_precision_loss, reason = "a count for display")]
+                            let calls = r.calls as f64;
+                            calls
+                        })
+                        .collect(),
+                )
+                .map_or(0.0, |s| s.median);
+                #[expect(
+                    clippy::cast_possible_truncation,
+                    clippy::cast_sign_loss,
+                    reason = "a median of counts"
+                )]
+                let calls = calls.round() as u64;
+                let figs: [Fig; 4] = std::array::from_fn(|i| {
+                    Fig::of(
+                        &of_boots
+                            .iter()
+                            .map(|r| r.and_then(|r| r.per_call[i]))
+                            .collect::<Vec<_>>(),
+                    )
+                });
+                let [mine, peer, count, floor] = figs.map(|f| f.median);
+                let r = ratio(mine, peer);
+                let row_spread = max_spread(&figs);
+                if let Some(r) = r
+                    && (!icount || exact)
                 {
-                    worst.ratio = Some((r, point.show(), kernel.to_owned(), mode.to_owned()));
+                    worst.program(r, calls, point, kernel, mode);
+                }
+                if let Some(s) = row_spread
+                    && (!icount || exact)
+                {
+                    worst.spread(s, calls);
+                    if s > MAX_SPREAD {
+                        spread_rows.push(format!(
+                            "{mode} {workload} {} ({calls} calls): {s:.2}%",
+                            point.show()
+                        ));
+                    }
                 }
                 let _ = writeln!(
                     out,
-                    "  {:<32} {:>7} {:>9} {:>9} {:>6} {:>9} {:>9} {:>7}",
+                    "  {:<32} {:>7} {:>9} {:>9} {:>6} {:>9} {:>9} {:>7} {:>7}",
                     point.show(),
-                    run.calls,
-                    ns(t),
-                    ns(p),
-                    ratio.map_or_else(|| "-".to_owned(), |r| format!("{r:.2}")),
-                    ns(c),
-                    ns(f),
-                    floor.map_or_else(|| "-".to_owned(), |r| format!("{r:.1}"))
+                    calls,
+                    fig(mine),
+                    fig(peer),
+                    r.map_or_else(|| "-".to_owned(), |r| format!("{r:.2}")),
+                    fig(count),
+                    fig(floor),
+                    ratio(mine, floor).map_or_else(|| "-".to_owned(), |r| format!("{r:.1}")),
+                    show_spread(row_spread)
+                );
+            }
+            // Each function's entry and exit together: what one traced call costs.
+            let _ = writeln!(
+                out,
+                "  {:<32} {:>7} {:>9} {:>9} {:>6} {:>27} {:>7}",
+                "entry+exit together", "calls", "tracer", "bpftrace", "ratio", "", "spread"
+            );
+            let targets: BTreeSet<&str> = points.iter().map(|p| p.target.as_str()).collect();
+            for target in targets {
+                let side = |exit: bool| Point {
+                    target: target.to_owned(),
+                    exit,
+                };
+                let (entry, exit) = (side(false), side(true));
+                let per_boot: Vec<Option<(u64, [Option<f64>; 2])>> = rows
+                    .iter()
+                    .map(|boot_rows| {
+                        let boot = (*boot_rows)?;
+                        Some(together(boot.get(&entry)?, boot.get(&exit)?))
+                    })
+                    .collect();
+                if per_boot.iter().all(Option::is_none) {
+                    continue;
+                }
+                let calls = per_boot
+                    .iter()
+                    .flatten()
+                    .map(|(c, _)| *c)
+                    .min()
+                    .unwrap_or(0);
+                let figs: [Fig; 2] = std::array::from_fn(|i| {
+                    Fig::of(
+                        &per_boot
+                            .iter()
+                            .map(|b| b.and_then(|(_, v)| v[i]))
+                            .collect::<Vec<_>>(),
+                    )
+                });
+                let r = ratio(figs[0].median, figs[1].median);
+                if let Some(r) = r
+                    && icount
+                    && exact
+                {
+                    worst.function(
+                        r,
+                        calls,
+                        &format!("{target} entry+exit in {workload}"),
+                        kernel,
+                        mode,
+                    );
+                }
+                let _ = writeln!(
+                    out,
+                    "  {:<32} {:>7} {:>9} {:>9} {:>6} {:>27} {:>7}",
+                    target,
+                    calls,
+                    fig(figs[0].median),
+                    fig(figs[1].median),
+                    r.map_or_else(|| "-".to_owned(), |r| format!("{r:.2}")),
+                    "",
+                    show_spread(max_spread(&figs))
                 );
             }
         }
     }
     let _ = writeln!(
         out,
-        "columns: ns per call of tracer's program, of the bpftrace peer doing the same job (start times by thread, hist() per cgroup and probe, d_delete outcomes), of bpftrace's bare count(), of an empty program on the same point, each the median of its runs (calls: all runs); ratio = tracer/bpftrace; ops/s = median of the timed runs"
+        "columns: {unit} per call of tracer's program, of the bpftrace peer doing the same job (start times by thread, hist() per cgroup and probe, d_delete outcomes), of bpftrace's bare count(), of an empty program on the same point, each the median of its runs{} (calls: all runs); ratio = tracer/bpftrace; spread = the largest (max-min)/median over the boots of the row's figures; {}",
+        if boots_n > 1 {
+            " then of the boots"
+        } else {
+            ""
+        },
+        if icount {
+            "guest time per run = median of the timed runs, traced/untraced its ratio"
+        } else {
+            "ops/s = median of the timed runs"
+        }
     );
-    out
+    if boots_n > 1 {
+        if spread_rows.is_empty() {
+            let _ = writeln!(
+                out,
+                "rows whose figures spread above {MAX_SPREAD}% over the boots: none"
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "rows whose figures spread above {MAX_SPREAD}% over the boots ({}):",
+                spread_rows.len()
+            );
+            for r in &spread_rows {
+                let _ = writeln!(out, "  {r}");
+            }
+        }
+    }
+    (out, exact)
 }
 
-/// Median ops/s per (workload, row), from the `w0`/`w1` marks of each run (run 0 and runs
-/// marked `failed` left out).
-fn rates(marks: &[Mark]) -> BTreeMap<(String, String), f64> {
+/// Median guest time per run in µs, per (workload, row), from the `w0`/`w1` marks of each
+/// run (run 0 and runs marked `failed` left out).
+fn spans(marks: &[Mark]) -> BTreeMap<(String, String), f64> {
     let failed: BTreeSet<(&str, u32)> = marks
         .iter()
         .filter(|m| m.what == "failed")
@@ -742,32 +1331,29 @@ fn rates(marks: &[Mark]) -> BTreeMap<(String, String), f64> {
     for m in marks.iter().filter(|m| m.what == "w0") {
         starts.insert((m.row.as_str(), m.run), m.at_us);
     }
-    let mut spans: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
+    let mut all: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
     for m in marks.iter().filter(|m| m.what == "w1" && m.run > 0) {
         if failed.contains(&(m.row.as_str(), m.run)) {
             continue;
         }
         if let Some(s) = starts.get(&(m.row.as_str(), m.run)) {
-            spans
-                .entry(m.row.as_str())
+            all.entry(m.row.as_str())
                 .or_default()
                 .push(m.at_us.saturating_sub(*s));
         }
     }
     let mut out = BTreeMap::new();
-    for (row, us) in spans {
+    for (row, us) in all {
         let Some((workload, tool)) = row.split_once('.') else {
             continue;
         };
-        let Some(ops) = WORKLOADS.iter().find(|w| w.0 == workload).map(|w| w.1) else {
+        if !WORKLOADS.iter().any(|w| w.0 == workload) {
             continue;
-        };
+        }
         if let Some(s) = stats(&us)
             && s.median > 0.0
         {
-            #[expect(clippy::cast_precision_loss, reason = "a rate for display")]
-            let rate = ops as f64 * 1e6 / s.median;
-            out.insert((workload.to_owned(), tool.to_owned()), rate);
+            out.insert((workload.to_owned(), tool.to_owned()), s.median);
         }
     }
     out
@@ -823,7 +1409,7 @@ mod tests {
     }
 
     #[test]
-    fn rates_are_medians_of_the_timed_runs() {
+    fn guest_times_are_medians_of_the_timed_runs() {
         let trace = "\
  sh-1 [000] ..... 1.000000: tracing_mark_write: w0 rmdir.none 0
  sh-1 [000] ..... 9.000000: tracing_mark_write: w1 rmdir.none 0
@@ -833,13 +1419,10 @@ mod tests {
  sh-1 [000] ..... 24.000000: tracing_mark_write: w1 rmdir.tracer-kprobe 1
  sh-1 [000] ..... 25.000000: tracing_mark_write: failed rmdir.tracer-kprobe 2
 ";
-        let r = rates(&parse_marks(trace));
-        // 2,000 pairs in 1 s (the 8 s warm-up left out), then in 4 s.
-        assert_eq!(r.get(&("rmdir".into(), "none".into())), Some(&2000.0));
-        assert_eq!(
-            r.get(&("rmdir".into(), "tracer-kprobe".into())),
-            Some(&500.0)
-        );
+        let s = spans(&parse_marks(trace));
+        // 1 s (the 8 s warm-up left out), then 4 s.
+        assert_eq!(s.get(&("rmdir".into(), "none".into())), Some(&1e6));
+        assert_eq!(s.get(&("rmdir".into(), "tracer-kprobe".into())), Some(&4e6));
     }
 
     #[test]
@@ -897,5 +1480,189 @@ mod tests {
             pass("peer", 300_000, 100),
         ];
         assert_eq!(Pass::median(&passes)["peer"][&point].ns, Some(2_000.0));
+    }
+
+    #[test]
+    fn spread_is_max_minus_min_over_the_median_in_percent() {
+        assert_eq!(spread(&[828.5]), None);
+        let s = spread(&[826.9, 828.5, 839.1]).unwrap();
+        assert!((s - (839.1 - 826.9) / 828.5 * 100.0).abs() < 1e-9, "{s}");
+        assert_eq!(spread(&[0.0, 0.0]), None);
+        let f = Fig::of(&[Some(100.0), None, Some(102.0)]);
+        assert_eq!(f.median, Some(101.0));
+        assert!((f.spread.unwrap() - 2.0 / 101.0 * 100.0).abs() < 1e-9);
+        assert_eq!(max_spread(&[f, Fig::default()]), f.spread);
+        assert_eq!(max_spread(&[Fig::default()]), None);
+    }
+
+    #[test]
+    fn the_clocksource_must_be_the_tsc() {
+        assert_eq!(
+            clocksource_problem("tsc\n[0.0] tsc: Detected 1000.000 MHz processor\n"),
+            None
+        );
+        assert_eq!(
+            clocksource_problem("hpet\n").as_deref(),
+            Some("the clocksource is hpet, not tsc")
+        );
+        assert_eq!(
+            clocksource_problem("").as_deref(),
+            Some("the guest recorded no clocksource")
+        );
+    }
+
+    #[test]
+    fn the_worst_is_the_largest_over_rows_of_enough_calls() {
+        let mut w = Worst::default();
+        w.function(
+            1.5,
+            99,
+            "namespace_unlock entry+exit in umount",
+            "6.12",
+            "fentry",
+        );
+        assert!(w.function.is_none(), "a row of 99 calls is left out");
+        w.function(0.8, 2000, "vfs_rmdir entry+exit in rmdir", "6.12", "fentry");
+        w.function(1.1, 600, "d_delete entry+exit in ramfs", "7.3", "kprobe");
+        w.function(0.9, 6000, "d_delete entry+exit in unlink", "6.12", "fentry");
+        let worst = w.function.clone().unwrap();
+        assert_eq!(
+            worst,
+            (
+                1.1,
+                "d_delete entry+exit in ramfs".to_owned(),
+                "7.3".to_owned(),
+                "kprobe".to_owned()
+            )
+        );
+        w.spread(9.0, 10);
+        w.spread(0.4, 100);
+        w.spread(0.2, 5000);
+        assert_eq!(w.spread, Some(0.4));
+        let point = Point {
+            target: "vfs_rmdir".to_owned(),
+            exit: false,
+        };
+        w.program(3.0, 49, &point, "6.1", "kprobe");
+        w.program(0.7, 50, &point, "6.1", "kprobe");
+        assert_eq!(w.ratio.as_ref().map(|r| r.0), Some(0.7));
+    }
+
+    #[test]
+    fn the_last_line_under_icount() {
+        let mut w = Worst {
+            icount: true,
+            ..Worst::default()
+        };
+        assert_eq!(
+            last_line(&w),
+            "overhead: worst tracer/bpftrace instructions per call ? (program ?, kernel ?, mode ?); worst workload traced/untraced ? (?); rows reproducible within ?%"
+        );
+        w.function = Some((
+            0.8765,
+            "vfs_rmdir entry+exit in rmdir".to_owned(),
+            "6.12".to_owned(),
+            "fentry".to_owned(),
+        ));
+        w.workload = Some((1.2345, "unlink on 6.12".to_owned()));
+        w.spread = Some(0.126);
+        assert_eq!(
+            last_line(&w),
+            "overhead: worst tracer/bpftrace instructions per call 0.88 (program vfs_rmdir entry+exit in rmdir, kernel 6.12, mode fentry); worst workload traced/untraced 1.23 (unlink on 6.12); rows reproducible within 0.13%"
+        );
+        // Without --icount, today's line.
+        w.icount = false;
+        assert!(last_line(&w).starts_with("overhead: worst tracer/bpftrace ns per call ?"));
+    }
+
+    #[test]
+    fn icount_is_refused_with_kvm() {
+        let args = |icount, kvm, boots| OverheadArgs {
+            kernel: "6.12".to_owned(),
+            attach: "fentry".to_owned(),
+            runs: 1,
+            timeout: 60,
+            kvm,
+            icount,
+            boots,
+            from: None,
+        };
+        let err = check(&args(true, true, None)).unwrap_err().to_string();
+        assert!(err.contains("--icount with --kvm"), "{err}");
+        assert!(check(&args(true, false, Some(3))).is_ok());
+        assert!(check(&args(false, true, None)).is_ok());
+        assert!(check(&args(false, false, Some(0))).is_err());
+    }
+
+    #[test]
+    fn a_report_of_boots_takes_medians_and_spreads_and_fails_without_the_tsc() {
+        let row = |t: f64, p: f64| Row {
+            calls: 2000,
+            per_call: [Some(t), Some(p), Some(300.0), Some(100.0)],
+        };
+        let side = |exit| Point {
+            target: "vfs_rmdir".to_owned(),
+            exit,
+        };
+        let boot = |entry: f64, clock: &str| {
+            let rows = BTreeMap::from([(
+                0,
+                BTreeMap::from([
+                    (side(false), row(entry, 1000.0)),
+                    (side(true), row(600.0, 1000.0)),
+                ]),
+            )]);
+            BootFigures {
+                header: "kernel 6.12".to_owned(),
+                clocksource: clock.to_owned(),
+                icount: true,
+                seconds: Some(600.0),
+                modes: BTreeMap::from([(
+                    "fentry",
+                    ModeFigures {
+                        runs: 1,
+                        rows,
+                        ..ModeFigures::default()
+                    },
+                )]),
+                spans: BTreeMap::from([
+                    (("rmdir".to_owned(), "none".to_owned()), 100_000.0),
+                    (("rmdir".to_owned(), "tracer-fentry".to_owned()), 110_000.0),
+                ]),
+                ..BootFigures::default()
+            }
+        };
+        let boots = [boot(400.0, "tsc"), boot(404.0, "tsc"), boot(408.0, "tsc")];
+        let mut w = Worst {
+            icount: true,
+            ..Worst::default()
+        };
+        let (text, ok) = report("6.12", &boots, &mut w);
+        assert!(ok, "{text}");
+        assert!(
+            text.contains("time: 3 boots (600 s, 600 s, 600 s), 1800 s in all"),
+            "{text}"
+        );
+        // Entry and exit together: 404 + 600 against 1000 + 1000.
+        let (r, p, _, _) = w.function.clone().unwrap();
+        assert!((r - 1004.0 / 2000.0).abs() < 1e-9);
+        assert_eq!(p, "vfs_rmdir entry+exit in rmdir");
+        assert_eq!(w.workload, Some((1.1, "rmdir on 6.12".to_owned())));
+        // vfs_rmdir entry: (408 - 400) / 404.
+        assert!((w.spread.unwrap() - 8.0 / 404.0 * 100.0).abs() < 1e-9);
+        assert!(
+            text.contains("spread above 2% over the boots: none"),
+            "{text}"
+        );
+
+        let boots = [boot(400.0, "tsc"), boot(404.0, "hpet\n")];
+        let mut w = Worst {
+            icount: true,
+            ..Worst::default()
+        };
+        let (text, ok) = report("6.12", &boots, &mut w);
+        assert!(!ok);
+        assert!(text.contains("NOT instruction counts"), "{text}");
+        assert!(w.function.is_none() && w.workload.is_none());
     }
 }

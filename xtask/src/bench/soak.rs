@@ -291,6 +291,7 @@ pub fn run(tracer: &Path, kernels: &Path, args: &SoakArgs) -> anyhow::Result<Exi
         // Boot, the run, the end, and room for a slow machine.
         timeout: Duration::from_secs(minutes * 60 + 900),
         kvm: args.kvm,
+        icount: false,
         interactive: false,
         forward: Some((port, GUEST_PORT)),
         out_dir,

@@ -126,6 +126,7 @@ fn boot_bench(
         files,
         timeout: Duration::from_secs(args.timeout),
         kvm: args.kvm,
+        icount: false,
         interactive: false,
         forward: None,
         out_dir,

@@ -560,6 +560,7 @@ pub fn vm(
         files: guest_files()?,
         timeout: std::time::Duration::from_secs(qemu.timeout),
         kvm: qemu.kvm,
+        icount: false,
         interactive: false,
         forward: None,
         out_dir,

@@ -90,6 +90,7 @@ pub fn vm_suite(
         files,
         timeout,
         kvm,
+        icount: false,
         interactive: false,
         forward: Some((port, live::GUEST_SERVE_PORT)),
         out_dir,
