@@ -49,11 +49,9 @@ fn parse_stamp(s: &str) -> Option<u64> {
     Some(secs.parse::<u64>().ok()? * 1_000_000 + frac.parse::<u64>().ok()?)
 }
 
+/// A guest's ftrace buffer with marks of three timed runs, the benches' tests' input.
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const TRACE: &str = "\
+pub(crate) const SAMPLE_TRACE: &str = "\
 # tracer: nop
 #
 #           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION
@@ -70,9 +68,13 @@ mod tests {
               sh-80      [001] .....    30.100001: tracing_mark_write: rc bpftrace 1 1
 ";
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
     #[test]
     fn marks_parse_with_microsecond_stamps() {
-        let marks = parse_marks(TRACE);
+        let marks = parse_marks(SAMPLE_TRACE);
         assert_eq!(marks.len(), 11);
         assert_eq!(
             marks[1],

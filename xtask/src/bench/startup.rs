@@ -327,27 +327,11 @@ fn startup_table(marks: &[Mark], failures: &BTreeMap<String, Vec<u32>>) -> Strin
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const TRACE: &str = "\
-# tracer: nop
-#
-#           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION
-              sh-80      [001] .....    10.000000: tracing_mark_write: start tracer-auto 0
-            mark-91      [000] .....    10.900000: tracing_mark_write: attached tracer-auto 0
-              sh-80      [001] .....    11.000000: tracing_mark_write: end tracer-auto 0
-              sh-80      [001] .....    11.000001: tracing_mark_write: rc tracer-auto 0 0
-              sh-80      [001] .....    20.000000: tracing_mark_write: start tracer-auto 1
-            mark-95      [000] .N...    20.250000: tracing_mark_write: attached tracer-auto 1
-              sh-80      [001] .....    20.500000: tracing_mark_write: end tracer-auto 1
-              sh-80      [001] .....    20.500001: tracing_mark_write: rc tracer-auto 1 0
-              sh-80      [001] .....    30.000000: tracing_mark_write: start bpftrace 1
-              sh-80      [001] .....    30.100000: tracing_mark_write: end bpftrace 1
-              sh-80      [001] .....    30.100001: tracing_mark_write: rc bpftrace 1 1
-";
+    use crate::bench::marks::SAMPLE_TRACE;
 
     #[test]
     fn spans_leave_out_the_warm_up_and_failed_runs() {
-        let marks = parse_marks(TRACE);
+        let marks = parse_marks(SAMPLE_TRACE);
         let failures = failed_runs(&marks);
         assert_eq!(failures.get("bpftrace"), Some(&vec![1]));
         let attach = spans(&marks, "start", "attached", &failures);
