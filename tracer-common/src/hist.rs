@@ -2,15 +2,17 @@
 //!
 //! Values below 8 ns get a bucket each. Above, every power of two `[2^e, 2^(e+1))` is
 //! split into `SUB_BUCKETS` equal sub-buckets, so a bucket's width is at most 1/8 of
-//! its lower bound (12.5% relative error), from 8 ns up to `2^MAX_EXP` ns (about 275 s).
-//! Larger values land in the last bucket.
+//! its lower bound (12.5% relative error), from 8 ns up to `2^MAX_EXP` ns (about 18.3
+//! min) and on to 15/8 of it (34.4 min), where the last bucket, open-ended, begins.
 
 /// log2 of the number of sub-buckets per power of two.
 pub const SUB_BITS: u32 = 3;
 /// Sub-buckets per power of two.
 pub const SUB_BUCKETS: u32 = 1 << SUB_BITS;
-/// Highest power of two with its own buckets: 2^37 ns is about 137 s.
-pub const MAX_EXP: u32 = 37;
+/// Highest power of two with its own buckets: 2^40 ns is about 18.3 min, so the
+/// minute-long waits this tool exists to find have finite buckets (and Prometheus' classic
+/// buckets reach that far too).
+pub const MAX_EXP: u32 = 40;
 /// Number of buckets.
 pub const BUCKETS: u32 = (MAX_EXP - SUB_BITS + 2) * SUB_BUCKETS;
 
@@ -94,7 +96,7 @@ mod tests {
     #[test]
     fn every_value_lies_inside_its_bucket() {
         let mut v = 0u64;
-        while v < 1 << 36 {
+        while v < 1 << 42 {
             let b = bucket_of(v);
             let (lo, hi) = bucket_bounds(b);
             assert!(lo <= v && v < hi, "v={v} b={b} [{lo},{hi})");
@@ -134,6 +136,10 @@ mod tests {
     #[test]
     fn huge_values_clamp_to_the_last_bucket() {
         assert_eq!(bucket_of(u64::MAX), BUCKETS - 1);
-        assert_eq!(bucket_of(1 << 38), BUCKETS - 1);
+        assert_eq!(bucket_of(1 << 41), BUCKETS - 1);
+        // 2^40 ns has a finite bucket; the last one starts at 15/8 of it (34.4 min).
+        assert!(bucket_of((1 << 40) / 8 * 15 - 1) < BUCKETS - 1);
+        assert_eq!(bucket_of((1 << 40) / 8 * 15), BUCKETS - 1);
+        assert_eq!(bucket_bounds(bucket_of(1 << 40)).0, 1 << 40);
     }
 }

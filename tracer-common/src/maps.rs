@@ -1,13 +1,21 @@
 //! Map names and the layout of their keys and values.
 
-/// Per-CPU hash: [`HistKey`] -> [`Stat`], count, sum, min and max of the calls in that
-/// bucket: one lookup per call records it, and a series' totals are its buckets' sums.
+/// Hash shared by all CPUs: [`HistKey`] -> [`Stat`], count, sum, min and max of the calls
+/// in that bucket (count and sum added atomically): one lookup per call records it, and a
+/// series' totals are its buckets' sums. Sized at load time (`tracer-loader`'s `sizing`).
 pub const HIST: &str = "HIST";
+/// Array of [`Stat`] per (probe, caller slot, bucket) ([`overflow_index`]): the calls that
+/// found `HIST` full. Totals stay exact past `HIST`'s capacity; only the per-cgroup detail
+/// of those calls is lost (they are reported as folded into `other`, not as lost).
+pub const HIST_OVERFLOW: &str = "HIST_OVERFLOW";
+/// Array of u64 per [`CounterId`]: events that found `COUNTERS` full.
+pub const COUNTER_OVERFLOW: &str = "COUNTER_OVERFLOW";
 /// Per-CPU array indexed by probe id: [`ProbeCounters`].
 pub const PROBE_COUNTERS: &str = "PROBE_COUNTERS";
 /// LRU hash: thread id -> [`Thread`], the traced calls in flight on each thread.
 pub const THREADS: &str = "THREADS";
-/// Per-CPU hash: [`CounterKey`] -> events (negative dentries, ...).
+/// Hash shared by all CPUs: [`CounterKey`] -> events (negative dentries, ...), added
+/// atomically. Sized at load time.
 pub const COUNTERS: &str = "COUNTERS";
 /// Array of [`RmdirSlot`]s: the inode locks `vfs_rmdir` calls in flight hold, each in one of
 /// two slots its address hashes to (`tracer-ebpf`'s `slots_of`), so registering, finding
@@ -92,10 +100,49 @@ pub const DCACHE_DONTCACHE: u32 = 0x80;
 /// `AT_REMOVEDIR`: `unlinkat` removes a directory (what `rm -r` uses instead of `rmdir`).
 pub const AT_REMOVEDIR: u64 = 0x200;
 
-/// Capacity of `HIST`: probes x callers x cgroups x used buckets (32 bytes per CPU each).
+/// Capacity of `HIST` in the object: probes x callers x cgroups x used buckets. Userspace
+/// sizes it at load time from the kernel-memory budget (`tracer-loader`'s `sizing`).
 pub const HIST_ENTRIES: u32 = 32_768;
-/// Capacity of `COUNTERS`: counters x cgroups.
+/// Capacity of `COUNTERS` in the object: counters x cgroups (sized at load time too).
 pub const COUNTER_ENTRIES: u32 = 4_096;
+/// Caller slots of [`HIST_OVERFLOW`]: one per kernel function that can enclose a call
+/// (the first [`crate::probe::FUNCTIONS`] ids), and one for no caller.
+pub const CALLER_SLOTS: u32 = crate::probe::FUNCTION_COUNT + 1;
+/// Entries of [`HIST_OVERFLOW`]: every (probe, caller slot, bucket).
+pub const OVERFLOW_ENTRIES: u32 = crate::probe::PROBE_COUNT * CALLER_SLOTS * crate::hist::BUCKETS;
+/// Number of [`CounterId`]s: entries of [`COUNTER_OVERFLOW`].
+pub const COUNTER_KINDS: u32 = 3;
+
+/// The index in [`HIST_OVERFLOW`] of a (probe, caller, bucket): a caller that is not a
+/// kernel function ([`crate::NO_CALLER`]) takes the last caller slot.
+#[inline(always)]
+#[must_use]
+pub const fn overflow_index(probe: u16, caller: u16, bucket: u32) -> u32 {
+    let slot = if (caller as u32) < crate::probe::FUNCTION_COUNT {
+        caller as u32
+    } else {
+        crate::probe::FUNCTION_COUNT
+    };
+    (probe as u32 * CALLER_SLOTS + slot) * crate::hist::BUCKETS + bucket
+}
+
+/// The (probe, caller, bucket) of an index in [`HIST_OVERFLOW`] (the inverse of
+/// [`overflow_index`]).
+#[must_use]
+pub const fn overflow_key(index: u32) -> (u16, u16, u32) {
+    let bucket = index % crate::hist::BUCKETS;
+    let rest = index / crate::hist::BUCKETS;
+    let slot = rest % CALLER_SLOTS;
+    #[expect(clippy::cast_possible_truncation, reason = "probe ids are below 17")]
+    let probe = (rest / CALLER_SLOTS) as u16;
+    #[expect(clippy::cast_possible_truncation, reason = "caller slots are below 12")]
+    let caller = if slot == crate::probe::FUNCTION_COUNT {
+        crate::NO_CALLER
+    } else {
+        slot as u16
+    };
+    (probe, caller, bucket)
+}
 /// Slots of `RMDIR_LOCKS` (24 bytes each): a removal in flight holds two locks, and a lock
 /// whose two slots are both taken by other removals' is not registered (a loss, counted).
 pub const RMDIR_ENTRIES: u32 = 16_384;
@@ -165,8 +212,9 @@ pub struct ProbeCounters {
     pub exits_without_entry: u64,
     /// Entries that could not be recorded: the thread's state could not be stored.
     pub start_drops: u64,
-    /// Completed calls that could not be recorded: `HIST` was full.
-    pub hist_drops: u64,
+    /// Completed calls that found `HIST` full: recorded in `HIST_OVERFLOW` (their probe,
+    /// caller and latency kept, their cgroup not), so not lost.
+    pub folded: u64,
 }
 
 /// The traced calls in flight on one thread: one lookup per entry and per exit finds the
@@ -585,6 +633,29 @@ mod tests {
             t += SLOW_CALL_COST_NS;
             assert!(b.take(t));
         }
+    }
+
+    #[test]
+    fn every_probe_caller_and_bucket_has_its_own_overflow_slot() {
+        use crate::{NO_CALLER, PROBES, hist::BUCKETS, probe::FUNCTIONS};
+        let callers = FUNCTIONS.iter().map(|f| f.id()).chain([NO_CALLER]);
+        for p in PROBES {
+            for caller in callers.clone() {
+                for bucket in [0, 1, BUCKETS / 2, BUCKETS - 1] {
+                    let i = overflow_index(p.id(), caller, bucket);
+                    assert!(i < OVERFLOW_ENTRIES, "{p:?} {caller} {bucket}: {i}");
+                    // A slot that reads back as its own key is no other key's.
+                    assert_eq!(overflow_key(i), (p.id(), caller, bucket));
+                }
+            }
+        }
+        // Only kernel functions enclose calls: they are the first ids.
+        assert!(
+            FUNCTIONS
+                .iter()
+                .all(|f| u32::from(f.id()) < crate::probe::FUNCTION_COUNT)
+        );
+        assert_eq!(COUNTER_KINDS, CounterId::LockWaitersBlocked as u32 + 1);
     }
 
     #[test]

@@ -79,7 +79,10 @@ pub const PROBES: [Probe; 17] = [
 
 /// The probes that are kernel functions, hooked by kprobe/kretprobe or fentry/fexit: the
 /// first ones of [`PROBES`].
-pub const FUNCTIONS: &[Probe] = PROBES.split_at(11).0;
+pub const FUNCTIONS: &[Probe] = PROBES.split_at(FUNCTION_COUNT as usize).0;
+
+/// Number of [`FUNCTIONS`]: their ids are `0..FUNCTION_COUNT`.
+pub const FUNCTION_COUNT: u32 = 11;
 
 /// Number of probe ids; sizes the per-probe arrays.
 #[expect(clippy::cast_possible_truncation, reason = "17 probes")]

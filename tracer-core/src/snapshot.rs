@@ -17,7 +17,8 @@ pub type CgroupId = u64;
 /// The id under which series of cgroups that no longer exist are collapsed.
 pub const GONE_CGROUP: CgroupId = u64::MAX;
 
-/// The id under which a live view sums the cgroups it does not keep by name.
+/// The id under which a live view sums the cgroups it does not keep by name, and under
+/// which the kernel's reader puts the calls that found its maps full (their cgroup not kept).
 pub const OTHER_CGROUP: CgroupId = u64::MAX - 1;
 
 /// Visit each entry of `theirs` (in key order) with the entry of `mine` under the same
@@ -120,8 +121,13 @@ pub struct ProbeStatus {
     pub exits_without_entry: u64,
     /// Entries not recorded because the in-flight map was full.
     pub start_drops: u64,
-    /// Completed calls not recorded because the histogram map was full.
+    /// Completed calls not recorded because the histogram map was full (before capture
+    /// file version 3; since then such calls are folded, not lost).
     pub hist_drops: u64,
+    /// Completed calls that found the kernel's histogram map full: counted, with their
+    /// latency and caller, in the probe's series of cgroup `other` ([`OTHER_CGROUP`])
+    /// rather than their own cgroup's. Not lost: totals stay exact.
+    pub folded: u64,
 }
 
 impl ProbeStatus {
@@ -135,6 +141,7 @@ impl ProbeStatus {
             exits_without_entry: 0,
             start_drops: 0,
             hist_drops: 0,
+            folded: 0,
         }
     }
 
@@ -161,6 +168,7 @@ impl ProbeStatus {
         self.exits_without_entry += other.exits_without_entry;
         self.start_drops += other.start_drops;
         self.hist_drops += other.hist_drops;
+        self.folded += other.folded;
     }
 
     fn since(&self, earlier: &ProbeStatus) -> ProbeStatus {
@@ -173,6 +181,7 @@ impl ProbeStatus {
                 .saturating_sub(earlier.exits_without_entry),
             start_drops: self.start_drops.saturating_sub(earlier.start_drops),
             hist_drops: self.hist_drops.saturating_sub(earlier.hist_drops),
+            folded: self.folded.saturating_sub(earlier.folded),
         }
     }
 }

@@ -235,9 +235,50 @@ pub fn parse_nonzero_duration(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+/// Parse an amount of memory in bytes: `32` or `32MiB` (MiB when no unit), `512KiB`,
+/// `1GiB`; `M`, `MB`, `K`, `G` mean the same binary units.
+///
+/// # Errors
+/// Not a whole number with one of those units, or zero.
+pub fn parse_mib(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (n, unit) = t.split_at(digits);
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "m" | "mb" | "mib" => 20,
+        "k" | "kb" | "kib" => 10,
+        "g" | "gb" | "gib" => 30,
+        _ => {
+            return Err(format!(
+                "{s:?}: expected a size such as 32MiB, 512KiB or 1GiB"
+            ));
+        }
+    };
+    let n: u64 = n
+        .parse()
+        .map_err(|_| format!("{s:?}: expected a size such as 32MiB, 512KiB or 1GiB"))?;
+    if n == 0 {
+        return Err(format!("{s:?}: must be more than zero"));
+    }
+    n.checked_shl(shift)
+        .filter(|b| b >> shift == n)
+        .ok_or_else(|| format!("{s:?}: too large"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn memory_sizes_are_mib_unless_said() {
+        assert_eq!(parse_mib("32"), Ok(32 << 20));
+        assert_eq!(parse_mib("48MiB"), Ok(48 << 20));
+        assert_eq!(parse_mib("512KiB"), Ok(512 << 10));
+        assert_eq!(parse_mib("1G"), Ok(1 << 30));
+        for bad in ["", "0", "-1", "12 apples", "1.5GiB", "99999999999999999999"] {
+            assert!(parse_mib(bad).is_err(), "{bad:?}");
+        }
+    }
 
     #[test]
     fn durations_keep_three_significant_digits() {

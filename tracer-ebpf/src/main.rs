@@ -1,7 +1,9 @@
 //! tracer's kernel programs: entry/exit pairs on the traced kernel functions (kprobe or
 //! fentry, whichever userspace attaches), syscall tracepoints, and lock-contention
-//! tracepoints, aggregated in the kernel into per-CPU latency histograms keyed by
-//! (cgroup, probe, caller, bucket) and per-cgroup event counters. No event per call
+//! tracepoints, aggregated in the kernel into latency histograms keyed by (cgroup, probe,
+//! caller, bucket) and per-cgroup event counters, in maps shared by all CPUs (atomic adds):
+//! their memory does not grow with the host's CPUs. Past their capacity, calls go to an
+//! overflow histogram per (probe, caller), so totals stay exact. No event per call
 //! crosses to userspace; userspace reads the maps. Two ring buffers carry the rare events
 //! that maps cannot: cgroups made and removed (so short-lived ones keep their names), and
 //! calls over the slow-call threshold (rate-limited per CPU).
@@ -21,7 +23,7 @@ use aya_ebpf::{
         generated::{bpf_get_current_task, bpf_probe_read_kernel_str},
     },
     macros::{fentry, fexit, kprobe, kretprobe, map, tracepoint},
-    maps::{Array, LruHashMap, PerCpuArray, PerCpuHashMap, RingBuf},
+    maps::{Array, HashMap, LruHashMap, PerCpuArray, RingBuf},
     programs::{FEntryContext, FExitContext, ProbeContext, RetProbeContext, TracePointContext},
 };
 use aya_log_ebpf::warn;
@@ -29,16 +31,20 @@ use tracer_common::{
     NO_CALLER, Probe, ProbeKind, bucket_of,
     maps::{
         AT_REMOVEDIR, BEGUN_UNRECORDED, CGROUP_EVENTS_BYTES, CGROUP_PATH_MAX, CGROUP2_HIERARCHY,
-        COUNTER_ENTRIES, CgroupEvent, CounterId, CounterKey, DCACHE_DONTCACHE, DCACHE_OP_DELETE,
-        HIST_ENTRIES, HistKey, INFLIGHT_ENTRIES, LOSS_COUNT, LockGate, Loss, NOT_PRUNED,
-        ProbeCounters, RMDIR_ENTRIES, RmdirLocks, RmdirSlot, SETTLE_ENTERED, SETTLE_RETURNED,
-        SLOW_CALLS_BYTES, SLOW_PRUNED, SlowBudget, SlowCallEvent, Stat, Thread,
+        COUNTER_ENTRIES, COUNTER_KINDS, CgroupEvent, CounterId, CounterKey, DCACHE_DONTCACHE,
+        DCACHE_OP_DELETE, HIST_ENTRIES, HistKey, INFLIGHT_ENTRIES, LOSS_COUNT, LockGate, Loss,
+        NOT_PRUNED, OVERFLOW_ENTRIES, ProbeCounters, RMDIR_ENTRIES, RmdirLocks, RmdirSlot,
+        SETTLE_ENTERED, SETTLE_RETURNED, SLOW_CALLS_BYTES, SLOW_PRUNED, SlowBudget, SlowCallEvent,
+        Stat, Thread, overflow_index,
     },
     probe::PROBE_COUNT,
 };
 
 #[map]
-static HIST: PerCpuHashMap<HistKey, Stat> = PerCpuHashMap::with_max_entries(HIST_ENTRIES, 0);
+static HIST: HashMap<HistKey, Stat> = HashMap::with_max_entries(HIST_ENTRIES, 0);
+
+#[map]
+static HIST_OVERFLOW: Array<Stat> = Array::with_max_entries(OVERFLOW_ENTRIES, 0);
 
 #[map]
 static PROBE_COUNTERS: PerCpuArray<ProbeCounters> = PerCpuArray::with_max_entries(PROBE_COUNT, 0);
@@ -47,8 +53,10 @@ static PROBE_COUNTERS: PerCpuArray<ProbeCounters> = PerCpuArray::with_max_entrie
 static THREADS: LruHashMap<u32, Thread> = LruHashMap::with_max_entries(INFLIGHT_ENTRIES, 0);
 
 #[map]
-static COUNTERS: PerCpuHashMap<CounterKey, u64> =
-    PerCpuHashMap::with_max_entries(COUNTER_ENTRIES, 0);
+static COUNTERS: HashMap<CounterKey, u64> = HashMap::with_max_entries(COUNTER_ENTRIES, 0);
+
+#[map]
+static COUNTER_OVERFLOW: Array<u64> = Array::with_max_entries(COUNTER_KINDS, 0);
 
 #[map]
 static RMDIR_LOCKS: Array<RmdirSlot> = Array::with_max_entries(RMDIR_ENTRIES, 0);
@@ -427,7 +435,7 @@ fn on_exit(probe: Probe, thread: Option<&'static mut Thread>) -> Option<Call> {
         delta: now.saturating_sub(start),
     };
     if !record(call.cgroup, probe.id(), call.caller, call.delta) {
-        add(&raw mut c.hist_drops, 1);
+        add(&raw mut c.folded, 1);
     }
     // The pruning a vfs_rmdir did under its locks, for its slow-call event.
     let mut pruned = NOT_PRUNED;
@@ -493,12 +501,14 @@ fn record_derived(probe: Probe, cgroup: u64, caller: u16, delta: u64) {
     add(&raw mut c.entries, 1);
     add(&raw mut c.exits, 1);
     if !record(cgroup, probe.id(), caller, delta) {
-        add(&raw mut c.hist_drops, 1);
+        add(&raw mut c.folded, 1);
     }
 }
 
 /// Add one call to its histogram bucket, which keeps the count, sum, min and max of its
-/// calls: one lookup. False when `HIST` is full; the caller counts the call as dropped.
+/// calls: one lookup, or a lookup and an insert for a bucket's first call. False when `HIST`
+/// is full: the call went to `HIST_OVERFLOW` (its cgroup not kept), and the caller counts
+/// it as folded.
 #[inline(always)]
 fn record(cgroup: u64, probe: u16, caller: u16, delta: u64) -> bool {
     let key = HistKey {
@@ -507,31 +517,50 @@ fn record(cgroup: u64, probe: u16, caller: u16, delta: u64) -> bool {
         caller,
         bucket: bucket_of(delta),
     };
-    let bucket = match HIST.get_ptr_mut(key) {
-        Some(b) => b,
-        None => {
-            // Made only if still missing: fentry programs (and newer syscall tracepoints)
-            // run preemptibly, so another task on this CPU may have made it since the
-            // lookup, and replacing it would zero the calls it counted. Full or not, the
-            // lookup after says whether there is one to count in.
-            let empty = Stat {
-                count: 0,
-                sum_ns: 0,
-                min_ns: 0,
-                max_ns: 0,
-            };
-            let _ = HIST.insert(key, empty, BPF_NOEXIST);
-            let Some(b) = HIST.get_ptr_mut(key) else {
-                return false;
-            };
-            b
-        }
+    if let Some(b) = HIST.get_ptr_mut(key) {
+        add_call(b, delta);
+        return true;
+    }
+    // A bucket's first call makes it holding that call, only if still missing: another CPU
+    // (or another task on this one: fentry programs run preemptibly) may have made it since
+    // the lookup, and replacing it would lose the calls it counted.
+    let first = Stat {
+        count: 1,
+        sum_ns: delta,
+        min_ns: delta,
+        max_ns: delta,
     };
-    let s = unsafe { &mut *bucket };
-    // Another CPU's first call in this bucket finds a zeroed slot (per-CPU hash entries are
-    // created for all CPUs at once): its min starts at this call. min and max are plain
-    // stores: a rare race with another task on this CPU can only leave one of them a call
-    // off, never lose a call.
+    match HIST.insert(key, first, BPF_NOEXIST) {
+        Ok(()) => true,
+        Err(e) if e == -EEXIST => match HIST.get_ptr_mut(key) {
+            Some(b) => {
+                add_call(b, delta);
+                true
+            }
+            // Made and deleted (its cgroup removed) in between: the overflow keeps it.
+            None => {
+                overflow(key, delta);
+                false
+            }
+        },
+        // Full (E2BIG) or out of memory: the call still counts, in its (probe, caller)'s
+        // overflow histogram.
+        Err(_) => {
+            overflow(key, delta);
+            false
+        }
+    }
+}
+
+/// Count a call in a shared [`Stat`]: count and sum by atomic adds, so no call is lost to a
+/// race; min and max are plain compare-and-stores (no `BPF_CMPXCHG` before Linux 5.12), so
+/// two CPUs updating the same bucket at once can leave them off by a call, never outside the
+/// bucket's bounds (every call in it lies within them).
+#[inline(always)]
+fn add_call(b: *mut Stat, delta: u64) {
+    // SAFETY: a pointer into a map value, alive for the program's run.
+    let s = unsafe { &mut *b };
+    // An overflow slot starts zeroed; a `HIST` entry is made holding its first call.
     if s.count == 0 || delta < s.min_ns {
         s.min_ns = delta;
     }
@@ -540,7 +569,14 @@ fn record(cgroup: u64, probe: u16, caller: u16, delta: u64) -> bool {
     }
     add(&raw mut s.sum_ns, delta);
     add(&raw mut s.count, 1);
-    true
+}
+
+/// Record a call that found `HIST` full in its (probe, caller, bucket)'s overflow slot.
+#[inline(always)]
+fn overflow(key: HistKey, delta: u64) {
+    if let Some(b) = HIST_OVERFLOW.get_ptr_mut(overflow_index(key.probe, key.caller, key.bucket)) {
+        add_call(b, delta);
+    }
 }
 
 #[inline(always)]
@@ -550,21 +586,23 @@ fn count(counter: CounterId, cgroup: u64) {
         counter: counter as u32,
         _pad: 0,
     };
-    match COUNTERS.get_ptr_mut(key) {
-        Some(n) => add(n, 1),
-        None => {
-            // Made only if still missing (see `record`); made meanwhile, it is counted in.
-            if let Err(e) = COUNTERS.insert(key, 1, BPF_NOEXIST) {
-                if e == -EEXIST
-                    && let Some(n) = COUNTERS.get_ptr_mut(key)
-                {
-                    add(n, 1);
-                    return;
-                }
-                #[expect(clippy::cast_sign_loss, reason = "the errno, read back as i64")]
-                lose_because(Loss::CounterDrops, e as u64);
-            }
-        }
+    if let Some(n) = COUNTERS.get_ptr_mut(key) {
+        add(n, 1);
+        return;
+    }
+    // Made only if still missing (see `record`); made meanwhile, it is counted in.
+    let Err(e) = COUNTERS.insert(key, 1, BPF_NOEXIST) else {
+        return;
+    };
+    if e == -EEXIST
+        && let Some(n) = COUNTERS.get_ptr_mut(key)
+    {
+        add(n, 1);
+        return;
+    }
+    // Full: the event still counts, without its cgroup.
+    if let Some(n) = COUNTER_OVERFLOW.get_ptr_mut(counter as u32) {
+        add(n, 1);
     }
 }
 

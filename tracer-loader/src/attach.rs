@@ -69,6 +69,9 @@ pub enum LoadError {
     /// The object was rejected as a whole.
     #[error("loading the kernel programs failed: {0}")]
     Load(#[from] aya::EbpfError),
+    /// The maps cannot be sized within the kernel-memory budget.
+    #[error("{0}")]
+    Budget(String),
 }
 
 /// The loaded programs, and what became of each probe. Dropping it detaches everything.
@@ -87,6 +90,8 @@ pub struct Attached {
     /// The kprobes' and kretprobes' links, kept from attaching (where they are links) to
     /// read the hits they missed (`read::events::kprobe_misses`); dropped last, detaching them.
     pub kprobe_links: Vec<KprobeLink>,
+    /// The entries the resizable maps were given, and the kernel memory of all the maps.
+    pub sizes: crate::sizing::Sizes,
 }
 
 impl Attached {
@@ -371,12 +376,13 @@ fn own_comm() -> [u64; 2] {
 /// Only when nothing can be loaded at all, or `--attach kprobe` on a kernel without
 /// kprobes; a probe that fails is reported in its state.
 pub fn attach(wanted: &[Probe], mode: AttachMode) -> Result<Attached, LoadError> {
-    attach_with_slow(wanted, mode, 0)
+    attach_with_slow(wanted, mode, 0, crate::sizing::DEFAULT_BUDGET_MIB << 20)
 }
 
 /// [`attach`], with the slow-call threshold (ns, 0: off) set before the first probe
 /// attaches, so that every call that returns while attached is either reported as slow
-/// or counted as not reported (`collect::set_slow_threshold` changes it later).
+/// or counted as not reported (`collect::set_slow_threshold` changes it later), and the
+/// maps sized within `kernel_memory` bytes ([`crate::sizing`]).
 ///
 /// # Errors
 /// As [`attach`]; also when the threshold cannot be set.
@@ -388,8 +394,11 @@ pub fn attach_with_slow(
     wanted: &[Probe],
     mode: AttachMode,
     slow_threshold_ns: u64,
+    kernel_memory: u64,
 ) -> Result<Attached, LoadError> {
     preflight_common()?;
+    let cpus = crate::sizing::possible_cpus().map_err(LoadError::Budget)?;
+    let mut sizes = crate::sizing::choose(cpus, kernel_memory).map_err(LoadError::Budget)?;
     let kprobes = kprobe_support();
     if mode == AttachMode::Kprobe
         && let Err(e) = kprobes
@@ -413,6 +422,8 @@ pub fn attach_with_slow(
     let (mut ebpf, offsets_valid) = load_object(
         raw_btf.as_deref(),
         cgroup_layout.as_ref().ok(),
+        &mut sizes,
+        cpus,
         &mut warnings,
     )?;
     let kernel_log = KernelLog::open(&mut ebpf);
@@ -512,6 +523,7 @@ pub fn attach_with_slow(
         cgroup_events,
         kernel_log,
         kprobe_links,
+        sizes,
     })
 }
 
@@ -756,10 +768,12 @@ fn ensure_tracefs() -> Result<(), String> {
 fn load_object(
     raw_btf: Result<&[u8], &String>,
     cgroup_layout: Option<&[u32; 3]>,
+    chosen: &mut crate::sizing::Sizes,
+    cpus: u32,
     warnings: &mut Vec<String>,
 ) -> Result<(Ebpf, bool), LoadError> {
     // Before the loader, which borrows the sizes it is given.
-    let sizes = match std::env::var_os(MAP_ENTRIES_ENV).map(|s| map_entries(&s.to_string_lossy())) {
+    let knob = match std::env::var_os(MAP_ENTRIES_ENV).map(|s| map_entries(&s.to_string_lossy())) {
         Some(Ok(sizes)) => sizes,
         Some(Err(e)) => {
             warnings.push(format!("{MAP_ENTRIES_ENV} ignored: {e}"));
@@ -769,9 +783,18 @@ fn load_object(
     };
     let mut loader = EbpfLoader::new();
     crate::kernel_log::configure(&mut loader);
-    for (name, n) in &sizes {
+    for (name, n) in crate::sizing::entries(chosen) {
+        loader.map_max_entries(name, n);
+    }
+    for (name, n) in &knob {
         log::info!("{MAP_ENTRIES_ENV}: map {name} holds {n} entries");
         loader.map_max_entries(name, *n);
+        match *name {
+            maps::HIST => chosen.hist = *n,
+            maps::COUNTERS => chosen.counters = *n,
+            maps::THREADS => chosen.threads = *n,
+            _ => {}
+        }
         if *name == maps::RMDIR_LOCKS {
             // The programs hash a lock to its slots over the table's size.
             loader.override_global(maps::RMDIR_SLOTS, n, true);
@@ -809,6 +832,15 @@ fn load_object(
     // them it is recorded).
     let comm = own_comm();
     loader.override_global(maps::SELF_COMM, &comm, true);
+    chosen.bytes = crate::sizing::map_bytes(cpus, chosen.hist, chosen.counters, chosen.threads);
+    log::info!(
+        "maps sized for {cpus} possible CPUs: HIST {} entries, COUNTERS {}, THREADS {}; \
+         {} of kernel memory in all",
+        chosen.hist,
+        chosen.counters,
+        chosen.threads,
+        crate::sizing::mib(chosen.bytes)
+    );
     Ok((loader.load(EBPF_OBJECT)?, valid == 1))
 }
 

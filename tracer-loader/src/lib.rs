@@ -4,7 +4,8 @@
 //! the ring buffers, and relaying what the kernel programs log.
 //!
 //! Modules, leaves first: [`host`] (facts, no BPF), [`kernel_log`], [`links`] (the kprobes' links), [`read`] (maps and ring
-//! buffers into core types), [`settle`] (the programs' switches), [`attach`] (loading).
+//! buffers into core types), [`settle`] (the programs' switches), [`sizing`] (the maps'
+//! entries from the host and a kernel-memory budget), [`attach`] (loading).
 
 pub mod attach;
 pub mod host;
@@ -12,3 +13,4 @@ pub mod kernel_log;
 pub mod links;
 pub mod read;
 pub mod settle;
+pub mod sizing;

@@ -21,7 +21,7 @@ use crate::snapshot::{
 /// The `format` field of every capture file.
 pub const FORMAT: &str = "tracer-capture";
 /// The schema version this tracer writes and the newest it reads.
-pub const VERSION: u64 = 2;
+pub const VERSION: u64 = 3;
 
 /// Why a capture file could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -160,6 +160,9 @@ struct ProbeRec {
     exits_without_entry: u64,
     start_drops: u64,
     hist_drops: u64,
+    /// Since version 3.
+    #[serde(default)]
+    folded: u64,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -297,6 +300,7 @@ pub fn to_string(snapshot: &Snapshot) -> String {
                 exits_without_entry: st.exits_without_entry,
                 start_drops: st.start_drops,
                 hist_drops: st.hist_drops,
+                folded: st.folded,
             })
             .collect(),
         series: snapshot
@@ -558,6 +562,7 @@ fn build(file: CaptureFile, version: u64) -> Result<Snapshot, LoadError> {
             exits_without_entry: p.exits_without_entry,
             start_drops: p.start_drops,
             hist_drops: p.hist_drops,
+            folded: p.folded,
         };
         if s.probes.insert(probe, status).is_some() {
             return Err(record("probes", i)(format!(
@@ -648,6 +653,7 @@ fn check_totals(s: &Snapshot) -> Result<(), String> {
                 p.exits_without_entry,
                 p.start_drops,
                 p.hist_drops,
+                p.folded,
             ]
         })
         .chain(s.series.values().map(Latency::count))
@@ -898,7 +904,7 @@ mod tests {
         let text = to_string(&testdata::umount_capture());
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v["format"], "tracer-capture");
-        assert_eq!(v["version"], 2);
+        assert_eq!(v["version"], VERSION);
         assert_eq!(v["meta"]["source"], "kernel");
         assert_eq!(v["command"]["exit_code"], 0);
         let srcu = v["series"]
@@ -1004,7 +1010,7 @@ mod tests {
     fn future_versions_are_refused_before_their_fields_are_read() {
         assert_eq!(
             load_err(r#"{"format": "tracer-capture", "version": 7, "everything": "renamed"}"#),
-            "capture file version 7 is newer than this tracer understands (2)"
+            "capture file version 7 is newer than this tracer understands (3)"
         );
         // Past u64, a JSON reader holds the number as a float: 1e23 is not what was written.
         for huge in ["100000000000000000000000", "18446744073709551616", "1e300"] {
@@ -1012,7 +1018,7 @@ mod tests {
                 load_err(&format!(
                     r#"{{"format": "tracer-capture", "version": {huge}}}"#
                 )),
-                "invalid capture file version: a number above 2^64-1 (this tracer reads 1 to 2)"
+                "invalid capture file version: a number above 2^64-1 (this tracer reads 1 to 3)"
             );
         }
         for bad in ["0", "-1", "1.5"] {
@@ -1113,8 +1119,8 @@ mod tests {
             let back = from_str(&v1).unwrap_or_else(|e| panic!("{e}\n{v1}"));
             // Every call in the kernel bucket of its value, as recording it now does.
             assert_eq!(back, s);
-            // And it is written back as version 2.
-            assert!(to_string(&back).contains(r#""version": 2"#));
+            // And it is written back as the current version.
+            assert!(to_string(&back).contains(&format!(r#""version": {VERSION}"#)));
         }
         // Checked against the input, not the code under test: the edge series' calls.
         let edges = &s.series[&SeriesKey::new(Probe::DDelete, 5)];

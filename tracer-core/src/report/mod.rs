@@ -172,7 +172,7 @@ mod tests {
         assert_eq!(
             msg,
             format!(
-                "{}: capture file version 7 is newer than this tracer understands (2)",
+                "{}: capture file version 7 is newer than this tracer understands (3)",
                 path.display()
             )
         );

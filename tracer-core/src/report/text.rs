@@ -805,6 +805,14 @@ fn losses(s: &Snapshot, p: Painter) -> String {
     } else {
         out.push_str(&t.render(p, 2));
     }
+    let folded: u64 = s.probes.values().map(|st| st.folded).sum();
+    if folded > 0 {
+        out.push_str(&format!(
+            "  folded, not lost: {folded} calls found the kernel's histogram map full; they are \
+             counted, with their latency and caller, under cgroup `other` (a larger \
+             --kernel-memory keeps their cgroups)\n"
+        ));
+    }
     out
 }
 
@@ -1074,6 +1082,21 @@ mod tests {
         line_with(sec, &["umount", "not", "requested"]);
         let m = render(&testdata::model_run(), false);
         line_with(section(&m, "probes"), &["synchronize_rcu", "modelled"]);
+    }
+
+    #[test]
+    fn calls_folded_past_the_maps_capacity_are_said_apart_from_losses() {
+        let mut s = testdata::umount_capture();
+        for st in s.probes.values_mut() {
+            (st.exits_without_entry, st.start_drops, st.hist_drops) = (0, 0, 0);
+            st.entries = st.exits;
+        }
+        s.losses.clear();
+        s.probes.values_mut().next().unwrap().folded = 1_367;
+        let report = render(&s, false);
+        let sec = section(&report, "losses");
+        assert!(sec.contains("none: every call seen was recorded"), "{sec}");
+        assert!(sec.contains("folded, not lost: 1367 calls"), "{sec}");
     }
 
     #[test]

@@ -23,7 +23,7 @@ use std::{
 
 use aya::{
     Ebpf,
-    maps::{MapData, PerCpuHashMap, RingBuf},
+    maps::{HashMap, MapData, RingBuf},
 };
 use aya_obj::generated::{
     bpf_attr, bpf_cmd, bpf_link_info, bpf_link_type, bpf_perf_event_type, bpf_prog_info,
@@ -235,8 +235,8 @@ fn forget_in<K: aya::Pod, V: aya::Pod>(
     cgroup: impl Fn(&K) -> CgroupId,
 ) -> Result<usize, CollectError> {
     let map = ebpf.map_mut(name).ok_or(CollectError::MissingMap(name))?;
-    let mut hash: PerCpuHashMap<&mut MapData, K, V> =
-        PerCpuHashMap::try_from(map).map_err(|e| CollectError::Map(name, e))?;
+    let mut hash: HashMap<&mut MapData, K, V> =
+        HashMap::try_from(map).map_err(|e| CollectError::Map(name, e))?;
     // Keys first: deleting while iterating restarts the kernel's walk.
     let doomed: Vec<K> = hash
         .keys()
@@ -568,16 +568,11 @@ mod tests {
 /// `cargo test -p tracer --lib collect::events::kernel -- --ignored`.
 #[cfg(test)]
 mod kernel {
-    use aya::maps::{PerCpuHashMap, PerCpuValues};
+    use aya::maps::HashMap;
     use tracer_common::maps::{CounterKey, HistKey, Stat};
 
     use super::*;
     use crate::attach as probes;
-
-    fn per_cpu<V: aya::Pod + Clone>(v: V) -> PerCpuValues<V> {
-        let cpus = aya::util::nr_cpus().expect("CPU count");
-        PerCpuValues::try_from(vec![v; cpus]).expect("per-CPU values")
-    }
 
     #[test]
     #[ignore = "needs root and a kernel that loads BPF programs"]
@@ -586,8 +581,8 @@ mod kernel {
         let ebpf = &mut a.ebpf;
         // Entries for cgroups 1_000_001 (forgotten) and 1_000_002 (kept), made by hand.
         for cgroup in [1_000_001, 1_000_002] {
-            let mut hist: PerCpuHashMap<_, HistKey, Stat> =
-                PerCpuHashMap::try_from(ebpf.map_mut(maps::HIST).unwrap()).unwrap();
+            let mut hist: HashMap<_, HistKey, Stat> =
+                HashMap::try_from(ebpf.map_mut(maps::HIST).unwrap()).unwrap();
             for bucket in [3, 40, 41] {
                 let key = HistKey {
                     cgroup,
@@ -601,16 +596,16 @@ mod kernel {
                     min_ns: 5,
                     max_ns: 5,
                 };
-                hist.insert(key, per_cpu(stat), 0).unwrap();
+                hist.insert(key, stat, 0).unwrap();
             }
-            let mut counters: PerCpuHashMap<_, CounterKey, u64> =
-                PerCpuHashMap::try_from(ebpf.map_mut(maps::COUNTERS).unwrap()).unwrap();
+            let mut counters: HashMap<_, CounterKey, u64> =
+                HashMap::try_from(ebpf.map_mut(maps::COUNTERS).unwrap()).unwrap();
             let key = CounterKey {
                 cgroup,
                 counter: 0,
                 _pad: 0,
             };
-            counters.insert(key, per_cpu(7u64), 0).unwrap();
+            counters.insert(key, 7u64, 0).unwrap();
         }
         assert_eq!(forget_cgroups(ebpf, &[1_000_001, 5]).unwrap(), 3 + 1);
         assert_eq!(
@@ -618,8 +613,8 @@ mod kernel {
             0,
             "already gone"
         );
-        let hist: PerCpuHashMap<_, HistKey, Stat> =
-            PerCpuHashMap::try_from(ebpf.map(maps::HIST).unwrap()).unwrap();
+        let hist: HashMap<_, HistKey, Stat> =
+            HashMap::try_from(ebpf.map(maps::HIST).unwrap()).unwrap();
         let left: Vec<u64> = hist
             .keys()
             .filter_map(Result::ok)

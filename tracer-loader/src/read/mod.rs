@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use aya::{
     Ebpf,
-    maps::{MapData, PerCpuArray, PerCpuHashMap, PerCpuValues},
+    maps::{Array, HashMap, MapData, PerCpuArray},
 };
 use tracer_common::{
     NO_CALLER, Probe,
@@ -22,25 +22,34 @@ use tracer_common::{
 };
 
 use tracer_core::snapshot::{
-    AttachState, Counter, GONE_CGROUP, Latency, Meta, ProbeStatus, SeriesKey, Snapshot,
+    AttachState, Counter, GONE_CGROUP, Latency, Meta, OTHER_CGROUP, ProbeStatus, SeriesKey,
+    Snapshot,
 };
 
 pub use error::CollectError;
 
 use crate::attach::Attached;
 
-fn per_cpu_hash<'a, K: aya::Pod, V: aya::Pod>(
+fn hash<'a, K: aya::Pod, V: aya::Pod>(
     ebpf: &'a Ebpf,
     name: &'static str,
-) -> Result<PerCpuHashMap<&'a MapData, K, V>, CollectError> {
+) -> Result<HashMap<&'a MapData, K, V>, CollectError> {
     let map = ebpf.map(name).ok_or(CollectError::MissingMap(name))?;
-    PerCpuHashMap::try_from(map).map_err(|e| CollectError::Map(name, e))
+    HashMap::try_from(map).map_err(|e| CollectError::Map(name, e))
+}
+
+fn array<'a, V: aya::Pod>(
+    ebpf: &'a Ebpf,
+    name: &'static str,
+) -> Result<Array<&'a MapData, V>, CollectError> {
+    let map = ebpf.map(name).ok_or(CollectError::MissingMap(name))?;
+    Array::try_from(map).map_err(|e| CollectError::Map(name, e))
 }
 
 /// Read the maps: latency series per (probe, caller, cgroup), event counters, losses and
 /// each probe's counters, of the `attached` programs and under their attach states. Cgroup
 /// ids are named from `cgroups`; others (cgroups removed since) collapse into one "(gone)"
-/// row.
+/// row. Calls and events that found the kernel's maps full are under [`OTHER_CGROUP`].
 ///
 /// # Errors
 /// When a map cannot be read.
@@ -50,7 +59,7 @@ pub fn read(
     meta: Meta,
 ) -> Result<Snapshot, CollectError> {
     let known = |id: u64| {
-        if cgroups.contains_key(&id) {
+        if cgroups.contains_key(&id) || id == OTHER_CGROUP {
             id
         } else {
             GONE_CGROUP
@@ -87,6 +96,7 @@ fn read_with(
     let ebpf = &attached.ebpf;
     let mut snap = Snapshot::new(meta);
     read_series(ebpf, &mut snap, known)?;
+    read_overflow(ebpf, &mut snap)?;
     read_events(ebpf, &mut snap, known)?;
     read_losses(ebpf, &attached.kprobe_links, &mut snap)?;
     read_probe_counters(ebpf, &mut snap, &attached.states)?;
@@ -103,11 +113,10 @@ fn read_series(
     snap: &mut Snapshot,
     known: impl Fn(u64) -> u64,
 ) -> Result<(), CollectError> {
-    let hist: PerCpuHashMap<_, HistKey, Stat> = per_cpu_hash(ebpf, maps::HIST)?;
+    let hist: HashMap<_, HistKey, Stat> = hash(ebpf, maps::HIST)?;
     let mut series: BTreeMap<(u64, u16, u16), BucketsAndTotal> = BTreeMap::new();
-    for item in &hist {
-        let (key, per_cpu) = item.map_err(|e| CollectError::Map(maps::HIST, e))?;
-        let bucket = fold_stats(&per_cpu);
+    for item in hist.iter() {
+        let (key, bucket) = item.map_err(|e| CollectError::Map(maps::HIST, e))?;
         if bucket.count == 0 {
             continue;
         }
@@ -118,6 +127,67 @@ fn read_series(
         *total = merge_stats(*total, bucket);
     }
 
+    add_series(snap, series, known);
+    Ok(())
+}
+
+/// `HIST_OVERFLOW`, the calls that found `HIST` full, into series of [`OTHER_CGROUP`]. Only
+/// the slots of probes that folded a call are read (a read is a system call per slot).
+fn read_overflow(ebpf: &Ebpf, snap: &mut Snapshot) -> Result<(), CollectError> {
+    let overflow: Array<_, Stat> = array(ebpf, maps::HIST_OVERFLOW)?;
+    let counters: PerCpuArray<_, ProbeCounters> = ebpf
+        .map(maps::PROBE_COUNTERS)
+        .ok_or(CollectError::MissingMap(maps::PROBE_COUNTERS))
+        .and_then(|m| {
+            PerCpuArray::try_from(m).map_err(|e| CollectError::Map(maps::PROBE_COUNTERS, e))
+        })?;
+    let slots_per_probe = crate::sizing::OVERFLOW_SLOTS_PER_PROBE;
+    let mut series: BTreeMap<(u64, u16, u16), BucketsAndTotal> = BTreeMap::new();
+    for probe in tracer_common::PROBES {
+        let folded: u64 = counters
+            .get(&u32::from(probe.id()), 0)
+            .map_err(|e| CollectError::Map(maps::PROBE_COUNTERS, e))?
+            .iter()
+            .map(|c| c.folded)
+            .sum();
+        if folded == 0 {
+            continue;
+        }
+        let first = u32::from(probe.id()) * slots_per_probe;
+        for index in first..first + slots_per_probe {
+            let bucket = overflow
+                .get(&index, 0)
+                .map_err(|e| CollectError::Map(maps::HIST_OVERFLOW, e))?;
+            if bucket.count == 0 {
+                continue;
+            }
+            let (probe, caller, b) = maps::overflow_key(index);
+            let (buckets, total) = series
+                .entry((OTHER_CGROUP, probe, caller))
+                .or_insert_with(|| (Vec::new(), EMPTY_STAT));
+            buckets.push((b, bucket.count));
+            *total = merge_stats(*total, bucket);
+        }
+    }
+    add_series(snap, series, |id| id);
+    let events: Array<_, u64> = array(ebpf, maps::COUNTER_OVERFLOW)?;
+    for (id, item) in (0..).zip(events.iter()) {
+        let n = item.map_err(|e| CollectError::Map(maps::COUNTER_OVERFLOW, e))?;
+        if let Some(counter) = counter_of(id)
+            && n > 0
+        {
+            snap.count(counter, OTHER_CGROUP, n);
+        }
+    }
+    Ok(())
+}
+
+/// Series read from a map into the snapshot, their cgroups named by `known`.
+fn add_series(
+    snap: &mut Snapshot,
+    series: BTreeMap<(u64, u16, u16), BucketsAndTotal>,
+    known: impl Fn(u64) -> u64,
+) {
     for ((cgroup, probe, caller), (buckets, total)) in series {
         let Some(probe) = Probe::from_id(probe) else {
             continue;
@@ -135,7 +205,16 @@ fn read_series(
         })
         .merge(&lat);
     }
-    Ok(())
+}
+
+/// The snapshot's counter of a [`CounterId`].
+fn counter_of(id: u32) -> Option<Counter> {
+    match id {
+        c if c == CounterId::NegativeDentries as u32 => Some(Counter::NegativeDentries),
+        c if c == CounterId::DroppedDentries as u32 => Some(Counter::DroppedDentries),
+        c if c == CounterId::LockWaitersBlocked as u32 => Some(Counter::LockWaitersBlocked),
+        _ => None,
+    }
 }
 
 /// `COUNTERS` into per-cgroup event counters.
@@ -144,16 +223,13 @@ fn read_events(
     snap: &mut Snapshot,
     known: impl Fn(u64) -> u64,
 ) -> Result<(), CollectError> {
-    let events: PerCpuHashMap<_, CounterKey, u64> = per_cpu_hash(ebpf, maps::COUNTERS)?;
-    for item in &events {
-        let (key, per_cpu) = item.map_err(|e| CollectError::Map(maps::COUNTERS, e))?;
-        let counter = match key.counter {
-            c if c == CounterId::NegativeDentries as u32 => Counter::NegativeDentries,
-            c if c == CounterId::DroppedDentries as u32 => Counter::DroppedDentries,
-            c if c == CounterId::LockWaitersBlocked as u32 => Counter::LockWaitersBlocked,
-            _ => continue,
+    let events: HashMap<_, CounterKey, u64> = hash(ebpf, maps::COUNTERS)?;
+    for item in events.iter() {
+        let (key, n) = item.map_err(|e| CollectError::Map(maps::COUNTERS, e))?;
+        let Some(counter) = counter_of(key.counter) else {
+            continue;
         };
-        snap.count(counter, known(key.cgroup), per_cpu.iter().sum());
+        snap.count(counter, known(key.cgroup), n);
     }
     Ok(())
 }
@@ -261,7 +337,7 @@ fn read_probe_counters(
                 exits: a.exits + b.exits,
                 exits_without_entry: a.exits_without_entry + b.exits_without_entry,
                 start_drops: a.start_drops + b.start_drops,
-                hist_drops: a.hist_drops + b.hist_drops,
+                folded: a.folded + b.folded,
             });
         snap.probes.insert(
             *probe,
@@ -271,7 +347,8 @@ fn read_probe_counters(
                 exits: c.exits,
                 exits_without_entry: c.exits_without_entry,
                 start_drops: c.start_drops,
-                hist_drops: c.hist_drops,
+                hist_drops: 0,
+                folded: c.folded,
             },
         );
     }
@@ -297,11 +374,6 @@ fn merge_stats(a: Stat, b: Stat) -> Stat {
         min_ns: a.min_ns.min(b.min_ns),
         max_ns: a.max_ns.max(b.max_ns),
     }
-}
-
-/// One bucket's calls over all CPUs.
-fn fold_stats(per_cpu: &PerCpuValues<Stat>) -> Stat {
-    per_cpu.iter().copied().fold(EMPTY_STAT, merge_stats)
 }
 
 /// Function entries seen so far over all probes (for the live status line); 0 if unreadable.

@@ -57,6 +57,12 @@ pub struct Args {
     /// (at most 100 per second per CPU; the rest are counted).
     #[arg(long, value_parser = parse_duration, value_name = "D")]
     pub slow: Option<Duration>,
+    /// Kernel memory tracer's maps may take (e.g. 32MiB, 1GiB; a plain number is MiB): the
+    /// histogram map gets what the fixed maps leave. Past its capacity calls still count,
+    /// in cgroup `other`. See docs/production.md.
+    #[arg(long, value_name = "SIZE", default_value = "32MiB",
+          value_parser = tracer_core::units::parse_mib)]
+    pub kernel_memory: u64,
     #[command(flatten)]
     pub out: OutputArgs,
     /// Command to run under the capture; the capture ends when it exits.
@@ -227,7 +233,12 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
     let slow_ns = args
         .slow
         .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).max(1));
-    let mut attached = probes::attach_with_slow(&wanted, args.attach, slow_ns.unwrap_or(0))?;
+    let mut attached = probes::attach_with_slow(
+        &wanted,
+        args.attach,
+        slow_ns.unwrap_or(0),
+        args.kernel_memory,
+    )?;
     for w in &attached.warnings {
         eprintln!("tracer: warning: {w}");
     }

@@ -66,6 +66,12 @@ pub struct LiveArgs {
     /// List calls at least this slow (e.g. 10ms); changeable live.
     #[arg(long, value_name = "D", value_parser = parse_duration)]
     pub slow: Option<Duration>,
+    /// Kernel memory tracer's maps may take (e.g. 32MiB, 1GiB; a plain number is MiB): the
+    /// histogram map gets what the fixed maps leave. Past its capacity calls still count,
+    /// in cgroup `other`. See docs/production.md.
+    #[arg(long, value_name = "SIZE", default_value = "32MiB",
+          value_parser = tracer_core::units::parse_mib)]
+    pub kernel_memory: u64,
 }
 
 /// The shortest refresh interval: a refresh reads and differences every map, and a live
@@ -171,6 +177,7 @@ pub fn open(args: &LiveArgs) -> anyhow::Result<(Box<dyn Source>, Options)> {
             &wanted,
             args.attach,
             opts.slow_threshold_ns,
+            args.kernel_memory,
             cgroup_root,
         )?)
     };

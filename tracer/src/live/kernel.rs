@@ -58,10 +58,11 @@ impl KernelSource {
         wanted: &[tracer_core::snapshot::Probe],
         mode: AttachMode,
         slow_threshold_ns: u64,
+        kernel_memory: u64,
         cgroup_root: Option<PathBuf>,
     ) -> anyhow::Result<Self> {
         let bpf_stats = collect::BpfStats::enable();
-        let attached = probes::attach_with_slow(wanted, mode, slow_threshold_ns)?;
+        let attached = probes::attach_with_slow(wanted, mode, slow_threshold_ns, kernel_memory)?;
         let mut warnings = attached.warnings.clone();
         warnings.extend(tracer_core::report::not_attached(&attached.states));
         if let collect::BpfStats::Unavailable(why) = &bpf_stats {

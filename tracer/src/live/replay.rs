@@ -116,6 +116,7 @@ impl Source for ReplaySource {
                     exits_without_entry: part(st.exits_without_entry),
                     start_drops: part(st.start_drops),
                     hist_drops: part(st.hist_drops),
+                    folded: part(st.folded),
                 },
             );
         }
