@@ -251,6 +251,7 @@ fn boot(
         timeout: Duration::from_secs(qemu.timeout),
         kvm: qemu.kvm,
         icount: false,
+        max_cpus: None,
         interactive,
         forward,
         out_dir: util::target_dir().join("vm").join(&kernel.name),

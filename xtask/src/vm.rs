@@ -45,6 +45,9 @@ pub struct Spec<'a> {
     /// instructions (every virtual CPU then runs on one host thread: boots take longer).
     /// Not with `kvm`.
     pub icount: bool,
+    /// Possible CPUs beyond the 2 online (QEMU `-smp 2,maxcpus=N`): hotplug CPUs the kernel
+    /// sizes per-CPU memory for, where it honours them (Debian's 5.10 and 6.1).
+    pub max_cpus: Option<u32>,
     /// Hand the terminal to the guest (no command given, standard input a terminal).
     pub interactive: bool,
     /// A network card whose guest port `.1` is reachable at `127.0.0.1:.0` on this host
@@ -268,7 +271,10 @@ fn qemu_command(spec: &Spec<'_>, initrd: &Path, results: &Path) -> Command {
         }
     }
     // 2 GiB: room for bpftrace and its libraries (about 200 MiB) in the initramfs.
-    qemu.args(["-smp", "2", "-m", "2048", "-kernel"])
+    let smp = spec
+        .max_cpus
+        .map_or_else(|| "2".to_owned(), |n| format!("2,maxcpus={n}"));
+    qemu.args(["-smp", &smp, "-m", "2048", "-kernel"])
         .arg(&spec.kernel.vmlinuz)
         .arg("-initrd")
         .arg(initrd)

@@ -322,4 +322,23 @@ else
     emit net.log /tmp/net.log
 fi
 
+echo "suite: scale: the maps' kernel memory at $(cat /sys/devices/system/cpu/possible) possible CPUs, calls past the maps' capacity, many cgroups"
+. /scale.sh
+for how in kprobe fentry; do
+    scale_memory $how
+    # HIST shrunk by the test knob: most calls find it full.
+    export TRACER_MAP_ENTRIES=HIST=32
+    scale_cgroups 50 overflow_$how --attach $how
+    unset TRACER_MAP_ENTRIES
+done
+# 2000 cgroups alive at once take minutes under TCG: on one kernel.
+case $(uname -r) in
+6.12.*)
+    for how in kprobe fentry; do
+        scale_cgroups 2000 scale_$how --attach $how
+    done
+    scale_serve 2000 100 scale_serve
+    ;;
+esac
+
 echo "suite: done"

@@ -136,6 +136,7 @@ pub fn model_fit(
             timeout,
             kvm,
             icount: false,
+            max_cpus: None,
             interactive: false,
             forward: None,
             out_dir,

@@ -350,6 +350,7 @@ fn boot(
         timeout: Duration::from_secs(args.timeout),
         kvm: args.kvm,
         icount: args.icount,
+        max_cpus: None,
         interactive: false,
         forward: None,
         out_dir: out_dir.to_owned(),

@@ -292,6 +292,7 @@ pub fn run(tracer: &Path, kernels: &Path, args: &SoakArgs) -> anyhow::Result<Exi
         timeout: Duration::from_secs(minutes * 60 + 900),
         kvm: args.kvm,
         icount: false,
+        max_cpus: None,
         interactive: false,
         forward: Some((port, GUEST_PORT)),
         out_dir,

@@ -127,6 +127,7 @@ fn boot_bench(
         timeout: Duration::from_secs(args.timeout),
         kvm: args.kvm,
         icount: false,
+        max_cpus: None,
         interactive: false,
         forward: None,
         out_dir,

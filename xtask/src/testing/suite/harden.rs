@@ -561,6 +561,7 @@ pub fn vm(
         timeout: std::time::Duration::from_secs(qemu.timeout),
         kvm: qemu.kvm,
         icount: false,
+        max_cpus: None,
         interactive: false,
         forward: None,
         out_dir,

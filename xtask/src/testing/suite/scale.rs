@@ -1,0 +1,450 @@
+//! Production scale in the VM (`vm/scale.sh`): the kernel memory of tracer's maps at the
+//! possible CPUs the VM was booted with (192 where the kernel honours hotplug CPUs), many
+//! cgroups alive at once counted exactly, and calls past the maps' capacity folded into
+//! `other` with totals still exact.
+
+use std::{collections::BTreeMap, path::PathBuf};
+
+use tracer_core::snapshot::{OTHER_CGROUP, Probe, Snapshot};
+
+use super::{
+    MODES,
+    checks::attached_with_all,
+    results::{load_capture, load_capture_file},
+};
+use crate::testing::harness::{Tally, Verdict, read, with_log};
+
+/// The budget the maps must keep within at 192 possible CPUs, default flags.
+pub const BUDGET_MIB: f64 = 32.0;
+/// Cgroups of the suite's many-cgroups case (on 6.12 only: the run is long under TCG).
+pub const SUITE_CGROUPS: u64 = 2_000;
+/// Cgroups of the past-capacity case, whose `HIST` is shrunk to [`SHRUNK_HIST`] entries.
+pub const OVERFLOW_CGROUPS: u64 = 50;
+/// `HIST` entries in the past-capacity case.
+pub const SHRUNK_HIST: u64 = 32;
+/// `--max-cgroups` of the many-cgroups `serve` case.
+pub const SERVE_MAX: u64 = 100;
+
+/// Calls of each kind cgroup `i` of the workload makes.
+#[must_use]
+pub fn calls_of(i: u64) -> u64 {
+    1 + i % 7
+}
+
+/// Calls of each kind `n` cgroups make together.
+#[must_use]
+pub fn total_calls(n: u64) -> u64 {
+    (0..n).map(calls_of).sum()
+}
+
+/// The probes whose counts the workload fixes per cgroup.
+const PROBES: [Probe; 3] = [Probe::VfsRmdir, Probe::SysRmdir, Probe::SysUnlink];
+
+/// Kernel memory the maps took, from one `NAME.mem` file against the cgroup's baseline:
+/// (bytes, where measured, possible CPUs).
+pub fn charged(
+    base: &str,
+    during: &str,
+    version: (u32, u32),
+) -> Result<(u64, String, u32), String> {
+    let field = |text: &str, name: &str| -> Option<u64> {
+        text.lines().find_map(|l| {
+            let (k, v) = l.split_once(' ')?;
+            (k == name).then(|| v.trim().parse().ok()).flatten()
+        })
+    };
+    let possible = during
+        .lines()
+        .find_map(|l| l.strip_prefix("possible "))
+        .and_then(|r| r.trim().rsplit('-').next()?.parse::<u32>().ok())
+        .map(|last| last + 1)
+        .ok_or("no possible CPUs line")?;
+    // Linux 5.11 on charges maps to the loader's memory cgroup; 5.10 to RLIMIT_MEMLOCK,
+    // by the formula fdinfo's memlock shows.
+    if version < (5, 11) {
+        let m = field(during, "memlock").ok_or("no memlock line")?;
+        return Ok((
+            m,
+            "fdinfo memlock (5.10 charges RLIMIT_MEMLOCK)".into(),
+            possible,
+        ));
+    }
+    let parts = ["percpu", "slab", "vmalloc"];
+    let mut bytes = 0u64;
+    let mut seen = Vec::new();
+    for p in parts {
+        if let (Some(a), Some(b)) = (field(base, p), field(during, p)) {
+            bytes += b.saturating_sub(a);
+            seen.push(p);
+        }
+    }
+    if seen.is_empty() {
+        return Err("memory.stat has none of percpu, slab, vmalloc".into());
+    }
+    Ok((bytes, format!("memory.stat {}", seen.join(" + ")), possible))
+}
+
+/// What tracer's `--verbose` log says it sized the maps for: (possible CPUs, MiB).
+fn estimated(log: &str) -> Option<(u32, f64)> {
+    let line = log.lines().find(|l| l.contains("maps sized for "))?;
+    let cpus = line
+        .split("maps sized for ")
+        .nth(1)?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    let mib = line
+        .split("; ")
+        .nth(1)?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    Some((cpus, mib))
+}
+
+fn mib(bytes: u64) -> f64 {
+    #[expect(clippy::cast_precision_loss, reason = "a figure for people")]
+    let m = bytes as f64 / f64::from(1u32 << 20);
+    m
+}
+
+/// The maps of one tool's run: within the budget at the possible CPUs, and within a
+/// quarter of what tracer's formula said (docs/production.md's formula, checked).
+fn memory(
+    files: &BTreeMap<String, PathBuf>,
+    tool: &str,
+    how: &str,
+    version: (u32, u32),
+) -> Verdict {
+    let name = format!("mem_{tool}_{how}");
+    let log = format!("{name}.log");
+    let base = read(files, &format!("mem_base_{how}.mem"))?;
+    let during = read(files, &format!("{name}.mem")).map_err(|e| with_log(files, &log, e))?;
+    let (bytes, source, possible) = charged(&base, &during, version)?;
+    let text = read(files, &log)?;
+    let (cpus, formula) = estimated(&text).ok_or_else(|| {
+        with_log(
+            files,
+            &log,
+            "no \"maps sized for\" line in --verbose".into(),
+        )
+    })?;
+    if cpus != possible {
+        return Err(format!(
+            "tracer sized the maps for {cpus} CPUs, the VM has {possible} possible"
+        ));
+    }
+    let measured = mib(bytes);
+    let seen = format!(
+        "{measured:.1} MiB at {possible} possible CPUs ({source}); tracer's formula {formula:.1} MiB"
+    );
+    if measured > BUDGET_MIB {
+        return Err(format!("{seen}: over the {BUDGET_MIB} MiB budget"));
+    }
+    if (measured - formula).abs() > formula / 4.0 {
+        return Err(format!("{seen}: the formula is off by more than a quarter"));
+    }
+    Ok(seen)
+}
+
+/// Cgroup `/sc/gI`'s index `I`.
+fn index_of(path: &str) -> Option<u64> {
+    path.strip_prefix("/sc/g")?.parse().ok()
+}
+
+/// Every one of `n` workload cgroups made exactly its calls of each probe; nothing lost,
+/// nothing folded into `other`.
+pub fn every_cgroup(s: &Snapshot, n: u64) -> Verdict {
+    let mut counts: BTreeMap<(u64, Probe), u64> = BTreeMap::new();
+    for (key, lat) in &s.series {
+        let Some(i) = s.cgroups.get(&key.cgroup).and_then(|p| index_of(p)) else {
+            continue;
+        };
+        if PROBES.contains(&key.probe) {
+            *counts.entry((i, key.probe)).or_default() += lat.count();
+        }
+    }
+    let mut wrong = Vec::new();
+    for i in 0..n {
+        for p in PROBES {
+            let got = counts.get(&(i, p)).copied().unwrap_or(0);
+            if got != calls_of(i) {
+                wrong.push(format!(
+                    "/sc/g{i} {} = {got} (want {})",
+                    p.name(),
+                    calls_of(i)
+                ));
+            }
+        }
+    }
+    if !wrong.is_empty() {
+        let shown: Vec<&String> = wrong.iter().take(5).collect();
+        return Err(format!(
+            "{} of {} counts wrong: {shown:?}",
+            wrong.len(),
+            n * 3
+        ));
+    }
+    no_losses(s)?;
+    let folded: u64 = s.probes.values().map(|st| st.folded).sum();
+    if folded > 0 {
+        return Err(format!(
+            "{folded} calls folded into `other`: the maps were too small"
+        ));
+    }
+    Ok(format!(
+        "{n} cgroups, each exactly its 1..7 vfs_rmdir, rmdir and unlink ({} of each); no loss, none folded",
+        total_calls(n)
+    ))
+}
+
+fn no_losses(s: &Snapshot) -> Result<(), String> {
+    let lost: Vec<String> = s
+        .probes
+        .iter()
+        .filter(|(_, st)| st.lost() > 0)
+        .map(|(p, st)| format!("{} lost {}", p.name(), st.lost()))
+        .chain(s.losses.iter().map(|(l, n)| format!("{} {n}", l.name())))
+        .collect();
+    if lost.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("losses: {lost:?}"))
+    }
+}
+
+/// Past capacity: each probe's total is still exact, the calls that found `HIST` full are
+/// reported as folded and are in `other`, and nothing is lost.
+pub fn past_capacity(s: &Snapshot, n: u64) -> Verdict {
+    let want = total_calls(n);
+    let mut seen = Vec::new();
+    for p in PROBES {
+        let total = s.probe_total(p).count();
+        if total != want {
+            return Err(format!("{} = {total} in all, expected {want}", p.name()));
+        }
+        let folded = s.probes.get(&p).map_or(0, |st| st.folded);
+        let other: u64 = s
+            .series
+            .iter()
+            .filter(|(k, _)| k.probe == p && k.cgroup == OTHER_CGROUP)
+            .map(|(_, l)| l.count())
+            .sum();
+        if folded == 0 || other != folded {
+            return Err(format!(
+                "{}: {folded} reported folded, {other} calls under `other`",
+                p.name()
+            ));
+        }
+        seen.push(format!("{} {total} ({folded} folded)", p.name()));
+    }
+    no_losses(s)?;
+    Ok(format!("totals exact: {}; no loss", seen.join(", ")))
+}
+
+/// `serve --max-cgroups MAX` over the workload: MAX cgroups by name plus `other`, and the
+/// sum over them of each probe's `_count` exact.
+fn serve_max(files: &BTreeMap<String, PathBuf>, name: &str, n: u64, max: u64) -> Verdict {
+    let text = read(files, &format!("{name}.metrics"))
+        .map_err(|e| with_log(files, &format!("{name}.log"), e))?;
+    let want = total_calls(n);
+    let mut seen = Vec::new();
+    for p in PROBES {
+        let label = format!("probe=\"{}\"", p.name());
+        let mut cgroups = BTreeMap::new();
+        for line in text.lines() {
+            let Some(rest) = line.strip_prefix("tracer_latency_seconds_count{") else {
+                continue;
+            };
+            let Some((set, value)) = rest.split_once("} ") else {
+                continue;
+            };
+            if !set.split(',').any(|l| l == label) {
+                continue;
+            }
+            let cgroup = set
+                .split(',')
+                .find_map(|l| l.strip_prefix("cgroup=\""))
+                .map(|c| c.trim_end_matches('"').to_owned())
+                .ok_or_else(|| format!("a sample without a cgroup label: {line}"))?;
+            let v: f64 = value
+                .trim()
+                .parse()
+                .map_err(|_| format!("bad sample: {line}"))?;
+            *cgroups.entry(cgroup).or_insert(0.0) += v;
+        }
+        let named = cgroups.keys().filter(|c| c.starts_with("/sc/")).count();
+        let sum: f64 = cgroups.values().sum();
+        #[expect(clippy::cast_precision_loss, reason = "counts far below 2^53")]
+        let want_f = want as f64;
+        if (sum - want_f).abs() > 0.5 {
+            return Err(format!(
+                "{}: the sum over cgroups is {sum}, expected {want}",
+                p.name()
+            ));
+        }
+        if u64::try_from(named).unwrap_or(0) > max || !cgroups.contains_key("other") {
+            return Err(format!(
+                "{}: {named} workload cgroups by name (at most {max}), other present: {}",
+                p.name(),
+                cgroups.contains_key("other")
+            ));
+        }
+        seen.push(format!("{} {want} over {named} cgroups + other", p.name()));
+    }
+    Ok(seen.join("; "))
+}
+
+/// Judge what the guest's scale section sent back (the suite: [`SUITE_CGROUPS`] cgroups).
+pub fn check(
+    files: &BTreeMap<String, PathBuf>,
+    scope: &str,
+    version: (u32, u32),
+    tally: &mut Tally,
+) {
+    check_with(files, scope, version, SUITE_CGROUPS, tally);
+}
+
+/// Judge the scale results of a run whose many-cgroups cases made `n` cgroups.
+pub fn check_with(
+    files: &BTreeMap<String, PathBuf>,
+    scope: &str,
+    version: (u32, u32),
+    n: u64,
+    tally: &mut Tally,
+) {
+    for (how, method) in MODES {
+        for tool in ["capture", "top", "serve"] {
+            tally.record(
+                &format!("{scope} {how}"),
+                &format!("kernel memory of the maps under `{tool}`: at most {BUDGET_MIB} MiB at the VM's possible CPUs, and as tracer's formula says"),
+                &memory(files, tool, how, version),
+            );
+        }
+        let name = format!("overflow_{how}");
+        tally.record(
+            &format!("{scope} {how}"),
+            &format!("HIST of {SHRUNK_HIST} entries, {OVERFLOW_CGROUPS} cgroups: totals exact, calls past capacity folded into `other`, nothing lost"),
+            &load_capture(files, &name).and_then(|s| {
+                attached_with_all(&s, method, Probe::VfsRmdir)?;
+                past_capacity(&s, OVERFLOW_CGROUPS)
+            }),
+        );
+        let name = format!("scale_{how}");
+        if files.contains_key(&format!("{name}.rc")) {
+            tally.record(
+                &format!("{scope} {how}"),
+                &format!("{n} cgroups alive at once: capture counts every cgroup's calls exactly, nothing lost"),
+                &load_capture_file(files, &name).and_then(|s| {
+                    attached_with_all(&s, method, Probe::VfsRmdir)?;
+                    let took = read(files, &format!("{name}.rc")).unwrap_or_default();
+                    every_cgroup(&s, n).map(|v| format!("{v} ({})", took.lines().nth(1).unwrap_or("").trim()))
+                }),
+            );
+        }
+    }
+    if files.contains_key("scale_serve.log") {
+        tally.record(
+            &format!("{scope} auto"),
+            &format!("serve --max-cgroups {SERVE_MAX} over {n} cgroups: at most {SERVE_MAX} by name plus `other`, sums exact"),
+            &serve_max(files, "scale_serve", n, SERVE_MAX),
+        );
+    }
+}
+
+/// The largest kernel memory of the maps over the tools, per attach mode: (MiB, possible
+/// CPUs).
+#[must_use]
+pub fn memory_figures(files: &BTreeMap<String, PathBuf>, version: (u32, u32)) -> Vec<(f64, u32)> {
+    let mut out = Vec::new();
+    for (how, _) in MODES {
+        let Ok(base) = read(files, &format!("mem_base_{how}.mem")) else {
+            continue;
+        };
+        let worst = ["capture", "top", "serve"]
+            .iter()
+            .filter_map(|tool| read(files, &format!("mem_{tool}_{how}.mem")).ok())
+            .filter_map(|during| charged(&base, &during, version).ok())
+            .max_by_key(|(b, _, _)| *b);
+        if let Some((b, _, cpus)) = worst {
+            out.push((mib(b), cpus));
+        }
+    }
+    out
+}
+
+/// The workload's calls the many-cgroups captures counted in the workload's cgroups, both
+/// modes together.
+#[must_use]
+pub fn counted(files: &BTreeMap<String, PathBuf>, n: u64) -> u64 {
+    MODES
+        .iter()
+        .filter_map(|(how, _)| load_capture_file(files, &format!("scale_{how}")).ok())
+        .map(|s| {
+            s.series
+                .iter()
+                .filter(|(k, _)| PROBES.contains(&k.probe))
+                .filter(|(k, _)| {
+                    s.cgroups
+                        .get(&k.cgroup)
+                        .and_then(|p| index_of(p))
+                        .is_some_and(|i| i < n)
+                })
+                .map(|(_, l)| l.count())
+                .sum::<u64>()
+        })
+        .sum()
+}
+
+/// Losses of any kind in the many-cgroups captures, and calls folded there.
+#[must_use]
+pub fn drops(files: &BTreeMap<String, PathBuf>) -> u64 {
+    MODES
+        .iter()
+        .filter_map(|(how, _)| load_capture_file(files, &format!("scale_{how}")).ok())
+        .map(|s| {
+            s.probes
+                .values()
+                .map(|st| st.lost() + st.folded)
+                .sum::<u64>()
+                + s.losses.values().sum::<u64>()
+        })
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_workload_counts_are_1_to_7() {
+        assert_eq!((calls_of(0), calls_of(6), calls_of(7)), (1, 7, 1));
+        assert_eq!(total_calls(7), 28);
+        assert_eq!(total_calls(2_000), 285 * 28 + (1..=5).sum::<u64>());
+    }
+
+    #[test]
+    fn memory_is_read_where_the_kernel_charges_it() {
+        let base = "anon 4096\npercpu 1000\nslab 2000\nvmalloc 0\n";
+        let during = "anon 9999999\npercpu 3001000\nslab 4002000\nvmalloc 8000000\nmemlock 123\npossible 0-191\n";
+        let (b, how, cpus) = charged(base, during, (6, 1)).unwrap();
+        assert_eq!((b, cpus), (3_000_000 + 4_000_000 + 8_000_000, 192));
+        assert!(how.contains("percpu + slab + vmalloc"));
+        let (b, how, _) = charged(base, during, (5, 10)).unwrap();
+        assert_eq!(b, 123);
+        assert!(how.contains("memlock"));
+        assert!(
+            charged(base, "percpu 1\n", (6, 1)).is_err(),
+            "no possible line"
+        );
+    }
+
+    #[test]
+    fn tracer_s_estimate_is_read_from_its_log() {
+        let log = "[INFO tracer_loader::attach] maps sized for 192 possible CPUs: HIST 131072 entries, COUNTERS 16384, THREADS 40960; 29.7 MiB of kernel memory in all\n";
+        assert_eq!(estimated(log), Some((192, 29.7)));
+        assert_eq!(estimated("nothing"), None);
+    }
+}

@@ -1,0 +1,137 @@
+# tracer at production scale, in the guest: sourced by suite.sh (the suite's cases) and
+# bench.sh's scale bench. Results go to the host through `emit`.
+#
+#   scale_memory HOW          kernel memory of tracer's maps (capture, top, serve)
+#   scale_cgroups N NAME ARGS one capture of N cgroups alive at once, each making a known
+#                             number of mkdir+rmdir and create+unlink (1 + i mod 7)
+#   scale_serve N MAX         the same under `tracer serve --max-cgroups MAX`, scraped once
+
+cg=/sys/fs/cgroup
+
+# The memory cgroup tracer runs in: BPF maps are charged to it (Linux >= 5.11).
+memcg=$cg/tracer_mem
+echo +memory > $cg/cgroup.subtree_control 2>/dev/null
+mkdir -p $memcg
+
+# mem_read NAME PID: what the kernel charged so far to tracer's memory cgroup, and the
+# memlock of PID's map fds, into /tmp/NAME.mem (memory.stat lines, then `memlock N`).
+cat > /tmp/mem_read.sh <<'MEMREAD'
+out=/tmp/$1.mem
+cat /sys/fs/cgroup/tracer_mem/memory.stat > $out 2>/dev/null
+total=0
+for f in /proc/$2/fdinfo/*; do
+    m=$(sed -n 's/^memlock:[[:space:]]*//p' $f 2>/dev/null)
+    [ -n "$m" ] && total=$((total + m))
+done
+echo "memlock $total" >> $out
+echo "possible $(cat /sys/devices/system/cpu/possible)" >> $out
+MEMREAD
+
+# scale_memory HOW: tracer's maps' kernel memory under `capture`, `top --frames` and
+# `serve`, attached by HOW; with --verbose, tracer's log says what it sized them for.
+scale_memory() {
+    how=$1
+    cat $memcg/memory.stat > /tmp/mem_base_$how.mem 2>/dev/null
+    emit mem_base_$how.mem /tmp/mem_base_$how.mem
+    # capture: its command runs once recording started, in tracer's cgroup; $PPID is tracer.
+    sh -c "echo \$\$ > $memcg/cgroup.procs; exec tracer capture --attach $how --verbose -- sh -c 'sh /tmp/mem_read.sh mem_capture_$how \$PPID'" \
+        > /tmp/mem_capture_$how.log 2>&1
+    emit mem_capture_$how.mem /tmp/mem_capture_$how.mem
+    emit mem_capture_$how.log /tmp/mem_capture_$how.log
+    # top: once its first frame is out.
+    sh -c "echo \$\$ > $memcg/cgroup.procs; exec tracer top --attach $how --frames 3 --interval 1s --width 120 --height 30 --verbose" \
+        > /tmp/mem_top_$how.txt 2> /tmp/mem_top_$how.log &
+    p=$!
+    i=0
+    while [ $i -lt 1200 ] && ! grep -q "refresh 1/3" /tmp/mem_top_$how.txt 2>/dev/null; do sleep 0.1; i=$((i+1)); done
+    sh /tmp/mem_read.sh mem_top_$how $p
+    wait $p
+    emit mem_top_$how.mem /tmp/mem_top_$how.mem
+    emit mem_top_$how.log /tmp/mem_top_$how.log
+    # serve: once it answers.
+    sh -c "echo \$\$ > $memcg/cgroup.procs; exec tracer serve --attach $how --listen 127.0.0.1:29119 --verbose" \
+        > /tmp/mem_serve_$how.log 2>&1 &
+    p=$!
+    i=0
+    while [ $i -lt 1200 ] && ! wget -q -O /dev/null http://127.0.0.1:29119/metrics 2>/dev/null; do sleep 0.1; i=$((i+1)); done
+    sh /tmp/mem_read.sh mem_serve_$how $p
+    kill $p
+    wait $p
+    emit mem_serve_$how.mem /tmp/mem_serve_$how.mem
+    emit mem_serve_$how.log /tmp/mem_serve_$how.log
+}
+
+# The workload: cgroup i (of N, made beforehand under /sys/fs/cgroup/sc) makes and removes
+# k = 1 + i mod 7 directories (k vfs_rmdir, k rmdir(2)) and creates and unlinks k files on
+# tmpfs (k unlink), 3 processes per cgroup. The shell moves itself from one cgroup to the
+# next, so every cgroup is alive throughout.
+cat > /tmp/scale_work.sh <<'WORK'
+n=$1
+i=0
+while [ $i -lt $n ]; do
+    k=$((1 + i % 7))
+    d=/tmp/sc/g$i
+    echo $$ > /sys/fs/cgroup/sc/g$i/cgroup.procs || exit 1
+    dirs= files=
+    j=0
+    while [ $j -lt $k ]; do
+        dirs="$dirs $d/d$j"
+        files="$files $d/f$j"
+        : > $d/f$j
+        j=$((j+1))
+    done
+    mkdir $dirs && rmdir $dirs && rm $files || exit 1
+    i=$((i+1))
+done
+echo $$ > /sys/fs/cgroup/cgroup.procs
+WORK
+
+# scale_make N / scale_remove N: the N cgroups and their directories.
+scale_make() {
+    mkdir -p $cg/sc /tmp/sc
+    seq 0 $(($1 - 1)) | sed "s|^|$cg/sc/g|" | xargs mkdir -p
+    seq 0 $(($1 - 1)) | sed "s|^|/tmp/sc/g|" | xargs mkdir -p
+}
+scale_remove() {
+    seq 0 $(($1 - 1)) | sed "s|^|$cg/sc/g|" | xargs rmdir 2>/dev/null
+    rmdir $cg/sc 2>/dev/null
+    rm -rf /tmp/sc
+}
+
+# scale_cgroups N NAME TRACER-ARGS...: one capture of the workload over N cgroups.
+scale_cgroups() {
+    n=$1 name=$2
+    shift 2
+    scale_make $n
+    start=$(date +%s)
+    timeout 900 tracer capture "$@" --format json -o /tmp/$name.json -- sh /tmp/scale_work.sh $n \
+        > /tmp/$name.log 2>&1
+    echo $? > /tmp/$name.rc
+    echo "seconds $(($(date +%s) - start))" >> /tmp/$name.rc
+    scale_remove $n
+    emit $name.rc /tmp/$name.rc
+    emit $name.log /tmp/$name.log
+    [ -f /tmp/$name.json ] && emit $name.json /tmp/$name.json
+}
+
+# scale_serve N MAX NAME: the workload over N cgroups under `tracer serve --max-cgroups MAX`,
+# scraped once the counts are in.
+scale_serve() {
+    n=$1 max=$2 name=$3
+    scale_make $n
+    tracer serve --listen 127.0.0.1:29118 --interval 1s --max-cgroups $max > /tmp/$name.log 2>&1 &
+    p=$!
+    i=0
+    while [ $i -lt 1200 ] && ! wget -q -O /dev/null http://127.0.0.1:29118/metrics 2>/dev/null; do sleep 0.1; i=$((i+1)); done
+    sh /tmp/scale_work.sh $n >> /tmp/$name.log 2>&1
+    echo "workload exit $?" >> /tmp/$name.log
+    # Two refreshes for the last calls to reach /metrics.
+    sleep 3
+    wget -q -O /tmp/$name.metrics http://127.0.0.1:29118/metrics
+    kill $p
+    wait $p
+    echo "exit $?" >> /tmp/$name.log
+    scale_remove $n
+    emit $name.metrics /tmp/$name.metrics
+    emit $name.log /tmp/$name.log
+}
