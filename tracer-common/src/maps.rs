@@ -88,6 +88,11 @@ pub const DCACHE_DIES_AT_DPUT: &str = "DCACHE_DIES_AT_DPUT";
 pub const VFS_RMDIR_DIR_ARG: &str = "VFS_RMDIR_DIR_ARG";
 /// Global: the slots `RMDIR_LOCKS` has (its size, which a test may shrink).
 pub const RMDIR_SLOTS: &str = "RMDIR_SLOTS";
+/// Global, a test knob: `1 + id` of a probe whose return programs skip their next
+/// [`TEST_MISSES`] runs as if the kernel had missed them (0, the default: none).
+pub const TEST_MISS_PROBE: &str = "TEST_MISS_PROBE";
+/// Array of one u64: returns still to skip for [`TEST_MISS_PROBE`].
+pub const TEST_MISSES: &str = "TEST_MISSES";
 /// Global: offset of a syscall's third argument in `struct pt_regs`.
 pub const PT_REGS_ARG3: &str = "PT_REGS_ARG3";
 /// `DCACHE_OP_DELETE`: the filesystem's `d_delete` op decides at the last `dput` (tmpfs and
@@ -215,6 +220,10 @@ pub struct ProbeCounters {
     /// Completed calls that found `HIST` full: recorded in `HIST_OVERFLOW` (their probe,
     /// caller and latency kept, their cgroup not), so not lost.
     pub folded: u64,
+    /// Calls whose return the kernel missed, found in flight where none can be (a syscall
+    /// entered by their thread, the same function entered again) and discarded, so that no
+    /// later call takes their start time or caller. Lost calls, each counted once here.
+    pub discarded: u64,
 }
 
 /// The traced calls in flight on one thread: one lookup per entry and per exit finds the
@@ -225,6 +234,9 @@ pub struct ProbeCounters {
 pub struct Thread {
     /// The traced functions active on the thread, innermost on top.
     pub frames: Frames,
+    /// Bit `1 << id` per probe whose recorded call is in flight (its start time in
+    /// `start_ns`): what a syscall's entry checks for state a missed return left behind.
+    pub in_flight: u64,
     /// `bpf_ktime_get_ns` at each probe's entry, by probe id; 0 when not in flight.
     pub start_ns: [u64; crate::probe::PROBE_COUNT as usize],
     /// `d_delete`'s dentry argument, for its exit.
@@ -262,6 +274,7 @@ impl Thread {
     /// Nothing in flight.
     pub const IDLE: Thread = Thread {
         frames: Frames::EMPTY,
+        in_flight: 0,
         start_ns: [0; crate::probe::PROBE_COUNT as usize],
         d_delete_dentry: 0,
         lock_wait_addr: 0,
@@ -597,10 +610,10 @@ mod tests {
     fn layouts_have_no_implicit_padding() {
         assert_eq!(size_of::<HistKey>(), 8 + 2 + 2 + 4);
         assert_eq!(size_of::<Stat>(), 32);
-        assert_eq!(size_of::<ProbeCounters>(), 40);
+        assert_eq!(size_of::<ProbeCounters>(), 48);
         assert_eq!(
             size_of::<Thread>(),
-            8 + 8 * crate::probe::PROBE_COUNT as usize + 8 + 8 + 8 + 16
+            8 + 8 + 8 * crate::probe::PROBE_COUNT as usize + 8 + 8 + 8 + 16
         );
         assert_eq!(size_of::<CgroupEvent>(), 8 + 4 + 4 + CGROUP_PATH_MAX);
         assert_eq!(

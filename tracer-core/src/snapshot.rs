@@ -128,6 +128,10 @@ pub struct ProbeStatus {
     /// latency and caller, in the probe's series of cgroup `other` ([`OTHER_CGROUP`])
     /// rather than their own cgroup's. Not lost: totals stay exact.
     pub folded: u64,
+    /// Calls whose return the kernel missed, found still in flight where none can be (a
+    /// syscall entered by their thread, the same function entered again) and discarded:
+    /// lost, and counted here only (not as entries without a return).
+    pub discarded: u64,
 }
 
 impl ProbeStatus {
@@ -142,6 +146,7 @@ impl ProbeStatus {
             start_drops: 0,
             hist_drops: 0,
             folded: 0,
+            discarded: 0,
         }
     }
 
@@ -150,8 +155,11 @@ impl ProbeStatus {
     #[must_use]
     pub fn unmatched_entries(&self) -> u64 {
         // Saturating: a capture file's counts need not be ones a kernel could produce.
-        self.entries
-            .saturating_sub(self.exits.saturating_add(self.start_drops))
+        self.entries.saturating_sub(
+            self.exits
+                .saturating_add(self.start_drops)
+                .saturating_add(self.discarded),
+        )
     }
 
     /// Every call this probe lost, whatever the reason.
@@ -160,6 +168,7 @@ impl ProbeStatus {
         self.exits_without_entry
             .saturating_add(self.start_drops)
             .saturating_add(self.hist_drops)
+            .saturating_add(self.discarded)
     }
 
     fn merge(&mut self, other: &ProbeStatus) {
@@ -169,6 +178,7 @@ impl ProbeStatus {
         self.start_drops += other.start_drops;
         self.hist_drops += other.hist_drops;
         self.folded += other.folded;
+        self.discarded += other.discarded;
     }
 
     fn since(&self, earlier: &ProbeStatus) -> ProbeStatus {
@@ -182,6 +192,7 @@ impl ProbeStatus {
             start_drops: self.start_drops.saturating_sub(earlier.start_drops),
             hist_drops: self.hist_drops.saturating_sub(earlier.hist_drops),
             folded: self.folded.saturating_sub(earlier.folded),
+            discarded: self.discarded.saturating_sub(earlier.discarded),
         }
     }
 }

@@ -32,8 +32,8 @@ use tracer_common::{
     maps::{
         AT_REMOVEDIR, BEGUN_UNRECORDED, CGROUP_EVENTS_BYTES, CGROUP_PATH_MAX, CGROUP2_HIERARCHY,
         COUNTER_ENTRIES, COUNTER_KINDS, CgroupEvent, CounterId, CounterKey, DCACHE_DONTCACHE,
-        DCACHE_OP_DELETE, HIST_ENTRIES, HistKey, INFLIGHT_ENTRIES, LOSS_COUNT, LockGate, Loss,
-        NOT_PRUNED, OVERFLOW_ENTRIES, ProbeCounters, RMDIR_ENTRIES, RmdirLocks, RmdirSlot,
+        DCACHE_OP_DELETE, Frames, HIST_ENTRIES, HistKey, INFLIGHT_ENTRIES, LOSS_COUNT, LockGate,
+        Loss, NOT_PRUNED, OVERFLOW_ENTRIES, ProbeCounters, RMDIR_ENTRIES, RmdirLocks, RmdirSlot,
         SETTLE_ENTERED, SETTLE_RETURNED, SLOW_CALLS_BYTES, SLOW_PRUNED, SlowBudget, SlowCallEvent,
         Stat, Thread, overflow_index,
     },
@@ -92,6 +92,10 @@ static SETTLE: PerCpuArray<u64> = PerCpuArray::with_max_entries(2, 0);
 #[map]
 static SLOW_BUDGET: PerCpuArray<SlowBudget> = PerCpuArray::with_max_entries(1, 0);
 
+/// Test knob: returns of [`TEST_MISS_PROBE`] still to skip.
+#[map]
+static TEST_MISSES: Array<u64> = Array::with_max_entries(1, 0);
+
 // Kernel struct offsets, from BTF in userspace (aya's Rust programs have no CO-RE).
 // Globals must be read volatile, or the compiler folds in the zero they are built with.
 #[unsafe(no_mangle)]
@@ -118,6 +122,10 @@ static SELF_TGID: u32 = 0;
 /// exec'd yet still carries it (see [`is_own_child`]).
 #[unsafe(no_mangle)]
 static SELF_COMM: [u64; 2] = [0; 2];
+/// Test knob: `1 + id` of the probe whose return programs skip their next [`TEST_MISSES`]
+/// runs, as when the kernel misses a return (0: none, always outside tests).
+#[unsafe(no_mangle)]
+static TEST_MISS_PROBE: u32 = 0;
 /// Slots of `RMDIR_LOCKS`: its size, which userspace sets when a test shrinks it.
 #[unsafe(no_mangle)]
 static RMDIR_SLOTS: u32 = RMDIR_ENTRIES;
@@ -343,7 +351,67 @@ fn on_entry(probe: Probe, arg: u64) {
     if is_self(pid_tgid) {
         return;
     }
-    entered(probe, arg, thread(tid_of(pid_tgid)));
+    let tid = tid_of(pid_tgid);
+    let mut thread = thread(tid);
+    // `probe` is a constant in each program: only the syscall entries keep this.
+    if matches!(probe.kind(), ProbeKind::Syscall)
+        && let Some(t) = thread.as_deref_mut()
+    {
+        heal(t, tid);
+    }
+    entered(probe, arg, thread);
+}
+
+/// A syscall begins: its thread comes from user mode, so nothing it traced can still be in
+/// flight. What is (a start time, a frame, a registered lock, a lock wait) was left by a
+/// return the kernel missed: discard it, each call counted once as discarded, so that no
+/// later call takes its start time or caller and the lock gate does not drift. Two
+/// compares when there is nothing to discard, as almost always.
+#[inline(always)]
+fn heal(t: &mut Thread, tid: u32) {
+    if t.in_flight == 0 && t.frames == Frames::EMPTY {
+        return;
+    }
+    let stale = t.in_flight;
+    let mut id = 0;
+    while id < PROBE_COUNT as usize {
+        if stale & (1 << id) != 0 {
+            t.start_ns[id] = 0;
+            #[expect(clippy::cast_possible_truncation, reason = "below PROBE_COUNT")]
+            if let Some(c) = PROBE_COUNTERS.get_ptr_mut(id as u32) {
+                add(unsafe { &raw mut (*c).discarded }, 1);
+            }
+        }
+        id += 1;
+    }
+    t.in_flight = 0;
+    t.frames = Frames::EMPTY;
+    t.rmdir_pruned_ns = NOT_PRUNED;
+    unregister_rmdir_locks(t, tid);
+    if t.lock_wait_addr != 0 {
+        t.lock_wait_addr = 0;
+        gate(true, u64::MAX);
+    }
+}
+
+/// Test knob: whether this return of `probe` is one [`TEST_MISS_PROBE`] says to skip. One
+/// read of a global that is 0 outside tests.
+#[inline(always)]
+fn test_missed(probe: Probe) -> bool {
+    if global(&TEST_MISS_PROBE) != u64::from(probe.id()) + 1 {
+        return false;
+    }
+    let Some(left) = TEST_MISSES.get_ptr_mut(0) else {
+        return false;
+    };
+    // SAFETY: a pointer into the map's one value.
+    unsafe {
+        if *left == 0 {
+            return false;
+        }
+        *left -= 1;
+    }
+    true
 }
 
 /// [`on_entry`] of a thread other than tracer's, whose state the caller looked up (`None`:
@@ -374,6 +442,16 @@ fn entered(probe: Probe, arg: u64, thread: Option<&'static mut Thread>) {
         add(&raw mut c.start_drops, 1);
         return;
     };
+    let bit = 1u64 << slot;
+    if t.in_flight & bit != 0 {
+        // Its previous call's return was missed (these functions do not nest): that call
+        // is discarded, and its frame with whatever was left above it.
+        add(&raw mut c.discarded, 1);
+        if let Some(f) = t.frames.pop(probe.id()) {
+            t.frames = f;
+        }
+    }
+    t.in_flight |= bit;
     if matches!(probe.kind(), ProbeKind::Function) {
         t.frames = t.frames.push(probe.id());
     }
@@ -402,6 +480,7 @@ fn on_exit(probe: Probe, thread: Option<&'static mut Thread>) -> Option<Call> {
         // and not a loss either.
         if let Some(t) = thread {
             t.start_ns[slot] = 0;
+            t.in_flight &= !(1 << slot);
         }
         settle(probe, SETTLE_RETURNED);
         return None;
@@ -413,6 +492,7 @@ fn on_exit(probe: Probe, thread: Option<&'static mut Thread>) -> Option<Call> {
         return None;
     };
     t.start_ns[slot] = 0;
+    t.in_flight &= !(1 << slot);
     // Dropping our frame (and any left above it by missed returns) bares our caller.
     if matches!(probe.kind(), ProbeKind::Function)
         && let Some(f) = t.frames.pop(probe.id())
@@ -823,6 +903,9 @@ fn vfs_rmdir_entered(dir: u64, dentry: u64) {
 /// `vfs_rmdir` returned: its locks are released, whatever became of its timing.
 #[inline(always)]
 fn vfs_rmdir_returned() {
+    if test_missed(Probe::VfsRmdir) {
+        return;
+    }
     let pid_tgid = bpf_get_current_pid_tgid();
     let tid = tid_of(pid_tgid);
     let mut thread = THREADS.get_ptr_mut(tid).map(|t| unsafe { &mut *t });
@@ -855,6 +938,9 @@ fn after_shrink_dcache_parent(call: &Call) {
 
 #[inline(always)]
 fn exit_hooks(probe: Probe) {
+    if test_missed(probe) {
+        return;
+    }
     let pid_tgid = bpf_get_current_pid_tgid();
     if is_self(pid_tgid) {
         return;

@@ -419,14 +419,26 @@ pub fn attach_with_slow(
     // One read of the kernel's BTF serves both our offsets and aya's fentry attach.
     let raw_btf = btf::read_sys_fs();
     let cgroup_layout = cgroup_tracepoint_layout();
+    let test_misses = match std::env::var(TEST_MISS_ENV).ok().map(|s| test_miss(&s)) {
+        Some(Ok(knob)) => Some(knob),
+        Some(Err(e)) => {
+            warnings.push(format!("{TEST_MISS_ENV} ignored: {e}"));
+            None
+        }
+        None => None,
+    };
     let (mut ebpf, offsets_valid) = load_object(
         raw_btf.as_deref(),
         cgroup_layout.as_ref().ok(),
         &mut sizes,
         cpus,
+        test_misses.map(|(p, _)| p),
         &mut warnings,
     )?;
     let kernel_log = KernelLog::open(&mut ebpf);
+    if let Some((_, n)) = test_misses {
+        settle::set_word(&mut ebpf, maps::TEST_MISSES, n).map_err(LoadError::Record)?;
+    }
     if slow_threshold_ns != 0 {
         settle::set_slow_threshold(&mut ebpf, slow_threshold_ns)
             .map_err(LoadError::SlowThreshold)?;
@@ -770,6 +782,7 @@ fn load_object(
     cgroup_layout: Option<&[u32; 3]>,
     chosen: &mut crate::sizing::Sizes,
     cpus: u32,
+    test_miss: Option<Probe>,
     warnings: &mut Vec<String>,
 ) -> Result<(Ebpf, bool), LoadError> {
     // Before the loader, which borrows the sizes it is given.
@@ -783,6 +796,14 @@ fn load_object(
     };
     let mut loader = EbpfLoader::new();
     crate::kernel_log::configure(&mut loader);
+    let miss_probe = test_miss.map_or(0, |p| u32::from(p.id()) + 1);
+    if let Some(p) = test_miss {
+        log::info!(
+            "{TEST_MISS_ENV}: the return programs of {} skip runs",
+            p.name()
+        );
+        loader.override_global(maps::TEST_MISS_PROBE, &miss_probe, true);
+    }
     for (name, n) in crate::sizing::entries(chosen) {
         loader.map_max_entries(name, n);
     }
@@ -847,6 +868,26 @@ fn load_object(
 /// Test knob: `NAME=N[,NAME=N...]` gives the named maps N entries instead of their
 /// capacity, so that a few calls fill one and the loss it causes can be checked.
 pub const MAP_ENTRIES_ENV: &str = "TRACER_MAP_ENTRIES";
+
+/// Test knob: `PROBE:N` makes the return programs of PROBE skip their next N runs, as when
+/// the kernel misses returns (a kretprobe out of instances), so that what tracer does with
+/// the state they leave behind can be checked.
+pub const TEST_MISS_ENV: &str = "TRACER_TEST_MISS_RETURNS";
+
+/// Parse [`TEST_MISS_ENV`]'s value.
+///
+/// # Errors
+/// An unknown probe, or a count that is not a positive number.
+pub fn test_miss(spec: &str) -> Result<(Probe, u64), String> {
+    let (name, n) = spec
+        .split_once(':')
+        .ok_or_else(|| format!("{spec:?} is not PROBE:COUNT"))?;
+    let probe = Probe::from_name(name.trim()).ok_or_else(|| format!("no probe {name:?}"))?;
+    match n.trim().parse::<u64>() {
+        Ok(n) if n > 0 => Ok((probe, n)),
+        _ => Err(format!("{n:?} is not a positive count")),
+    }
+}
 
 /// The maps [`MAP_ENTRIES_ENV`] may resize: those a full one loses calls in.
 const RESIZABLE: [&str; 4] = [maps::HIST, maps::COUNTERS, maps::RMDIR_LOCKS, maps::THREADS];
@@ -1261,7 +1302,11 @@ mod tests {
     use crate::host::kernel_version;
 
     #[test]
-    fn map_entries_names_only_resizable_maps_with_positive_sizes() {
+    fn test_knobs_name_only_resizable_maps_and_probes_with_positive_counts() {
+        assert_eq!(test_miss("vfs_rmdir:5"), Ok((Probe::VfsRmdir, 5)));
+        assert!(test_miss("vfs_rmdir").is_err());
+        assert!(test_miss("nope:1").is_err());
+        assert!(test_miss("rmdir:0").is_err());
         assert_eq!(
             map_entries("RMDIR_LOCKS=1, COUNTERS = 8,"),
             Ok(vec![("RMDIR_LOCKS", 1), ("COUNTERS", 8)])

@@ -183,6 +183,19 @@ for how in kprobe fentry; do
     capture churn_$how "$churn" --attach $how
 done
 
+echo "suite: missed returns: 5 of 10 vfs_rmdir returns skipped (test knob), unlinks on the same thread after each"
+# busybox `rm -r` removes its arguments in turn on one thread: a directory by rmdir(2), a
+# file by unlink(2).
+heal_args=
+i=0; while [ $i -lt 10 ]; do heal_args="$heal_args d$i f$i"; i=$((i+1)); done
+for how in kprobe fentry; do
+    mkdir -p /tmp/heal_$how
+    (cd /tmp/heal_$how && for a in $heal_args; do case $a in d*) mkdir $a;; *) : > $a;; esac; done)
+    export TRACER_TEST_MISS_RETURNS=vfs_rmdir:5
+    capture heal_$how "cd /tmp/heal_$how && rm -r $heal_args" --attach $how
+    unset TRACER_TEST_MISS_RETURNS
+done
+
 echo "suite: slow calls: rmdir of 20000 negative dentries over --slow 5ms; 1 ns over a tight loop"
 if [ -d /mnt/ext2 ]; then
     for how in kprobe fentry; do

@@ -163,6 +163,9 @@ struct ProbeRec {
     /// Since version 3.
     #[serde(default)]
     folded: u64,
+    /// Since version 3.
+    #[serde(default)]
+    discarded: u64,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -301,6 +304,7 @@ pub fn to_string(snapshot: &Snapshot) -> String {
                 start_drops: st.start_drops,
                 hist_drops: st.hist_drops,
                 folded: st.folded,
+                discarded: st.discarded,
             })
             .collect(),
         series: snapshot
@@ -563,6 +567,7 @@ fn build(file: CaptureFile, version: u64) -> Result<Snapshot, LoadError> {
             start_drops: p.start_drops,
             hist_drops: p.hist_drops,
             folded: p.folded,
+            discarded: p.discarded,
         };
         if s.probes.insert(probe, status).is_some() {
             return Err(record("probes", i)(format!(
@@ -654,6 +659,7 @@ fn check_totals(s: &Snapshot) -> Result<(), String> {
                 p.start_drops,
                 p.hist_drops,
                 p.folded,
+                p.discarded,
             ]
         })
         .chain(s.series.values().map(Latency::count))

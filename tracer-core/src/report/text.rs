@@ -767,6 +767,10 @@ fn loss_lines(st: &ProbeStatus) -> Vec<(u64, &'static str)> {
             "calls not recorded: the histogram map was full",
         ),
         (
+            st.discarded,
+            "calls whose return the kernel missed, found left behind and discarded (not timed)",
+        ),
+        (
             st.unmatched_entries(),
             "entries without a return (in flight at the end, or returns the kernel missed: \
              a kretprobe holds a few calls in flight, one per CPU without CONFIG_PREEMPTION)",

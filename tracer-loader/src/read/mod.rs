@@ -338,6 +338,7 @@ fn read_probe_counters(
                 exits_without_entry: a.exits_without_entry + b.exits_without_entry,
                 start_drops: a.start_drops + b.start_drops,
                 folded: a.folded + b.folded,
+                discarded: a.discarded + b.discarded,
             });
         snap.probes.insert(
             *probe,
@@ -349,6 +350,7 @@ fn read_probe_counters(
                 start_drops: c.start_drops,
                 hist_drops: 0,
                 folded: c.folded,
+                discarded: c.discarded,
             },
         );
     }

@@ -643,7 +643,7 @@ fn encode_frame(frame: &Frame, proc: &ProcSelf, encoder: &mut DescriptorEncoder)
 
     let mut m = encoder.encode_descriptor(
         "tracer_probe_lost_calls",
-        "Calls a probe lost: exits_without_entry (return seen, entry not), start_drops (in-flight map full), hist_drops (histogram map full).",
+        "Calls a probe lost: exits_without_entry (return seen, entry not), start_drops (in-flight map full), discarded (return missed by the kernel, its state found left behind), hist_drops (histogram map full: captures of version 2 only).",
         None,
         MetricType::Counter,
     )?;
@@ -651,6 +651,7 @@ fn encode_frame(frame: &Frame, proc: &ProcSelf, encoder: &mut DescriptorEncoder)
         for (kind, n) in [
             ("exits_without_entry", status.exits_without_entry),
             ("start_drops", status.start_drops),
+            ("discarded", status.discarded),
             ("hist_drops", status.hist_drops),
         ] {
             let labels = ProbeLossLabels {

@@ -117,6 +117,7 @@ impl Source for ReplaySource {
                     start_drops: part(st.start_drops),
                     hist_drops: part(st.hist_drops),
                     folded: part(st.folded),
+                    discarded: part(st.discarded),
                 },
             );
         }

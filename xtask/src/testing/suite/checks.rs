@@ -652,6 +652,66 @@ fn attached(s: &Snapshot, probe: Probe) -> Result<String, String> {
         None => Err(format!("the capture has no status for {}", probe.name())),
     }
 }
+/// Removals of the missed-returns case: as many directories as files, alternately.
+pub const HEAL_PAIRS: u64 = 10;
+/// `vfs_rmdir` returns the test knob skips there.
+pub const HEAL_MISSED: u64 = 5;
+
+/// `rm -r d0 f0 d1 f1 ...` (one thread: rmdir, unlink, rmdir, ...) with the first
+/// [`HEAL_MISSED`] returns of `vfs_rmdir` skipped, as the kernel misses returns: each
+/// call left in flight is discarded (counted once, as discarded) when the thread next
+/// enters a syscall, so no later call takes its start time or its caller: every unlink's
+/// `d_delete` has no caller, every rmdir's has `vfs_rmdir`, and the syscalls are exact.
+pub fn healed(s: &Snapshot, _version: (u32, u32)) -> Verdict {
+    let n = HEAL_PAIRS;
+    let st = s
+        .probes
+        .get(&Probe::VfsRmdir)
+        .ok_or("no vfs_rmdir status")?;
+    let want = (n, n - HEAL_MISSED, HEAL_MISSED, 0);
+    let got = (st.entries, st.exits, st.discarded, st.unmatched_entries());
+    if got != want {
+        return Err(format!(
+            "vfs_rmdir (entries, exits, discarded, without a return) = {got:?}, expected {want:?}"
+        ));
+    }
+    let by_caller = |caller: Option<Probe>| {
+        s.total_where(|k| k.probe == Probe::DDelete && k.caller == caller)
+            .count()
+    };
+    let (none, rmdir) = (by_caller(None), by_caller(Some(Probe::VfsRmdir)));
+    if (none, rmdir) != (n, n) {
+        return Err(format!(
+            "d_delete: {none} without a caller and {rmdir} in vfs_rmdir, expected {n} and {n}: a stale frame gave a later call the wrong caller"
+        ));
+    }
+    exact(s, Probe::SysRmdir, n)?;
+    exact(s, Probe::SysUnlink, n)?;
+    // No call timed from a stale start: the slowest is far below the run itself.
+    let worst = [
+        Probe::SysRmdir,
+        Probe::SysUnlink,
+        Probe::VfsRmdir,
+        Probe::DDelete,
+    ]
+    .iter()
+    .filter_map(|p| s.probe_total(*p).max_ns())
+    .max()
+    .unwrap_or(0);
+    let span = s.meta.duration_ns;
+    if worst >= span {
+        return Err(format!(
+            "a call of {} ns in a capture of {span} ns: timed from a stale start",
+            worst
+        ));
+    }
+    Ok(format!(
+        "vfs_rmdir {n} entered, {} returned, {HEAL_MISSED} discarded and reported lost; d_delete {none} without caller, {rmdir} in vfs_rmdir; rmdir {n}, unlink {n}; slowest call {}",
+        n - HEAL_MISSED,
+        ms(worst)
+    ))
+}
+
 /// 50 tmpfs mount+umount: exactly 50 teardowns by the function this kernel has, the other
 /// one reported absent, and one expedited RCU grace period per umount, waited for in
 /// `namespace_unlock`.

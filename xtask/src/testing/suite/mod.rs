@@ -305,6 +305,12 @@ fn cases() -> Vec<Case> {
                 lock_waits,
             ),
             c(
+                "missed returns (5 of 10 vfs_rmdir returns skipped by a test knob), then unlinks on the same thread: each stale call discarded and reported once, no later call with its start time or caller",
+                "heal",
+                Probe::VfsRmdir,
+                checks::healed,
+            ),
+            c(
                 "umount x300: 300 shrinker teardowns and grace-period waits, their share of the wall time",
                 "umount300",
                 Probe::SynchronizeRcuExpedited,
