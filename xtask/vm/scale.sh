@@ -8,6 +8,9 @@
 
 cg=/sys/fs/cgroup
 
+# The exporter is asked on loopback, which the guest's init leaves down.
+ifconfig lo 127.0.0.1 up 2>/dev/null || ip link set lo up 2>/dev/null
+
 # The memory cgroup tracer runs in: BPF maps are charged to it (Linux >= 5.11).
 memcg=$cg/tracer_mem
 echo +memory > $cg/cgroup.subtree_control 2>/dev/null
@@ -107,9 +110,10 @@ scale_cgroups() {
     timeout 900 tracer capture "$@" --format json -o /tmp/$name.json -- sh /tmp/scale_work.sh $n \
         > /tmp/$name.log 2>&1
     echo $? > /tmp/$name.rc
-    echo "seconds $(($(date +%s) - start))" >> /tmp/$name.rc
+    echo "$(($(date +%s) - start)) s" > /tmp/$name.took
     scale_remove $n
     emit $name.rc /tmp/$name.rc
+    emit $name.took /tmp/$name.took
     emit $name.log /tmp/$name.log
     [ -f /tmp/$name.json ] && emit $name.json /tmp/$name.json
 }

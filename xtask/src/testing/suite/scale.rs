@@ -276,7 +276,7 @@ fn serve_max(files: &BTreeMap<String, PathBuf>, name: &str, n: u64, max: u64) ->
             *cgroups.entry(cgroup).or_insert(0.0) += v;
         }
         let named = cgroups.keys().filter(|c| c.starts_with("/sc/")).count();
-        let sum: f64 = cgroups.values().sum();
+        let sum = cgroups.values().fold(0.0, |a, v| a + v);
         #[expect(clippy::cast_precision_loss, reason = "counts far below 2^53")]
         let want_f = want as f64;
         if (sum - want_f).abs() > 0.5 {
@@ -339,8 +339,8 @@ pub fn check_with(
                 &format!("{n} cgroups alive at once: capture counts every cgroup's calls exactly, nothing lost"),
                 &load_capture_file(files, &name).and_then(|s| {
                     attached_with_all(&s, method, Probe::VfsRmdir)?;
-                    let took = read(files, &format!("{name}.rc")).unwrap_or_default();
-                    every_cgroup(&s, n).map(|v| format!("{v} ({})", took.lines().nth(1).unwrap_or("").trim()))
+                    let took = read(files, &format!("{name}.took")).unwrap_or_default();
+                    every_cgroup(&s, n).map(|v| format!("{v} (the run took {})", took.trim()))
                 }),
             );
         }
