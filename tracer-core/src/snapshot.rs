@@ -321,8 +321,12 @@ pub struct Snapshot {
     /// CPU time tracer's own kernel programs used over the span, when the kernel kept
     /// BPF statistics.
     pub bpf: Option<BpfUsage>,
-    /// CPU time (user + system) tracer's own process used over the span, when measured.
+    /// CPU time (user + system) tracer's own process used over the span (from recording's
+    /// start to the reading of the maps), when measured.
     pub process_cpu_ns: Option<u64>,
+    /// CPU time tracer's process used before the span: loading the programs (the kernel's
+    /// verifier runs in its system time), attaching them and waiting for that to settle.
+    pub process_cpu_attach_ns: Option<u64>,
 }
 
 /// What tracer's kernel programs cost, from the kernel's BPF run-time statistics.
@@ -350,6 +354,7 @@ impl Snapshot {
             slow_calls: Vec::new(),
             bpf: None,
             process_cpu_ns: None,
+            process_cpu_attach_ns: None,
         }
     }
 

@@ -97,6 +97,10 @@ struct CaptureFile {
     /// CPU time tracer's own process used, in ns; absent when not measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     process_cpu_ns: Option<u64>,
+    /// Since version 3: CPU time tracer's process used loading and attaching, before the
+    /// span; absent when not measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    process_cpu_attach_ns: Option<u64>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -357,6 +361,7 @@ pub fn to_string(snapshot: &Snapshot) -> String {
             runs: b.runs,
         }),
         process_cpu_ns: snapshot.process_cpu_ns,
+        process_cpu_attach_ns: snapshot.process_cpu_attach_ns,
     };
     let mut out = Vec::new();
     let mut ser = serde_json::Serializer::with_formatter(&mut out, PairsOnOneLine::default());
@@ -639,6 +644,7 @@ fn build(file: CaptureFile, version: u64) -> Result<Snapshot, LoadError> {
         runs: b.runs,
     });
     s.process_cpu_ns = file.process_cpu_ns;
+    s.process_cpu_attach_ns = file.process_cpu_attach_ns;
     check_totals(&s).map_err(LoadError::Schema)?;
     Ok(s)
 }

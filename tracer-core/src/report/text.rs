@@ -585,9 +585,18 @@ fn own_cost(s: &Snapshot, p: Painter) -> String {
     if let Some(cpu) = s.process_cpu_ns {
         let _ = writeln!(
             out,
-            "  tracer's process: {} of CPU ({} of the span)",
+            "  tracer's process: {} of CPU over the {} span ({} of one CPU)",
             units::ns(cpu),
+            units::ns(s.meta.duration_ns),
             units::percent(cpu, s.meta.duration_ns)
+        );
+    }
+    if let Some(cpu) = s.process_cpu_attach_ns {
+        let _ = writeln!(
+            out,
+            "  before it: {} of CPU loading and attaching the programs (the kernel's verifier \
+             included)",
+            units::ns(cpu),
         );
     }
     let Some(b) = s.bpf else {
@@ -601,7 +610,7 @@ fn own_cost(s: &Snapshot, p: Painter) -> String {
     };
     let _ = writeln!(
         out,
-        "  kernel programs: {} of CPU over {} runs, {per_run} per run ({} of the span)",
+        "  kernel programs: {} of CPU over {} runs, {per_run} per run ({} of one CPU over the span)",
         units::ns(b.run_ns),
         b.runs,
         units::percent(b.run_ns, s.meta.duration_ns)
@@ -1213,7 +1222,9 @@ mod tests {
         let r = render(&testdata::slow_rmdir_capture(), false);
         let sec = section(&r, "tracer's own cost");
         assert!(
-            sec.contains("3.00 ms of CPU over 10000 runs, 300 ns per run (0.1% of the span)"),
+            sec.contains(
+                "3.00 ms of CPU over 10000 runs, 300 ns per run (0.1% of one CPU over the span)"
+            ),
             "{sec}"
         );
         assert!(!render(&testdata::umount_capture(), false).contains("own cost"));
@@ -1223,8 +1234,19 @@ mod tests {
     fn own_cost_shows_the_process_cpu_with_or_without_bpf_statistics() {
         let mut s = testdata::umount_capture();
         s.process_cpu_ns = Some(40_000_000);
+        s.meta.duration_ns = 2_000_000_000;
+        s.process_cpu_attach_ns = Some(2_250_000_000);
         let sec = section(&render(&s, false), "tracer's own cost").to_owned();
-        assert!(sec.contains("tracer's process: 40.0 ms of CPU"), "{sec}");
+        // The share is of one CPU over the span the process's time is measured on; the
+        // loading before it is said apart (it was the 400% of a 2-CPU guest's report).
+        assert!(
+            sec.contains("tracer's process: 40.0 ms of CPU over the 2.00 s span (2.0% of one CPU)"),
+            "{sec}"
+        );
+        assert!(
+            sec.contains("before it: 2.25 s of CPU loading and attaching"),
+            "{sec}"
+        );
         assert!(!sec.contains("kernel programs"), "{sec}");
         let mut rich = testdata::slow_rmdir_capture();
         rich.process_cpu_ns = Some(40_000_000);

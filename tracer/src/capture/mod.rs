@@ -250,6 +250,7 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
     let started = Instant::now();
+    let cpu_recording = process_cpu_seconds();
 
     // The command gets a cgroup of its own, so its calls can be told from the host's.
     let transient = if args.command.is_empty() {
@@ -289,7 +290,9 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
     attached.kernel_log.drain();
     let mut snap = collect::read(&attached, &cgroups, meta)?;
     snap.bpf = bpf_stats.enabled().then(|| bpf_usage(&attached.ebpf));
-    snap.process_cpu_ns = Some(cpu_ns_since(cpu_start));
+    snap.process_cpu_ns = Some(cpu_ns_since(cpu_recording));
+    snap.process_cpu_attach_ns =
+        Some(cpu_ns_since(cpu_start).saturating_sub(cpu_ns_since(cpu_recording)));
     drop(attached); // detach before reporting
     drop(bpf_stats);
     events.add_slow_calls_to(&mut snap, &cgroups);
