@@ -213,7 +213,9 @@ pub struct ProbeCounters {
     pub entries: u64,
     /// Function returns seen with a matching entry.
     pub exits: u64,
-    /// Returns with no recorded entry (attached mid-call, or the entry was evicted).
+    /// Returns with no recorded entry, their thread's state found (the entry's program was
+    /// skipped). A return with no state at all is not counted: its entry was counted as a
+    /// start drop, or stays without a return (state evicted).
     pub exits_without_entry: u64,
     /// Entries that could not be recorded: the thread's state could not be stored.
     pub start_drops: u64,

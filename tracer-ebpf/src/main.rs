@@ -488,7 +488,9 @@ fn on_exit(probe: Probe, thread: Option<&'static mut Thread>) -> Option<Call> {
     let c = counters(probe)?;
     let now = unsafe { bpf_ktime_get_ns() };
     let Some(t) = thread else {
-        add(&raw mut c.exits_without_entry, 1);
+        // No state: the entry could not store it (counted then, as a start drop) or it was
+        // evicted since (the entry stays without a return, counted as such): each lost call
+        // is counted once, so not here.
         return None;
     };
     t.start_ns[slot] = 0;

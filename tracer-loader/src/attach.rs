@@ -92,6 +92,9 @@ pub struct Attached {
     pub kprobe_links: Vec<KprobeLink>,
     /// The entries the resizable maps were given, and the kernel memory of all the maps.
     pub sizes: crate::sizing::Sizes,
+    /// Runs the kernel skipped (its programs' recursion misses, its kprobes' misses) before
+    /// recording started: attaching's, not the traced span's.
+    pub misses_before_recording: (u64, u64),
 }
 
 impl Attached {
@@ -528,11 +531,16 @@ pub fn attach_with_slow(
     }
     // Only now, with every program in place, do the programs start recording.
     start_recording(&mut ebpf, &mut warnings)?;
+    let misses_before_recording = (
+        crate::read::events::program_misses(&ebpf),
+        crate::read::events::kprobe_misses(&kprobe_links),
+    );
     Ok(Attached {
         ebpf,
         states,
         warnings,
         cgroup_events,
+        misses_before_recording,
         kernel_log,
         kprobe_links,
         sizes,

@@ -342,16 +342,26 @@ fn recursion_misses(fd: BorrowedFd<'_>) -> Option<u64> {
         .then_some(info.recursion_misses)
 }
 
-/// Runs of the loaded programs the kernel skipped, summed: each program's
+/// Runs of the loaded programs that time calls the kernel skipped, summed: each program's
 /// `recursion_misses`. The kernel skips a program that would run while it (or, for kprobe
 /// and tracepoint programs, any such program) already runs on that CPU, and counts it only
-/// there. 0 on kernels before 5.12, which do not count.
+/// there. 0 on kernels before 5.12, which do not count. Left out: the lock-contention
+/// programs, which run for every contended lock on the host and time a wait only on a lock
+/// a `vfs_rmdir` holds (a skipped run is almost never a traced call), and the cgroup
+/// programs, which time nothing (a cgroup they miss is learned by walking the tree).
 #[must_use]
 pub fn program_misses(ebpf: &Ebpf) -> u64 {
     ebpf.programs()
+        .filter(|(name, _)| times_calls(name))
         .filter_map(|(_, program)| program.fd().ok())
         .filter_map(|fd| recursion_misses(fd.as_fd()))
         .fold(0, u64::saturating_add)
+}
+
+/// Whether the program named `name` times traced calls (see [`program_misses`]).
+#[must_use]
+pub fn times_calls(name: &str) -> bool {
+    !(name.starts_with("contention_") || name.starts_with("cgroup_"))
 }
 
 /// A kprobe or kretprobe link's `missed`: hits the kernel did not run its program for;

@@ -98,7 +98,12 @@ fn read_with(
     read_series(ebpf, &mut snap, known)?;
     read_overflow(ebpf, &mut snap)?;
     read_events(ebpf, &mut snap, known)?;
-    read_losses(ebpf, &attached.kprobe_links, &mut snap)?;
+    read_losses(
+        ebpf,
+        &attached.kprobe_links,
+        attached.misses_before_recording,
+        &mut snap,
+    )?;
     read_probe_counters(ebpf, &mut snap, &attached.states)?;
     Ok(snap)
 }
@@ -238,6 +243,7 @@ fn read_events(
 fn read_losses(
     ebpf: &Ebpf,
     kprobe_links: &[crate::links::KprobeLink],
+    before: (u64, u64),
     snap: &mut Snapshot,
 ) -> Result<(), CollectError> {
     let map = ebpf
@@ -247,10 +253,10 @@ fn read_losses(
         PerCpuArray::try_from(map).map_err(|e| CollectError::Map(maps::LOSSES, e))?;
     for loss in Loss::ALL {
         let n: u64 = if loss == Loss::ProgramMisses {
-            // The kernel's own count, not the programs'.
-            events::program_misses(ebpf)
+            // The kernel's own count, not the programs', since recording started.
+            events::program_misses(ebpf).saturating_sub(before.0)
         } else if loss == Loss::KprobeMisses {
-            events::kprobe_misses(kprobe_links)
+            events::kprobe_misses(kprobe_links).saturating_sub(before.1)
         } else {
             losses
                 .get(&(loss as u32), 0)
