@@ -706,7 +706,7 @@ pub fn healed(s: &Snapshot, _version: (u32, u32)) -> Verdict {
         ));
     }
     Ok(format!(
-        "vfs_rmdir {n} entered, {} returned, {HEAL_MISSED} discarded and reported lost; d_delete {none} without caller, {rmdir} in vfs_rmdir; rmdir {n}, unlink {n}; slowest call {}",
+        "vfs_rmdir {n} entered, {} returned, {HEAL_MISSED} discarded and reported lost; d_delete {none} without caller, {rmdir} in vfs_rmdir; rmdir {n}, unlink {n}; slowest call {:.2} ms",
         n - HEAL_MISSED,
         ms(worst)
     ))
