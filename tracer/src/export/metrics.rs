@@ -322,20 +322,28 @@ impl Collector for FrameMetrics {
     }
 }
 
-/// The `cgroup` label of an id: its path in the frame's table, else the snapshot's name.
+/// The `cgroup` label of a label set: its path (fixed for the label set's life), `other`
+/// or `gone`; never empty.
 fn cgroup_label(frame: &Frame, id: CgroupId) -> String {
     match id {
         OTHER_CGROUP => OTHER.to_owned(),
         GONE_CGROUP => GONE.to_owned(),
-        _ => frame.cgroups.get(&id).map_or_else(
-            || frame.cumulative.cgroup_name(id),
-            |entry| entry.path.to_string(),
-        ),
+        _ => match frame.cumulative.cgroups.get(&id) {
+            Some(path) if !path.is_empty() => path.clone(),
+            // Not filed by the live loop (a snapshot built elsewhere): the table's path.
+            _ => frame
+                .cgroups
+                .get(&id)
+                .map(|e| e.path.to_string())
+                .filter(|p| !p.is_empty())
+                .unwrap_or_else(|| OTHER.to_owned()),
+        },
     }
 }
 
-/// The latency histograms, one per (probe, caller, cgroup path). Series of different ids
-/// with one path (a cgroup removed and made again) are summed: one label set, one series.
+/// The latency histograms, one per (probe, caller, cgroup path). The live loop files a
+/// path's calls under one label set; series of different ids with one path (a snapshot
+/// from elsewhere) are summed: one label set, one series.
 #[must_use]
 pub fn latency_rows(frame: &Frame) -> BTreeMap<(Probe, Option<Probe>, String), Buckets> {
     let mut rows: BTreeMap<(Probe, Option<Probe>, String), Buckets> = BTreeMap::new();
@@ -741,6 +749,14 @@ fn encode_frame(frame: &Frame, proc: &ProcSelf, encoder: &mut DescriptorEncoder)
             MetricType::Gauge,
         )?
         .encode_gauge(&(frame.folded_cgroups as u64))?;
+    encoder
+        .encode_descriptor(
+            "tracer_cgroups_unnamed",
+            "Cgroups whose calls went to cgroup=\"other\" because their path was not known (yet): past the cgroup walk's limit, a lost cgroup event, a private cgroup namespace.",
+            None,
+            MetricType::Counter,
+        )?
+        .encode_counter::<NoLabelSet, _, u64>(&frame.unnamed_cgroups, None)?;
 
     let kind = match frame.info.kind {
         SourceKindLive::Kernel => "kernel",
@@ -809,6 +825,7 @@ pub(crate) mod tests {
             slow_threshold_ns: 0,
             cgroups,
             folded_cgroups: 0,
+            unnamed_cgroups: 0,
             cost: Cost::default(),
             error: None,
         }
@@ -1363,5 +1380,215 @@ pub(crate) mod tests {
             .count();
         // Buckets (finite and +Inf), then _sum and _count.
         assert_eq!(lines, BUCKET_BOUNDS_NS.len() + 1 + 2);
+    }
+}
+
+#[cfg(test)]
+mod churn {
+    use std::{collections::BTreeMap, sync::Arc};
+
+    use super::{Format, render};
+    use crate::live::{Delta, Live, OTHER_CGROUP, Options, SourceInfo, SourceKindLive};
+    use tracer_core::snapshot::{CgroupId, Counter, Meta, Probe, SeriesKey, Snapshot, SourceKind};
+
+    const SEC: u64 = 1_000_000_000;
+
+    /// Every counter sample of a scrape (histogram `_count`s and `_total`s), by series.
+    fn counters(text: &str) -> BTreeMap<String, f64> {
+        text.lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter(|l| l.contains("_count{") || l.contains("_total{") || l.contains("_total "))
+            .filter_map(|l| {
+                let (series, v) = l.rsplit_once(' ')?;
+                Some((series.to_owned(), v.parse().ok()?))
+            })
+            .collect()
+    }
+
+    fn cgroup_of(series: &str) -> Option<&str> {
+        let (_, rest) = series.split_once("cgroup=\"")?;
+        rest.split_once('"').map(|(c, _)| c)
+    }
+
+    /// A refresh of the churn scenario: who makes calls, who is made and removed.
+    struct Step {
+        delta: Delta,
+        /// Calls made, per path ("" for the cgroup never named, "other" for the source's).
+        calls: BTreeMap<String, u64>,
+    }
+
+    fn step(i: u64) -> Step {
+        let mut s = Snapshot::new(Meta {
+            source: SourceKind::Kernel,
+            description: String::new(),
+            kernel: None,
+            started_unix_ns: 0,
+            duration_ns: SEC,
+        });
+        let mut made = Vec::new();
+        let mut removed = Vec::new();
+        let mut calls = BTreeMap::new();
+        let mut call = |s: &mut Snapshot, id: CgroupId, path: &str, n: u64| {
+            for k in 0..n {
+                s.record(SeriesKey::new(Probe::VfsRmdir, id), 40_000 + k * 1_000);
+            }
+            s.count(Counter::NegativeDentries, id, n);
+            *calls.entry(path.to_owned()).or_default() += n;
+        };
+        // Always busy: never gives its slot up.
+        if i == 1 {
+            made.push((1, "/steady".to_owned()));
+        }
+        call(&mut s, 1, "/steady", i % 3 + 1);
+        // Busy one refresh in five: evicted when idle, back later.
+        if i == 1 {
+            made.push((2, "/bursty".to_owned()));
+        }
+        if i.is_multiple_of(5) {
+            call(&mut s, 2, "/bursty", 2);
+        }
+        // A service restarted every 40 refreshes: a new cgroup id under the same path.
+        let svc = 500 + i / 40;
+        if i.is_multiple_of(40) || i == 1 {
+            made.push((svc, "/svc".to_owned()));
+            if i > 1 {
+                removed.push(svc - 1);
+            }
+        }
+        call(&mut s, svc, "/svc", 1);
+        // Pods: one made each refresh, busy for two, removed after: with the others, more
+        // active cgroups than slots, and removals past the grace period.
+        let pod = 1_000 + i;
+        made.push((pod, format!("/pod/{i}")));
+        call(&mut s, pod, &format!("/pod/{i}"), i % 4 + 1);
+        if i > 1 {
+            call(&mut s, pod - 1, &format!("/pod/{}", i - 1), 1);
+        }
+        if i > 2 {
+            removed.push(pod - 2);
+        }
+        // A cgroup whose path is never learned, and calls the kernel filed past its map.
+        if i.is_multiple_of(3) {
+            call(&mut s, 9_000, "", 1);
+        }
+        if i.is_multiple_of(7) {
+            call(&mut s, OTHER_CGROUP, "other", 3);
+        }
+        Step {
+            delta: Delta {
+                snapshot: s,
+                slow: Vec::new(),
+                cgroups_made: made,
+                cgroups_removed: removed,
+                bpf: None,
+            },
+            calls,
+        }
+    }
+
+    #[test]
+    #[expect(
+        clippy::cast_precision_loss,
+        clippy::float_cmp,
+        reason = "call counts, far below 2^52, exact in f64"
+    )]
+    fn under_churn_no_counter_ever_decreases_and_each_counts_its_own_calls() {
+        let info = Arc::new(SourceInfo {
+            kind: SourceKindLive::Kernel,
+            description: "churn".into(),
+            host: "h".into(),
+            kernel: None,
+            warnings: Vec::new(),
+        });
+        let mut live = Live::new(
+            info,
+            &Options {
+                max_cgroups: 3,
+                windows: false,
+                ..Options::default()
+            },
+        );
+        // The last sample seen of each series (a series that left keeps its last one).
+        let mut last: BTreeMap<String, f64> = BTreeMap::new();
+        let mut sent: BTreeMap<String, u64> = BTreeMap::new();
+        // Series that left a scrape and came back in a later one, with their totals.
+        let mut back: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+        let mut before: BTreeMap<String, f64> = BTreeMap::new();
+        for i in 1..=400u64 {
+            let Step { delta, calls } = step(i);
+            for (path, n) in calls {
+                *sent.entry(path).or_default() += n;
+            }
+            let (frame, _) = live.apply(delta, i * SEC);
+            let scrape = counters(&render(Some(Arc::new(frame)), Format::Text));
+            for (series, v) in &scrape {
+                assert!(
+                    cgroup_of(series) != Some(""),
+                    "refresh {i}: an empty cgroup label: {series}"
+                );
+                if let Some(&seen) = last.get(series) {
+                    assert!(v >= &seen, "refresh {i}: {series} went from {seen} to {v}");
+                    if !before.contains_key(series) && seen > 0.0 {
+                        back.insert(series.clone());
+                    }
+                }
+                last.insert(series.clone(), *v);
+            }
+            before = scrape;
+        }
+        let rmdirs = |cgroup: &str| {
+            last.iter()
+                .filter(|(s, _)| {
+                    s.starts_with("tracer_latency_seconds_count{")
+                        && s.contains("probe=\"vfs_rmdir\"")
+                        && cgroup_of(s) == Some(cgroup)
+                })
+                .map(|(_, v)| *v)
+                .sum::<f64>()
+        };
+        let want = |path: &str| sent[path] as f64;
+        // Every call counted once over the series, whichever label sets they went to.
+        let all: f64 = sent.values().sum::<u64>() as f64;
+        let exported: f64 = last
+            .iter()
+            .filter(|(s, _)| s.starts_with("tracer_latency_seconds_count{"))
+            .map(|(_, v)| *v)
+            .sum();
+        assert_eq!(exported, all);
+        let negative: f64 = last
+            .iter()
+            .filter(|(s, _)| s.starts_with("tracer_negative_dentries_total{"))
+            .map(|(_, v)| *v)
+            .sum();
+        assert_eq!(negative, all);
+        // Cgroups busy every refresh keep their slots: all their calls are theirs, the
+        // restarted service's in one series over its five cgroup ids.
+        assert_eq!(rmdirs("/steady"), want("/steady"));
+        assert_eq!(rmdirs("/svc"), want("/svc"));
+        // The others have at most their own calls; `other` holds the rest, exactly.
+        let mut named = 0.0;
+        for path in sent.keys().filter(|p| p.starts_with('/')) {
+            let got = rmdirs(path);
+            assert!(got <= want(path), "{path}: {got} > {}", want(path));
+            named += got;
+        }
+        assert_eq!(rmdirs("other"), all - named);
+        assert!(
+            rmdirs("/bursty") > 0.0,
+            "the bursty cgroup had a slot at times"
+        );
+        assert!(
+            rmdirs("other") > want("other") + want(""),
+            "pods beyond the slots"
+        );
+        // `other` holds every call of the cgroup never named: counted once as unnamed.
+        let unnamed = last["tracer_cgroups_unnamed_total"];
+        assert_eq!(unnamed, 1.0);
+        // The bursty cgroup lost its slot when idle and took one again: its series left
+        // and came back where it stopped.
+        assert!(
+            back.iter().any(|s| cgroup_of(s) == Some("/bursty")),
+            "{back:?}"
+        );
     }
 }
