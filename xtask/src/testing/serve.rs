@@ -19,7 +19,9 @@ use tracer_core::snapshot::Probe;
 
 use super::{
     harness::Tally,
-    prometheus::{Guard, Prometheus, free_port, get, p99_agrees, promtool_check, wait_for},
+    prometheus::{
+        Guard, Prometheus, free_port, get, native_p99_agrees, p99_agrees, promtool_check, wait_for,
+    },
 };
 use crate::util;
 
@@ -82,9 +84,13 @@ fn promtool(target: &Target) -> Result<String, String> {
 
 /// A Prometheus scraping the host targets (a function here, not a method of
 /// [`Prometheus`], so that the exporter's helpers do not use this module's `Target`).
-fn start_prometheus(targets: &[&Target]) -> Result<Prometheus, String> {
+fn start_prometheus(targets: &[&Target], native: bool) -> Result<Prometheus, String> {
     let addrs: Vec<String> = targets.iter().map(|t| t.addr.clone()).collect();
-    Prometheus::scraping(&addrs, "host")
+    if native {
+        Prometheus::scraping_native(&addrs, "host")
+    } else {
+        Prometheus::scraping(&addrs, "host")
+    }
 }
 
 /// Write the capture of one model run to a temporary file; tracer serve replays it.
@@ -225,17 +231,38 @@ pub fn host_cases(tracer: &Path, tally: &mut Tally) {
         }
     }
     let up: Vec<&Target> = all.iter().filter_map(|t| t.as_ref().ok()).collect();
-    let prometheus = match start_prometheus(&up) {
+    let checks = [
+        (&umounts, Probe::SysUmount, UMOUNTS),
+        (&dentries, Probe::DDelete, D_DELETES),
+    ];
+    // First a Prometheus with native histograms on (it gets the protobuf format and keeps
+    // only the native buckets), then one without (the classic buckets): every check and
+    // every dashboard expression against both.
+    match start_prometheus(&up, true) {
+        Ok(native) => {
+            for (replayed, probe, fixed) in checks {
+                native_replay_checks(&native, replayed, probe, fixed, tally);
+            }
+            sleep(Duration::from_secs(3));
+            tally.record(
+                SCOPE,
+                "every dashboard expression returns a series in Prometheus with native histograms",
+                &dashboards(&native),
+            );
+        }
+        Err(e) => tally.record(
+            SCOPE,
+            "Prometheus with native histograms scrapes tracer serve",
+            &Err(e),
+        ),
+    }
+    let prometheus = match start_prometheus(&up, false) {
         Ok(p) => p,
         Err(e) => {
             tally.record(SCOPE, "Prometheus scrapes tracer serve", &Err(e));
             return;
         }
     };
-    let checks = [
-        (&umounts, Probe::SysUmount, UMOUNTS),
-        (&dentries, Probe::DDelete, D_DELETES),
-    ];
     for (replayed, probe, fixed) in checks {
         replay_checks(&prometheus, replayed, probe, fixed, tally);
     }
@@ -289,6 +316,66 @@ fn dashboards(prometheus: &Prometheus) -> Result<String, String> {
             Err(empty.join("; "))
         }
     })
+}
+
+/// The count and p99 of `probe`'s native histogram in a Prometheus with native histograms
+/// on, against the replayed capture's own.
+fn native_replay_checks(
+    prometheus: &Prometheus,
+    replayed: &Replay,
+    probe: Probe,
+    fixed: u64,
+    tally: &mut Tally,
+) {
+    let (Ok(t), Ok(capture)) = (&replayed.target, &replayed.capture) else {
+        return;
+    };
+    let own = capture.probe_total(probe);
+    let selector = format!(
+        "tracer_latency_seconds{{instance=\"{}\",probe=\"{}\"}}",
+        t.addr,
+        probe.name()
+    );
+    let expr = format!("histogram_count(sum({selector}))");
+    #[expect(clippy::cast_precision_loss, reason = "counts well below 2^52")]
+    let verdict = prometheus
+        .settle(&expr, own.count() as f64, Duration::from_mins(1))
+        .map(|v| format!("{expr} = {v}: tracer's own count"))
+        .and_then(|seen| {
+            if own.count() == fixed {
+                Ok(seen)
+            } else {
+                Err(format!("{seen}, but the scenario fixes {fixed}"))
+            }
+        });
+    tally.record(
+        SCOPE,
+        &format!(
+            "Prometheus with native histograms: the count of {} equals the {fixed} the workload fixes",
+            probe.name()
+        ),
+        &verdict,
+    );
+    let expr = format!("histogram_quantile(0.99, sum({selector}))");
+    let verdict = own
+        .quantile_ns(0.99)
+        .ok_or_else(|| format!("no {} calls", probe.name()))
+        .and_then(|own| {
+            let prom = prometheus
+                .query(&expr)?
+                .first()
+                .map(|(_, v)| *v * 1e9)
+                .ok_or_else(|| format!("{expr}: no series"))?;
+            native_p99_agrees(prom, own)
+        });
+    tally.record(
+        SCOPE,
+        &format!(
+            "histogram_quantile(0.99) of {}'s native histogram agrees with tracer's p99 within one schema-3 bucket",
+            probe.name()
+        ),
+        &verdict,
+    );
 }
 
 /// `_count` and p99 of `probe` in Prometheus against the replayed capture's own.
