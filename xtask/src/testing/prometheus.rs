@@ -198,6 +198,53 @@ impl Prometheus {
             .unwrap_or_default())
     }
 
+    /// The raw samples of a range selector `expr` (`metric{...}[60s]`): each series'
+    /// labels (JSON) and its values, oldest first.
+    pub(crate) fn samples(&self, expr: &str) -> Result<Vec<(serde_json::Value, Vec<f64>)>, String> {
+        let out = Command::new("curl")
+            .args(["-sS", "--fail", "--max-time", "30", "--data-urlencode"])
+            .arg(format!("query={expr}"))
+            .arg(format!("{}/api/v1/query", self.url))
+            .output()
+            .map_err(|e| format!("curl: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "query {expr}: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        let v: serde_json::Value =
+            serde_json::from_slice(&out.stdout).map_err(|e| format!("query {expr}: {e}"))?;
+        if v["status"] != "success" || v["data"]["resultType"] != "matrix" {
+            return Err(format!(
+                "query {expr}: {} {}",
+                v["error"], v["data"]["resultType"]
+            ));
+        }
+        Ok(v["data"]["result"]
+            .as_array()
+            .map(|rs| {
+                rs.iter()
+                    .map(|r| {
+                        let values = r["values"]
+                            .as_array()
+                            .map(|vs| {
+                                vs.iter()
+                                    .map(|p| {
+                                        p[1].as_str()
+                                            .and_then(|s| s.parse().ok())
+                                            .unwrap_or(f64::NAN)
+                                    })
+                                    .collect()
+                            })
+                            .unwrap_or_default();
+                        (r["metric"].clone(), values)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
     /// The single value of `expr`, once it equals `want` or `limit` passed (the last one).
     pub(crate) fn settle(&self, expr: &str, want: f64, limit: Duration) -> Result<f64, String> {
         let start = Instant::now();

@@ -213,6 +213,7 @@ pub fn host_cases(tracer: &Path, tally: &mut Tally) {
         model("model umount-storm", &UMOUNT_ARGS),
         model("model negative-dentry-rmdir", &DENTRY_ARGS),
         start_serve(tracer, "live on this host", &[]),
+        start_serve(tracer, CHURN_NAME, &CHURN_ARGS),
     ];
     let umounts = replay(tracer, "replay of umount-storm", &UMOUNT_ARGS);
     let dentries = replay(tracer, "replay of negative-dentry-rmdir", &DENTRY_ARGS);
@@ -292,6 +293,67 @@ pub fn host_cases(tracer: &Path, tally: &mut Tally) {
         "every dashboard expression returns a series in Prometheus",
         &dashboards(&prometheus),
     );
+    if let Some(Ok(t)) = live
+        .iter()
+        .find(|t| t.as_ref().is_ok_and(|t| t.name == CHURN_NAME))
+    {
+        // The classic Prometheus started after the native one's checks: give it
+        // CHURN_SECONDS of scrapes (the source has churned for longer: removed cgroups
+        // leave after their grace period within the range).
+        sleep(Duration::from_secs(CHURN_SECONDS));
+        tally.record(
+            SCOPE,
+            "under churn (evictions, removals past the grace period) no counter sample ever decreases",
+            &never_decreases(&prometheus, &t.addr),
+        );
+    }
+}
+
+const CHURN_NAME: &str = "synthetic with churn";
+/// 40 cgroups on 10 probes, 4 replaced a second, 10 kept by name: slots change hands
+/// every refresh, and removed cgroups leave after their grace period.
+const CHURN_ARGS: [&str; 6] = ["--synthetic", "40", "--churn", "4", "--max-cgroups", "10"];
+/// Seconds of scrapes whose raw samples are checked.
+const CHURN_SECONDS: u64 = 30;
+
+/// Every counter sample (histogram `_count`s and `_bucket`s, `_total`s) of the target at
+/// `addr`, raw (a range selector, not `increase()`, which extrapolates), over the last
+/// [`CHURN_SECONDS`]: none is below the one before it.
+fn never_decreases(prometheus: &Prometheus, addr: &str) -> Result<String, String> {
+    let expr = format!(
+        "{{__name__=~\"tracer_.*(_count|_bucket|_total)\",instance=\"{addr}\"}}[{CHURN_SECONDS}s]"
+    );
+    let series = prometheus.samples(&expr)?;
+    let mut drops = Vec::new();
+    let mut samples = 0;
+    let mut cgroups = std::collections::BTreeSet::new();
+    for (labels, values) in &series {
+        samples += values.len();
+        if let Some(c) = labels["cgroup"].as_str() {
+            cgroups.insert(c.to_owned());
+            if c.is_empty() {
+                drops.push(format!("an empty cgroup label: {labels}"));
+            }
+        }
+        if let Some((a, b)) = values
+            .iter()
+            .zip(values.iter().skip(1))
+            .find(|(a, b)| b < a)
+        {
+            drops.push(format!("{labels}: {a} -> {b}"));
+        }
+    }
+    if series.is_empty() {
+        Err(format!("{expr}: no series"))
+    } else if drops.is_empty() {
+        Ok(format!(
+            "{} series, {samples} samples, {} cgroup label values over {CHURN_SECONDS} s: none decreased",
+            series.len(),
+            cgroups.len()
+        ))
+    } else {
+        Err(drops.join("; "))
+    }
 }
 
 /// Each expression of `dashboards/*.json` has a series in `prometheus`.
