@@ -141,6 +141,7 @@ pub fn render_counted(
         frame,
         scrape_errors,
         proc: *proc,
+        native: format == Format::Protobuf,
     }));
     if format == Format::Protobuf {
         // Encoding into a Vec fails only on a histogram without buckets, which none is.
@@ -326,6 +327,8 @@ struct FrameMetrics {
     frame: Option<Arc<Frame>>,
     scrape_errors: u64,
     proc: ProcSelf,
+    /// Whether the format carries native histograms (else their buckets are not computed).
+    native: bool,
 }
 
 impl Collector for FrameMetrics {
@@ -347,7 +350,7 @@ impl Collector for FrameMetrics {
             )?
             .encode_counter::<NoLabelSet, _, u64>(&self.scrape_errors, None)?;
         if let Some(frame) = &self.frame {
-            encode_frame(frame, &self.proc, &mut encoder)?;
+            encode_frame(frame, &self.proc, self.native, &mut encoder)?;
         }
         Ok(())
     }
@@ -542,7 +545,12 @@ fn encode_process(frame: &Frame, proc: &ProcSelf, encoder: &mut DescriptorEncode
     clippy::cast_precision_loss,
     reason = "nanosecond sums to seconds for display in Prometheus"
 )]
-fn encode_frame(frame: &Frame, proc: &ProcSelf, encoder: &mut DescriptorEncoder) -> fmt::Result {
+fn encode_frame(
+    frame: &Frame,
+    proc: &ProcSelf,
+    native: bool,
+    encoder: &mut DescriptorEncoder,
+) -> fmt::Result {
     let snap = &frame.cumulative;
 
     let mut m = encoder.encode_descriptor(
@@ -567,29 +575,34 @@ fn encode_frame(frame: &Frame, proc: &ProcSelf, encoder: &mut DescriptorEncoder)
             cgroup: Label::new(&cgroup),
         };
         let buckets: Vec<(f64, u64)> = bounds.iter().copied().zip(b.per_bucket).collect();
-        // The text encoders write the classic buckets of it, the protobuf one both.
-        let native = NativeBuckets::of(&b.latency);
-        m.encode_family(&labels)?
-            .encode_histogram_with_native::<NoLabelSet>(
-                b.sum_ns as f64 / 1e9,
-                b.count,
-                &buckets,
-                None,
-                NativeHistogram {
-                    schema: SCHEMA,
-                    zero_threshold: ZERO_THRESHOLD_S,
-                    zero_count: native.zero_count,
-                    negative: NativeHistogramBuckets {
-                        spans: &[],
-                        deltas: &[],
-                    },
-                    positive: NativeHistogramBuckets {
-                        spans: &native.spans,
-                        deltas: &native.deltas,
-                    },
-                    created: Some(created),
+        let sum = b.sum_ns as f64 / 1e9;
+        let mut family = m.encode_family(&labels)?;
+        if !native {
+            // A text format: the classic buckets only.
+            family.encode_histogram::<NoLabelSet>(sum, b.count, &buckets, None)?;
+            continue;
+        }
+        let nb = NativeBuckets::of(&b.latency);
+        family.encode_histogram_with_native::<NoLabelSet>(
+            sum,
+            b.count,
+            &buckets,
+            None,
+            NativeHistogram {
+                schema: SCHEMA,
+                zero_threshold: ZERO_THRESHOLD_S,
+                zero_count: nb.zero_count,
+                negative: NativeHistogramBuckets {
+                    spans: &[],
+                    deltas: &[],
                 },
-            )?;
+                positive: NativeHistogramBuckets {
+                    spans: &nb.spans,
+                    deltas: &nb.deltas,
+                },
+                created: Some(created),
+            },
+        )?;
     }
 
     // A cgroup with any d_delete outcome gets both counters, zero included, so "negative
