@@ -4,26 +4,23 @@
 use tracer_common::{BUCKETS, bucket_bounds, bucket_of};
 
 /// Upper bounds of the classic histogram buckets a sink without sub-buckets shows
-/// (Prometheus' `le`), in nanoseconds: 4^5 ns (1.024 µs) to
-/// 4^18 ns (68.7 s), then `+Inf`. Each is a power of two, hence a bound of the kernel's
-/// buckets, so a bucket's count is exact: the calls that took at most its bound (a call
-/// the kernel measured as `v` ns took between `v` and `v + 1`).
-pub const CLASSIC_BOUNDS_NS: [u64; 14] = [
-    1 << 10,
-    1 << 12,
-    1 << 14,
-    1 << 16,
-    1 << 18,
-    1 << 20,
-    1 << 22,
-    1 << 24,
-    1 << 26,
-    1 << 28,
-    1 << 30,
-    1 << 32,
-    1 << 34,
-    1 << 36,
-];
+/// (Prometheus' `le`), in nanoseconds: the powers of 4 from 4^5 ns (1.024 µs) to 4^20 ns
+/// (2^40 ns, 18.3 min), then `+Inf`. Few (each a label set's series), a factor of 4 apart,
+/// and far enough for the minute-long waits tracer exists to find. Each is a power of two,
+/// hence a bound of the kernel's buckets up to `2^MAX_EXP` ns
+/// ([`tracer_common::hist::MAX_EXP`]), so a bucket's count there is exact: the calls that
+/// took at most its bound (a call the kernel measured as `v` ns took between `v` and
+/// `v + 1`). A bound past the kernel's finite buckets counts none of its open last
+/// bucket's calls (they are in `+Inf`).
+pub const CLASSIC_BOUNDS_NS: [u64; 16] = {
+    let mut out = [0; 16];
+    let mut i = 0;
+    while i < out.len() {
+        out[i] = 1 << (10 + 2 * i);
+        i += 1;
+    }
+    out
+};
 
 /// One kernel bucket (`tracer_common::bucket_of`) and the calls in it.
 type Bucket = (u16, u64);

@@ -6,6 +6,7 @@
 
 pub mod cost;
 pub mod latency;
+pub mod native;
 pub mod report;
 pub mod snapshot;
 pub mod units;

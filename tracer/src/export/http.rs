@@ -91,7 +91,7 @@ struct Cache {
     /// The frame `bodies` encode.
     frame: Option<Arc<Frame>>,
     /// Indexed by [`slot`].
-    bodies: [Option<Bytes>; 4],
+    bodies: [Option<Bytes>; SLOTS],
     /// What `/proc/self` said when `frame` was first encoded: its other encodings say
     /// the same.
     proc: Option<ProcSelf>,
@@ -114,10 +114,17 @@ impl Drop for EndOfEncoding<'_> {
     }
 }
 
+/// Cached encodings: each format, plain and gzipped.
+const SLOTS: usize = 6;
+
+/// The formats, in the order of their slots.
+const FORMATS: [Format; 3] = [Format::OpenMetrics, Format::Text, Format::Protobuf];
+
 fn slot(format: Format, gzip: bool) -> usize {
     let f = match format {
         Format::OpenMetrics => 0,
         Format::Text => 1,
+        Format::Protobuf => 2,
     };
     f * 2 + usize::from(gzip)
 }
@@ -213,7 +220,7 @@ impl Exporter {
                 let past_bound = asked.elapsed() >= STALE_AFTER;
                 let have = cached.clone().filter(|_| recent || past_bound);
                 if !cache.busy && (!current || have.is_none()) {
-                    let mut wanted = [false; 4];
+                    let mut wanted = [false; SLOTS];
                     for (w, b) in wanted.iter_mut().zip(&cache.bodies) {
                         *w = b.is_some();
                     }
@@ -243,7 +250,7 @@ impl Exporter {
     fn encode_later(
         self: &Arc<Self>,
         frame: Option<Arc<Frame>>,
-        wanted: [bool; 4],
+        wanted: [bool; SLOTS],
         proc: Option<ProcSelf>,
     ) {
         let me = self.clone();
@@ -291,12 +298,12 @@ fn fresh_enough(cached: Option<&Frame>, latest: Option<&Frame>) -> bool {
 /// with `proc` for the process metrics.
 fn encode(
     frame: Option<&Arc<Frame>>,
-    wanted: [bool; 4],
+    wanted: [bool; SLOTS],
     scrape_errors: u64,
     proc: &ProcSelf,
-) -> [Option<Bytes>; 4] {
-    let mut out: [Option<Bytes>; 4] = Default::default();
-    for format in [Format::OpenMetrics, Format::Text] {
+) -> [Option<Bytes>; SLOTS] {
+    let mut out: [Option<Bytes>; SLOTS] = Default::default();
+    for format in FORMATS {
         let (plain, zipped) = (slot(format, false), slot(format, true));
         if !(wanted[plain] || wanted[zipped]) {
             continue;

@@ -4,9 +4,10 @@
 //! counters from its cumulative [`Snapshot`](tracer_core::snapshot::Snapshot) (so they only grow,
 //! as Prometheus counters must, until the source is reset), gauges from its last interval.
 //! The kernel keeps log-linear buckets (8 per power of two); a scrape exposes them summed
-//! into [`BUCKET_BOUNDS_NS`], powers of 4 from about 1 µs to about 69 s. Every power of two
-//! is a kernel bucket bound, so each exposed bucket's count is exact, as are `_sum` and
-//! `_count`.
+//! into [`BUCKET_BOUNDS_NS`], powers of 4 from about 1 µs to about 18 min (every power of
+//! two is a kernel bucket bound, so each exposed bucket's count is exact, as are `_sum` and
+//! `_count`), and, in the protobuf format, also as a native histogram of schema 3
+//! ([`tracer_core::native`]).
 
 use std::{
     collections::BTreeMap,
@@ -17,14 +18,16 @@ use std::{
 use prometheus_client::{
     collector::Collector,
     encoding::{
-        DescriptorEncoder, EncodeLabelSet, EncodeLabelValue, LabelValueEncoder, NoLabelSet, text,
+        DescriptorEncoder, EncodeLabelSet, EncodeLabelValue, LabelValueEncoder, NativeHistogram,
+        NativeHistogramBuckets, NoLabelSet, prometheus_protobuf, text,
     },
     metrics::MetricType,
     registry::{Registry, Unit},
 };
 
-use tracer_core::snapshot::{
-    AttachMethod, AttachState, CgroupId, Counter, GONE_CGROUP, Latency, Probe,
+use tracer_core::{
+    native::{NativeBuckets, SCHEMA, ZERO_THRESHOLD_S},
+    snapshot::{AttachMethod, AttachState, CgroupId, Counter, GONE_CGROUP, Latency, Probe},
 };
 
 use crate::live::{Frame, OTHER_CGROUP, SourceKindLive};
@@ -44,14 +47,21 @@ pub const OTHER: &str = "other";
 /// `cgroup` label value of cgroups removed before their calls were read.
 pub const GONE: &str = "gone";
 
-/// Which text format a scrape is answered in.
+/// Which format a scrape is answered in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     /// `OpenMetrics` 1.0 text, what prometheus-client writes and Prometheus asks for first.
     OpenMetrics,
     /// The Prometheus text format 0.0.4, for clients that ask for `text/plain` only.
     Text,
+    /// Prometheus' protobuf format (`io.prometheus.client.MetricFamily`, length-delimited):
+    /// the one that carries native histograms, which Prometheus asks for first when they
+    /// are enabled (`--enable-feature=native-histograms`).
+    Protobuf,
 }
+
+/// The media type of [`Format::Protobuf`].
+pub const PROTOBUF_MEDIA_TYPE: &str = "application/vnd.google.protobuf";
 
 impl Format {
     /// The `Content-Type` of a response in this format.
@@ -60,32 +70,49 @@ impl Format {
         match self {
             Format::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
             Format::Text => "text/plain; version=0.0.4; charset=utf-8",
+            Format::Protobuf => {
+                "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited"
+            }
         }
     }
 
-    /// The format an `Accept` header prefers: `OpenMetrics` when it is weighted above
-    /// `text/plain` (Prometheus asks so), else the classic text, which is also what a
-    /// missing header, `*/*` (curl, browsers) and anything else get.
+    /// The format an `Accept` header prefers: the protobuf format when it asks for
+    /// `io.prometheus.client.MetricFamily` delimited and weights it at least as high as
+    /// the text formats (Prometheus with native histograms on); else `OpenMetrics` when it
+    /// is weighted above `text/plain` (Prometheus asks so); else the classic text, which is
+    /// also what a missing header, `*/*` (curl, browsers) and anything else get.
     #[must_use]
     pub fn negotiate(accept: Option<&str>) -> Format {
         let Some(accept) = accept else {
             return Format::Text;
         };
-        let (mut openmetrics, mut text) = (0.0_f64, 0.0_f64);
+        let (mut protobuf, mut openmetrics, mut text) = (0.0_f64, 0.0_f64, 0.0_f64);
         for range in accept.split(',') {
             let mut parts = range.split(';').map(str::trim);
             let media = parts.next().unwrap_or("").to_ascii_lowercase();
-            let q = parts
+            let params: Vec<String> = parts.map(|p| p.replace(' ', "")).collect();
+            let q = params
+                .iter()
                 .filter_map(|p| p.strip_prefix("q="))
                 .find_map(|q| q.parse::<f64>().ok())
                 .unwrap_or(1.0);
             match media.as_str() {
+                PROTOBUF_MEDIA_TYPE
+                    if params
+                        .iter()
+                        .any(|p| p == "proto=io.prometheus.client.MetricFamily")
+                        && params.iter().any(|p| p == "encoding=delimited") =>
+                {
+                    protobuf = protobuf.max(q);
+                }
                 "application/openmetrics-text" => openmetrics = openmetrics.max(q),
                 "text/plain" => text = text.max(q),
                 _ => {}
             }
         }
-        if openmetrics > text {
+        if protobuf > 0.0 && protobuf >= openmetrics && protobuf >= text {
+            Format::Protobuf
+        } else if openmetrics > text {
             Format::OpenMetrics
         } else {
             Format::Text
@@ -93,13 +120,14 @@ impl Format {
     }
 }
 
-/// Encode `frame` (or, before the first refresh, only `tracer_source_up 0`) in `format`.
+/// Encode `frame` (or, before the first refresh, only `tracer_source_up 0`) in a text
+/// `format` (the protobuf one: [`render_counted`]).
 #[must_use]
 pub fn render(frame: Option<Arc<Frame>>, format: Format) -> String {
-    render_counted(frame, format, 0, &ProcSelf::read())
+    String::from_utf8_lossy(&render_counted(frame, format, 0, &ProcSelf::read())).into_owned()
 }
 
-/// [`render`], with `scrape_errors` encodings failed before this one
+/// Encode `frame` in `format`, with `scrape_errors` encodings failed before this one
 /// (`tracer_scrape_errors_total`) and the process metrics `proc` read.
 #[must_use]
 pub fn render_counted(
@@ -107,25 +135,30 @@ pub fn render_counted(
     format: Format,
     scrape_errors: u64,
     proc: &ProcSelf,
-) -> String {
+) -> Vec<u8> {
     let mut registry = Registry::default();
     registry.register_collector(Box::new(FrameMetrics {
         frame,
         scrape_errors,
         proc: *proc,
+        native: format == Format::Protobuf,
     }));
+    if format == Format::Protobuf {
+        // Encoding into a Vec fails only on a histogram without buckets, which none is.
+        return prometheus_protobuf::encode_to_vec(&registry).unwrap_or_default();
+    }
     let mut out = String::new();
-    // Writing into a String cannot fail, and every label value is escaped by `Label`.
+    // Writing into a String cannot fail.
     if text::encode(&mut out, &registry).is_err() {
         out.clear();
     }
     match format {
-        Format::OpenMetrics => out,
-        Format::Text => openmetrics_to_text(&out),
+        Format::Text => openmetrics_to_text(&out).into_bytes(),
+        Format::OpenMetrics | Format::Protobuf => out.into_bytes(),
     }
 }
 
-/// prometheus-client 0.23 writes `OpenMetrics` text only. For the metric types used here
+/// prometheus-client's `OpenMetrics` text, as the classic text. For the metric types used here
 /// (counters, gauges, histograms; no info or stateset) the classic text format differs in
 /// three lines only, which this rewrites: no `# UNIT` and no `# EOF`, and a counter family
 /// carries its samples' `_total` name in `# HELP` and `# TYPE`. Samples are left as written.
@@ -161,23 +194,15 @@ fn openmetrics_to_text(om: &str) -> String {
     out
 }
 
-/// A label value, escaped as both text formats require (`\\`, `\"`, `\n`):
-/// prometheus-client 0.23 writes label values as given.
+/// A label value, as is: prometheus-client escapes it where a text format needs it
+/// (`\\`, `\"`, `\n`; cgroup names may hold any of them), and the protobuf format
+/// carries it verbatim.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct Label(String);
 
 impl Label {
     fn new(s: &str) -> Self {
-        let mut out = String::with_capacity(s.len());
-        for c in s.chars() {
-            match c {
-                '\\' => out.push_str("\\\\"),
-                '"' => out.push_str("\\\""),
-                '\n' => out.push_str("\\n"),
-                c => out.push(c),
-            }
-        }
-        Label(out)
+        Label(s.to_owned())
     }
 }
 
@@ -250,6 +275,8 @@ pub struct Buckets {
     pub count: u64,
     /// Exact total time, nanoseconds.
     pub sum_ns: u64,
+    /// The distributions added, merged: the native histogram's buckets come from it.
+    pub latency: Latency,
 }
 
 impl Buckets {
@@ -267,6 +294,11 @@ impl Buckets {
         self.per_bucket[inf] += lat.count().saturating_sub(finite);
         self.count += lat.count();
         self.sum_ns = self.sum_ns.saturating_add(lat.sum_ns());
+        if self.latency.count() == 0 {
+            self.latency.clone_from(lat);
+        } else {
+            self.latency.merge(lat);
+        }
     }
 
     /// Calls shorter than `BUCKET_BOUNDS_NS[i]` (what the `le` bucket `i` shows).
@@ -295,6 +327,8 @@ struct FrameMetrics {
     frame: Option<Arc<Frame>>,
     scrape_errors: u64,
     proc: ProcSelf,
+    /// Whether the format carries native histograms (else their buckets are not computed).
+    native: bool,
 }
 
 impl Collector for FrameMetrics {
@@ -316,26 +350,34 @@ impl Collector for FrameMetrics {
             )?
             .encode_counter::<NoLabelSet, _, u64>(&self.scrape_errors, None)?;
         if let Some(frame) = &self.frame {
-            encode_frame(frame, &self.proc, &mut encoder)?;
+            encode_frame(frame, &self.proc, self.native, &mut encoder)?;
         }
         Ok(())
     }
 }
 
-/// The `cgroup` label of an id: its path in the frame's table, else the snapshot's name.
+/// The `cgroup` label of a label set: its path (fixed for the label set's life), `other`
+/// or `gone`; never empty.
 fn cgroup_label(frame: &Frame, id: CgroupId) -> String {
     match id {
         OTHER_CGROUP => OTHER.to_owned(),
         GONE_CGROUP => GONE.to_owned(),
-        _ => frame.cgroups.get(&id).map_or_else(
-            || frame.cumulative.cgroup_name(id),
-            |entry| entry.path.to_string(),
-        ),
+        _ => match frame.cumulative.cgroups.get(&id) {
+            Some(path) if !path.is_empty() => path.clone(),
+            // Not filed by the live loop (a snapshot built elsewhere): the table's path.
+            _ => frame
+                .cgroups
+                .get(&id)
+                .map(|e| e.path.to_string())
+                .filter(|p| !p.is_empty())
+                .unwrap_or_else(|| OTHER.to_owned()),
+        },
     }
 }
 
-/// The latency histograms, one per (probe, caller, cgroup path). Series of different ids
-/// with one path (a cgroup removed and made again) are summed: one label set, one series.
+/// The latency histograms, one per (probe, caller, cgroup path). The live loop files a
+/// path's calls under one label set; series of different ids with one path (a snapshot
+/// from elsewhere) are summed: one label set, one series.
 #[must_use]
 pub fn latency_rows(frame: &Frame) -> BTreeMap<(Probe, Option<Probe>, String), Buckets> {
     let mut rows: BTreeMap<(Probe, Option<Probe>, String), Buckets> = BTreeMap::new();
@@ -503,7 +545,12 @@ fn encode_process(frame: &Frame, proc: &ProcSelf, encoder: &mut DescriptorEncode
     clippy::cast_precision_loss,
     reason = "nanosecond sums to seconds for display in Prometheus"
 )]
-fn encode_frame(frame: &Frame, proc: &ProcSelf, encoder: &mut DescriptorEncoder) -> fmt::Result {
+fn encode_frame(
+    frame: &Frame,
+    proc: &ProcSelf,
+    native: bool,
+    encoder: &mut DescriptorEncoder,
+) -> fmt::Result {
     let snap = &frame.cumulative;
 
     let mut m = encoder.encode_descriptor(
@@ -515,8 +562,12 @@ fn encode_frame(frame: &Frame, proc: &ProcSelf, encoder: &mut DescriptorEncoder)
     let bounds: Vec<f64> = BUCKET_BOUNDS_NS
         .iter()
         .map(|&b| b as f64 / 1e9)
-        .chain([f64::MAX])
+        .chain([f64::INFINITY])
         .collect();
+    // Counted since the live loop started: what the protobuf format's start timestamp
+    // (the `_created` of the text formats) says.
+    let created =
+        std::time::UNIX_EPOCH + std::time::Duration::from_nanos(snap.meta.started_unix_ns);
     for ((probe, caller, cgroup), b) in latency_rows(frame) {
         let labels = SeriesLabels {
             probe: Label::new(probe.name()),
@@ -524,11 +575,33 @@ fn encode_frame(frame: &Frame, proc: &ProcSelf, encoder: &mut DescriptorEncoder)
             cgroup: Label::new(&cgroup),
         };
         let buckets: Vec<(f64, u64)> = bounds.iter().copied().zip(b.per_bucket).collect();
-        m.encode_family(&labels)?.encode_histogram::<NoLabelSet>(
-            b.sum_ns as f64 / 1e9,
+        let sum = b.sum_ns as f64 / 1e9;
+        let mut family = m.encode_family(&labels)?;
+        if !native {
+            // A text format: the classic buckets only.
+            family.encode_histogram::<NoLabelSet>(sum, b.count, &buckets, None)?;
+            continue;
+        }
+        let nb = NativeBuckets::of(&b.latency);
+        family.encode_histogram_with_native::<NoLabelSet>(
+            sum,
             b.count,
             &buckets,
             None,
+            NativeHistogram {
+                schema: SCHEMA,
+                zero_threshold: ZERO_THRESHOLD_S,
+                zero_count: nb.zero_count,
+                negative: NativeHistogramBuckets {
+                    spans: &[],
+                    deltas: &[],
+                },
+                positive: NativeHistogramBuckets {
+                    spans: &nb.spans,
+                    deltas: &nb.deltas,
+                },
+                created: Some(created),
+            },
         )?;
     }
 
@@ -742,6 +815,14 @@ fn encode_frame(frame: &Frame, proc: &ProcSelf, encoder: &mut DescriptorEncoder)
             MetricType::Gauge,
         )?
         .encode_gauge(&(frame.folded_cgroups as u64))?;
+    encoder
+        .encode_descriptor(
+            "tracer_cgroups_unnamed",
+            "Cgroups whose calls went to cgroup=\"other\" because their path was not known (yet): past the cgroup walk's limit, a lost cgroup event, a private cgroup namespace.",
+            None,
+            MetricType::Counter,
+        )?
+        .encode_counter::<NoLabelSet, _, u64>(&frame.unnamed_cgroups, None)?;
 
     let kind = match frame.info.kind {
         SourceKindLive::Kernel => "kernel",
@@ -810,6 +891,7 @@ pub(crate) mod tests {
             slow_threshold_ns: 0,
             cgroups,
             folded_cgroups: 0,
+            unnamed_cgroups: 0,
             cost: Cost::default(),
             error: None,
         }
@@ -1305,7 +1387,7 @@ pub(crate) mod tests {
                 1,
                 &ProcSelf::read(),
             );
-            for (family, pairs) in families(&text) {
+            for (family, pairs) in families(&String::from_utf8_lossy(&text)) {
                 exported
                     .entry(family)
                     .or_insert_with(std::collections::BTreeSet::new)
@@ -1364,5 +1446,320 @@ pub(crate) mod tests {
             .count();
         // Buckets (finite and +Inf), then _sum and _count.
         assert_eq!(lines, BUCKET_BOUNDS_NS.len() + 1 + 2);
+    }
+}
+
+#[cfg(test)]
+mod churn {
+    use std::{collections::BTreeMap, sync::Arc};
+
+    use super::{Format, render};
+    use crate::live::{Delta, Live, OTHER_CGROUP, Options, SourceInfo, SourceKindLive};
+    use tracer_core::snapshot::{CgroupId, Counter, Meta, Probe, SeriesKey, Snapshot, SourceKind};
+
+    const SEC: u64 = 1_000_000_000;
+
+    /// Every counter sample of a scrape (histogram `_count`s and `_total`s), by series.
+    fn counters(text: &str) -> BTreeMap<String, f64> {
+        text.lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter(|l| l.contains("_count{") || l.contains("_total{") || l.contains("_total "))
+            .filter_map(|l| {
+                let (series, v) = l.rsplit_once(' ')?;
+                Some((series.to_owned(), v.parse().ok()?))
+            })
+            .collect()
+    }
+
+    fn cgroup_of(series: &str) -> Option<&str> {
+        let (_, rest) = series.split_once("cgroup=\"")?;
+        rest.split_once('"').map(|(c, _)| c)
+    }
+
+    /// A refresh of the churn scenario: who makes calls, who is made and removed.
+    struct Step {
+        delta: Delta,
+        /// Calls made, per path ("" for the cgroup never named, "other" for the source's).
+        calls: BTreeMap<String, u64>,
+    }
+
+    fn step(i: u64) -> Step {
+        let mut s = Snapshot::new(Meta {
+            source: SourceKind::Kernel,
+            description: String::new(),
+            kernel: None,
+            started_unix_ns: 0,
+            duration_ns: SEC,
+        });
+        let mut made = Vec::new();
+        let mut removed = Vec::new();
+        let mut calls = BTreeMap::new();
+        let mut call = |s: &mut Snapshot, id: CgroupId, path: &str, n: u64| {
+            for k in 0..n {
+                s.record(SeriesKey::new(Probe::VfsRmdir, id), 40_000 + k * 1_000);
+            }
+            s.count(Counter::NegativeDentries, id, n);
+            *calls.entry(path.to_owned()).or_default() += n;
+        };
+        // Always busy: never gives its slot up.
+        if i == 1 {
+            made.push((1, "/steady".to_owned()));
+        }
+        call(&mut s, 1, "/steady", i % 3 + 1);
+        // Busy one refresh in five: evicted when idle, back later.
+        if i == 1 {
+            made.push((2, "/bursty".to_owned()));
+        }
+        if i.is_multiple_of(5) {
+            call(&mut s, 2, "/bursty", 2);
+        }
+        // A service restarted every 40 refreshes: a new cgroup id under the same path.
+        let svc = 500 + i / 40;
+        if i.is_multiple_of(40) || i == 1 {
+            made.push((svc, "/svc".to_owned()));
+            if i > 1 {
+                removed.push(svc - 1);
+            }
+        }
+        call(&mut s, svc, "/svc", 1);
+        // Pods: one made each refresh, busy for two, removed after: with the others, more
+        // active cgroups than slots, and removals past the grace period.
+        let pod = 1_000 + i;
+        made.push((pod, format!("/pod/{i}")));
+        call(&mut s, pod, &format!("/pod/{i}"), i % 4 + 1);
+        if i > 1 {
+            call(&mut s, pod - 1, &format!("/pod/{}", i - 1), 1);
+        }
+        if i > 2 {
+            removed.push(pod - 2);
+        }
+        // A cgroup whose path is never learned, and calls the kernel filed past its map.
+        if i.is_multiple_of(3) {
+            call(&mut s, 9_000, "", 1);
+        }
+        if i.is_multiple_of(7) {
+            call(&mut s, OTHER_CGROUP, "other", 3);
+        }
+        Step {
+            delta: Delta {
+                snapshot: s,
+                slow: Vec::new(),
+                cgroups_made: made,
+                cgroups_removed: removed,
+                bpf: None,
+            },
+            calls,
+        }
+    }
+
+    #[test]
+    #[expect(
+        clippy::cast_precision_loss,
+        clippy::float_cmp,
+        reason = "call counts, far below 2^52, exact in f64"
+    )]
+    fn under_churn_no_counter_ever_decreases_and_each_counts_its_own_calls() {
+        let info = Arc::new(SourceInfo {
+            kind: SourceKindLive::Kernel,
+            description: "churn".into(),
+            host: "h".into(),
+            kernel: None,
+            warnings: Vec::new(),
+        });
+        let mut live = Live::new(
+            info,
+            &Options {
+                max_cgroups: 3,
+                windows: false,
+                ..Options::default()
+            },
+        );
+        // The last sample seen of each series (a series that left keeps its last one).
+        let mut last: BTreeMap<String, f64> = BTreeMap::new();
+        let mut sent: BTreeMap<String, u64> = BTreeMap::new();
+        // Series that left a scrape and came back in a later one, with their totals.
+        let mut back: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+        let mut before: BTreeMap<String, f64> = BTreeMap::new();
+        for i in 1..=400u64 {
+            let Step { delta, calls } = step(i);
+            for (path, n) in calls {
+                *sent.entry(path).or_default() += n;
+            }
+            let (frame, _) = live.apply(delta, i * SEC);
+            let scrape = counters(&render(Some(Arc::new(frame)), Format::Text));
+            for (series, v) in &scrape {
+                assert!(
+                    cgroup_of(series) != Some(""),
+                    "refresh {i}: an empty cgroup label: {series}"
+                );
+                if let Some(&seen) = last.get(series) {
+                    assert!(v >= &seen, "refresh {i}: {series} went from {seen} to {v}");
+                    if !before.contains_key(series) && seen > 0.0 {
+                        back.insert(series.clone());
+                    }
+                }
+                last.insert(series.clone(), *v);
+            }
+            before = scrape;
+        }
+        let rmdirs = |cgroup: &str| {
+            last.iter()
+                .filter(|(s, _)| {
+                    s.starts_with("tracer_latency_seconds_count{")
+                        && s.contains("probe=\"vfs_rmdir\"")
+                        && cgroup_of(s) == Some(cgroup)
+                })
+                .map(|(_, v)| *v)
+                .sum::<f64>()
+        };
+        let want = |path: &str| sent[path] as f64;
+        // Every call counted once over the series, whichever label sets they went to.
+        let all: f64 = sent.values().sum::<u64>() as f64;
+        let exported: f64 = last
+            .iter()
+            .filter(|(s, _)| s.starts_with("tracer_latency_seconds_count{"))
+            .map(|(_, v)| *v)
+            .sum();
+        assert_eq!(exported, all);
+        let negative: f64 = last
+            .iter()
+            .filter(|(s, _)| s.starts_with("tracer_negative_dentries_total{"))
+            .map(|(_, v)| *v)
+            .sum();
+        assert_eq!(negative, all);
+        // Cgroups busy every refresh keep their slots: all their calls are theirs, the
+        // restarted service's in one series over its five cgroup ids.
+        assert_eq!(rmdirs("/steady"), want("/steady"));
+        assert_eq!(rmdirs("/svc"), want("/svc"));
+        // The others have at most their own calls; `other` holds the rest, exactly.
+        let mut named = 0.0;
+        for path in sent.keys().filter(|p| p.starts_with('/')) {
+            let got = rmdirs(path);
+            assert!(got <= want(path), "{path}: {got} > {}", want(path));
+            named += got;
+        }
+        assert_eq!(rmdirs("other"), all - named);
+        assert!(
+            rmdirs("/bursty") > 0.0,
+            "the bursty cgroup had a slot at times"
+        );
+        assert!(
+            rmdirs("other") > want("other") + want(""),
+            "pods beyond the slots"
+        );
+        // `other` holds every call of the cgroup never named: counted once as unnamed.
+        let unnamed = last["tracer_cgroups_unnamed_total"];
+        assert_eq!(unnamed, 1.0);
+        // The bursty cgroup lost its slot when idle and took one again: its series left
+        // and came back where it stopped.
+        assert!(
+            back.iter().any(|s| cgroup_of(s) == Some("/bursty")),
+            "{back:?}"
+        );
+    }
+}
+
+#[cfg(test)]
+mod protobuf {
+    use std::sync::Arc;
+
+    use prometheus_client::encoding::prometheus_protobuf::prometheus_data_model::{
+        Metric, MetricFamily, MetricType as ProtoType,
+    };
+    use prost::Message as _;
+
+    use super::{Format, ProcSelf, render_counted, tests};
+    use tracer_core::{
+        native::{NativeBuckets, SCHEMA, index_of_ns},
+        snapshot::{Probe, SeriesKey},
+    };
+
+    /// What Prometheus 2.42 sends, with native histograms on and off.
+    const ACCEPT_NATIVE: &str = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited,application/openmetrics-text;version=1.0.0;q=0.8,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+    const ACCEPT_CLASSIC: &str = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+
+    fn decode(mut bytes: &[u8]) -> Vec<MetricFamily> {
+        let mut out = Vec::new();
+        while !bytes.is_empty() {
+            out.push(MetricFamily::decode_length_delimited(&mut bytes).expect("a MetricFamily"));
+        }
+        out
+    }
+
+    fn label<'a>(m: &'a Metric, name: &str) -> Option<&'a str> {
+        m.label
+            .iter()
+            .find(|l| l.name == name)
+            .map(|l| l.value.as_str())
+    }
+
+    #[test]
+    fn prometheus_gets_protobuf_only_when_it_asks_for_native_histograms() {
+        assert_eq!(Format::negotiate(Some(ACCEPT_NATIVE)), Format::Protobuf);
+        assert_eq!(Format::negotiate(Some(ACCEPT_CLASSIC)), Format::OpenMetrics);
+        assert_eq!(
+            Format::negotiate(Some("application/vnd.google.protobuf;q=0.9,text/plain")),
+            Format::Text,
+            "protobuf without the MetricFamily and delimited parameters is not ours"
+        );
+    }
+
+    #[test]
+    fn the_protobuf_scrape_has_classic_and_native_buckets_whose_p99_agrees_with_tracers() {
+        let mut s = tests::snapshot();
+        s.meta.started_unix_ns = 1_700_000_000_000_000_000;
+        s.cgroups.insert(7, "/system.slice/a\"b".into());
+        let key = SeriesKey::new(Probe::SynchronizeRcu, 7);
+        // 1,000 calls from 20 µs to about 40 ms, a long tail.
+        for k in 0..1_000u64 {
+            s.record(key, 20_000 + k * k * 40);
+        }
+        let lat = s.series[&key].clone();
+        let bytes = render_counted(
+            Some(Arc::new(tests::frame(s))),
+            Format::Protobuf,
+            0,
+            &ProcSelf::read(),
+        );
+        let families = decode(&bytes);
+        let latency = families
+            .iter()
+            .find(|f| f.name == "tracer_latency_seconds")
+            .expect("the latency family");
+        assert_eq!(latency.r#type, ProtoType::Histogram as i32);
+        let m = &latency.metric[0];
+        assert_eq!(label(m, "cgroup"), Some("/system.slice/a\"b"), "verbatim");
+        let h = m.histogram.as_ref().unwrap();
+        assert_eq!(h.sample_count, 1_000);
+        assert_eq!(h.schema, SCHEMA);
+        assert!(!h.bucket.is_empty(), "the classic buckets too");
+        assert_eq!(
+            h.start_timestamp.as_ref().map(|t| t.seconds),
+            Some(1_700_000_000)
+        );
+        let native = NativeBuckets {
+            zero_count: h.zero_count,
+            spans: h
+                .positive_span
+                .iter()
+                .map(|s| (s.offset, s.length))
+                .collect(),
+            deltas: h.positive_delta.clone(),
+        };
+        let counted: u64 = native.counts().iter().map(|(_, n)| n).sum();
+        assert_eq!(counted + native.zero_count, 1_000);
+        let p99 = lat.quantile_ns(0.99).unwrap();
+        let at = native.quantile_index(0.99).unwrap();
+        assert!(
+            (at - index_of_ns(p99)).abs() <= 1,
+            "native p99 in bucket {at}, tracer's {p99} ns in {}",
+            index_of_ns(p99)
+        );
+        // Counters are named by their samples, as in the text format.
+        assert!(
+            families
+                .iter()
+                .any(|f| f.name == "tracer_scrape_errors_total")
+        );
     }
 }

@@ -1,5 +1,6 @@
-//! The loop behind every live view: poll the source each interval, fold cgroups, keep
-//! totals, windows and history, publish a [`Frame`].
+//! The loop behind every live view: poll the source each interval, file each cgroup's
+//! calls under a label set ([`super::labels`]), keep totals, windows and history, publish
+//! a [`Frame`].
 
 use std::{
     collections::{BTreeMap, BTreeSet, VecDeque},
@@ -15,14 +16,15 @@ use tracer_core::{
 use crate::process::{process_cpu_seconds, rss_bytes};
 
 use super::{
-    frame::{Control, Cost, Frame, History, Options},
+    frame::{CgroupEntry, Control, Cost, Frame, History, Options},
+    labels::Labels,
     source::{Delta, Source, SourceInfo},
     table::Table,
     window::{Rows, Window},
 };
 use tracer_core::snapshot::{
-    CgroupId, Latency, LatencySum, Meta, OTHER_CGROUP, PROBES, SeriesKey, Snapshot, SourceKind,
-    walk_sorted,
+    CgroupId, GONE_CGROUP, Latency, LatencySum, Meta, OTHER_CGROUP, PROBES, SeriesKey, Snapshot,
+    SourceKind, walk_sorted,
 };
 
 /// Slow calls kept for the views.
@@ -31,9 +33,6 @@ pub const SLOW_CALLS_KEPT: usize = 200;
 pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
 /// Longest refresh interval the loop accepts.
 pub const MAX_INTERVAL: Duration = Duration::from_mins(1);
-/// Ages (in refreshes) at which an interval kept for the windows is compacted: by then
-/// most cgroups it had calls from have usually given up their slots.
-const COMPACT_AT_AGES: [usize; 2] = [10, 30];
 /// The windows kept for percentiles, in nanoseconds of data.
 const WINDOWS_NS: [u64; 2] = [10_000_000_000, 60_000_000_000];
 
@@ -176,8 +175,10 @@ pub struct Live {
     keep_windows: bool,
     seq: u64,
     table: Table,
-    /// Since start: counters, probe states, cgroup names, and the series only when
-    /// `series_totals`.
+    /// The label set each cgroup's calls are filed under.
+    labels: Labels,
+    /// Since start, per label set (live ones: see [`Labels`]): counters, probe states,
+    /// label set paths, and the series only when `series_totals`. Never re-filed.
     cumulative: Snapshot,
     /// Whether `cumulative` keeps every series (the exporter shows each one).
     series_totals: bool,
@@ -185,12 +186,9 @@ pub struct Live {
     totals: Window,
     /// Shared with the frame and with `recent`: never copied.
     last: Arc<Snapshot>,
-    /// Folded interval snapshots within the longest window, oldest first, with their
-    /// refresh numbers.
+    /// Interval snapshots (filed by label set) within the longest window, oldest first,
+    /// with their refresh numbers: a window is the sum of those it covers.
     recent: VecDeque<(u64, Arc<Snapshot>)>,
-    /// When each cgroup evicted within the longest window was evicted (refresh number):
-    /// its older intervals were folded into `other` in the window sums.
-    evicted_at: BTreeMap<CgroupId, u64>,
     /// The source's own clock: the sum of its intervals since start, as Unix ns.
     clock_ns: u64,
     /// The sum of `recent` over the last 10 s, per row of the views.
@@ -229,12 +227,12 @@ impl Live {
                 opts.max_cgroups,
                 u64::try_from(super::frame::GONE_GRACE.as_nanos()).unwrap_or(u64::MAX),
             ),
+            labels: Labels::new(opts.max_cgroups),
             cumulative: empty.clone(),
             series_totals: opts.series_totals,
             totals: Window::counts(0),
             last: Arc::new(empty.clone()),
             recent: VecDeque::new(),
-            evicted_at: BTreeMap::new(),
             clock_ns: 0,
             window_10s: Window::default(),
             window_60s: empty.clone(),
@@ -258,7 +256,7 @@ impl Live {
         self.totals = Window::counts(empty.meta.started_unix_ns);
         self.last = Arc::new(empty.clone());
         self.recent.clear();
-        self.evicted_at.clear();
+        self.labels.reset();
         self.window_10s = Window::default();
         self.window_60s = empty;
         self.window_from = [0; 2];
@@ -294,41 +292,22 @@ impl Live {
         for id in delta.cgroups_removed {
             self.table.removed(id, now_unix_ns);
         }
-        let active: BTreeSet<CgroupId> = cgroups_in(&delta.snapshot).into_iter().collect();
+        let active: BTreeSet<CgroupId> = cgroups_in(&delta.snapshot)
+            .into_iter()
+            .filter(|&id| id != OTHER_CGROUP && id != GONE_CGROUP)
+            .collect();
         let decisions = self.table.interval(self.seq, &active, now_unix_ns);
-        // Calls of cgroups without a slot go to `other`; usually every active one has one.
-        let rerouted: BTreeSet<CgroupId> = active
+        // Label sets left without a slot go before this interval's calls are filed: a
+        // slot that changed hands is then filed under its new holder's label set.
+        let released: Vec<(CgroupId, bool)> = decisions
+            .evicted
             .iter()
-            .copied()
-            .filter(|id| self.table.route(*id) != *id)
+            .map(|&id| (id, decisions.left.contains(&id) || self.table.is_gone(id)))
             .collect();
-        if !decisions.evicted.is_empty() {
-            let evicted: BTreeSet<CgroupId> = decisions.evicted.iter().copied().collect();
-            fold(&mut self.cumulative, &evicted);
-            fold(&mut self.window_60s, &evicted);
-            let sorted: Vec<CgroupId> = evicted.iter().copied().collect();
-            self.window_10s.fold(&sorted);
-            self.totals.fold(&sorted);
-            // Only the kept intervals need it, and only they prune it: without windows
-            // (`tracer serve`) it grew by every cgroup that ever left the table.
-            if self.keep_windows {
-                for id in evicted {
-                    self.evicted_at.insert(id, self.seq);
-                }
-            }
-        }
-
-        let mut last = delta.snapshot;
-        if !rerouted.is_empty() {
-            fold(&mut last, &rerouted);
-        }
+        self.labels
+            .release(&released, self.seq, &mut self.cumulative, &mut self.totals);
+        let mut last = self.file(delta.snapshot, &active);
         last.meta.started_unix_ns = now_unix_ns.saturating_sub(last.meta.duration_ns);
-        // Named from the ids already sorted out above: those folded into `other` are gone.
-        last.cgroups = active
-            .iter()
-            .filter(|id| !rerouted.contains(id))
-            .filter_map(|&id| self.table.path(id).map(|p| (id, p.to_owned())))
-            .collect();
         if self.series_totals {
             self.cumulative.merge(&last);
         } else {
@@ -336,12 +315,6 @@ impl Live {
             let series = std::mem::take(&mut last.series);
             self.cumulative.merge(&last);
             last.series = series;
-        }
-        // A path learned after a cgroup's first calls replaces the name it had.
-        for (id, path) in &last.cgroups {
-            if self.cumulative.cgroups.get(id) != Some(path) {
-                self.cumulative.cgroups.insert(*id, path.clone());
-            }
         }
         let last = Arc::new(last);
         self.cumulative.dentry_state = match (self.cumulative.dentry_state, last.dentry_state) {
@@ -355,7 +328,6 @@ impl Live {
             self.totals.add(&rows);
             if self.keep_windows {
                 self.slide_windows(&last, &rows);
-                self.compact_recent();
             }
         }
         self.record_history(&last, now_unix_ns);
@@ -371,6 +343,56 @@ impl Live {
         (self.frame(), decisions.left)
     }
 
+    /// File the calls of `snap` (from the cgroups `active`) under their label sets.
+    fn file(&mut self, mut snap: Snapshot, active: &BTreeSet<CgroupId>) -> Snapshot {
+        let mut to: BTreeMap<CgroupId, CgroupId> = BTreeMap::new();
+        for &id in active {
+            if self.table.path(id).is_none() {
+                let first = self.table.note_unnamed(id);
+                self.labels.unnamed(first);
+            }
+            let slot = (self.table.route(id) == id)
+                .then(|| self.table.path(id))
+                .flatten();
+            let label = self.labels.route(id, slot, &mut self.cumulative);
+            if label != id {
+                to.insert(id, label);
+            }
+        }
+        snap.cgroups = active
+            .iter()
+            .filter_map(|id| {
+                let label = to.get(id).copied().unwrap_or(*id);
+                (label != OTHER_CGROUP)
+                    .then(|| self.cumulative.cgroups.get(&label))
+                    .flatten()
+                    .map(|p| (label, p.clone()))
+            })
+            .collect();
+        if to.is_empty() {
+            return snap;
+        }
+        // Most series stay under their own id (a label set has its first cgroup's id):
+        // the map is built again in key order from those, the rest merged in after.
+        let mut kept = Vec::with_capacity(snap.series.len());
+        let mut moved = Vec::new();
+        for (k, lat) in std::mem::take(&mut snap.series) {
+            match to.get(&k.cgroup) {
+                Some(&label) => moved.push((SeriesKey { cgroup: label, ..k }, lat)),
+                None => kept.push((k, lat)),
+            }
+        }
+        snap.series = kept.into_iter().collect();
+        for (k, lat) in moved {
+            snap.series_mut(k).merge(&lat);
+        }
+        let counters = std::mem::take(&mut snap.counters);
+        for ((c, id), n) in counters {
+            snap.count(c, to.get(&id).copied().unwrap_or(id), n);
+        }
+        snap
+    }
+
     /// Keep the 60 s window or stop keeping it. Turned on, it is summed from the intervals
     /// kept, so the next frame holds the whole last minute.
     pub fn keep_last_60s(&mut self, keep: bool) {
@@ -380,18 +402,8 @@ impl Live {
         self.keep_60s = keep;
         let mut window = empty_snapshot(&self.info, 0);
         if keep && self.keep_windows {
-            let evicted = &self.evicted_at;
-            for (seq, snap) in self.recent.range(self.window_from[1]..) {
-                let moves = |c: CgroupId| evicted.get(&c).is_some_and(|at| at > seq);
-                if snap.series.keys().any(|k| moves(k.cgroup))
-                    || snap.counters.keys().any(|(_, c)| moves(*c))
-                {
-                    let mut folded = Snapshot::clone(snap);
-                    fold_where(&mut folded, moves);
-                    window.merge(&folded);
-                } else {
-                    window.merge(snap);
-                }
+            for (_, snap) in self.recent.range(self.window_from[1]..) {
+                window.merge(snap);
             }
             if let Some((_, first)) = self.recent.get(self.window_from[1]) {
                 window.meta.started_unix_ns = first.meta.started_unix_ns;
@@ -434,11 +446,29 @@ impl Live {
             cgroup_history: self.focus.clone(),
             slow: self.slow.iter().cloned().collect(),
             slow_threshold_ns: self.slow_threshold_ns,
-            cgroups: self.table.entries(),
+            cgroups: self.cgroup_entries(),
             folded_cgroups: self.table.folded(),
+            unnamed_cgroups: self.labels.unnamed_total(),
             cost: self.cost.clone(),
             error: None,
         }
+    }
+
+    /// The table's cgroups keyed as the totals are: a cgroup holding a slot by its label
+    /// set (the one holding it alive shown first), the others by their own id.
+    fn cgroup_entries(&self) -> BTreeMap<CgroupId, CgroupEntry> {
+        let mut out: BTreeMap<CgroupId, CgroupEntry> = BTreeMap::new();
+        for (id, entry) in self.table.entries() {
+            let held = self.labels.held(id);
+            let key = held.unwrap_or(id);
+            match out.get(&key) {
+                Some(e) if held.is_none() || e.gone_since_unix_ns.is_none() => {}
+                _ => {
+                    out.insert(key, entry);
+                }
+            }
+        }
+        out
     }
 
     /// Add `last` to the windows and take out what fell out of them: a window keeps its
@@ -457,22 +487,16 @@ impl Live {
             }
             self.window_ns[i] += last.meta.duration_ns;
             while self.window_from[i] + 1 < self.recent.len() {
-                let (seq, oldest) = &self.recent[self.window_from[i]];
+                let (_, oldest) = &self.recent[self.window_from[i]];
                 let without = self.window_ns[i].saturating_sub(oldest.meta.duration_ns);
                 if without < *limit {
                     break;
                 }
                 if kept {
-                    // A cgroup evicted after this interval was folded into `other` since.
-                    let evicted = &self.evicted_at;
-                    let route = |id| match evicted.get(&id) {
-                        Some(at) if at > seq => OTHER_CGROUP,
-                        _ => id,
-                    };
                     if i == 0 {
-                        self.window_10s.subtract(oldest, route);
+                        self.window_10s.subtract(oldest);
                     } else {
-                        subtract(&mut self.window_60s, oldest, route);
+                        subtract(&mut self.window_60s, oldest);
                     }
                 }
                 self.window_ns[i] = without;
@@ -486,37 +510,6 @@ impl Live {
         self.recent.drain(..unused);
         for f in &mut self.window_from {
             *f -= unused;
-        }
-        if let Some((oldest, _)) = self.recent.front() {
-            self.evicted_at.retain(|_, at| *at > *oldest);
-        }
-    }
-
-    /// Fold the cgroups evicted since an interval was recorded into that interval's
-    /// `other`, as the window sums already have them: the intervals kept for the windows
-    /// then hold about as many series as the cgroups tracked, not every cgroup that came
-    /// and went within the last minute. Each interval is compacted at a few ages, not at
-    /// each eviction: until then and after, [`subtract`] routes by the same rule.
-    fn compact_recent(&mut self) {
-        if self.evicted_at.is_empty() {
-            return;
-        }
-        let evicted = &self.evicted_at;
-        let len = self.recent.len();
-        for age in COMPACT_AT_AGES {
-            let Some((seq, snap)) = len
-                .checked_sub(age + 1)
-                .and_then(|i| self.recent.get_mut(i))
-            else {
-                continue;
-            };
-            let moves = |c: CgroupId| evicted.get(&c).is_some_and(|at| at > seq);
-            if snap.series.keys().any(|k| moves(k.cgroup))
-                || snap.counters.keys().any(|(_, c)| moves(*c))
-            {
-                // No frame holds an interval this old: this does not copy it.
-                fold_where(Arc::make_mut(snap), moves);
-            }
         }
     }
 
@@ -616,21 +609,10 @@ fn push_point(
     }
 }
 
-/// Take `interval` (an earlier part of `window`) out of `window`, in place, each of its
-/// cgroups as `route` says it is filed in the window now.
-fn subtract(window: &mut Snapshot, interval: &Snapshot, route: impl Fn(CgroupId) -> CgroupId) {
+/// Take `interval` (an earlier part of `window`) out of `window`, in place.
+fn subtract(window: &mut Snapshot, interval: &Snapshot) {
     let mut emptied = Vec::new();
-    // Series filed under their own cgroup in one walk of both maps; the few filed elsewhere
-    // now (evicted since) by a search each.
-    let mut moved = Vec::new();
-    let own = interval.series.iter().filter(|(k, lat)| {
-        let to = route(k.cgroup);
-        if to != k.cgroup {
-            moved.push((SeriesKey { cgroup: to, ..**k }, *lat));
-        }
-        to == k.cgroup
-    });
-    walk_sorted(&mut window.series, own, |k, w, lat| {
+    walk_sorted(&mut window.series, interval.series.iter(), |k, w, lat| {
         if let Some(w) = w {
             w.subtract(lat);
             if w.count() == 0 {
@@ -638,19 +620,11 @@ fn subtract(window: &mut Snapshot, interval: &Snapshot, route: impl Fn(CgroupId)
             }
         }
     });
-    for (key, lat) in moved {
-        if let Some(w) = window.series.get_mut(&key) {
-            w.subtract(lat);
-            if w.count() == 0 {
-                emptied.push(key);
-            }
-        }
-    }
     for key in emptied {
         window.series.remove(&key);
     }
     for ((c, id), n) in &interval.counters {
-        let key = (*c, route(*id));
+        let key = (*c, *id);
         if let Some(w) = window.counters.get_mut(&key) {
             *w = w.saturating_sub(*n);
             if *w == 0 {
@@ -697,142 +671,6 @@ fn cgroups_in(snap: &Snapshot) -> Vec<CgroupId> {
     ids.sort();
     ids.dedup();
     ids
-}
-
-/// Move the series and counters of `cgroups` into `other`.
-///
-/// Series are keyed by probe and caller before cgroup: each (probe, caller) is found with
-/// one search, then each folded cgroup's series under it with one more, so a few
-/// cgroups fold out of thousands without a walk over every series.
-fn fold(snap: &mut Snapshot, cgroups: &BTreeSet<CgroupId>) {
-    use std::ops::Bound::{Excluded, Unbounded};
-    let mut paths = Vec::new();
-    let mut from = None;
-    loop {
-        let next = match from {
-            None => snap.series.keys().next(),
-            Some(after) => snap
-                .series
-                .range((Excluded(after), Unbounded))
-                .next()
-                .map(|(k, _)| k),
-        };
-        let Some(k) = next else { break };
-        paths.push((k.probe, k.caller));
-        from = Some(SeriesKey {
-            cgroup: CgroupId::MAX,
-            ..*k
-        });
-    }
-    for (probe, caller) in paths {
-        // Added up first, then merged into `other` once per (probe, caller).
-        let mut moved: Option<LatencySum> = None;
-        for &cgroup in cgroups {
-            if cgroup == OTHER_CGROUP {
-                continue;
-            }
-            let key = SeriesKey {
-                probe,
-                caller,
-                cgroup,
-            };
-            if let Some(lat) = snap.series.remove(&key) {
-                moved.get_or_insert_with(LatencySum::new).add(&lat);
-            }
-        }
-        if let Some(sum) = moved {
-            snap.series_mut(SeriesKey {
-                probe,
-                caller,
-                cgroup: OTHER_CGROUP,
-            })
-            .merge(&sum.latency());
-        }
-    }
-    let counters: Vec<_> = snap
-        .counters
-        .keys()
-        .filter(|(_, c)| *c != OTHER_CGROUP && cgroups.contains(c))
-        .copied()
-        .collect();
-    for k in counters {
-        if let Some(n) = snap.counters.remove(&k) {
-            snap.count(k.0, OTHER_CGROUP, n);
-        }
-    }
-    snap.cgroups.retain(|id, _| !cgroups.contains(id));
-}
-
-/// Move the series and counters of the cgroups `folded` picks into `other`.
-fn fold_where(snap: &mut Snapshot, folded: impl Fn(CgroupId) -> bool) {
-    // Decided once per cgroup, not per series.
-    let moving: Vec<CgroupId> = cgroups_in(snap)
-        .into_iter()
-        .filter(|&c| c != OTHER_CGROUP && folded(c))
-        .collect();
-    let moves = |c: CgroupId| moving.binary_search(&c).is_ok();
-    if !moving.is_empty() {
-        // An old interval usually moves most of its series: they are added up per
-        // (probe, caller) and the map is built again from those left, rather than each
-        // removed and merged into `other` one by one.
-        let mut kept = Vec::with_capacity(snap.series.len());
-        let mut sums: BTreeMap<
-            (
-                tracer_core::snapshot::Probe,
-                Option<tracer_core::snapshot::Probe>,
-            ),
-            LatencySum,
-        > = BTreeMap::new();
-        let mut run: Option<(
-            (
-                tracer_core::snapshot::Probe,
-                Option<tracer_core::snapshot::Probe>,
-            ),
-            LatencySum,
-        )> = None;
-        for (k, lat) in std::mem::take(&mut snap.series) {
-            if !moves(k.cgroup) {
-                kept.push((k, lat));
-                continue;
-            }
-            let path = (k.probe, k.caller);
-            match &mut run {
-                Some((p, sum)) if *p == path => sum.add(&lat),
-                _ => {
-                    let mut sum = LatencySum::new();
-                    sum.add(&lat);
-                    if let Some((p, done)) = run.replace((path, sum)) {
-                        sums.entry(p).or_default().add_sum(&done);
-                    }
-                }
-            }
-        }
-        if let Some((p, done)) = run {
-            sums.entry(p).or_default().add_sum(&done);
-        }
-        // In key order still: the map is built in one pass.
-        snap.series = kept.into_iter().collect();
-        for ((probe, caller), sum) in sums {
-            snap.series_mut(SeriesKey {
-                probe,
-                caller,
-                cgroup: OTHER_CGROUP,
-            })
-            .merge(&sum.latency());
-        }
-        let counted: Vec<_> = snap
-            .counters
-            .keys()
-            .filter(|(_, c)| moves(*c))
-            .copied()
-            .collect();
-        for k in counted {
-            if let Some(n) = snap.counters.remove(&k) {
-                snap.count(k.0, OTHER_CGROUP, n);
-            }
-        }
-    }
-    snap.cgroups.retain(|id, _| !folded(*id));
 }
 
 fn empty_snapshot(info: &SourceInfo, started_unix_ns: u64) -> Snapshot {
@@ -973,19 +811,76 @@ mod tests {
     }
 
     #[test]
-    fn an_evicted_cgroup_folds_into_other_and_totals_never_shrink() {
+    fn an_evicted_cgroup_keeps_its_calls_and_other_takes_in_none_of_them() {
         let mut l = live(2);
         l.apply(delta(&[1, 2], 5), SEC);
         // Cgroup 1 idles; 3 arrives and takes its slot.
         let (f, _) = l.apply(delta(&[2, 3], 1), 2 * SEC);
-        assert_eq!(rmdirs(&f.cumulative), 12);
-        let by = |c| f.cumulative.total_where(|k| k.cgroup == c).count();
-        assert_eq!((by(1), by(2), by(3), by(OTHER_CGROUP)), (0, 6, 1, 5));
+        let by = |f: &Frame, c| f.cumulative.total_where(|k| k.cgroup == c).count();
         assert_eq!(
-            f.last_10s.cgroup_calls(1),
-            0,
-            "windows fold the evicted cgroup too"
+            (by(&f, 1), by(&f, 2), by(&f, 3), by(&f, OTHER_CGROUP)),
+            (0, 6, 1, 0)
         );
+        assert!(!f.cumulative.cgroups.contains_key(&1), "its label set left");
+        // Busy again, it takes back the slot of the idlest (2) and its totals go on from 5.
+        let (f, _) = l.apply(delta(&[1, 3], 1), 3 * SEC);
+        assert_eq!(
+            (by(&f, 1), by(&f, 2), by(&f, 3), by(&f, OTHER_CGROUP)),
+            (6, 0, 2, 0)
+        );
+        assert_eq!(f.last_10s.cgroup_calls(2), 6, "windows are never re-filed");
+    }
+
+    #[test]
+    fn a_cgroup_made_again_under_its_path_goes_on_from_its_totals() {
+        let mut l = live(10);
+        l.apply(delta(&[7], 3), SEC);
+        let mut d = delta(&[], 0);
+        d.cgroups_removed.push(7);
+        l.apply(d, 2 * SEC);
+        // The service restarts at once: a new cgroup under the same path.
+        let mut d = delta(&[8], 2);
+        d.cgroups_made = vec![(8, "/c7".into())];
+        let (f, _) = l.apply(d, 3 * SEC);
+        assert_eq!(rmdirs(&f.cumulative), 5);
+        assert_eq!(f.cumulative.cgroups.len(), 1, "{:?}", f.cumulative.cgroups);
+        assert_eq!(f.cumulative.cgroup_name(7), "/c7");
+        // The old cgroup leaves after its grace period: the path's totals stay.
+        for i in 4..=70 {
+            let mut d = delta(&[8], 1);
+            d.cgroups_made.clear();
+            l.apply(d, i * SEC);
+        }
+        let f = l.frame();
+        assert_eq!(f.cumulative.total_where(|k| k.cgroup == 7).count(), 5 + 67);
+        assert_eq!(f.cgroups[&7].path.as_ref(), "/c7");
+        assert!(
+            f.cgroups[&7].gone_since_unix_ns.is_none(),
+            "shown by its live holder"
+        );
+    }
+
+    #[test]
+    fn a_cgroup_without_a_path_goes_to_other_and_is_counted_once() {
+        let mut l = live(10);
+        let mut d = delta(&[5], 2);
+        d.cgroups_made.clear();
+        d.snapshot
+            .record(SeriesKey::new(Probe::VfsRmdir, OTHER_CGROUP), 1_000);
+        l.apply(d.clone(), SEC);
+        let (f, _) = l.apply(d, 2 * SEC);
+        assert_eq!(
+            f.cumulative
+                .total_where(|k| k.cgroup == OTHER_CGROUP)
+                .count(),
+            6
+        );
+        assert_eq!(f.unnamed_cgroups, 1);
+        assert!(f.cumulative.cgroups.values().all(|p| !p.is_empty()));
+        // Named now: its own label set from here on, `other` keeps what it had.
+        let (f, _) = l.apply(delta(&[5], 1), 3 * SEC);
+        let by = |c| f.cumulative.total_where(|k| k.cgroup == c).count();
+        assert_eq!((by(5), by(OTHER_CGROUP)), (1, 6));
     }
 
     #[test]
@@ -1005,16 +900,13 @@ mod tests {
         let (f, leave) = l.apply(delta(&[], 0), 62 * SEC);
         assert_eq!(leave, vec![7]);
         assert!(!f.cgroups.contains_key(&7));
-        assert_eq!(
-            rmdirs(&f.cumulative),
-            3,
-            "its calls stay in the totals, as other"
-        );
+        assert_eq!(rmdirs(&f.cumulative), 0, "its label set left (stale)");
         assert_eq!(
             f.cumulative
                 .total_where(|k| k.cgroup == OTHER_CGROUP)
                 .count(),
-            3
+            0,
+            "nothing moved into other"
         );
     }
 
@@ -1031,7 +923,11 @@ mod tests {
             f = Some(l.apply(d, i * SEC).0);
         }
         let f = f.unwrap();
-        assert_eq!(rmdirs(&f.cumulative), 400, "totals never shrink");
+        assert_eq!(
+            rmdirs(&f.cumulative),
+            5,
+            "the label sets alive: the last five"
+        );
         assert_eq!(
             f.last_10s.calls(Probe::VfsRmdir),
             50,
@@ -1039,14 +935,12 @@ mod tests {
         );
         assert_eq!(rmdirs(&f.last_60s), 300);
         assert!(f.cumulative.series.len() <= 6, "5 tracked + other");
-        // The totals per row hold what the series since start add up to.
-        assert_eq!(*f.totals, Window::counts_of(&f.cumulative));
-        // A kept interval is compacted when it is 10 refreshes old: from then on it holds
-        // its five cgroups, evicted since, as one `other` series.
+        // The totals per row hold what the series since start add up to, per cgroup.
+        assert_eq!(f.totals.cgroups, Window::counts_of(&f.cumulative).cgroups);
+        // An interval holds the label sets of its calls: at most the slots.
         assert_eq!(l.recent.len(), 60);
         for (seq, s) in &l.recent {
-            let want = if 80 - *seq >= 10 { 1 } else { 5 };
-            assert_eq!(s.series.len(), want, "interval {seq}");
+            assert_eq!(s.series.len(), 5, "interval {seq}");
         }
     }
 
@@ -1069,11 +963,16 @@ mod tests {
             l.apply(d, i * SEC);
         }
         let f = l.frame();
-        assert_eq!(rmdirs(&f.cumulative), 5_000);
+        assert_eq!(
+            rmdirs(&f.cumulative),
+            5,
+            "the label sets alive: the last five"
+        );
         assert!(f.cumulative.series.len() <= 6, "5 tracked + other");
         assert!(l.recent.is_empty());
-        // 5,000 cgroups came and left (evicted): none is remembered.
-        assert!(l.evicted_at.is_empty(), "{} kept", l.evicted_at.len());
+        // 5,000 cgroups came and left: the totals of a few per slot are kept at most.
+        let most = 5 * super::super::labels::PARKED_PER_SLOT;
+        assert!(l.labels.parked() <= most, "{} kept", l.labels.parked());
         assert!(
             f.cgroups.len() <= 5 * 61,
             "only those in their minute of grace"
@@ -1102,12 +1001,12 @@ mod tests {
             f = Some(l.apply(d, i * SEC).0);
         }
         let f = f.unwrap();
-        // The last ten intervals, the cgroups of all but the newest evicted since: in `other`.
+        // The last ten intervals, each cgroup's calls under its own label set: never
+        // re-filed when it left.
         let mut sum = empty_snapshot(&l.info, 0);
         for s in &sent[20..] {
             sum.merge(s);
         }
-        fold_where(&mut sum, |c| c < 300);
         let want = Window::of(&sum);
         let buckets = |l: &Latency| l.buckets().collect::<Vec<_>>();
         assert_eq!(f.last_10s.duration_ns, 10 * SEC);
@@ -1132,7 +1031,7 @@ mod tests {
             );
             assert_eq!(buckets(&got.latency), buckets(&cell.latency), "{k:?}");
         }
-        assert_eq!(f.last_10s.cgroup_calls(OTHER_CGROUP), 9 * 5 * 3);
+        assert_eq!(f.last_10s.cgroup_calls(OTHER_CGROUP), 0);
     }
 
     #[test]
@@ -1148,17 +1047,19 @@ mod tests {
             },
         );
         let (mut f, mut g) = (None, None);
+        let mut sent = 0;
         for i in 1..=20u64 {
             let ids: Vec<CgroupId> = (0..5).map(|k| i * 10 + k).collect();
             let mut d = delta(&ids, i % 3 + 1);
             d.cgroups_removed = (0..5).map(|k| (i - 1) * 10 + k).collect();
+            sent += rmdirs(&d.snapshot);
             f = Some(series.apply(d.clone(), i * SEC).0);
             g = Some(rows.apply(d, i * SEC).0);
         }
         let (f, g) = (f.unwrap(), g.unwrap());
         assert!(g.cumulative.series.is_empty());
         assert_eq!(g.totals, f.totals);
-        assert_eq!(g.totals.calls(Probe::VfsRmdir), rmdirs(&f.cumulative));
+        assert_eq!(g.totals.calls(Probe::VfsRmdir), sent);
         assert_eq!(g.cumulative.counters, f.cumulative.counters);
         assert_eq!(g.last_10s, f.last_10s);
     }
@@ -1223,6 +1124,7 @@ mod tests {
         for i in 1..=3 {
             let mut d = delta(&[1], 2);
             d.snapshot.merge(&delta(&[2], 7).snapshot);
+            d.cgroups_made.push((2, "/c2".into()));
             d.snapshot.meta.duration_ns = SEC;
             l.apply(d, i * SEC);
         }

@@ -91,10 +91,14 @@ pub struct Frame {
     pub slow: Vec<SlowCall>,
     /// Current slow-call threshold (0: off).
     pub slow_threshold_ns: u64,
-    /// Every cgroup known by name, tracked or folded, live or gone.
+    /// Every cgroup known by name, tracked or folded, live or gone; one holding a slot
+    /// keyed by its label set (as in `cumulative`), the others by their own id.
     pub cgroups: std::collections::BTreeMap<CgroupId, CgroupEntry>,
     /// Cgroups summed into `other` right now.
     pub folded_cgroups: usize,
+    /// Cgroups whose calls went to `other` because their path was not known (yet), since
+    /// the loop started.
+    pub unnamed_cgroups: u64,
     /// Tracer's own cost.
     pub cost: Cost,
     /// Set when the source failed: the loop stopped, this is why.

@@ -4,9 +4,11 @@
 //! A source says what happened since it was last polled (a [`Delta`]); the loop keeps
 //! the rest: cumulative totals since start, short windows (10 s, 60 s) for percentiles,
 //! per-probe history for charts, the recent slow calls, and the cgroup table that keeps
-//! at most `--max-cgroups` cgroups by activity (the rest fold into one `other` row, and
-//! removed cgroups leave after a grace period, their kernel map entries deleted), so
-//! memory stays flat over days of uptime and any cgroup churn.
+//! at most `--max-cgroups` cgroups by activity (the calls of the rest are filed under one
+//! `other` row as they come in, and removed cgroups leave after a grace period, their
+//! kernel map entries deleted), so memory stays flat over days of uptime and any cgroup
+//! churn. Calls are filed once, when read, and never re-filed ([`labels`]): every total
+//! since start only grows.
 //!
 //! Sources: the kernel (eBPF maps), the model (a scenario played out in simulated time),
 //! and a saved capture (replayed over its own duration). Sinks never see which, beyond
@@ -16,6 +18,7 @@ mod args;
 mod engine;
 mod frame;
 pub mod kernel;
+pub mod labels;
 pub mod model;
 pub mod replay;
 mod source;

@@ -1,12 +1,13 @@
-//! The cgroup table: which cgroups a live view keeps by name, which it folds into `other`,
-//! and when a removed one leaves.
+//! The cgroup table: which cgroups a live view keeps by name (the rest have their calls
+//! filed under `other`), and when a removed one leaves.
 //!
-//! At most `max` cgroups are tracked. A cgroup with calls gets a slot while one is free;
-//! when none is, it takes the slot of a removed cgroup, else of the tracked cgroup idle the
-//! longest (not active in this interval). Otherwise its calls go to `other`. A removed
-//! cgroup shows as gone for [`super::frame::GONE_GRACE`] (or until its slot is needed), then leaves:
-//! its totals fold into `other`, so totals never shrink, and the source forgets its kernel
-//! map entries.
+//! At most `max` cgroups are tracked. A cgroup with calls and a known path gets a slot
+//! while one is free; when none is, it takes the slot of a removed cgroup, else of the
+//! tracked cgroup idle the longest (not active in this interval). Otherwise its calls go
+//! to `other`; so do those of a cgroup whose path is not known (yet): a label set is never
+//! renamed. A removed cgroup shows as gone for [`super::frame::GONE_GRACE`] (or until its
+//! slot is needed), then leaves, and the source forgets its kernel map entries. What was
+//! filed under a cgroup's label set stays there ([`super::labels`]): nothing is re-filed.
 
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -24,6 +25,8 @@ struct Known {
     entry: CgroupEntry,
     /// The last interval (refresh number) it had calls in; 0: never.
     last_active: u64,
+    /// Whether its calls went to `other` for want of a path (counted once).
+    unnamed_seen: bool,
 }
 
 impl Known {
@@ -36,6 +39,7 @@ impl Known {
                 gone_since_unix_ns: None,
             },
             last_active: 0,
+            unnamed_seen: false,
         }
     }
 }
@@ -63,7 +67,7 @@ fn slot(id: CgroupId, k: &Known) -> Slot {
 /// What one interval's bookkeeping decided.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Decisions {
-    /// Tracked cgroups that gave up their slot this interval: fold their totals into `other`.
+    /// Tracked cgroups that gave up their slot this interval (their label sets may leave).
     pub evicted: Vec<CgroupId>,
     /// Cgroups that left the table for good: the source may forget them.
     pub left: Vec<CgroupId>,
@@ -125,6 +129,9 @@ impl Table {
         now_unix_ns: u64,
     ) -> Decisions {
         let mut out = Decisions::default();
+        // Every tracked cgroup active in this interval is marked first, so that none of
+        // them is taken for an idle one by a cgroup looked at before it.
+        let mut untracked = Vec::new();
         for &id in active {
             if id == OTHER_CGROUP {
                 continue;
@@ -134,9 +141,19 @@ impl Table {
                 self.order.remove(&slot(id, k));
                 k.last_active = seq;
                 self.order.insert(slot(id, k));
+            } else {
+                k.last_active = seq;
+                untracked.push(id);
+            }
+        }
+        for id in untracked {
+            let Some(k) = self.known.get(&id) else {
+                continue;
+            };
+            if k.entry.path.is_empty() {
+                // No slot without a name: its calls go to `other` until its path is known.
                 continue;
             }
-            k.last_active = seq;
             if self.tracked >= self.max {
                 match self.victim(seq) {
                     Some(victim) => {
@@ -193,6 +210,25 @@ impl Table {
             .chain(alive)
             .find(|(_, last_active, _)| *last_active < seq)
             .copied()
+    }
+
+    /// Whether `id` is known and was removed.
+    #[must_use]
+    pub fn is_gone(&self, id: CgroupId) -> bool {
+        self.known
+            .get(&id)
+            .is_some_and(|k| k.entry.gone_since_unix_ns.is_some())
+    }
+
+    /// Note that `id`'s calls went to `other` for want of a path: true the first time.
+    pub fn note_unnamed(&mut self, id: CgroupId) -> bool {
+        match self.known.get_mut(&id) {
+            Some(k) if !k.unnamed_seen => {
+                k.unnamed_seen = true;
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Cgroups summed into `other` now: known, alive and not tracked.
@@ -277,8 +313,23 @@ mod tests {
     }
 
     #[test]
+    fn a_cgroup_without_a_path_gets_no_slot() {
+        let mut t = Table::new(2, 60);
+        t.interval(1, &set(&[10]), 0);
+        assert_eq!(t.route(10), OTHER_CGROUP);
+        assert!(t.note_unnamed(10));
+        assert!(!t.note_unnamed(10), "counted once");
+        t.made(10, "/a".into());
+        t.interval(2, &set(&[10]), 0);
+        assert_eq!(t.route(10), 10);
+    }
+
+    #[test]
     fn an_idle_cgroup_gives_its_slot_to_a_busy_one() {
         let mut t = Table::new(2, 60);
+        for id in [10, 11, 12] {
+            t.made(id, format!("/c{id}"));
+        }
         t.interval(1, &set(&[10, 11]), 0);
         let d = t.interval(2, &set(&[11, 12]), 0);
         assert_eq!(d.evicted, vec![10]);
@@ -289,8 +340,27 @@ mod tests {
     }
 
     #[test]
+    fn a_busy_cgroup_keeps_its_slot_whatever_its_id() {
+        let mut t = Table::new(2, 60);
+        for id in [10, 11, 30] {
+            t.made(id, format!("/c{id}"));
+        }
+        t.interval(1, &set(&[10, 30]), 0);
+        // 11 comes, 30 is busy too: looked at after 11, it still keeps its slot.
+        let d = t.interval(2, &set(&[10, 11, 30]), 0);
+        assert!(d.evicted.is_empty(), "{d:?}");
+        assert_eq!(
+            (t.route(10), t.route(11), t.route(30)),
+            (10, OTHER_CGROUP, 30)
+        );
+    }
+
+    #[test]
     fn a_removed_cgroup_is_evicted_before_an_idle_live_one() {
         let mut t = Table::new(2, 1_000);
+        for id in [10, 11, 12] {
+            t.made(id, format!("/c{id}"));
+        }
         t.interval(1, &set(&[10]), 0);
         t.interval(2, &set(&[11]), 0);
         t.removed(11, 5);

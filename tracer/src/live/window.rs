@@ -14,14 +14,9 @@
 //! series merged. Its max, once the interval that held it left the window, is known only
 //! to its highest bucket, as a series' was.
 
-use std::{
-    collections::BTreeMap,
-    ops::Bound::{Excluded, Unbounded},
-};
+use std::collections::BTreeMap;
 
-use tracer_core::snapshot::{
-    CgroupId, Latency, LatencySum, OTHER_CGROUP, Probe, Snapshot, walk_sorted,
-};
+use tracer_core::snapshot::{CgroupId, Latency, LatencySum, Probe, Snapshot, walk_sorted};
 
 /// Whether a per-cgroup view shows this probe's latency, so a window keeps its
 /// distribution per cgroup: grace-period waits, shrinker teardown, `rmdir(2)`,
@@ -123,9 +118,9 @@ impl Window {
         }
     }
 
-    /// Take out an interval added before (its oldest), each of its cgroups as `route` says
-    /// it is filed in the window now; the window then starts where that interval ended.
-    pub fn subtract(&mut self, snap: &Snapshot, route: impl Fn(CgroupId) -> CgroupId) {
+    /// Take out an interval added before (its oldest); the window then starts where that
+    /// interval ended.
+    pub fn subtract(&mut self, snap: &Snapshot) {
         for (path, sum) in path_sums(snap) {
             if let Some(mine) = self.paths.get_mut(&path) {
                 mine.subtract(&sum.latency());
@@ -134,103 +129,31 @@ impl Window {
                 }
             }
         }
-        let keep = |p| !self.counts_only && latency_per_cgroup(p);
-        // The series still filed under their own cgroup are taken out one by one, in one
-        // walk; those filed elsewhere now (by the time an interval leaves the window, most
-        // of its cgroups were evicted into `other`) are first added up per cell, then
-        // taken out of it at once, rather than each from the same large cell.
-        let mut own: Vec<((Probe, CgroupId), &Latency)> = Vec::new();
-        let mut moved: Vec<Moved> = Vec::new();
-        for (k, lat) in snap.series.iter().filter(|(_, lat)| lat.count() > 0) {
-            let to = route(k.cgroup);
-            if to == k.cgroup {
-                own.push(((k.probe, to), lat));
-                continue;
-            }
-            let key = (k.probe, to);
-            let at = if let Some(at) = moved.iter().rposition(|m| m.0 == key) {
-                at
-            } else {
-                moved.push((key, 0, 0, keep(k.probe).then(LatencySum::new)));
-                moved.len() - 1
-            };
-            let m = &mut moved[at];
-            m.1 += lat.count();
-            m.2 = m.2.saturating_add(lat.sum_ns());
-            if let Some(sum) = &mut m.3 {
-                sum.add(lat);
-            }
-        }
-        // Each (probe, caller) comes as an ascending run of cgroups: a stable sort merges them.
-        own.sort_by_key(|(k, _)| *k);
+        let counts_only = self.counts_only;
+        let keep = |p| !counts_only && latency_per_cgroup(p);
         let mut emptied = Vec::new();
-        let mut take = |k: (Probe, CgroupId),
-                        mine: &mut CgroupCalls,
-                        calls,
-                        time_ns,
-                        lat: Option<&Latency>| {
-            mine.calls = mine.calls.saturating_sub(calls);
-            mine.time_ns = mine.time_ns.saturating_sub(time_ns);
-            if let Some(lat) = lat {
-                mine.latency.subtract(lat);
-            }
-            if mine.calls == 0 {
-                emptied.push(k);
-            }
-        };
+        let cells = cell_keys(snap);
         walk_sorted(
             &mut self.cgroups,
-            own.iter().map(|(k, lat)| (k, *lat)),
+            cells.iter().map(|(k, lat)| (k, *lat)),
             |k, mine, lat| {
                 if let Some(mine) = mine {
-                    let l = keep(k.0).then_some(lat);
-                    take(*k, mine, lat.count(), lat.sum_ns(), l);
+                    mine.calls = mine.calls.saturating_sub(lat.count());
+                    mine.time_ns = mine.time_ns.saturating_sub(lat.sum_ns());
+                    if keep(k.0) {
+                        mine.latency.subtract(lat);
+                    }
+                    if mine.calls == 0 {
+                        emptied.push(*k);
+                    }
                 }
             },
         );
-        for (k, calls, time_ns, sum) in moved {
-            if let Some(mine) = self.cgroups.get_mut(&k) {
-                let lat = sum.map(|s| s.latency());
-                take(k, mine, calls, time_ns, lat.as_ref());
-            }
-        }
         for k in emptied {
             self.cgroups.remove(&k);
         }
         self.started_unix_ns = snap.meta.started_unix_ns + snap.meta.duration_ns;
         self.duration_ns = self.duration_ns.saturating_sub(snap.meta.duration_ns);
-    }
-
-    /// File the calls of `cgroups` (sorted) under [`OTHER_CGROUP`]: they were evicted.
-    pub fn fold(&mut self, cgroups: &[CgroupId]) {
-        // The probes with cells, each found by one search past the last one's cells.
-        let mut probes = Vec::new();
-        while let Some(((p, _), _)) = match probes.last() {
-            None => self.cgroups.first_key_value(),
-            Some(&last) => self
-                .cgroups
-                .range((Excluded((last, CgroupId::MAX)), Unbounded))
-                .next(),
-        } {
-            probes.push(*p);
-        }
-        for probe in probes {
-            let mut moved: Option<CgroupCalls> = None;
-            for &c in cgroups.iter().filter(|c| **c != OTHER_CGROUP) {
-                if let Some(cell) = self.cgroups.remove(&(probe, c)) {
-                    let m = moved.get_or_insert_with(CgroupCalls::default);
-                    m.calls += cell.calls;
-                    m.time_ns = m.time_ns.saturating_add(cell.time_ns);
-                    m.latency.merge(&cell.latency);
-                }
-            }
-            if let Some(m) = moved {
-                let other = self.cgroups.entry((probe, OTHER_CGROUP)).or_default();
-                other.calls += m.calls;
-                other.time_ns = other.time_ns.saturating_add(m.time_ns);
-                other.latency.merge(&m.latency);
-            }
-        }
     }
 
     /// Calls of `probe`, all callers and cgroups.
@@ -265,9 +188,6 @@ impl Window {
         time.into_iter().max_by_key(|(_, t)| *t).map(|(p, _)| p)
     }
 }
-
-/// Series filed under another cell now, added up: the cell, calls, time, distribution.
-type Moved = ((Probe, CgroupId), u64, u64, Option<LatencySum>);
 
 /// Add a series' calls to a cell (and its distribution, when the cell keeps one).
 fn add_to(cell: &mut CgroupCalls, latency: bool, lat: &Latency) {
@@ -390,7 +310,7 @@ mod tests {
         assert_eq!((dd.calls, dd.latency.count()), (1, 0));
         assert_eq!(w.busiest(2), Some(Probe::SynchronizeRcu));
         // The oldest interval leaves: what is left is the second one's calls alone.
-        w.subtract(&a, |c| c);
+        w.subtract(&a);
         let only_b = Window::of(&b);
         assert_eq!(w.started_unix_ns, 1_000_000_000);
         assert_eq!(w.duration_ns, only_b.duration_ns);
@@ -412,21 +332,6 @@ mod tests {
             buckets(&c2.latency),
             buckets(&only_b.cgroups[&(Probe::SynchronizeRcu, 2)].latency)
         );
-    }
-
-    #[test]
-    fn an_evicted_cgroup_is_taken_out_of_other() {
-        let a = interval(&[
-            (Probe::SysRmdir, None, 1, 50_000),
-            (Probe::SysRmdir, None, 2, 60_000),
-        ]);
-        let mut w = Window::of(&a);
-        w.fold(&[1]);
-        assert_eq!(w.cgroup_calls(1), 0);
-        assert_eq!(w.cgroup_calls(OTHER_CGROUP), 1);
-        assert_eq!(w.calls(Probe::SysRmdir), 2);
-        w.subtract(&a, |c| if c == 1 { OTHER_CGROUP } else { c });
-        assert!(w.paths.is_empty() && w.cgroups.is_empty(), "{w:?}");
     }
 
     trait TapMerge {

@@ -230,6 +230,7 @@ pub fn frame(seq: u64) -> Frame {
         slow_threshold_ns: 10_000_000,
         cgroups,
         folded_cgroups: 2,
+        unnamed_cgroups: 0,
         cost: Cost {
             bpf_ns_per_s: Some(1_200_000.0),
             bpf_programs: Vec::new(),

@@ -110,6 +110,18 @@ impl Prometheus {
     /// A Prometheus scraping `addrs` (`host:port`) every second; `tag` keeps its files
     /// apart from another's.
     pub(crate) fn scraping(addrs: &[String], tag: &str) -> Result<Prometheus, String> {
+        Self::start(addrs, tag, false)
+    }
+
+    /// As [`Prometheus::scraping`], with native histograms on
+    /// (`--enable-feature=native-histograms`): it asks for the protobuf format and, for a
+    /// histogram that offers both (2.42 has no `scrape_classic_histograms`), keeps only the
+    /// native buckets.
+    pub(crate) fn scraping_native(addrs: &[String], tag: &str) -> Result<Prometheus, String> {
+        Self::start(addrs, &format!("{tag}-native"), true)
+    }
+
+    fn start(addrs: &[String], tag: &str, native: bool) -> Result<Prometheus, String> {
         let dir = std::env::temp_dir().join(format!(
             "tracer-serve-prometheus-{}-{tag}",
             std::process::id()
@@ -133,6 +145,7 @@ impl Prometheus {
                 dir.join("data").display()
             ))
             .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .args(native.then_some("--enable-feature=native-histograms"))
             .arg("--log.level=warn")
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(dir.join("prometheus.log")).map_err(|e| e.to_string())?)
@@ -185,6 +198,53 @@ impl Prometheus {
             .unwrap_or_default())
     }
 
+    /// The raw samples of a range selector `expr` (`metric{...}[60s]`): each series'
+    /// labels (JSON) and its values, oldest first.
+    pub(crate) fn samples(&self, expr: &str) -> Result<Vec<(serde_json::Value, Vec<f64>)>, String> {
+        let out = Command::new("curl")
+            .args(["-sS", "--fail", "--max-time", "30", "--data-urlencode"])
+            .arg(format!("query={expr}"))
+            .arg(format!("{}/api/v1/query", self.url))
+            .output()
+            .map_err(|e| format!("curl: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "query {expr}: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        let v: serde_json::Value =
+            serde_json::from_slice(&out.stdout).map_err(|e| format!("query {expr}: {e}"))?;
+        if v["status"] != "success" || v["data"]["resultType"] != "matrix" {
+            return Err(format!(
+                "query {expr}: {} {}",
+                v["error"], v["data"]["resultType"]
+            ));
+        }
+        Ok(v["data"]["result"]
+            .as_array()
+            .map(|rs| {
+                rs.iter()
+                    .map(|r| {
+                        let values = r["values"]
+                            .as_array()
+                            .map(|vs| {
+                                vs.iter()
+                                    .map(|p| {
+                                        p[1].as_str()
+                                            .and_then(|s| s.parse().ok())
+                                            .unwrap_or(f64::NAN)
+                                    })
+                                    .collect()
+                            })
+                            .unwrap_or_default();
+                        (r["metric"].clone(), values)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
     /// The single value of `expr`, once it equals `want` or `limit` passed (the last one).
     pub(crate) fn settle(&self, expr: &str, want: f64, limit: Duration) -> Result<f64, String> {
         let start = Instant::now();
@@ -222,11 +282,29 @@ pub(crate) fn p99_agrees(prom_ns: f64, own_ns: u64) -> Result<String, String> {
     }
 }
 
+/// Prometheus' p99 of a native histogram (`prom_ns`) and tracer's own agree within one
+/// schema-3 bucket.
+pub(crate) fn native_p99_agrees(prom_ns: f64, own_ns: u64) -> Result<String, String> {
+    use tracer_core::native::{index_of, index_of_ns};
+    let (a, b) = (index_of(prom_ns / 1e9), index_of_ns(own_ns));
+    #[expect(clippy::cast_precision_loss, reason = "nanoseconds, for display")]
+    let seen = format!(
+        "Prometheus {:.1} us (schema-3 bucket {a}), tracer {:.1} us (bucket {b})",
+        prom_ns / 1e3,
+        own_ns as f64 / 1e3
+    );
+    if a.abs_diff(b) <= 1 {
+        Ok(seen)
+    } else {
+        Err(seen)
+    }
+}
+
 /// Index of the exposed bucket holding `ns` (`BOUNDS_NS.len()` for `+Inf`).
 fn bucket_index(ns: f64) -> usize {
     #[expect(
         clippy::cast_precision_loss,
-        reason = "bounds up to 2^36 are exact in f64"
+        reason = "bounds up to 2^40 are exact in f64"
     )]
     BOUNDS_NS
         .iter()

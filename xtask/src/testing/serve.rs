@@ -19,7 +19,9 @@ use tracer_core::snapshot::Probe;
 
 use super::{
     harness::Tally,
-    prometheus::{Guard, Prometheus, free_port, get, p99_agrees, promtool_check, wait_for},
+    prometheus::{
+        Guard, Prometheus, free_port, get, native_p99_agrees, p99_agrees, promtool_check, wait_for,
+    },
 };
 use crate::util;
 
@@ -82,9 +84,13 @@ fn promtool(target: &Target) -> Result<String, String> {
 
 /// A Prometheus scraping the host targets (a function here, not a method of
 /// [`Prometheus`], so that the exporter's helpers do not use this module's `Target`).
-fn start_prometheus(targets: &[&Target]) -> Result<Prometheus, String> {
+fn start_prometheus(targets: &[&Target], native: bool) -> Result<Prometheus, String> {
     let addrs: Vec<String> = targets.iter().map(|t| t.addr.clone()).collect();
-    Prometheus::scraping(&addrs, "host")
+    if native {
+        Prometheus::scraping_native(&addrs, "host")
+    } else {
+        Prometheus::scraping(&addrs, "host")
+    }
 }
 
 /// Write the capture of one model run to a temporary file; tracer serve replays it.
@@ -105,6 +111,50 @@ fn model_capture(tracer: &Path, name: &str, args: &[&str]) -> Result<PathBuf, St
             "tracer model: {}",
             String::from_utf8_lossy(&out.stderr).trim()
         ))
+    }
+}
+
+/// The expression of each recording rule of `deploy/prometheus/rules.yaml` on the latency
+/// histograms (the alerts read those; the classic and the native series differ there),
+/// with the rule's name. A line reader, not YAML: each `- record:` is followed by `expr:`
+/// with the expression on the line or, after `|`, on the lines indented below.
+fn recording_rule_exprs() -> Result<Vec<(String, String)>, String> {
+    let path = util::workspace_root().join("deploy/prometheus/rules.yaml");
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let Some(name) = line.trim().strip_prefix("- record:") else {
+            continue;
+        };
+        let Some((at, expr_line)) = lines
+            .iter()
+            .enumerate()
+            .skip(i + 1)
+            .find(|(_, l)| l.trim_start().starts_with("expr:"))
+        else {
+            return Err(format!("rules.yaml: {} has no expr", name.trim()));
+        };
+        let inline = expr_line.trim_start().trim_start_matches("expr:").trim();
+        let expr = if inline == "|" {
+            lines[at + 1..]
+                .iter()
+                .take_while(|l| l.trim().is_empty() || indent(l) > indent(expr_line))
+                .map(|l| l.trim())
+                .collect::<Vec<_>>()
+                .join(" ")
+        } else {
+            inline.to_owned()
+        };
+        if expr.contains("tracer_latency_seconds") {
+            out.push((format!("rules.yaml: {}", name.trim()), expr));
+        }
+    }
+    if out.is_empty() {
+        Err("no recording rules found in deploy/prometheus/rules.yaml".into())
+    } else {
+        Ok(out)
     }
 }
 
@@ -207,6 +257,7 @@ pub fn host_cases(tracer: &Path, tally: &mut Tally) {
         model("model umount-storm", &UMOUNT_ARGS),
         model("model negative-dentry-rmdir", &DENTRY_ARGS),
         start_serve(tracer, "live on this host", &[]),
+        start_serve(tracer, CHURN_NAME, &CHURN_ARGS),
     ];
     let umounts = replay(tracer, "replay of umount-storm", &UMOUNT_ARGS);
     let dentries = replay(tracer, "replay of negative-dentry-rmdir", &DENTRY_ARGS);
@@ -225,17 +276,38 @@ pub fn host_cases(tracer: &Path, tally: &mut Tally) {
         }
     }
     let up: Vec<&Target> = all.iter().filter_map(|t| t.as_ref().ok()).collect();
-    let prometheus = match start_prometheus(&up) {
+    let checks = [
+        (&umounts, Probe::SysUmount, UMOUNTS),
+        (&dentries, Probe::DDelete, D_DELETES),
+    ];
+    // First a Prometheus with native histograms on (it gets the protobuf format and keeps
+    // only the native buckets), then one without (the classic buckets): every check and
+    // every dashboard expression against both.
+    match start_prometheus(&up, true) {
+        Ok(native) => {
+            for (replayed, probe, fixed) in checks {
+                native_replay_checks(&native, replayed, probe, fixed, tally);
+            }
+            sleep(Duration::from_secs(3));
+            tally.record(
+                SCOPE,
+                "every dashboard and latency recording-rule expression returns a series in Prometheus with native histograms",
+                &dashboards(&native),
+            );
+        }
+        Err(e) => tally.record(
+            SCOPE,
+            "Prometheus with native histograms scrapes tracer serve",
+            &Err(e),
+        ),
+    }
+    let prometheus = match start_prometheus(&up, false) {
         Ok(p) => p,
         Err(e) => {
             tally.record(SCOPE, "Prometheus scrapes tracer serve", &Err(e));
             return;
         }
     };
-    let checks = [
-        (&umounts, Probe::SysUmount, UMOUNTS),
-        (&dentries, Probe::DDelete, D_DELETES),
-    ];
     for (replayed, probe, fixed) in checks {
         replay_checks(&prometheus, replayed, probe, fixed, tally);
     }
@@ -262,14 +334,78 @@ pub fn host_cases(tracer: &Path, tally: &mut Tally) {
     sleep(Duration::from_secs(3));
     tally.record(
         SCOPE,
-        "every dashboard expression returns a series in Prometheus",
+        "every dashboard and latency recording-rule expression returns a series in Prometheus",
         &dashboards(&prometheus),
     );
+    if let Some(Ok(t)) = live
+        .iter()
+        .find(|t| t.as_ref().is_ok_and(|t| t.name == CHURN_NAME))
+    {
+        // The classic Prometheus started after the native one's checks: give it
+        // CHURN_SECONDS of scrapes (the source has churned for longer: removed cgroups
+        // leave after their grace period within the range).
+        sleep(Duration::from_secs(CHURN_SECONDS));
+        tally.record(
+            SCOPE,
+            "under churn (evictions, removals past the grace period) no counter sample ever decreases",
+            &never_decreases(&prometheus, &t.addr),
+        );
+    }
 }
 
-/// Each expression of `dashboards/*.json` has a series in `prometheus`.
+const CHURN_NAME: &str = "synthetic with churn";
+/// 40 cgroups on 10 probes, 4 replaced a second, 10 kept by name: slots change hands
+/// every refresh, and removed cgroups leave after their grace period.
+const CHURN_ARGS: [&str; 6] = ["--synthetic", "40", "--churn", "4", "--max-cgroups", "10"];
+/// Seconds of scrapes whose raw samples are checked.
+const CHURN_SECONDS: u64 = 30;
+
+/// Every counter sample (histogram `_count`s and `_bucket`s, `_total`s) of the target at
+/// `addr`, raw (a range selector, not `increase()`, which extrapolates), over the last
+/// [`CHURN_SECONDS`]: none is below the one before it.
+fn never_decreases(prometheus: &Prometheus, addr: &str) -> Result<String, String> {
+    let expr = format!(
+        "{{__name__=~\"tracer_.*(_count|_bucket|_total)\",instance=\"{addr}\"}}[{CHURN_SECONDS}s]"
+    );
+    let series = prometheus.samples(&expr)?;
+    let mut drops = Vec::new();
+    let mut samples = 0;
+    let mut cgroups = std::collections::BTreeSet::new();
+    for (labels, values) in &series {
+        samples += values.len();
+        if let Some(c) = labels["cgroup"].as_str() {
+            cgroups.insert(c.to_owned());
+            if c.is_empty() {
+                drops.push(format!("an empty cgroup label: {labels}"));
+            }
+        }
+        if let Some((a, b)) = values
+            .iter()
+            .zip(values.iter().skip(1))
+            .find(|(a, b)| b < a)
+        {
+            drops.push(format!("{labels}: {a} -> {b}"));
+        }
+    }
+    if series.is_empty() {
+        Err(format!("{expr}: no series"))
+    } else if drops.is_empty() {
+        Ok(format!(
+            "{} series, {samples} samples, {} cgroup label values over {CHURN_SECONDS} s: none decreased",
+            series.len(),
+            cgroups.len()
+        ))
+    } else {
+        Err(drops.join("; "))
+    }
+}
+
+/// Each expression of `dashboards/*.json`, and of the recording rules, has a series in
+/// `prometheus`.
 fn dashboards(prometheus: &Prometheus) -> Result<String, String> {
-    dashboard_exprs().and_then(|exprs| {
+    let rules = recording_rule_exprs()?;
+    dashboard_exprs().and_then(|mut exprs| {
+        exprs.extend(rules);
         let mut empty = Vec::new();
         for (file, expr) in &exprs {
             match prometheus.query(expr) {
@@ -282,13 +418,73 @@ fn dashboards(prometheus: &Prometheus) -> Result<String, String> {
             Err("no expressions found in dashboards/*.json".into())
         } else if empty.is_empty() {
             Ok(format!(
-                "{} expressions, each with at least one series",
+                "{} expressions (the dashboards' and the latency recording rules'), each with at least one series",
                 exprs.len()
             ))
         } else {
             Err(empty.join("; "))
         }
     })
+}
+
+/// The count and p99 of `probe`'s native histogram in a Prometheus with native histograms
+/// on, against the replayed capture's own.
+fn native_replay_checks(
+    prometheus: &Prometheus,
+    replayed: &Replay,
+    probe: Probe,
+    fixed: u64,
+    tally: &mut Tally,
+) {
+    let (Ok(t), Ok(capture)) = (&replayed.target, &replayed.capture) else {
+        return;
+    };
+    let own = capture.probe_total(probe);
+    let selector = format!(
+        "tracer_latency_seconds{{instance=\"{}\",probe=\"{}\"}}",
+        t.addr,
+        probe.name()
+    );
+    let expr = format!("histogram_count(sum({selector}))");
+    #[expect(clippy::cast_precision_loss, reason = "counts well below 2^52")]
+    let verdict = prometheus
+        .settle(&expr, own.count() as f64, Duration::from_mins(1))
+        .map(|v| format!("{expr} = {v}: tracer's own count"))
+        .and_then(|seen| {
+            if own.count() == fixed {
+                Ok(seen)
+            } else {
+                Err(format!("{seen}, but the scenario fixes {fixed}"))
+            }
+        });
+    tally.record(
+        SCOPE,
+        &format!(
+            "Prometheus with native histograms: the count of {} equals the {fixed} the workload fixes",
+            probe.name()
+        ),
+        &verdict,
+    );
+    let expr = format!("histogram_quantile(0.99, sum({selector}))");
+    let verdict = own
+        .quantile_ns(0.99)
+        .ok_or_else(|| format!("no {} calls", probe.name()))
+        .and_then(|own| {
+            let prom = prometheus
+                .query(&expr)?
+                .first()
+                .map(|(_, v)| *v * 1e9)
+                .ok_or_else(|| format!("{expr}: no series"))?;
+            native_p99_agrees(prom, own)
+        });
+    tally.record(
+        SCOPE,
+        &format!(
+            "histogram_quantile(0.99) of {}'s native histogram agrees with tracer's p99 within one schema-3 bucket",
+            probe.name()
+        ),
+        &verdict,
+    );
 }
 
 /// `_count` and p99 of `probe` in Prometheus against the replayed capture's own.
