@@ -140,7 +140,6 @@ pub const fn overflow_key(index: u32) -> (u16, u16, u32) {
     let slot = rest % CALLER_SLOTS;
     #[expect(clippy::cast_possible_truncation, reason = "probe ids are below 17")]
     let probe = (rest / CALLER_SLOTS) as u16;
-    #[expect(clippy::cast_possible_truncation, reason = "caller slots are below 12")]
     let caller = if slot == crate::probe::FUNCTION_COUNT {
         crate::NO_CALLER
     } else {

@@ -540,10 +540,10 @@ pub fn attach_with_slow(
         states,
         warnings,
         cgroup_events,
-        misses_before_recording,
         kernel_log,
         kprobe_links,
         sizes,
+        misses_before_recording,
     })
 }
 

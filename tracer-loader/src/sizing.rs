@@ -12,7 +12,7 @@
 //!
 //! The figures are the kernel's own allocations (`kernel/bpf/hashtab.c`, `arraymap.c`,
 //! `ringbuf.c`, `bpf_lru_list.c` on x86-64 without lock debugging): what the kernel charges
-//! to the memory cgroup of the process that loads the maps (RLIMIT_MEMLOCK before 5.11).
+//! to the memory cgroup of the process that loads the maps (`RLIMIT_MEMLOCK` before 5.11).
 //! docs/production.md gives the formula and the VM measurement that checks it.
 
 use tracer_common::{

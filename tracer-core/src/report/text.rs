@@ -820,11 +820,12 @@ fn losses(s: &Snapshot, p: Painter) -> String {
     }
     let folded: u64 = s.probes.values().map(|st| st.folded).sum();
     if folded > 0 {
-        out.push_str(&format!(
+        let _ = writeln!(
+            out,
             "  folded, not lost: {folded} calls found the kernel's histogram map full; they are \
              counted, with their latency and caller, under cgroup `other` (a larger \
-             --kernel-memory keeps their cgroups)\n"
-        ));
+             --kernel-memory keeps their cgroups)"
+        );
     }
     out
 }

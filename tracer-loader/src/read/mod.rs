@@ -120,7 +120,7 @@ fn read_series(
 ) -> Result<(), CollectError> {
     let hist: HashMap<_, HistKey, Stat> = hash(ebpf, maps::HIST)?;
     let mut series: BTreeMap<(u64, u16, u16), BucketsAndTotal> = BTreeMap::new();
-    for item in hist.iter() {
+    for item in &hist {
         let (key, bucket) = item.map_err(|e| CollectError::Map(maps::HIST, e))?;
         if bucket.count == 0 {
             continue;
@@ -229,7 +229,7 @@ fn read_events(
     known: impl Fn(u64) -> u64,
 ) -> Result<(), CollectError> {
     let events: HashMap<_, CounterKey, u64> = hash(ebpf, maps::COUNTERS)?;
-    for item in events.iter() {
+    for item in &events {
         let (key, n) = item.map_err(|e| CollectError::Map(maps::COUNTERS, e))?;
         let Some(counter) = counter_of(key.counter) else {
             continue;

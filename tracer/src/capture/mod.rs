@@ -204,6 +204,10 @@ fn bpf_usage(ebpf: &aya::Ebpf) -> tracer_core::snapshot::BpfUsage {
 ///
 /// # Errors
 /// When the probes cannot be loaded or the report cannot be written.
+#[expect(
+    clippy::too_many_lines,
+    reason = "the capture in its order: attach, run, read, report"
+)]
 pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
     let wanted = probes::select(args.probes.as_deref()).map_err(anyhow::Error::msg)?;
     if let Some(path) = &args.btf {

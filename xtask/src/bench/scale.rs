@@ -120,7 +120,17 @@ pub fn run(kernels: &Path, tracer: &Path, args: &ScaleArgs) -> anyhow::Result<Ex
         });
     }
     let ok = tally.finish();
-    for f in &figures {
+    summary(&figures, args.cgroups);
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// Each kernel's figures, then the last line.
+fn summary(figures: &[Figures], cgroups: u64) {
+    for f in figures {
         let mem: Vec<String> = f
             .memory
             .iter()
@@ -130,7 +140,7 @@ pub fn run(kernels: &Path, tracer: &Path, args: &ScaleArgs) -> anyhow::Result<Ex
             "{}: kernel memory {}; {} cgroups: {} of {} calls counted, drops {}",
             f.kernel,
             mem.join(", "),
-            args.cgroups,
+            cgroups,
             f.counted,
             f.made,
             f.drops
@@ -150,14 +160,9 @@ pub fn run(kernels: &Path, tracer: &Path, args: &ScaleArgs) -> anyhow::Result<Ex
         "scale: kernel memory {} MiB at 192 possible CPUs ({} MiB at 2); {} cgroups: {} of {} calls counted, drops {}",
         at(192),
         at(2),
-        args.cgroups,
+        cgroups,
         figures.iter().map(|f| f.counted).sum::<u64>(),
         figures.iter().map(|f| f.made).sum::<u64>(),
         figures.iter().map(|f| f.drops).sum::<u64>(),
     );
-    Ok(if ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
 }

@@ -701,8 +701,7 @@ pub fn healed(s: &Snapshot, _version: (u32, u32)) -> Verdict {
     let span = s.meta.duration_ns;
     if worst >= span {
         return Err(format!(
-            "a call of {} ns in a capture of {span} ns: timed from a stale start",
-            worst
+            "a call of {worst} ns in a capture of {span} ns: timed from a stale start"
         ));
     }
     Ok(format!(
