@@ -118,8 +118,11 @@ scale_cgroups() {
     [ -f /tmp/$name.json ] && emit $name.json /tmp/$name.json
 }
 
-# scale_serve N MAX NAME: the workload over N cgroups under `tracer serve --max-cgroups MAX`,
-# scraped once the counts are in.
+# scale_serve N MAX NAME: the workload over N cgroups under `tracer serve --max-cgroups
+# MAX`, scraped every second as Prometheus would. A cgroup's label set goes stale once it
+# loses its slot (its history stays in the samples already taken), so what is summed is each
+# series' largest sample: NAME.max has one `series value` line per series, and `named N`,
+# the most workload cgroups one scrape named.
 scale_serve() {
     n=$1 max=$2 name=$3
     scale_make $n
@@ -127,15 +130,33 @@ scale_serve() {
     p=$!
     i=0
     while [ $i -lt 1200 ] && ! wget -q -O /dev/null http://127.0.0.1:29118/metrics 2>/dev/null; do sleep 0.1; i=$((i+1)); done
+    rm -f /tmp/$name.samples /tmp/$name.stop
+    (
+        k=0
+        while [ ! -e /tmp/$name.stop ]; do
+            wget -q -O - http://127.0.0.1:29118/metrics 2>/dev/null \
+                | grep -E '^tracer_latency_seconds_count\{.*probe="(vfs_rmdir|rmdir|unlink)"' \
+                | sed "s/^/$k /" >> /tmp/$name.samples
+            k=$((k+1))
+            sleep 1
+        done
+    ) &
+    scraper=$!
     sh /tmp/scale_work.sh $n >> /tmp/$name.log 2>&1
     echo "workload exit $?" >> /tmp/$name.log
-    # Two refreshes for the last calls to reach /metrics.
-    sleep 3
-    wget -q -O /tmp/$name.metrics http://127.0.0.1:29118/metrics
+    # Two refreshes for the last calls to reach /metrics, and scrapes of them.
+    sleep 4
+    touch /tmp/$name.stop
+    wait $scraper
     kill $p
     wait $p
     echo "exit $?" >> /tmp/$name.log
     scale_remove $n
-    emit $name.metrics /tmp/$name.metrics
+    awk '{ if (!($2 in m) || $3 + 0 > m[$2] + 0) m[$2] = $3
+           if (index($2, "cgroup=\"/sc/") > 0) { split($2, a, "cgroup=\""); split(a[2], c, "\""); k = $1 " " c[1]; if (!(k in seen)) { seen[k] = 1; per[$1]++ } } }
+         END { for (s in m) print s, m[s]; most = 0; for (x in per) if (per[x] > most) most = per[x]; print "named", most }' \
+        /tmp/$name.samples > /tmp/$name.max
+    echo "scrapes $(awk '{print $1}' /tmp/$name.samples | sort -u | wc -l)" >> /tmp/$name.max
+    emit $name.max /tmp/$name.max
     emit $name.log /tmp/$name.log
 }
