@@ -1571,6 +1571,8 @@ mod churn {
             &Options {
                 max_cgroups: 3,
                 windows: false,
+                // Slots change hands as soon as their holder is idle: the harshest churn.
+                slot_hold: std::time::Duration::ZERO,
                 ..Options::default()
             },
         );

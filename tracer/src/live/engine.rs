@@ -226,6 +226,7 @@ impl Live {
             table: Table::new(
                 opts.max_cgroups,
                 u64::try_from(super::frame::GONE_GRACE.as_nanos()).unwrap_or(u64::MAX),
+                u64::try_from(opts.slot_hold.as_nanos()).unwrap_or(u64::MAX),
             ),
             labels: Labels::new(opts.max_cgroups),
             cumulative: empty.clone(),
@@ -739,6 +740,7 @@ mod tests {
             &Options {
                 max_cgroups,
                 history_len: 5,
+                slot_hold: std::time::Duration::ZERO,
                 ..Options::default()
             },
         )
@@ -952,6 +954,7 @@ mod tests {
                 max_cgroups: 5,
                 history_len: 5,
                 windows: false,
+                slot_hold: std::time::Duration::ZERO,
                 ..Options::default()
             },
         );
@@ -1043,6 +1046,7 @@ mod tests {
                 max_cgroups: 5,
                 history_len: 5,
                 series_totals: false,
+                slot_hold: std::time::Duration::ZERO,
                 ..Options::default()
             },
         );
@@ -1180,6 +1184,7 @@ mod profile {
                 max_cgroups: 1000,
                 // `LAST_60S=0`: as `top` runs outside Detail (the 60 s window not kept).
                 last_60s: std::env::var("LAST_60S").map_or(true, |v| v != "0"),
+                slot_hold: std::time::Duration::ZERO,
                 ..Options::default()
             },
         );

@@ -142,6 +142,9 @@ pub struct Options {
     /// Keep every series since start in [`Frame::cumulative`] (the exporter shows each
     /// one); else only [`Frame::totals`] holds the calls since start.
     pub series_totals: bool,
+    /// How long a tracked cgroup must have been idle before its slot goes to another
+    /// (default [`GONE_GRACE`]): its label set's last totals are exported that long.
+    pub slot_hold: Duration,
 }
 
 impl Default for Options {
@@ -154,6 +157,7 @@ impl Default for Options {
             windows: true,
             last_60s: true,
             series_totals: true,
+            slot_hold: GONE_GRACE,
         }
     }
 }

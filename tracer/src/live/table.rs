@@ -3,8 +3,11 @@
 //!
 //! At most `max` cgroups are tracked. A cgroup with calls and a known path gets a slot
 //! while one is free; when none is, it takes the slot of a removed cgroup, else of the
-//! tracked cgroup idle the longest (not active in this interval). Otherwise its calls go
-//! to `other`; so do those of a cgroup whose path is not known (yet): a label set is never
+//! tracked cgroup idle the longest, if that one has been idle for a while (the live
+//! options' `slot_hold`, by default [`super::frame::GONE_GRACE`], a minute): a label set's last totals are then exported
+//! for at least that long before it goes stale, so a Prometheus scraping more often than
+//! that has seen every call filed under it, and a burst of short-lived cgroups does not
+//! churn the label sets (nor multiply the series). Otherwise its calls go to `other`; so do those of a cgroup whose path is not known (yet): a label set is never
 //! renamed. A removed cgroup shows as gone for [`super::frame::GONE_GRACE`] (or until its
 //! slot is needed), then leaves, and the source forgets its kernel map entries. What was
 //! filed under a cgroup's label set stays there ([`super::labels`]): nothing is re-filed.
@@ -25,6 +28,8 @@ struct Known {
     entry: CgroupEntry,
     /// The last interval (refresh number) it had calls in; 0: never.
     last_active: u64,
+    /// When that interval ended, Unix nanoseconds.
+    last_active_ns: u64,
     /// Whether its calls went to `other` for want of a path (counted once).
     unnamed_seen: bool,
 }
@@ -39,6 +44,7 @@ impl Known {
                 gone_since_unix_ns: None,
             },
             last_active: 0,
+            last_active_ns: 0,
             unnamed_seen: false,
         }
     }
@@ -49,6 +55,7 @@ impl Known {
 pub struct Table {
     max: usize,
     grace_ns: u64,
+    hold_ns: u64,
     known: BTreeMap<CgroupId, Known>,
     /// The tracked cgroups in the order they give up their slot: removed ones first, then
     /// by the last interval they had calls in. So a new cgroup finds its victim at once,
@@ -76,10 +83,11 @@ pub struct Decisions {
 impl Table {
     /// A table keeping at most `max` cgroups by name; removed ones stay `grace_ns`.
     #[must_use]
-    pub fn new(max: usize, grace_ns: u64) -> Self {
+    pub fn new(max: usize, grace_ns: u64, hold_ns: u64) -> Self {
         Self {
             max,
             grace_ns,
+            hold_ns,
             known: BTreeMap::new(),
             order: BTreeSet::new(),
             tracked: 0,
@@ -137,6 +145,7 @@ impl Table {
                 continue;
             }
             let k = self.known.entry(id).or_insert_with(Known::unnamed);
+            k.last_active_ns = now_unix_ns;
             if k.entry.tracked {
                 self.order.remove(&slot(id, k));
                 k.last_active = seq;
@@ -155,7 +164,7 @@ impl Table {
                 continue;
             }
             if self.tracked >= self.max {
-                match self.victim(seq) {
+                match self.victim(seq, now_unix_ns) {
                     Some(victim) => {
                         self.order.remove(&victim);
                         if let Some(v) = self.known.get_mut(&victim.2) {
@@ -201,14 +210,19 @@ impl Table {
 
     /// The tracked cgroup to give up its slot: a removed one first, else the one idle the
     /// longest, but never one with calls in this interval.
-    fn victim(&self, seq: u64) -> Option<Slot> {
+    fn victim(&self, seq: u64, now_unix_ns: u64) -> Option<Slot> {
         // The first of each group (removed, alive) is the one idle the longest in it.
         let removed = self.order.range(..(true, 0, 0)).next();
         let alive = self.order.range((true, 0, 0)..).next();
         removed
             .into_iter()
             .chain(alive)
-            .find(|(_, last_active, _)| *last_active < seq)
+            .find(|(_, last_active, id)| {
+                *last_active < seq
+                    && self.known.get(id).is_some_and(|k| {
+                        now_unix_ns.saturating_sub(k.last_active_ns) >= self.hold_ns
+                    })
+            })
             .copied()
     }
 
@@ -296,8 +310,27 @@ mod tests {
     }
 
     #[test]
+    fn a_slot_changes_hands_only_after_its_holder_was_idle_for_the_hold() {
+        const S: u64 = 1_000_000_000;
+        let mut t = Table::new(1, 60 * S, 60 * S);
+        t.made(1, "/a".into());
+        t.made(2, "/b".into());
+        let one = |id| BTreeSet::from([id]);
+        let d = t.interval(1, &one(1), S);
+        assert!(d.evicted.is_empty());
+        // /b is busy a second later and every second after: /a keeps its slot (and its
+        // label set its last totals) for the minute it was idle, then gives it up.
+        for s in 2..61 {
+            let d = t.interval(s, &one(2), s * S);
+            assert!(d.evicted.is_empty(), "evicted at {s} s: {:?}", d.evicted);
+        }
+        let d = t.interval(61, &one(2), 61 * S);
+        assert_eq!(d.evicted, vec![1]);
+    }
+
+    #[test]
     fn active_cgroups_get_slots_until_full_then_fold_into_other() {
-        let mut t = Table::new(2, 60);
+        let mut t = Table::new(2, 60, 0);
         for id in [10, 11, 12] {
             t.made(id, format!("/c{id}"));
         }
@@ -314,7 +347,7 @@ mod tests {
 
     #[test]
     fn a_cgroup_without_a_path_gets_no_slot() {
-        let mut t = Table::new(2, 60);
+        let mut t = Table::new(2, 60, 0);
         t.interval(1, &set(&[10]), 0);
         assert_eq!(t.route(10), OTHER_CGROUP);
         assert!(t.note_unnamed(10));
@@ -326,7 +359,7 @@ mod tests {
 
     #[test]
     fn an_idle_cgroup_gives_its_slot_to_a_busy_one() {
-        let mut t = Table::new(2, 60);
+        let mut t = Table::new(2, 60, 0);
         for id in [10, 11, 12] {
             t.made(id, format!("/c{id}"));
         }
@@ -341,7 +374,7 @@ mod tests {
 
     #[test]
     fn a_busy_cgroup_keeps_its_slot_whatever_its_id() {
-        let mut t = Table::new(2, 60);
+        let mut t = Table::new(2, 60, 0);
         for id in [10, 11, 30] {
             t.made(id, format!("/c{id}"));
         }
@@ -357,7 +390,7 @@ mod tests {
 
     #[test]
     fn a_removed_cgroup_is_evicted_before_an_idle_live_one() {
-        let mut t = Table::new(2, 1_000);
+        let mut t = Table::new(2, 1_000, 0);
         for id in [10, 11, 12] {
             t.made(id, format!("/c{id}"));
         }
@@ -372,7 +405,7 @@ mod tests {
 
     #[test]
     fn a_removed_cgroup_leaves_after_its_grace_period() {
-        let mut t = Table::new(4, 100);
+        let mut t = Table::new(4, 100, 0);
         t.made(10, "/a".into());
         t.interval(1, &set(&[10]), 0);
         t.removed(10, 50);
@@ -385,7 +418,7 @@ mod tests {
 
     #[test]
     fn a_thousand_cgroups_churning_never_grow_the_table_past_those_alive() {
-        let mut t = Table::new(100, 10);
+        let mut t = Table::new(100, 10, 0);
         let mut now = 0;
         for seq in 1..=200u64 {
             now += 1;
