@@ -761,6 +761,7 @@ fn fold(snap: &mut Snapshot, cgroups: &BTreeSet<CgroupId>) {
         }
     }
     snap.cgroups.retain(|id, _| !cgroups.contains(id));
+    snap.cgroup_names.retain(|id, _| !cgroups.contains(id));
 }
 
 /// Move the series and counters of the cgroups `folded` picks into `other`.
@@ -833,6 +834,7 @@ fn fold_where(snap: &mut Snapshot, folded: impl Fn(CgroupId) -> bool) {
         }
     }
     snap.cgroups.retain(|id, _| !folded(*id));
+    snap.cgroup_names.retain(|id, _| !folded(*id));
 }
 
 fn empty_snapshot(info: &SourceInfo, started_unix_ns: u64) -> Snapshot {
