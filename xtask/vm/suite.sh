@@ -183,6 +183,44 @@ for how in kprobe fentry; do
     capture churn_$how "$churn" --attach $how
 done
 
+echo "suite: names (cgroups laid out as each runtime lays them out, named after they are made)"
+# The ids and UIDs are xtask/src/testing/suite/checks.rs's (`names`). Each cgroup gets
+# its own count of mkdir + rmdir; the kubelet's links and pod directories and the OCI
+# bundles appear only after every cgroup is made and used, under a root of their own.
+nr=/tmp/names-root
+hex() { echo "$1$1$1$1$1$1$1$1"; }
+C1=$(hex c1c1c1c1) C2=$(hex c2c2c2c2) C3=$(hex c3c3c3c3) P1=$(hex a0a0a0a0) C4=$(hex d4d4d4d4) C5=$(hex e5e5e5e5)
+U1=11111111-1111-4111-8111-111111111111 U1s=11111111_1111_4111_8111_111111111111
+U2=22222222-2222-4222-8222-222222222222
+U3=33333333-3333-4333-8333-333333333333 U3s=33333333_3333_4333_8333_333333333333
+pod1=kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod$U1s.slice
+names_cgroups="$pod1/cri-containerd-$C1.scope:11 kubepods/besteffort/pod$U2/$C2:12 kubepods.slice/kubepods-pod$U3s.slice/crio-$C3.scope:13 $pod1/cri-containerd-$P1.scope:14 system.slice/docker-$C4.scope:15 machine.slice/libpod-$C5.scope:16 system.slice/names-test.service:17 names-plain:18"
+mkdir -p /tmp/namesw
+rm -rf $nr
+cat > /tmp/names.sh <<NAMES
+for spec in $names_cgroups; do mkdir -p /sys/fs/cgroup/\${spec%:*} || exit 1; done
+for spec in $names_cgroups; do sh /tmp/half.sh \${spec%:*} namesw \${spec##*:} || exit 1; done
+sleep 1
+mkdir -p $nr/var/log/containers $nr/var/log/pods/shop_cart-7d9f_$U1/cart $nr/var/log/pods/blog_web-0_$U2/nginx
+ln -s ../pods/shop_cart-7d9f_$U1/cart/0.log $nr/var/log/containers/cart-7d9f_shop_cart-$C1.log
+ln -s ../pods/blog_web-0_$U2/nginx/0.log $nr/var/log/containers/web-0_blog_nginx-$C2.log
+b=$nr/run/containerd/io.containerd.runtime.v2.task/k8s.io/$P1
+mkdir -p \$b
+echo '{"ociVersion":"1.2.0","annotations":{"io.kubernetes.cri.container-type":"sandbox","io.kubernetes.cri.sandbox-name":"cart-7d9f","io.kubernetes.cri.sandbox-namespace":"shop","io.kubernetes.cri.sandbox-uid":"$U1"}}' > \$b/config.json
+b=$nr/run/containers/storage/overlay-containers/$C3/userdata
+mkdir -p \$b
+echo '{"ociVersion":"1.2.0","annotations":{"io.kubernetes.pod.name":"db-0","io.kubernetes.pod.namespace":"ops","io.kubernetes.pod.uid":"$U3","io.kubernetes.container.name":"postgres","io.kubernetes.cri-o.ContainerType":"container"}}' > \$b/config.json
+sleep 1
+NAMES
+capture names "sh /tmp/names.sh" --names-root $nr
+tracer report /tmp/names.json > /tmp/names.txt 2>&1
+emit names.txt /tmp/names.txt
+for spec in $names_cgroups; do rmdir /sys/fs/cgroup/${spec%:*}; done
+for d in $pod1 kubepods.slice/kubepods-burstable.slice kubepods.slice/kubepods-pod$U3s.slice kubepods.slice kubepods/besteffort/pod$U2 kubepods/besteffort kubepods system.slice machine.slice; do
+    rmdir /sys/fs/cgroup/$d
+done
+rm -rf $nr /tmp/namesw
+
 echo "suite: slow calls: rmdir of 20000 negative dentries over --slow 5ms; 1 ns over a tight loop"
 if [ -d /mnt/ext2 ]; then
     for how in kprobe fentry; do
