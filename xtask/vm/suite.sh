@@ -335,7 +335,12 @@ done
 # tracer serve, scraped by a Prometheus on the host through the forwarded port.
 if net-up > /tmp/net.log 2>&1; then
     mkdir -p /sys/fs/cgroup/serve_wl /tmp/serve_wl
-    tracer serve --listen 0.0.0.0:29110 --interval 1s > /tmp/serve.log 2>&1 &
+    # A pod's container, named by the kubelet's link only after its calls (the names case's
+    # hex and ids; checked in xtask/src/testing/suite/live.rs).
+    snr=/tmp/serve-names C6=$(hex f6f6f6f6)
+    spod=kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod66666666_6666_4666_8666_666666666666.slice/cri-containerd-$C6.scope
+    mkdir -p $snr /tmp/serve_pod
+    tracer serve --listen 0.0.0.0:29110 --interval 1s --names-root $snr > /tmp/serve.log 2>&1 &
     srv=$!
     i=0
     while [ $i -lt 1200 ] && ! wget -q -O /tmp/serve.first http://127.0.0.1:29110/metrics 2>/dev/null; do
@@ -345,6 +350,11 @@ if net-up > /tmp/net.log 2>&1; then
     # workload moves itself from the capture's cgroup into /serve_wl).
     tracer capture --format json -o /tmp/serve_wl.json -- sh /tmp/half.sh serve_wl serve_wl 120 \
         > /tmp/serve_cap.log 2>&1
+    mkdir -p /sys/fs/cgroup/$spod && sh /tmp/half.sh $spod serve_pod 5
+    mkdir -p $snr/var/log/containers
+    ln -s ../pods/live_api-0_66666666-6666-4666-8666-666666666666/api/0.log $snr/var/log/containers/api-0_live_api-$C6.log
+    # Looked up 1, 2 and 4 refreshes after the cgroup was made.
+    sleep 5
     # Two refreshes for the counts to reach /metrics, then time for Prometheus to scrape.
     sleep 3
     wget -q -O /tmp/serve.metrics http://127.0.0.1:29110/metrics

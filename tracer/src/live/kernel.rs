@@ -240,7 +240,9 @@ impl KernelSource {
 impl KernelSource {
     /// Learn the names of the cgroups made, forget the removed ones', look up those still
     /// missing names that are due, and give `snap` the names of every cgroup it has calls
-    /// or counts from (each poll: a view that let a cgroup go and took it back has them).
+    /// or counts from (each poll: a view that let a cgroup go and took it back has them),
+    /// and of every cgroup with calls so far named in this poll (a container whose
+    /// calls all came before the kubelet named it).
     fn name_cgroups(
         &mut self,
         snap: &mut Snapshot,
@@ -253,13 +255,25 @@ impl KernelSource {
         for id in removed {
             self.names.forget(*id);
         }
-        self.names.refresh();
-        let active = snap
+        let changed = self.names.refresh();
+        let mut ids: std::collections::BTreeSet<CgroupId> = snap
             .series
             .keys()
             .map(|k| k.cgroup)
-            .chain(snap.counters.keys().map(|(_, c)| *c));
-        for id in active {
+            .chain(snap.counters.keys().map(|(_, c)| *c))
+            .collect();
+        if !changed.is_empty() {
+            // The kernel's reading holds every cgroup with calls not yet forgotten.
+            let with_calls: std::collections::BTreeSet<CgroupId> = self
+                .previous
+                .series
+                .keys()
+                .map(|k| k.cgroup)
+                .chain(self.previous.counters.keys().map(|(_, c)| *c))
+                .collect();
+            ids.extend(changed.into_iter().filter(|id| with_calls.contains(id)));
+        }
+        for id in ids {
             if let Some(n) = self.names.get(id) {
                 snap.cgroup_names.entry(id).or_insert_with(|| n.clone());
             }
