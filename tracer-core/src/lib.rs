@@ -4,6 +4,7 @@
 //! that render it. No kernel, no async runtime: a saved capture is read and compared with
 //! this crate alone.
 
+pub mod cgroup_names;
 pub mod cost;
 pub mod latency;
 pub mod native;

@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 
+pub use crate::cgroup_names::CgroupNames;
 pub use crate::latency::{BucketsError, Latency, LatencySum};
 pub use tracer_common::{PROBES, Probe, ProbeKind, maps::Loss};
 
@@ -310,6 +311,9 @@ pub struct Snapshot {
     pub counters: BTreeMap<(Counter, CgroupId), u64>,
     /// cgroup id -> path (relative to the cgroup v2 root; `/` for the root).
     pub cgroups: BTreeMap<CgroupId, String>,
+    /// What runs in a cgroup, where anything is known (its unit, its container, its pod's
+    /// names): cgroups with nothing known are absent.
+    pub cgroup_names: BTreeMap<CgroupId, CgroupNames>,
     /// `/proc/sys/fs/dentry-state` at the start and at the end of the span.
     pub dentry_state: Option<(DentryState, DentryState)>,
     /// The command the capture wrapped.
@@ -348,6 +352,7 @@ impl Snapshot {
             series: BTreeMap::new(),
             counters: BTreeMap::new(),
             cgroups: BTreeMap::new(),
+            cgroup_names: BTreeMap::new(),
             dentry_state: None,
             command: None,
             losses: BTreeMap::new(),
@@ -428,6 +433,17 @@ impl Snapshot {
             .unwrap_or_else(|| format!("cgroup#{id}"))
     }
 
+    /// What a view calls a cgroup: its pod's names or its unit where they are known (see
+    /// [`CgroupNames::label`]), else its path (see [`Snapshot::cgroup_name`]).
+    #[must_use]
+    pub fn cgroup_label(&self, id: CgroupId) -> String {
+        let path = self.cgroup_name(id);
+        self.cgroup_names
+            .get(&id)
+            .and_then(|n| n.label(&path))
+            .unwrap_or(path)
+    }
+
     /// Add another snapshot's calls, counters and losses to this one (e.g. several runs of
     /// the same workload). Attach states, meta and command are kept from `self`; durations add.
     pub fn merge(&mut self, other: &Snapshot) {
@@ -458,6 +474,12 @@ impl Snapshot {
         }
         for (id, path) in &other.cgroups {
             self.cgroups.entry(*id).or_insert_with(|| path.clone());
+        }
+        // Names only grow more complete: the later reading's win.
+        for (id, names) in &other.cgroup_names {
+            if self.cgroup_names.get(id) != Some(names) {
+                self.cgroup_names.insert(*id, names.clone());
+            }
         }
         for (loss, n) in &other.losses {
             *self.losses.entry(*loss).or_default() += n;
@@ -508,6 +530,7 @@ impl Snapshot {
             out.probes.insert(*p, d);
         }
         out.cgroups = self.cgroups.clone();
+        out.cgroup_names = self.cgroup_names.clone();
         for (loss, n) in &self.losses {
             let d = n.saturating_sub(earlier.losses.get(loss).copied().unwrap_or(0));
             if d > 0 {
@@ -653,6 +676,22 @@ mod tests {
             }
         );
         assert!(DentryState::parse("garbage").is_err());
+    }
+
+    #[test]
+    fn names_learned_later_are_kept_by_merge_and_since() {
+        let path = "/system.slice/cron.service";
+        let mut early = Snapshot::new(meta());
+        early.cgroups.insert(5, path.to_owned());
+        assert_eq!(early.cgroup_label(5), path);
+        let mut later = early.clone();
+        later.cgroup_names.insert(5, CgroupNames::from_path(path));
+        early.merge(&later);
+        assert_eq!(early.cgroup_label(5), "cron.service");
+        assert_eq!(
+            later.since(&Snapshot::new(meta())).cgroup_label(5),
+            "cron.service"
+        );
     }
 
     #[test]

@@ -196,6 +196,44 @@ for how in kprobe fentry; do
     unset TRACER_TEST_MISS_RETURNS
 done
 
+echo "suite: names (cgroups laid out as each runtime lays them out, named after they are made)"
+# The ids and UIDs are xtask/src/testing/suite/checks.rs's (`names`). Each cgroup gets
+# its own count of mkdir + rmdir; the kubelet's links and pod directories and the OCI
+# bundles appear only after every cgroup is made and used, under a root of their own.
+nr=/tmp/names-root
+hex() { echo "$1$1$1$1$1$1$1$1"; }
+C1=$(hex c1c1c1c1) C2=$(hex c2c2c2c2) C3=$(hex c3c3c3c3) P1=$(hex a0a0a0a0) C4=$(hex d4d4d4d4) C5=$(hex e5e5e5e5)
+U1=11111111-1111-4111-8111-111111111111 U1s=11111111_1111_4111_8111_111111111111
+U2=22222222-2222-4222-8222-222222222222
+U3=33333333-3333-4333-8333-333333333333 U3s=33333333_3333_4333_8333_333333333333
+pod1=kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod$U1s.slice
+names_cgroups="$pod1/cri-containerd-$C1.scope:11 kubepods/besteffort/pod$U2/$C2:12 kubepods.slice/kubepods-pod$U3s.slice/crio-$C3.scope:13 $pod1/cri-containerd-$P1.scope:14 system.slice/docker-$C4.scope:15 machine.slice/libpod-$C5.scope:16 system.slice/names-test.service:17 names-plain:18"
+mkdir -p /tmp/namesw
+rm -rf $nr
+cat > /tmp/names.sh <<NAMES
+for spec in $names_cgroups; do mkdir -p /sys/fs/cgroup/\${spec%:*} || exit 1; done
+for spec in $names_cgroups; do sh /tmp/half.sh \${spec%:*} namesw \${spec##*:} || exit 1; done
+sleep 1
+mkdir -p $nr/var/log/containers $nr/var/log/pods/shop_cart-7d9f_$U1/cart $nr/var/log/pods/blog_web-0_$U2/nginx
+ln -s ../pods/shop_cart-7d9f_$U1/cart/0.log $nr/var/log/containers/cart-7d9f_shop_cart-$C1.log
+ln -s ../pods/blog_web-0_$U2/nginx/0.log $nr/var/log/containers/web-0_blog_nginx-$C2.log
+b=$nr/run/containerd/io.containerd.runtime.v2.task/k8s.io/$P1
+mkdir -p \$b
+echo '{"ociVersion":"1.2.0","annotations":{"io.kubernetes.cri.container-type":"sandbox","io.kubernetes.cri.sandbox-name":"cart-7d9f","io.kubernetes.cri.sandbox-namespace":"shop","io.kubernetes.cri.sandbox-uid":"$U1"}}' > \$b/config.json
+b=$nr/run/containers/storage/overlay-containers/$C3/userdata
+mkdir -p \$b
+echo '{"ociVersion":"1.2.0","annotations":{"io.kubernetes.pod.name":"db-0","io.kubernetes.pod.namespace":"ops","io.kubernetes.pod.uid":"$U3","io.kubernetes.container.name":"postgres","io.kubernetes.cri-o.ContainerType":"container"}}' > \$b/config.json
+sleep 1
+NAMES
+capture names "sh /tmp/names.sh" --names-root $nr
+tracer report /tmp/names.json > /tmp/names.txt 2>&1
+emit names.txt /tmp/names.txt
+for spec in $names_cgroups; do rmdir /sys/fs/cgroup/${spec%:*}; done
+for d in $pod1 kubepods.slice/kubepods-burstable.slice kubepods.slice/kubepods-pod$U3s.slice kubepods.slice kubepods/besteffort/pod$U2 kubepods/besteffort kubepods system.slice machine.slice; do
+    rmdir /sys/fs/cgroup/$d
+done
+rm -rf $nr /tmp/namesw
+
 echo "suite: slow calls: rmdir of 20000 negative dentries over --slow 5ms; 1 ns over a tight loop"
 if [ -d /mnt/ext2 ]; then
     for how in kprobe fentry; do
@@ -310,7 +348,12 @@ done
 # tracer serve, scraped by a Prometheus on the host through the forwarded port.
 if net-up > /tmp/net.log 2>&1; then
     mkdir -p /sys/fs/cgroup/serve_wl /tmp/serve_wl
-    tracer serve --listen 0.0.0.0:29110 --interval 1s > /tmp/serve.log 2>&1 &
+    # A pod's container, named by the kubelet's link only after its calls (the names case's
+    # hex and ids; checked in xtask/src/testing/suite/live.rs).
+    snr=/tmp/serve-names C6=$(hex f6f6f6f6)
+    spod=kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod66666666_6666_4666_8666_666666666666.slice/cri-containerd-$C6.scope
+    mkdir -p $snr /tmp/serve_pod
+    tracer serve --listen 0.0.0.0:29110 --interval 1s --names-root $snr > /tmp/serve.log 2>&1 &
     srv=$!
     i=0
     while [ $i -lt 1200 ] && ! wget -q -O /tmp/serve.first http://127.0.0.1:29110/metrics 2>/dev/null; do
@@ -320,6 +363,11 @@ if net-up > /tmp/net.log 2>&1; then
     # workload moves itself from the capture's cgroup into /serve_wl).
     tracer capture --format json -o /tmp/serve_wl.json -- sh /tmp/half.sh serve_wl serve_wl 120 \
         > /tmp/serve_cap.log 2>&1
+    mkdir -p /sys/fs/cgroup/$spod && sh /tmp/half.sh $spod serve_pod 5
+    mkdir -p $snr/var/log/containers
+    ln -s ../pods/live_api-0_66666666-6666-4666-8666-666666666666/api/0.log $snr/var/log/containers/api-0_live_api-$C6.log
+    # Looked up 1, 2 and 4 refreshes after the cgroup was made.
+    sleep 5
     # Two refreshes for the counts to reach /metrics, then time for Prometheus to scrape.
     sleep 3
     wget -q -O /tmp/serve.metrics http://127.0.0.1:29110/metrics

@@ -13,9 +13,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::error::Category;
 use tracer_common::{BUCKETS, bucket_bounds, bucket_of};
 
+use crate::cgroup_names::{Qos, Runtime};
 use crate::snapshot::{
-    AttachMethod, AttachState, CgroupId, CommandRun, Counter, DentryState, Latency, Meta, Probe,
-    ProbeStatus, SeriesKey, Snapshot, SourceKind,
+    AttachMethod, AttachState, CgroupId, CgroupNames, CommandRun, Counter, DentryState, Latency,
+    Meta, Probe, ProbeStatus, SeriesKey, Snapshot, SourceKind,
 };
 
 /// The `format` field of every capture file.
@@ -219,6 +220,63 @@ struct CounterRec {
 struct CgroupRec {
     id: CgroupId,
     path: String,
+    /// Since version 3, each absent when not known: what runs in the cgroup.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    namespace: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pod: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pod_uid: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    qos: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    container: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    container_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    runtime: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    unit: Option<String>,
+}
+
+impl CgroupRec {
+    fn new(id: CgroupId, path: &str, names: Option<&CgroupNames>) -> Self {
+        let names = names.cloned().unwrap_or_default();
+        CgroupRec {
+            id,
+            path: path.to_owned(),
+            namespace: names.namespace,
+            pod: names.pod,
+            pod_uid: names.pod_uid,
+            qos: names.qos.map(|q| q.name().to_owned()),
+            container: names.container,
+            container_id: names.container_id,
+            runtime: names.runtime.map(|r| r.name().to_owned()),
+            unit: names.unit,
+        }
+    }
+
+    /// The names the record carries (empty when none).
+    fn names(&self) -> Result<CgroupNames, String> {
+        Ok(CgroupNames {
+            namespace: self.namespace.clone(),
+            pod: self.pod.clone(),
+            pod_uid: self.pod_uid.clone(),
+            qos: self
+                .qos
+                .as_deref()
+                .map(|q| Qos::from_name(q).ok_or_else(|| format!("unknown QoS class {q:?}")))
+                .transpose()?,
+            container: self.container.clone(),
+            container_id: self.container_id.clone(),
+            runtime: self
+                .runtime
+                .as_deref()
+                .map(|r| Runtime::from_name(r).ok_or_else(|| format!("unknown runtime {r:?}")))
+                .transpose()?,
+            unit: self.unit.clone(),
+        })
+    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -338,10 +396,7 @@ pub fn to_string(snapshot: &Snapshot) -> String {
         cgroups: snapshot
             .cgroups
             .iter()
-            .map(|(id, path)| CgroupRec {
-                id: *id,
-                path: path.clone(),
-            })
+            .map(|(id, path)| CgroupRec::new(*id, path, snapshot.cgroup_names.get(id)))
             .collect(),
         dentry_state: snapshot.dentry_state.map(|(a, b)| DentryStateRec {
             start: dentry_rec(a),
@@ -618,14 +673,7 @@ fn build(file: CaptureFile, version: u64) -> Result<Snapshot, LoadError> {
             ));
         }
     }
-    for (i, c) in file.cgroups.into_iter().enumerate() {
-        if s.cgroups.insert(c.id, c.path).is_some() {
-            return Err(record("cgroups", i)(format!(
-                "cgroup id {} listed twice",
-                c.id
-            )));
-        }
-    }
+    cgroups(&mut s, file.cgroups)?;
     s.dentry_state = file
         .dentry_state
         .map(|d| (dentry_state(&d.start), dentry_state(&d.end)));
@@ -651,6 +699,25 @@ fn build(file: CaptureFile, version: u64) -> Result<Snapshot, LoadError> {
     s.process_cpu_attach_ns = file.process_cpu_attach_ns;
     check_totals(&s).map_err(LoadError::Schema)?;
     Ok(s)
+}
+
+/// The cgroup records' paths and names into `s`.
+fn cgroups(s: &mut Snapshot, records: Vec<CgroupRec>) -> Result<(), LoadError> {
+    for (i, c) in records.into_iter().enumerate() {
+        let err = |msg| LoadError::Record {
+            what: "cgroups",
+            index: i,
+            msg,
+        };
+        let names = c.names().map_err(err)?;
+        if !names.is_empty() {
+            s.cgroup_names.insert(c.id, names);
+        }
+        if s.cgroups.insert(c.id, c.path).is_some() {
+            return Err(err(format!("cgroup id {} listed twice", c.id)));
+        }
+    }
+    Ok(())
 }
 
 /// Reports add counts up (every loss, every call of a probe, its callers, its cgroups) and
@@ -906,6 +973,7 @@ mod tests {
             testdata::many_series(30),
             kernel_buckets_and_a_difference(),
             testdata::slow_rmdir_capture(),
+            testdata::named_cgroups(),
         ] {
             let text = to_string(&s);
             let back = from_str(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
@@ -951,6 +1019,55 @@ mod tests {
                 .unwrap()
                 .iter()
                 .any(|r| r["cgroup"] == u64::MAX)
+        );
+    }
+
+    #[test]
+    fn cgroup_records_carry_the_names_known_and_no_others() {
+        let text = to_string(&testdata::named_cgroups());
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let rec = |id: u64| {
+            v["cgroups"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["id"] == id)
+                .unwrap()
+                .clone()
+        };
+        let pod = rec(testdata::POD_CONTAINER);
+        assert_eq!(
+            [
+                &pod["namespace"],
+                &pod["pod"],
+                &pod["container"],
+                &pod["runtime"],
+                &pod["qos"]
+            ],
+            ["shop", "cart-7d9f", "cart", "containerd", "Burstable"]
+        );
+        assert_eq!(pod["pod_uid"], "1b2c3d4e-5f60-4718-89a0-b1c2d3e4f506");
+        assert!(pod.get("unit").is_none(), "{pod}");
+        assert_eq!(rec(503)["unit"], "cron.service");
+        // A plain cgroup's record is what version 2 wrote: id and path.
+        let plain = rec(testdata::PLAIN);
+        assert_eq!(plain.as_object().unwrap().len(), 2, "{plain}");
+        // And a version 2 file, without names, loads with none.
+        let mut old = v.clone();
+        old["version"] = 2.into();
+        for r in old["cgroups"].as_array_mut().unwrap() {
+            r.as_object_mut()
+                .unwrap()
+                .retain(|k, _| k == "id" || k == "path");
+        }
+        let back = from_str(&old.to_string()).unwrap();
+        assert!(back.cgroup_names.is_empty());
+        assert_eq!(back.cgroups, testdata::named_cgroups().cgroups);
+        // An unknown runtime is named with its record.
+        let bad = edited(|v| v["cgroups"][0]["runtime"] = "rkt".into());
+        assert_eq!(
+            from_str(&bad).unwrap_err().to_string(),
+            "cgroups 0: unknown runtime \"rkt\""
         );
     }
 

@@ -188,6 +188,48 @@ pub fn model_run() -> Snapshot {
     s
 }
 
+/// The id of the pod's container in [`named_cgroups`].
+pub const POD_CONTAINER: u64 = 501;
+/// The id of the cgroup with nothing known in [`named_cgroups`].
+pub const PLAIN: u64 = 504;
+
+/// `vfs_rmdir` calls in a pod's container (10), a docker container (20), a systemd
+/// service (30) and a plain cgroup (40), each named as the node named it.
+#[must_use]
+pub fn named_cgroups() -> Snapshot {
+    use crate::cgroup_names::CgroupNames;
+    let id = "3f9a1b2c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f8";
+    let uid = "1b2c3d4e-5f60-4718-89a0-b1c2d3e4f506";
+    let mut s = empty();
+    let paths = [
+        (
+            POD_CONTAINER,
+            format!(
+                "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{}.slice/cri-containerd-{id}.scope",
+                uid.replace('-', "_")
+            ),
+        ),
+        (502, format!("/system.slice/docker-{id}.scope")),
+        (503, "/system.slice/cron.service".to_owned()),
+        (PLAIN, "/tracer-test/plain".to_owned()),
+    ];
+    for (i, (cg, path)) in (1..).zip(paths) {
+        s.series_mut(SeriesKey::new(Probe::VfsRmdir, cg))
+            .record_n(2_000, 10 * i);
+        let mut names = CgroupNames::from_path(&path);
+        if cg == POD_CONTAINER {
+            names.namespace = Some("shop".to_owned());
+            names.pod = Some("cart-7d9f".to_owned());
+            names.container = Some("cart".to_owned());
+        }
+        if !names.is_empty() {
+            s.cgroup_names.insert(cg, names);
+        }
+        s.cgroups.insert(cg, path);
+    }
+    s
+}
+
 /// Nothing at all.
 #[must_use]
 /// A `--slow 5ms` capture of rmdirs: 25 slow calls (one `vfs_rmdir` that pruned under its

@@ -350,7 +350,7 @@ fn waiters_blocked(s: &Snapshot, p: Painter) -> String {
         p.heading("inode-lock waiters blocked, by the cgroup of the rmdir holding the lock");
     let mut t = Table::new(&[("cgroup", Align::Left), ("waiters", Align::Right)]);
     for (cg, n) in per {
-        t.row(vec![s.cgroup_name(cg).into(), n.to_string().into()]);
+        t.row(vec![s.cgroup_label(cg).into(), n.to_string().into()]);
     }
     out.push_str(&t.render(p, 2));
     out
@@ -509,7 +509,7 @@ fn cgroups(s: &Snapshot, p: Painter) -> String {
             }
             t.row(vec![
                 if first {
-                    s.cgroup_name(id).into()
+                    s.cgroup_label(id).into()
                 } else {
                     "".into()
                 },
@@ -562,7 +562,7 @@ fn slow_calls(s: &Snapshot, p: Painter) -> String {
             c.pid.to_string().into(),
             c.tid.to_string().into(),
             c.comm.clone().into(),
-            s.cgroup_name(c.cgroup).into(),
+            s.cgroup_label(c.cgroup).into(),
         ]);
     }
     out.push_str(&t.render(p, 2));
@@ -657,7 +657,7 @@ fn dentries(s: &Snapshot, p: Painter) -> String {
                 for (cg, n) in per {
                     t.row(vec![
                         "".into(),
-                        s.cgroup_name(cg).into(),
+                        s.cgroup_label(cg).into(),
                         n.to_string().into(),
                     ]);
                 }
@@ -1052,6 +1052,17 @@ mod tests {
         line_with(sec, &["(gone)", "synchronize_rcu", "1"]);
         line_with(sec, &["/", "d_delete", "120"]);
         assert!(!sec.contains(&GONE_CGROUP.to_string()));
+    }
+
+    #[test]
+    fn cgroups_are_shown_by_their_pod_or_unit_else_their_path() {
+        let r = render(&testdata::named_cgroups(), false);
+        let sec = section(&r, "per cgroup");
+        line_with(sec, &["shop/cart-7d9f/cart", "vfs_rmdir", "10"]);
+        line_with(sec, &["docker:3f9a1b2c4d5e", "vfs_rmdir", "20"]);
+        line_with(sec, &["cron.service", "vfs_rmdir", "30"]);
+        line_with(sec, &["/tracer-test/plain", "vfs_rmdir", "40"]);
+        assert!(!sec.contains("kubepods"), "{sec}");
     }
 
     #[test]

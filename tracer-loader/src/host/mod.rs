@@ -1,11 +1,13 @@
 //! Facts about the host that decide what can attach and how: the kernel's release and
 //! version, its preemption model, its CPUs, `/proc/sys/fs/dentry-state`; and, in the
-//! submodules, its symbols, its BTF, its cgroups and this process's capabilities.
+//! submodules, its symbols, its BTF, its cgroups, the names of the pods, containers and units in them,
+//! and this process's capabilities.
 
 pub mod btf;
 pub mod caps;
 pub mod cgroup;
 pub mod kallsyms;
+pub mod names;
 
 use tracer_core::snapshot::DentryState;
 

@@ -16,7 +16,7 @@ use tracer_core::report;
 use tracer_core::snapshot::{AttachState, CommandRun, Meta, SourceKind};
 use tracer_core::{report::OutputArgs, units::parse_duration};
 use tracer_loader::attach as probes;
-use tracer_loader::host::cgroup;
+use tracer_loader::host::{cgroup, names};
 use tracer_loader::read as collect;
 
 use crate::process::process_cpu_seconds;
@@ -49,6 +49,10 @@ pub struct Args {
     /// cgroup2 mount in /proc/self/mountinfo.
     #[arg(long, value_name = "PATH")]
     pub cgroup_root: Option<PathBuf>,
+    /// Where the host's `/` is seen for the names of pods and containers (its
+    /// var/log/containers, var/log/pods and the runtimes' bundles under run/); default: /.
+    #[arg(long, value_name = "PATH")]
+    pub names_root: Option<PathBuf>,
     /// Read the kernel's BTF (struct offsets, fentry) from this file instead of
     /// /sys/kernel/btf/vmlinux: for kernels built without `CONFIG_DEBUG_INFO_BTF`.
     #[arg(long, value_name = "PATH")]
@@ -87,6 +91,9 @@ struct Events {
     cgroups_made: std::collections::BTreeMap<u64, String>,
     /// Calls over the `--slow` threshold.
     slow: Vec<tracer_core::snapshot::SlowCall>,
+    /// Names of the cgroups, looked up as they are learned (a pod removed before the
+    /// capture ends keeps the names it had).
+    names: names::Resolver,
 }
 
 /// Slow calls kept for the report; more are counted, not kept (a threshold of 1 ns on a
@@ -94,6 +101,39 @@ struct Events {
 const MAX_SLOW_CALLS: usize = 100_000;
 
 impl Events {
+    /// Events of a capture whose cgroups' names are read under `names_root` (the host's
+    /// `/` by default), starting with the `known` cgroups.
+    fn naming(names_root: Option<&Path>, known: &std::collections::BTreeMap<u64, String>) -> Self {
+        let mut names = names::Resolver::new(
+            names_root.map_or_else(names::Sources::default, names::Sources::under),
+        );
+        for (id, path) in known {
+            names.learn(*id, path);
+        }
+        Events {
+            names,
+            ..Events::default()
+        }
+    }
+
+    /// Give the cgroups of `snap` their names: every cgroup of the capture (`cgroups`) is
+    /// looked up once more, due or not, as the capture ends.
+    fn name_cgroups_of(
+        &mut self,
+        snap: &mut tracer_core::snapshot::Snapshot,
+        cgroups: &std::collections::BTreeMap<u64, String>,
+    ) {
+        for (id, path) in cgroups {
+            self.names.learn(*id, path);
+        }
+        self.names.refresh_all();
+        snap.cgroup_names = snap
+            .cgroups
+            .keys()
+            .filter_map(|id| Some((*id, self.names.get(*id)?.clone())))
+            .collect();
+    }
+
     /// Put the slow calls in `snap`, their cgroups named from `cgroups`; calls from cgroups
     /// not known there collapse into "(gone)", as the series do.
     fn add_slow_calls_to(
@@ -132,12 +172,14 @@ impl Events {
             match collect::drain_cgroup_events(ebpf) {
                 Ok(events) => {
                     for e in events.into_iter().filter(|e| !e.removed) {
+                        self.names.learn(e.id, &e.path);
                         self.cgroups_made.insert(e.id, e.path);
                     }
                 }
                 Err(e) => log::debug!("cgroup events: {e}"),
             }
         }
+        self.names.refresh();
         if slow {
             match collect::drain_slow_calls(ebpf) {
                 Ok(calls) => {
@@ -271,7 +313,7 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let mut events = Events::default();
+    let mut events = Events::naming(args.names_root.as_deref(), &cgroups);
     let outcome = runtime.block_on(wait(args, &mut attached, transient.as_ref(), &mut events))?;
     let elapsed = started.elapsed();
     // The host's calls after the command's end are not the capture's, and a call returning
@@ -300,6 +342,7 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
     drop(attached); // detach before reporting
     drop(bpf_stats);
     events.add_slow_calls_to(&mut snap, &cgroups);
+    events.name_cgroups_of(&mut snap, &cgroups);
     if let Some(id) = cgroup_filter {
         snap.series.retain(|k, _| k.cgroup == id);
         snap.counters.retain(|(_, c), _| *c == id);

@@ -841,6 +841,60 @@ fn encode_frame(
         MetricType::Gauge,
     )?;
     m.encode_family(&labels)?.encode_gauge(&1_i64)?;
+    encode_cgroup_info(frame, encoder)
+}
+
+/// `tracer_cgroup_info{cgroup, namespace, pod, container, container_id, runtime, unit} 1`
+/// for each cgroup of the table with anything known of what runs in it; only the labels
+/// known are set (a label is never empty), and a plain cgroup has no series. Prometheus
+/// joins it as kube-state-metrics' info metrics are joined:
+/// `* on (instance, cgroup) group_left (namespace, pod) tracer_cgroup_info`.
+fn encode_cgroup_info(frame: &Frame, encoder: &mut DescriptorEncoder) -> fmt::Result {
+    // One series per path: a cgroup removed and made again under the same path keeps the
+    // names of the one alive.
+    type Names = Vec<(&'static str, Label)>;
+    // By path: (alive, its names).
+    let mut by_path: BTreeMap<&str, (bool, Names)> = BTreeMap::new();
+    for (id, entry) in &frame.cgroups {
+        let Some(names) = frame.cumulative.cgroup_names.get(id) else {
+            continue;
+        };
+        let labels: Names = [
+            ("namespace", names.namespace.as_deref()),
+            ("pod", names.pod.as_deref()),
+            ("container", names.container.as_deref()),
+            ("container_id", names.container_id.as_deref()),
+            (
+                "runtime",
+                names.runtime.map(tracer_core::cgroup_names::Runtime::name),
+            ),
+            ("unit", names.unit.as_deref()),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| Some((k, Label::new(v.filter(|v| !v.is_empty())?))))
+        .collect();
+        if labels.is_empty() || entry.path.is_empty() {
+            continue;
+        }
+        let alive = entry.gone_since_unix_ns.is_none();
+        match by_path.get(&*entry.path) {
+            Some((true, _)) => {}
+            _ => {
+                by_path.insert(&entry.path, (alive, labels));
+            }
+        }
+    }
+    let mut m = encoder.encode_descriptor(
+        "tracer_cgroup_info",
+        "Always 1: what runs in a cgroup, where known (its pod's namespace, pod and container, the container's id and runtime, or the systemd unit); join on cgroup.",
+        None,
+        MetricType::Gauge,
+    )?;
+    for (path, (_, names)) in by_path {
+        let mut labels = vec![("cgroup", Label::new(path))];
+        labels.extend(names);
+        m.encode_family(&labels)?.encode_gauge(&1_i64)?;
+    }
     Ok(())
 }
 
@@ -1264,6 +1318,7 @@ pub(crate) mod tests {
         use tracer_core::snapshot::DentryState;
         let mut s = snapshot();
         s.cgroups.insert(1, "/a".into());
+        named_cgroups(&mut s);
         s.record(SeriesKey::new(Probe::VfsRmdir, 1), 5_000);
         s.record(
             SeriesKey::new(Probe::SynchronizeRcu, OTHER_CGROUP).with_caller(Probe::NamespaceUnlock),
@@ -1432,6 +1487,65 @@ pub(crate) mod tests {
             }
         }
         assert!(wrong.is_empty(), "docs/metrics.md:\n{}", wrong.join("\n"));
+    }
+
+    /// A pod's container with its names, a systemd service, a plain cgroup.
+    fn named_cgroups(s: &mut Snapshot) -> (String, &'static str) {
+        use tracer_core::snapshot::CgroupNames;
+        let pod = format!(
+            "/kubepods.slice/kubepods-pod{}.slice/cri-containerd-{CONTAINER_ID}.scope",
+            "1b2c3d4e_5f60_4718_89a0_b1c2d3e4f506"
+        );
+        let mut names = CgroupNames::from_path(&pod);
+        names.namespace = Some("shop".into());
+        names.pod = Some("cart-7d9f".into());
+        names.container = Some("cart".into());
+        s.cgroups.insert(21, pod.clone());
+        s.cgroup_names.insert(21, names);
+        let unit = "/system.slice/cron.service";
+        s.cgroups.insert(22, unit.into());
+        s.cgroup_names.insert(22, CgroupNames::from_path(unit));
+        s.cgroups.insert(23, "/plain".into());
+        (pod, unit)
+    }
+
+    const CONTAINER_ID: &str = "3f9a1b2c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f8";
+
+    #[test]
+    fn cgroup_info_names_pods_and_units_and_leaves_plain_cgroups_out() {
+        let mut s = snapshot();
+        let (pod, unit) = named_cgroups(&mut s);
+        let out = render(Some(Arc::new(frame(s))), Format::Text);
+        assert_eq!(
+            sample(
+                &out,
+                "tracer_cgroup_info",
+                &[
+                    ("cgroup", &pod),
+                    ("namespace", "shop"),
+                    ("pod", "cart-7d9f"),
+                    ("container", "cart"),
+                    ("container_id", CONTAINER_ID),
+                    ("runtime", "containerd"),
+                ]
+            ),
+            Some(1.0),
+            "{out}"
+        );
+        assert_eq!(
+            sample(
+                &out,
+                "tracer_cgroup_info",
+                &[("cgroup", unit), ("unit", "cron.service")]
+            ),
+            Some(1.0),
+            "{out}"
+        );
+        let info: Vec<&str> = out
+            .lines()
+            .filter(|l| l.starts_with("tracer_cgroup_info"))
+            .collect();
+        assert_eq!(info.len(), 2, "{info:?}");
     }
 
     #[test]

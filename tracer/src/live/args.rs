@@ -63,6 +63,11 @@ pub struct LiveArgs {
     /// cgroup2 mount in /proc/self/mountinfo.
     #[arg(long, value_name = "PATH")]
     pub cgroup_root: Option<PathBuf>,
+    /// Where the host's `/` is seen for the names of pods and containers (its
+    /// var/log/containers, var/log/pods and the runtimes' bundles under run/; e.g. /host
+    /// in a container that mounts them there); default: /.
+    #[arg(long, value_name = "PATH")]
+    pub names_root: Option<PathBuf>,
     /// List calls at least this slow (e.g. 10ms); changeable live.
     #[arg(long, value_name = "D", value_parser = parse_duration)]
     pub slow: Option<Duration>,
@@ -179,6 +184,10 @@ pub fn open(args: &LiveArgs) -> anyhow::Result<(Box<dyn Source>, Options)> {
             opts.slow_threshold_ns,
             args.kernel_memory,
             cgroup_root,
+            args.names_root.as_deref().map_or_else(
+                tracer_loader::host::names::Sources::default,
+                tracer_loader::host::names::Sources::under,
+            ),
         )?)
     };
     Ok((source, opts))

@@ -317,6 +317,11 @@ impl Live {
             self.cumulative.merge(&last);
             last.series = series;
         }
+        // Only the label sets exported keep names: under pod churn the rest would pile up.
+        let live = &self.cumulative.cgroups;
+        self.cumulative
+            .cgroup_names
+            .retain(|id, _| live.contains_key(id));
         let last = Arc::new(last);
         self.cumulative.dentry_state = match (self.cumulative.dentry_state, last.dentry_state) {
             (Some((first, _)), Some((_, end))) => Some((first, end)),
@@ -368,6 +373,14 @@ impl Live {
                     .then(|| self.cumulative.cgroups.get(&label))
                     .flatten()
                     .map(|p| (label, p.clone()))
+            })
+            .collect();
+        // Names go with their cgroup's label set, if it has one; `other` has none.
+        snap.cgroup_names = std::mem::take(&mut snap.cgroup_names)
+            .into_iter()
+            .filter_map(|(id, names)| {
+                let label = to.get(&id).copied().or_else(|| self.labels.held(id))?;
+                (label != OTHER_CGROUP).then_some((label, names))
             })
             .collect();
         if to.is_empty() {

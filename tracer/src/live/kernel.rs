@@ -2,6 +2,7 @@
 //! maps and returns what changed since the last one, with the cgroups made and removed
 //! (from the kernel's cgroup tracepoints, else from walks of the cgroup2 tree), the slow
 //! calls, and what the programs cost (the kernel's BPF statistics, on while it lives).
+//! Each cgroup with calls carries its names (pod, container, unit) once they are known.
 
 use std::{
     collections::BTreeMap,
@@ -16,6 +17,7 @@ use tracer_core::snapshot::{CgroupId, DentryState, GONE_CGROUP, Meta, Snapshot, 
 use tracer_loader::attach as probes;
 use tracer_loader::attach::AttachMode;
 use tracer_loader::host::cgroup;
+use tracer_loader::host::names;
 use tracer_loader::read as collect;
 
 /// How often the known cgroups are checked for removal when the kernel does not say.
@@ -38,6 +40,8 @@ pub struct KernelSource {
     cgroup_root: Option<PathBuf>,
     /// Paths of the cgroups seen so far, by id.
     known: BTreeMap<CgroupId, String>,
+    /// Names of the cgroups seen so far.
+    names: names::Resolver,
     last_removal_check: Instant,
     /// Cgroups removed as of the last poll: their kernel entries go once this poll has read
     /// their last calls (see [`KernelSource::forget_removed`]).
@@ -50,7 +54,8 @@ pub struct KernelSource {
 
 impl KernelSource {
     /// Attach `wanted` probes (see [`probes::attach`]); cgroups are named by their paths
-    /// under `cgroup_root` (see [`cgroup::cgroup2_root`]).
+    /// under `cgroup_root` (see [`cgroup::cgroup2_root`]) and what runs in them from
+    /// `names` (see [`names::Resolver`]).
     ///
     /// # Errors
     /// When nothing can be attached (see [`probes::LoadError`]).
@@ -60,6 +65,7 @@ impl KernelSource {
         slow_threshold_ns: u64,
         kernel_memory: u64,
         cgroup_root: Option<PathBuf>,
+        names: names::Sources,
     ) -> anyhow::Result<Self> {
         let bpf_stats = collect::BpfStats::enable();
         let attached = probes::attach_with_slow(wanted, mode, slow_threshold_ns, kernel_memory)?;
@@ -85,6 +91,10 @@ impl KernelSource {
         };
         let meta = meta(&info, 0);
         let known = cgroup_root.as_deref().map(cgroup::walk).unwrap_or_default();
+        let mut names = names::Resolver::new(names);
+        for (id, path) in &known {
+            names.learn(*id, path);
+        }
         Ok(Self {
             bpf_stats,
             bpf_before: BTreeMap::new(),
@@ -94,6 +104,7 @@ impl KernelSource {
             info,
             cgroup_root,
             known,
+            names,
             last_removal_check: Instant::now(),
             removed_last_poll: Vec::new(),
             last_thread_sweep: proc_shows_kernel_tids().then(Instant::now),
@@ -227,6 +238,50 @@ impl KernelSource {
     }
 }
 
+impl KernelSource {
+    /// Learn the names of the cgroups made, forget the removed ones', look up those still
+    /// missing names that are due, and give `snap` the names of every cgroup it has calls
+    /// or counts from (each poll: a view that let a cgroup go and took it back has them),
+    /// and of every cgroup with calls so far named in this poll (a container whose
+    /// calls all came before the kubelet named it).
+    fn name_cgroups(
+        &mut self,
+        snap: &mut Snapshot,
+        made: &[(CgroupId, String)],
+        removed: &[CgroupId],
+    ) {
+        for (id, path) in made {
+            self.names.learn(*id, path);
+        }
+        for id in removed {
+            self.names.forget(*id);
+        }
+        let changed = self.names.refresh();
+        let mut ids: std::collections::BTreeSet<CgroupId> = snap
+            .series
+            .keys()
+            .map(|k| k.cgroup)
+            .chain(snap.counters.keys().map(|(_, c)| *c))
+            .collect();
+        if !changed.is_empty() {
+            // The kernel's reading holds every cgroup with calls not yet forgotten.
+            let with_calls: std::collections::BTreeSet<CgroupId> = self
+                .previous
+                .series
+                .keys()
+                .map(|k| k.cgroup)
+                .chain(self.previous.counters.keys().map(|(_, c)| *c))
+                .collect();
+            ids.extend(changed.into_iter().filter(|id| with_calls.contains(id)));
+        }
+        for id in ids {
+            if let Some(n) = self.names.get(id) {
+                snap.cgroup_names.entry(id).or_insert_with(|| n.clone());
+            }
+        }
+    }
+}
+
 fn meta(info: &SourceInfo, duration_ns: u64) -> Meta {
     Meta {
         source: SourceKind::Kernel,
@@ -306,6 +361,7 @@ impl Source for KernelSource {
             log::debug!("slow calls: {e}");
             Vec::new()
         });
+        self.name_cgroups(&mut snap, &made, &removed);
         let bpf = self.bpf_cost();
         self.sweep_threads();
         self.removed_last_poll.clone_from(&removed);

@@ -128,6 +128,7 @@ impl Source for ReplaySource {
             }
         }
         snap.cgroups = self.capture.cgroups.clone();
+        snap.cgroup_names = self.capture.cgroup_names.clone();
         let mut made = Vec::new();
         if self.first {
             self.first = false;
@@ -167,6 +168,13 @@ mod tests {
         }
         s.count(Counter::NegativeDentries, 5, 333);
         s.cgroups.insert(5, "/app".into());
+        s.cgroup_names.insert(
+            5,
+            tracer_core::snapshot::CgroupNames {
+                unit: Some("app.service".into()),
+                ..Default::default()
+            },
+        );
         s
     }
 
@@ -183,6 +191,8 @@ mod tests {
         assert_eq!(polls, 15, "10 s in 0.7 s steps");
         assert_eq!(total.probe_total(Probe::VfsRmdir).count(), 997);
         assert_eq!(total.counter_total(Counter::NegativeDentries), 333);
+        // The capture's names come with its cgroups.
+        assert_eq!(total.cgroup_label(5), "app.service");
         // Once played, nothing more comes.
         let after = src.poll(Duration::from_secs(1)).unwrap();
         assert!(after.snapshot.series.is_empty());

@@ -74,6 +74,9 @@ pub struct CgroupRow {
     pub id: CgroupId,
     /// Its path under the cgroup2 root; `other` for the cgroups summed together.
     pub path: String,
+    /// What runs in it, where known: `namespace/pod/container`, a container's runtime
+    /// and id, or a systemd unit (see [`tracer_core::snapshot::CgroupNames::label`]).
+    pub name: Option<String>,
     /// Removed: it still shows for a while.
     pub gone: bool,
     /// Grace-period waits (RCU and SRCU, all callers), p99 over 10 s.
@@ -99,13 +102,15 @@ pub struct CgroupRow {
 }
 
 impl CgroupRow {
-    /// The path as shown: with a gone marker once removed.
+    /// The cgroup as shown: its name where known, else its path; with a gone marker
+    /// once removed.
     #[must_use]
     pub fn label(&self) -> String {
+        let shown = self.name.as_deref().unwrap_or(&self.path);
         if self.gone {
-            format!("{} (gone)", self.path)
+            format!("{shown} (gone)")
         } else {
-            self.path.clone()
+            shown.to_owned()
         }
     }
 
@@ -451,9 +456,15 @@ pub fn cgroup_rows(frame: &Frame) -> Vec<CgroupRow> {
             };
             let slots = lats_of(id);
             let p99 = |col: Col| Agg::p99(slots.and_then(|s| s[col as usize].as_ref()));
+            let name = frame
+                .cumulative
+                .cgroup_names
+                .get(&id)
+                .and_then(|n| n.label(&path));
             CgroupRow {
                 id,
                 path,
+                name,
                 gone: id == GONE_CGROUP || entry.is_some_and(|e| e.gone_since_unix_ns.is_some()),
                 grace_p99_ns: p99(Col::Grace),
                 shrinker_p99_ns: p99(Col::Shrinker),

@@ -196,6 +196,7 @@ fn dashboard_exprs() -> Result<Vec<(String, String)>, String> {
                 .replace("$__range", "1m")
                 .replace("$instance", ".*")
                 .replace("$cgroup", ".*")
+                .replace("$pod", ".+")
                 .replace("$probe", ".*");
             (f, e)
         })
@@ -218,7 +219,9 @@ impl Drop for Replay {
 }
 
 fn replay(tracer: &Path, name: &'static str, args: &[&str]) -> Replay {
-    match model_capture(tracer, name, args) {
+    match model_capture(tracer, name, args)
+        .and_then(|file| name_as_a_pod(&file, name).map(|()| file))
+    {
         Ok(file) => {
             let path = file.to_string_lossy().into_owned();
             Replay {
@@ -233,6 +236,27 @@ fn replay(tracer: &Path, name: &'static str, args: &[&str]) -> Replay {
             file: None,
         },
     }
+}
+
+/// Give every cgroup of the capture `file` the names of a pod's container (the model's
+/// cgroups are no pod's), so that `tracer_cgroup_info` and the dashboards' panels by pod
+/// have series.
+fn name_as_a_pod(file: &Path, name: &str) -> Result<(), String> {
+    let mut capture = tracer_core::report::load(file).map_err(|e| format!("{e:#}"))?;
+    let pod = name.replace(' ', "-");
+    for id in capture.cgroups.keys() {
+        capture.cgroup_names.insert(
+            *id,
+            tracer_core::snapshot::CgroupNames {
+                namespace: Some("serve-check".into()),
+                pod: Some(pod.clone()),
+                container: Some("model".into()),
+                ..Default::default()
+            },
+        );
+    }
+    std::fs::write(file, tracer_core::report::json::to_string(&capture))
+        .map_err(|e| format!("{}: {e}", file.display()))
 }
 
 const UMOUNT_ARGS: [&str; 5] = [
@@ -330,6 +354,19 @@ pub fn host_cases(tracer: &Path, tally: &mut Tally) {
             &verdict,
         );
     }
+    let info = "tracer_cgroup_info{namespace=\"serve-check\", pod=\"replay-of-negative-dentry-rmdir\", container=\"model\"}";
+    let named = prometheus.query(info).and_then(|rs| {
+        if rs.is_empty() {
+            Err(format!("{info}: no series"))
+        } else {
+            Ok(format!("{info}: {} series", rs.len()))
+        }
+    });
+    tally.record(
+        SCOPE,
+        "tracer_cgroup_info names the replayed capture's cgroups as its file does",
+        &named,
+    );
     // Rates need two samples in their window: a few more scrapes.
     sleep(Duration::from_secs(3));
     tally.record(

@@ -190,7 +190,8 @@ impl App {
         self.shown.as_deref().map_or(&[], |f| f.slow.as_slice())
     }
 
-    /// A cgroup's path as the frame shown names it.
+    /// What the frame shown calls a cgroup: its pod's or unit's names where they are
+    /// known, else its path.
     #[must_use]
     pub fn cgroup_path(&self, id: CgroupId) -> String {
         let Some(f) = self.shown.as_deref() else {
@@ -199,9 +200,15 @@ impl App {
         if id == crate::live::OTHER_CGROUP {
             return "other".to_owned();
         }
-        f.cgroups
+        let path = f
+            .cgroups
             .get(&id)
-            .map_or_else(|| f.last.cgroup_name(id), |e| e.path.to_string())
+            .map_or_else(|| f.last.cgroup_name(id), |e| e.path.to_string());
+        f.cumulative
+            .cgroup_names
+            .get(&id)
+            .and_then(|n| n.label(&path))
+            .unwrap_or(path)
     }
 
     /// The visible probe rows, in display order.
@@ -323,11 +330,10 @@ impl App {
             Table::Cgroups => {
                 let mut order: Vec<usize> = (0..self.rows.cgroups.len())
                     .filter(|&i| {
+                        let row = &self.rows.cgroups[i];
                         filter.is_empty()
-                            || self.rows.cgroups[i]
-                                .label()
-                                .to_lowercase()
-                                .contains(&filter)
+                            || row.label().to_lowercase().contains(&filter)
+                            || row.path.to_lowercase().contains(&filter)
                     })
                     .collect();
                 let rows = &self.rows.cgroups;

@@ -72,7 +72,8 @@ fn probe_key(r: &ProbeRow, col: usize) -> Key {
 #[expect(clippy::cast_precision_loss, reason = "a sort key")]
 pub(super) fn cgroup_key(r: &CgroupRow, col: usize) -> Key {
     match col {
-        0 => Key::Text(r.path.to_lowercase()),
+        // As shown: by name where known, else by path.
+        0 => Key::Text(r.name.as_deref().unwrap_or(&r.path).to_lowercase()),
         1 => opt(r.grace_p99_ns),
         2 => opt(r.shrinker_p99_ns),
         3 => opt(r.rmdir_p99_ns),

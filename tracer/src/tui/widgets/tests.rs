@@ -569,3 +569,46 @@ fn drawing_scrolls_the_table_state_to_the_selection_and_keys_move_the_selection(
         "{s:#?}"
     );
 }
+
+#[test]
+fn cgroups_show_their_pod_or_unit_where_named_and_filter_by_either() {
+    use tracer_core::snapshot::CgroupNames;
+    let mut frame = testdata::frame(1);
+    let mut cumulative = (*frame.cumulative).clone();
+    // docker-b2 is a pod's container named by the node; cron.service is named by its path.
+    let mut pod = CgroupNames::from_path("/system.slice/docker-b2.scope");
+    pod.namespace = Some("shop".into());
+    pod.pod = Some("cart-7d9f".into());
+    pod.container = Some("cart".into());
+    cumulative.cgroup_names.insert(102, pod);
+    cumulative
+        .cgroup_names
+        .insert(105, CgroupNames::from_path("/system.slice/cron.service"));
+    frame.cumulative = Arc::new(cumulative);
+    let mut app = App::new(false);
+    app.on_frame(Arc::new(frame));
+    app.view = View::Cgroups;
+    let s = screen(&mut app, 120, 30);
+    // The same numbers as the path's row had: 12,000 negative dentries a second.
+    assert!(words(line(&s, "shop/cart-7d9f/cart")).contains(&"12.0k"));
+    assert!(
+        line(&s, "cron.service").starts_with("cron.service"),
+        "{s:?}"
+    );
+    assert!(!s.iter().any(|l| l.contains("docker-b2")), "{s:?}");
+    // Unnamed cgroups keep their paths.
+    line(&s, testdata::SLOWEST_GRACE);
+    // A filter finds a named cgroup by its path too.
+    let rows = app.cgroup_rows().count();
+    press(&mut app, KeyCode::Char('/'));
+    for c in "docker-b2".chars() {
+        press(&mut app, KeyCode::Char(c));
+    }
+    press(&mut app, KeyCode::Enter);
+    let names: Vec<String> = app
+        .cgroup_rows()
+        .map(crate::tui::rows::CgroupRow::label)
+        .collect();
+    assert!(rows > 1);
+    assert_eq!(names, ["shop/cart-7d9f/cart"]);
+}

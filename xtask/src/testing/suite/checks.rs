@@ -746,6 +746,97 @@ pub fn tmpfs(s: &Snapshot, version: (u32, u32)) -> Verdict {
         absent.name()
     ))
 }
+/// The names case (`vm/suite.sh`): a cgroup laid out as each runtime lays it out, with its
+/// exact rmdir count, and what a capture whose names appeared after the cgroups must call
+/// it; the plain cgroup carries no name. The ids and UIDs are the suite's.
+pub(super) fn names(s: &Snapshot, _version: (u32, u32)) -> Verdict {
+    use tracer_core::cgroup_names::Qos;
+    let hex = |h: &str| h.repeat(8);
+    let (c1, c2, c3, p1, c4, c5) = (
+        hex("c1c1c1c1"),
+        hex("c2c2c2c2"),
+        hex("c3c3c3c3"),
+        hex("a0a0a0a0"),
+        hex("d4d4d4d4"),
+        hex("e5e5e5e5"),
+    );
+    let u2 = "22222222-2222-4222-8222-222222222222";
+    let pod1 = "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod11111111_1111_4111_8111_111111111111.slice";
+    let pod3 = "/kubepods.slice/kubepods-pod33333333_3333_4333_8333_333333333333.slice";
+    // Path, the name a user sees, the pod's QoS class, mkdir + rmdir made in it.
+    let cases: [(String, Option<&str>, Option<Qos>, u64); 8] = [
+        (
+            format!("{pod1}/cri-containerd-{c1}.scope"),
+            Some("shop/cart-7d9f/cart"),
+            Some(Qos::Burstable),
+            11,
+        ),
+        (
+            format!("/kubepods/besteffort/pod{u2}/{c2}"),
+            Some("blog/web-0/nginx"),
+            Some(Qos::BestEffort),
+            12,
+        ),
+        (
+            format!("{pod3}/crio-{c3}.scope"),
+            Some("ops/db-0/postgres"),
+            Some(Qos::Guaranteed),
+            13,
+        ),
+        (
+            format!("{pod1}/cri-containerd-{p1}.scope"),
+            Some("shop/cart-7d9f/POD"),
+            Some(Qos::Burstable),
+            14,
+        ),
+        (
+            format!("/system.slice/docker-{c4}.scope"),
+            Some("docker:d4d4d4d4d4d4"),
+            None,
+            15,
+        ),
+        (
+            format!("/machine.slice/libpod-{c5}.scope"),
+            Some("podman:e5e5e5e5e5e5"),
+            None,
+            16,
+        ),
+        (
+            "/system.slice/names-test.service".to_owned(),
+            Some("names-test.service"),
+            None,
+            17,
+        ),
+        ("/names-plain".to_owned(), None, None, 18),
+    ];
+    let mut seen = Vec::new();
+    for (path, want, qos, calls) in &cases {
+        let id = s
+            .cgroups
+            .iter()
+            .find(|(_, p)| *p == path)
+            .map(|(id, _)| *id)
+            .ok_or_else(|| format!("no cgroup {path} in the capture"))?;
+        let n = s
+            .total_where(|k| k.probe == Probe::VfsRmdir && k.cgroup == id)
+            .count();
+        if n != *calls {
+            return Err(format!("{path}: vfs_rmdir = {n}, expected {calls}"));
+        }
+        let names = s.cgroup_names.get(&id);
+        let got = names.and_then(|n| n.label(path));
+        if got.as_deref() != *want {
+            return Err(format!(
+                "{path}: named {got:?}, expected {want:?} (names: {names:?})"
+            ));
+        }
+        if names.and_then(|n| n.qos) != *qos {
+            return Err(format!("{path}: QoS class {names:?}, expected {qos:?}"));
+        }
+        seen.push(format!("{} = {n}", want.unwrap_or(path)));
+    }
+    Ok(format!("vfs_rmdir: {}", seen.join(", ")))
+}
 #[cfg(test)]
 mod tests {
     use tracer_core::snapshot::{

@@ -125,6 +125,49 @@ fn serve_counts(files: &BTreeMap<String, PathBuf>) -> Verdict {
     Ok(format!("/serve_wl: {}", seen.join(", ")))
 }
 
+/// The scrape names the pod's container the kubelet linked only after its calls, with one
+/// `tracer_cgroup_info` series of exactly the labels known, and counts its 5 rmdirs.
+fn serve_names(files: &BTreeMap<String, PathBuf>) -> Verdict {
+    let text = read(files, "serve.metrics").map_err(|e| with_log(files, "serve.log", e))?;
+    let id = "f6f6f6f6".repeat(8);
+    let cgroup = format!(
+        "cgroup=\"/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod66666666_6666_4666_8666_666666666666.slice/cri-containerd-{id}.scope\""
+    );
+    let rmdirs = scraped(
+        &text,
+        "tracer_latency_seconds_count",
+        &["probe=\"rmdir\"", &cgroup],
+    );
+    if rmdirs != Some(5.0) {
+        return Err(format!("rmdir _count of {cgroup} = {rmdirs:?}, expected 5"));
+    }
+    let container_id = format!("container_id=\"{id}\"");
+    let labels = [
+        cgroup.as_str(),
+        "namespace=\"live\"",
+        "pod=\"api-0\"",
+        "container=\"api\"",
+        &container_id,
+        "runtime=\"containerd\"",
+    ];
+    let info: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("tracer_cgroup_info{") && l.contains(&cgroup))
+        .collect();
+    match info.as_slice() {
+        [line]
+            if scraped(line, "tracer_cgroup_info", &labels) == Some(1.0)
+                && line.matches('=').count() == labels.len() =>
+        {
+            Ok(format!("{line}; 5 rmdir"))
+        }
+        _ => Err(format!(
+            "expected one tracer_cgroup_info{{{}}} 1, got {info:?}",
+            labels.join(",")
+        )),
+    }
+}
+
 fn prometheus_count(prometheus: Option<&Prometheus>) -> Verdict {
     let p = prometheus.ok_or("no Prometheus was started")?;
     // The guest is gone: its last samples are stale now, so ask for the largest seen (over
@@ -208,6 +251,11 @@ pub fn check(
         scope,
         "serve in the VM: the scrape counts the workload's 120 rmdir and vfs_rmdir calls",
         &serve_counts(files),
+    );
+    tally.record(
+        scope,
+        "serve in the VM: a pod's container named by the kubelet after its calls has its tracer_cgroup_info (namespace, pod, container, id, runtime)",
+        &serve_names(files),
     );
     tally.record(
         scope,

@@ -26,12 +26,13 @@ use tracer_core::snapshot::{AttachMethod, Probe, Snapshot};
 
 use checks::{
     RMDIR_CALLERS, attached_with_all, callers, churn, concurrent, dentries, exact, idle,
-    lock_waits, negdentry, own_cost, rate_limited, rate_limited_busy, teardown_probes, tmpfs,
-    tmpfs_callers, umount300,
+    lock_waits, names, negdentry, own_cost, rate_limited, rate_limited_busy, teardown_probes,
+    tmpfs, tmpfs_callers, umount300,
 };
 use results::{
-    agrees_with_bpftrace, cgroup_format, check_capture, check_uname, parse_reference, predicts,
-    ref_exact, ref_srcu, ref_tmpfs, round_trip, settled, slow_rmdir, srcu, voice, voice_counters,
+    agrees_with_bpftrace, cgroup_format, check_capture, check_uname, names_in_report,
+    parse_reference, predicts, ref_exact, ref_srcu, ref_tmpfs, round_trip, settled, slow_rmdir,
+    srcu, voice, voice_counters,
 };
 
 use super::{
@@ -413,6 +414,18 @@ fn cases() -> Vec<Case> {
             "3 loops at once (37, 53, 71 mkdir+rmdir, own cgroups), default attach: exact vfs_rmdir and rmdir per cgroup",
             "conc_auto",
             Check::Capture(Box::new(|s, v| concurrent(s, v, None))),
+        ),
+        Case::new(
+            "auto",
+            "names: cgroups of containerd, a cgroupfs kubelet, CRI-O, a pod's sandbox, docker, podman, a systemd service and a plain one, named after they were made (kubelet links and pod directories, OCI bundles): each named exactly, the plain one not, 11 to 18 vfs_rmdir each",
+            "names",
+            Check::Capture(Box::new(names)),
+        ),
+        Case::new(
+            "auto",
+            "names: the report shows each cgroup by its pod or unit",
+            "names.txt",
+            Check::Files(Box::new(|f, _| names_in_report(f))),
         ),
         Case::new(
             "auto",

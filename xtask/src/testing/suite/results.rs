@@ -506,6 +506,40 @@ pub(super) fn check_capture(
         (Err(why), Err(also)) => Err(format!("{why}; also {also}")),
     }
 }
+/// `tracer report` of the names capture: its per-cgroup table shows each cgroup by what
+/// runs in it (a row starts with the name), the plain cgroup by its path, and no
+/// container's path.
+pub(super) fn names_in_report(files: &BTreeMap<String, PathBuf>) -> Verdict {
+    let text = read(files, "names.txt")?;
+    let table = text
+        .split("per cgroup")
+        .nth(1)
+        .ok_or_else(|| format!("no per-cgroup table in the report:\n{text}"))?;
+    let wanted = [
+        "shop/cart-7d9f/cart",
+        "blog/web-0/nginx",
+        "ops/db-0/postgres",
+        "shop/cart-7d9f/POD",
+        "docker:d4d4d4d4d4d4",
+        "podman:e5e5e5e5e5e5",
+        "names-test.service",
+        "/names-plain",
+    ];
+    let missing: Vec<&str> = wanted
+        .into_iter()
+        .filter(|w| !table.lines().any(|l| l.trim_start().starts_with(w)))
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!("no row of {missing:?} in:\n{table}"));
+    }
+    if let Some(l) = table
+        .lines()
+        .find(|l| l.contains("kubepods") || l.contains(".scope"))
+    {
+        return Err(format!("a container shown by its path: {l}"));
+    }
+    Ok(format!("{} cgroups, each a row by its name", wanted.len()))
+}
 #[cfg(test)]
 mod tests {
     use super::*;
