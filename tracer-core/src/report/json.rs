@@ -598,10 +598,6 @@ fn probe_named(name: &str) -> Result<Probe, String> {
     Probe::from_name(name).ok_or_else(|| format!("unknown probe \"{name}\""))
 }
 
-#[expect(
-    clippy::too_many_lines,
-    reason = "every record kind of the file, in the file's order"
-)]
 fn build(file: CaptureFile, version: u64) -> Result<Snapshot, LoadError> {
     let record = |what, index| move |msg: String| LoadError::Record { what, index, msg };
     let mut s = Snapshot::new(Meta {

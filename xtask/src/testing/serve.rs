@@ -269,6 +269,10 @@ const UMOUNT_ARGS: [&str; 5] = [
 const DENTRY_ARGS: [&str; 3] = ["negative-dentry-rmdir", "--set", "negatives=20000"];
 
 /// The host cases of `tracer serve`, against the tracer binary at `tracer`.
+#[expect(
+    clippy::too_many_lines,
+    reason = "the host cases in the order they run, each a call and its verdict"
+)]
 pub fn host_cases(tracer: &Path, tally: &mut Tally) {
     let model = |name, args: &[&str]| {
         let mut source = vec!["--model"];
