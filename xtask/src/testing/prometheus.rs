@@ -163,10 +163,10 @@ impl Prometheus {
         Ok(p)
     }
 
-    /// An instant query: each result series' labels (JSON) and value.
-    pub(crate) fn query(&self, expr: &str) -> Result<Vec<(serde_json::Value, f64)>, String> {
+    /// The API's answer to `expr` (`data`), within `max_time` seconds.
+    fn api(&self, expr: &str, max_time: &str) -> Result<serde_json::Value, String> {
         let out = Command::new("curl")
-            .args(["-sS", "--fail", "--max-time", "10", "--data-urlencode"])
+            .args(["-sS", "--fail", "--max-time", max_time, "--data-urlencode"])
             .arg(format!("query={expr}"))
             .arg(format!("{}/api/v1/query", self.url))
             .output()
@@ -177,12 +177,18 @@ impl Prometheus {
                 String::from_utf8_lossy(&out.stderr).trim()
             ));
         }
-        let v: serde_json::Value =
+        let mut v: serde_json::Value =
             serde_json::from_slice(&out.stdout).map_err(|e| format!("query {expr}: {e}"))?;
         if v["status"] != "success" {
             return Err(format!("query {expr}: {}", v["error"]));
         }
-        Ok(v["data"]["result"]
+        Ok(v["data"].take())
+    }
+
+    /// An instant query: each result series' labels (JSON) and value.
+    pub(crate) fn query(&self, expr: &str) -> Result<Vec<(serde_json::Value, f64)>, String> {
+        let data = self.api(expr, "10")?;
+        Ok(data["result"]
             .as_array()
             .map(|rs| {
                 rs.iter()
@@ -201,27 +207,14 @@ impl Prometheus {
     /// The raw samples of a range selector `expr` (`metric{...}[60s]`): each series'
     /// labels (JSON) and its values, oldest first.
     pub(crate) fn samples(&self, expr: &str) -> Result<Vec<(serde_json::Value, Vec<f64>)>, String> {
-        let out = Command::new("curl")
-            .args(["-sS", "--fail", "--max-time", "30", "--data-urlencode"])
-            .arg(format!("query={expr}"))
-            .arg(format!("{}/api/v1/query", self.url))
-            .output()
-            .map_err(|e| format!("curl: {e}"))?;
-        if !out.status.success() {
+        let data = self.api(expr, "30")?;
+        if data["resultType"] != "matrix" {
             return Err(format!(
-                "query {expr}: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
+                "query {expr}: {} is not a matrix",
+                data["resultType"]
             ));
         }
-        let v: serde_json::Value =
-            serde_json::from_slice(&out.stdout).map_err(|e| format!("query {expr}: {e}"))?;
-        if v["status"] != "success" || v["data"]["resultType"] != "matrix" {
-            return Err(format!(
-                "query {expr}: {} {}",
-                v["error"], v["data"]["resultType"]
-            ));
-        }
-        Ok(v["data"]["result"]
+        Ok(data["result"]
             .as_array()
             .map(|rs| {
                 rs.iter()

@@ -314,7 +314,7 @@ pub fn host_cases(tracer: &Path, tally: &mut Tally) {
     match start_prometheus(&up, true) {
         Ok(native) => {
             for (replayed, probe, fixed) in checks {
-                native_replay_checks(&native, replayed, probe, fixed, tally);
+                replay_checks(&native, replayed, probe, fixed, true, tally);
             }
             sleep(Duration::from_secs(3));
             tally.record(
@@ -337,7 +337,7 @@ pub fn host_cases(tracer: &Path, tally: &mut Tally) {
         }
     };
     for (replayed, probe, fixed) in checks {
-        replay_checks(&prometheus, replayed, probe, fixed, tally);
+        replay_checks(&prometheus, replayed, probe, fixed, false, tally);
     }
     let negatives = dentries.target.as_ref().map(|t| {
         format!(
@@ -468,88 +468,48 @@ fn dashboards(prometheus: &Prometheus) -> Result<String, String> {
     })
 }
 
-/// The count and p99 of `probe`'s native histogram in a Prometheus with native histograms
-/// on, against the replayed capture's own.
-fn native_replay_checks(
-    prometheus: &Prometheus,
-    replayed: &Replay,
-    probe: Probe,
-    fixed: u64,
-    tally: &mut Tally,
-) {
-    let (Ok(t), Ok(capture)) = (&replayed.target, &replayed.capture) else {
-        return;
-    };
-    let own = capture.probe_total(probe);
-    let selector = format!(
-        "tracer_latency_seconds{{instance=\"{}\",probe=\"{}\"}}",
-        t.addr,
-        probe.name()
-    );
-    let expr = format!("histogram_count(sum({selector}))");
-    #[expect(clippy::cast_precision_loss, reason = "counts well below 2^52")]
-    let verdict = prometheus
-        .settle(&expr, own.count() as f64, Duration::from_mins(1))
-        .map(|v| format!("{expr} = {v}: tracer's own count"))
-        .and_then(|seen| {
-            if own.count() == fixed {
-                Ok(seen)
-            } else {
-                Err(format!("{seen}, but the scenario fixes {fixed}"))
-            }
-        });
-    tally.record(
-        SCOPE,
-        &format!(
-            "Prometheus with native histograms: the count of {} equals the {fixed} the workload fixes",
-            probe.name()
-        ),
-        &verdict,
-    );
-    let expr = format!("histogram_quantile(0.99, sum({selector}))");
-    let verdict = own
-        .quantile_ns(0.99)
-        .ok_or_else(|| format!("no {} calls", probe.name()))
-        .and_then(|own| {
-            let prom = prometheus
-                .query(&expr)?
-                .first()
-                .map(|(_, v)| *v * 1e9)
-                .ok_or_else(|| format!("{expr}: no series"))?;
-            native_p99_agrees(prom, own)
-        });
-    tally.record(
-        SCOPE,
-        &format!(
-            "histogram_quantile(0.99) of {}'s native histogram agrees with tracer's p99 within one schema-3 bucket",
-            probe.name()
-        ),
-        &verdict,
-    );
-}
-
-/// `_count` and p99 of `probe` in Prometheus against the replayed capture's own.
+/// `_count` and p99 of `probe` in Prometheus against the replayed capture's own: from the
+/// classic buckets, or (`native`) from the native histogram of a Prometheus that ingests
+/// them.
 fn replay_checks(
     prometheus: &Prometheus,
     replayed: &Replay,
     probe: Probe,
     fixed: u64,
+    native: bool,
     tally: &mut Tally,
 ) {
     let (Ok(t), Ok(capture)) = (&replayed.target, &replayed.capture) else {
         return;
     };
     let own = capture.probe_total(probe);
-    let expr = format!(
-        "sum(tracer_latency_seconds_count{{instance=\"{}\",probe=\"{}\"}})",
-        t.addr,
-        probe.name()
-    );
+    let selector = |suffix: &str| {
+        format!(
+            "tracer_latency_seconds{suffix}{{instance=\"{}\",probe=\"{}\"}}",
+            t.addr,
+            probe.name()
+        )
+    };
+    let (count_expr, p99_expr) = if native {
+        let h = selector("");
+        (
+            format!("histogram_count(sum({h}))"),
+            format!("histogram_quantile(0.99, sum({h}))"),
+        )
+    } else {
+        (
+            format!("sum({})", selector("_count")),
+            format!(
+                "histogram_quantile(0.99, sum by (le) ({}))",
+                selector("_bucket")
+            ),
+        )
+    };
     #[expect(clippy::cast_precision_loss, reason = "counts well below 2^52")]
     let verdict = if own.count() == fixed {
         prometheus
-            .settle(&expr, own.count() as f64, Duration::from_mins(1))
-            .map(|v| format!("{expr} = {v}: tracer's own count, as the scenario fixes"))
+            .settle(&count_expr, own.count() as f64, Duration::from_mins(1))
+            .map(|v| format!("{count_expr} = {v}: tracer's own count, as the scenario fixes"))
     } else {
         Err(format!(
             "the model made {} {} calls, the scenario fixes {fixed}",
@@ -557,36 +517,44 @@ fn replay_checks(
             probe.name()
         ))
     };
-    tally.record(
-        SCOPE,
-        &format!(
-            "Prometheus: _count of {} equals the {fixed} the workload fixes",
-            probe.name()
-        ),
-        &verdict,
-    );
-    let expr = format!(
-        "histogram_quantile(0.99, sum by (le) (tracer_latency_seconds_bucket{{instance=\"{}\",probe=\"{}\"}}))",
-        t.addr,
-        probe.name()
-    );
+    let (count_case, p99_case) = if native {
+        (
+            format!(
+                "Prometheus with native histograms: the count of {} equals the {fixed} the workload fixes",
+                probe.name()
+            ),
+            format!(
+                "histogram_quantile(0.99) of {}'s native histogram agrees with tracer's p99 within one schema-3 bucket",
+                probe.name()
+            ),
+        )
+    } else {
+        (
+            format!(
+                "Prometheus: _count of {} equals the {fixed} the workload fixes",
+                probe.name()
+            ),
+            format!(
+                "histogram_quantile(0.99) of {} agrees with tracer's p99 within one bucket",
+                probe.name()
+            ),
+        )
+    };
+    tally.record(SCOPE, &count_case, &verdict);
     let verdict = own
         .quantile_ns(0.99)
         .ok_or_else(|| format!("no {} calls", probe.name()))
         .and_then(|own| {
             let prom = prometheus
-                .query(&expr)?
+                .query(&p99_expr)?
                 .first()
                 .map(|(_, v)| *v * 1e9)
-                .ok_or_else(|| format!("{expr}: no series"))?;
-            p99_agrees(prom, own)
+                .ok_or_else(|| format!("{p99_expr}: no series"))?;
+            if native {
+                native_p99_agrees(prom, own)
+            } else {
+                p99_agrees(prom, own)
+            }
         });
-    tally.record(
-        SCOPE,
-        &format!(
-            "histogram_quantile(0.99) of {} agrees with tracer's p99 within one bucket",
-            probe.name()
-        ),
-        &verdict,
-    );
+    tally.record(SCOPE, &p99_case, &verdict);
 }
