@@ -95,6 +95,7 @@ fn read_with(
 ) -> Result<Snapshot, CollectError> {
     let ebpf = &attached.ebpf;
     let mut snap = Snapshot::new(meta);
+    read_probe_counters(ebpf, &mut snap, &attached.states)?;
     read_series(ebpf, &mut snap, known)?;
     read_overflow(ebpf, &mut snap)?;
     read_events(ebpf, &mut snap, known)?;
@@ -104,7 +105,6 @@ fn read_with(
         attached.misses_before_recording,
         &mut snap,
     )?;
-    read_probe_counters(ebpf, &mut snap, &attached.states)?;
     Ok(snap)
 }
 
@@ -137,27 +137,19 @@ fn read_series(
 }
 
 /// `HIST_OVERFLOW`, the calls that found `HIST` full, into series of [`OTHER_CGROUP`]. Only
-/// the slots of probes that folded a call are read (a read is a system call per slot).
+/// the slots of probes that folded a call, by their status read just before, are read (a
+/// read is a system call per slot).
 fn read_overflow(ebpf: &Ebpf, snap: &mut Snapshot) -> Result<(), CollectError> {
     let overflow: Array<_, Stat> = array(ebpf, maps::HIST_OVERFLOW)?;
-    let counters: PerCpuArray<_, ProbeCounters> = ebpf
-        .map(maps::PROBE_COUNTERS)
-        .ok_or(CollectError::MissingMap(maps::PROBE_COUNTERS))
-        .and_then(|m| {
-            PerCpuArray::try_from(m).map_err(|e| CollectError::Map(maps::PROBE_COUNTERS, e))
-        })?;
     let slots_per_probe = crate::sizing::OVERFLOW_SLOTS_PER_PROBE;
     let mut series: BTreeMap<(u64, u16, u16), BucketsAndTotal> = BTreeMap::new();
-    for probe in tracer_common::PROBES {
-        let folded: u64 = counters
-            .get(&u32::from(probe.id()), 0)
-            .map_err(|e| CollectError::Map(maps::PROBE_COUNTERS, e))?
-            .iter()
-            .map(|c| c.folded)
-            .sum();
-        if folded == 0 {
-            continue;
-        }
+    let folding: Vec<_> = snap
+        .probes
+        .iter()
+        .filter(|(_, st)| st.folded > 0)
+        .map(|(p, _)| *p)
+        .collect();
+    for probe in folding {
         let first = u32::from(probe.id()) * slots_per_probe;
         for index in first..first + slots_per_probe {
             let bucket = overflow
