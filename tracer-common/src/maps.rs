@@ -225,7 +225,22 @@ pub struct ProbeCounters {
     /// entered by their thread, the same function entered again) and discarded, so that no
     /// later call takes their start time or caller. Lost calls, each counted once here.
     pub discarded: u64,
+    /// Entry runs the program timed itself (one in [`COST_SAMPLE_EVERY`]), of those
+    /// counted in `entries` that stored a start time: tracer's own cost without the
+    /// kernel's BPF statistics, which slow every program of the host while on.
+    pub timed_entries: u64,
+    /// Their nanoseconds, from the program's first clock read to its last.
+    pub timed_entry_ns: u64,
+    /// Exit runs timed, of those counted in `exits`.
+    pub timed_exits: u64,
+    /// Their nanoseconds.
+    pub timed_exit_ns: u64,
 }
+
+/// One run in this many of a traced call's entry and exit programs times itself (into
+/// [`ProbeCounters`]): the run whose first clock read has its low bits clear, which costs
+/// the others one mask and one branch. A power of two.
+pub const COST_SAMPLE_EVERY: u64 = 64;
 
 /// The traced calls in flight on one thread: one lookup per entry and per exit finds the
 /// start time and the caller. Start times are per (thread, probe), so nested calls
@@ -611,7 +626,7 @@ mod tests {
     fn layouts_have_no_implicit_padding() {
         assert_eq!(size_of::<HistKey>(), 8 + 2 + 2 + 4);
         assert_eq!(size_of::<Stat>(), 32);
-        assert_eq!(size_of::<ProbeCounters>(), 48);
+        assert_eq!(size_of::<ProbeCounters>(), 80);
         assert_eq!(
             size_of::<Thread>(),
             8 + 8 + 8 * crate::probe::PROBE_COUNT as usize + 8 + 8 + 8 + 16

@@ -31,11 +31,11 @@ use tracer_common::{
     NO_CALLER, Probe, ProbeKind, bucket_of,
     maps::{
         AT_REMOVEDIR, BEGUN_UNRECORDED, CGROUP_EVENTS_BYTES, CGROUP_PATH_MAX, CGROUP2_HIERARCHY,
-        COUNTER_ENTRIES, COUNTER_KINDS, CgroupEvent, CounterId, CounterKey, DCACHE_DONTCACHE,
-        DCACHE_OP_DELETE, Frames, HIST_ENTRIES, HistKey, INFLIGHT_ENTRIES, LOSS_COUNT, LockGate,
-        Loss, NOT_PRUNED, OVERFLOW_ENTRIES, ProbeCounters, RMDIR_ENTRIES, RmdirLocks, RmdirSlot,
-        SETTLE_ENTERED, SETTLE_RETURNED, SLOW_CALLS_BYTES, SLOW_PRUNED, SlowBudget, SlowCallEvent,
-        Stat, Thread, overflow_index,
+        COST_SAMPLE_EVERY, COUNTER_ENTRIES, COUNTER_KINDS, CgroupEvent, CounterId, CounterKey,
+        DCACHE_DONTCACHE, DCACHE_OP_DELETE, Frames, HIST_ENTRIES, HistKey, INFLIGHT_ENTRIES,
+        LOSS_COUNT, LockGate, Loss, NOT_PRUNED, OVERFLOW_ENTRIES, ProbeCounters, RMDIR_ENTRIES,
+        RmdirLocks, RmdirSlot, SETTLE_ENTERED, SETTLE_RETURNED, SLOW_CALLS_BYTES, SLOW_PRUNED,
+        SlowBudget, SlowCallEvent, Stat, Thread, overflow_index,
     },
     probe::PROBE_COUNT,
 };
@@ -351,6 +351,8 @@ fn on_entry(probe: Probe, arg: u64) {
     if is_self(pid_tgid) {
         return;
     }
+    // First: the call's start, and the start of the run if it times itself.
+    let t0 = unsafe { bpf_ktime_get_ns() };
     let tid = tid_of(pid_tgid);
     let mut thread = thread(tid);
     // `probe` is a constant in each program: only the syscall entries keep this.
@@ -359,7 +361,25 @@ fn on_entry(probe: Probe, arg: u64) {
     {
         heal(t, tid);
     }
-    entered(probe, arg, thread);
+    entered(probe, arg, thread, t0);
+}
+
+/// Whether this run, whose first clock read was `t0`, times itself: one in
+/// [`COST_SAMPLE_EVERY`], by the clock's low bits (any clock: what userspace estimates from
+/// is the share actually timed, counted beside the runs).
+#[inline(always)]
+fn timed(t0: u64) -> bool {
+    t0 & (COST_SAMPLE_EVERY - 1) == 0
+}
+
+/// Add this run's time since `t0` to `runs` and `ns`, if it is one that times itself.
+#[inline(always)]
+fn time_run(t0: u64, runs: *mut u64, ns: *mut u64) {
+    if timed(t0) {
+        let t1 = unsafe { bpf_ktime_get_ns() };
+        add(runs, 1);
+        add(ns, t1.saturating_sub(t0));
+    }
 }
 
 /// A syscall begins: its thread comes from user mode, so nothing it traced can still be in
@@ -415,9 +435,9 @@ fn test_missed(probe: Probe) -> bool {
 }
 
 /// [`on_entry`] of a thread other than tracer's, whose state the caller looked up (`None`:
-/// it could not be stored).
+/// it could not be stored), at `ts_ns`.
 #[inline(always)]
-fn entered(probe: Probe, arg: u64, thread: Option<&'static mut Thread>) {
+fn entered(probe: Probe, arg: u64, thread: Option<&'static mut Thread>, ts_ns: u64) {
     // `probe` is a constant in each program, so this index is too (the verifier wants that).
     let slot = usize::from(probe.id());
     let recording = recording();
@@ -437,7 +457,6 @@ fn entered(probe: Probe, arg: u64, thread: Option<&'static mut Thread>) {
     }
     let Some(c) = counters(probe) else { return };
     add(&raw mut c.entries, 1);
-    let ts_ns = unsafe { bpf_ktime_get_ns() };
     let Some(t) = thread else {
         add(&raw mut c.start_drops, 1);
         return;
@@ -468,11 +487,12 @@ fn entered(probe: Probe, arg: u64, thread: Option<&'static mut Thread>) {
         }
         t.lock_wait_addr = arg;
     }
+    time_run(ts_ns, &raw mut c.timed_entries, &raw mut c.timed_entry_ns);
 }
 
-/// The current thread returned from `probe`: record its latency.
+/// The current thread returned from `probe` at `now`: record its latency.
 #[inline(always)]
-fn on_exit(probe: Probe, thread: Option<&'static mut Thread>) -> Option<Call> {
+fn on_exit(probe: Probe, thread: Option<&'static mut Thread>, now: u64) -> Option<Call> {
     let slot = usize::from(probe.id());
     let start = thread.as_ref().map_or(0, |t| t.start_ns[slot]);
     if !recording() || start == BEGUN_UNRECORDED {
@@ -486,7 +506,6 @@ fn on_exit(probe: Probe, thread: Option<&'static mut Thread>) -> Option<Call> {
         return None;
     }
     let c = counters(probe)?;
-    let now = unsafe { bpf_ktime_get_ns() };
     let Some(t) = thread else {
         // No state: the entry could not store it (counted then, as a start drop) or it was
         // evicted since (the entry stays without a return, counted as such): each lost call
@@ -887,18 +906,19 @@ fn unregister_rmdir_locks(t: &mut Thread, tid: u32) {
 #[inline(always)]
 fn vfs_rmdir_entered(dir: u64, dentry: u64) {
     let pid_tgid = bpf_get_current_pid_tgid();
+    let t0 = unsafe { bpf_ktime_get_ns() };
     let tid = tid_of(pid_tgid);
     let Some(t) = thread(tid) else {
         // No state, no registration; the call is counted as a start drop.
         lose(Loss::RmdirLockDrops);
         if !is_self(pid_tgid) {
-            entered(Probe::VfsRmdir, 0, None);
+            entered(Probe::VfsRmdir, 0, None, t0);
         }
         return;
     };
     before_vfs_rmdir(t, tid, dir, dentry);
     if !is_self(pid_tgid) {
-        entered(Probe::VfsRmdir, 0, Some(t));
+        entered(Probe::VfsRmdir, 0, Some(t), t0);
     }
 }
 
@@ -909,13 +929,14 @@ fn vfs_rmdir_returned() {
         return;
     }
     let pid_tgid = bpf_get_current_pid_tgid();
+    let t0 = unsafe { bpf_ktime_get_ns() };
     let tid = tid_of(pid_tgid);
     let mut thread = THREADS.get_ptr_mut(tid).map(|t| unsafe { &mut *t });
     if let Some(t) = thread.as_deref_mut() {
         unregister_rmdir_locks(t, tid);
     }
     if !is_self(pid_tgid) {
-        exited(Probe::VfsRmdir, thread);
+        exited(Probe::VfsRmdir, thread, t0);
     }
 }
 
@@ -947,18 +968,22 @@ fn exit_hooks(probe: Probe) {
     if is_self(pid_tgid) {
         return;
     }
+    // First: the call's end, and the start of the run if it times itself.
+    let t0 = unsafe { bpf_ktime_get_ns() };
     exited(
         probe,
         THREADS
             .get_ptr_mut(tid_of(pid_tgid))
             .map(|t| unsafe { &mut *t }),
+        t0,
     );
 }
 
-/// [`exit_hooks`] of a thread other than tracer's, whose state the caller looked up.
+/// [`exit_hooks`] of a thread other than tracer's, whose state the caller looked up, at
+/// `t0`.
 #[inline(always)]
-fn exited(probe: Probe, thread: Option<&'static mut Thread>) {
-    let Some(call) = on_exit(probe, thread) else {
+fn exited(probe: Probe, thread: Option<&'static mut Thread>, t0: u64) {
+    let Some(call) = on_exit(probe, thread, t0) else {
         return;
     };
     match probe {
@@ -966,6 +991,12 @@ fn exited(probe: Probe, thread: Option<&'static mut Thread>) {
         Probe::VfsRmdir => after_vfs_rmdir(&call),
         Probe::ShrinkDcacheParent => after_shrink_dcache_parent(&call),
         _ => {}
+    }
+    // Timed to here, a run counted in `exits`; the lookup only in a run that times itself.
+    if timed(t0)
+        && let Some(c) = counters(probe)
+    {
+        time_run(t0, &raw mut c.timed_exits, &raw mut c.timed_exit_ns);
     }
 }
 

@@ -48,6 +48,10 @@ enum Cmd {
         /// (e.g. `9432:9432`); the guest brings it up with `net-up`.
         #[arg(long, value_name = "HOST:GUEST", value_parser = parse_forward)]
         forward: Option<(u16, u16)>,
+        /// Under TCG, QEMU's `-icount shift=0,sleep=off,align=off`: the guest's clocks advance
+        /// 1 ns per guest instruction, so a program's run time is its instruction count.
+        #[arg(long, conflicts_with = "kvm")]
+        icount: bool,
         /// The command to run in the guest (default: a shell on a terminal).
         #[arg(last = true)]
         command: Vec<String>,
@@ -152,13 +156,19 @@ fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
             kernel,
             qemu,
             forward,
+            icount,
             command,
         } => {
             let tools = setup::setup()?;
             let tracer = tracer_build::build(&tools)?;
             let kernel = kernel::resolve(&kernel, &tools.kernels)?;
             let (command, interactive) = vm::command_line(&command);
-            let outcome = boot(&kernel, &tracer, command, &qemu, interactive, forward)?;
+            let how = Boot {
+                interactive,
+                forward,
+                icount,
+            };
+            let outcome = boot(&kernel, &tracer, command, &qemu, &how)?;
             Ok(match (outcome.failure, outcome.exit) {
                 (None, Some(rc)) => ExitCode::from(u8::try_from(rc).unwrap_or(1)),
                 _ => ExitCode::from(VM_FAILED),
@@ -235,14 +245,29 @@ fn parse_forward(s: &str) -> Result<(u16, u16), String> {
     Ok((port(h)?, port(g)?))
 }
 
+/// How `xtask vm` and `xtask run` boot, besides QEMU's own options.
+#[derive(Default)]
+struct Boot {
+    /// A terminal for the guest's shell.
+    interactive: bool,
+    /// A forwarded port, `HOST:GUEST`.
+    forward: Option<(u16, u16)>,
+    /// Guest clocks counting instructions.
+    icount: bool,
+}
+
 fn boot(
     kernel: &kernel::Kernel,
     tracer: &std::path::Path,
     command: String,
     qemu: &QemuArgs,
-    interactive: bool,
-    forward: Option<(u16, u16)>,
+    how: &Boot,
 ) -> anyhow::Result<vm::Outcome> {
+    let Boot {
+        interactive,
+        forward,
+        icount,
+    } = *how;
     let spec = vm::Spec {
         kernel,
         tracer: Some(tracer),
@@ -250,7 +275,7 @@ fn boot(
         files: Vec::new(),
         timeout: Duration::from_secs(qemu.timeout),
         kvm: qemu.kvm,
-        icount: false,
+        icount,
         max_cpus: None,
         interactive,
         forward,
@@ -398,8 +423,7 @@ fn run_main(qemu: &QemuArgs, args: Vec<String>) -> anyhow::Result<ExitCode> {
                 &tracer,
                 include_str!("../vm/demo.sh").to_owned(),
                 qemu,
-                false,
-                None,
+                &Boot::default(),
             )?;
             Ok(if outcome.success() {
                 ExitCode::SUCCESS

@@ -21,36 +21,42 @@ objects() {
 events() {
     if [ -f "$1" ]; then grep -c . "$1"; else echo 0; fi
 }
+# stats: the kernel.bpf_stats_enabled sysctl and the BPF_ENABLE_STATS fds any process
+# holds (each keeps run-time statistics on for every BPF program of the host), as "S,F".
+stats() {
+    echo "$(cat /proc/sys/kernel/bpf_stats_enabled),$(ls -l /proc/[0-9]*/fd 2>/dev/null | grep -c 'anon_inode:bpf-stats')"
+}
 # leftovers: what a tracer could leave, as key=value words.
 leftovers() {
-    echo "after=$(objects) kprobe_events=$(events $tracing/kprobe_events)" \
+    echo "after=$(objects) stats=$(stats) kprobe_events=$(events $tracing/kprobe_events)" \
         "uprobe_events=$(events $tracing/uprobe_events)" \
         "cgroups=$(ls -d $cg/tracer-capture-* 2>/dev/null | sed 's|.*/||' | tr '\n' ',')"
 }
 base=$(objects)
-echo "base=$base kprobe_events=$(events $tracing/kprobe_events) uprobe_events=$(events $tracing/uprobe_events)" > /tmp/signals.base
+echo "stats_base=$(stats) base=$base kprobe_events=$(events $tracing/kprobe_events) uprobe_events=$(events $tracing/uprobe_events)" > /tmp/signals.base
 
 # sigcase NAME SIG READY TRACER-ARGS...: run tracer in the foreground (a background job of
 # a script would ignore SIGINT); once READY (a shell test) holds, a helper counts the BPF
-# objects and sends SIG. Then wait up to 10 s for the kernel to free what tracer held, and
-# record its exit status and what is left.
+# objects and the statistics switches, and sends SIG. Then wait up to 10 s for the kernel
+# to free what tracer held, and record its exit status and what is left.
 sigcase() {
     name=$1 sig=$2 ready=$3
     shift 3
-    rm -f /tmp/h.pid /tmp/h.ready /tmp/h.during
+    rm -f /tmp/h.pid /tmp/h.ready /tmp/h.during /tmp/h.stats
     (
         i=0
         while [ $i -lt 1200 ] && ! { [ -s /tmp/h.pid ] && eval "$ready"; }; do sleep 0.1; i=$((i+1)); done
         objects > /tmp/h.during
+        stats > /tmp/h.stats
         kill -$sig "$(cat /tmp/h.pid)"
     ) &
     helper=$!
-    timeout 60 sh -c 'echo $$ > /tmp/h.pid; exec "$@"' sh tracer "$@" > /tmp/$name.out 2> /tmp/$name.err
+    timeout 120 sh -c 'echo $$ > /tmp/h.pid; exec "$@"' sh tracer "$@" > /tmp/$name.out 2> /tmp/$name.err
     rc=$?
     wait $helper
     i=0
     while [ $i -lt 100 ] && [ "$(objects)" != "$base" ]; do sleep 0.1; i=$((i+1)); done
-    echo "$name $sig rc=$rc pid=$(cat /tmp/h.pid) during=$(cat /tmp/h.during) $(leftovers)" >> /tmp/signals
+    echo "$name $sig rc=$rc pid=$(cat /tmp/h.pid) during=$(cat /tmp/h.during) stats_during=$(cat /tmp/h.stats) $(leftovers)" >> /tmp/signals
 }
 
 echo "harden: signals (INT, TERM, HUP, KILL) to capture, top --frames and serve"
@@ -76,7 +82,10 @@ for how in kprobe fentry; do
         fi
         sigcase top_${how}_$sig $sig 'grep -q "refresh 1/" /tmp/top_'${how}_$sig'.out' \
             top --attach $how --frames 1000 --interval 1s --view probes
-        sigcase serve_${how}_$sig $sig 'wget -q -O /dev/null http://127.0.0.1:29110/metrics 2>/dev/null' \
+        # SIGKILL after a minute of serving (kprobe): no statistics switch held meanwhile either.
+        served='wget -q -O /dev/null http://127.0.0.1:29110/metrics 2>/dev/null'
+        [ $sig = KILL ] && [ $how = kprobe ] && served="$served && sleep 60"
+        sigcase serve_${how}_$sig $sig "$served" \
             serve --attach $how --interval 1s
     done
 done

@@ -7,7 +7,7 @@ pub mod events;
 
 pub use events::{
     BpfStats, CgroupEvent, ClockOffset, drain_cgroup_events, drain_slow_calls, forget_cgroups,
-    program_costs, program_misses_by_program, total_cost,
+    program_costs, program_misses_by_program, times_calls, total_cost,
 };
 
 use std::collections::BTreeMap;
@@ -21,6 +21,7 @@ use tracer_common::{
     maps::{self, CounterId, CounterKey, HistKey, Loss, ProbeCounters, Stat},
 };
 
+use tracer_core::cost::SampledCost;
 use tracer_core::snapshot::{
     AttachState, Counter, GONE_CGROUP, Latency, Meta, OTHER_CGROUP, ProbeStatus, SeriesKey,
     Snapshot,
@@ -328,16 +329,7 @@ fn read_probe_counters(
         let per_cpu = counters
             .get(&u32::from(probe.id()), 0)
             .map_err(|e| CollectError::Map(maps::PROBE_COUNTERS, e))?;
-        let c = per_cpu
-            .iter()
-            .fold(ProbeCounters::default(), |a, b| ProbeCounters {
-                entries: a.entries + b.entries,
-                exits: a.exits + b.exits,
-                exits_without_entry: a.exits_without_entry + b.exits_without_entry,
-                start_drops: a.start_drops + b.start_drops,
-                folded: a.folded + b.folded,
-                discarded: a.discarded + b.discarded,
-            });
+        let c = sum_counters(per_cpu.iter());
         snap.probes.insert(
             *probe,
             ProbeStatus {
@@ -353,6 +345,63 @@ fn read_probe_counters(
         );
     }
     Ok(())
+}
+
+/// One probe's counters over every CPU.
+fn sum_counters<'a>(per_cpu: impl Iterator<Item = &'a ProbeCounters>) -> ProbeCounters {
+    per_cpu.fold(ProbeCounters::default(), |a, b| ProbeCounters {
+        entries: a.entries + b.entries,
+        exits: a.exits + b.exits,
+        exits_without_entry: a.exits_without_entry + b.exits_without_entry,
+        start_drops: a.start_drops + b.start_drops,
+        folded: a.folded + b.folded,
+        discarded: a.discarded + b.discarded,
+        timed_entries: a.timed_entries + b.timed_entries,
+        timed_entry_ns: a.timed_entry_ns + b.timed_entry_ns,
+        timed_exits: a.timed_exits + b.timed_exits,
+        timed_exit_ns: a.timed_exit_ns + b.timed_exit_ns,
+    })
+}
+
+/// What the traced calls' programs cost as they time themselves (one run in
+/// [`maps::COST_SAMPLE_EVERY`]), cumulative: for each of `probes`, its entry side (runs: the
+/// entries that stored a start time) and its exit side (runs: the calls recorded). Needs no
+/// `BPF_ENABLE_STATS`, so no other program of the host pays for it.
+///
+/// # Errors
+/// The map is missing or unreadable.
+pub fn sampled_costs(
+    ebpf: &Ebpf,
+    probes: impl IntoIterator<Item = Probe>,
+) -> Result<Vec<SampledCost>, CollectError> {
+    let map = ebpf
+        .map(maps::PROBE_COUNTERS)
+        .ok_or(CollectError::MissingMap(maps::PROBE_COUNTERS))?;
+    let counters: PerCpuArray<_, ProbeCounters> =
+        PerCpuArray::try_from(map).map_err(|e| CollectError::Map(maps::PROBE_COUNTERS, e))?;
+    let mut out = Vec::new();
+    // The spans derived from vfs_rmdir's and shrink_dcache_parent's calls have no programs:
+    // their exits' programs record them, in their own time.
+    let own_programs = |p: &Probe| !matches!(p, Probe::InodeLockHold | Probe::PruneUnderInodeLock);
+    for probe in probes.into_iter().filter(own_programs) {
+        let per_cpu = counters
+            .get(&u32::from(probe.id()), 0)
+            .map_err(|e| CollectError::Map(maps::PROBE_COUNTERS, e))?;
+        let c = sum_counters(per_cpu.iter());
+        out.push(SampledCost {
+            name: format!("{}:entry", probe.name()),
+            runs: c.entries.saturating_sub(c.start_drops),
+            timed_runs: c.timed_entries,
+            timed_ns: c.timed_entry_ns,
+        });
+        out.push(SampledCost {
+            name: format!("{}:exit", probe.name()),
+            runs: c.exits,
+            timed_runs: c.timed_exits,
+            timed_ns: c.timed_exit_ns,
+        });
+    }
+    Ok(out)
 }
 
 /// No calls.

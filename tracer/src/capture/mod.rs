@@ -242,6 +242,40 @@ fn bpf_usage(ebpf: &aya::Ebpf) -> tracer_core::snapshot::BpfUsage {
     }
 }
 
+/// With `--verbose`: the cost the programs' own timing estimates (what `tracer top` and
+/// `tracer serve` show, without the kernel's statistics) beside the kernel's statistics for
+/// the same programs over the same span, so the estimate can be checked.
+fn say_sampled_cost(attached: &probes::Attached) {
+    if !log::log_enabled!(log::Level::Info) {
+        return;
+    }
+    let probes = attached
+        .states
+        .iter()
+        .filter(|(_, s)| matches!(s, AttachState::Attached { .. }))
+        .map(|(p, _)| *p);
+    let Ok(sampled) = collect::sampled_costs(&attached.ebpf, probes) else {
+        return;
+    };
+    let (timed, timed_runs) = sampled
+        .iter()
+        .map(|s| s.since(None))
+        .fold((0u64, 0u64), |(ns, n), c| (ns + c.run_ns, n + c.runs));
+    let timed_of: u64 = sampled.iter().map(|s| s.timed_runs).sum();
+    let exact: Vec<_> = collect::program_costs(&attached.ebpf)
+        .into_iter()
+        .filter(|p| collect::times_calls(&p.name))
+        .collect();
+    let (run, runs) = collect::total_cost(&exact);
+    log::info!(
+        "own cost: {timed} ns over {timed_runs} runs that recorded a call, estimated by the \
+         programs timing {timed_of} of them (1 in {}); the kernel's statistics: {} ns over all \
+         {runs} runs of the same programs",
+        tracer_common::maps::COST_SAMPLE_EVERY,
+        run.as_nanos()
+    );
+}
+
 /// Run a capture.
 ///
 /// # Errors
@@ -336,6 +370,9 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
     attached.kernel_log.drain();
     let mut snap = collect::read(&attached, &cgroups, meta)?;
     snap.bpf = bpf_stats.enabled().then(|| bpf_usage(&attached.ebpf));
+    if bpf_stats.enabled() {
+        say_sampled_cost(&attached);
+    }
     snap.process_cpu_ns = Some(cpu_ns_since(cpu_recording));
     snap.process_cpu_attach_ns =
         Some(cpu_ns_since(cpu_start).saturating_sub(cpu_ns_since(cpu_recording)));

@@ -767,7 +767,7 @@ fn encode_frame(
 
     let mut m = encoder.encode_descriptor(
         "tracer_bpf_program_run",
-        "CPU time each of tracer's kernel programs ran (the kernel's BPF statistics, on while tracer runs).",
+        "CPU time of tracer's kernel programs, by probe and side (program=\"vfs_rmdir:exit\"): estimated from one run in 64 that times itself, from its first clock read to its last.",
         Some(&Unit::Seconds),
         MetricType::Counter,
     )?;
@@ -780,7 +780,7 @@ fn encode_frame(
     }
     let mut m = encoder.encode_descriptor(
         "tracer_bpf_program_runs",
-        "Times each of tracer's kernel programs ran.",
+        "Runs of tracer's kernel programs that recorded a call, by probe and side.",
         None,
         MetricType::Counter,
     )?;
@@ -1175,7 +1175,7 @@ pub(crate) mod tests {
         let mut f = frame(s);
         f.cost = Cost {
             bpf_programs: vec![ProgramCost {
-                name: "vfs_rmdir_entry".into(),
+                name: "vfs_rmdir:entry".into(),
                 run_ns: 1_500_000_000,
                 runs: 77,
             }],
@@ -1218,7 +1218,7 @@ pub(crate) mod tests {
             sample(
                 &out,
                 "tracer_bpf_program_run_seconds_total",
-                &[("program", "vfs_rmdir_entry")]
+                &[("program", "vfs_rmdir:entry")]
             ),
             Some(1.5)
         );
@@ -1226,9 +1226,16 @@ pub(crate) mod tests {
             sample(
                 &out,
                 "tracer_bpf_program_runs_total",
-                &[("program", "vfs_rmdir_entry")]
+                &[("program", "vfs_rmdir:entry")]
             ),
             Some(77.0)
+        );
+        assert!(
+            out.contains(&format!(
+                "one run in {} that times itself",
+                tracer_common::maps::COST_SAMPLE_EVERY
+            )),
+            "the help says how the programs' cost is estimated"
         );
         assert_eq!(sample(&out, "process_cpu_seconds_total", &[]), Some(2.5));
         assert_eq!(
@@ -1367,7 +1374,7 @@ pub(crate) mod tests {
         let mut f = frame(s);
         f.cost = Cost {
             bpf_programs: vec![ProgramCost {
-                name: "vfs_rmdir_entry".into(),
+                name: "vfs_rmdir:entry".into(),
                 run_ns: 1_000,
                 runs: 1,
             }],

@@ -557,6 +557,7 @@ impl Live {
             #[expect(clippy::cast_precision_loss, reason = "a rate for display")]
             let per_s = ns as f64 / secs;
             self.cost.bpf_ns_per_s = Some(per_s);
+            self.cost.bpf_timed_one_in = bpf.timed_one_in;
             self.cost.bpf_programs = self.bpf_total.values().cloned().collect();
         }
         let (cpu_s, pct) = self.cpu.sample();

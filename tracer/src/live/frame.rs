@@ -32,8 +32,11 @@ pub struct CgroupEntry {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Cost {
     /// CPU time of the kernel programs per second of the last interval, in ns, when the
-    /// kernel keeps BPF statistics.
+    /// source has kernel programs.
     pub bpf_ns_per_s: Option<f64>,
+    /// `Some(n)`: `bpf_ns_per_s` and `bpf_programs` are estimated from one run in `n` that
+    /// timed itself ([`tracer_core::cost::BpfCost::timed_one_in`]).
+    pub bpf_timed_one_in: Option<u64>,
     /// Cumulative per-program cost since start.
     pub bpf_programs: Vec<ProgramCost>,
     /// This process's CPU time since start (user + system), seconds.

@@ -1,7 +1,8 @@
 //! The running kernel as a live source: the probes attach once, and each poll reads the
 //! maps and returns what changed since the last one, with the cgroups made and removed
 //! (from the kernel's cgroup tracepoints, else from walks of the cgroup2 tree), the slow
-//! calls, and what the programs cost (the kernel's BPF statistics, on while it lives).
+//! calls, and what the programs cost (estimated from the runs they time themselves: the
+//! kernel's BPF statistics would slow every program of the host for as long as it lives).
 //! Each cgroup with calls carries its names (pod, container, unit) once they are known.
 
 use std::{
@@ -10,10 +11,13 @@ use std::{
     time::{Duration, Instant},
 };
 
-use tracer_core::cost::{BpfCost, ProgramCost};
+use tracer_common::maps::COST_SAMPLE_EVERY;
+use tracer_core::cost::{BpfCost, SampledCost};
 
 use super::source::{Delta, Source, SourceInfo, SourceKindLive};
-use tracer_core::snapshot::{CgroupId, DentryState, GONE_CGROUP, Meta, Snapshot, SourceKind};
+use tracer_core::snapshot::{
+    AttachState, CgroupId, DentryState, GONE_CGROUP, Meta, Snapshot, SourceKind,
+};
 use tracer_loader::attach as probes;
 use tracer_loader::attach::AttachMode;
 use tracer_loader::host::cgroup;
@@ -29,10 +33,8 @@ const THREAD_SWEEP: Duration = Duration::from_secs(5);
 /// See the module docs.
 pub struct KernelSource {
     attached: probes::Attached,
-    /// Keeps the kernel's BPF statistics on while the source lives.
-    bpf_stats: collect::BpfStats,
-    /// The programs' cumulative cost at the last poll, by name.
-    bpf_before: BTreeMap<String, ProgramCost>,
+    /// The probes' programs' cumulative self-timed cost at the last poll, by name.
+    bpf_before: BTreeMap<String, SampledCost>,
     info: SourceInfo,
     /// The last reading of the maps (cumulative, as the kernel keeps them).
     previous: Snapshot,
@@ -67,13 +69,9 @@ impl KernelSource {
         cgroup_root: Option<PathBuf>,
         names: names::Sources,
     ) -> anyhow::Result<Self> {
-        let bpf_stats = collect::BpfStats::enable();
         let attached = probes::attach_with_slow(wanted, mode, slow_threshold_ns, kernel_memory)?;
         let mut warnings = attached.warnings.clone();
         warnings.extend(tracer_core::report::not_attached(&attached.states));
-        if let collect::BpfStats::Unavailable(why) = &bpf_stats {
-            warnings.push(format!("tracer's own BPF cost is not measured: {why}"));
-        }
         if !attached.cgroup_events {
             warnings.push(
                 "cgroups are named by walking the cgroup2 tree (the cgroup tracepoints did not \
@@ -96,7 +94,6 @@ impl KernelSource {
             names.learn(*id, path);
         }
         Ok(Self {
-            bpf_stats,
             bpf_before: BTreeMap::new(),
             previous: Snapshot::new(meta),
             dentry: tracer_loader::host::read_dentry_state(),
@@ -112,25 +109,30 @@ impl KernelSource {
         })
     }
 
-    /// The programs' cost since the last poll.
+    /// The attached probes' programs' cost since the last poll, as they time themselves.
     fn bpf_cost(&mut self) -> Option<BpfCost> {
-        if !self.bpf_stats.enabled() {
-            return None;
-        }
-        let now = collect::program_costs(&self.attached.ebpf);
+        let attached = self
+            .attached
+            .states
+            .iter()
+            .filter(|(_, s)| matches!(s, AttachState::Attached { .. }))
+            .map(|(p, _)| *p);
+        let now = match collect::sampled_costs(&self.attached.ebpf, attached) {
+            Ok(now) => now,
+            Err(e) => {
+                log::debug!("own cost: {e}");
+                return None;
+            }
+        };
         let programs = now
             .iter()
-            .map(|p| {
-                let before = self.bpf_before.get(&p.name);
-                ProgramCost {
-                    name: p.name.clone(),
-                    run_ns: p.run_ns.saturating_sub(before.map_or(0, |b| b.run_ns)),
-                    runs: p.runs.saturating_sub(before.map_or(0, |b| b.runs)),
-                }
-            })
+            .map(|p| p.since(self.bpf_before.get(&p.name)))
             .collect();
         self.bpf_before = now.into_iter().map(|p| (p.name.clone(), p)).collect();
-        Some(BpfCost { programs })
+        Some(BpfCost {
+            programs,
+            timed_one_in: Some(COST_SAMPLE_EVERY),
+        })
     }
 
     /// Cgroups made and removed since the last poll, from the kernel's tracepoints.

@@ -233,6 +233,7 @@ pub fn frame(seq: u64) -> Frame {
         unnamed_cgroups: 0,
         cost: Cost {
             bpf_ns_per_s: Some(1_200_000.0),
+            bpf_timed_one_in: Some(64),
             bpf_programs: Vec::new(),
             process_cpu_seconds: 0.5,
             process_cpu_percent: 0.4,

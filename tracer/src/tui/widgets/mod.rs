@@ -278,7 +278,7 @@ fn header_lines<'a>(app: &App, frame: Option<&Frame>, theme: Theme) -> Vec<(Line
         ));
     }
     let bpf = f.cost.bpf_ns_per_s.map_or_else(
-        || "BPF run time not kept by this kernel".to_owned(),
+        || "BPF run time not measured".to_owned(),
         |ns| {
             #[expect(
                 clippy::cast_possible_truncation,
@@ -286,7 +286,10 @@ fn header_lines<'a>(app: &App, frame: Option<&Frame>, theme: Theme) -> Vec<(Line
                 reason = "ns per second, for display"
             )]
             let ns = ns.max(0.0) as u64;
-            format!("BPF {}/s", units::ns(ns))
+            match f.cost.bpf_timed_one_in {
+                Some(n) => format!("BPF ~{}/s (1 run in {n} timed)", units::ns(ns)),
+                None => format!("BPF {}/s", units::ns(ns)),
+            }
         },
     );
     let mut cost = vec![Span::raw(format!(

@@ -162,14 +162,48 @@ fn nothing_left(run: &SignalRun, base: [u64; 3], base_events: (&str, &str)) -> V
     }
 }
 
+/// The kernel's BPF statistics while a run went on and after it, against `base` (`S,F`: the
+/// sysctl, and the `BPF_ENABLE_STATS` fds held): `top` and `serve`, which run for days,
+/// never turn them on (every BPF program of the host would pay for it); `capture` holds
+/// one fd for its span; none is left after any run, SIGKILL included.
+fn stats_switch(command: &str, run: &SignalRun, base: &str) -> Verdict {
+    let parse = |s: &str| -> Option<(u64, u64)> {
+        let (a, b) = s.split_once(',')?;
+        Some((a.parse().ok()?, b.parse().ok()?))
+    };
+    let (sysctl, fds) = parse(base).ok_or_else(|| format!("no statistics baseline: {base:?}"))?;
+    let during = parse(run.get("stats_during"))
+        .ok_or_else(|| format!("no statistics reading while it ran: {run:?}"))?;
+    let want_fds = if command == "capture" { fds + 1 } else { fds };
+    if during != (sysctl, want_fds) {
+        return Err(format!(
+            "while it ran: kernel.bpf_stats_enabled {}, {} BPF_ENABLE_STATS fds; expected {sysctl} and {want_fds}",
+            during.0, during.1
+        ));
+    }
+    let after = parse(run.get("stats")).ok_or_else(|| format!("no statistics after: {run:?}"))?;
+    if after != (sysctl, fds) {
+        return Err(format!(
+            "after: kernel.bpf_stats_enabled {}, {} BPF_ENABLE_STATS fds; {sysctl} and {fds} before",
+            after.0, after.1
+        ));
+    }
+    Ok(format!(
+        "{} statistics fds while running, none after",
+        during.1
+    ))
+}
+
 /// One signal case: exit status, objects while it ran (more than before, as many as the
-/// first run of the same command and mode), nothing left after, and no capture cgroup
-/// except the one a SIGKILL of `capture` cannot remove.
+/// first run of the same command and mode), the statistics switch (see [`stats_switch`]),
+/// nothing left after, and no capture cgroup except the one a SIGKILL of `capture` cannot
+/// remove.
 fn signal_case(
     run: &SignalRun,
     first: Option<&SignalRun>,
     base: [u64; 3],
     base_events: (&str, &str),
+    base_stats: &str,
 ) -> Verdict {
     let (command, _, sig) = run
         .command_and_signal()
@@ -196,6 +230,7 @@ fn signal_case(
             first.get("during")
         ));
     }
+    let stats = stats_switch(command, run, base_stats)?;
     let left = nothing_left(run, base, base_events)?;
     let cgroups: Vec<&str> = run
         .get("cgroups")
@@ -211,7 +246,7 @@ fn signal_case(
         _ => return Err(format!("capture cgroups left: {cgroups:?} ({left})")),
     };
     Ok(format!(
-        "exit {rc}; while running {} programs/links/maps; {left}; {cgroup_note}",
+        "exit {rc}; while running {} programs/links/maps; {stats}; {left}; {cgroup_note}",
         run.get("during")
     ))
 }
@@ -265,6 +300,7 @@ fn signals(files: &BTreeMap<String, PathBuf>, scope: &str, tally: &mut Tally) {
         return;
     };
     let base_events = (base_run.get("kprobe_events"), base_run.get("uprobe_events"));
+    let base_stats = base_run.get("stats_base");
     let runs: Vec<SignalRun> = read(files, "signals")
         .unwrap_or_default()
         .lines()
@@ -285,7 +321,7 @@ fn signals(files: &BTreeMap<String, PathBuf>, scope: &str, tally: &mut Tally) {
         };
         let key = (command.to_owned(), how.to_owned());
         let earlier = first.get(&key).map(|&j| &runs[j]);
-        let verdict = signal_case(run, earlier, base, base_events)
+        let verdict = signal_case(run, earlier, base, base_events, base_stats)
             .map_err(|e| with_log(files, &format!("{}.err", run.name), e));
         first.entry(key).or_insert(i);
         let shown = if command == "top" {
@@ -295,7 +331,7 @@ fn signals(files: &BTreeMap<String, PathBuf>, scope: &str, tally: &mut Tally) {
         };
         tally.record(
             scope,
-            &format!("signals [{how}]: SIG{sig} to {shown} leaves no program, link, map, kprobe event or cgroup"),
+            &format!("signals [{how}]: SIG{sig} to {shown} leaves no program, link, map, kprobe event, cgroup or BPF statistics switch"),
             &verdict,
         );
     }
@@ -608,56 +644,109 @@ mod tests {
         let base = [1, 0, 2];
         let ev = ("0", "0");
         let ok = run(
-            "capture_kprobe_INT INT rc=130 pid=77 during=40,30,25 after=1,0,2 kprobe_events=0 uprobe_events=0 cgroups=",
+            "capture_kprobe_INT INT rc=130 pid=77 during=40,30,25 stats_during=0,1 stats=0,0 after=1,0,2 kprobe_events=0 uprobe_events=0 cgroups=",
         );
-        assert!(signal_case(&ok, None, base, ev).is_ok());
+        assert!(signal_case(&ok, None, base, ev, "0,0").is_ok());
         let left = run(
-            "capture_kprobe_TERM TERM rc=143 pid=78 during=40,30,25 after=1,1,2 kprobe_events=0 uprobe_events=0 cgroups=",
+            "capture_kprobe_TERM TERM rc=143 pid=78 during=40,30,25 stats_during=0,1 stats=0,0 after=1,1,2 kprobe_events=0 uprobe_events=0 cgroups=",
         );
         assert!(
-            signal_case(&left, Some(&ok), base, ev)
+            signal_case(&left, Some(&ok), base, ev, "0,0")
                 .unwrap_err()
                 .contains("1/1/2")
         );
         let event = run(
-            "top_kprobe_HUP HUP rc=129 pid=79 during=40,30,25 after=1,0,2 kprobe_events=2 uprobe_events=0 cgroups=",
+            "top_kprobe_HUP HUP rc=129 pid=79 during=40,30,25 stats_during=0,0 stats=0,0 after=1,0,2 kprobe_events=2 uprobe_events=0 cgroups=",
         );
         assert!(
-            signal_case(&event, None, base, ev)
+            signal_case(&event, None, base, ev, "0,0")
                 .unwrap_err()
                 .contains("kprobe_events")
         );
         let cgroup = run(
-            "capture_kprobe_HUP HUP rc=129 pid=80 during=40,30,25 after=1,0,2 kprobe_events=0 uprobe_events=0 cgroups=tracer-capture-80,",
+            "capture_kprobe_HUP HUP rc=129 pid=80 during=40,30,25 stats_during=0,1 stats=0,0 after=1,0,2 kprobe_events=0 uprobe_events=0 cgroups=tracer-capture-80,",
         );
-        assert!(signal_case(&cgroup, None, base, ev).is_err());
+        assert!(signal_case(&cgroup, None, base, ev, "0,0").is_err());
         let killed = run(
-            "capture_kprobe_KILL KILL rc=137 pid=81 during=40,30,25 after=1,0,2 kprobe_events=0 uprobe_events=0 cgroups=tracer-capture-81,",
+            "capture_kprobe_KILL KILL rc=137 pid=81 during=40,30,25 stats_during=0,1 stats=0,0 after=1,0,2 kprobe_events=0 uprobe_events=0 cgroups=tracer-capture-81,",
         );
-        assert!(signal_case(&killed, Some(&ok), base, ev).is_ok());
+        assert!(signal_case(&killed, Some(&ok), base, ev, "0,0").is_ok());
     }
 
     #[test]
     fn a_run_that_attached_less_than_the_first_fails() {
         let base = [0, 0, 0];
         let first = run(
-            "serve_kprobe_INT INT rc=0 pid=1 during=40,30,25 after=0,0,0 kprobe_events=0 uprobe_events=0 cgroups=",
+            "serve_kprobe_INT INT rc=0 pid=1 during=40,30,25 stats_during=0,0 stats=0,0 after=0,0,0 kprobe_events=0 uprobe_events=0 cgroups=",
         );
         let fewer = run(
-            "serve_kprobe_KILL KILL rc=137 pid=2 during=38,28,25 after=0,0,0 kprobe_events=0 uprobe_events=0 cgroups=",
+            "serve_kprobe_KILL KILL rc=137 pid=2 during=38,28,25 stats_during=0,0 stats=0,0 after=0,0,0 kprobe_events=0 uprobe_events=0 cgroups=",
         );
-        assert!(signal_case(&fewer, Some(&first), base, ("0", "0")).is_err());
+        assert!(signal_case(&fewer, Some(&first), base, ("0", "0"), "0,0").is_err());
         let none = run(
-            "serve_kprobe_TERM TERM rc=0 pid=3 during=0,0,0 after=0,0,0 kprobe_events=0 uprobe_events=0 cgroups=",
+            "serve_kprobe_TERM TERM rc=0 pid=3 during=0,0,0 stats_during=0,0 stats=0,0 after=0,0,0 kprobe_events=0 uprobe_events=0 cgroups=",
         );
         assert!(
-            signal_case(&none, None, base, ("0", "0"))
+            signal_case(&none, None, base, ("0", "0"), "0,0")
                 .unwrap_err()
                 .contains("did not attach")
         );
         let wrong_rc = run(
-            "serve_kprobe_TERM TERM rc=143 pid=3 during=40,30,25 after=0,0,0 kprobe_events=0 uprobe_events=0 cgroups=",
+            "serve_kprobe_TERM TERM rc=143 pid=3 during=40,30,25 stats_during=0,0 stats=0,0 after=0,0,0 kprobe_events=0 uprobe_events=0 cgroups=",
         );
-        assert!(signal_case(&wrong_rc, None, base, ("0", "0")).is_err());
+        assert!(signal_case(&wrong_rc, None, base, ("0", "0"), "0,0").is_err());
+    }
+
+    #[test]
+    fn a_statistics_switch_held_by_serve_or_left_behind_fails() {
+        let base = [0, 0, 0];
+        let ev = ("0", "0");
+        let line = |name: &str, during: &str, after: &str| {
+            run(&format!(
+                "{name} KILL rc=137 pid=5 during=40,30,25 stats_during={during} stats={after} after=0,0,0 kprobe_events=0 uprobe_events=0 cgroups="
+            ))
+        };
+        assert!(
+            signal_case(
+                &line("serve_kprobe_KILL", "0,0", "0,0"),
+                None,
+                base,
+                ev,
+                "0,0"
+            )
+            .is_ok()
+        );
+        let held = signal_case(
+            &line("serve_kprobe_KILL", "0,1", "0,0"),
+            None,
+            base,
+            ev,
+            "0,0",
+        );
+        assert!(held.unwrap_err().contains("1 BPF_ENABLE_STATS fds"));
+        let top = signal_case(
+            &line("top_kprobe_KILL", "0,1", "0,0"),
+            None,
+            base,
+            ev,
+            "0,0",
+        );
+        assert!(top.is_err(), "top holds none either");
+        let left = signal_case(
+            &line("serve_kprobe_KILL", "0,0", "1,0"),
+            None,
+            base,
+            ev,
+            "0,0",
+        );
+        assert!(left.unwrap_err().contains("after"));
+        // capture holds one for its span, and only then.
+        let capture = |during: &str| {
+            run(&format!(
+                "capture_kprobe_KILL KILL rc=137 pid=81 during=40,30,25 stats_during={during} stats=0,0 after=0,0,0 kprobe_events=0 uprobe_events=0 cgroups=tracer-capture-81,"
+            ))
+        };
+        assert!(signal_case(&capture("0,1"), None, base, ev, "0,0").is_ok());
+        assert!(signal_case(&capture("0,0"), None, base, ev, "0,0").is_err());
     }
 }

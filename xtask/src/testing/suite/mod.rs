@@ -31,8 +31,8 @@ use checks::{
 };
 use results::{
     agrees_with_bpftrace, cgroup_format, check_capture, check_uname, names_in_report,
-    parse_reference, predicts, ref_exact, ref_srcu, ref_tmpfs, round_trip, settled, slow_rmdir,
-    srcu, voice, voice_counters,
+    parse_reference, predicts, ref_exact, ref_srcu, ref_tmpfs, round_trip, sampled_cost, settled,
+    slow_rmdir, srcu, voice, voice_counters,
 };
 
 use super::{
@@ -332,6 +332,12 @@ fn cases() -> Vec<Case> {
                     attached_with_all(s, method, Probe::VfsRmdir)?;
                     concurrent(s, v, Some(method))
                 })),
+            ),
+            Case::new(
+                mode,
+                "3 loops at once, --verbose: about 1 run in 64 of the programs timed itself, an estimate of their cost (what top and serve show) at most 2x the kernel's statistics",
+                name("conc"),
+                Check::Files(Box::new(move |f, _| sampled_cost(f, &name("conc")))),
             ),
             Case::new(
                 mode,

@@ -23,6 +23,54 @@ pub(super) fn settled(files: &BTreeMap<String, PathBuf>, name: &str) -> Verdict 
     }
     Ok("settled before the cap".to_owned())
 }
+/// `--verbose`'s own-cost line: the cost the programs estimate by timing one run in N
+/// (what `tracer top` and `tracer serve` show) beside the kernel's statistics of the same
+/// programs over the same capture. Under TCG a run's time depends on the host (a vCPU
+/// thread descheduled mid-run adds milliseconds), so the two are not compared closely
+/// here (under `-icount` they agree to 0.81 and 0.82 on 6.12: the part before a run's
+/// first clock read and after its last is not timed); what is checked is that about one
+/// run in N timed itself, and that the estimate is neither nothing nor above the whole.
+pub(super) fn sampled_cost(files: &BTreeMap<String, PathBuf>, name: &str) -> Verdict {
+    let log = read(files, &format!("{name}.log"))?;
+    let line = log
+        .lines()
+        .find(|l| l.contains("own cost: "))
+        .ok_or_else(|| format!("{name}.log has no own-cost line (--verbose)"))?;
+    // "own cost: A ns over R runs ..., estimated by the programs timing T of them (1 in N);
+    // the kernel's statistics: S ns over all M runs ..."
+    let (_, said) = line.split_once("own cost: ").unwrap_or_default();
+    let numbers: Vec<u64> = said
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    let [estimate, runs, timed, 1, one_in, exact, _] = numbers[..] else {
+        return Err(format!("unreadable: {line}"));
+    };
+    if runs < 500 {
+        return Err(format!(
+            "only {runs} runs recorded a call: too few to judge ({line})"
+        ));
+    }
+    let expected = runs / one_in;
+    if timed < expected / 3 || timed > expected * 3 {
+        return Err(format!(
+            "{timed} of {runs} runs timed themselves, expected about {expected} (1 in {one_in})"
+        ));
+    }
+    if estimate == 0 || estimate > exact.saturating_mul(2) {
+        return Err(format!(
+            "estimated {estimate} ns, the kernel's statistics {exact} ns: {line}"
+        ));
+    }
+    #[expect(clippy::cast_precision_loss, reason = "a ratio for the reader")]
+    let ratio = estimate as f64 / exact.max(1) as f64;
+    Ok(format!(
+        "{timed} of {runs} runs timed (about 1 in {one_in}); estimate {:.2} ms = {ratio:.2}x the kernel's statistics ({:.2} ms)",
+        ms(estimate),
+        ms(exact)
+    ))
+}
+
 /// Rmdirs in the `voice` workload: each one's victim lock finds the one slot of
 /// `RMDIR_LOCKS` taken by its parent's.
 const VOICE_RMDIRS: u64 = 20;
@@ -560,5 +608,30 @@ mod tests {
         assert!(ref_tmpfs(&parse_reference("unregister_shrinker 50\n"), (6, 1)).is_err());
         let new = parse_reference("shrinker_free 50\nsynchronize_rcu_expedited 50\n");
         assert!(ref_tmpfs(&new, (6, 12)).is_ok());
+    }
+
+    #[test]
+    fn the_own_cost_line_is_judged_by_its_share_timed_and_its_bounds() {
+        let dir = std::env::temp_dir().join(format!("tracer-own-cost-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let judge = |timed: u64, estimate: u64| {
+            let path = dir.join(format!("c{timed}_{estimate}.log"));
+            std::fs::write(
+                &path,
+                format!(
+                    "[2026-12-02T12:14:32Z INFO  tracer::capture] own cost: {estimate} ns over 3600 runs that recorded a call, estimated by the programs timing {timed} of them (1 in 64); the kernel's statistics: 3010874 ns over all 3606 runs of the same programs\n"
+                ),
+            )
+            .unwrap();
+            let files = BTreeMap::from([("conc.log".to_owned(), path)]);
+            sampled_cost(&files, "conc")
+        };
+        // The icount figures of 6.12.
+        let ok = judge(51, 2_449_050).unwrap();
+        assert!(ok.contains("0.81x"), "{ok}");
+        assert!(judge(0, 0).is_err(), "none timed");
+        assert!(judge(3600, 2_449_050).is_err(), "every run timed");
+        assert!(judge(56, 7_000_000).is_err(), "above twice the whole");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
