@@ -41,8 +41,8 @@ pub struct Args {
 /// When the source cannot be opened or the address cannot be bound.
 pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
     let (source, mut opts) = live::open(&args.live)?;
-    // What the source cannot do (a probe not attached, its own cost not measured without
-    // CAP_SYS_ADMIN, ...): said once here, as `tracer top` shows it in its header.
+    // What the source cannot do (a probe not attached, cgroups named by walking the tree,
+    // ...): said once here, as `tracer top` shows it in its header.
     for warning in &source.info().warnings {
         eprintln!("tracer serve: warning: {warning}");
     }
