@@ -392,16 +392,19 @@ fi
 case $(uname -r) in
 6.12.* | 7.3.*)
     if ip addr show dev eth0 2> /dev/null | grep -q 10.0.2.15; then
-        echo "suite: serve under cgroup churn: --max-cgroups 2 --hold 3s, evictions, removals past the hold, a path made again"
+        echo "suite: serve under cgroup churn: --max-cgroups 2 --hold 3s --probes vfs_rmdir,rmdir, evictions, removals past the hold, a path made again"
         mkdir -p /tmp/sch /sys/fs/cgroup/sch_a /sys/fs/cgroup/sch_b /sys/fs/cgroup/sch_c
-        tracer serve --listen 0.0.0.0:29110 --interval 1s --max-cgroups 2 --hold 3s > /tmp/sch.log 2>&1 &
+        # vfs_rmdir and rmdir(2) alone: a call of any probe makes its cgroup busy, and the
+        # root's kernel threads call others (grace-period waits, d_delete) when no phase says.
+        tracer serve --listen 0.0.0.0:29110 --interval 1s --max-cgroups 2 --hold 3s --probes vfs_rmdir,rmdir > /tmp/sch.log 2>&1 &
         srv=$!
         i=0
-        while [ $i -lt 1200 ] && ! wget -q -O /tmp/sch.first http://127.0.0.1:29110/metrics 2> /dev/null; do
+        # Up, and with its first refresh out: what tells this tracer's samples from the
+        # other serve's on the host.
+        while [ $i -lt 1200 ] && ! { wget -q -O /tmp/sch.first http://127.0.0.1:29110/metrics &&
+            sed -n 's/^process_start_time_seconds //p' /tmp/sch.first | grep . > /tmp/sch.start; } 2> /dev/null; do
             sleep 0.1; i=$((i+1))
         done
-        # What tells this tracer's samples from the other serve's on the host.
-        sed -n 's/^process_start_time_seconds //p' /tmp/sch.first > /tmp/sch.start
         # The kernel's own count, from after Prometheus' first scrapes of this tracer (no
         # rmdir in between) to after its last calls were scraped.
         sleep 3

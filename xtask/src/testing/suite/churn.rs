@@ -367,7 +367,7 @@ pub fn check(
         return;
     }
     let scope = format!("{scope} auto");
-    let what = "serve --max-cgroups 2 --hold 3s under cgroup churn";
+    let what = "serve --max-cgroups 2 --hold 3s --probes vfs_rmdir,rmdir under cgroup churn";
     let calls: Vec<String> = PHASES.iter().map(|p| p.calls.to_string()).collect();
     tally.record(
         &scope,
