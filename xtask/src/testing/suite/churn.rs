@@ -154,18 +154,9 @@ impl Run {
     /// run without it after its first, in runs; those at its end are a leaving without a
     /// return.
     fn comings(&self, seen: &BTreeSet<u64>) -> (usize, usize) {
-        let key = |t: f64| {
-            #[expect(
-                clippy::cast_possible_truncation,
-                clippy::cast_sign_loss,
-                reason = "Unix time in milliseconds"
-            )]
-            let k = (t * 1e3).round() as u64;
-            k
-        };
         let (mut left, mut back, mut away, mut born) = (0, 0, false, false);
         for &t in &self.scrapes {
-            let here = seen.contains(&key(t));
+            let here = seen.contains(&unix_ms(t));
             if here && away {
                 back += 1;
             }
@@ -177,6 +168,17 @@ impl Run {
         }
         (left, back)
     }
+}
+
+/// A sample's timestamp (Unix seconds, to the millisecond as Prometheus keeps it) as a key.
+fn unix_ms(at: f64) -> u64 {
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "Unix time in milliseconds"
+    )]
+    let ms = (at * 1e3).round() as u64;
+    ms
 }
 
 /// The guest ran every phase, and its tracer stopped cleanly.
@@ -265,12 +267,7 @@ fn vfs_rmdir_by_label(
             .is_some_and(|(at, _)| *at > run.first() + 1e-3);
         let e = out.entry(cgroup).or_default();
         e.0 += counted(&values, born);
-        #[expect(
-            clippy::cast_possible_truncation,
-            clippy::cast_sign_loss,
-            reason = "Unix time in milliseconds"
-        )]
-        e.1.extend(points.iter().map(|(at, _)| (at * 1e3).round() as u64));
+        e.1.extend(points.iter().map(|(at, _)| unix_ms(*at)));
     }
     Ok(out)
 }
