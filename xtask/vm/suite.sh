@@ -383,6 +383,59 @@ else
     emit net.log /tmp/net.log
 fi
 
+# tracer serve under cgroup churn, scraped every second by the host's Prometheus (6.12
+# and 7.3: the newest kernels, default attach). Two slots and a hold of 3 s; each phase
+# starts 6 s (two holds) after the last, so which cgroup holds which slot is fixed, as
+# xtask/src/testing/suite/churn.rs (`PHASES`) says: /sch_a, /sch_b and /sch_c take turns
+# (the third of the first phase finds both slots held, so `other`), /sch_b is removed and
+# made again twice, and each cgroup removal is a vfs_rmdir of this shell's, in /.
+case $(uname -r) in
+6.12.* | 7.3.*)
+    if ip addr show dev eth0 2> /dev/null | grep -q 10.0.2.15; then
+        echo "suite: serve under cgroup churn: --max-cgroups 2 --hold 3s --probes vfs_rmdir,rmdir, evictions, removals past the hold, a path made again"
+        mkdir -p /tmp/sch /sys/fs/cgroup/sch_a /sys/fs/cgroup/sch_b /sys/fs/cgroup/sch_c
+        # vfs_rmdir and rmdir(2) alone: a call of any probe makes its cgroup busy, and the
+        # root's kernel threads call others (grace-period waits, d_delete) when no phase says.
+        tracer serve --listen 0.0.0.0:29110 --interval 1s --max-cgroups 2 --hold 3s --probes vfs_rmdir,rmdir > /tmp/sch.log 2>&1 &
+        srv=$!
+        i=0
+        # Up, and with its first refresh out: what tells this tracer's samples from the
+        # other serve's on the host.
+        while [ $i -lt 1200 ] && ! { wget -q -O /tmp/sch.first http://127.0.0.1:29110/metrics &&
+            sed -n 's/^process_start_time_seconds //p' /tmp/sch.first | grep . > /tmp/sch.start; } 2> /dev/null; do
+            sleep 0.1; i=$((i+1))
+        done
+        # The kernel's own count, from after Prometheus' first scrapes of this tracer (no
+        # rmdir in between) to after its last calls were scraped.
+        sleep 3
+        echo 'p:ref_vfs_rmdir vfs_rmdir' >> $tracing/kprobe_events
+        echo 1 > $tracing/events/kprobes/enable
+        # Each phase's guest uptime in the log, for when one took longer than the hold.
+        sch_at() { echo "phase $1 at $(cut -d' ' -f1 /proc/uptime) s"; }
+        {
+            sch_at 1 && sh /tmp/half.sh sch_a sch 11 && sh /tmp/half.sh sch_b sch 12 && sh /tmp/half.sh sch_c sch 13 &&
+            sch_at 1-end && sleep 6 && sch_at 2 && sh /tmp/half.sh sch_c sch 14 &&
+            sleep 6 && sch_at 3 && rmdir /sys/fs/cgroup/sch_b &&
+            sleep 6 && sch_at 4 && mkdir /sys/fs/cgroup/sch_b && sh /tmp/half.sh sch_b sch 15 &&
+            sleep 6 && sch_at 5 && rmdir /sys/fs/cgroup/sch_b &&
+            sleep 6 && sch_at 6 && mkdir /sys/fs/cgroup/sch_b && sh /tmp/half.sh sch_b sch 16 &&
+            sch_at 6-end
+        } > /tmp/sch.phases 2>&1
+        echo "exit $?" >> /tmp/sch.phases
+        # Two refreshes for the last calls to reach /metrics, then scrapes.
+        sleep 4
+        echo 0 > $tracing/events/kprobes/enable
+        sed -n 's/^ *ref_\([^ ]*\) *\([0-9]*\) .*/\1 \2/p' $tracing/kprobe_profile > /tmp/sch.ref
+        echo > $tracing/kprobe_events
+        kill $srv
+        wait $srv
+        echo "exit $?" >> /tmp/sch.log
+        rmdir /sys/fs/cgroup/sch_a /sys/fs/cgroup/sch_b /sys/fs/cgroup/sch_c
+        for f in sch.start sch.ref sch.phases sch.log; do emit $f /tmp/$f; done
+    fi
+    ;;
+esac
+
 echo "suite: scale: the maps' kernel memory at $(cat /sys/devices/system/cpu/possible) possible CPUs, calls past the maps' capacity, many cgroups"
 . /scale.sh
 for how in kprobe fentry; do

@@ -18,6 +18,15 @@ pub struct LiveArgs {
     /// Keep at most N cgroups by name (the most active); the rest are summed into `other`.
     #[arg(long, value_name = "N", default_value_t = super::frame::DEFAULT_MAX_CGROUPS)]
     pub max_cgroups: usize,
+    /// How long a cgroup keeps its slot (its row in `top`, its label set in `serve`) after
+    /// its last call, and a removed one after its removal, before the slot can go to
+    /// another cgroup (e.g. 30s, 5m; 1s to 1h).
+    ///
+    /// For `serve`, make it longer than the scrape interval: a label set's last totals are
+    /// then scraped before it leaves the scrape. Shorter gives slots sooner to cgroups that
+    /// became busy; longer keeps the calls of short-lived cgroups in `other`.
+    #[arg(long, value_name = "D", default_value = "1m", value_parser = parse_hold)]
+    pub hold: Duration,
     /// Play a model scenario instead of tracing this kernel (see `tracer model --list`);
     /// works where kprobes cannot attach.
     #[arg(long, value_name = "SCENARIO", conflicts_with_all = ["replay", "synthetic"])]
@@ -86,6 +95,13 @@ pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
 /// The longest refresh interval: past it a view would look stuck.
 pub const MAX_INTERVAL: Duration = Duration::from_hours(1);
 
+/// The shortest `--hold`: below a second, a Prometheus scraping every second (about the
+/// most often one does) could miss a label set's last totals.
+pub const MIN_HOLD: Duration = Duration::from_secs(1);
+
+/// The longest `--hold`.
+pub const MAX_HOLD: Duration = Duration::from_hours(1);
+
 /// The fastest `--speed`: each refresh plays `interval x speed` of the source's time, all of
 /// it at once, and a model scenario starts again each time it ends.
 pub const MAX_SPEED: f64 = 1000.0;
@@ -103,6 +119,20 @@ pub fn parse_interval(s: &str) -> Result<Duration, String> {
     if d < MIN_INTERVAL || d > MAX_INTERVAL {
         return Err(format!(
             "{s:?}: the refresh interval must be from 10ms to 1h"
+        ));
+    }
+    Ok(d)
+}
+
+/// Parse `--hold`: a duration from [`MIN_HOLD`] to [`MAX_HOLD`].
+///
+/// # Errors
+/// When it is not a duration, or out of that range.
+pub fn parse_hold(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d < MIN_HOLD || d > MAX_HOLD {
+        return Err(format!(
+            "{s:?}: the hold of a cgroup's slot must be from 1s to 1h"
         ));
     }
     Ok(d)
@@ -151,6 +181,8 @@ pub fn open(args: &LiveArgs) -> anyhow::Result<(Box<dyn Source>, Options)> {
     let opts = Options {
         interval: args.interval,
         max_cgroups: args.max_cgroups,
+        slot_hold: args.hold,
+        gone_grace: args.hold,
         slow_threshold_ns: args
             .slow
             .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
@@ -196,6 +228,7 @@ pub fn open(args: &LiveArgs) -> anyhow::Result<(Box<dyn Source>, Options)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::live::GONE_GRACE;
 
     #[test]
     fn speeds_churns_and_intervals_out_of_range_are_refused() {
@@ -213,5 +246,34 @@ mod tests {
                 .contains("from 10ms to 1h")
         );
         assert!(parse_interval("2h").is_err());
+        assert_eq!(parse_hold("3s"), Ok(Duration::from_secs(3)));
+        assert_eq!(parse_hold("1h"), Ok(Duration::from_hours(1)));
+        for bad in ["500ms", "0", "61m", "2h", "soon"] {
+            assert!(parse_hold(bad).is_err(), "{bad}");
+        }
+        assert!(parse_hold("0s").unwrap_err().contains("from 1s to 1h"));
+    }
+
+    #[test]
+    fn hold_sets_the_idle_hold_and_the_removal_grace() {
+        use clap::Parser as _;
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            live: LiveArgs,
+        }
+        let parse = |extra: &[&str]| {
+            let argv = ["top", "--synthetic", "4"].iter().chain(extra);
+            Cli::try_parse_from(argv).map(|c| open(&c.live).map(|(_, o)| o))
+        };
+        let o = parse(&[]).unwrap().unwrap();
+        assert_eq!((o.slot_hold, o.gone_grace), (GONE_GRACE, GONE_GRACE));
+        let o = parse(&["--hold", "3s"]).unwrap().unwrap();
+        let three = Duration::from_secs(3);
+        assert_eq!((o.slot_hold, o.gone_grace), (three, three));
+        let Err(e) = parse(&["--hold", "100ms"]) else {
+            panic!("--hold 100ms accepted");
+        };
+        assert!(e.to_string().contains("from 1s to 1h"), "{e}");
     }
 }

@@ -225,7 +225,7 @@ impl Live {
             seq: 0,
             table: Table::new(
                 opts.max_cgroups,
-                u64::try_from(super::frame::GONE_GRACE.as_nanos()).unwrap_or(u64::MAX),
+                u64::try_from(opts.gone_grace.as_nanos()).unwrap_or(u64::MAX),
                 u64::try_from(opts.slot_hold.as_nanos()).unwrap_or(u64::MAX),
             ),
             labels: Labels::new(opts.max_cgroups),
@@ -924,6 +924,44 @@ mod tests {
             0,
             "nothing moved into other"
         );
+    }
+
+    #[test]
+    fn the_hold_bounds_how_long_a_removed_or_idle_cgroup_keeps_its_slot() {
+        // `--hold 3s`: the idle hold and the removal grace both.
+        let hold = std::time::Duration::from_secs(3);
+        let mut l = Live::new(
+            Arc::clone(&live(1).info),
+            &Options {
+                max_cgroups: 1,
+                history_len: 5,
+                slot_hold: hold,
+                gone_grace: hold,
+                ..Options::default()
+            },
+        );
+        let by = |f: &Frame, c| f.cumulative.total_where(|k| k.cgroup == c).count();
+        l.apply(delta(&[7], 3), SEC);
+        let mut d = delta(&[], 0);
+        d.cgroups_removed.push(7);
+        l.apply(d, 2 * SEC);
+        for i in 3..=4 {
+            let (_, leave) = l.apply(delta(&[], 0), i * SEC);
+            assert!(leave.is_empty(), "left after {i} s");
+        }
+        let (f, leave) = l.apply(delta(&[], 0), 5 * SEC);
+        assert_eq!(leave, vec![7], "3 s after its removal, not a minute");
+        assert_eq!(by(&f, 7), 0, "its label set left");
+        // 8 takes the free slot; 9, busy from the next second on, files under `other`
+        // until 8 has been idle for 3 s, then takes the slot.
+        l.apply(delta(&[8], 2), 6 * SEC);
+        for i in 7..=8 {
+            let (f, _) = l.apply(delta(&[9], 1), i * SEC);
+            assert_eq!((by(&f, 8), by(&f, 9)), (2, 0), "at {i} s");
+        }
+        let (f, _) = l.apply(delta(&[9], 1), 9 * SEC);
+        assert_eq!((by(&f, 8), by(&f, 9)), (0, 1), "8 evicted after 3 s idle");
+        assert_eq!(by(&f, OTHER_CGROUP), 2);
     }
 
     #[test]

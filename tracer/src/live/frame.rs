@@ -14,7 +14,8 @@ use super::{source::SourceInfo, window};
 pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(1);
 /// Default number of cgroups kept by name; the rest are summed into `other`.
 pub const DEFAULT_MAX_CGROUPS: usize = 100;
-/// How long a removed cgroup still shows (as gone) before it leaves.
+/// How long a removed cgroup still shows (as gone) before it leaves, and a cgroup must
+/// have been idle before its slot goes to another, unless `--hold` says otherwise.
 pub const GONE_GRACE: Duration = Duration::from_mins(1);
 
 /// A cgroup the table knows by name.
@@ -24,7 +25,8 @@ pub struct CgroupEntry {
     pub path: Arc<str>,
     /// Whether it is kept by name (`false`: its calls are summed into `other`).
     pub tracked: bool,
-    /// When it was removed, Unix nanoseconds; it leaves the table `GONE_GRACE` later.
+    /// When it was removed, Unix nanoseconds; it leaves the table [`Options::gone_grace`]
+    /// later.
     pub gone_since_unix_ns: Option<u64>,
 }
 
@@ -148,6 +150,9 @@ pub struct Options {
     /// How long a tracked cgroup must have been idle before its slot goes to another
     /// (default [`GONE_GRACE`]): its label set's last totals are exported that long.
     pub slot_hold: Duration,
+    /// How long a removed cgroup stays in the table (default [`GONE_GRACE`]): as gone in
+    /// the views, holding its slot unless another cgroup needs it.
+    pub gone_grace: Duration,
 }
 
 impl Default for Options {
@@ -161,6 +166,7 @@ impl Default for Options {
             last_60s: true,
             series_totals: true,
             slot_hold: GONE_GRACE,
+            gone_grace: GONE_GRACE,
         }
     }
 }

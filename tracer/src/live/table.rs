@@ -4,13 +4,15 @@
 //! At most `max` cgroups are tracked. A cgroup with calls and a known path gets a slot
 //! while one is free; when none is, it takes the slot of a removed cgroup, else of the
 //! tracked cgroup idle the longest, if that one has been idle for a while (the live
-//! options' `slot_hold`, by default [`super::frame::GONE_GRACE`], a minute): a label set's last totals are then exported
-//! for at least that long before it goes stale, so a Prometheus scraping more often than
-//! that has seen every call filed under it, and a burst of short-lived cgroups does not
-//! churn the label sets (nor multiply the series). Otherwise its calls go to `other`; so do those of a cgroup whose path is not known (yet): a label set is never
-//! renamed. A removed cgroup shows as gone for [`super::frame::GONE_GRACE`] (or until its
-//! slot is needed), then leaves, and the source forgets its kernel map entries. What was
-//! filed under a cgroup's label set stays there ([`super::labels`]): nothing is re-filed.
+//! options' `slot_hold`: `--hold`, by default [`super::frame::GONE_GRACE`], a minute): a
+//! label set's last totals are then exported for at least that long before it goes stale,
+//! so a Prometheus scraping more often than that has seen every call filed under it, and a
+//! burst of short-lived cgroups does not churn the label sets (nor multiply the series).
+//! Otherwise its calls go to `other`; so do those of a cgroup whose path is not known
+//! (yet): a label set is never renamed. A removed cgroup shows as gone for the options'
+//! `gone_grace` (also `--hold`; or until its slot is needed), then leaves, and the source
+//! forgets its kernel map entries. What was filed under a cgroup's label set stays there
+//! ([`super::labels`]): nothing is re-filed.
 
 use std::{
     collections::{BTreeMap, BTreeSet},

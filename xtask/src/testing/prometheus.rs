@@ -93,6 +93,10 @@ pub(crate) fn promtool_check(name: &str, text: &str) -> Result<String, String> {
     }
 }
 
+/// One series of a range query: its labels (JSON) and its samples, (Unix seconds, value),
+/// oldest first.
+pub(crate) type TimedSeries = (serde_json::Value, Vec<(f64, f64)>);
+
 /// A Prometheus server on loopback scraping the targets every second.
 pub(crate) struct Prometheus {
     url: String,
@@ -207,6 +211,16 @@ impl Prometheus {
     /// The raw samples of a range selector `expr` (`metric{...}[60s]`): each series'
     /// labels (JSON) and its values, oldest first.
     pub(crate) fn samples(&self, expr: &str) -> Result<Vec<(serde_json::Value, Vec<f64>)>, String> {
+        Ok(self
+            .timed_samples(expr)?
+            .into_iter()
+            .map(|(labels, points)| (labels, points.into_iter().map(|(_, v)| v).collect()))
+            .collect())
+    }
+
+    /// As [`Prometheus::samples`], each value with its timestamp (Unix seconds): every
+    /// sample of one scrape has the scrape's.
+    pub(crate) fn timed_samples(&self, expr: &str) -> Result<Vec<TimedSeries>, String> {
         let data = self.api(expr, "30")?;
         if data["resultType"] != "matrix" {
             return Err(format!(
@@ -219,19 +233,22 @@ impl Prometheus {
             .map(|rs| {
                 rs.iter()
                     .map(|r| {
-                        let values = r["values"]
+                        let points = r["values"]
                             .as_array()
                             .map(|vs| {
                                 vs.iter()
                                     .map(|p| {
-                                        p[1].as_str()
+                                        let at = p[0].as_f64().unwrap_or(f64::NAN);
+                                        let value = p[1]
+                                            .as_str()
                                             .and_then(|s| s.parse().ok())
-                                            .unwrap_or(f64::NAN)
+                                            .unwrap_or(f64::NAN);
+                                        (at, value)
                                     })
                                     .collect()
                             })
                             .unwrap_or_default();
-                        (r["metric"].clone(), values)
+                        (r["metric"].clone(), points)
                     })
                     .collect()
             })
@@ -251,6 +268,36 @@ impl Prometheus {
                 _ => sleep(Duration::from_millis(500)),
             }
         }
+    }
+}
+
+/// What is wrong with the raw samples of counters (each series' labels and values, oldest
+/// first): a sample below the one before it, an empty `cgroup` label. Empty when nothing is.
+pub(crate) fn counter_faults(series: &[(serde_json::Value, Vec<f64>)]) -> Vec<String> {
+    let mut faults = Vec::new();
+    for (labels, values) in series {
+        if labels["cgroup"].as_str().is_some_and(str::is_empty) {
+            faults.push(format!("an empty cgroup label: {labels}"));
+        }
+        if let Some((a, b)) = values
+            .iter()
+            .zip(values.iter().skip(1))
+            .find(|(a, b)| b < a)
+        {
+            faults.push(format!("{labels}: {a} -> {b}"));
+        }
+    }
+    faults
+}
+
+/// The calls a counter's raw samples over a range count: last minus first, plus first
+/// when the series was `born` in the range (it counted from zero, unseen). Not
+/// `increase()`, which extrapolates to the range's ends.
+pub(crate) fn counted(values: &[f64], born: bool) -> f64 {
+    match (values.first(), values.last()) {
+        (Some(_), Some(last)) if born => *last,
+        (Some(first), Some(last)) => last - first,
+        _ => 0.0,
     }
 }
 
@@ -303,4 +350,27 @@ fn bucket_index(ns: f64) -> usize {
         .iter()
         .position(|&b| ns <= b as f64)
         .unwrap_or(BOUNDS_NS.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counted_is_last_minus_first_and_all_of_a_series_born_in_the_range() {
+        assert!((counted(&[3.0, 5.0, 9.0], false) - 6.0).abs() < 1e-9);
+        assert!((counted(&[3.0, 5.0, 9.0], true) - 9.0).abs() < 1e-9);
+        assert!(counted(&[], true).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_decreasing_sample_and_an_empty_cgroup_are_faults() {
+        let ok = (serde_json::json!({"cgroup": "/a"}), vec![1.0, 1.0, 4.0]);
+        let down = (serde_json::json!({"cgroup": "other"}), vec![5.0, 4.0]);
+        let empty = (serde_json::json!({"cgroup": ""}), vec![1.0]);
+        assert!(counter_faults(std::slice::from_ref(&ok)).is_empty());
+        let faults = counter_faults(&[ok, down, empty]);
+        assert_eq!(faults.len(), 2, "{faults:?}");
+        assert!(faults[0].contains("5 -> 4"), "{faults:?}");
+    }
 }

@@ -20,7 +20,8 @@ use tracer_core::snapshot::Probe;
 use super::{
     harness::Tally,
     prometheus::{
-        Guard, Prometheus, free_port, get, native_p99_agrees, p99_agrees, promtool_check, wait_for,
+        Guard, Prometheus, counter_faults, free_port, get, native_p99_agrees, p99_agrees,
+        promtool_check, wait_for,
     },
 };
 use crate::util;
@@ -409,25 +410,12 @@ fn never_decreases(prometheus: &Prometheus, addr: &str) -> Result<String, String
         "{{__name__=~\"tracer_.*(_count|_bucket|_total)\",instance=\"{addr}\"}}[{CHURN_SECONDS}s]"
     );
     let series = prometheus.samples(&expr)?;
-    let mut drops = Vec::new();
-    let mut samples = 0;
-    let mut cgroups = std::collections::BTreeSet::new();
-    for (labels, values) in &series {
-        samples += values.len();
-        if let Some(c) = labels["cgroup"].as_str() {
-            cgroups.insert(c.to_owned());
-            if c.is_empty() {
-                drops.push(format!("an empty cgroup label: {labels}"));
-            }
-        }
-        if let Some((a, b)) = values
-            .iter()
-            .zip(values.iter().skip(1))
-            .find(|(a, b)| b < a)
-        {
-            drops.push(format!("{labels}: {a} -> {b}"));
-        }
-    }
+    let drops = counter_faults(&series);
+    let samples: usize = series.iter().map(|(_, v)| v.len()).sum();
+    let cgroups: std::collections::BTreeSet<&str> = series
+        .iter()
+        .filter_map(|(labels, _)| labels["cgroup"].as_str())
+        .collect();
     if series.is_empty() {
         Err(format!("{expr}: no series"))
     } else if drops.is_empty() {

@@ -7,9 +7,12 @@
 //!   round trips, the model's predictions; captures loaded and checked as every capture must
 //!   be before a check of [`checks`] judges them.
 //! - [`live`]: `tracer top` and `tracer serve` in the VM, scraped from this host.
+//! - [`churn`]: `tracer serve` through cgroup churn, its raw samples against the kernel's
+//!   count.
 //! - [`harden`]: signals and least privilege, in the 6.12 boot or in one of their own.
 
 pub(crate) mod checks;
+pub(crate) mod churn;
 pub(crate) mod harden;
 pub(crate) mod live;
 pub(crate) mod results;
@@ -145,6 +148,7 @@ pub fn vm_suite(
         tally.record(&format!("{scope} {}", case.mode), &case.name, &verdict);
     }
     live::check(&files, prometheus.as_ref(), &scope, tally);
+    churn::check(&files, prometheus.as_ref(), &scope, version, tally);
     scale::check(&files, &scope, version, tally);
     if harden {
         harden::check(&files, &scope, tally);
