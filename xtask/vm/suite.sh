@@ -50,6 +50,12 @@ capture() {
     [ -f /tmp/$name.json ] && emit $name.json /tmp/$name.json
 }
 
+# wait_for FILE TEXT: until TEXT shows in FILE, 120 s at most.
+wait_for() {
+    i=0
+    while [ $i -lt 1200 ] && ! grep -q "$2" "$1" 2>/dev/null; do sleep 0.1; i=$((i+1)); done
+}
+
 echo "suite: uname"
 uname -r > /tmp/uname
 emit uname /tmp/uname
@@ -229,6 +235,36 @@ capture names "sh /tmp/names.sh" --names-root $nr
 tracer report /tmp/names.json > /tmp/names.txt 2>&1
 emit names.txt /tmp/names.txt
 for spec in $names_cgroups; do rmdir /sys/fs/cgroup/${spec%:*}; done
+# The same workload again, its cgroups and names made anew, under `tracer top --frames` and
+# `tracer serve` at once. A cgroup's names are looked up 0, 1, 3, 7, 15 and 31 refreshes
+# after it is made: 36 refreshes see names made up to 31 s after their cgroups (on a loaded
+# host, 6.12's were first found at the 15th).
+rm -rf $nr
+ifconfig lo 127.0.0.1 up 2>/dev/null || ip link set lo up 2>/dev/null
+tracer serve --listen 127.0.0.1:29111 --interval 1s --names-root $nr > /tmp/names_serve.log 2>&1 &
+srv=$!
+i=0
+while [ $i -lt 1200 ] && ! wget -q -O /dev/null http://127.0.0.1:29111/metrics 2>/dev/null; do
+    sleep 0.1; i=$((i+1))
+done
+# Once serve answers: top's refreshes all come after the workload starts, as counted above.
+timeout 200 tracer top --frames 36 --interval 1s --view cgroups --width 160 --height 40 \
+    --names-root $nr > /tmp/names_top.txt 2> /tmp/names_top.err &
+top=$!
+wait_for /tmp/names_top.txt "refresh 1/36"
+sh /tmp/names.sh >> /tmp/names_top.err 2>&1
+echo "workload exit $?" >> /tmp/names_top.err
+wait $top
+echo "exit $?" >> /tmp/names_top.err
+wget -q -O /tmp/names_serve.metrics http://127.0.0.1:29111/metrics
+kill $srv
+wait $srv
+echo "exit $?" >> /tmp/names_serve.log
+emit names_top.txt /tmp/names_top.txt
+emit names_top.err /tmp/names_top.err
+[ -f /tmp/names_serve.metrics ] && emit names_serve.metrics /tmp/names_serve.metrics
+emit names_serve.log /tmp/names_serve.log
+for spec in $names_cgroups; do rmdir /sys/fs/cgroup/${spec%:*}; done
 for d in $pod1 kubepods.slice/kubepods-burstable.slice kubepods.slice/kubepods-pod$U3s.slice kubepods.slice kubepods/besteffort/pod$U2 kubepods/besteffort kubepods system.slice machine.slice; do
     rmdir /sys/fs/cgroup/$d
 done
@@ -316,11 +352,6 @@ if [ -d /mnt/ext2 ]; then
 fi
 
 echo "suite: live views: tracer top --frames and tracer serve while workloads run in cgroups of their own"
-# wait_for FILE TEXT: until TEXT shows in FILE, 120 s at most.
-wait_for() {
-    i=0
-    while [ $i -lt 1200 ] && ! grep -q "$2" "$1" 2>/dev/null; do sleep 0.1; i=$((i+1)); done
-}
 for how in kprobe fentry; do
     cg=top_$how
     mkdir -p /sys/fs/cgroup/$cg /tmp/$cg

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use tracer_core::cgroup_names::Qos;
 use tracer_core::snapshot::ProbeKind;
 use tracer_core::snapshot::{
     AttachMethod, AttachState, Counter, GONE_CGROUP, Loss, Probe, ProbeStatus, Snapshot,
@@ -746,71 +747,87 @@ pub fn tmpfs(s: &Snapshot, version: (u32, u32)) -> Verdict {
         absent.name()
     ))
 }
-/// The names case (`vm/suite.sh`): a cgroup laid out as each runtime lays it out, with its
-/// exact rmdir count, and what a capture whose names appeared after the cgroups must call
-/// it; the plain cgroup carries no name. The ids and UIDs are the suite's.
-pub(super) fn names(s: &Snapshot, _version: (u32, u32)) -> Verdict {
-    use tracer_core::cgroup_names::Qos;
+/// A cgroup of the names case (`vm/suite.sh`), laid out as a runtime lays it out.
+pub(super) struct NamedCgroup {
+    /// Its path under the cgroup2 root.
+    pub path: String,
+    /// What every view must call it (`capture`'s report, `top`, `serve`'s
+    /// `tracer_cgroup_info`); None: a plain cgroup, known by its path alone.
+    pub name: Option<&'static str>,
+    /// Its pod's quality-of-service class, which its path says.
+    pub qos: Option<Qos>,
+    /// mkdir + rmdir pairs the workload makes in it.
+    pub rmdirs: u64,
+}
+
+/// The names case's cgroups, with the names a view must give each once the kubelet's
+/// links and pod directories and the OCI bundles appeared after them. The ids and UIDs
+/// are the suite's.
+pub(super) fn named_cgroups() -> [NamedCgroup; 8] {
     let hex = |h: &str| h.repeat(8);
-    let (c1, c2, c3, p1, c4, c5) = (
-        hex("c1c1c1c1"),
-        hex("c2c2c2c2"),
-        hex("c3c3c3c3"),
-        hex("a0a0a0a0"),
-        hex("d4d4d4d4"),
-        hex("e5e5e5e5"),
-    );
-    let u2 = "22222222-2222-4222-8222-222222222222";
     let pod1 = "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod11111111_1111_4111_8111_111111111111.slice";
     let pod3 = "/kubepods.slice/kubepods-pod33333333_3333_4333_8333_333333333333.slice";
-    // Path, the name a user sees, the pod's QoS class, mkdir + rmdir made in it.
-    let cases: [(String, Option<&str>, Option<Qos>, u64); 8] = [
-        (
-            format!("{pod1}/cri-containerd-{c1}.scope"),
+    let u2 = "22222222-2222-4222-8222-222222222222";
+    let named = |path: String, name, qos, rmdirs| NamedCgroup {
+        path,
+        name,
+        qos,
+        rmdirs,
+    };
+    [
+        named(
+            format!("{pod1}/cri-containerd-{}.scope", hex("c1c1c1c1")),
             Some("shop/cart-7d9f/cart"),
             Some(Qos::Burstable),
             11,
         ),
-        (
-            format!("/kubepods/besteffort/pod{u2}/{c2}"),
+        named(
+            format!("/kubepods/besteffort/pod{u2}/{}", hex("c2c2c2c2")),
             Some("blog/web-0/nginx"),
             Some(Qos::BestEffort),
             12,
         ),
-        (
-            format!("{pod3}/crio-{c3}.scope"),
+        named(
+            format!("{pod3}/crio-{}.scope", hex("c3c3c3c3")),
             Some("ops/db-0/postgres"),
             Some(Qos::Guaranteed),
             13,
         ),
-        (
-            format!("{pod1}/cri-containerd-{p1}.scope"),
+        named(
+            format!("{pod1}/cri-containerd-{}.scope", hex("a0a0a0a0")),
             Some("shop/cart-7d9f/POD"),
             Some(Qos::Burstable),
             14,
         ),
-        (
-            format!("/system.slice/docker-{c4}.scope"),
+        named(
+            format!("/system.slice/docker-{}.scope", hex("d4d4d4d4")),
             Some("docker:d4d4d4d4d4d4"),
             None,
             15,
         ),
-        (
-            format!("/machine.slice/libpod-{c5}.scope"),
+        named(
+            format!("/machine.slice/libpod-{}.scope", hex("e5e5e5e5")),
             Some("podman:e5e5e5e5e5e5"),
             None,
             16,
         ),
-        (
+        named(
             "/system.slice/names-test.service".to_owned(),
             Some("names-test.service"),
             None,
             17,
         ),
-        ("/names-plain".to_owned(), None, None, 18),
-    ];
+        named("/names-plain".to_owned(), None, None, 18),
+    ]
+}
+
+/// The names case's capture: each cgroup of [`named_cgroups`] with its exact rmdir count,
+/// called what a capture whose names appeared after the cgroups must call it; the plain
+/// cgroup carries no name.
+pub(super) fn names(s: &Snapshot, _version: (u32, u32)) -> Verdict {
     let mut seen = Vec::new();
-    for (path, want, qos, calls) in &cases {
+    for c in named_cgroups() {
+        let path = &c.path;
         let id = s
             .cgroups
             .iter()
@@ -820,20 +837,21 @@ pub(super) fn names(s: &Snapshot, _version: (u32, u32)) -> Verdict {
         let n = s
             .total_where(|k| k.probe == Probe::VfsRmdir && k.cgroup == id)
             .count();
-        if n != *calls {
-            return Err(format!("{path}: vfs_rmdir = {n}, expected {calls}"));
+        if n != c.rmdirs {
+            return Err(format!("{path}: vfs_rmdir = {n}, expected {}", c.rmdirs));
         }
         let names = s.cgroup_names.get(&id);
         let got = names.and_then(|n| n.label(path));
-        if got.as_deref() != *want {
+        if got.as_deref() != c.name {
             return Err(format!(
-                "{path}: named {got:?}, expected {want:?} (names: {names:?})"
+                "{path}: named {got:?}, expected {:?} (names: {names:?})",
+                c.name
             ));
         }
-        if names.and_then(|n| n.qos) != *qos {
-            return Err(format!("{path}: QoS class {names:?}, expected {qos:?}"));
+        if names.and_then(|n| n.qos) != c.qos {
+            return Err(format!("{path}: QoS class {names:?}, expected {:?}", c.qos));
         }
-        seen.push(format!("{} = {n}", want.unwrap_or(path)));
+        seen.push(format!("{} = {n}", c.name.unwrap_or(path)));
     }
     Ok(format!("vfs_rmdir: {}", seen.join(", ")))
 }

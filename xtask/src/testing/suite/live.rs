@@ -5,6 +5,7 @@
 
 use std::{collections::BTreeMap, path::PathBuf};
 
+use super::checks::named_cgroups;
 use crate::testing::{
     harness::{Tally, Verdict, read, with_log},
     prometheus::{Prometheus, p99_agrees, promtool_check},
@@ -47,10 +48,7 @@ fn top_cgroup(files: &BTreeMap<String, PathBuf>, how: &str) -> Verdict {
         .iter()
         .find(|l| l.starts_with(&format!("/{cg} ")))
         .ok_or_else(|| format!("no row for /{cg} in the last frame:\n{}", block.join("\n")))?;
-    let words: Vec<&str> = row.split_whitespace().collect();
-    // The last two columns: rmdir(2) and umount2(2) calls since start.
-    let rmdirs = words.get(words.len().saturating_sub(2)).copied();
-    if rmdirs == Some(&want.to_string()) {
+    if rmdirs_in(row) == Some(want) {
         Ok(format!("/{cg}: {want} rmdirs in the last frame"))
     } else {
         Err(format!(
@@ -83,6 +81,159 @@ fn top_slow(files: &BTreeMap<String, PathBuf>, how: &str) -> Verdict {
             block.join("\n")
         )),
     }
+}
+
+/// A Cgroups row's rmdir(2) calls since start: the last but one column (umount2(2)'s last).
+fn rmdirs_in(row: &str) -> Option<u64> {
+    let words: Vec<&str> = row.split_whitespace().collect();
+    words.get(words.len().checked_sub(2)?)?.parse().ok()
+}
+
+/// A row's first column (a cgroup's name or path has no space).
+fn first_word(row: &str) -> Option<&str> {
+    row.split_whitespace().next()
+}
+
+/// The names case under `tracer top --frames`: its last Cgroups frame shows each cgroup of
+/// [`named_cgroups`] by its name (the plain one by its path, a named one never by its
+/// path) with its exact rmdir count.
+pub(super) fn names_top(files: &BTreeMap<String, PathBuf>) -> Verdict {
+    let text = read(files, "names_top.txt")?;
+    let block = last_view(&text, "Cgroups")
+        .ok_or_else(|| with_log(files, "names_top.err", "no Cgroups frame".into()))?;
+    names_in_frame(&block)
+}
+
+/// [`names_top`]'s judgement of one Cgroups frame.
+fn names_in_frame(block: &[&str]) -> Verdict {
+    let mut seen = Vec::new();
+    for c in named_cgroups() {
+        let shown = c.name.unwrap_or(&c.path);
+        let row = block
+            .iter()
+            .find(|l| first_word(l) == Some(shown))
+            .ok_or_else(|| {
+                format!(
+                    "no row of {shown} ({}) in the last frame:\n{}",
+                    c.path,
+                    block.join("\n")
+                )
+            })?;
+        if rmdirs_in(row) != Some(c.rmdirs) {
+            return Err(format!(
+                "{shown}: expected {} rmdirs, the row reads: {row}",
+                c.rmdirs
+            ));
+        }
+        if c.name.is_some()
+            && let Some(l) = block.iter().find(|l| first_word(l) == Some(&c.path))
+        {
+            return Err(format!("{shown} shown by its path too: {l}"));
+        }
+        seen.push(format!("{shown} {}", c.rmdirs));
+    }
+    Ok(format!("rows: {}", seen.join(", ")))
+}
+
+/// The labels of a text-format sample line, `name{k="v",...} value` (values without `"`
+/// or `,`, as the names case's are).
+fn labels_of(line: &str) -> Option<BTreeMap<&str, &str>> {
+    let (_, rest) = line.split_once('{')?;
+    let (set, _) = rest.rsplit_once("} ")?;
+    set.strip_suffix('"')?
+        .split("\",")
+        .map(|kv| kv.split_once("=\""))
+        .collect()
+}
+
+/// The names case under `tracer serve`: for each cgroup of [`named_cgroups`] with a name,
+/// one `tracer_cgroup_info` series whose labels name it as the capture must (namespace,
+/// pod and container, or the runtime and id, or the unit) and carry its path's container
+/// id, runtime and unit, nothing else; none for the plain cgroup; each cgroup's rmdir and
+/// `vfs_rmdir` counts exact.
+pub(super) fn names_serve(files: &BTreeMap<String, PathBuf>) -> Verdict {
+    let text =
+        read(files, "names_serve.metrics").map_err(|e| with_log(files, "names_serve.log", e))?;
+    names_in_scrape(&text)
+}
+
+/// [`names_serve`]'s judgement of one scrape.
+fn names_in_scrape(text: &str) -> Verdict {
+    use tracer_core::cgroup_names::{CgroupNames, Runtime};
+    let mut seen = Vec::new();
+    for c in named_cgroups() {
+        let path = &c.path;
+        let cgroup = format!("cgroup=\"{path}\"");
+        for probe in ["rmdir", "vfs_rmdir"] {
+            let n = scraped(
+                text,
+                "tracer_latency_seconds_count",
+                &[&format!("probe=\"{probe}\""), &cgroup],
+            );
+            #[expect(clippy::cast_precision_loss, reason = "a count under 100")]
+            let want = c.rmdirs as f64;
+            if n != Some(want) {
+                return Err(format!(
+                    "{probe} _count of {path} = {n:?}, expected {}",
+                    c.rmdirs
+                ));
+            }
+        }
+        let info: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("tracer_cgroup_info{") && l.contains(&cgroup))
+            .collect();
+        let Some(want) = c.name else {
+            if !info.is_empty() {
+                return Err(format!("the plain cgroup has {info:?}"));
+            }
+            seen.push(format!("{path}: no info, {} rmdir", c.rmdirs));
+            continue;
+        };
+        let [line] = info.as_slice() else {
+            return Err(format!(
+                "{path}: {} tracer_cgroup_info series, expected one: {info:?}",
+                info.len()
+            ));
+        };
+        let labels = labels_of(line).ok_or_else(|| format!("{path}: labels unreadable: {line}"))?;
+        let label = |k: &str| labels.get(k).map(|v| (*v).to_owned());
+        let got = CgroupNames {
+            namespace: label("namespace"),
+            pod: label("pod"),
+            container: label("container"),
+            container_id: label("container_id"),
+            runtime: labels.get("runtime").and_then(|r| Runtime::from_name(r)),
+            unit: label("unit"),
+            ..CgroupNames::default()
+        };
+        let of_path = CgroupNames::from_path(path);
+        let known = [
+            "cgroup",
+            "namespace",
+            "pod",
+            "container",
+            "container_id",
+            "runtime",
+            "unit",
+        ];
+        if got.label(path).as_deref() != Some(want)
+            || labels.get("container_id").copied() != of_path.container_id.as_deref()
+            || labels.get("runtime").copied() != of_path.runtime.map(Runtime::name)
+            || labels.get("unit").copied() != of_path.unit.as_deref()
+            || labels.keys().any(|k| !known.contains(k))
+            || line.rsplit_once(' ').map(|(_, v)| v) != Some("1")
+        {
+            return Err(format!(
+                "{path}: expected {want} (container id {:?}, runtime {:?}, unit {:?}), got {line}",
+                of_path.container_id,
+                of_path.runtime.map(Runtime::name),
+                of_path.unit
+            ));
+        }
+        seen.push(format!("{want}, {} rmdir", c.rmdirs));
+    }
+    Ok(seen.join("; "))
 }
 
 /// The value of the sample of `metric` whose labels include every one of `labels`,
@@ -279,6 +430,90 @@ mod tests {
         assert_eq!(last_view(text, "Cgroups").unwrap()[1], "/a 2");
         assert_eq!(last_view(text, "Slow calls").unwrap()[1], "x");
         assert!(last_view(text, "Detail").is_none());
+    }
+
+    /// A scrape of the names case as `tracer serve` must give it: each cgroup's counts,
+    /// the info series of each named one.
+    fn names_scrape() -> String {
+        use std::fmt::Write;
+
+        use tracer_core::cgroup_names::{CgroupNames, Runtime};
+        let mut text = String::new();
+        for c in named_cgroups() {
+            let (path, n) = (&c.path, c.rmdirs);
+            writeln!(
+                text,
+                "tracer_latency_seconds_count{{probe=\"rmdir\",cgroup=\"{path}\"}} {n}"
+            )
+            .unwrap();
+            let caller = "caller=\"rmdir\"";
+            writeln!(
+                text,
+                "tracer_latency_seconds_count{{probe=\"vfs_rmdir\",{caller},cgroup=\"{path}\"}} {n}"
+            )
+            .unwrap();
+            let Some(name) = c.name else { continue };
+            let p = CgroupNames::from_path(path);
+            let mut labels = vec![format!("cgroup=\"{path}\"")];
+            if let [ns, pod, container] = name.split('/').collect::<Vec<_>>()[..] {
+                labels.push(format!(
+                    "namespace=\"{ns}\",pod=\"{pod}\",container=\"{container}\""
+                ));
+            }
+            labels.extend(p.container_id.map(|v| format!("container_id=\"{v}\"")));
+            labels.extend(
+                p.runtime
+                    .map(|v| format!("runtime=\"{}\"", Runtime::name(v))),
+            );
+            labels.extend(p.unit.map(|v| format!("unit=\"{v}\"")));
+            writeln!(text, "tracer_cgroup_info{{{}}} 1", labels.join(",")).unwrap();
+        }
+        text
+    }
+
+    #[test]
+    fn the_names_scrape_is_judged_by_every_label_and_count() {
+        let good = names_scrape();
+        assert!(
+            names_in_scrape(&good).is_ok(),
+            "{:?}",
+            names_in_scrape(&good)
+        );
+        for (from, to) in [
+            // Another pod's name, a runtime left out, a count off by one.
+            ("pod=\"web-0\"", "pod=\"web-1\""),
+            (",runtime=\"docker\"", ""),
+            ("names-plain\"} 18", "names-plain\"} 17"),
+        ] {
+            assert!(good.contains(from), "{from}");
+            let bad = good.replace(from, to);
+            assert!(names_in_scrape(&bad).is_err(), "{from} -> {to}");
+        }
+        let plain = format!("{good}tracer_cgroup_info{{cgroup=\"/names-plain\",unit=\"x\"}} 1\n");
+        assert!(names_in_scrape(&plain).is_err());
+    }
+
+    #[test]
+    fn the_names_frame_wants_each_name_with_its_rmdirs() {
+        let rows: Vec<String> = named_cgroups()
+            .iter()
+            .map(|c| format!("{}   -   -   {}   0", c.name.unwrap_or(&c.path), c.rmdirs))
+            .collect();
+        let block: Vec<&str> = rows.iter().map(String::as_str).collect();
+        assert!(
+            names_in_frame(&block).is_ok(),
+            "{:?}",
+            names_in_frame(&block)
+        );
+        assert!(names_in_frame(&block[1..]).is_err());
+        let by_path = format!("{} - 0 0", named_cgroups()[0].path);
+        let mut twice = block.clone();
+        twice.push(&by_path);
+        assert!(names_in_frame(&twice).is_err());
+        let off = rows[0].replace("   11   0", "   10   0");
+        let mut miscounted = block.clone();
+        miscounted[0] = &off;
+        assert!(names_in_frame(&miscounted).is_err());
     }
 
     #[test]

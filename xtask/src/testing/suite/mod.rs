@@ -439,6 +439,18 @@ fn cases() -> Vec<Case> {
         ),
         Case::new(
             "auto",
+            "names: top --frames over the same workload shows each cgroup by its pod, container or unit, the plain one by its path, 11 to 18 rmdirs each",
+            "names_top.txt",
+            Check::Files(Box::new(|f, _| live::names_top(f))),
+        ),
+        Case::new(
+            "auto",
+            "names: serve's tracer_cgroup_info names each cgroup exactly (namespace, pod, container, id, runtime, unit), none for the plain one, 11 to 18 rmdir and vfs_rmdir each",
+            "names_serve.metrics",
+            Check::Files(Box::new(|f, _| live::names_serve(f))),
+        ),
+        Case::new(
+            "auto",
             "RMDIR_LOCKS of 1 entry, 20 rmdirs: --verbose shows the kernel programs' message once, rmdir_lock_drops = 20 in the report and its explanation",
             "voice",
             Check::Files(Box::new(|f, _| voice(f))),

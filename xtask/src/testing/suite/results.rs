@@ -10,7 +10,8 @@ use tracer_core::snapshot::{
 };
 
 use super::checks::{
-    attached_with, attached_with_all, capture_sanity, dentries, exact, teardown_probes,
+    attached_with, attached_with_all, capture_sanity, dentries, exact, named_cgroups,
+    teardown_probes,
 };
 use crate::testing::harness::{CANNOT, Verdict, ms, read, with_log};
 
@@ -563,18 +564,10 @@ pub(super) fn names_in_report(files: &BTreeMap<String, PathBuf>) -> Verdict {
         .split("per cgroup")
         .nth(1)
         .ok_or_else(|| format!("no per-cgroup table in the report:\n{text}"))?;
-    let wanted = [
-        "shop/cart-7d9f/cart",
-        "blog/web-0/nginx",
-        "ops/db-0/postgres",
-        "shop/cart-7d9f/POD",
-        "docker:d4d4d4d4d4d4",
-        "podman:e5e5e5e5e5e5",
-        "names-test.service",
-        "/names-plain",
-    ];
+    let wanted = named_cgroups();
     let missing: Vec<&str> = wanted
-        .into_iter()
+        .iter()
+        .map(|c| c.name.unwrap_or(&c.path))
         .filter(|w| !table.lines().any(|l| l.trim_start().starts_with(w)))
         .collect();
     if !missing.is_empty() {
