@@ -29,8 +29,9 @@ pub(super) fn settled(files: &BTreeMap<String, PathBuf>, name: &str) -> Verdict 
 /// programs over the same capture. Under TCG a run's time depends on the host (a vCPU
 /// thread descheduled mid-run adds milliseconds), so the two are not compared closely
 /// here (under `-icount` they agree to 0.81 and 0.82 on 6.12: the part before a run's
-/// first clock read and after its last is not timed); what is checked is that about one
-/// run in N timed itself, and that the estimate is neither nothing nor above the whole.
+/// first clock read and after its last is not timed; a loaded 6.12 gave 0.42x and 1.35x):
+/// what is checked is that about one run in N timed itself, and that the estimate is
+/// neither nothing nor five times the whole (a unit or a count gone wrong).
 pub(super) fn sampled_cost(files: &BTreeMap<String, PathBuf>, name: &str) -> Verdict {
     let log = read(files, &format!("{name}.log"))?;
     let line = log
@@ -58,7 +59,7 @@ pub(super) fn sampled_cost(files: &BTreeMap<String, PathBuf>, name: &str) -> Ver
             "{timed} of {runs} runs timed themselves, expected about {expected} (1 in {one_in})"
         ));
     }
-    if estimate == 0 || estimate > exact.saturating_mul(2) {
+    if estimate == 0 || estimate > exact.saturating_mul(5) {
         return Err(format!(
             "estimated {estimate} ns, the kernel's statistics {exact} ns: {line}"
         ));
@@ -624,7 +625,7 @@ mod tests {
         assert!(ok.contains("0.81x"), "{ok}");
         assert!(judge(0, 0).is_err(), "none timed");
         assert!(judge(3600, 2_449_050).is_err(), "every run timed");
-        assert!(judge(56, 7_000_000).is_err(), "above twice the whole");
+        assert!(judge(56, 16_000_000).is_err(), "five times the whole");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
