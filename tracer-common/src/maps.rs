@@ -238,9 +238,23 @@ pub struct ProbeCounters {
 }
 
 /// One run in this many of a traced call's entry and exit programs times itself (into
-/// [`ProbeCounters`]): the run whose first clock read has its low bits clear, which costs
-/// the others one mask and one branch. A power of two.
+/// [`ProbeCounters`]), as [`cost_sampled`] picks it. A power of two.
 pub const COST_SAMPLE_EVERY: u64 = 64;
+
+/// Whether a run whose first clock read was `t0` times itself: about one in
+/// [`COST_SAMPLE_EVERY`], whatever steps the clock takes.
+///
+/// Not the clock's low bits: a clock that steps by 10 ns (QEMU's HPET, the clocksource of
+/// Debian's 6.1 under TCG) keeps one parity from boot, so its readings' low 6 bits are
+/// clear in one run in 32 or in none. Multiplying by 2^64 over the golden ratio
+/// (Fibonacci hashing) and keeping the top bits spreads any arithmetic progression of
+/// readings evenly: the other runs pay one multiply, one shift and one branch.
+#[inline(always)]
+#[must_use]
+pub const fn cost_sampled(t0: u64) -> bool {
+    const SHIFT: u32 = 64 - COST_SAMPLE_EVERY.trailing_zeros();
+    t0.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> SHIFT == 0
+}
 
 /// The traced calls in flight on one thread: one lookup per entry and per exit finds the
 /// start time and the caller. Start times are per (thread, probe), so nested calls
@@ -621,6 +635,37 @@ mod pod {
 mod tests {
     use super::*;
     use core::mem::size_of;
+
+    /// The share of `n` clock readings `start, start + step, ...` that [`cost_sampled`]
+    /// picks, times [`COST_SAMPLE_EVERY`]: 1.0 is one run in 64.
+    fn sampled_share(start: u64, step: u64, n: u32) -> f64 {
+        let picked = (0..u64::from(n))
+            .filter(|i| cost_sampled(start.wrapping_add(i * step)))
+            .count();
+        let per = u32::try_from(COST_SAMPLE_EVERY).unwrap();
+        f64::from(u32::try_from(picked).unwrap()) * f64::from(per) / f64::from(n)
+    }
+
+    #[test]
+    fn about_one_run_in_64_times_itself_whatever_steps_the_clock_takes() {
+        // A nanosecond TSC; QEMU's 10 ns HPET from an odd and an even start (the low
+        // 6 bits of the odd one's readings are never clear: the sample it once took
+        // picked no run at all); a 4 ms jiffies clock; readings 1 µs apart.
+        for (start, step) in [
+            (1_000_000_007, 1),
+            (3_214_567_891, 10),
+            (3_214_567_890, 10),
+            (4_000_000, 4_000_000),
+            (17, 1_024),
+            (123_456_789, 1_000),
+        ] {
+            let share = sampled_share(start, step, 640_000);
+            assert!(
+                (0.9..1.1).contains(&share),
+                "start {start}, step {step} ns: {share:.3} of one run in 64 timed"
+            );
+        }
+    }
 
     #[test]
     fn layouts_have_no_implicit_padding() {

@@ -31,11 +31,11 @@ use tracer_common::{
     NO_CALLER, Probe, ProbeKind, bucket_of,
     maps::{
         AT_REMOVEDIR, BEGUN_UNRECORDED, CGROUP_EVENTS_BYTES, CGROUP_PATH_MAX, CGROUP2_HIERARCHY,
-        COST_SAMPLE_EVERY, COUNTER_ENTRIES, COUNTER_KINDS, CgroupEvent, CounterId, CounterKey,
-        DCACHE_DONTCACHE, DCACHE_OP_DELETE, Frames, HIST_ENTRIES, HistKey, INFLIGHT_ENTRIES,
-        LOSS_COUNT, LockGate, Loss, NOT_PRUNED, OVERFLOW_ENTRIES, ProbeCounters, RMDIR_ENTRIES,
-        RmdirLocks, RmdirSlot, SETTLE_ENTERED, SETTLE_RETURNED, SLOW_CALLS_BYTES, SLOW_PRUNED,
-        SlowBudget, SlowCallEvent, Stat, Thread, overflow_index,
+        COUNTER_ENTRIES, COUNTER_KINDS, CgroupEvent, CounterId, CounterKey, DCACHE_DONTCACHE,
+        DCACHE_OP_DELETE, Frames, HIST_ENTRIES, HistKey, INFLIGHT_ENTRIES, LOSS_COUNT, LockGate,
+        Loss, NOT_PRUNED, OVERFLOW_ENTRIES, ProbeCounters, RMDIR_ENTRIES, RmdirLocks, RmdirSlot,
+        SETTLE_ENTERED, SETTLE_RETURNED, SLOW_CALLS_BYTES, SLOW_PRUNED, SlowBudget, SlowCallEvent,
+        Stat, Thread, cost_sampled, overflow_index,
     },
     probe::PROBE_COUNT,
 };
@@ -364,18 +364,10 @@ fn on_entry(probe: Probe, arg: u64) {
     entered(probe, arg, thread, t0);
 }
 
-/// Whether this run, whose first clock read was `t0`, times itself: one in
-/// [`COST_SAMPLE_EVERY`], by the clock's low bits (any clock: what userspace estimates from
-/// is the share actually timed, counted beside the runs).
-#[inline(always)]
-fn timed(t0: u64) -> bool {
-    t0 & (COST_SAMPLE_EVERY - 1) == 0
-}
-
 /// Add this run's time since `t0` to `runs` and `ns`, if it is one that times itself.
 #[inline(always)]
 fn time_run(t0: u64, runs: *mut u64, ns: *mut u64) {
-    if timed(t0) {
+    if cost_sampled(t0) {
         let t1 = unsafe { bpf_ktime_get_ns() };
         add(runs, 1);
         add(ns, t1.saturating_sub(t0));
@@ -993,7 +985,7 @@ fn exited(probe: Probe, thread: Option<&'static mut Thread>, t0: u64) {
         _ => {}
     }
     // Timed to here, a run counted in `exits`; the lookup only in a run that times itself.
-    if timed(t0)
+    if cost_sampled(t0)
         && let Some(c) = counters(probe)
     {
         time_run(t0, &raw mut c.timed_exits, &raw mut c.timed_exit_ns);

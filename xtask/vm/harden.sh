@@ -59,7 +59,11 @@ sigcase() {
     echo "$name $sig rc=$rc pid=$(cat /tmp/h.pid) during=$(cat /tmp/h.during) stats_during=$(cat /tmp/h.stats) $(leftovers)" >> /tmp/signals
 }
 
-echo "harden: signals (INT, TERM, HUP, KILL) to capture, top --frames and serve"
+# say TEXT: a section's heading on the console, with the guest's uptime (where the
+# minutes go).
+say() { echo "harden: [$(cut -d' ' -f1 /proc/uptime) s] $*"; }
+
+say "signals (INT, TERM, HUP, KILL) to capture, top --frames and serve"
 t0=$(cut -d' ' -f1 /proc/uptime)
 for how in kprobe fentry; do
     # fentry: SIGKILL alone (the other signals take the same path out as under kprobe).
@@ -104,7 +108,7 @@ done
 emit signals_next.log /tmp/signals_next.log
 [ -f /tmp/signals_next.json ] && emit signals_next.json /tmp/signals_next.json
 
-echo "harden: least privilege (user 65534 with only the capabilities named)"
+say "least privilege (user 65534 with only the capabilities named)"
 t0=$(cut -d' ' -f1 /proc/uptime)
 # asuser CAPS ARGS...: tracer as user 65534 with only CAPS (e.g. +bpf,+perfmon), ambient so
 # they survive the exec; "" for none.
@@ -186,7 +190,7 @@ emit lp.seconds /tmp/lp.seconds
 # and the unit's command line. 200 mkdir+rmdir in a cgroup made after it started must be
 # counted exactly in a scrape.
 if [ -x $setpriv ] && [ -f /deploy.caps ] && [ -f /99-tracer.conf ]; then
-    echo "harden: serve as deploy/systemd/tracer.service runs it"
+    say "serve as deploy/systemd/tracer.service runs it"
     echo 3 > /proc/sys/kernel/perf_event_paranoid
     sysctl -p /99-tracer.conf > /dev/null 2>&1
     echo "perf_event_paranoid $(cat /proc/sys/kernel/perf_event_paranoid) after 99-tracer.conf" > /tmp/deploy.paranoid
@@ -215,4 +219,4 @@ if [ -x $setpriv ] && [ -f /deploy.caps ] && [ -f /99-tracer.conf ]; then
         emit $f /tmp/$f
     done
 fi
-echo "harden: done"
+say "done"

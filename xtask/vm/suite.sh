@@ -56,18 +56,22 @@ wait_for() {
     while [ $i -lt 1200 ] && ! grep -q "$2" "$1" 2>/dev/null; do sleep 0.1; i=$((i+1)); done
 }
 
-echo "suite: uname"
+# say TEXT: a section's heading on the console, with the guest's uptime (where the
+# minutes go).
+say() { echo "suite: [$(cut -d' ' -f1 /proc/uptime) s] $*"; }
+
+say "uname"
 uname -r > /tmp/uname
 emit uname /tmp/uname
 
-echo "suite: rmdir (200 mkdir + rmdir)"
+say "rmdir (200 mkdir + rmdir)"
 mkdir -p /tmp/rmdir
 reference rmdir "$rmdir_workload" $rmdir_sym d_delete
 for how in kprobe fentry; do
     capture rmdir_$how "$rmdir_workload" --attach $how
 done
 
-echo "suite: unlink (100 unlinks in a kept directory on ext2 over loop)"
+say "unlink (100 unlinks in a kept directory on ext2 over loop)"
 # ext2 keeps negative dentries; tmpfs, the root here, drops them at once.
 { mount-ext2 && mkdir -p /mnt/ext2/kept; } > /tmp/ext2.log 2>&1
 echo "exit $?" >> /tmp/ext2.log
@@ -81,21 +85,21 @@ if sh -c "$make_files"; then
     done
 fi
 
-echo "suite: tmpfs (50 tmpfs mount + umount)"
+say "tmpfs (50 tmpfs mount + umount)"
 mkdir -p /mnt/t
 reference tmpfs "$tmpfs_workload" unregister_shrinker shrinker_free synchronize_srcu synchronize_rcu_expedited
 for how in kprobe fentry; do
     capture tmpfs_$how "$tmpfs_workload" --attach $how
 done
 
-echo "suite: dentries on tmpfs (100 unlinks: tmpfs drops every negative dentry)"
+say "dentries on tmpfs (100 unlinks: tmpfs drops every negative dentry)"
 mkdir -p /tmp/kept
 for how in kprobe fentry; do
     sh -c 'cd /tmp/kept && i=0; while [ $i -lt 100 ]; do touch f$i || exit 1; i=$((i+1)); done'
     capture unlink_tmpfs_$how 'cd /tmp/kept && i=0; while [ $i -lt 100 ]; do rm f$i || exit 1; i=$((i+1)); done' --attach $how
 done
 
-echo "suite: concurrency (37, 53 and 71 mkdir + rmdir at once on 2 CPUs, each in a cgroup of its own)"
+say "concurrency (37, 53 and 71 mkdir + rmdir at once on 2 CPUs, each in a cgroup of its own)"
 # Each loop moves itself into its cgroup before its first mkdir.
 half='echo $$ > /sys/fs/cgroup/$1/cgroup.procs && cd /tmp/$2 && i=0; while [ $i -lt $3 ]; do mkdir d$i && rmdir d$i || exit 1; i=$((i+1)); done'
 echo "$half" > /tmp/half.sh
@@ -107,19 +111,19 @@ for how in kprobe fentry; do
 done
 capture conc_auto "$conc" --verbose
 
-echo "suite: an idle command (sleep 4): attaching records no grace-period wait"
+say "an idle command (sleep 4): attaching records no grace-period wait"
 for how in kprobe fentry; do
     capture idle_$how 'sleep 4' --attach $how
 done
 
-echo "suite: the kernel programs' own voice: RMDIR_LOCKS of 1 entry, 20 mkdir + rmdir, --verbose"
+say "the kernel programs' own voice: RMDIR_LOCKS of 1 entry, 20 mkdir + rmdir, --verbose"
 # Each rmdir registers its parent's lock, and its victim's finds the one slot taken.
 mkdir -p /tmp/voice
 export TRACER_MAP_ENTRIES=RMDIR_LOCKS=1
 capture voice 'cd /tmp/voice && i=0; while [ $i -lt 20 ]; do mkdir d$i && rmdir d$i || exit 1; i=$((i+1)); done' --verbose
 unset TRACER_MAP_ENTRIES
 
-echo "suite: the kernel programs' own voice: COUNTERS of 1 entry, 20 unlinks on ext2 then 30 on tmpfs, --verbose"
+say "the kernel programs' own voice: COUNTERS of 1 entry, 20 unlinks on ext2 then 30 on tmpfs, --verbose"
 # The ext2 unlinks' negative dentries take the one entry (the workload's cgroup, negative);
 # the tmpfs unlinks' dropped dentries find the map full.
 voice_files='i=0; while [ $i -lt 20 ]; do touch /mnt/ext2/kept/v$i || exit 1; i=$((i+1)); done; i=0; while [ $i -lt 30 ]; do touch /tmp/vc/v$i || exit 1; i=$((i+1)); done'
@@ -133,7 +137,7 @@ for how in kprobe fentry; do
     fi
 done
 
-echo "suite: inode-lock waits: 4 lookups block on the parent's lock while rmdir prunes"
+say "inode-lock waits: 4 lookups block on the parent's lock while rmdir prunes"
 # lockwait.sh DIR N: rmdir DIR/victim (full of negative dentries) from cgroup /lk_rm, and
 # once it holds DIR's lock, N lookups of new names in DIR from cgroup /lk_wait: each must
 # wait for that lock until the rmdir is done (a lookup that misses the dcache takes it).
@@ -165,7 +169,7 @@ if [ -d /mnt/ext2 ]; then
     done
 fi
 
-echo "suite: SRCU: removing inotify watches (fsnotify marks wait for SRCU when destroyed)"
+say "SRCU: removing inotify watches (fsnotify marks wait for SRCU when destroyed)"
 mkdir -p /tmp/watched
 # After each watch is gone, a second for the kernel worker that frees its connector (and
 # waits for SRCU) to run before the next is queued: were two queued before it ran (a VM
@@ -178,10 +182,10 @@ if [ -x /usr/bin/inotifywait ]; then
     done
 fi
 
-echo "suite: cgroup tracepoint layout"
+say "cgroup tracepoint layout"
 emit cgroup_format $tracing/events/cgroup/cgroup_mkdir/format
 
-echo "suite: cgroups made and removed during a capture (30, 40, 50 mkdir + rmdir), kprobe and fentry"
+say "cgroups made and removed during a capture (30, 40, 50 mkdir + rmdir), kprobe and fentry"
 mkdir -p /tmp/cca /tmp/ccb /tmp/ccc
 # Each cgroup is made, used by one shell, and removed once that shell has exited.
 churn='for spec in a:30 b:40 c:50; do n=${spec%%:*}; k=${spec#*:}; mkdir /sys/fs/cgroup/churn_$n && sh /tmp/half.sh churn_$n cc$n $k && rmdir /sys/fs/cgroup/churn_$n || exit 1; done'
@@ -189,7 +193,7 @@ for how in kprobe fentry; do
     capture churn_$how "$churn" --attach $how
 done
 
-echo "suite: missed returns: 5 of 10 vfs_rmdir returns skipped (test knob), unlinks on the same thread after each"
+say "missed returns: 5 of 10 vfs_rmdir returns skipped (test knob), unlinks on the same thread after each"
 # busybox `rm -r` removes its arguments in turn on one thread: a directory by rmdir(2), a
 # file by unlink(2).
 heal_args=
@@ -202,7 +206,7 @@ for how in kprobe fentry; do
     unset TRACER_TEST_MISS_RETURNS
 done
 
-echo "suite: names (cgroups laid out as each runtime lays them out, named after they are made)"
+say "names (cgroups laid out as each runtime lays them out, named after they are made)"
 # The ids and UIDs are xtask/src/testing/suite/checks.rs's (`names`). Each cgroup gets
 # its own count of mkdir + rmdir; the kubelet's links and pod directories and the OCI
 # bundles appear only after every cgroup is made and used, under a root of their own.
@@ -270,7 +274,7 @@ for d in $pod1 kubepods.slice/kubepods-burstable.slice kubepods.slice/kubepods-p
 done
 rm -rf $nr /tmp/namesw
 
-echo "suite: slow calls: rmdir of 20000 negative dentries over --slow 5ms; 1 ns over a tight loop"
+say "slow calls: rmdir of 20000 negative dentries over --slow 5ms; 1 ns over a tight loop"
 if [ -d /mnt/ext2 ]; then
     for how in kprobe fentry; do
         mkdir -p /mnt/ext2/slow_$how
@@ -296,7 +300,7 @@ for how in kprobe fentry; do
 done
 rmdir /sys/fs/cgroup/busy 2>/dev/null
 
-echo "suite: umount of 300 tmpfs, and the capture file re-rendered"
+say "umount of 300 tmpfs, and the capture file re-rendered"
 for how in kprobe fentry; do
     i=0; while [ $i -lt 300 ]; do mkdir -p /mnt/s/$i && mount -t tmpfs none /mnt/s/$i; i=$((i+1)); done
     capture umount300_$how 'i=0; while [ $i -lt 300 ]; do umount /mnt/s/$i || exit 1; i=$((i+1)); done' --attach $how
@@ -307,7 +311,7 @@ else
     emit umount300.rt.log /tmp/rt.log
 fi
 
-echo "suite: negative dentries (20000 failed lookups), then rmdir while ls reads the parent"
+say "negative dentries (20000 failed lookups), then rmdir while ls reads the parent"
 if [ -d /mnt/ext2 ]; then
     mkdir -p /mnt/ext2/es
     # `[ -e ]` is a shell builtin: 20000 lookups without 20000 forks.
@@ -326,7 +330,7 @@ bt() {
     emit $1.bt /tmp/$1.bt
 }
 if [ -x /usr/bin/bpftrace ]; then
-    echo "suite: bpftrace on the same workloads"
+    say "bpftrace on the same workloads"
     bt rmdir "$rmdir_workload" "kprobe:$rmdir_sym { @vfs_rmdir = count(); } kprobe:d_delete { @d_delete = count(); }"
     if [ -d /mnt/ext2/kept ]; then
         sh -c "$make_files"
@@ -338,7 +342,7 @@ if [ -x /usr/bin/bpftrace ]; then
     fi
 fi
 
-echo "suite: calibration captures (umount of 50 and 150 tmpfs; rmdir of 5000 and 20000 negatives)"
+say "calibration captures (umount of 50 and 150 tmpfs; rmdir of 5000 and 20000 negatives)"
 for n in 50 150; do
     i=0; while [ $i -lt $n ]; do mkdir -p /mnt/c$n/$i && mount -t tmpfs none /mnt/c$n/$i; i=$((i+1)); done
     capture um$n "i=0; while [ \$i -lt $n ]; do umount /mnt/c$n/\$i || exit 1; i=\$((i+1)); done"
@@ -351,7 +355,7 @@ if [ -d /mnt/ext2 ]; then
     done
 fi
 
-echo "suite: live views: tracer top --frames and tracer serve while workloads run in cgroups of their own"
+say "live views: tracer top --frames and tracer serve while workloads run in cgroups of their own"
 for how in kprobe fentry; do
     cg=top_$how
     mkdir -p /sys/fs/cgroup/$cg /tmp/$cg
@@ -423,7 +427,7 @@ fi
 case $(uname -r) in
 6.12.* | 7.3.*)
     if ip addr show dev eth0 2> /dev/null | grep -q 10.0.2.15; then
-        echo "suite: serve under cgroup churn: --max-cgroups 2 --hold 3s --probes vfs_rmdir,rmdir, evictions, removals past the hold, a path made again"
+        say "serve under cgroup churn: --max-cgroups 2 --hold 3s --probes vfs_rmdir,rmdir, evictions, removals past the hold, a path made again"
         mkdir -p /tmp/sch /sys/fs/cgroup/sch_a /sys/fs/cgroup/sch_b /sys/fs/cgroup/sch_c
         # vfs_rmdir and rmdir(2) alone: a call of any probe makes its cgroup busy, and the
         # root's kernel threads call others (grace-period waits, d_delete) when no phase says.
@@ -467,7 +471,7 @@ case $(uname -r) in
     ;;
 esac
 
-echo "suite: scale: the maps' kernel memory at $(cat /sys/devices/system/cpu/possible) possible CPUs, calls past the maps' capacity, many cgroups"
+say "scale: the maps' kernel memory at $(cat /sys/devices/system/cpu/possible) possible CPUs, calls past the maps' capacity, many cgroups"
 . /scale.sh
 for how in kprobe fentry; do
     scale_memory $how
@@ -486,4 +490,4 @@ case $(uname -r) in
     ;;
 esac
 
-echo "suite: done"
+say "done"

@@ -16,6 +16,13 @@ pub struct Tally {
     skipped: usize,
 }
 impl Tally {
+    /// Add the counts of another tally (a VM lane's), whose lines are printed.
+    pub fn merge(&mut self, other: &Tally) {
+        self.passed += other.passed;
+        self.failed += other.failed;
+        self.skipped += other.skipped;
+    }
+
     /// Print one case's line.
     pub fn record(&mut self, scope: &str, case: &str, verdict: &Verdict) {
         match verdict {
