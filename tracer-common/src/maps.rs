@@ -229,7 +229,8 @@ pub struct ProbeCounters {
     /// counted in `entries` that stored a start time: tracer's own cost without the
     /// kernel's BPF statistics, which slow every program of the host while on.
     pub timed_entries: u64,
-    /// Their nanoseconds, from the program's first clock read to its last.
+    /// Their nanoseconds, from the program's first clock read to its last, each run's
+    /// at most [`COST_RUN_CAP_NS`].
     pub timed_entry_ns: u64,
     /// Exit runs timed, of those counted in `exits`.
     pub timed_exits: u64,
@@ -240,6 +241,13 @@ pub struct ProbeCounters {
 /// One run in this many of a traced call's entry and exit programs times itself (into
 /// [`ProbeCounters`]), as [`cost_sampled`] picks it. A power of two.
 pub const COST_SAMPLE_EVERY: u64 = 64;
+
+/// The most one timed run adds to the programs' own cost. A run of tracer's takes
+/// microseconds (tens under QEMU's TCG); one that took longer was interrupted, preempted
+/// (an fentry program can be) or its vCPU stalled, and counted in full it would be
+/// counted [`COST_SAMPLE_EVERY`] times: one 10 ms stall made a 5.10 capture's estimate
+/// 1.06 s where the kernel's statistics, which count it once, said 73 ms.
+pub const COST_RUN_CAP_NS: u64 = 1_000_000;
 
 /// Whether a run whose first clock read was `t0` times itself: about one in
 /// [`COST_SAMPLE_EVERY`], whatever steps the clock takes.

@@ -31,11 +31,11 @@ use tracer_common::{
     NO_CALLER, Probe, ProbeKind, bucket_of,
     maps::{
         AT_REMOVEDIR, BEGUN_UNRECORDED, CGROUP_EVENTS_BYTES, CGROUP_PATH_MAX, CGROUP2_HIERARCHY,
-        COUNTER_ENTRIES, COUNTER_KINDS, CgroupEvent, CounterId, CounterKey, DCACHE_DONTCACHE,
-        DCACHE_OP_DELETE, Frames, HIST_ENTRIES, HistKey, INFLIGHT_ENTRIES, LOSS_COUNT, LockGate,
-        Loss, NOT_PRUNED, OVERFLOW_ENTRIES, ProbeCounters, RMDIR_ENTRIES, RmdirLocks, RmdirSlot,
-        SETTLE_ENTERED, SETTLE_RETURNED, SLOW_CALLS_BYTES, SLOW_PRUNED, SlowBudget, SlowCallEvent,
-        Stat, Thread, cost_sampled, overflow_index,
+        COST_RUN_CAP_NS, COUNTER_ENTRIES, COUNTER_KINDS, CgroupEvent, CounterId, CounterKey,
+        DCACHE_DONTCACHE, DCACHE_OP_DELETE, Frames, HIST_ENTRIES, HistKey, INFLIGHT_ENTRIES,
+        LOSS_COUNT, LockGate, Loss, NOT_PRUNED, OVERFLOW_ENTRIES, ProbeCounters, RMDIR_ENTRIES,
+        RmdirLocks, RmdirSlot, SETTLE_ENTERED, SETTLE_RETURNED, SLOW_CALLS_BYTES, SLOW_PRUNED,
+        SlowBudget, SlowCallEvent, Stat, Thread, cost_sampled, overflow_index,
     },
     probe::PROBE_COUNT,
 };
@@ -364,13 +364,14 @@ fn on_entry(probe: Probe, arg: u64) {
     entered(probe, arg, thread, t0);
 }
 
-/// Add this run's time since `t0` to `runs` and `ns`, if it is one that times itself.
+/// Add this run's time since `t0` (at most [`COST_RUN_CAP_NS`]) to `runs` and `ns`, if it
+/// is one that times itself.
 #[inline(always)]
 fn time_run(t0: u64, runs: *mut u64, ns: *mut u64) {
     if cost_sampled(t0) {
         let t1 = unsafe { bpf_ktime_get_ns() };
         add(runs, 1);
-        add(ns, t1.saturating_sub(t0));
+        add(ns, t1.saturating_sub(t0).min(COST_RUN_CAP_NS));
     }
 }
 
