@@ -118,6 +118,12 @@ scale_cgroups() {
     [ -f /tmp/$name.json ] && emit $name.json /tmp/$name.json
 }
 
+# largest FILE: each series' largest sample in FILE (`scrape series value` lines), as
+# `series value` lines: what the host sums per probe.
+largest() {
+    awk '{ if (!($2 in m) || $3 + 0 > m[$2] + 0) m[$2] = $3 } END { for (s in m) print s, m[s] }' "$1"
+}
+
 # scale_serve N MAX NAME: the workload over N cgroups under `tracer serve --max-cgroups
 # MAX`, scraped every second as Prometheus would. A cgroup's label set goes stale once it
 # loses its slot (its history stays in the samples already taken), so what is summed is each
@@ -151,10 +157,10 @@ scale_serve() {
     # before any scrape saw it is never seen: the wait runs out and the host's check fails.
     want=$(awk -v n=$n 'BEGIN { for (i = 0; i < n; i++) s += 1 + i % 7; print s }')
     i=0
-    while [ $i -lt 120 ] && ! awk -v w=$want '{ if (!($2 in m) || $3 + 0 > m[$2]) m[$2] = $3 + 0 }
-        END { for (x in m) for (p in want) if (index(x, "probe=\"" p "\"") > 0) s[p] += m[x]
-              for (p in want) if (s[p] < w) exit 1 }
-        BEGIN { want["vfs_rmdir"]; want["rmdir"]; want["unlink"] }' /tmp/$name.samples; do
+    while [ $i -lt 120 ] && ! largest /tmp/$name.samples | awk -v w=$want '
+        BEGIN { want["vfs_rmdir"]; want["rmdir"]; want["unlink"] }
+        { for (p in want) if (index($1, "probe=\"" p "\"") > 0) s[p] += $2 }
+        END { for (p in want) if (s[p] < w) exit 1 }'; do
         sleep 1
         i=$((i+1))
     done
@@ -165,10 +171,10 @@ scale_serve() {
     wait $p
     echo "exit $?" >> /tmp/$name.log
     scale_remove $n
-    awk '{ if (!($2 in m) || $3 + 0 > m[$2] + 0) m[$2] = $3
-           if (index($2, "cgroup=\"/sc/") > 0) { split($2, a, "cgroup=\""); split(a[2], c, "\""); k = $1 " " c[1]; if (!(k in seen)) { seen[k] = 1; per[$1]++ } } }
-         END { for (s in m) print s, m[s]; most = 0; for (x in per) if (per[x] > most) most = per[x]; print "named", most }' \
-        /tmp/$name.samples > /tmp/$name.max
+    largest /tmp/$name.samples > /tmp/$name.max
+    awk '{ if (index($2, "cgroup=\"/sc/") > 0) { split($2, a, "cgroup=\""); split(a[2], c, "\""); k = $1 " " c[1]; if (!(k in seen)) { seen[k] = 1; per[$1]++ } } }
+         END { most = 0; for (x in per) if (per[x] > most) most = per[x]; print "named", most }' \
+        /tmp/$name.samples >> /tmp/$name.max
     echo "scrapes $(awk '{print $1}' /tmp/$name.samples | sort -u | wc -l)" >> /tmp/$name.max
     emit $name.max /tmp/$name.max
     emit $name.log /tmp/$name.log
