@@ -1353,6 +1353,28 @@ fn cgroup_event(ctx: &TracePointContext, removed: u32) -> Option<()> {
     Some(())
 }
 
+// ---- Threads that exit ------------------------------------------------------------------
+
+/// `sched:sched_process_exit`: the current thread is exiting (it runs for every thread,
+/// not only a process's last). Its id is freed only after this, so a thread that later
+/// gets the same id can never inherit its state: whatever it left in flight (a return the
+/// kernel missed, a lock wait cut short) is discarded here, counted once per call as
+/// discarded, its locks unregistered and the lock gate decremented, and the entry deleted.
+/// One lookup per exiting thread, most of which never entered a probe.
+#[tracepoint]
+pub fn sched_process_exit(_ctx: TracePointContext) -> u32 {
+    let tid = current_tid();
+    if let Some(t) = THREADS.get_ptr_mut(tid) {
+        // SAFETY: a pointer into the map's value for this thread, which only this thread
+        // writes; it is deleted below.
+        heal(unsafe { &mut *t }, tid);
+        // The exit goes on (closing files, leaving namespaces may unmount): a traced call
+        // after this makes the entry again, idle once it returns.
+        let _ = THREADS.remove(&tid);
+    }
+    0
+}
+
 // ---- Lock contention on the inode locks of directories being removed (Linux >= 5.19) ---
 
 /// `lock:contention_begin(lock_addr, flags)`.

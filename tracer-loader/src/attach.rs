@@ -492,6 +492,7 @@ pub fn attach_with_slow(
             false
         }
     };
+    attach_thread_exits(&mut ebpf, &mut warnings);
 
     for (p, s) in &states {
         log::debug!("{}: {s:?}", p.name());
@@ -629,6 +630,20 @@ fn attach_cgroup_events(ebpf: &mut Ebpf) -> Result<(), String> {
         AttachState::Attached { .. } => Ok(()),
         AttachState::Failed { reason } => Err(reason),
         other => Err(format!("{other:?}")),
+    }
+}
+
+/// Attach the program that discards what an exiting thread left in flight and deletes its
+/// state (`sched:sched_process_exit`), or say what is lost without it.
+fn attach_thread_exits(ebpf: &mut Ebpf, warnings: &mut Vec<String>) {
+    match attach_tracepoints(ebpf, "sched", &["sched_process_exit"]) {
+        AttachState::Attached { .. } => {}
+        AttachState::Failed { reason } => warnings.push(format!(
+            "sched:sched_process_exit could not be attached ({reason}): a call an exiting \
+             thread left in flight (its return missed) is discarded only when its thread id \
+             is reused"
+        )),
+        other => warnings.push(format!("sched:sched_process_exit: {other:?}")),
     }
 }
 

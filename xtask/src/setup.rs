@@ -73,7 +73,6 @@ pub fn setup() -> anyhow::Result<Tools> {
     let bpf_linker_bin = step(&format!("bpf-linker {BPF_LINKER_VERSION}"), || {
         bpf_linker(&cache)
     })?;
-    let cargo_modules = cargo_modules_step(&cache)?;
     step("qemu-system-x86 10 (bookworm-backports)", || qemu(&mut apt))?;
     step(&format!("packages {}", APT_PACKAGES.join(" ")), || {
         packages(&mut apt)
@@ -88,6 +87,8 @@ pub fn setup() -> anyhow::Result<Tools> {
             fetch_kernel(&kernel_apt, &kernels, series)
         })?;
     }
+    // Last: the longest step (a build of tens of minutes), needed only by `cargo xtask lint`.
+    let cargo_modules = cargo_modules_step(&cache)?;
     Ok(Tools {
         bpf_linker_bin,
         kernels,

@@ -206,6 +206,16 @@ for how in kprobe fentry; do
     unset TRACER_TEST_MISS_RETURNS
 done
 
+say "missed returns at a thread's exit: 10 rmdirs by a process each, 5 of their vfs_rmdir returns skipped (test knob)"
+# A subshell per rmdir, so each call's thread exits after it, making no other syscall.
+for how in kprobe fentry; do
+    mkdir -p /tmp/heal_exit_$how
+    i=0; while [ $i -lt 10 ]; do mkdir /tmp/heal_exit_$how/d$i; i=$((i+1)); done
+    export TRACER_TEST_MISS_RETURNS=vfs_rmdir:5
+    capture heal_exit_$how "cd /tmp/heal_exit_$how && for d in d*; do (rmdir \$d); done" --attach $how
+    unset TRACER_TEST_MISS_RETURNS
+done
+
 say "names (cgroups laid out as each runtime lays them out, named after they are made)"
 # The ids and UIDs are xtask/src/testing/suite/checks.rs's (`names`). Each cgroup gets
 # its own count of mkdir + rmdir; the kubelet's links and pod directories and the OCI

@@ -348,7 +348,9 @@ fn recursion_misses(fd: BorrowedFd<'_>) -> Option<u64> {
 /// there. 0 on kernels before 5.12, which do not count. Left out: the lock-contention
 /// programs, which run for every contended lock on the host and time a wait only on a lock
 /// a `vfs_rmdir` holds (a skipped run is almost never a traced call), and the cgroup
-/// programs, which time nothing (a cgroup they miss is learned by walking the tree).
+/// programs, which time nothing (a cgroup they miss is learned by walking the tree), and the
+/// thread-exit program, which times nothing either (what it would have discarded is
+/// discarded when the thread id is reused).
 #[must_use]
 pub fn program_misses(ebpf: &Ebpf) -> u64 {
     ebpf.programs()
@@ -361,7 +363,9 @@ pub fn program_misses(ebpf: &Ebpf) -> u64 {
 /// Whether the program named `name` times traced calls (see [`program_misses`]).
 #[must_use]
 pub fn times_calls(name: &str) -> bool {
-    !(name.starts_with("contention_") || name.starts_with("cgroup_"))
+    !(name.starts_with("contention_")
+        || name.starts_with("cgroup_")
+        || name == "sched_process_exit")
 }
 
 /// A kprobe or kretprobe link's `missed`: hits the kernel did not run its program for;

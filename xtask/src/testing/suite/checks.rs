@@ -712,6 +712,40 @@ pub fn healed(s: &Snapshot, _version: (u32, u32)) -> Verdict {
     ))
 }
 
+/// Directories removed by a process each (`(rmdir dN)`), in the missed-returns-at-exit case.
+pub const HEAL_EXIT_RMDIRS: u64 = 10;
+
+/// [`HEAL_EXIT_RMDIRS`] rmdirs, each by a process of its own that exits straight after,
+/// with the first [`HEAL_MISSED`] returns of `vfs_rmdir` skipped: those processes make no
+/// syscall after the missed return, so only their exit can discard what they left in
+/// flight. Each is discarded there, counted once, none left as an entry without a return,
+/// and the rest exact (every `d_delete` in `vfs_rmdir`, every rmdir counted).
+pub fn healed_at_exit(s: &Snapshot, _version: (u32, u32)) -> Verdict {
+    let n = HEAL_EXIT_RMDIRS;
+    let st = s
+        .probes
+        .get(&Probe::VfsRmdir)
+        .ok_or("no vfs_rmdir status")?;
+    let want = (n, n - HEAL_MISSED, HEAL_MISSED, 0);
+    let got = (st.entries, st.exits, st.discarded, st.unmatched_entries());
+    if got != want {
+        return Err(format!(
+            "vfs_rmdir (entries, exits, discarded, without a return) = {got:?}, expected {want:?}: the exiting threads' calls in flight were not discarded at their exit"
+        ));
+    }
+    let in_rmdir = s
+        .total_where(|k| k.probe == Probe::DDelete && k.caller == Some(Probe::VfsRmdir))
+        .count();
+    if in_rmdir != n {
+        return Err(format!("d_delete in vfs_rmdir: {in_rmdir}, expected {n}"));
+    }
+    exact(s, Probe::SysRmdir, n)?;
+    Ok(format!(
+        "vfs_rmdir {n} entered, {} returned, {HEAL_MISSED} discarded at their threads' exit and reported lost; d_delete {n} in vfs_rmdir; rmdir {n}",
+        n - HEAL_MISSED
+    ))
+}
+
 /// 50 tmpfs mount+umount: exactly 50 teardowns by the function this kernel has, the other
 /// one reported absent, and one expedited RCU grace period per umount, waited for in
 /// `namespace_unlock`.

@@ -316,6 +316,12 @@ fn cases() -> Vec<Case> {
                 checks::healed,
             ),
             c(
+                "missed returns at a thread's exit (10 rmdirs by a process each, 5 vfs_rmdir returns skipped by a test knob, no syscall after them): each discarded and reported once as its thread exits",
+                "heal_exit",
+                Probe::VfsRmdir,
+                checks::healed_at_exit,
+            ),
+            c(
                 "umount x300: 300 shrinker teardowns and grace-period waits, their share of the wall time",
                 "umount300",
                 Probe::SynchronizeRcuExpedited,
