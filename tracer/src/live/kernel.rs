@@ -186,9 +186,11 @@ impl KernelSource {
     }
 
     /// Delete the per-thread entries (`THREADS`: calls in flight, their callers) of threads
-    /// that exited. The programs make one for each thread that enters a probe and never
-    /// delete it (the map is an LRU), so a host starting short-lived processes all day
-    /// would keep it full of dead threads; this keeps it at the threads alive.
+    /// that exited. The programs delete a thread's entry as it exits (`sched_process_exit`),
+    /// but a traced call later in its exit (leaving its namespaces can unmount) makes it
+    /// again, and a run of that program the kernel skipped leaves it; a host starting
+    /// short-lived processes all day would fill the map with those; this keeps it at the
+    /// threads alive.
     fn sweep_threads(&mut self) {
         let Some(last) = self.last_thread_sweep else {
             return;

@@ -658,6 +658,25 @@ pub const HEAL_PAIRS: u64 = 10;
 /// `vfs_rmdir` returns the test knob skips there.
 pub const HEAL_MISSED: u64 = 5;
 
+/// `n` calls of `vfs_rmdir`, the first [`HEAL_MISSED`] of whose returns the test knob
+/// skipped: each of those discarded, counted once, and none left as an entry without a
+/// return. `why` ends the message when not.
+fn rmdirs_discarded(s: &Snapshot, n: u64, why: &str) -> Result<(), String> {
+    let st = s
+        .probes
+        .get(&Probe::VfsRmdir)
+        .ok_or("no vfs_rmdir status")?;
+    let want = (n, n - HEAL_MISSED, HEAL_MISSED, 0);
+    let got = (st.entries, st.exits, st.discarded, st.unmatched_entries());
+    if got == want {
+        Ok(())
+    } else {
+        Err(format!(
+            "vfs_rmdir (entries, exits, discarded, without a return) = {got:?}, expected {want:?}{why}"
+        ))
+    }
+}
+
 /// `rm -r d0 f0 d1 f1 ...` (one thread: rmdir, unlink, rmdir, ...) with the first
 /// [`HEAL_MISSED`] returns of `vfs_rmdir` skipped, as the kernel misses returns: each
 /// call left in flight is discarded (counted once, as discarded) when the thread next
@@ -665,17 +684,7 @@ pub const HEAL_MISSED: u64 = 5;
 /// `d_delete` has no caller, every rmdir's has `vfs_rmdir`, and the syscalls are exact.
 pub fn healed(s: &Snapshot, _version: (u32, u32)) -> Verdict {
     let n = HEAL_PAIRS;
-    let st = s
-        .probes
-        .get(&Probe::VfsRmdir)
-        .ok_or("no vfs_rmdir status")?;
-    let want = (n, n - HEAL_MISSED, HEAL_MISSED, 0);
-    let got = (st.entries, st.exits, st.discarded, st.unmatched_entries());
-    if got != want {
-        return Err(format!(
-            "vfs_rmdir (entries, exits, discarded, without a return) = {got:?}, expected {want:?}"
-        ));
-    }
+    rmdirs_discarded(s, n, "")?;
     let by_caller = |caller: Option<Probe>| {
         s.total_where(|k| k.probe == Probe::DDelete && k.caller == caller)
             .count()
@@ -722,17 +731,11 @@ pub const HEAL_EXIT_RMDIRS: u64 = 10;
 /// and the rest exact (every `d_delete` in `vfs_rmdir`, every rmdir counted).
 pub fn healed_at_exit(s: &Snapshot, _version: (u32, u32)) -> Verdict {
     let n = HEAL_EXIT_RMDIRS;
-    let st = s
-        .probes
-        .get(&Probe::VfsRmdir)
-        .ok_or("no vfs_rmdir status")?;
-    let want = (n, n - HEAL_MISSED, HEAL_MISSED, 0);
-    let got = (st.entries, st.exits, st.discarded, st.unmatched_entries());
-    if got != want {
-        return Err(format!(
-            "vfs_rmdir (entries, exits, discarded, without a return) = {got:?}, expected {want:?}: the exiting threads' calls in flight were not discarded at their exit"
-        ));
-    }
+    rmdirs_discarded(
+        s,
+        n,
+        ": the exiting threads' calls in flight were not discarded at their exit",
+    )?;
     let in_rmdir = s
         .total_where(|k| k.probe == Probe::DDelete && k.caller == Some(Probe::VfsRmdir))
         .count();
