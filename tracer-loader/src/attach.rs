@@ -409,7 +409,13 @@ pub fn attach_with_slow(
         return Err(e);
     }
     raise_memlock_limit();
-    let kallsyms = Kallsyms::read().map_err(LoadError::Kallsyms)?;
+    // The kernel writes out its symbols (6.8 MB on Debian's 6.12) while the BTF is parsed
+    // and the object loaded, which need none of them. In a 2-CPU VM under TCG the symbols
+    // took 1.6 to 3.4 s to read and parse, the BTF and the object 2.9 to 4 s: at once, the
+    // first attach came 3.4 to 4.1 s after this point instead of 4.3 to 7.5 s.
+    let kallsyms = std::thread::Builder::new()
+        .name("tracer-kallsyms".into())
+        .spawn(Kallsyms::read);
 
     let mut warnings = Vec::new();
     let preempts = Preemption::of_this_kernel();
@@ -453,6 +459,14 @@ pub fn attach_with_slow(
             .ok()
             .and_then(|raw| aya::Btf::parse(raw, aya::Endianness::Little).ok()),
     };
+
+    let kallsyms = match kallsyms {
+        Ok(reader) => reader
+            .join()
+            .unwrap_or_else(|_| Err(std::io::Error::other("the reading thread panicked"))),
+        Err(_) => Kallsyms::read(),
+    }
+    .map_err(LoadError::Kallsyms)?;
 
     let mut states = BTreeMap::new();
     let mut kprobe_links = Vec::new();

@@ -41,13 +41,15 @@ scale_memory() {
         > /tmp/mem_capture_$how.log 2>&1
     emit mem_capture_$how.mem /tmp/mem_capture_$how.mem
     emit mem_capture_$how.log /tmp/mem_capture_$how.log
-    # top: once its first frame is out.
-    sh -c "echo \$\$ > $memcg/cgroup.procs; exec tracer top --attach $how --frames 3 --interval 1s --width 120 --height 30 --verbose" \
+    # top: once its first frame is out, and stopped only once read (a top that ended its
+    # frames while its fds were read once showed half its maps).
+    sh -c "echo \$\$ > $memcg/cgroup.procs; exec tracer top --attach $how --frames 600 --interval 1s --width 120 --height 30 --verbose" \
         > /tmp/mem_top_$how.txt 2> /tmp/mem_top_$how.log &
     p=$!
     i=0
-    while [ $i -lt 1200 ] && ! grep -q "refresh 1/3" /tmp/mem_top_$how.txt 2>/dev/null; do sleep 0.1; i=$((i+1)); done
+    while [ $i -lt 1200 ] && ! grep -q "refresh 1/600" /tmp/mem_top_$how.txt 2>/dev/null; do sleep 0.1; i=$((i+1)); done
     sh /tmp/mem_read.sh mem_top_$how $p
+    kill $p
     wait $p
     emit mem_top_$how.mem /tmp/mem_top_$how.mem
     emit mem_top_$how.log /tmp/mem_top_$how.log

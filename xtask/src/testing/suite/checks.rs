@@ -465,12 +465,12 @@ pub(super) fn churn(s: &Snapshot, method: AttachMethod) -> Verdict {
         seen.join(", ")
     ))
 }
-/// `--slow 1ns` over 1000 mkdir+rmdir: far more calls than the rate allows. Every call that
+/// `--slow 1ns` over 400 mkdir+rmdir: more calls than the rate allows. Every call that
 /// returned was either sent or counted as dropped, and no more were sent than the limit
 /// (a burst of 100 and 100 per second, per CPU; the VM has 2).
 pub(super) fn rate_limited(s: &Snapshot, method: AttachMethod) -> Verdict {
     attached_with(s, Probe::VfsRmdir, method)?;
-    exact(s, Probe::VfsRmdir, 1000)?;
+    exact(s, Probe::VfsRmdir, 400)?;
     slow_accounting(s)
 }
 /// `--slow 1ns` over 300 mkdir+rmdir while a loop in another cgroup keeps making the same
