@@ -183,7 +183,8 @@ fn unix_ms(at: f64) -> u64 {
 
 /// The guest ran every phase, and its tracer stopped cleanly.
 fn ran(files: &BTreeMap<String, PathBuf>) -> Result<(), String> {
-    let phases = read(files, "sch.phases").map_err(|e| with_log(files, "sch.log", e))?;
+    let phases = read(files, "sch.phases")
+        .map_err(|e| with_log(files, "sch.log", with_log(files, "net.log", e)))?;
     if phases.lines().last() != Some("exit 0") {
         return Err(format!("the phases failed:\n{}", phases.trim()));
     }
