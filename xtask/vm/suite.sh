@@ -177,10 +177,12 @@ fi
 
 say "SRCU: removing inotify watches (fsnotify marks wait for SRCU when destroyed)"
 mkdir -p /tmp/watched
-# After each watch is gone, a second for the kernel worker that frees its connector (and
-# waits for SRCU) to run before the next is queued: were two queued before it ran (a VM
-# starved of CPU), one run would free both and the runs counted would differ between runs.
-srcu_workload='i=0; while [ $i -lt 5 ]; do /usr/bin/inotifywait -q -e delete /tmp/watched > /dev/null 2>&1 & p=$!; sleep 0.3; kill $p; wait $p; sleep 1; i=$((i+1)); done; exit 0'
+# Each watch is removed only once inotifywait says it is set up: a fixed 0.3 s once killed
+# a starved VM's inotifywait before it had added its watch, and that run's reference counted
+# 8 reaper runs, not 10. After each watch is gone, a second for the kernel worker that frees
+# its connector (and waits for SRCU) to run before the next is queued: were two queued
+# before it ran, one run would free both and the runs counted would differ between runs.
+srcu_workload='i=0; while [ $i -lt 5 ]; do rm -f /tmp/iw.err; /usr/bin/inotifywait -e delete /tmp/watched > /dev/null 2> /tmp/iw.err & p=$!; j=0; while [ $j -lt 600 ] && ! grep -q established /tmp/iw.err 2>/dev/null; do sleep 0.1; j=$((j+1)); done; kill $p; wait $p; sleep 1; i=$((i+1)); done; exit 0'
 if [ -x /usr/bin/inotifywait ]; then
     reference srcu "$srcu_workload" synchronize_srcu fsnotify_mark_destroy_workfn fsnotify_connector_destroy_workfn
     for how in kprobe fentry; do
