@@ -152,14 +152,22 @@ impl ProbeStatus {
     }
 
     /// Entries still without a return: calls in flight at the end, or returns the kernel
-    /// missed (kretprobes are capped per function).
+    /// missed (kretprobes are capped per function), or calls whose thread state was
+    /// evicted while they ran and whose return found none.
+    ///
+    /// A call whose state was evicted and whose return found its thread's state made anew
+    /// (by a call it made meanwhile) is counted in [`Self::exits_without_entry`], so it is
+    /// taken off here: each lost call is counted once. A return of a call begun before
+    /// tracer attached is counted there too, with no entry here to match, so at worst this
+    /// hides as many entries without a return as there were such returns.
     #[must_use]
     pub fn unmatched_entries(&self) -> u64 {
         // Saturating: a capture file's counts need not be ones a kernel could produce.
         self.entries.saturating_sub(
             self.exits
                 .saturating_add(self.start_drops)
-                .saturating_add(self.discarded),
+                .saturating_add(self.discarded)
+                .saturating_add(self.exits_without_entry),
         )
     }
 
@@ -660,8 +668,15 @@ mod tests {
         s.exits = 7;
         s.start_drops = 1;
         s.exits_without_entry = 2;
-        assert_eq!(s.unmatched_entries(), 2);
+        // 10 entries: 7 returned, 1 not stored, 2 whose state was evicted and whose returns
+        // found a new one: none left without a return, 3 lost, each once.
+        assert_eq!(s.unmatched_entries(), 0);
         assert_eq!(s.lost(), 3);
+        assert_eq!(s.exits + s.lost() + s.unmatched_entries(), s.entries);
+        // Two more entries whose returns never came (in flight at the end, or missed).
+        s.entries = 12;
+        assert_eq!(s.unmatched_entries(), 2);
+        assert_eq!(s.exits + s.lost() + s.unmatched_entries(), s.entries);
     }
 
     #[test]

@@ -5,6 +5,11 @@
 #   scale_cgroups N NAME ARGS one capture of N cgroups alive at once, each making a known
 #                             number of mkdir+rmdir and create+unlink (1 + i mod 7)
 #   scale_serve N MAX         the same under `tracer serve --max-cgroups MAX`, scraped once
+#   scale_threads NAME N ENTRIES ARGS
+#                             N threads with a call in flight at once, `THREADS` holding
+#                             ENTRIES (the test knob)
+#   scale_threads_pair N      the same with `THREADS` sized as tracer sizes it for the online
+#                             CPUs, and with room for the threads but not the CPUs' free lists
 
 cg=/sys/fs/cgroup
 
@@ -180,4 +185,66 @@ scale_serve() {
     echo "scrapes $(awk '{print $1}' /tmp/$name.samples | sort -u | wc -l)" >> /tmp/$name.max
     emit $name.max /tmp/$name.max
     emit $name.log /tmp/$name.log
+}
+
+# The threads workload: N rmdir(2) of empty directories in DIR, each on a thread of its own,
+# wait for DIR's inode lock while an rmdir of DIR/victim (full of negative dentries) prunes
+# under it, so that N threads have a call in flight at once. The waiters are forked first
+# and held on a FIFO (opened read-write, so that none blocks opening it); once the victim's
+# rmdir(1) runs, one line per waiter releases them all.
+cat > /tmp/threads_work.sh <<'THREADS'
+d=$1 n=$2
+rm -f /tmp/threads.fifo
+mkfifo /tmp/threads.fifo
+j=0
+while [ $j -lt $n ]; do (read x <> /tmp/threads.fifo; rmdir $d/e$j) & j=$((j+1)); done
+# Until every waiter holds the FIFO open (60 s at most).
+i=0
+while [ $i -lt 600 ] && [ "$(ls -l /proc/[0-9]*/fd 2>/dev/null | grep -c threads.fifo)" -lt $n ]; do
+    sleep 0.1
+    i=$((i+1))
+done
+sh -c "exec rmdir $d/victim" &
+r=$!
+c=
+while [ "$c" != rmdir ]; do read c < /proc/$r/comm || break; done
+sleep 0.1
+seq $n > /tmp/threads.fifo
+wait
+THREADS
+
+# scale_threads NAME N ENTRIES TRACER-ARGS...: one capture of the threads workload with
+# `THREADS` of ENTRIES entries, on ext2 (which keeps negative dentries: tmpfs drops them).
+scale_threads() {
+    name=$1 n=$2 entries=$3
+    shift 3
+    [ -d /mnt/ext2 ] || mount-ext2 > /tmp/ext2.log 2>&1
+    d=/mnt/ext2/$name
+    mkdir -p $d/victim
+    seq 0 $(($n - 1)) | sed "s|^|$d/e|" | xargs mkdir -p
+    # 250000 failed lookups (about 18 s): about 0.6 s of pruning under TCG.
+    seq 0 249999 | sed "s|^|$d/victim/x|" | xargs ls > /dev/null 2>&1
+    TRACER_MAP_ENTRIES=THREADS=$entries timeout 600 tracer capture "$@" --format json \
+        -o /tmp/$name.json -- sh /tmp/threads_work.sh $d $n > /tmp/$name.log 2>&1
+    echo $? > /tmp/$name.rc
+    echo "left $(ls $d | wc -l)" >> /tmp/$name.log
+    rm -rf $d
+    emit $name.rc /tmp/$name.rc
+    emit $name.log /tmp/$name.log
+    [ -f /tmp/$name.json ] && emit $name.json /tmp/$name.json
+}
+
+# scale_threads_pair N: the threads workload twice under --attach fentry (its syscalls by
+# tracepoints: a kretprobe's instances would run out first), `THREADS` holding N + 16 states
+# plus 128 per online CPU (the LRU's per-CPU free lists, as tracer sizes it) and then only
+# N + 16. threads.sizes says which.
+scale_threads_pair() {
+    n=$1
+    online=$(grep -c ^processor /proc/cpuinfo)
+    fit=$(($n + 16 + 128 * $online))
+    shrunk=$(($n + 16))
+    echo "waiters $n online $online fit $fit shrunk $shrunk" > /tmp/threads.sizes
+    emit threads.sizes /tmp/threads.sizes
+    scale_threads threads_fit $n $fit --attach fentry --verbose
+    scale_threads threads_shrunk $n $shrunk --attach fentry --verbose
 }

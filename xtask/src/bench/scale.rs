@@ -30,6 +30,11 @@ pub struct ScaleArgs {
     /// Use KVM instead of TCG emulation.
     #[arg(long)]
     kvm: bool,
+    /// Judge an earlier run's result files (`bench-scale-KERNEL` directories under the
+    /// target's `vm` folder) instead of booting: each named directory, or with `--kernel`
+    /// that kernel's.
+    #[arg(long, value_name = "DIR", num_args = 1..)]
+    from: Vec<PathBuf>,
 }
 
 /// Per kernel: (memory MiB at its possible CPUs, possible CPUs), calls counted, calls made,
@@ -40,6 +45,8 @@ struct Figures {
     counted: u64,
     made: u64,
     drops: u64,
+    /// The `THREADS` cases: calls lost sized as tracer sizes it, shrunk, of the calls made.
+    threads: Option<(u64, u64, u64)>,
 }
 
 /// Run the bench.
@@ -54,6 +61,14 @@ pub fn run(kernels: &Path, tracer: &Path, args: &ScaleArgs) -> anyhow::Result<Ex
     };
     let mut tally = Tally::default();
     let mut figures = Vec::new();
+    for dir in &args.from {
+        judge_dir(dir, args.cgroups, &mut tally, &mut figures)?;
+    }
+    let names = if args.from.is_empty() {
+        names
+    } else {
+        Vec::new()
+    };
     for name in names {
         let kernel = kernel::resolve(name, kernels)?;
         let out_dir = util::target_dir()
@@ -71,10 +86,12 @@ pub fn run(kernels: &Path, tracer: &Path, args: &ScaleArgs) -> anyhow::Result<Ex
              scale_cgroups {small} overflow_$how --attach $how\n\
              unset TRACER_MAP_ENTRIES\n\
              done\n\
-             scale_serve {n} {max} scale_serve\n",
+             scale_serve {n} {max} scale_serve\n\
+             scale_threads_pair {waiters}\n",
             shrunk = scale::SHRUNK_HIST,
             small = scale::OVERFLOW_CGROUPS,
             max = scale::SERVE_MAX,
+            waiters = scale::THREADS_WAITERS,
         );
         let spec = vm::Spec {
             kernel: &kernel,
@@ -109,15 +126,7 @@ pub fn run(kernels: &Path, tracer: &Path, args: &ScaleArgs) -> anyhow::Result<Ex
         }
         let files: BTreeMap<String, PathBuf> = outcome.files.into_iter().collect();
         let release = kernel.release.clone().unwrap_or_default();
-        let version = kernel::version_of(&release).unwrap_or((0, 0));
-        scale::check_with(&files, &kernel.name, version, n, &mut tally);
-        figures.push(Figures {
-            kernel: kernel.name.clone(),
-            memory: scale::memory_figures(&files, version),
-            counted: scale::counted(&files, n),
-            made: 2 * 3 * scale::total_calls(n),
-            drops: scale::drops(&files),
-        });
+        judge(&files, &kernel.name, &release, n, &mut tally, &mut figures);
     }
     let ok = tally.finish();
     summary(&figures, args.cgroups);
@@ -126,6 +135,69 @@ pub fn run(kernels: &Path, tracer: &Path, args: &ScaleArgs) -> anyhow::Result<Ex
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// Judge one kernel's result files, and keep its figures.
+fn judge(
+    files: &BTreeMap<String, PathBuf>,
+    name: &str,
+    release: &str,
+    n: u64,
+    tally: &mut Tally,
+    figures: &mut Vec<Figures>,
+) {
+    let version = kernel::version_of(release).unwrap_or((0, 0));
+    scale::check_with(files, name, version, n, tally);
+    figures.push(Figures {
+        kernel: name.to_owned(),
+        memory: scale::memory_figures(files, version),
+        counted: scale::counted(files, n),
+        made: scale::made(files, n),
+        drops: scale::drops(files),
+        threads: scale::threads_losses(files),
+    });
+}
+
+/// Judge an earlier run's result directory (`--from`).
+fn judge_dir(
+    dir: &Path,
+    n: u64,
+    tally: &mut Tally,
+    figures: &mut Vec<Figures>,
+) -> anyhow::Result<()> {
+    let files = result_files(dir)?;
+    let release = files
+        .get("uname")
+        .and_then(|p| fs::read_to_string(p).ok())
+        .map(|r| r.trim().to_owned())
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "{}: no `uname` file: not a bench-scale result directory",
+                dir.display()
+            )
+        })?;
+    let name =
+        kernel::version_of(&release).map_or_else(|| release.clone(), |(a, b)| format!("{a}.{b}"));
+    println!(
+        "==== bench scale [{name}]: the results in {} ====",
+        dir.display()
+    );
+    judge(&files, &name, &release, n, tally, figures);
+    Ok(())
+}
+
+/// The files of an earlier run's result directory, by name.
+fn result_files(dir: &Path) -> anyhow::Result<BTreeMap<String, PathBuf>> {
+    let mut files = BTreeMap::new();
+    for entry in fs::read_dir(dir).map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))? {
+        let path = entry?.path();
+        if path.is_file()
+            && let Some(name) = path.file_name().and_then(|n| n.to_str())
+        {
+            files.insert(name.to_owned(), path.clone());
+        }
+    }
+    Ok(files)
 }
 
 /// Each kernel's figures, then the last line.
@@ -137,13 +209,19 @@ fn summary(figures: &[Figures], cgroups: u64) {
             .map(|(m, c)| format!("{m:.1} MiB at {c}"))
             .collect();
         println!(
-            "{}: kernel memory {}; {} cgroups: {} of {} calls counted, drops {}",
+            "{}: kernel memory {}; {} cgroups: {} of {} calls counted, drops {}; {}",
             f.kernel,
             mem.join(", "),
             cgroups,
             f.counted,
             f.made,
-            f.drops
+            f.drops,
+            f.threads.map_or_else(
+                || "THREADS cases not judged".to_owned(),
+                |(fit, shrunk, made)| format!(
+                    "THREADS sized for the CPUs' free lists: {fit} of {made} calls lost, shrunk to the threads alone: {shrunk} lost (each reported)"
+                )
+            )
         );
     }
     // The last line: the largest memory at 192 possible CPUs and at 2, and the sums.

@@ -5,14 +5,16 @@
 
 use std::{collections::BTreeMap, path::PathBuf};
 
-use tracer_core::snapshot::{OTHER_CGROUP, Probe, Snapshot};
+use tracer_core::snapshot::{
+    AttachMethod, AttachState, OTHER_CGROUP, Probe, ProbeStatus, Snapshot,
+};
 
 use super::{
     MODES,
     checks::attached_with_all,
     results::{load_capture, load_capture_file},
 };
-use crate::testing::harness::{Tally, Verdict, read, with_log};
+use crate::testing::harness::{CANNOT, Tally, Verdict, read, with_log};
 
 /// The budget the maps must keep within at 192 possible CPUs, default flags.
 pub const BUDGET_MIB: f64 = 32.0;
@@ -24,6 +26,9 @@ pub const OVERFLOW_CGROUPS: u64 = 50;
 pub const SHRUNK_HIST: u64 = 32;
 /// `--max-cgroups` of the many-cgroups `serve` case.
 pub const SERVE_MAX: u64 = 100;
+
+/// Threads with a call in flight at once in the `THREADS` cases (`scale_threads_pair`).
+pub const THREADS_WAITERS: u64 = 200;
 
 /// Calls of each kind cgroup `i` of the workload makes.
 #[must_use]
@@ -354,6 +359,18 @@ pub fn check_with(
             );
         }
     }
+    if files.contains_key("threads.sizes") {
+        tally.record(
+            &format!("{scope} fentry"),
+            "THREADS sized for the online CPUs' free lists besides the threads in flight: every call recorded, nothing lost",
+            &threads_fit(files),
+        );
+        tally.record(
+            &format!("{scope} fentry"),
+            "THREADS with room for the threads in flight but not the free lists: live states evicted, each lost call reported once",
+            &threads_shrunk(files),
+        );
+    }
     if files.contains_key("scale_serve.log") {
         tally.record(
             &format!("{scope} auto"),
@@ -361,6 +378,142 @@ pub fn check_with(
             &serve_max(files, "scale_serve", n, SERVE_MAX),
         );
     }
+}
+
+/// The `THREADS` cases' sizes from `threads.sizes`: (waiters, online CPUs, fit, shrunk).
+fn threads_sizes(files: &BTreeMap<String, PathBuf>) -> Result<(u64, u64, u64, u64), String> {
+    let text = read(files, "threads.sizes")?;
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let field = |key: &str| -> Result<u64, String> {
+        words
+            .iter()
+            .position(|w| *w == key)
+            .and_then(|i| words.get(i + 1)?.parse().ok())
+            .ok_or_else(|| format!("threads.sizes has no {key}: {text:?}"))
+    };
+    Ok((
+        field("waiters")?,
+        field("online")?,
+        field("fit")?,
+        field("shrunk")?,
+    ))
+}
+
+/// Every call of a probe the threads workload made `made` times is accounted for once: as
+/// a return recorded, a loss, or an entry without a return.
+fn accounted(p: Probe, st: &ProbeStatus, made: u64) -> Result<u64, String> {
+    let lost = st.lost() + st.unmatched_entries();
+    if st.entries != made || st.exits + lost != made {
+        return Err(format!(
+            "{}: {made} calls made, {} entries, {} returns recorded, {} lost, {} entries without a return",
+            p.name(),
+            st.entries,
+            st.exits,
+            st.lost(),
+            st.unmatched_entries()
+        ));
+    }
+    Ok(lost)
+}
+
+/// One `THREADS` case: tracer was told the map's size, the workload removed every directory,
+/// and each call of `rmdir(2)` and `vfs_rmdir` (the waiters' and the victim's) is accounted
+/// for once; returns the calls lost, per probe, and in all.
+fn threads_case(
+    files: &BTreeMap<String, PathBuf>,
+    name: &str,
+    entries: u64,
+    made: u64,
+) -> Result<(String, u64), String> {
+    let log = read(files, &format!("{name}.log"))?;
+    if !log.contains(&format!("map THREADS holds {entries} entries")) {
+        return Err(with_log(
+            files,
+            &format!("{name}.log"),
+            format!("tracer does not say THREADS holds {entries} entries"),
+        ));
+    }
+    if !log.lines().any(|l| l.trim() == "left 0") {
+        return Err(with_log(
+            files,
+            &format!("{name}.log"),
+            "the workload left directories behind".into(),
+        ));
+    }
+    let s = load_capture(files, name)?;
+    // The calls held in flight are the `rmdir(2)` syscalls (by tracepoint under fentry);
+    // `vfs_rmdir` is judged too where fentry can attach it (not Debian's 5.10, whose calls
+    // go to a compiler clone).
+    match attached_with_all(&s, AttachMethod::Fentry, Probe::VfsRmdir) {
+        Err(why) if !why.starts_with(CANNOT) => return Err(why),
+        _ => {}
+    }
+    let mut seen = Vec::new();
+    let mut all = 0;
+    for p in [Probe::SysRmdir, Probe::VfsRmdir] {
+        let st = s.probes.get(&p).ok_or_else(|| format!("no {}", p.name()))?;
+        if !matches!(st.state, AttachState::Attached { .. }) {
+            if p == Probe::SysRmdir {
+                return Err(format!("rmdir not attached: {:?}", st.state));
+            }
+            seen.push(format!("{} not attached", p.name()));
+            continue;
+        }
+        let lost = accounted(p, st, made)?;
+        seen.push(format!("{} {} recorded, {lost} lost", p.name(), st.exits));
+        all += lost;
+    }
+    // The lock waits (Linux >= 5.19) are as many as the waiters that found the lock held:
+    // their losses count, their number is the kernel's.
+    let others: u64 = s
+        .probes
+        .iter()
+        .filter(|(p, _)| !matches!(p, Probe::SysRmdir | Probe::VfsRmdir))
+        .map(|(_, st)| st.lost() + st.unmatched_entries())
+        .sum::<u64>()
+        + s.losses.values().sum::<u64>();
+    seen.push(format!("other probes and events {others} lost"));
+    Ok((seen.join(", "), all + others))
+}
+
+/// The `THREADS` cases' calls lost, sized as tracer sizes it and shrunk, of the calls each
+/// made: `None` when the run had no such cases or they could not be judged.
+#[must_use]
+pub fn threads_losses(files: &BTreeMap<String, PathBuf>) -> Option<(u64, u64, u64)> {
+    let (n, _, fit, shrunk) = threads_sizes(files).ok()?;
+    let (_, fit_lost) = threads_case(files, "threads_fit", fit, n + 1).ok()?;
+    let (_, shrunk_lost) = threads_case(files, "threads_shrunk", shrunk, n + 1).ok()?;
+    Some((fit_lost, shrunk_lost, n + 1))
+}
+
+/// `THREADS` sized as tracer sizes it (the LRU's free list of 128 per online CPU, besides
+/// the threads with calls in flight): every call recorded, nothing lost.
+pub fn threads_fit(files: &BTreeMap<String, PathBuf>) -> Verdict {
+    let (n, online, fit, _) = threads_sizes(files)?;
+    let (seen, lost) = threads_case(files, "threads_fit", fit, n + 1)?;
+    if lost > 0 {
+        return Err(format!(
+            "THREADS of {fit} entries, {n} threads in flight on {online} CPUs: {seen}"
+        ));
+    }
+    Ok(format!(
+        "THREADS of {fit} entries, {n} threads in flight on {online} CPUs: {seen}"
+    ))
+}
+
+/// `THREADS` with room for the threads in flight but not for the CPUs' free lists: the LRU
+/// evicts live states to refill a CPU's list, and every call so lost is reported, once.
+pub fn threads_shrunk(files: &BTreeMap<String, PathBuf>) -> Verdict {
+    let (n, online, _, shrunk) = threads_sizes(files)?;
+    let (seen, lost) = threads_case(files, "threads_shrunk", shrunk, n + 1)?;
+    if lost == 0 {
+        return Err(format!(
+            "THREADS of {shrunk} entries, {n} threads in flight on {online} CPUs: no state evicted ({seen})"
+        ));
+    }
+    Ok(format!(
+        "THREADS of {shrunk} entries, {n} threads in flight on {online} CPUs: {seen}"
+    ))
 }
 
 /// The largest kernel memory of the maps over the tools, per attach mode: (MiB, possible
@@ -407,6 +560,29 @@ pub fn counted(files: &BTreeMap<String, PathBuf>, n: u64) -> u64 {
         .sum()
 }
 
+/// The workload's calls the many-cgroups captures could count: each capture's attached
+/// probes of the three (fentry cannot attach Debian 5.10's `vfs_rmdir`, a compiler clone);
+/// a capture that is missing counts all three, so that it shows as calls not counted.
+#[must_use]
+pub fn made(files: &BTreeMap<String, PathBuf>, n: u64) -> u64 {
+    MODES
+        .iter()
+        .map(|(how, _)| {
+            let probes = load_capture_file(files, &format!("scale_{how}")).map_or(3, |s| {
+                PROBES
+                    .iter()
+                    .filter(|p| {
+                        s.probes.get(p).is_some_and(|st| {
+                            !matches!(&st.state, AttachState::Failed { reason } if reason.contains("compiler clone"))
+                        })
+                    })
+                    .count() as u64
+            });
+            probes * total_calls(n)
+        })
+        .sum()
+}
+
 /// Losses of any kind in the many-cgroups captures, and calls folded there.
 #[must_use]
 pub fn drops(files: &BTreeMap<String, PathBuf>) -> u64 {
@@ -447,6 +623,35 @@ mod tests {
         assert!(
             charged(base, "percpu 1\n", (6, 1)).is_err(),
             "no possible line"
+        );
+    }
+
+    #[test]
+    fn a_threads_case_accounts_for_every_call_once() {
+        let mut st = ProbeStatus::new(AttachState::Modelled);
+        st.entries = 201;
+        st.exits = 149;
+        // States evicted in flight, their returns finding a state made anew.
+        st.exits_without_entry = 52;
+        assert_eq!(accounted(Probe::SysRmdir, &st, 201), Ok(52));
+        // The same losses also left as entries without a return would be counted twice.
+        st.entries = 253;
+        assert!(accounted(Probe::SysRmdir, &st, 201).is_err());
+        // Calls neither recorded nor reported.
+        st.entries = 201;
+        st.exits_without_entry = 0;
+        st.exits = 149;
+        st.discarded = 0;
+        assert_eq!(
+            st.unmatched_entries(),
+            52,
+            "shown as entries without a return"
+        );
+        assert_eq!(accounted(Probe::SysRmdir, &st, 201), Ok(52));
+        st.entries = 149;
+        assert!(
+            accounted(Probe::SysRmdir, &st, 201).is_err(),
+            "52 entries unseen"
         );
     }
 
