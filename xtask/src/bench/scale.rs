@@ -219,7 +219,7 @@ fn summary(figures: &[Figures], cgroups: u64) {
             f.threads.map_or_else(
                 || "THREADS cases not judged".to_owned(),
                 |(fit, shrunk, made)| format!(
-                    "THREADS sized for the CPUs' free lists: {fit} of {made} calls lost, shrunk to the threads alone: {shrunk} lost (each reported)"
+                    "THREADS sized for the CPUs' free lists: {fit} of {made} calls lost to evicted states, shrunk to the threads alone: {shrunk} (each reported)"
                 )
             )
         );

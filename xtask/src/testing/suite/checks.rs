@@ -513,7 +513,7 @@ pub(super) fn rate_limited_busy(s: &Snapshot, method: AttachMethod) -> Verdict {
 }
 /// Runs of tracer's programs the kernel skipped (another run under way on that CPU) and
 /// kprobe hits it did not run them for, as reported in the losses.
-fn kernel_skipped(s: &Snapshot) -> u64 {
+pub(super) fn kernel_skipped(s: &Snapshot) -> u64 {
     s.losses.get(&Loss::ProgramMisses).copied().unwrap_or(0)
         + s.losses.get(&Loss::KprobeMisses).copied().unwrap_or(0)
 }
