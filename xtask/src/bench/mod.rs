@@ -80,10 +80,16 @@ pub fn run(bench: &Bench) -> anyhow::Result<ExitCode> {
         overhead::check(args)?;
     }
     if let Bench::Overhead(args) = bench
-        && args.from.is_some()
+        && !args.from.is_empty()
     {
         // Re-rendering saved result files needs no set-up and no build.
         return overhead::run(args, Path::new(""), Path::new(""));
+    }
+    if let Bench::Scale(args) = bench
+        && !args.from.is_empty()
+    {
+        // Judging saved result files needs no set-up and no build.
+        return scale::run(Path::new(""), Path::new(""), args);
     }
     if let Bench::ModelFit(a) = bench
         && a.saved

@@ -56,8 +56,8 @@ pub struct OverheadArgs {
     /// Print the report of an earlier run's result files (a `bench-overhead-KERNEL`
     /// directory under the target's `vm` folder: one boot's files, or its `bootN` folders)
     /// instead of booting.
-    #[arg(long, value_name = "DIR")]
-    pub from: Option<PathBuf>,
+    #[arg(long, value_name = "DIR", num_args = 1..)]
+    pub from: Vec<PathBuf>,
 }
 
 /// bpftrace, bpftool and stress-ng as Debian installs them (`cargo xtask setup` does).
@@ -190,14 +190,18 @@ pub fn run(args: &OverheadArgs, kernels: &Path, tracer: &Path) -> anyhow::Result
         icount: args.icount,
         ..Worst::default()
     };
-    if let Some(dir) = &args.from {
-        let boots = saved_boots(dir)?;
-        let name = dir.file_name().unwrap_or_default().to_string_lossy();
-        let name = name.strip_prefix("bench-overhead-").unwrap_or(&name);
-        let boots: Vec<BootFigures> = boots.iter().map(read_boot).collect();
-        worst.icount |= boots.iter().any(|b| b.icount);
-        let (text, ok) = report(name, &boots, &mut worst);
-        print!("{text}");
+    if !args.from.is_empty() {
+        let mut ok = true;
+        for dir in &args.from {
+            let boots = saved_boots(dir)?;
+            let name = dir.file_name().unwrap_or_default().to_string_lossy();
+            let name = name.strip_prefix("bench-overhead-").unwrap_or(&name);
+            let boots: Vec<BootFigures> = boots.iter().map(read_boot).collect();
+            worst.icount |= boots.iter().any(|b| b.icount);
+            let (text, one_ok) = report(name, &boots, &mut worst);
+            ok &= one_ok;
+            print!("{text}");
+        }
         println!("{}", last_line(&worst));
         return Ok(if ok {
             ExitCode::SUCCESS
@@ -1624,7 +1628,7 @@ mod tests {
             kvm,
             icount,
             boots,
-            from: None,
+            from: Vec::new(),
         };
         let err = check(&args(true, true, None)).unwrap_err().to_string();
         assert!(err.contains("--icount with --kvm"), "{err}");

@@ -34,7 +34,7 @@ pub struct ScaleArgs {
     /// target's `vm` folder) instead of booting: each named directory, or with `--kernel`
     /// that kernel's.
     #[arg(long, value_name = "DIR", num_args = 1..)]
-    from: Vec<PathBuf>,
+    pub from: Vec<PathBuf>,
 }
 
 /// Per kernel: (memory MiB at its possible CPUs, possible CPUs), calls counted, calls made,
