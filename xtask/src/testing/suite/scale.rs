@@ -11,7 +11,7 @@ use tracer_core::snapshot::{
 
 use super::{
     MODES,
-    checks::{attached_with_all, kernel_skipped},
+    checks::{attached_with, attached_with_all, kernel_skipped},
     results::{load_capture, load_capture_file},
 };
 use crate::testing::harness::{CANNOT, Tally, Verdict, read, with_log};
@@ -491,16 +491,35 @@ fn threads_case(
     })
 }
 
+/// One `THREADS` case judged (`fit`: sized as tracer sizes it, else shrunk): what it lost,
+/// and what it was, for the verdicts.
+fn threads_run(
+    files: &BTreeMap<String, PathBuf>,
+    fit: bool,
+) -> Result<(ThreadsLosses, String, u64), String> {
+    let (n, online, fit_entries, shrunk_entries) = threads_sizes(files)?;
+    let (name, entries) = if fit {
+        ("threads_fit", fit_entries)
+    } else {
+        ("threads_shrunk", shrunk_entries)
+    };
+    let l = threads_case(files, name, entries, n + 1)?;
+    let what = format!(
+        "THREADS of {entries} entries, {n} threads in flight on {online} CPUs: {}",
+        l.seen
+    );
+    Ok((l, what, n + 1))
+}
+
 /// The `THREADS` cases' calls lost to evicted states (lost calls beyond the program runs
 /// the kernel skipped), sized as tracer sizes it and shrunk, and the calls each made:
 /// `None` when the run had no such cases or they could not be judged.
 #[must_use]
 pub fn threads_losses(files: &BTreeMap<String, PathBuf>) -> Option<(u64, u64, u64)> {
-    let (n, _, fit, shrunk) = threads_sizes(files).ok()?;
+    let (fit, _, made) = threads_run(files, true).ok()?;
+    let (shrunk, _, _) = threads_run(files, false).ok()?;
     let evicted = |l: ThreadsLosses| l.calls.saturating_sub(l.skipped);
-    let fit = evicted(threads_case(files, "threads_fit", fit, n + 1).ok()?);
-    let shrunk = evicted(threads_case(files, "threads_shrunk", shrunk, n + 1).ok()?);
-    Some((fit, shrunk, n + 1))
+    Some((evicted(fit), evicted(shrunk), made))
 }
 
 /// `THREADS` sized as tracer sizes it (the LRU's free list of 128 per online CPU, besides
@@ -508,12 +527,7 @@ pub fn threads_losses(files: &BTreeMap<String, PathBuf>) -> Option<(u64, u64, u6
 /// whose program run the kernel skipped (7.3 skips runs of its syscall tracepoints'
 /// programs), which are lost and reported.
 pub fn threads_fit(files: &BTreeMap<String, PathBuf>) -> Verdict {
-    let (n, online, fit, _) = threads_sizes(files)?;
-    let l = threads_case(files, "threads_fit", fit, n + 1)?;
-    let what = format!(
-        "THREADS of {fit} entries, {n} threads in flight on {online} CPUs: {}",
-        l.seen
-    );
+    let (l, what, _) = threads_run(files, true)?;
     if l.calls > l.skipped || l.other > 0 {
         return Err(what);
     }
@@ -524,12 +538,7 @@ pub fn threads_fit(files: &BTreeMap<String, PathBuf>) -> Verdict {
 /// evicts live states to refill a CPU's list (calls lost beyond the runs the kernel
 /// skipped), and every call so lost is reported, once.
 pub fn threads_shrunk(files: &BTreeMap<String, PathBuf>) -> Verdict {
-    let (n, online, _, shrunk) = threads_sizes(files)?;
-    let l = threads_case(files, "threads_shrunk", shrunk, n + 1)?;
-    let what = format!(
-        "THREADS of {shrunk} entries, {n} threads in flight on {online} CPUs: {}",
-        l.seen
-    );
+    let (l, what, _) = threads_run(files, false)?;
     if l.calls <= l.skipped {
         return Err(format!("no state evicted: {what}"));
     }
@@ -587,14 +596,13 @@ pub fn counted(files: &BTreeMap<String, PathBuf>, n: u64) -> u64 {
 pub fn made(files: &BTreeMap<String, PathBuf>, n: u64) -> u64 {
     MODES
         .iter()
-        .map(|(how, _)| {
+        .map(|(how, method)| {
+            // What the suite's checks skip as impossible on the kernel is all that is left out.
             let probes = load_capture_file(files, &format!("scale_{how}")).map_or(3, |s| {
                 PROBES
                     .iter()
                     .filter(|p| {
-                        s.probes.get(p).is_some_and(|st| {
-                            !matches!(&st.state, AttachState::Failed { reason } if reason.contains("compiler clone"))
-                        })
+                        !attached_with(&s, **p, *method).is_err_and(|why| why.starts_with(CANNOT))
                     })
                     .count() as u64
             });
