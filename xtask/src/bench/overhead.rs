@@ -433,6 +433,15 @@ impl Point {
         )
     }
 
+    /// At a function: a syscall's function by the syscall's name (`__x64_sys_rmdir` is
+    /// `sys_rmdir`, as tracer names its programs there).
+    fn function(f: &str, exit: bool) -> Point {
+        Point {
+            target: f.strip_prefix("__x64_").unwrap_or(f).to_owned(),
+            exit,
+        }
+    }
+
     /// From a tracepoint's name: `sys_enter_rmdir`, `contention_end`, ...
     fn tracepoint(tp: &str) -> Option<Point> {
         let (target, exit) = if let Some(s) = tp.strip_prefix("sys_enter_") {
@@ -456,12 +465,11 @@ impl Point {
             ("_fexit", true),
             ("_entry", false),
             ("_exit", true),
+            ("_kprobe", false),
+            ("_kretprobe", true),
         ] {
             if let Some(f) = name.strip_suffix(suffix) {
-                return Some(Point {
-                    target: f.to_owned(),
-                    exit,
-                });
+                return Some(Point::function(f, exit));
             }
         }
         Point::tracepoint(name)
@@ -489,10 +497,10 @@ fn points(
             };
             let kind = it.get("fd_type").and_then(Value::as_str).unwrap_or("");
             let point = match kind {
-                "kprobe" | "kretprobe" => it.get("func").and_then(Value::as_str).map(|f| Point {
-                    target: f.to_owned(),
-                    exit: kind == "kretprobe",
-                }),
+                "kprobe" | "kretprobe" => it
+                    .get("func")
+                    .and_then(Value::as_str)
+                    .map(|f| Point::function(f, kind == "kretprobe")),
                 "tracepoint" => it
                     .get("tracepoint")
                     .and_then(Value::as_str)
@@ -520,10 +528,8 @@ fn points(
             if let Some(target) = target
                 && (attach.contains("fentry") || attach.contains("fexit"))
             {
-                out.entry(id).or_insert(Point {
-                    target: target.clone(),
-                    exit: attach.contains("fexit"),
-                });
+                out.entry(id)
+                    .or_insert(Point::function(target, attach.contains("fexit")));
             }
         }
     }
@@ -581,13 +587,7 @@ fn name_points(
             fits.reverse();
         }
         for (id, f) in ids.iter().zip(fits) {
-            out.insert(
-                *id,
-                Point {
-                    target: f.clone(),
-                    exit,
-                },
-            );
+            out.insert(*id, Point::function(f, exit));
         }
     }
     out
@@ -1422,6 +1422,27 @@ mod tests {
         assert_eq!(
             Point::tracer_name("contention_begin").map(|p| p.show()),
             Some("lock_contention entry".to_owned())
+        );
+    }
+
+    #[test]
+    fn a_syscalls_function_is_one_point_for_tracer_and_bpftrace() {
+        // bpftrace's kretprobe and fentry on the syscall's function; tracer's programs
+        // there, by kprobe and by fentry.
+        let perf = r#"[{"pid":9,"fd":5,"prog_id":40,"fd_type":"kretprobe","func":"__x64_sys_rmdir","offset":0}]"#;
+        let link = r#"[{"id":3,"type":"tracing","prog_id":42,"attach_type":"trace_fentry","target_obj_id":1,"target_btf_id":777}]"#;
+        let btf = btf_funcs("[777] FUNC '__x64_sys_unlinkat' type_id=12 linkage=static\n");
+        let p = points(perf, link, &btf, &BTreeMap::new(), &[]);
+        for (point, tracer) in [
+            (&p[&40], "sys_rmdir_kretprobe"),
+            (&p[&42], "sys_unlinkat_fentry"),
+        ] {
+            assert_eq!(Point::tracer_name(tracer).as_ref(), Some(point), "{tracer}");
+        }
+        assert_eq!(p[&40].show(), "sys_rmdir exit");
+        assert_eq!(
+            Point::tracer_name("sys_umount_kprobe").map(|p| p.show()),
+            Some("sys_umount entry".to_owned())
         );
     }
 
