@@ -1153,7 +1153,9 @@ pub fn vfs_rmdir_fexit(_ctx: FExitContext) -> u32 {
     0
 }
 
-// ---- Syscall tracepoints: what the user waits for ---------------------------------------
+// ---- Syscall tracepoints: what the user waits for --------------------------------------
+//
+// Only where the syscalls' functions cannot be traced (no BTF, fentry refused): see below.
 
 #[tracepoint]
 pub fn sys_enter_umount(_ctx: TracePointContext) -> u32 {
@@ -1289,6 +1291,70 @@ pub fn sys_unlinkat_kprobe(ctx: ProbeContext) -> u32 {
 
 #[kretprobe]
 pub fn sys_unlinkat_kretprobe(_ctx: RetProbeContext) -> u32 {
+    sys_exit_unlinkat_common();
+    0
+}
+
+// ---- Syscalls by fentry on their wrappers (the default attach) --------------------------
+//
+// While any syscall tracepoint has a program, every syscall of every task on the host takes
+// the kernel's slow path (measured under icount: 129 to 169 more instructions per syscall,
+// +21% to +24%, on 5.10 to 7.3); a trampoline on `__x64_sys_rmdir` costs only the calls it
+// traces. Nor does the kernel skip these runs for preemption, as it skips syscall
+// tracepoint programs since 6.13 (above).
+
+#[fentry]
+pub fn sys_umount_fentry(_ctx: FEntryContext) -> u32 {
+    on_entry(Probe::SysUmount, 0);
+    0
+}
+
+#[fexit]
+pub fn sys_umount_fexit(_ctx: FExitContext) -> u32 {
+    exit_hooks(Probe::SysUmount);
+    0
+}
+
+#[fentry]
+pub fn sys_rmdir_fentry(_ctx: FEntryContext) -> u32 {
+    on_entry(Probe::SysRmdir, 0);
+    0
+}
+
+#[fexit]
+pub fn sys_rmdir_fexit(_ctx: FExitContext) -> u32 {
+    exit_hooks(Probe::SysRmdir);
+    0
+}
+
+#[fentry]
+pub fn sys_unlink_fentry(_ctx: FEntryContext) -> u32 {
+    on_entry(Probe::SysUnlink, 0);
+    0
+}
+
+#[fexit]
+pub fn sys_unlink_fexit(_ctx: FExitContext) -> u32 {
+    exit_hooks(Probe::SysUnlink);
+    0
+}
+
+/// `__x64_sys_unlinkat(regs)`, as its kprobe above.
+#[fentry]
+pub fn sys_unlinkat_fentry(ctx: FEntryContext) -> u32 {
+    let regs = ctx.arg::<u64>(0);
+    let flags = read_u64(regs + global(&PT_REGS_ARG3)).unwrap_or(0);
+    let probe = if flags & AT_REMOVEDIR != 0 {
+        Probe::SysRmdir
+    } else {
+        Probe::SysUnlink
+    };
+    on_entry(probe, 0);
+    0
+}
+
+#[fexit]
+pub fn sys_unlinkat_fexit(_ctx: FExitContext) -> u32 {
     sys_exit_unlinkat_common();
     0
 }

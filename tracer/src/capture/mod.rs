@@ -318,6 +318,7 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
         args.attach,
         slow_ns.unwrap_or(0),
         args.kernel_memory,
+        probes::MapReads::AtEnd,
     )?;
     for w in &attached.warnings {
         eprintln!("tracer: warning: {w}");

@@ -69,7 +69,13 @@ impl KernelSource {
         cgroup_root: Option<PathBuf>,
         names: names::Sources,
     ) -> anyhow::Result<Self> {
-        let attached = probes::attach_with_slow(wanted, mode, slow_threshold_ns, kernel_memory)?;
+        let attached = probes::attach_with_slow(
+            wanted,
+            mode,
+            slow_threshold_ns,
+            kernel_memory,
+            probes::MapReads::EveryInterval,
+        )?;
         let mut warnings = attached.warnings.clone();
         warnings.extend(tracer_core::report::not_attached(&attached.states));
         if !attached.cgroup_events {
