@@ -172,6 +172,9 @@ scale_serve() {
         i=$((i+1))
     done
     echo "the scrapes saw every call after $i s" >> /tmp/$name.log
+    # What tracer reports lost, from one last scrape: NAME.losses, its nonzero loss lines.
+    wget -q -O - http://127.0.0.1:29118/metrics 2>/dev/null \
+        | grep -E '^tracer_(probe_lost_calls|lost_events)_total\{' | awk '$2 != 0' > /tmp/$name.losses
     touch /tmp/$name.stop
     wait $scraper
     kill $p
@@ -184,6 +187,7 @@ scale_serve() {
         /tmp/$name.samples >> /tmp/$name.max
     echo "scrapes $(awk '{print $1}' /tmp/$name.samples | sort -u | wc -l)" >> /tmp/$name.max
     emit $name.max /tmp/$name.max
+    emit $name.losses /tmp/$name.losses
     emit $name.log /tmp/$name.log
 }
 
@@ -234,8 +238,8 @@ scale_threads() {
     [ -f /tmp/$name.json ] && emit $name.json /tmp/$name.json
 }
 
-# scale_threads_pair N: the threads workload twice under --attach fentry (its syscalls by
-# tracepoints: a kretprobe's instances would run out first), `THREADS` holding N + 16 states
+# scale_threads_pair N: the threads workload twice under --attach fentry (a kretprobe's
+# instances would run out first), `THREADS` holding N + 16 states
 # plus 128 per online CPU (the LRU's per-CPU free lists, as tracer sizes it) and then only
 # N + 16. threads.sizes says which.
 scale_threads_pair() {

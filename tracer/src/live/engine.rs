@@ -1211,6 +1211,79 @@ mod tests {
         assert_eq!(f.totals.calls(Probe::VfsRmdir), 1);
         assert_eq!(rmdirs(&f.last_60s), 1);
     }
+
+    #[test]
+    fn pod_churn_past_the_slots_loses_no_call_a_scraper_can_see() {
+        // The scale bench's serve case: 2,000 cgroups busy one after another, 1 + i mod 7
+        // calls each (the first in one interval, the rest in the next), 20 a second, 100
+        // slots held 60 s; a scraper every second sums each label set's largest sample.
+        let mut l = Live::new(
+            Arc::new(SourceInfo {
+                kind: SourceKindLive::Kernel,
+                description: "test".into(),
+                host: "h".into(),
+                kernel: None,
+                warnings: Vec::new(),
+            }),
+            &Options {
+                max_cgroups: 100,
+                windows: false,
+                ..Options::default()
+            },
+        );
+        let mut largest: BTreeMap<String, u64> = BTreeMap::new();
+        let mut want = 0;
+        let mut scrape = |f: &Frame| {
+            let named = f.cumulative.series.keys().map(|k| k.cgroup);
+            let named: BTreeSet<CgroupId> = named.filter(|&c| c != OTHER_CGROUP).collect();
+            assert!(named.len() <= 100, "{} label sets by name", named.len());
+            for (k, lat) in &f.cumulative.series {
+                let name = f.cumulative.cgroup_name(k.cgroup);
+                let v = largest.entry(name).or_default();
+                *v = (*v).max(lat.count());
+            }
+        };
+        let made: Vec<(CgroupId, String)> = (0..2000u64)
+            .map(|i| (i + 10, format!("/sc/g{i}")))
+            .collect();
+        let mut rest: Vec<u64> = Vec::new();
+        let mut second = 0;
+        for chunk in (0..2000u64).collect::<Vec<_>>().chunks(20) {
+            second += 1;
+            let mut d = delta(&[], 0);
+            if second == 1 {
+                d.cgroups_made.clone_from(&made);
+            }
+            let mut call = |i: u64| {
+                d.snapshot
+                    .record(SeriesKey::new(Probe::VfsRmdir, i + 10), 50_000);
+                want += 1;
+            };
+            for i in std::mem::take(&mut rest) {
+                (1..=i % 7).for_each(|_| call(i));
+            }
+            for &i in chunk {
+                call(i);
+                rest.push(i);
+            }
+            scrape(&l.apply(d, second * SEC).0);
+        }
+        let mut d = delta(&[], 0);
+        for i in rest {
+            for _ in 1..=i % 7 {
+                d.snapshot
+                    .record(SeriesKey::new(Probe::VfsRmdir, i + 10), 50_000);
+                want += 1;
+            }
+        }
+        second += 1;
+        scrape(&l.apply(d, second * SEC).0);
+        for _ in 0..120 {
+            second += 1;
+            scrape(&l.apply(delta(&[], 0), second * SEC).0);
+        }
+        assert_eq!(largest.values().sum::<u64>(), want);
+    }
 }
 
 #[cfg(test)]

@@ -250,9 +250,10 @@ pub fn past_capacity(s: &Snapshot, n: u64) -> Verdict {
 }
 
 /// `serve --max-cgroups MAX` over the workload, scraped every second: no scrape names more
-/// than MAX workload cgroups, `other` is there, and per probe the sum over label sets of
-/// each one's largest sample is exact (a label set that loses its slot goes stale with its
-/// history in the samples already taken, as Prometheus keeps them).
+/// than MAX workload cgroups, `other` is there, per probe the sum over label sets of each
+/// one's largest sample is exact (a label set that loses its slot goes stale with its
+/// history in the samples already taken, as Prometheus keeps them), and the last scrape
+/// reports no loss of any kind.
 fn serve_max(files: &BTreeMap<String, PathBuf>, name: &str, n: u64, max: u64) -> Verdict {
     let text = read(files, &format!("{name}.max"))
         .map_err(|e| with_log(files, &format!("{name}.log"), e))?;
@@ -304,6 +305,13 @@ fn serve_max(files: &BTreeMap<String, PathBuf>, name: &str, n: u64, max: u64) ->
         return Err(format!(
             "a scrape named {named} workload cgroups, more than --max-cgroups {max}"
         ));
+    }
+    // Losses of any kind, from the last scrape (runs of earlier versions have no file).
+    if let Ok(losses) = read(files, &format!("{name}.losses")) {
+        let lost: Vec<&str> = losses.lines().filter(|l| !l.trim().is_empty()).collect();
+        if !lost.is_empty() {
+            return Err(format!("tracer reported losses: {}", lost.join("; ")));
+        }
     }
     Ok(format!(
         "{}; at most {named} workload cgroups by name in one of {scrapes} scrapes",
@@ -451,7 +459,7 @@ fn threads_case(
         ));
     }
     let s = load_capture(files, name)?;
-    // The calls held in flight are the `rmdir(2)` syscalls (by tracepoint under fentry);
+    // The calls held in flight are the `rmdir(2)` syscalls (by fentry on their functions);
     // `vfs_rmdir` is judged too where fentry can attach it (not Debian's 5.10, whose calls
     // go to a compiler clone).
     match attached_with_all(&s, AttachMethod::Fentry, Probe::VfsRmdir) {
@@ -524,8 +532,8 @@ pub fn threads_losses(files: &BTreeMap<String, PathBuf>) -> Option<(u64, u64, u6
 
 /// `THREADS` sized as tracer sizes it (the LRU's free list of 128 per online CPU, besides
 /// the threads with calls in flight): no state evicted. Every call is recorded but those
-/// whose program run the kernel skipped (7.3 skips runs of its syscall tracepoints'
-/// programs), which are lost and reported.
+/// whose program run the kernel skipped (7.3 skipped runs of its syscall tracepoints'
+/// programs while tracer used them under fentry), which are lost and reported.
 pub fn threads_fit(files: &BTreeMap<String, PathBuf>) -> Verdict {
     let (l, what, _) = threads_run(files, true)?;
     if l.calls > l.skipped || l.other > 0 {
