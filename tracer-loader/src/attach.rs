@@ -251,7 +251,7 @@ fn effective_mode(
             );
             AttachMode::Kprobe
         }
-        (AttachMode::Auto, MapReads::EveryInterval) => {
+        (AttachMode::Auto, MapReads::EveryInterval) if kprobes => {
             log::info!(
                 "attaching fentry, not kprobes: this kernel preempts kernel code ({model} \
                  preemption, from {}), and the maps are read every interval: a kprobe \
@@ -1540,10 +1540,12 @@ mod tests {
         }
         assert!(w.is_empty(), "{w:?}");
         // Without kprobes, auto keeps trying fentry.
-        assert_eq!(
-            effective_mode(AttachMode::Auto, &p(Some("lazy")), false, end, &mut w),
-            AttachMode::Auto
-        );
+        for reads in [end, live] {
+            assert_eq!(
+                effective_mode(AttachMode::Auto, &p(Some("lazy")), false, reads, &mut w),
+                AttachMode::Auto
+            );
+        }
         // Asked for, fentry stays, and the user is told what it can miss.
         assert_eq!(
             effective_mode(AttachMode::Fentry, &p(Some("lazy")), true, end, &mut w),
