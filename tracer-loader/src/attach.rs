@@ -95,6 +95,9 @@ pub struct Attached {
     /// Runs the kernel skipped (its programs' recursion misses, its kprobes' misses) before
     /// recording started: attaching's, not the traced span's.
     pub misses_before_recording: (u64, u64),
+    /// When recording started (`RECORDING` set): the start of the span the maps hold, and
+    /// of the slow calls' rate limit's window.
+    pub recording_since: settle::RecordingSince,
 }
 
 impl Attached {
@@ -606,7 +609,7 @@ pub fn attach_with_slow(
         ));
     }
     // Only now, with every program in place, do the programs start recording.
-    start_recording(&mut ebpf, &mut warnings)?;
+    let recording_since = start_recording(&mut ebpf, &mut warnings)?;
     let misses_before_recording = (
         crate::read::events::program_misses(&ebpf),
         crate::read::events::kprobe_misses(&kprobe_links),
@@ -620,6 +623,7 @@ pub fn attach_with_slow(
         kprobe_links,
         sizes,
         misses_before_recording,
+        recording_since,
     })
 }
 
@@ -634,8 +638,12 @@ fn note_kprobe_misses() {
 }
 
 /// Start recording once attaching has settled (see [`settle`]); a warning when it did not.
-fn start_recording(ebpf: &mut Ebpf, warnings: &mut Vec<String>) -> Result<(), LoadError> {
-    let (took, quiet) = settle::settle_and_record(ebpf).map_err(LoadError::Record)?;
+/// Returns when it started.
+fn start_recording(
+    ebpf: &mut Ebpf,
+    warnings: &mut Vec<String>,
+) -> Result<settle::RecordingSince, LoadError> {
+    let (took, quiet, since) = settle::settle_and_record(ebpf).map_err(LoadError::Record)?;
     if quiet {
         log::info!(
             "recording after {} ms for attaching to settle",
@@ -648,7 +656,7 @@ fn start_recording(ebpf: &mut Ebpf, warnings: &mut Vec<String>) -> Result<(), Lo
             took.as_secs()
         ));
     }
-    Ok(())
+    Ok(since)
 }
 
 /// The cgroup tracepoints both use this record layout (`TP_STRUCT__entry` of the `cgroup`

@@ -91,12 +91,36 @@ fn read(ebpf: &Ebpf) -> Result<Settle, String> {
     })
 }
 
+/// When recording started, on both clocks: the monotonic one to measure the span, the
+/// wall clock to say when it was.
+#[derive(Clone, Copy, Debug)]
+pub struct RecordingSince {
+    /// Monotonic.
+    pub instant: std::time::Instant,
+    /// Wall clock, ns since the Unix epoch.
+    pub unix_ns: u64,
+}
+
+impl RecordingSince {
+    /// Now.
+    #[must_use]
+    pub fn now() -> RecordingSince {
+        RecordingSince {
+            instant: std::time::Instant::now(),
+            unix_ns: std::time::SystemTime::now()
+                .duration_since(std::time::SystemTime::UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
+        }
+    }
+}
+
 /// Wait until attaching has settled (at most [`MAX_SETTLE`]), then start recording.
-/// Returns how long it waited and whether it was quiet by then.
+/// Returns how long it waited, whether it was quiet by then, and when recording started
+/// (taken just before, so no recorded call precedes it).
 ///
 /// # Errors
 /// When the maps cannot be read or written; recording has not started then.
-pub fn settle_and_record(ebpf: &mut Ebpf) -> Result<(Duration, bool), String> {
+pub fn settle_and_record(ebpf: &mut Ebpf) -> Result<(Duration, bool, RecordingSince), String> {
     let start = Instant::now();
     let mut quiet = Quiet::new();
     let settled = loop {
@@ -109,8 +133,9 @@ pub fn settle_and_record(ebpf: &mut Ebpf) -> Result<(Duration, bool), String> {
         }
         std::thread::sleep(POLL);
     };
+    let since = RecordingSince::now();
     set_word(ebpf, maps::RECORDING, 1)?;
-    Ok((start.elapsed(), settled))
+    Ok((start.elapsed(), settled, since))
 }
 
 /// Stop recording, and wait until no program run that still saw it on can be under way, so

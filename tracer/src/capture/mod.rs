@@ -6,7 +6,7 @@ use std::{
     os::unix::{fs::PermissionsExt as _, process::ExitStatusExt as _},
     path::{Path, PathBuf},
     process::ExitCode,
-    time::{Duration, Instant, SystemTime},
+    time::{Duration, Instant},
 };
 
 use anyhow::Context as _;
@@ -327,10 +327,10 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
 
     let mut cgroups = cgroup_root.as_deref().map(cgroup::walk).unwrap_or_default();
     let dentry_start = tracer_loader::host::read_dentry_state();
-    let started_unix_ns = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
-    let started = Instant::now();
+    // The span is the recording's: from the programs' first recorded run to their last, the
+    // window the slow calls' rate limit and every count apply to.
+    let started_unix_ns = attached.recording_since.unix_ns;
+    let started = attached.recording_since.instant;
     let cpu_recording = process_cpu_seconds();
 
     // The command gets a cgroup of its own, so its calls can be told from the host's.
@@ -350,12 +350,12 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
         .build()?;
     let mut events = Events::naming(args.names_root.as_deref(), &cgroups);
     let outcome = runtime.block_on(wait(args, &mut attached, transient.as_ref(), &mut events))?;
-    let elapsed = started.elapsed();
     // The host's calls after the command's end are not the capture's, and a call returning
     // while the maps are read would be half in them.
     if let Err(e) = tracer_loader::settle::stop_recording(&mut attached.ebpf) {
         log::warn!("recording could not be stopped before reading: {e}");
     }
+    let elapsed = started.elapsed();
     events.finish(&mut attached, slow_ns.is_some())?;
 
     // Cgroups made during the capture were learned as they were made (removed since or

@@ -540,11 +540,14 @@ fn slow_accounting(s: &Snapshot) -> Verdict {
             "{sent} sent + {limited} rate-limited + {full} dropped != {exits} calls returned"
         ));
     }
-    let seconds = s.meta.duration_ns.div_ceil(1_000_000_000);
-    let allowed = 2 * (100 + 100 * seconds);
+    // The capture's span is its recording's, the window every slow call was sent in: each
+    // CPU earns one call per 10 ms of it beyond its first burst.
+    let earned = s.meta.duration_ns / 10_000_000;
+    let allowed = 2 * (100 + earned);
     if sent > allowed {
         return Err(format!(
-            "{sent} sent in {seconds} s: more than the {allowed} the limit allows on 2 CPUs"
+            "{sent} sent in {} of recording: more than the {allowed} the limit allows on 2 CPUs",
+            tracer_core::units::ns(s.meta.duration_ns)
         ));
     }
     // Calls slower than the budget refills (a starved VM) are all sent, rightly; the limit
