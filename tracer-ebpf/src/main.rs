@@ -414,6 +414,10 @@ fn test_missed(probe: Probe) -> bool {
     if global(&TEST_MISS_PROBE) != u64::from(probe.id()) + 1 {
         return false;
     }
+    // Only recorded calls' returns: attaching's own waits must not use the knob up.
+    if !recording() {
+        return false;
+    }
     let Some(left) = TEST_MISSES.get_ptr_mut(0) else {
         return false;
     };
@@ -1437,6 +1441,23 @@ pub fn sched_process_exit(_ctx: TracePointContext) -> u32 {
         // The exit goes on (closing files, leaving namespaces may unmount): a traced call
         // after this makes the entry again, idle once it returns.
         let _ = THREADS.remove(&tid);
+    }
+    0
+}
+
+/// `workqueue:workqueue_execute_start`: a kernel worker takes its next work item. A work
+/// function runs from the worker's loop, never inside another, so nothing the worker traced
+/// can still be in flight: what is was left by a return the kernel missed. Kernel threads
+/// make no syscall, so this is their reset point as a syscall's entry is a user thread's
+/// (`heal`, each stale call counted once as discarded). One lookup per work item on the
+/// host; two compares more for the rare worker with state.
+#[tracepoint]
+pub fn workqueue_execute_start(_ctx: TracePointContext) -> u32 {
+    let tid = current_tid();
+    if let Some(t) = THREADS.get_ptr_mut(tid) {
+        // SAFETY: a pointer into the map's value for this thread, which only this thread
+        // writes.
+        heal(unsafe { &mut *t }, tid);
     }
     0
 }

@@ -716,8 +716,10 @@ fn attach_cgroup_events(ebpf: &mut Ebpf) -> Result<(), String> {
     }
 }
 
-/// Attach the program that discards what an exiting thread left in flight and deletes its
-/// state (`sched:sched_process_exit`), or say what is lost without it.
+/// Attach the programs that discard what a thread left in flight when nothing it traced can
+/// be: as it exits (deleting its state, `sched:sched_process_exit`) and, for kernel
+/// workers, as they take a work item (`workqueue:workqueue_execute_start`); or say what is
+/// lost without them.
 fn attach_thread_exits(ebpf: &mut Ebpf, warnings: &mut Vec<String>) {
     match attach_tracepoints(ebpf, "sched", &["sched_process_exit"]) {
         AttachState::Attached { .. } => {}
@@ -727,6 +729,15 @@ fn attach_thread_exits(ebpf: &mut Ebpf, warnings: &mut Vec<String>) {
              is reused"
         )),
         other => warnings.push(format!("sched:sched_process_exit: {other:?}")),
+    }
+    match attach_tracepoints(ebpf, "workqueue", &["workqueue_execute_start"]) {
+        AttachState::Attached { .. } => {}
+        AttachState::Failed { reason } => warnings.push(format!(
+            "workqueue:workqueue_execute_start could not be attached ({reason}): a call a \
+             kernel worker left in flight (its return missed) is discarded only when that \
+             worker enters the same function again or exits"
+        )),
+        other => warnings.push(format!("workqueue:workqueue_execute_start: {other:?}")),
     }
 }
 

@@ -247,6 +247,21 @@ struct Boot {
     icount: bool,
 }
 
+/// The programs the suite's cases run beside tracer (bpftrace, inotifywait) and bpftool, where the host
+/// has them (`cargo xtask setup`), so a case can be tried by hand in `xtask vm`.
+fn peers() -> Vec<(String, u32, Vec<u8>)> {
+    [
+        testing::suite::BPFTRACE,
+        testing::suite::INOTIFYWAIT,
+        "/usr/sbin/bpftool",
+    ]
+    .into_iter()
+    .filter(|p| std::path::Path::new(p).exists())
+    .filter_map(|p| vm::host_program(p).ok())
+    .flatten()
+    .collect()
+}
+
 fn boot(
     kernel: &kernel::Kernel,
     tracer: &std::path::Path,
@@ -263,7 +278,7 @@ fn boot(
         kernel,
         tracer: Some(tracer),
         command,
-        files: Vec::new(),
+        files: peers(),
         timeout: Duration::from_secs(qemu.timeout),
         kvm: qemu.kvm,
         icount,

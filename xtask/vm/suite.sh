@@ -188,6 +188,13 @@ if [ -x /usr/bin/inotifywait ]; then
     for how in kprobe fentry; do
         capture srcu_$how "$srcu_workload" --attach $how
     done
+    # The same with the first 5 reaper waits' returns skipped (test knob), then the writeback
+    # of a file on ext2 for the kernel's workers to take other work.
+    for how in kprobe fentry; do
+        export TRACER_TEST_MISS_RETURNS=synchronize_srcu:5
+        capture srcu_heal_$how "${srcu_workload%exit 0}"'k=0; while [ $k -lt 3 ]; do echo $k > /mnt/ext2/wq; sync; k=$((k+1)); done; exit 0' --attach $how
+        unset TRACER_TEST_MISS_RETURNS
+    done
 fi
 
 say "cgroup tracepoint layout"

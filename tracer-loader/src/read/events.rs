@@ -365,7 +365,8 @@ pub fn program_misses(ebpf: &Ebpf) -> u64 {
 pub fn times_calls(name: &str) -> bool {
     !(name.starts_with("contention_")
         || name.starts_with("cgroup_")
-        || name == "sched_process_exit")
+        || name == "sched_process_exit"
+        || name == "workqueue_execute_start")
 }
 
 /// A kprobe or kretprobe link's `missed`: hits the kernel did not run its program for;

@@ -35,7 +35,7 @@ use checks::{
 use results::{
     agrees_with_bpftrace, cgroup_format, check_capture, check_uname, names_in_report,
     parse_reference, predicts, ref_exact, ref_srcu, ref_tmpfs, round_trip, sampled_cost, settled,
-    slow_rmdir, srcu, voice, voice_counters,
+    slow_rmdir, srcu, srcu_healed, voice, voice_counters,
 };
 
 use super::{
@@ -50,9 +50,9 @@ use crate::{
 /// Possible CPUs of the suite's VMs (2 online).
 const SUITE_MAX_CPUS: u32 = 192;
 /// Where Debian's bpftrace package puts it.
-const BPFTRACE: &str = "/usr/bin/bpftrace";
+pub const BPFTRACE: &str = "/usr/bin/bpftrace";
 /// Where Debian's inotify-tools package puts it.
-const INOTIFYWAIT: &str = "/usr/bin/inotifywait";
+pub const INOTIFYWAIT: &str = "/usr/bin/inotifywait";
 /// Boot `kernel`, run the guest suite, check what comes back.
 pub fn vm_suite(
     kernel: &Kernel,
@@ -415,6 +415,14 @@ fn cases() -> Vec<Case> {
                 "inotify watch removed x5: synchronize_srcu = the kernel's kprobe events = bpftrace's count of its callers' runs, from kernel workers (no traced caller)",
                 name("srcu"),
                 Check::Files(Box::new(move |f, _| srcu(f, &name("srcu"), method))),
+            ),
+            Case::new(
+                mode,
+                "missed returns on kernel workers (the first 5 of the inotify reapers' synchronize_srcu returns skipped by a test knob), then their later waits and other work: each stale wait discarded or left in flight, reported once; no later wait timed from a stale start",
+                name("srcu_heal"),
+                Check::Files(Box::new(move |f, _| {
+                    srcu_healed(f, &name("srcu_heal"), method)
+                })),
             ),
             Case::new(
                 mode,

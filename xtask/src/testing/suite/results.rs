@@ -269,6 +269,65 @@ pub(super) fn srcu(files: &BTreeMap<String, PathBuf>, name: &str, method: Attach
         "{seen}, all from kernel workers with no traced caller"
     ))
 }
+/// The srcu workload with the first [`super::checks::HEAL_MISSED`] returns of
+/// `synchronize_srcu` skipped (test knob), the waits being the inotify reapers' on kernel
+/// workers, which make no syscall: every wait whose return was skipped is reported once,
+/// discarded (when its worker waited again or took another work item) or left in flight at
+/// the end; the later waits are timed from their own entries (each under a second, the
+/// watches being removed more than a second apart, so a stale start would show) and none
+/// has a traced caller.
+pub(super) fn srcu_healed(
+    files: &BTreeMap<String, PathBuf>,
+    name: &str,
+    method: AttachMethod,
+) -> Verdict {
+    let missed = super::checks::HEAL_MISSED;
+    let (_, runs) = ref_srcu(&parse_reference(&read(files, "srcu.ref")?))?;
+    let s = load_capture(files, name)?;
+    attached_with(&s, Probe::SynchronizeSrcu, method)?;
+    let st = s
+        .probes
+        .get(&Probe::SynchronizeSrcu)
+        .ok_or("no synchronize_srcu status")?;
+    let skipped = super::checks::kernel_skipped(&s);
+    let (entries, exits, discarded, left) =
+        (st.entries, st.exits, st.discarded, st.unmatched_entries());
+    let seen = format!(
+        "synchronize_srcu {entries} entered ({runs} reaper runs in the reference), {exits} returned, {discarded} discarded, {left} in flight at the end, {skipped} runs the kernel skipped"
+    );
+    // The knob's returns, and any the kernel skipped, are the only calls not returned. The
+    // knob's countdown is a plain decrement (5.10 has no atomic fetch), so two reapers
+    // returning on two CPUs at once may both take its last skip: one more at most.
+    let stale = entries.saturating_sub(exits);
+    if entries < runs
+        || entries > runs + SRCU_ELSEWHERE
+        || stale < missed
+        || stale > missed + 1 + skipped
+        || st.exits_without_entry != 0
+        || st.start_drops != 0
+    {
+        return Err(seen);
+    }
+    let timed = s.probe_total(Probe::SynchronizeSrcu);
+    if timed.count() != exits {
+        return Err(format!("{seen}; {} timed", timed.count()));
+    }
+    let worst = timed.max_ns().unwrap_or(0);
+    if worst >= 1_000_000_000 {
+        return Err(format!(
+            "{seen}; the slowest wait took {:.1} ms: timed from a stale start",
+            ms(worst)
+        ));
+    }
+    let outside = s.total_where(|k| k.probe == Probe::SynchronizeSrcu && k.caller.is_some());
+    if outside.count() > 0 {
+        return Err(format!("{seen}; {} with a traced caller", outside.count()));
+    }
+    Ok(format!(
+        "{seen}; slowest later wait {:.2} ms, none with a traced caller",
+        ms(worst)
+    ))
+}
 /// The guest kernel's `cgroup:cgroup_mkdir` format file parses as tracer reads it.
 pub(super) fn cgroup_format(files: &BTreeMap<String, PathBuf>) -> Verdict {
     let text = read(files, "cgroup_format")?;
