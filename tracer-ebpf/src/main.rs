@@ -1447,7 +1447,7 @@ pub fn sched_process_exit(_ctx: TracePointContext) -> u32 {
 
 /// `workqueue:workqueue_execute_start`: a kernel worker takes its next work item. A work
 /// function runs from the worker's loop, never inside another, so nothing the worker traced
-/// can still be in flight: what is was left by a return the kernel missed. Kernel threads
+/// can still be in flight: what is, a return the kernel missed left behind. Kernel threads
 /// make no syscall, so this is their reset point as a syscall's entry is a user thread's
 /// (`heal`, each stale call counted once as discarded). One lookup per work item on the
 /// host; two compares more for the rare worker with state.
