@@ -58,13 +58,13 @@ pub struct Tools {
     pub bpf_linker_bin: PathBuf,
     /// Where the kernels are cached, one directory per release.
     pub kernels: PathBuf,
-    /// The `cargo-modules` executable `cargo xtask lint` runs.
-    pub cargo_modules: PathBuf,
     /// The `kubernetes-validate` executable the deploy cases run.
     pub kubernetes_validate: PathBuf,
 }
 
-/// Run every step; cheap when all is present.
+/// Every step the builds, VMs and benchmarks need; cheap when all is present. The lint's
+/// tool, a build of tens of minutes, is [`cargo_modules_tool`]'s: `cargo xtask setup` and
+/// `cargo xtask test` run both.
 pub fn setup() -> anyhow::Result<Tools> {
     let cache = util::cache_dir()?;
     fs::create_dir_all(&cache).with_context(|| format!("creating {}", cache.display()))?;
@@ -87,12 +87,9 @@ pub fn setup() -> anyhow::Result<Tools> {
             fetch_kernel(&kernel_apt, &kernels, series)
         })?;
     }
-    // Last: the longest step (a build of tens of minutes), needed only by `cargo xtask lint`.
-    let cargo_modules = cargo_modules_step(&cache)?;
     Ok(Tools {
         bpf_linker_bin,
         kernels,
-        cargo_modules,
         kubernetes_validate,
     })
 }
