@@ -354,14 +354,31 @@ fn on_entry(probe: Probe, arg: u64) {
     // First: the call's start, and the start of the run if it times itself.
     let t0 = unsafe { bpf_ktime_get_ns() };
     let tid = tid_of(pid_tgid);
-    let mut thread = thread(tid);
-    // `probe` is a constant in each program: only the syscall entries keep this.
-    if matches!(probe.kind(), ProbeKind::Syscall)
-        && let Some(t) = thread.as_deref_mut()
-    {
-        heal(t, tid);
+    if let Some(t) = THREADS.get_ptr_mut(tid) {
+        // SAFETY: a pointer into the map's value, alive for the program's run.
+        let t = unsafe { &mut *t };
+        // `probe` is a constant in each program: only the syscall entries keep this.
+        if matches!(probe.kind(), ProbeKind::Syscall) {
+            heal(t, tid);
+        }
+        let _ = entered(probe, arg, Some(t), t0);
+        return;
     }
-    entered(probe, arg, thread, t0);
+    // The thread's first traced call (a new process's, as often as not): its state is made
+    // holding this call, in one insert, rather than made idle and looked up again.
+    let mut fresh = Thread::IDLE;
+    let counted = entered(probe, arg, Some(&mut fresh), t0);
+    // A full map evicts the least recently used thread (an LRU), so this rarely fails.
+    if THREADS.insert(tid, &fresh, 0).is_err() && counted {
+        // Not stored: counted as a start drop, as an entry without state is, and a lock
+        // wait it began is taken back out of the gate.
+        if let Some(c) = counters(probe) {
+            add(&raw mut c.start_drops, 1);
+        }
+        if fresh.lock_wait_addr != 0 {
+            gate(true, u64::MAX);
+        }
+    }
 }
 
 /// Add this run's time since `t0` (at most [`COST_RUN_CAP_NS`]) to `runs` and `ns`, if it
@@ -431,10 +448,11 @@ fn test_missed(probe: Probe) -> bool {
     true
 }
 
-/// [`on_entry`] of a thread other than tracer's, whose state the caller looked up (`None`:
-/// it could not be stored), at `ts_ns`.
+/// [`on_entry`] of a thread other than tracer's, whose state the caller looked up or is
+/// making (`None`: it could not be stored), at `ts_ns`. True when the call was counted and
+/// stored in that state.
 #[inline(always)]
-fn entered(probe: Probe, arg: u64, thread: Option<&'static mut Thread>, ts_ns: u64) {
+fn entered(probe: Probe, arg: u64, thread: Option<&mut Thread>, ts_ns: u64) -> bool {
     // `probe` is a constant in each program, so this index is too (the verifier wants that).
     let slot = usize::from(probe.id());
     let recording = recording();
@@ -450,13 +468,15 @@ fn entered(probe: Probe, arg: u64, thread: Option<&'static mut Thread>, ts_ns: u
         if !recording {
             settle(probe, SETTLE_ENTERED);
         }
-        return;
+        return false;
     }
-    let Some(c) = counters(probe) else { return };
+    let Some(c) = counters(probe) else {
+        return false;
+    };
     add(&raw mut c.entries, 1);
     let Some(t) = thread else {
         add(&raw mut c.start_drops, 1);
-        return;
+        return false;
     };
     let bit = 1u64 << slot;
     if t.in_flight & bit != 0 {
@@ -485,6 +505,7 @@ fn entered(probe: Probe, arg: u64, thread: Option<&'static mut Thread>, ts_ns: u
         t.lock_wait_addr = arg;
     }
     time_run(ts_ns, &raw mut c.timed_entries, &raw mut c.timed_entry_ns);
+    true
 }
 
 /// The current thread returned from `probe` at `now`: record its latency.
@@ -588,18 +609,6 @@ fn slow_call(probe: Probe, call: &Call, now: u64, pruned: u64) {
     };
     if SLOW_CALLS.output::<SlowCallEvent>(&event, 0).is_err() {
         lose(Loss::SlowCallDrops);
-    }
-}
-
-/// Record a span derived from another probe's call (an inode lock held, pruning under it):
-/// it spans that call, so it has that call's caller.
-#[inline(always)]
-fn record_derived(probe: Probe, cgroup: u64, caller: u16, delta: u64) {
-    let Some(c) = counters(probe) else { return };
-    add(&raw mut c.entries, 1);
-    add(&raw mut c.exits, 1);
-    if !record(cgroup, probe.id(), caller, delta) {
-        add(&raw mut c.folded, 1);
     }
 }
 
@@ -909,13 +918,13 @@ fn vfs_rmdir_entered(dir: u64, dentry: u64) {
         // No state, no registration; the call is counted as a start drop.
         lose(Loss::RmdirLockDrops);
         if !is_self(pid_tgid) {
-            entered(Probe::VfsRmdir, 0, None, t0);
+            let _ = entered(Probe::VfsRmdir, 0, None, t0);
         }
         return;
     };
     before_vfs_rmdir(t, tid, dir, dentry);
     if !is_self(pid_tgid) {
-        entered(Probe::VfsRmdir, 0, Some(t), t0);
+        let _ = entered(Probe::VfsRmdir, 0, Some(t), t0);
     }
 }
 
@@ -934,25 +943,6 @@ fn vfs_rmdir_returned() {
     }
     if !is_self(pid_tgid) {
         exited(Probe::VfsRmdir, thread, t0);
-    }
-}
-
-/// `vfs_rmdir` returned: its duration is the victim's lock hold time.
-#[inline(always)]
-fn after_vfs_rmdir(call: &Call) {
-    record_derived(Probe::InodeLockHold, call.cgroup, call.caller, call.delta);
-}
-
-/// `shrink_dcache_parent` returned: inside `vfs_rmdir`, that time was spent under its locks.
-#[inline(always)]
-fn after_shrink_dcache_parent(call: &Call) {
-    if call.caller == Probe::VfsRmdir.id() {
-        record_derived(
-            Probe::PruneUnderInodeLock,
-            call.cgroup,
-            call.caller,
-            call.delta,
-        );
     }
 }
 
@@ -983,11 +973,10 @@ fn exited(probe: Probe, thread: Option<&'static mut Thread>, t0: u64) {
     let Some(call) = on_exit(probe, thread, t0) else {
         return;
     };
-    match probe {
-        Probe::DDelete => after_d_delete(&call),
-        Probe::VfsRmdir => after_vfs_rmdir(&call),
-        Probe::ShrinkDcacheParent => after_shrink_dcache_parent(&call),
-        _ => {}
+    // The spans derived from vfs_rmdir's and shrink_dcache_parent's calls (inode lock held,
+    // pruning under it) are their calls' series, renamed by userspace: nothing to record.
+    if probe == Probe::DDelete {
+        after_d_delete(&call);
     }
     // Timed to here, a run counted in `exits`; the lookup only in a run that times itself.
     if cost_sampled(t0)

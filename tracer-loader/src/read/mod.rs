@@ -99,6 +99,7 @@ fn read_with(
     read_probe_counters(ebpf, &mut snap, &attached.states)?;
     read_series(ebpf, &mut snap, known)?;
     read_overflow(ebpf, &mut snap)?;
+    derive_spans(&mut snap);
     read_events(ebpf, &mut snap, known)?;
     read_losses(
         ebpf,
@@ -178,6 +179,64 @@ fn read_overflow(ebpf: &Ebpf, snap: &mut Snapshot) -> Result<(), CollectError> {
         }
     }
     Ok(())
+}
+
+/// The spans derived from other probes' calls, which the kernel programs do not record a
+/// second time: `inode_lock_hold` is each `vfs_rmdir` call (the victim's inode lock is held
+/// for all of it), `prune_under_inode_lock` each `shrink_dcache_parent` call made inside a
+/// `vfs_rmdir` (its parent's and victim's locks held): (span, source, the source's caller
+/// it needs).
+const DERIVED_SPANS: [(Probe, Probe, Option<Probe>); 2] = [
+    (Probe::InodeLockHold, Probe::VfsRmdir, None),
+    (
+        Probe::PruneUnderInodeLock,
+        Probe::ShrinkDcacheParent,
+        Some(Probe::VfsRmdir),
+    ),
+];
+
+/// Make [`DERIVED_SPANS`]' series from their sources': each with its call's cgroup, caller
+/// and latency. Only for spans the snapshot has a status for (their sources attached).
+fn derive_spans(snap: &mut Snapshot) {
+    for (span, from, caller) in DERIVED_SPANS {
+        if !snap.probes.contains_key(&span) {
+            continue;
+        }
+        let copies: Vec<(SeriesKey, Latency)> = snap
+            .series
+            .iter()
+            .filter(|(k, _)| k.probe == from && caller.is_none_or(|c| k.caller == Some(c)))
+            .map(|(k, lat)| (SeriesKey { probe: span, ..*k }, lat.clone()))
+            .collect();
+        for (key, lat) in copies {
+            snap.series_mut(key).merge(&lat);
+        }
+    }
+    recount_derived(snap);
+}
+
+/// The derived spans' counters from their series: each call counted as entered and
+/// returned, and as folded where its source call was (the [`OTHER_CGROUP`] series of the
+/// overflow map). A live source calls this again on its last reading once it has taken
+/// removed cgroups' series out of it, so that the next reading's difference stays whole.
+pub fn recount_derived(snap: &mut Snapshot) {
+    for (span, _, _) in DERIVED_SPANS {
+        let Some(st) = snap.probes.get(&span) else {
+            continue;
+        };
+        let (mut calls, mut folded) = (0, 0);
+        for (k, lat) in snap.series.iter().filter(|(k, _)| k.probe == span) {
+            calls += lat.count();
+            if k.cgroup == OTHER_CGROUP {
+                folded += lat.count();
+            }
+        }
+        let mut st = st.clone();
+        st.entries = calls;
+        st.exits = calls;
+        st.folded = folded;
+        snap.probes.insert(span, st);
+    }
 }
 
 /// Series read from a map into the snapshot, their cgroups named by `known`.
@@ -467,6 +526,83 @@ mod tests {
         let series = merge_stats(bucket, stat(4, 6_000, 1_100, 1_900));
         assert_eq!(series, stat(7, 6_310, 97, 1_900));
         assert_eq!(merge_stats(EMPTY_STAT, EMPTY_STAT).count, 0);
+    }
+
+    #[test]
+    fn the_derived_spans_are_their_calls_with_their_cgroup_caller_and_latency() {
+        use tracer_core::snapshot::{AttachMethod, SourceKind};
+        let mut snap = Snapshot::new(Meta {
+            source: SourceKind::Kernel,
+            description: "capture".to_owned(),
+            kernel: None,
+            started_unix_ns: 0,
+            duration_ns: 1_000_000_000,
+        });
+        let attached = |symbol: &str| AttachState::Attached {
+            method: AttachMethod::Fentry,
+            symbol: symbol.to_owned(),
+        };
+        for p in [
+            Probe::VfsRmdir,
+            Probe::ShrinkDcacheParent,
+            Probe::InodeLockHold,
+            Probe::PruneUnderInodeLock,
+        ] {
+            snap.probes.insert(p, ProbeStatus::new(attached(p.name())));
+        }
+        let (a, b) = (101, 202);
+        // Two rmdirs in cgroup a (one from no traced function, one inside another traced
+        // function), one in b; three prunings: two inside vfs_rmdir, one at umount.
+        snap.record(SeriesKey::new(Probe::VfsRmdir, a), 5_000);
+        snap.record(
+            SeriesKey::new(Probe::VfsRmdir, a).with_caller(Probe::NamespaceUnlock),
+            7_000,
+        );
+        snap.record(SeriesKey::new(Probe::VfsRmdir, b), 9_000);
+        let under = SeriesKey::new(Probe::ShrinkDcacheParent, a).with_caller(Probe::VfsRmdir);
+        snap.record(under, 3_000);
+        // One found the kernel's histograms full: folded under `other`.
+        let folded =
+            SeriesKey::new(Probe::ShrinkDcacheParent, OTHER_CGROUP).with_caller(Probe::VfsRmdir);
+        snap.record(folded, 4_000);
+        snap.record(
+            SeriesKey::new(Probe::ShrinkDcacheParent, b).with_caller(Probe::DeactivateLockedSuper),
+            8_000,
+        );
+        derive_spans(&mut snap);
+
+        let hold = |cgroup, caller: Option<Probe>| {
+            let key = SeriesKey {
+                probe: Probe::InodeLockHold,
+                caller,
+                cgroup,
+            };
+            snap.series.get(&key).map(Latency::sum_ns)
+        };
+        assert_eq!(hold(a, None), Some(5_000));
+        assert_eq!(hold(a, Some(Probe::NamespaceUnlock)), Some(7_000));
+        assert_eq!(hold(b, None), Some(9_000));
+        let prune = snap.probe_by_caller(Probe::PruneUnderInodeLock, Some(Probe::VfsRmdir));
+        assert_eq!((prune.count(), prune.sum_ns()), (2, 7_000));
+        // The pruning outside vfs_rmdir is no pruning under its locks.
+        assert_eq!(snap.probe_total(Probe::PruneUnderInodeLock).count(), 2);
+        let st = |snap: &Snapshot, p| snap.probes[&p].clone();
+        let hold = st(&snap, Probe::InodeLockHold);
+        assert_eq!((hold.entries, hold.exits, hold.folded), (3, 3, 0));
+        let prune = st(&snap, Probe::PruneUnderInodeLock);
+        assert_eq!((prune.entries, prune.exits, prune.folded), (2, 2, 1));
+        assert_eq!(prune.lost(), 0);
+        // A live source forgets removed cgroup a's series: the counts follow.
+        snap.series.retain(|k, _| k.cgroup != a);
+        recount_derived(&mut snap);
+        let hold = st(&snap, Probe::InodeLockHold);
+        assert_eq!((hold.entries, hold.exits), (1, 1));
+        assert_eq!(st(&snap, Probe::PruneUnderInodeLock).folded, 1);
+        // Without its status (its source not attached) a span is not made up.
+        snap.probes.remove(&Probe::InodeLockHold);
+        snap.series.retain(|k, _| k.probe != Probe::InodeLockHold);
+        derive_spans(&mut snap);
+        assert_eq!(snap.probe_total(Probe::InodeLockHold).count(), 0);
     }
 
     #[test]

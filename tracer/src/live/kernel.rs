@@ -189,6 +189,7 @@ impl KernelSource {
             .series
             .retain(|k, _| !gone.contains(&k.cgroup));
         self.previous.counters.retain(|(_, c), _| !gone.contains(c));
+        collect::recount_derived(&mut self.previous);
     }
 
     /// Delete the per-thread entries (`THREADS`: calls in flight, their callers) of threads
