@@ -2,6 +2,14 @@
 
 use std::time::Duration;
 
+/// Wall-clock now, Unix nanoseconds (0 before 1970).
+#[must_use]
+pub fn unix_now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
 /// A duration in nanoseconds with three significant digits: `812 ns`, `7.21 µs`, `2.41 s`.
 #[must_use]
 pub fn ns(v: u64) -> String {

@@ -107,9 +107,7 @@ impl RecordingSince {
     pub fn now() -> RecordingSince {
         RecordingSince {
             instant: std::time::Instant::now(),
-            unix_ns: std::time::SystemTime::now()
-                .duration_since(std::time::SystemTime::UNIX_EPOCH)
-                .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
+            unix_ns: tracer_core::units::unix_now_ns(),
         }
     }
 }

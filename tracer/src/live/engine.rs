@@ -11,6 +11,7 @@ use std::{
 use tracer_core::{
     cost::{BpfCost, ProgramCost},
     snapshot::SlowCall,
+    units::unix_now_ns,
 };
 
 use crate::process::{process_cpu_seconds, rss_bytes};
@@ -153,14 +154,6 @@ fn run(
         };
         tx.send_replace(Some(Arc::new(frame)));
     }
-}
-
-/// Wall-clock now, Unix nanoseconds.
-#[must_use]
-pub fn unix_now_ns() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
 /// The loop's state: everything but the thread and the source, so it is tested on plain

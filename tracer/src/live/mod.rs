@@ -27,10 +27,11 @@ pub mod table;
 pub mod window;
 
 pub use args::{LiveArgs, open};
-pub use engine::{Handle, Live, spawn, unix_now_ns};
+pub use engine::{Handle, Live, spawn};
 pub use frame::{
     CgroupEntry, Control, Cost, DEFAULT_INTERVAL, DEFAULT_MAX_CGROUPS, Frame, GONE_GRACE, History,
     Options,
 };
 pub use source::{Delta, Source, SourceInfo, SourceKindLive};
 pub use tracer_core::snapshot::OTHER_CGROUP;
+pub use tracer_core::units::unix_now_ns;
