@@ -23,20 +23,19 @@ pub const COUNTERS: &str = "COUNTERS";
 /// registered are also in its [`Thread::rmdir`], found by the lookup its entry and exit
 /// make anyway.
 pub const RMDIR_LOCKS: &str = "RMDIR_LOCKS";
-/// Array of one [`LockGate`]: whether the lock-contention programs have anything to do.
-pub const LOCK_GATE: &str = "LOCK_GATE";
 /// Per-CPU array of one u64 per [`Loss`]: losses not tied to one probe.
 pub const LOSSES: &str = "LOSSES";
 /// Map: per [`Loss`], a detail of its first occurrence (`-errno` of a failed map update, the
 /// address of a dentry not readable), 0 until then.
 pub const LOSS_FIRST: &str = "LOSS_FIRST";
-/// Array of one u64: nonzero once userspace has attached every program and the work the
+/// A u64 global of the programs' (its data section is an array map of one value, named
+/// after the section): nonzero once userspace has attached every program and the work the
 /// attaching caused has settled. Until then the programs record nothing (see [`SETTLE`]).
-pub const RECORDING: &str = "RECORDING";
-/// Array of one u64: nonzero while a child tracer forked to run the command has not exec'd
-/// yet. Only then do grace-period entries read the current task's comm to tell that child's
+pub const RECORDING: &str = ".data.recording";
+/// A u64 global, as [`RECORDING`]: nonzero while a child tracer forked to run the command
+/// has not exec'd yet. Only then do grace-period entries read the current task's comm to tell that child's
 /// own work apart (see `tracer-ebpf`'s `is_own_child`); otherwise they skip the helper call.
-pub const FORKING: &str = "FORKING";
+pub const FORKING: &str = ".data.forking";
 /// Per-CPU array of two u64: grace-period waits entered and returned while not
 /// [`RECORDING`], so userspace can tell when the waits its own attaching caused are over.
 pub const SETTLE: &str = "SETTLE";
@@ -48,9 +47,9 @@ pub const SETTLE_RETURNED: u32 = 1;
 pub const CGROUP_EVENTS: &str = "CGROUP_EVENTS";
 /// Ring buffer of [`SlowCallEvent`]s: calls at least [`SLOW_THRESHOLD`] long.
 pub const SLOW_CALLS: &str = "SLOW_CALLS";
-/// Array of one u64: the slow-call threshold in ns, written by userspace at any time
-/// (0: off, the default).
-pub const SLOW_THRESHOLD: &str = "SLOW_THRESHOLD";
+/// A u64 global, as [`RECORDING`]: the slow-call threshold in ns, written by userspace at
+/// any time (0: off, the default).
+pub const SLOW_THRESHOLD: &str = ".data.slow_threshold";
 /// Per-CPU array of one [`SlowBudget`]: the token bucket that rate-limits slow calls.
 pub const SLOW_BUDGET: &str = "SLOW_BUDGET";
 
@@ -291,7 +290,8 @@ pub struct Thread {
 }
 
 /// What the lock-contention programs, which run for every contended lock on the host, read
-/// first: with no `vfs_rmdir` lock registered they return after this one array read.
+/// first: with no `vfs_rmdir` lock registered they return after this one load. The
+/// programs' one writable global, so the object's `.bss` map (an array of one value).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LockGate {

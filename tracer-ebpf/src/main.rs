@@ -61,8 +61,15 @@ static COUNTER_OVERFLOW: Array<u64> = Array::with_max_entries(COUNTER_KINDS, 0);
 #[map]
 static RMDIR_LOCKS: Array<RmdirSlot> = Array::with_max_entries(RMDIR_ENTRIES, 0);
 
-#[map]
-static LOCK_GATE: Array<LockGate> = Array::with_max_entries(1, 0);
+/// What the lock-contention programs, which run for every contended lock on the host, read
+/// first. A global (the object's `.bss`, an array of one value the kernel made): one load,
+/// where an array map's lookup is a dozen instructions. Only the programs write it, by
+/// atomic adds ([`gate`]); nothing in userspace writes that section.
+#[unsafe(no_mangle)]
+static mut LOCK_GATE: LockGate = LockGate {
+    rmdirs: 0,
+    waits: 0,
+};
 
 #[map]
 static LOSSES: PerCpuArray<u64> = PerCpuArray::with_max_entries(LOSS_COUNT, 0);
@@ -77,14 +84,32 @@ static CGROUP_EVENTS: RingBuf = RingBuf::with_byte_size(CGROUP_EVENTS_BYTES, 0);
 #[map]
 static SLOW_CALLS: RingBuf = RingBuf::with_byte_size(SLOW_CALLS_BYTES, 0);
 
-#[map]
-static SLOW_THRESHOLD: Array<u64> = Array::with_max_entries(1, 0);
+// Words userspace writes while the programs run, each a global in a data section of its own
+// (an array map of one value, named after the section): a program reads one with one load,
+// where an array map's lookup is a dozen instructions. One word per section, so that
+// userspace's write of one never overwrites another. Read volatile, as the offsets below.
 
-#[map]
-static RECORDING: Array<u64> = Array::with_max_entries(1, 0);
+/// See `tracer_common::maps::SLOW_THRESHOLD`.
+#[unsafe(no_mangle)]
+#[unsafe(link_section = ".data.slow_threshold")]
+static mut SLOW_THRESHOLD: u64 = 0;
 
-#[map]
-static FORKING: Array<u64> = Array::with_max_entries(1, 0);
+/// See `tracer_common::maps::RECORDING`.
+#[unsafe(no_mangle)]
+#[unsafe(link_section = ".data.recording")]
+static mut RECORDING: u64 = 0;
+
+/// See `tracer_common::maps::FORKING`.
+#[unsafe(no_mangle)]
+#[unsafe(link_section = ".data.forking")]
+static mut FORKING: u64 = 0;
+
+/// One of the words above.
+#[inline(always)]
+fn word(w: *const u64) -> u64 {
+    // SAFETY: `w` is one of the globals above, 8-byte aligned, written only by userspace.
+    unsafe { core::ptr::read_volatile(w) }
+}
 
 #[map]
 static SETTLE: PerCpuArray<u64> = PerCpuArray::with_max_entries(2, 0);
@@ -164,9 +189,9 @@ fn tid_of(pid_tgid: u64) -> u32 {
 /// the user's and is recorded (unless the command has tracer's own name).
 #[inline(always)]
 fn is_own_child() -> bool {
-    // One array read while no child of tracer's is between fork and exec (always, outside
+    // One load while no child of tracer's is between fork and exec (always, outside
     // `tracer capture`'s start): the comm is a helper call.
-    if FORKING.get(0).is_none_or(|f| *f == 0) {
+    if word(&raw const FORKING) == 0 {
         return false;
     }
     let Ok(comm) = bpf_get_current_comm() else {
@@ -216,7 +241,7 @@ fn add(value: *mut u64, n: u64) {
 /// attached and the grace-period waits its attaching caused are over.
 #[inline(always)]
 fn recording() -> bool {
-    RECORDING.get(0).is_some_and(|r| *r != 0)
+    word(&raw const RECORDING) != 0
 }
 
 /// Count a grace-period wait entered (`SETTLE_ENTERED`) or returned while not recording.
@@ -241,17 +266,29 @@ fn counters(probe: Probe) -> Option<&'static mut ProbeCounters> {
 /// flight, or else of registered rmdirs.
 #[inline(always)]
 fn gate(waits: bool, n: u64) {
-    if let Some(g) = LOCK_GATE.get_ptr_mut(0) {
-        // SAFETY: a pointer into the map's one value, which lives as long as the map.
-        let field = unsafe {
-            if waits {
-                &raw mut (*g).waits
-            } else {
-                &raw mut (*g).rmdirs
-            }
-        };
-        add(field, n);
-    }
+    // SAFETY: raw pointers to a global's fields, 8-byte aligned; written only by atomic adds.
+    let field = unsafe {
+        if waits {
+            &raw mut LOCK_GATE.waits
+        } else {
+            &raw mut LOCK_GATE.rmdirs
+        }
+    };
+    add(field, n);
+}
+
+/// The lock gate's count of registered rmdirs (`waits` false) or of waits in flight.
+#[inline(always)]
+fn gate_open(waits: bool) -> bool {
+    // SAFETY: as in [`gate`]; read volatile, or the compiler folds in the zero it starts at.
+    let n = unsafe {
+        if waits {
+            core::ptr::read_volatile(&raw const LOCK_GATE.waits)
+        } else {
+            core::ptr::read_volatile(&raw const LOCK_GATE.rmdirs)
+        }
+    };
+    n != 0
 }
 
 #[inline(always)]
@@ -574,14 +611,11 @@ fn on_exit(probe: Probe, thread: Option<&'static mut Thread>, now: u64) -> Optio
     Some(call)
 }
 
-/// Send `call` to userspace if it took at least the slow-call threshold: one array lookup
-/// when the threshold is off (0) or not reached.
+/// Send `call` to userspace if it took at least the slow-call threshold: one load when the
+/// threshold is off (0) or not reached.
 #[inline(always)]
 fn slow_call(probe: Probe, call: &Call, now: u64, pruned: u64) {
-    let Some(threshold) = SLOW_THRESHOLD.get(0) else {
-        return;
-    };
-    let threshold = *threshold;
+    let threshold = word(&raw const SLOW_THRESHOLD);
     if threshold == 0 || call.delta < threshold {
         return;
     }
@@ -1456,8 +1490,8 @@ pub fn workqueue_execute_start(_ctx: TracePointContext) -> u32 {
 /// `lock:contention_begin(lock_addr, flags)`.
 #[tracepoint]
 pub fn contention_begin(ctx: TracePointContext) -> u32 {
-    // Every contended lock on the host comes here: one array read when no rmdir is in flight.
-    if LOCK_GATE.get(0).is_none_or(|g| g.rmdirs == 0) {
+    // Every contended lock on the host comes here: one load when no rmdir is in flight.
+    if !gate_open(false) {
         return 0;
     }
     let lock: u64 = unsafe { ctx.read_at(8) }.unwrap_or(0);
@@ -1501,7 +1535,7 @@ fn holds(tid: u32, lock: u64) -> bool {
 #[tracepoint]
 pub fn contention_end(ctx: TracePointContext) -> u32 {
     // Only a thread whose wait contention_begin timed has anything to close.
-    if LOCK_GATE.get(0).is_none_or(|g| g.waits == 0) {
+    if !gate_open(true) {
         return 0;
     }
     let lock: u64 = unsafe { ctx.read_at(8) }.unwrap_or(0);
