@@ -274,8 +274,9 @@ pub struct Thread {
     /// Bit `1 << id` per probe whose recorded call is in flight (its start time in
     /// `start_ns`): what a syscall's entry checks for state a missed return left behind.
     pub in_flight: u64,
-    /// `bpf_ktime_get_ns` at each probe's entry, by probe id; 0 when not in flight.
-    pub start_ns: [u64; crate::probe::PROBE_COUNT as usize],
+    /// `bpf_ktime_get_ns` at each timed probe's entry, at [`crate::probe::timed_slot`] of
+    /// its id; 0 when not in flight.
+    pub start_ns: [u64; crate::probe::TIMED_COUNT as usize],
     /// `d_delete`'s dentry argument, for its exit.
     pub d_delete_dentry: u64,
     /// The address of the inode lock the thread waits for (`inode_lock_wait` in flight),
@@ -313,7 +314,7 @@ impl Thread {
     pub const IDLE: Thread = Thread {
         frames: Frames::EMPTY,
         in_flight: 0,
-        start_ns: [0; crate::probe::PROBE_COUNT as usize],
+        start_ns: [0; crate::probe::TIMED_COUNT as usize],
         d_delete_dentry: 0,
         lock_wait_addr: 0,
         rmdir_pruned_ns: NOT_PRUNED,
@@ -682,7 +683,7 @@ mod tests {
         assert_eq!(size_of::<ProbeCounters>(), 80);
         assert_eq!(
             size_of::<Thread>(),
-            8 + 8 + 8 * crate::probe::PROBE_COUNT as usize + 8 + 8 + 8 + 16
+            8 + 8 + 8 * crate::probe::TIMED_COUNT as usize + 8 + 8 + 8 + 16
         );
         assert_eq!(size_of::<CgroupEvent>(), 8 + 4 + 4 + CGROUP_PATH_MAX);
         assert_eq!(

@@ -88,6 +88,27 @@ pub const FUNCTION_COUNT: u32 = 11;
 #[expect(clippy::cast_possible_truncation, reason = "17 probes")]
 pub const PROBE_COUNT: u32 = PROBES.len() as u32;
 
+/// Probes the kernel programs time, each with a start time in a thread's state
+/// (`maps::Thread::start_ns`): all but the two spans userspace derives from their calls'
+/// series (`inode_lock_hold`, `prune_under_inode_lock`). A thread's first traced call
+/// copies that state into the map: under icount each byte costs about an instruction more.
+pub const TIMED_COUNT: u32 = PROBE_COUNT - 2;
+
+/// Where probe `id`'s start time is among a thread's [`TIMED_COUNT`]: its id, less the
+/// derived spans' before it; `usize::MAX` (no slot) for those two, which no program times.
+#[must_use]
+pub const fn timed_slot(id: usize) -> usize {
+    const HOLD: usize = Probe::InodeLockHold as usize;
+    const PRUNE: usize = Probe::PruneUnderInodeLock as usize;
+    if id < HOLD {
+        id
+    } else if id <= PRUNE {
+        usize::MAX
+    } else {
+        id - (PRUNE + 1 - HOLD)
+    }
+}
+
 impl Probe {
     /// The probe's name in reports and metrics: for a function, its kernel symbol.
     #[must_use]
@@ -179,6 +200,22 @@ mod tests {
         }
         assert_eq!(Probe::from_id(u16::try_from(PROBES.len()).unwrap()), None);
         assert_eq!(Probe::from_name("vfs_unlink"), None);
+    }
+
+    #[test]
+    fn every_timed_probe_has_a_start_slot_of_its_own_and_the_derived_spans_none() {
+        let mut taken = [false; TIMED_COUNT as usize];
+        for p in PROBES {
+            let slot = timed_slot(usize::from(p.id()));
+            if matches!(p, Probe::InodeLockHold | Probe::PruneUnderInodeLock) {
+                assert_eq!(slot, usize::MAX, "{}", p.name());
+                continue;
+            }
+            assert!(slot < taken.len(), "{}: slot {slot}", p.name());
+            assert!(!taken[slot], "{}: slot {slot} taken twice", p.name());
+            taken[slot] = true;
+        }
+        assert!(taken.iter().all(|t| *t), "every slot has its probe");
     }
 
     #[test]

@@ -37,7 +37,7 @@ use tracer_common::{
         RmdirLocks, RmdirSlot, SETTLE_ENTERED, SETTLE_RETURNED, SLOW_CALLS_BYTES, SLOW_PRUNED,
         SlowBudget, SlowCallEvent, Stat, Thread, cost_sampled, overflow_index,
     },
-    probe::PROBE_COUNT,
+    probe::{PROBE_COUNT, timed_slot},
 };
 
 #[map]
@@ -443,7 +443,9 @@ fn heal(t: &mut Thread, tid: u32) {
     let mut id = 0;
     while id < PROBE_COUNT as usize {
         if stale & (1 << id) != 0 {
-            t.start_ns[id] = 0;
+            if let Some(start) = t.start_ns.get_mut(timed_slot(id)) {
+                *start = 0;
+            }
             #[expect(clippy::cast_possible_truncation, reason = "below PROBE_COUNT")]
             if let Some(c) = PROBE_COUNTERS.get_ptr_mut(id as u32) {
                 add(unsafe { &raw mut (*c).discarded }, 1);
@@ -491,7 +493,7 @@ fn test_missed(probe: Probe) -> bool {
 #[inline(always)]
 fn entered(probe: Probe, arg: u64, thread: Option<&mut Thread>, ts_ns: u64) -> bool {
     // `probe` is a constant in each program, so this index is too (the verifier wants that).
-    let slot = usize::from(probe.id());
+    let slot = timed_slot(usize::from(probe.id()));
     let recording = recording();
     // tracer's own child before exec waits only in grace periods (moving into the
     // command's cgroup): other probes skip the check, and grace-period entries make it
@@ -515,7 +517,7 @@ fn entered(probe: Probe, arg: u64, thread: Option<&mut Thread>, ts_ns: u64) -> b
         add(&raw mut c.start_drops, 1);
         return false;
     };
-    let bit = 1u64 << slot;
+    let bit = 1u64 << probe.id();
     if t.in_flight & bit != 0 {
         // Its previous call's return was missed (these functions do not nest): that call
         // is discarded, and its frame with whatever was left above it.
@@ -548,14 +550,15 @@ fn entered(probe: Probe, arg: u64, thread: Option<&mut Thread>, ts_ns: u64) -> b
 /// The current thread returned from `probe` at `now`: record its latency.
 #[inline(always)]
 fn on_exit(probe: Probe, thread: Option<&'static mut Thread>, now: u64) -> Option<Call> {
-    let slot = usize::from(probe.id());
+    let slot = timed_slot(usize::from(probe.id()));
+    let bit = 1u64 << probe.id();
     let start = thread.as_ref().map_or(0, |t| t.start_ns[slot]);
     if !recording() || start == BEGUN_UNRECORDED {
         // A call begun before recording started (or returning before it did): not timed,
         // and not a loss either.
         if let Some(t) = thread {
             t.start_ns[slot] = 0;
-            t.in_flight &= !(1 << slot);
+            t.in_flight &= !bit;
         }
         settle(probe, SETTLE_RETURNED);
         return None;
@@ -568,7 +571,7 @@ fn on_exit(probe: Probe, thread: Option<&'static mut Thread>, now: u64) -> Optio
         return None;
     };
     t.start_ns[slot] = 0;
-    t.in_flight &= !(1 << slot);
+    t.in_flight &= !bit;
     // Dropping our frame (and any left above it by missed returns) bares our caller.
     if matches!(probe.kind(), ProbeKind::Function)
         && let Some(f) = t.frames.pop(probe.id())
@@ -1241,16 +1244,28 @@ pub fn sys_exit_unlinkat(_ctx: TracePointContext) -> u32 {
     0
 }
 
+/// [`exit_hooks`] of whichever of the two the entry chose: the one with a start time
+/// (syscalls are not frames), from the one lookup of the thread's state.
 #[inline(always)]
 fn sys_exit_unlinkat_common() {
-    // Whichever of the two the entry chose has a start time (syscalls are not frames).
-    let rmdir = THREADS
-        .get_ptr(current_tid())
-        .is_some_and(|t| unsafe { (*t).start_ns[usize::from(Probe::SysRmdir.id())] } != 0);
+    let pid_tgid = bpf_get_current_pid_tgid();
+    if is_self(pid_tgid) {
+        return;
+    }
+    let t0 = unsafe { bpf_ktime_get_ns() };
+    let thread = THREADS
+        .get_ptr_mut(tid_of(pid_tgid))
+        .map(|t| unsafe { &mut *t });
+    let rmdir = thread
+        .as_ref()
+        .is_some_and(|t| t.start_ns[timed_slot(usize::from(Probe::SysRmdir.id()))] != 0);
+    // Each arm with its probe a constant, as the verifier wants its indices.
     if rmdir {
-        exit_hooks(Probe::SysRmdir);
-    } else {
-        exit_hooks(Probe::SysUnlink);
+        if !test_missed(Probe::SysRmdir) {
+            exited(Probe::SysRmdir, thread, t0);
+        }
+    } else if !test_missed(Probe::SysUnlink) {
+        exited(Probe::SysUnlink, thread, t0);
     }
 }
 
