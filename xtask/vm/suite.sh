@@ -105,6 +105,18 @@ for how in kprobe fentry; do
     capture unlink_tmpfs_$how 'cd /tmp/kept && i=0; while [ $i -lt 100 ]; do rm f$i || exit 1; i=$((i+1)); done' --attach $how
 done
 
+say "rm -r by unlinkat (GNU rm: 10 directories of 3 files under one, each removed by one unlinkat)"
+# busybox removes with unlink(2) and rmdir(2); GNU rm (as `rm -rf` on most hosts) removes
+# every entry by unlinkat(2), AT_REMOVEDIR for a directory: 30 files and 11 directories.
+for how in kprobe fentry; do
+    i=0
+    while [ $i -lt 10 ]; do
+        mkdir -p /tmp/ua_$how/d$i && touch /tmp/ua_$how/d$i/f0 /tmp/ua_$how/d$i/f1 /tmp/ua_$how/d$i/f2
+        i=$((i+1))
+    done
+    capture unlinkat_$how "/bin/gnu-rm -r /tmp/ua_$how" --attach $how
+done
+
 say "concurrency (37, 53 and 71 mkdir + rmdir at once on 2 CPUs, each in a cgroup of its own)"
 # Each loop moves itself into its cgroup before its first mkdir.
 half='echo $$ > /sys/fs/cgroup/$1/cgroup.procs && cd /tmp/$2 && i=0; while [ $i -lt $3 ]; do mkdir d$i && rmdir d$i || exit 1; i=$((i+1)); done'

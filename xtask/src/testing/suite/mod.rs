@@ -53,6 +53,8 @@ const SUITE_MAX_CPUS: u32 = 192;
 pub const BPFTRACE: &str = "/usr/bin/bpftrace";
 /// Where Debian's inotify-tools package puts it.
 pub const INOTIFYWAIT: &str = "/usr/bin/inotifywait";
+/// GNU coreutils' `rm`, part of every Debian host.
+const GNU_RM: &str = "/usr/bin/rm";
 /// Boot `kernel`, run the guest suite, check what comes back.
 pub fn vm_suite(
     kernel: &Kernel,
@@ -84,6 +86,10 @@ pub fn vm_suite(
     if Path::new(INOTIFYWAIT).exists() {
         files.extend(vm::host_program(INOTIFYWAIT)?);
     }
+    // GNU rm, which removes by unlinkat(2) (busybox's rm by unlink(2) and rmdir(2)).
+    let mut rm = vm::host_program(GNU_RM)?;
+    rm[0].0 = "/bin/gnu-rm".into();
+    files.extend(rm);
     // The guest's `tracer serve` is scraped from here, by a Prometheus started first.
     let port = free_port()?;
     let prometheus = Prometheus::scraping(&[format!("127.0.0.1:{port}")], &kernel.name)
@@ -308,6 +314,20 @@ fn cases() -> Vec<Case> {
                 "tmpfs",
                 Probe::SynchronizeRcuExpedited,
                 |s, v| callers(s, &tmpfs_callers(v)),
+            ),
+            c(
+                "rm -r by unlinkat (GNU rm, 30 files in 10 directories in one): rmdir(2) = 11, unlink(2) = 30, vfs_rmdir = 11, d_delete = 41",
+                "unlinkat",
+                Probe::VfsRmdir,
+                |s, _| {
+                    let counts = [
+                        exact(s, Probe::SysRmdir, 11)?,
+                        exact(s, Probe::SysUnlink, 30)?,
+                        exact(s, Probe::VfsRmdir, 11)?,
+                        exact(s, Probe::DDelete, 41)?,
+                    ];
+                    Ok(counts.join(", "))
+                },
             ),
             c(
                 "unlink x100 (tmpfs): no negative dentry left, 100 dropped",
