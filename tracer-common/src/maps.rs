@@ -33,8 +33,9 @@ pub const LOSS_FIRST: &str = "LOSS_FIRST";
 /// attaching caused has settled. Until then the programs record nothing (see [`SETTLE`]).
 pub const RECORDING: &str = ".data.recording";
 /// A u64 global, as [`RECORDING`]: nonzero while a child tracer forked to run the command
-/// has not exec'd yet. Only then do grace-period entries read the current task's comm to tell that child's
-/// own work apart (see `tracer-ebpf`'s `is_own_child`); otherwise they skip the helper call.
+/// has not exec'd yet. Only then do grace-period entries read the current task's comm to
+/// tell that child's own work apart (see `tracer-ebpf`'s `is_own_child`); otherwise they
+/// skip the helper call.
 pub const FORKING: &str = ".data.forking";
 /// Per-CPU array of two u64: grace-period waits entered and returned while not
 /// [`RECORDING`], so userspace can tell when the waits its own attaching caused are over.

@@ -92,20 +92,23 @@ pub const PROBE_COUNT: u32 = PROBES.len() as u32;
 /// (`maps::Thread::start_ns`): all but the two spans userspace derives from their calls'
 /// series (`inode_lock_hold`, `prune_under_inode_lock`). A thread's first traced call
 /// copies that state into the map: under icount each byte costs about an instruction more.
-pub const TIMED_COUNT: u32 = PROBE_COUNT - 2;
+#[expect(clippy::cast_possible_truncation, reason = "2 derived spans")]
+pub const TIMED_COUNT: u32 = PROBE_COUNT - (DERIVED_LAST + 1 - DERIVED_FIRST) as u32;
+
+/// The derived spans' ids, adjacent: the first and the last.
+const DERIVED_FIRST: usize = Probe::InodeLockHold as usize;
+const DERIVED_LAST: usize = Probe::PruneUnderInodeLock as usize;
 
 /// Where probe `id`'s start time is among a thread's [`TIMED_COUNT`]: its id, less the
 /// derived spans' before it; `usize::MAX` (no slot) for those two, which no program times.
 #[must_use]
 pub const fn timed_slot(id: usize) -> usize {
-    const HOLD: usize = Probe::InodeLockHold as usize;
-    const PRUNE: usize = Probe::PruneUnderInodeLock as usize;
-    if id < HOLD {
+    if id < DERIVED_FIRST {
         id
-    } else if id <= PRUNE {
+    } else if id <= DERIVED_LAST {
         usize::MAX
     } else {
-        id - (PRUNE + 1 - HOLD)
+        id - (DERIVED_LAST + 1 - DERIVED_FIRST)
     }
 }
 

@@ -62,8 +62,8 @@ static COUNTER_OVERFLOW: Array<u64> = Array::with_max_entries(COUNTER_KINDS, 0);
 static RMDIR_LOCKS: Array<RmdirSlot> = Array::with_max_entries(RMDIR_ENTRIES, 0);
 
 /// What the lock-contention programs, which run for every contended lock on the host, read
-/// first. A global (the object's `.bss`, an array of one value the kernel made): one load,
-/// where an array map's lookup is a dozen instructions. Only the programs write it, by
+/// first. A global (in the object's `.bss`, which is loaded as an array map of one value):
+/// one load, where an array map's lookup is a dozen instructions. Only the programs write it, by
 /// atomic adds ([`gate`]); nothing in userspace writes that section.
 #[unsafe(no_mangle)]
 static mut LOCK_GATE: LockGate = LockGate {
@@ -988,19 +988,24 @@ fn exit_hooks(probe: Probe) {
     if test_missed(probe) {
         return;
     }
+    if let Some((t0, thread)) = returning() {
+        exited(probe, thread, t0);
+    }
+}
+
+/// The current thread's return, unless it is tracer's: its time (the call's end, and the
+/// start of the run if it times itself) and its state, looked up once.
+#[inline(always)]
+fn returning() -> Option<(u64, Option<&'static mut Thread>)> {
     let pid_tgid = bpf_get_current_pid_tgid();
     if is_self(pid_tgid) {
-        return;
+        return None;
     }
-    // First: the call's end, and the start of the run if it times itself.
     let t0 = unsafe { bpf_ktime_get_ns() };
-    exited(
-        probe,
-        THREADS
-            .get_ptr_mut(tid_of(pid_tgid))
-            .map(|t| unsafe { &mut *t }),
-        t0,
-    );
+    let thread = THREADS
+        .get_ptr_mut(tid_of(pid_tgid))
+        .map(|t| unsafe { &mut *t });
+    Some((t0, thread))
 }
 
 /// [`exit_hooks`] of a thread other than tracer's, whose state the caller looked up, at
@@ -1248,14 +1253,9 @@ pub fn sys_exit_unlinkat(_ctx: TracePointContext) -> u32 {
 /// (syscalls are not frames), from the one lookup of the thread's state.
 #[inline(always)]
 fn sys_exit_unlinkat_common() {
-    let pid_tgid = bpf_get_current_pid_tgid();
-    if is_self(pid_tgid) {
+    let Some((t0, thread)) = returning() else {
         return;
-    }
-    let t0 = unsafe { bpf_ktime_get_ns() };
-    let thread = THREADS
-        .get_ptr_mut(tid_of(pid_tgid))
-        .map(|t| unsafe { &mut *t });
+    };
     let rmdir = thread
         .as_ref()
         .is_some_and(|t| t.start_ns[timed_slot(usize::from(Probe::SysRmdir.id()))] != 0);
