@@ -615,13 +615,14 @@ pub fn attach_with_slow(
             "no kernel function could be traced, only syscalls and tracepoints: {why}"
         ));
     }
-    match frame_marks(&kallsyms, &states) {
-        Ok(marks) => settle::set_frame_marks(&mut ebpf, &marks).map_err(LoadError::Record)?,
-        Err(why) => warnings.push(format!(
+    if let Err(why) =
+        frame_marks(&kallsyms, &states).and_then(|marks| settle::set_frame_marks(&mut ebpf, &marks))
+    {
+        warnings.push(format!(
             "a caller frame left by a return the kernel missed is dropped only at the \
              thread's next syscall, work item or exit, not as soon as the stack shows it \
              gone: {why}"
-        )),
+        ));
     }
     // Only now, with every program in place, do the programs start recording.
     let recording_since = start_recording(&mut ebpf, &mut warnings)?;
