@@ -100,26 +100,27 @@ pub const PT_REGS_ARG3: &str = "PT_REGS_ARG3";
 pub const VFS_RMDIR_ARGS: &str = "VFS_RMDIR_ARGS";
 /// An array of [`FRAME_MARKS_LEN`] u64 globals, as [`RECORDING`], written by userspace once
 /// the programs are attached: what tells that a function of a thread's frames is still
-/// active (see [`Thread::frame_at`]). At a probe's id, the address of its function: under
-/// fentry the word below an active call's return address is its trampoline's return into
-/// the function, 5 bytes past its start (9 with an `endbr64` first). At
-/// [`FRAME_MARK_RETHOOK`], the kernel's return trampoline for kretprobes, whose address
-/// replaces an active call's return address under kprobe attach. All 0 (not known): frames
-/// are trusted until a syscall's entry, a work item or the thread's exit.
+/// active (see [`Thread::frame_at`]). At a probe's id, for a function attached by fentry,
+/// its address: the word below an active call's return address is its trampoline's return
+/// into the function ([`returns_into`]). At [`FRAME_MARK_RETHOOK`], the kernel's return
+/// trampoline for kretprobes, whose address replaces an active call's return address under
+/// kprobe attach. All 0 (not known): frames are trusted until a syscall's entry or return,
+/// a work item or the thread's exit.
 pub const FRAME_MARKS: &str = ".data.frame_marks";
-/// [`FRAME_MARKS`] index of the kretprobe return trampoline's address.
-pub const FRAME_MARK_RETHOOK: usize = crate::probe::PROBE_COUNT as usize;
-/// The words of [`FRAME_MARKS`].
-pub const FRAME_MARKS_LEN: usize = FRAME_MARK_RETHOOK + 1;
-/// Whether the two words at `at - 8` of a thread's stack, where `at` held the return
-/// address of a call of the function at `function` (0: unknown) when it began, show that
-/// call still active: the fentry trampoline's return into the function below it, or the
-/// kretprobe return trampoline `rethook` (0: unknown) in its place.
+/// The words of [`FRAME_MARKS`]: a power of two, so that a probe id read from a frame,
+/// masked, is an index the verifier can bound.
+pub const FRAME_MARKS_LEN: usize = 32;
+/// [`FRAME_MARKS`] index of the kretprobe return trampoline's address, after every probe's.
+pub const FRAME_MARK_RETHOOK: usize = FRAME_MARKS_LEN - 1;
+const _: () = assert!((crate::probe::PROBE_COUNT as usize) < FRAME_MARK_RETHOOK);
+/// Whether `word`, the word below a call's return address on the stack, is the fentry
+/// trampoline's return into the function at `function`: 5 bytes past its start (the
+/// patched call), 9 with an `endbr64` first. It is while the call is active.
 #[inline(always)]
 #[must_use]
-pub const fn frame_active(words: [u64; 2], function: u64, rethook: u64) -> bool {
-    let into = words[0].wrapping_sub(function);
-    (function != 0 && (into == 5 || into == 9)) || (rethook != 0 && words[1] == rethook)
+pub const fn returns_into(word: u64, function: u64) -> bool {
+    let into = word.wrapping_sub(function);
+    function != 0 && (into == 5 || into == 9)
 }
 /// `DCACHE_OP_DELETE`: the filesystem's `d_delete` op decides at the last `dput` (tmpfs and
 /// ramfs up to Linux 6.x always delete). The same value in every release; newer ones also
@@ -318,7 +319,7 @@ pub struct Thread {
     /// Where on the thread's kernel stack the return address of each of the top
     /// [`FRAME_PLACES`] frames was when its call began (`frame_at[0]`: the top's), 0 where
     /// not known. A traced call that begins at or above a frame's place, or below it when
-    /// the words there no longer show its call active ([`frame_active`]), cannot be inside
+    /// the stack there no longer shows its call active ([`FRAME_MARKS`]), cannot be inside
     /// it: the frame was left by a return the kernel missed, and is discarded. Kernel
     /// threads outside workqueues and task work after a syscall's exit have no other point
     /// where that can be told.
@@ -914,20 +915,16 @@ mod tests {
     }
 
     #[test]
-    fn a_frame_is_active_while_its_trampoline_or_the_return_hook_sits_at_its_place() {
+    fn an_fentry_call_is_active_while_its_trampolines_return_into_it_sits_below() {
         let f = 0xffff_ffff_8123_4560;
-        let hook = 0xffff_ffff_8100_1000;
-        let ret = 0xffff_ffff_8155_0000;
-        // fentry: the trampoline's return into the function below the return address,
-        // past a 5-byte call, or past endbr64 and the call.
-        assert!(frame_active([f + 5, ret], f, hook));
-        assert!(frame_active([f + 9, ret], f, hook));
-        // kprobe: the return address replaced by the kretprobe trampoline.
-        assert!(frame_active([0xffff_c900_0001_3e58, hook], f, hook));
+        // Past a 5-byte call, or past endbr64 and the call.
+        assert!(returns_into(f + 5, f));
+        assert!(returns_into(f + 9, f));
         // Returned: the stack there holds other calls' words.
-        assert!(!frame_active([f + 6, ret], f, hook));
-        assert!(!frame_active([0xffff_c900_0001_3e58, ret], f, hook));
-        // Marks not known: nothing tells a call active (userspace then writes none at all).
-        assert!(!frame_active([5, 0], 0, 0));
+        assert!(!returns_into(f + 6, f));
+        assert!(!returns_into(0xffff_c900_0001_3e58, f));
+        assert!(!returns_into(f - 5, f));
+        // No mark: nothing tells a call active.
+        assert!(!returns_into(5, 0));
     }
 }

@@ -36,7 +36,7 @@ use tracer_common::{
         Frames, HIST_ENTRIES, HistKey, INFLIGHT_ENTRIES, LOSS_COUNT, LockGate, Loss, NOT_PRUNED,
         OVERFLOW_ENTRIES, ProbeCounters, RMDIR_ENTRIES, RmdirLocks, RmdirSlot, SETTLE_ENTERED,
         SETTLE_RETURNED, SLOW_CALLS_BYTES, SLOW_PRUNED, SlowBudget, SlowCallEvent, Stat, Thread,
-        cost_sampled, frame_active, overflow_index,
+        cost_sampled, overflow_index, returns_into,
     },
     probe::{FUNCTION_COUNT, PROBE_COUNT, timed_slot},
 };
@@ -479,10 +479,10 @@ fn heal(t: &mut Thread, tid: u32) {
 /// A traced function is entered with its return address at `at` on the thread's stack:
 /// drop the frames it cannot be inside, each left by a return the kernel missed. Only a
 /// frame whose place on the stack is above `at`, and whose call the stack there still
-/// shows active ([`frame_active`]), can enclose the call; one that does settles the rest
-/// (the frames below it enclose it). Each discarded call is counted once, as a syscall's
-/// entry counts what it discards. No read when the thread has no frame, one 16-byte read
-/// per frame that encloses the call: the first caller whose frame checks out is the call's.
+/// shows active ([`frame_still_active`]), can enclose the call; one that does settles the
+/// rest (the frames below it enclose it). Each discarded call is counted once, as a
+/// syscall's entry counts what it discards. No read when the thread has no frame, one
+/// 8-byte read when one encloses the call.
 #[inline(always)]
 fn settle_frames(t: &mut Thread, tid: u32, at: u64) {
     let mut i = 0;
@@ -503,33 +503,30 @@ fn settle_frames(t: &mut Thread, tid: u32, at: u64) {
     }
 }
 
-/// Whether the call of `probe` whose return address was at `place` is still active.
+/// Whether the call of `probe` whose return address was at `place` is still active: under
+/// fentry, the word below its return address is the trampoline's return into its function;
+/// under kprobes, the kretprobe return trampoline stands in the return address's place
+/// (`tracer_common::maps::FRAME_MARKS`).
 #[inline(always)]
 fn frame_still_active(probe: u16, place: u64) -> bool {
     let marks = &raw const FRAME_MARKS;
-    // Each function's mark read at a constant index, as `heal` does: the verifier cannot
-    // bound an index taken from a frame.
-    let bit = probe_bit(probe);
-    let mut function = 0;
-    let mut id = 0;
-    while id < FUNCTION_COUNT as usize {
-        if bit & (1 << id) != 0 {
-            // SAFETY: an in-bounds read of the global, written only by userspace.
-            function = unsafe { core::ptr::read_volatile(&(*marks)[id]) };
-        }
-        id += 1;
-    }
-    // SAFETY: as above.
-    let rethook = unsafe { core::ptr::read_volatile(&(*marks)[FRAME_MARK_RETHOOK]) };
-    if function == 0 && rethook == 0 {
-        // Marks not written (userspace could not learn them): frames are trusted.
-        return true;
-    }
-    match unsafe { bpf_probe_read_kernel((place - 8) as *const [u64; 2]) } {
-        Ok(words) => frame_active(words, function, rethook),
+    // SAFETY: in-bounds reads of the global (the mask keeps the index in range, and lets
+    // the verifier see that it is), written only by userspace.
+    let (function, rethook) = unsafe {
+        (
+            core::ptr::read_volatile(&(*marks)[usize::from(probe) & (FRAME_MARKS_LEN - 1)]),
+            core::ptr::read_volatile(&(*marks)[FRAME_MARK_RETHOOK]),
+        )
+    };
+    if function != 0 {
         // Not readable: no evidence it returned.
-        Err(_) => true,
+        return read_u64(place - 8).is_none_or(|w| returns_into(w, function));
     }
+    if rethook != 0 {
+        return read_u64(place).is_none_or(|w| w == rethook);
+    }
+    // Marks not written (userspace could not learn them): frames are trusted.
+    true
 }
 
 /// `probe`'s bit in [`Thread::in_flight`] (none for an id out of range).
