@@ -95,6 +95,33 @@ pub const TEST_MISS_PROBE: &str = "TEST_MISS_PROBE";
 pub const TEST_MISSES: &str = "TEST_MISSES";
 /// Global: offset of a syscall's third argument in `struct pt_regs`.
 pub const PT_REGS_ARG3: &str = "PT_REGS_ARG3";
+/// Global: how many arguments `vfs_rmdir` takes (2 before Linux 5.12), from BTF: under
+/// fentry a frame's place on the stack is found past them.
+pub const VFS_RMDIR_ARGS: &str = "VFS_RMDIR_ARGS";
+/// An array of [`FRAME_MARKS_LEN`] u64 globals, as [`RECORDING`], written by userspace once
+/// the programs are attached: what tells that a function of a thread's frames is still
+/// active (see [`Thread::frame_at`]). At a probe's id, for a function attached by fentry,
+/// its address: the word below an active call's return address is its trampoline's return
+/// into the function ([`returns_into`]). At [`FRAME_MARK_RETHOOK`], the kernel's return
+/// trampoline for kretprobes, whose address replaces an active call's return address under
+/// kprobe attach. All 0 (not known): frames are trusted until a syscall's entry or return,
+/// a work item or the thread's exit.
+pub const FRAME_MARKS: &str = ".data.frame_marks";
+/// The words of [`FRAME_MARKS`]: a power of two, so that a probe id read from a frame,
+/// masked, is an index the verifier can bound.
+pub const FRAME_MARKS_LEN: usize = 32;
+/// [`FRAME_MARKS`] index of the kretprobe return trampoline's address, after every probe's.
+pub const FRAME_MARK_RETHOOK: usize = FRAME_MARKS_LEN - 1;
+const _: () = assert!((crate::probe::PROBE_COUNT as usize) < FRAME_MARK_RETHOOK);
+/// Whether `word`, the word below a call's return address on the stack, is the fentry
+/// trampoline's return into the function at `function`: 5 bytes past its start (the
+/// patched call), 9 with an `endbr64` first. It is while the call is active.
+#[inline(always)]
+#[must_use]
+pub const fn returns_into(word: u64, function: u64) -> bool {
+    let into = word.wrapping_sub(function);
+    function != 0 && (into == 5 || into == 9)
+}
 /// `DCACHE_OP_DELETE`: the filesystem's `d_delete` op decides at the last `dput` (tmpfs and
 /// ramfs up to Linux 6.x always delete). The same value in every release; newer ones also
 /// declare it in BTF's `enum dentry_flags`.
@@ -289,7 +316,20 @@ pub struct Thread {
     /// The inode locks the thread's `vfs_rmdir` in flight registered in `RMDIR_LOCKS`
     /// (`parent` 0: none).
     pub rmdir: RmdirLocks,
+    /// Where on the thread's kernel stack the return address of each of the top
+    /// [`FRAME_PLACES`] frames was when its call began (`frame_at[0]`: the top's), 0 where
+    /// not known. A traced call that begins at or above a frame's place, or below it when
+    /// the stack there no longer shows its call active ([`FRAME_MARKS`]), cannot be inside
+    /// it: the frame was left by a return the kernel missed, and is discarded. Kernel
+    /// threads outside workqueues and task work after a syscall's exit have no other point
+    /// where that can be told.
+    pub frame_at: [u64; FRAME_PLACES],
 }
+
+/// The frames whose place on the stack [`Thread::frame_at`] keeps: `synchronize_srcu` in
+/// `unregister_shrinker` in `deactivate_locked_super` is the deepest nesting of the traced
+/// functions. A frame deeper down has no place kept, and is trusted.
+pub const FRAME_PLACES: usize = 3;
 
 /// What the lock-contention programs, which run for every contended lock on the host, read
 /// first: with no `vfs_rmdir` lock registered they return after this one load. The
@@ -320,7 +360,47 @@ impl Thread {
         lock_wait_addr: 0,
         rmdir_pruned_ns: NOT_PRUNED,
         rmdir: RmdirLocks::NONE,
+        frame_at: [0; FRAME_PLACES],
     };
+
+    /// `probe`, a function, was entered with its return address at `at` on the stack.
+    #[inline(always)]
+    pub const fn push_frame(&mut self, probe: u16, at: u64) {
+        self.frames = self.frames.push(probe);
+        self.frame_at = [at, self.frame_at[0], self.frame_at[1]];
+    }
+
+    /// Drop the top frame.
+    #[inline(always)]
+    pub const fn drop_top_frame(&mut self) {
+        self.frames = self.frames.drop_top();
+        self.frame_at = [self.frame_at[1], self.frame_at[2], 0];
+    }
+
+    /// `probe` returned: drop its frame and any above it (left by returns the kernel
+    /// missed). False when `probe` is not on the stack.
+    #[inline(always)]
+    pub const fn pop_frame(&mut self, probe: u16) -> bool {
+        let Some(depth) = self.frames.depth_of(probe) else {
+            return false;
+        };
+        let mut i = 0;
+        while i < MAX_FRAMES {
+            if i > depth {
+                break;
+            }
+            self.drop_top_frame();
+            i += 1;
+        }
+        true
+    }
+
+    /// No function active.
+    #[inline(always)]
+    pub const fn clear_frames(&mut self) {
+        self.frames = Frames::EMPTY;
+        self.frame_at = [0; FRAME_PLACES];
+    }
 }
 
 /// Event counters kept per cgroup in `COUNTERS`.
@@ -606,6 +686,33 @@ impl Frames {
         }
     }
 
+    /// The top frame dropped.
+    #[inline(always)]
+    #[must_use]
+    pub const fn drop_top(self) -> Frames {
+        Frames {
+            stack: (self.stack >> 8) | (NO_FRAME << 56),
+        }
+    }
+
+    /// How many frames are above `probe`'s, if it is on the stack.
+    #[inline(always)]
+    #[must_use]
+    pub const fn depth_of(self, probe: u16) -> Option<usize> {
+        let mut i = 0;
+        while i < MAX_FRAMES {
+            let id = (self.stack >> (8 * i)) & NO_FRAME;
+            if id == NO_FRAME {
+                return None;
+            }
+            if id == probe as u64 {
+                return Some(i);
+            }
+            i += 1;
+        }
+        None
+    }
+
     /// `probe` returned: drop it and any frames above it (left by returns the kernel
     /// missed). `None` when `probe` is not on the stack.
     #[inline(always)]
@@ -684,7 +791,7 @@ mod tests {
         assert_eq!(size_of::<ProbeCounters>(), 80);
         assert_eq!(
             size_of::<Thread>(),
-            8 + 8 + 8 * crate::probe::TIMED_COUNT as usize + 8 + 8 + 8 + 16
+            8 + 8 + 8 * crate::probe::TIMED_COUNT as usize + 8 + 8 + 8 + 16 + 8 * FRAME_PLACES
         );
         assert_eq!(size_of::<CgroupEvent>(), 8 + 4 + 4 + CGROUP_PATH_MAX);
         assert_eq!(
@@ -773,5 +880,51 @@ mod tests {
         assert_eq!(f.top(), Some(9));
         assert_eq!(f.pop(2), Some(Frames { stack: u64::MAX }));
         assert_eq!(f.pop(1), None, "fell off");
+    }
+
+    #[test]
+    fn frame_places_move_with_their_frames() {
+        let mut t = Thread::IDLE;
+        // deactivate_locked_super > unregister_shrinker > synchronize_srcu > its expedited
+        // form, each called deeper on the stack.
+        t.push_frame(6, 0x4000);
+        t.push_frame(4, 0x3f00);
+        t.push_frame(0, 0x3e00);
+        assert_eq!(t.frame_at, [0x3e00, 0x3f00, 0x4000]);
+        t.push_frame(1, 0x3d00);
+        assert_eq!(
+            t.frame_at,
+            [0x3d00, 0x3e00, 0x3f00],
+            "the outermost place falls off"
+        );
+        // synchronize_srcu returns: its frame and the expedited one above (a missed return)
+        // go, and unregister_shrinker's place is the top's again.
+        assert!(t.pop_frame(0));
+        assert_eq!(t.frames.top(), Some(4));
+        assert_eq!(
+            t.frame_at,
+            [0x3f00, 0, 0],
+            "the places that fell off are not known"
+        );
+        assert!(!t.pop_frame(9));
+        t.drop_top_frame();
+        assert_eq!(t.frames.top(), Some(6));
+        assert_eq!(t.frame_at[0], 0, "a frame whose place fell off is trusted");
+        t.clear_frames();
+        assert_eq!((t.frames, t.frame_at), (Frames::EMPTY, [0; FRAME_PLACES]));
+    }
+
+    #[test]
+    fn an_fentry_call_is_active_while_its_trampolines_return_into_it_sits_below() {
+        let f = 0xffff_ffff_8123_4560;
+        // Past a 5-byte call, or past endbr64 and the call.
+        assert!(returns_into(f + 5, f));
+        assert!(returns_into(f + 9, f));
+        // Returned: the stack there holds other calls' words.
+        assert!(!returns_into(f + 6, f));
+        assert!(!returns_into(0xffff_c900_0001_3e58, f));
+        assert!(!returns_into(f - 5, f));
+        // No mark: nothing tells a call active.
+        assert!(!returns_into(5, 0));
     }
 }

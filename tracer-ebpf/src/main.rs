@@ -32,12 +32,13 @@ use tracer_common::{
     maps::{
         AT_REMOVEDIR, BEGUN_UNRECORDED, CGROUP_EVENTS_BYTES, CGROUP_PATH_MAX, CGROUP2_HIERARCHY,
         COST_RUN_CAP_NS, COUNTER_ENTRIES, COUNTER_KINDS, CgroupEvent, CounterId, CounterKey,
-        DCACHE_DONTCACHE, DCACHE_OP_DELETE, Frames, HIST_ENTRIES, HistKey, INFLIGHT_ENTRIES,
-        LOSS_COUNT, LockGate, Loss, NOT_PRUNED, OVERFLOW_ENTRIES, ProbeCounters, RMDIR_ENTRIES,
-        RmdirLocks, RmdirSlot, SETTLE_ENTERED, SETTLE_RETURNED, SLOW_CALLS_BYTES, SLOW_PRUNED,
-        SlowBudget, SlowCallEvent, Stat, Thread, cost_sampled, overflow_index,
+        DCACHE_DONTCACHE, DCACHE_OP_DELETE, FRAME_MARK_RETHOOK, FRAME_MARKS_LEN, FRAME_PLACES,
+        Frames, HIST_ENTRIES, HistKey, INFLIGHT_ENTRIES, LOSS_COUNT, LockGate, Loss, NOT_PRUNED,
+        OVERFLOW_ENTRIES, ProbeCounters, RMDIR_ENTRIES, RmdirLocks, RmdirSlot, SETTLE_ENTERED,
+        SETTLE_RETURNED, SLOW_CALLS_BYTES, SLOW_PRUNED, SlowBudget, SlowCallEvent, Stat, Thread,
+        cost_sampled, overflow_index, returns_into,
     },
-    probe::{PROBE_COUNT, timed_slot},
+    probe::{FUNCTION_COUNT, PROBE_COUNT, timed_slot},
 };
 
 #[map]
@@ -104,6 +105,12 @@ static mut RECORDING: u64 = 0;
 #[unsafe(link_section = ".data.forking")]
 static mut FORKING: u64 = 0;
 
+/// See `tracer_common::maps::FRAME_MARKS`: written once, after attaching (0 until then: frames
+/// trusted).
+#[unsafe(no_mangle)]
+#[unsafe(link_section = ".data.frame_marks")]
+static mut FRAME_MARKS: [u64; FRAME_MARKS_LEN] = [0; FRAME_MARKS_LEN];
+
 /// One of the words above.
 #[inline(always)]
 fn word(w: *const u64) -> u64 {
@@ -139,6 +146,9 @@ static DCACHE_DIES_AT_DPUT: u32 = DCACHE_OP_DELETE | DCACHE_DONTCACHE;
 /// Index of `dir` among `vfs_rmdir`'s arguments: 0 before Linux 5.12 (no idmap), else 1.
 #[unsafe(no_mangle)]
 static VFS_RMDIR_DIR_ARG: u32 = 1;
+/// How many arguments `vfs_rmdir` takes, from BTF.
+#[unsafe(no_mangle)]
+static VFS_RMDIR_ARGS: u32 = 3;
 /// The tracer's own process id: its attach and detach work (trampoline updates wait for
 /// grace periods) is not the system's, so it is not recorded.
 #[unsafe(no_mangle)]
@@ -383,7 +393,7 @@ struct Call {
 /// kernel *function* enclosing it on the same thread (docs/capture-file.md), so syscalls
 /// and lock waits have start times but are nobody's caller.
 #[inline(always)]
-fn on_entry(probe: Probe, arg: u64) {
+fn on_entry(probe: Probe, arg: u64, at: u64) {
     let pid_tgid = bpf_get_current_pid_tgid();
     if is_self(pid_tgid) {
         return;
@@ -397,14 +407,16 @@ fn on_entry(probe: Probe, arg: u64) {
         // `probe` is a constant in each program: only the syscall entries keep this.
         if matches!(probe.kind(), ProbeKind::Syscall) {
             heal(t, tid);
+        } else if matches!(probe.kind(), ProbeKind::Function) {
+            settle_frames(t, tid, at);
         }
-        let _ = entered(probe, arg, Some(t), t0);
+        let _ = entered(probe, arg, Some(t), t0, at);
         return;
     }
     // The thread's first traced call (a new process's, as often as not): its state is made
     // holding this call, in one insert, rather than made idle and looked up again.
     let mut fresh = Thread::IDLE;
-    let counted = entered(probe, arg, Some(&mut fresh), t0);
+    let counted = entered(probe, arg, Some(&mut fresh), t0, at);
     // A full map evicts the least recently used thread (an LRU), so this rarely fails.
     if THREADS.insert(tid, &fresh, 0).is_err() && counted {
         // Not stored: counted as a start drop, as an entry without state is, and a lock
@@ -429,11 +441,12 @@ fn time_run(t0: u64, runs: *mut u64, ns: *mut u64) {
     }
 }
 
-/// A syscall begins: its thread comes from user mode, so nothing it traced can still be in
-/// flight. What is (a start time, a frame, a registered lock, a lock wait) was left by a
-/// return the kernel missed: discard it, each call counted once as discarded, so that no
-/// later call takes its start time or caller and the lock gate does not drift. Two
-/// compares when there is nothing to discard, as almost always.
+/// A syscall begins (its thread comes from user mode) or returns (every function it called
+/// has returned): nothing the thread traced can still be in flight. What is (a start time,
+/// a frame, a registered lock, a lock wait) was left by a return the kernel missed: discard
+/// it, each call counted once as discarded, so that no later call takes its start time or
+/// caller and the lock gate does not drift. Two compares when there is nothing to discard,
+/// as almost always.
 #[inline(always)]
 fn heal(t: &mut Thread, tid: u32) {
     if t.in_flight == 0 && t.frames == Frames::EMPTY {
@@ -454,13 +467,100 @@ fn heal(t: &mut Thread, tid: u32) {
         id += 1;
     }
     t.in_flight = 0;
-    t.frames = Frames::EMPTY;
+    t.clear_frames();
     t.rmdir_pruned_ns = NOT_PRUNED;
     unregister_rmdir_locks(t, tid);
     if t.lock_wait_addr != 0 {
         t.lock_wait_addr = 0;
         gate(true, u64::MAX);
     }
+}
+
+/// A traced function is entered with its return address at `at` on the thread's stack:
+/// drop the frames it cannot be inside, each left by a return the kernel missed. Only a
+/// frame whose place on the stack is above `at`, and whose call the stack there still
+/// shows active ([`frame_still_active`]), can enclose the call; one that does settles the
+/// rest (the frames below it enclose it). Each discarded call is counted once, as a
+/// syscall's entry counts what it discards. No read when the thread has no frame, one
+/// 8-byte read when one encloses the call.
+#[inline(always)]
+fn settle_frames(t: &mut Thread, tid: u32, at: u64) {
+    let mut i = 0;
+    while i < FRAME_PLACES {
+        let Some(top) = t.frames.top() else {
+            return;
+        };
+        let place = t.frame_at[0];
+        // A place not known (fallen off the kept ones, or none given): trusted.
+        if place == 0 || at == 0 {
+            return;
+        }
+        if at < place && frame_still_active(top, place) {
+            return;
+        }
+        discard_top_frame(t, tid, top);
+        i += 1;
+    }
+}
+
+/// Whether the call of `probe` whose return address was at `place` is still active: under
+/// fentry, the word below its return address is the trampoline's return into its function;
+/// under kprobes, the kretprobe return trampoline stands in the return address's place
+/// (`tracer_common::maps::FRAME_MARKS`).
+#[inline(always)]
+fn frame_still_active(probe: u16, place: u64) -> bool {
+    let marks = &raw const FRAME_MARKS;
+    // SAFETY: in-bounds reads of the global (the mask keeps the index in range, and lets
+    // the verifier see that it is), written only by userspace.
+    let (function, rethook) = unsafe {
+        (
+            core::ptr::read_volatile(&(*marks)[usize::from(probe) & (FRAME_MARKS_LEN - 1)]),
+            core::ptr::read_volatile(&(*marks)[FRAME_MARK_RETHOOK]),
+        )
+    };
+    if function != 0 {
+        // Not readable: no evidence it returned.
+        return read_u64(place - 8).is_none_or(|w| returns_into(w, function));
+    }
+    if rethook != 0 {
+        return read_u64(place).is_none_or(|w| w == rethook);
+    }
+    // Marks not written (userspace could not learn them): frames are trusted.
+    true
+}
+
+/// `probe`'s bit in [`Thread::in_flight`] (none for an id out of range).
+#[inline(always)]
+fn probe_bit(probe: u16) -> u64 {
+    if probe < 64 { 1u64 << probe } else { 0 }
+}
+
+/// The thread's top frame, `probe`'s, was left by a return the kernel missed: its call is
+/// discarded, counted once, with what it held (the locks a `vfs_rmdir` registered).
+#[inline(always)]
+fn discard_top_frame(t: &mut Thread, tid: u32, probe: u16) {
+    let bit = probe_bit(probe);
+    if t.in_flight & bit != 0 {
+        t.in_flight &= !bit;
+        // Its start time cleared at a constant index, as `heal` does.
+        let mut id = 0;
+        while id < FUNCTION_COUNT as usize {
+            if bit & (1 << id) != 0
+                && let Some(start) = t.start_ns.get_mut(timed_slot(id))
+            {
+                *start = 0;
+            }
+            id += 1;
+        }
+        if let Some(c) = PROBE_COUNTERS.get_ptr_mut(u32::from(probe)) {
+            add(unsafe { &raw mut (*c).discarded }, 1);
+        }
+    }
+    if probe == Probe::VfsRmdir.id() {
+        unregister_rmdir_locks(t, tid);
+        t.rmdir_pruned_ns = NOT_PRUNED;
+    }
+    t.drop_top_frame();
 }
 
 /// Test knob: whether this return of `probe` is one [`TEST_MISS_PROBE`] says to skip. One
@@ -491,7 +591,7 @@ fn test_missed(probe: Probe) -> bool {
 /// making (`None`: it could not be stored), at `ts_ns`. True when the call was counted and
 /// stored in that state.
 #[inline(always)]
-fn entered(probe: Probe, arg: u64, thread: Option<&mut Thread>, ts_ns: u64) -> bool {
+fn entered(probe: Probe, arg: u64, thread: Option<&mut Thread>, ts_ns: u64, at: u64) -> bool {
     // `probe` is a constant in each program, so this index is too (the verifier wants that).
     let slot = timed_slot(usize::from(probe.id()));
     let recording = recording();
@@ -522,13 +622,11 @@ fn entered(probe: Probe, arg: u64, thread: Option<&mut Thread>, ts_ns: u64) -> b
         // Its previous call's return was missed (these functions do not nest): that call
         // is discarded, and its frame with whatever was left above it.
         add(&raw mut c.discarded, 1);
-        if let Some(f) = t.frames.pop(probe.id()) {
-            t.frames = f;
-        }
+        let _ = t.pop_frame(probe.id());
     }
     t.in_flight |= bit;
     if matches!(probe.kind(), ProbeKind::Function) {
-        t.frames = t.frames.push(probe.id());
+        t.push_frame(probe.id(), at);
     }
     t.start_ns[slot] = ts_ns;
     if probe == Probe::DDelete {
@@ -573,10 +671,16 @@ fn on_exit(probe: Probe, thread: Option<&'static mut Thread>, now: u64) -> Optio
     t.start_ns[slot] = 0;
     t.in_flight &= !bit;
     // Dropping our frame (and any left above it by missed returns) bares our caller.
-    if matches!(probe.kind(), ProbeKind::Function)
-        && let Some(f) = t.frames.pop(probe.id())
+    if matches!(probe.kind(), ProbeKind::Function) {
+        let _ = t.pop_frame(probe.id());
+    }
+    // A syscall returns: every kernel function it called has returned, and what is still in
+    // flight was left by a missed return. Discarded here, before the task work that runs on
+    // the way back to user mode (a superblock's teardown after umount(2)), and before this
+    // syscall could take such a frame for its caller: a syscall is inside no function.
+    if matches!(probe.kind(), ProbeKind::Syscall) && (t.in_flight != 0 || t.frames != Frames::EMPTY)
     {
-        t.frames = f;
+        heal(t, current_tid());
     }
     if start == 0 {
         add(&raw mut c.exits_without_entry, 1);
@@ -947,7 +1051,7 @@ fn unregister_rmdir_locks(t: &mut Thread, tid: u32) {
 /// `vfs_rmdir` entered: its locks registered and its start timed, with one lookup of the
 /// thread's state.
 #[inline(always)]
-fn vfs_rmdir_entered(dir: u64, dentry: u64) {
+fn vfs_rmdir_entered(dir: u64, dentry: u64, at: u64) {
     let pid_tgid = bpf_get_current_pid_tgid();
     let t0 = unsafe { bpf_ktime_get_ns() };
     let tid = tid_of(pid_tgid);
@@ -955,13 +1059,15 @@ fn vfs_rmdir_entered(dir: u64, dentry: u64) {
         // No state, no registration; the call is counted as a start drop.
         lose(Loss::RmdirLockDrops);
         if !is_self(pid_tgid) {
-            let _ = entered(Probe::VfsRmdir, 0, None, t0);
+            let _ = entered(Probe::VfsRmdir, 0, None, t0, at);
         }
         return;
     };
+    // Before this call's locks are registered: a stale vfs_rmdir's are unregistered.
+    settle_frames(t, tid, at);
     before_vfs_rmdir(t, tid, dir, dentry);
     if !is_self(pid_tgid) {
-        let _ = entered(Probe::VfsRmdir, 0, Some(t), t0);
+        let _ = entered(Probe::VfsRmdir, 0, Some(t), t0, at);
     }
 }
 
@@ -1030,13 +1136,32 @@ fn exited(probe: Probe, thread: Option<&'static mut Thread>, t0: u64) {
 
 // ---- Function probes: kprobe/kretprobe and fentry/fexit variants ------------------------
 
+/// Where the traced function's return address is on the stack as a kprobe at its first
+/// instruction runs: the stack pointer then.
+#[inline(always)]
+fn kprobe_place(ctx: &ProbeContext) -> u64 {
+    // SAFETY: the program's context, the registers at the probe.
+    unsafe { (*ctx.regs).rsp }
+}
+
+/// Where the traced function's return address is on the stack as its fentry program runs,
+/// for a function of `args` arguments (x86-64). The trampoline, called from the function's
+/// first instruction, pushes its frame pointer below that call's return into the function;
+/// below it, the return value's slot (fexit programs share the trampoline), then the
+/// arguments, the first at the program's context. So the return address is 24 bytes past
+/// the last argument: the layout of Linux 5.10's trampolines, and since.
+#[inline(always)]
+fn fentry_place(ctx: &FEntryContext, args: u64) -> u64 {
+    ctx.as_ptr() as u64 + 8 * args + 24
+}
+
 /// Four programs per traced function: `<symbol>_entry`/`_exit` (kprobe/kretprobe) and
 /// `<symbol>_fentry`/`_fexit`. Userspace loads one pair; the other is never loaded.
 macro_rules! function_probe {
-    ($probe:expr, $entry:ident, $exit:ident, $fentry:ident, $fexit:ident) => {
+    ($probe:expr, $args:expr, $entry:ident, $exit:ident, $fentry:ident, $fexit:ident) => {
         #[kprobe]
-        pub fn $entry(_ctx: ProbeContext) -> u32 {
-            on_entry($probe, 0);
+        pub fn $entry(ctx: ProbeContext) -> u32 {
+            on_entry($probe, 0, kprobe_place(&ctx));
             0
         }
 
@@ -1047,8 +1172,8 @@ macro_rules! function_probe {
         }
 
         #[fentry]
-        pub fn $fentry(_ctx: FEntryContext) -> u32 {
-            on_entry($probe, 0);
+        pub fn $fentry(ctx: FEntryContext) -> u32 {
+            on_entry($probe, 0, fentry_place(&ctx, $args));
             0
         }
 
@@ -1062,6 +1187,7 @@ macro_rules! function_probe {
 
 function_probe!(
     Probe::SynchronizeSrcu,
+    1,
     synchronize_srcu_entry,
     synchronize_srcu_exit,
     synchronize_srcu_fentry,
@@ -1069,6 +1195,7 @@ function_probe!(
 );
 function_probe!(
     Probe::SynchronizeSrcuExpedited,
+    1,
     synchronize_srcu_expedited_entry,
     synchronize_srcu_expedited_exit,
     synchronize_srcu_expedited_fentry,
@@ -1076,6 +1203,7 @@ function_probe!(
 );
 function_probe!(
     Probe::SynchronizeRcu,
+    0,
     synchronize_rcu_entry,
     synchronize_rcu_exit,
     synchronize_rcu_fentry,
@@ -1083,6 +1211,7 @@ function_probe!(
 );
 function_probe!(
     Probe::SynchronizeRcuExpedited,
+    0,
     synchronize_rcu_expedited_entry,
     synchronize_rcu_expedited_exit,
     synchronize_rcu_expedited_fentry,
@@ -1090,6 +1219,7 @@ function_probe!(
 );
 function_probe!(
     Probe::UnregisterShrinker,
+    1,
     unregister_shrinker_entry,
     unregister_shrinker_exit,
     unregister_shrinker_fentry,
@@ -1097,6 +1227,7 @@ function_probe!(
 );
 function_probe!(
     Probe::ShrinkerFree,
+    1,
     shrinker_free_entry,
     shrinker_free_exit,
     shrinker_free_fentry,
@@ -1104,6 +1235,7 @@ function_probe!(
 );
 function_probe!(
     Probe::DeactivateLockedSuper,
+    1,
     deactivate_locked_super_entry,
     deactivate_locked_super_exit,
     deactivate_locked_super_fentry,
@@ -1111,6 +1243,7 @@ function_probe!(
 );
 function_probe!(
     Probe::NamespaceUnlock,
+    0,
     namespace_unlock_entry,
     namespace_unlock_exit,
     namespace_unlock_fentry,
@@ -1118,6 +1251,7 @@ function_probe!(
 );
 function_probe!(
     Probe::ShrinkDcacheParent,
+    1,
     shrink_dcache_parent_entry,
     shrink_dcache_parent_exit,
     shrink_dcache_parent_fentry,
@@ -1128,7 +1262,11 @@ function_probe!(
 
 #[kprobe]
 pub fn d_delete_entry(ctx: ProbeContext) -> u32 {
-    on_entry(Probe::DDelete, ctx.arg::<u64>(0).unwrap_or(0));
+    on_entry(
+        Probe::DDelete,
+        ctx.arg::<u64>(0).unwrap_or(0),
+        kprobe_place(&ctx),
+    );
     0
 }
 
@@ -1140,7 +1278,7 @@ pub fn d_delete_exit(_ctx: RetProbeContext) -> u32 {
 
 #[fentry]
 pub fn d_delete_fentry(ctx: FEntryContext) -> u32 {
-    on_entry(Probe::DDelete, ctx.arg::<u64>(0));
+    on_entry(Probe::DDelete, ctx.arg::<u64>(0), fentry_place(&ctx, 1));
     0
 }
 
@@ -1160,7 +1298,7 @@ pub fn vfs_rmdir_entry(ctx: ProbeContext) -> u32 {
     } else {
         (args[1], args[2])
     };
-    vfs_rmdir_entered(dir, dentry);
+    vfs_rmdir_entered(dir, dentry, kprobe_place(&ctx));
     0
 }
 
@@ -1174,10 +1312,11 @@ pub fn vfs_rmdir_exit(_ctx: RetProbeContext) -> u32 {
 pub fn vfs_rmdir_fentry(ctx: FEntryContext) -> u32 {
     // A read past the function's arguments is refused; the verifier follows only the
     // branch the read-only global takes.
+    let at = fentry_place(&ctx, global(&VFS_RMDIR_ARGS));
     if global(&VFS_RMDIR_DIR_ARG) == 0 {
-        vfs_rmdir_entered(ctx.arg::<u64>(0), ctx.arg::<u64>(1));
+        vfs_rmdir_entered(ctx.arg::<u64>(0), ctx.arg::<u64>(1), at);
     } else {
-        vfs_rmdir_entered(ctx.arg::<u64>(1), ctx.arg::<u64>(2));
+        vfs_rmdir_entered(ctx.arg::<u64>(1), ctx.arg::<u64>(2), at);
     }
     0
 }
@@ -1194,7 +1333,7 @@ pub fn vfs_rmdir_fexit(_ctx: FExitContext) -> u32 {
 
 #[tracepoint]
 pub fn sys_enter_umount(_ctx: TracePointContext) -> u32 {
-    on_entry(Probe::SysUmount, 0);
+    on_entry(Probe::SysUmount, 0, 0);
     0
 }
 
@@ -1206,7 +1345,7 @@ pub fn sys_exit_umount(_ctx: TracePointContext) -> u32 {
 
 #[tracepoint]
 pub fn sys_enter_rmdir(_ctx: TracePointContext) -> u32 {
-    on_entry(Probe::SysRmdir, 0);
+    on_entry(Probe::SysRmdir, 0, 0);
     0
 }
 
@@ -1218,7 +1357,7 @@ pub fn sys_exit_rmdir(_ctx: TracePointContext) -> u32 {
 
 #[tracepoint]
 pub fn sys_enter_unlink(_ctx: TracePointContext) -> u32 {
-    on_entry(Probe::SysUnlink, 0);
+    on_entry(Probe::SysUnlink, 0, 0);
     0
 }
 
@@ -1239,7 +1378,7 @@ pub fn sys_enter_unlinkat(ctx: TracePointContext) -> u32 {
     } else {
         Probe::SysUnlink
     };
-    on_entry(probe, 0);
+    on_entry(probe, 0, 0);
     0
 }
 
@@ -1283,7 +1422,7 @@ static PT_REGS_ARG3: u32 = 96;
 
 #[kprobe]
 pub fn sys_umount_kprobe(_ctx: ProbeContext) -> u32 {
-    on_entry(Probe::SysUmount, 0);
+    on_entry(Probe::SysUmount, 0, 0);
     0
 }
 
@@ -1295,7 +1434,7 @@ pub fn sys_umount_kretprobe(_ctx: RetProbeContext) -> u32 {
 
 #[kprobe]
 pub fn sys_rmdir_kprobe(_ctx: ProbeContext) -> u32 {
-    on_entry(Probe::SysRmdir, 0);
+    on_entry(Probe::SysRmdir, 0, 0);
     0
 }
 
@@ -1307,7 +1446,7 @@ pub fn sys_rmdir_kretprobe(_ctx: RetProbeContext) -> u32 {
 
 #[kprobe]
 pub fn sys_unlink_kprobe(_ctx: ProbeContext) -> u32 {
-    on_entry(Probe::SysUnlink, 0);
+    on_entry(Probe::SysUnlink, 0, 0);
     0
 }
 
@@ -1327,7 +1466,7 @@ pub fn sys_unlinkat_kprobe(ctx: ProbeContext) -> u32 {
     } else {
         Probe::SysUnlink
     };
-    on_entry(probe, 0);
+    on_entry(probe, 0, 0);
     0
 }
 
@@ -1347,7 +1486,7 @@ pub fn sys_unlinkat_kretprobe(_ctx: RetProbeContext) -> u32 {
 
 #[fentry]
 pub fn sys_umount_fentry(_ctx: FEntryContext) -> u32 {
-    on_entry(Probe::SysUmount, 0);
+    on_entry(Probe::SysUmount, 0, 0);
     0
 }
 
@@ -1359,7 +1498,7 @@ pub fn sys_umount_fexit(_ctx: FExitContext) -> u32 {
 
 #[fentry]
 pub fn sys_rmdir_fentry(_ctx: FEntryContext) -> u32 {
-    on_entry(Probe::SysRmdir, 0);
+    on_entry(Probe::SysRmdir, 0, 0);
     0
 }
 
@@ -1371,7 +1510,7 @@ pub fn sys_rmdir_fexit(_ctx: FExitContext) -> u32 {
 
 #[fentry]
 pub fn sys_unlink_fentry(_ctx: FEntryContext) -> u32 {
-    on_entry(Probe::SysUnlink, 0);
+    on_entry(Probe::SysUnlink, 0, 0);
     0
 }
 
@@ -1391,7 +1530,7 @@ pub fn sys_unlinkat_fentry(ctx: FEntryContext) -> u32 {
     } else {
         Probe::SysUnlink
     };
-    on_entry(probe, 0);
+    on_entry(probe, 0, 0);
     0
 }
 
@@ -1516,7 +1655,7 @@ pub fn contention_begin(ctx: TracePointContext) -> u32 {
     };
     let pid_tgid = bpf_get_current_pid_tgid();
     if holder.tid != tid_of(pid_tgid) && holds(holder.tid, lock) {
-        on_entry(Probe::InodeLockWait, lock);
+        on_entry(Probe::InodeLockWait, lock, 0);
         // The wait is the holder's doing: counted in its cgroup too (the waiter's cgroup
         // has the wait's time).
         if recording() && !is_self(pid_tgid) {

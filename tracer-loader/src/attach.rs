@@ -368,9 +368,16 @@ fn kernel_layout(raw: Result<&[u8], &String>) -> Result<KernelLayout, String> {
         };
     }
     globals.push((maps::DCACHE_DIES_AT_DPUT, dies));
+    let rmdir_params = btf.parameters("vfs_rmdir");
+    if let Some(params) = &rmdir_params {
+        globals.push((
+            maps::VFS_RMDIR_ARGS,
+            u32::try_from(params.len()).unwrap_or(u32::MAX),
+        ));
+    }
     globals.push((
         maps::VFS_RMDIR_DIR_ARG,
-        rmdir_dir_arg(btf.parameters("vfs_rmdir"), &mut assumed),
+        rmdir_dir_arg(rmdir_params, &mut assumed),
     ));
     // The third syscall argument in the user's registers (x86-64's `dx`), which the
     // unlinkat kprobe and fentry read its flags from.
@@ -608,6 +615,15 @@ pub fn attach_with_slow(
             "no kernel function could be traced, only syscalls and tracepoints: {why}"
         ));
     }
+    if let Err(why) =
+        frame_marks(&kallsyms, &states).and_then(|marks| settle::set_frame_marks(&mut ebpf, &marks))
+    {
+        warnings.push(format!(
+            "a caller frame left by a return the kernel missed is dropped only at the \
+             thread's next syscall, work item or exit, not as soon as the stack shows it \
+             gone: {why}"
+        ));
+    }
     // Only now, with every program in place, do the programs start recording.
     let recording_since = start_recording(&mut ebpf, &mut warnings)?;
     let misses_before_recording = (
@@ -625,6 +641,52 @@ pub fn attach_with_slow(
         misses_before_recording,
         recording_since,
     })
+}
+
+/// The kernel return trampolines of kretprobes: Linux 5.10's, 5.11 to 5.18's, and since
+/// (rethook).
+const RETHOOK_SYMBOLS: [&str; 3] = [
+    "arch_rethook_trampoline",
+    "__kretprobe_trampoline",
+    "kretprobe_trampoline",
+];
+
+/// What the programs compare a thread's stack with to tell that a caller's frame is still
+/// active (`maps::FRAME_MARKS`): each function attached by fentry, its address; for those
+/// attached by kprobes, the kretprobe return trampoline's. An error when one is not known:
+/// then the programs get none, and trust frames as before.
+fn frame_marks(
+    kallsyms: &Kallsyms,
+    states: &BTreeMap<Probe, AttachState>,
+) -> Result<[u64; maps::FRAME_MARKS_LEN], String> {
+    let mut marks = [0; maps::FRAME_MARKS_LEN];
+    for &probe in FUNCTIONS {
+        let Some(AttachState::Attached { method, symbol }) = states.get(&probe) else {
+            continue;
+        };
+        match method {
+            AttachMethod::Fentry => {
+                marks[usize::from(probe.id())] = kallsyms
+                    .address(symbol)
+                    .ok_or_else(|| format!("/proc/kallsyms shows no single address of {symbol}"))?;
+            }
+            AttachMethod::Kprobe if marks[maps::FRAME_MARK_RETHOOK] == 0 => {
+                marks[maps::FRAME_MARK_RETHOOK] = RETHOOK_SYMBOLS
+                    .iter()
+                    .find_map(|s| kallsyms.address(s))
+                    .ok_or_else(|| {
+                        format!(
+                            "/proc/kallsyms shows no address of the kretprobe return \
+                             trampoline ({})",
+                            RETHOOK_SYMBOLS.join(", ")
+                        )
+                    })?;
+            }
+            AttachMethod::Kprobe | AttachMethod::Tracepoint => {}
+        }
+    }
+    log::debug!("frame marks: {marks:x?}");
+    Ok(marks)
 }
 
 /// Say (`--verbose`) where the loss `kprobe_misses` cannot be known.
@@ -1579,6 +1641,64 @@ mod tests {
         assert!(w.len() == 2 && w[1].contains("map operation"), "{w:?}");
         assert_eq!(kernel_version("7.3.4+deb13-cloud-amd64"), Some((7, 3)));
         assert_eq!(kernel_version("5.10.0-46-cloud-amd64"), Some((5, 10)));
+    }
+
+    #[test]
+    fn frame_marks_are_the_fentry_functions_and_the_kretprobe_trampoline() {
+        let k = Kallsyms::parse(
+            "ffffffff81200010 t namespace_unlock\n\
+             ffffffff81300000 T synchronize_rcu_expedited\n\
+             ffffffff81700000 T vfs_rmdir\n\
+             ffffffff81050000 T arch_rethook_trampoline\n",
+        );
+        let attached = |method, symbol: &str| AttachState::Attached {
+            method,
+            symbol: symbol.to_owned(),
+        };
+        let mut states = BTreeMap::from([
+            (
+                Probe::NamespaceUnlock,
+                attached(AttachMethod::Fentry, "namespace_unlock"),
+            ),
+            (
+                Probe::SynchronizeRcuExpedited,
+                attached(AttachMethod::Fentry, "synchronize_rcu_expedited"),
+            ),
+            (
+                Probe::ShrinkerFree,
+                AttachState::Absent {
+                    symbol: "shrinker_free".to_owned(),
+                },
+            ),
+        ]);
+        let marks = frame_marks(&k, &states).unwrap();
+        assert_eq!(
+            marks[usize::from(Probe::NamespaceUnlock.id())],
+            0xffff_ffff_8120_0010
+        );
+        assert_eq!(
+            marks[usize::from(Probe::SynchronizeRcuExpedited.id())],
+            0xffff_ffff_8130_0000
+        );
+        assert_eq!(marks[maps::FRAME_MARK_RETHOOK], 0, "no kprobe attached");
+        assert_eq!(marks.iter().filter(|m| **m != 0).count(), 2);
+        // A kprobe needs the return trampoline, not the function's address.
+        states.insert(Probe::VfsRmdir, attached(AttachMethod::Kprobe, "vfs_rmdir"));
+        let marks = frame_marks(&k, &states).unwrap();
+        assert_eq!(marks[usize::from(Probe::VfsRmdir.id())], 0);
+        assert_eq!(marks[maps::FRAME_MARK_RETHOOK], 0xffff_ffff_8105_0000);
+        // One mark not known: none at all, and why.
+        states.insert(Probe::DDelete, attached(AttachMethod::Fentry, "d_delete"));
+        let e = frame_marks(&k, &states).unwrap_err();
+        assert!(e.contains("d_delete"), "{e}");
+        let hidden = Kallsyms::parse("0000000000000000 T vfs_rmdir\n");
+        let only_kprobe =
+            BTreeMap::from([(Probe::VfsRmdir, attached(AttachMethod::Kprobe, "vfs_rmdir"))]);
+        assert!(
+            frame_marks(&hidden, &only_kprobe)
+                .unwrap_err()
+                .contains("trampoline")
+        );
     }
 
     #[test]

@@ -176,6 +176,21 @@ pub(crate) fn set_word(ebpf: &mut Ebpf, name: &str, value: u64) -> Result<(), St
     array.set(0, value, 0).map_err(|e| e.to_string())
 }
 
+/// Write `maps::FRAME_MARKS`, the programs' array of words that tell a caller's frame
+/// still active.
+pub(crate) fn set_frame_marks(
+    ebpf: &mut Ebpf,
+    marks: &[u64; maps::FRAME_MARKS_LEN],
+) -> Result<(), String> {
+    let name = maps::FRAME_MARKS;
+    let map = ebpf
+        .map_mut(name)
+        .ok_or_else(|| format!("map {name} missing"))?;
+    let mut array: Array<&mut MapData, [u64; maps::FRAME_MARKS_LEN]> =
+        Array::try_from(map).map_err(|e| e.to_string())?;
+    array.set(0, marks, 0).map_err(|e| e.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

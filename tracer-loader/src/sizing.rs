@@ -18,9 +18,9 @@
 use tracer_common::{
     BUCKETS,
     maps::{
-        self, CALLER_SLOTS, CGROUP_EVENTS_BYTES, COUNTER_KINDS, CounterKey, HistKey, LOSS_COUNT,
-        LockGate, OVERFLOW_ENTRIES, ProbeCounters, RMDIR_ENTRIES, RmdirSlot, SLOW_CALLS_BYTES,
-        SlowBudget, Stat, Thread,
+        self, CALLER_SLOTS, CGROUP_EVENTS_BYTES, COUNTER_KINDS, CounterKey, FRAME_MARKS_LEN,
+        HistKey, LOSS_COUNT, LockGate, OVERFLOW_ENTRIES, ProbeCounters, RMDIR_ENTRIES, RmdirSlot,
+        SLOW_CALLS_BYTES, SlowBudget, Stat, Thread,
     },
     probe::PROBE_COUNT,
 };
@@ -72,6 +72,7 @@ pub fn map_bytes(cpus: u32, hist: u32, counters: u32, threads: u32) -> u64 {
         + array_bytes(1, size_of::<LockGate>())
         + array_bytes(LOSS_COUNT, 8)
         + 4 * array_bytes(1, 8)
+        + array_bytes(1, 8 * FRAME_MARKS_LEN)
         + u64::from(CGROUP_EVENTS_BYTES)
         + u64::from(SLOW_CALLS_BYTES)
         + AYA_LOGS_BYTES;

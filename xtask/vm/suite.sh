@@ -243,6 +243,23 @@ for how in kprobe fentry; do
     unset TRACER_TEST_MISS_RETURNS
 done
 
+say "missed returns before task work: 10 umounts of tmpfs, 5 namespace_unlock returns skipped (test knob), with and without the umount(2) probe"
+# A superblock is torn down (deactivate_locked_super) as task work on the way back from
+# umount(2), after namespace_unlock has returned: no syscall entry comes between a missed
+# return and it. Mounted before the capture, so that only the umounts call namespace_unlock.
+for how in kprobe fentry; do
+    i=0; while [ $i -lt 10 ]; do mkdir -p /mnt/h$i && mount -t tmpfs none /mnt/h$i; i=$((i+1)); done
+    export TRACER_TEST_MISS_RETURNS=namespace_unlock:5
+    capture heal_umount_$how 'i=0; while [ $i -lt 10 ]; do umount /mnt/h$i || exit 1; i=$((i+1)); done' --attach $how
+    # Again without the umount(2) probe, whose return discards what is left in flight: the
+    # teardown's entry must find the stale frame gone from the stack, as a kernel thread's
+    # call must, with no syscall to reset it.
+    i=0; while [ $i -lt 10 ]; do mount -t tmpfs none /mnt/h$i; i=$((i+1)); done
+    capture heal_stack_$how 'i=0; while [ $i -lt 10 ]; do umount /mnt/h$i || exit 1; i=$((i+1)); done' --attach $how \
+        --probes namespace_unlock,synchronize_rcu_expedited,deactivate_locked_super,unregister_shrinker,shrinker_free
+    unset TRACER_TEST_MISS_RETURNS
+done
+
 # Userspace behaviour over the same maps every kernel's captures read: on the sinks' kernel.
 if [ "$sinks" = yes ]; then
     say "names (cgroups laid out as each runtime lays them out, named after they are made)"

@@ -24,6 +24,8 @@ pub enum Resolution {
 #[derive(Debug, Default)]
 pub struct Kallsyms {
     text: BTreeMap<String, usize>,
+    /// The address of each name, as last seen (meaningful for names seen once).
+    addresses: BTreeMap<String, u64>,
 }
 
 impl Kallsyms {
@@ -42,7 +44,7 @@ impl Kallsyms {
         let mut syms = Kallsyms::default();
         for line in text.lines() {
             let mut fields = line.split_ascii_whitespace();
-            let (Some(_addr), Some(kind), Some(name)) =
+            let (Some(addr), Some(kind), Some(name)) =
                 (fields.next(), fields.next(), fields.next())
             else {
                 continue;
@@ -51,6 +53,9 @@ impl Kallsyms {
                 continue;
             }
             *syms.text.entry(name.to_owned()).or_default() += 1;
+            if let Ok(a) = u64::from_str_radix(addr, 16) {
+                syms.addresses.insert(name.to_owned(), a);
+            }
         }
         syms
     }
@@ -86,6 +91,16 @@ impl Kallsyms {
     #[must_use]
     pub fn has(&self, name: &str) -> bool {
         self.text.contains_key(name)
+    }
+
+    /// The address of the text symbol `name`, when it exists exactly once and the kernel
+    /// shows addresses (`kernel.kptr_restrict` shows zeros to those it hides them from).
+    #[must_use]
+    pub fn address(&self, name: &str) -> Option<u64> {
+        if self.text.get(name) != Some(&1) {
+            return None;
+        }
+        self.addresses.get(name).copied().filter(|a| *a != 0)
     }
 
     /// Where to attach for the function `name`.
@@ -192,6 +207,19 @@ ffffffffc0000000 t loop_configure\t[loop]
         );
         assert_eq!(k.resolve_split("two"), Resolution::Exact("two".into()));
         assert_eq!(k.resolve_split("absent"), Resolution::Absent);
+    }
+
+    #[test]
+    fn addresses_only_of_names_seen_once_and_shown() {
+        let k = Kallsyms::parse(SAMPLE);
+        assert_eq!(k.address("namespace_unlock"), Some(0xffff_ffff_8120_0010));
+        assert_eq!(k.address("vfs_rmdir"), Some(0xffff_ffff_8170_0000));
+        assert_eq!(k.address("dup_static"), None, "two functions of the name");
+        assert_eq!(k.address("synchronize_rcu_data"), None, "not text");
+        assert_eq!(k.address("__pfx_namespace_unlock"), None);
+        let hidden = Kallsyms::parse("0000000000000000 T vfs_rmdir\n");
+        assert!(hidden.has("vfs_rmdir"));
+        assert_eq!(hidden.address("vfs_rmdir"), None, "addresses hidden");
     }
 
     #[test]

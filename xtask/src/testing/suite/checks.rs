@@ -752,6 +752,54 @@ pub fn healed_at_exit(s: &Snapshot, _version: (u32, u32)) -> Verdict {
     ))
 }
 
+/// Umounts of the missed-returns-before-task-work case.
+pub const HEAL_UMOUNTS: u64 = 10;
+
+/// [`HEAL_UMOUNTS`] umounts of tmpfs, the first [`HEAL_MISSED`] returns of
+/// `namespace_unlock` skipped by the test knob. Each umount's superblock teardown runs as
+/// task work after the syscall has returned, with no syscall entry in between. With the
+/// umount(2) probe (`syscall`), its return discards the stale call; without it, the
+/// teardown's own entry must see that `namespace_unlock` is no longer on the stack, as a
+/// kernel thread's call must. Either way every `deactivate_locked_super` has no caller,
+/// every stale call is discarded once, and the waits inside `namespace_unlock` keep it as
+/// their caller.
+pub fn healed_in_task_work(s: &Snapshot, version: (u32, u32), syscall: bool) -> Verdict {
+    let n = HEAL_UMOUNTS;
+    let st = s
+        .probes
+        .get(&Probe::NamespaceUnlock)
+        .ok_or("no namespace_unlock status")?;
+    let want = (n, n - HEAL_MISSED, HEAL_MISSED, 0);
+    let got = (st.entries, st.exits, st.discarded, st.unmatched_entries());
+    if got != want {
+        return Err(format!(
+            "namespace_unlock (entries, exits, discarded, without a return) = {got:?}, expected {want:?}"
+        ));
+    }
+    let mut want = vec![
+        (Probe::DeactivateLockedSuper, None, n),
+        (
+            teardown_probes(version).0,
+            Some(Probe::DeactivateLockedSuper),
+            n,
+        ),
+        (
+            Probe::SynchronizeRcuExpedited,
+            Some(Probe::NamespaceUnlock),
+            n,
+        ),
+    ];
+    if syscall {
+        want.push((Probe::SysUmount, None, n));
+    }
+    let seen = callers(s, &want)
+        .map_err(|e| format!("{e}: a stale frame gave a later call the wrong caller"))?;
+    Ok(format!(
+        "namespace_unlock {n} entered, {} returned, {HEAL_MISSED} discarded and reported lost; {seen}",
+        n - HEAL_MISSED
+    ))
+}
+
 /// 50 tmpfs mount+umount: exactly 50 teardowns by the function this kernel has, the other
 /// one reported absent, and one expedited RCU grace period per umount, waited for in
 /// `namespace_unlock`.

@@ -360,6 +360,18 @@ fn cases() -> Vec<Case> {
                 checks::healed_at_exit,
             ),
             c(
+                "missed returns before task work (10 umounts, 5 namespace_unlock returns skipped by a test knob): discarded and reported once as umount(2) returns; neither the umounts nor the superblock teardowns after them have its caller",
+                "heal_umount",
+                Probe::NamespaceUnlock,
+                |s, v| checks::healed_in_task_work(s, v, true),
+            ),
+            c(
+                "the same without the umount(2) probe: each superblock teardown's entry finds the stale frame gone from the stack (as a kernel thread's call must), discards it and has no caller",
+                "heal_stack",
+                Probe::NamespaceUnlock,
+                |s, v| checks::healed_in_task_work(s, v, false),
+            ),
+            c(
                 "umount x300: 300 shrinker teardowns and grace-period waits, their share of the wall time",
                 "umount300",
                 Probe::SynchronizeRcuExpedited,
