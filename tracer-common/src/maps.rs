@@ -101,18 +101,33 @@ pub const VFS_RMDIR_ARGS: &str = "VFS_RMDIR_ARGS";
 /// An array of [`FRAME_MARKS_LEN`] u64 globals, as [`RECORDING`], written by userspace once
 /// the programs are attached: what tells that a function of a thread's frames is still
 /// active (see [`Thread::frame_at`]). At a probe's id, for a function attached by fentry,
-/// its address: the word below an active call's return address is its trampoline's return
-/// into the function ([`returns_into`]). At [`FRAME_MARK_RETHOOK`], the kernel's return
-/// trampoline for kretprobes, whose address replaces an active call's return address under
-/// kprobe attach. All 0 (not known): frames are trusted until a syscall's entry or return,
-/// a work item or the thread's exit.
+/// its address: where the function calls its trampoline, the word below an active call's
+/// return address is the trampoline's return into the function ([`returns_into`]). At
+/// [`FRAME_MARK_RETHOOK`], the kernel's return trampoline for kretprobes, whose address
+/// replaces an active call's return address under kprobe attach. At
+/// [`FRAME_MARK_FENTRY_RETURN`], written by the programs. All 0 (not known): frames are
+/// trusted until a syscall's entry or return, a work item or the thread's exit.
 pub const FRAME_MARKS: &str = ".data.frame_marks";
 /// The words of [`FRAME_MARKS`]: a power of two, so that a probe id read from a frame,
 /// masked, is an index the verifier can bound.
 pub const FRAME_MARKS_LEN: usize = 32;
 /// [`FRAME_MARKS`] index of the kretprobe return trampoline's address, after every probe's.
 pub const FRAME_MARK_RETHOOK: usize = FRAME_MARKS_LEN - 1;
-const _: () = assert!((crate::probe::PROBE_COUNT as usize) < FRAME_MARK_RETHOOK);
+/// [`FRAME_MARKS`] index of where an fentry program finds its function's return address:
+/// how many bytes past the context's last argument ([`FENTRY_CALLED`] or
+/// [`FENTRY_JUMPED`]), 0 until the first fentry program of a marked function has found out
+/// by looking (the programs write it; userspace writes 0).
+pub const FRAME_MARK_FENTRY_RETURN: usize = FRAME_MARKS_LEN - 2;
+const _: () = assert!((crate::probe::PROBE_COUNT as usize) < FRAME_MARK_FENTRY_RETURN);
+/// The function calls its trampoline (Linux 5.10 to 6.18 on x86-64): below its return
+/// address, the call's return into the function, the trampoline's frame pointer, the
+/// return value's slot (fexit programs share the trampoline), then the arguments.
+pub const FENTRY_CALLED: u64 = 24;
+/// The function jumps to its trampoline (Linux 6.19 and later on x86-64, which keep the
+/// CPU's return predictions balanced): no return into the function, so the return address
+/// is 8 bytes nearer, and only the word there tells an active call, as the thread's state
+/// keeps it ([`Thread::frame_word`]).
+pub const FENTRY_JUMPED: u64 = 16;
 /// Whether `word`, the word below a call's return address on the stack, is the fentry
 /// trampoline's return into the function at `function`: 5 bytes past its start (the
 /// patched call), 9 with an `endbr64` first. It is while the call is active.
@@ -324,6 +339,9 @@ pub struct Thread {
     /// threads outside workqueues and task work after a syscall's exit have no other point
     /// where that can be told.
     pub frame_at: [u64; FRAME_PLACES],
+    /// The word at each [`Thread::frame_at`] when its call began, where only that tells an
+    /// active call ([`FENTRY_JUMPED`]); 0 elsewhere.
+    pub frame_word: [u64; FRAME_PLACES],
 }
 
 /// The frames whose place on the stack [`Thread::frame_at`] keeps: `synchronize_srcu` in
@@ -361,13 +379,25 @@ impl Thread {
         rmdir_pruned_ns: NOT_PRUNED,
         rmdir: RmdirLocks::NONE,
         frame_at: [0; FRAME_PLACES],
+        frame_word: [0; FRAME_PLACES],
     };
 
-    /// `probe`, a function, was entered with its return address at `at` on the stack.
+    /// `probe`, a function, was entered with its return address at `place` on the stack.
     #[inline(always)]
-    pub const fn push_frame(&mut self, probe: u16, at: u64) {
+    pub const fn push_frame(&mut self, probe: u16, place: FramePlace) {
         self.frames = self.frames.push(probe);
-        self.frame_at = [at, self.frame_at[0], self.frame_at[1]];
+        self.frame_at = [place.at, self.frame_at[0], self.frame_at[1]];
+        self.frame_word = [place.word, self.frame_word[0], self.frame_word[1]];
+    }
+
+    /// The top frame's place (`at` 0: not known).
+    #[inline(always)]
+    #[must_use]
+    pub const fn top_place(&self) -> FramePlace {
+        FramePlace {
+            at: self.frame_at[0],
+            word: self.frame_word[0],
+        }
     }
 
     /// Drop the top frame.
@@ -375,6 +405,7 @@ impl Thread {
     pub const fn drop_top_frame(&mut self) {
         self.frames = self.frames.drop_top();
         self.frame_at = [self.frame_at[1], self.frame_at[2], 0];
+        self.frame_word = [self.frame_word[1], self.frame_word[2], 0];
     }
 
     /// `probe` returned: drop its frame and any above it (left by returns the kernel
@@ -400,7 +431,24 @@ impl Thread {
     pub const fn clear_frames(&mut self) {
         self.frames = Frames::EMPTY;
         self.frame_at = [0; FRAME_PLACES];
+        self.frame_word = [0; FRAME_PLACES];
     }
+}
+
+/// Where a traced function's return address was on the stack as its call began, and the
+/// word there when only that tells the call still active ([`Thread::frame_word`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FramePlace {
+    /// The return address's place; 0 when not known (the frame is trusted).
+    pub at: u64,
+    /// The word there, under [`FENTRY_JUMPED`]; else 0.
+    pub word: u64,
+}
+
+impl FramePlace {
+    /// Not known: a call that is nobody's frame (a syscall, a lock wait), or one whose place
+    /// could not be found.
+    pub const NONE: FramePlace = FramePlace { at: 0, word: 0 };
 }
 
 /// Event counters kept per cgroup in `COUNTERS`.
@@ -791,7 +839,7 @@ mod tests {
         assert_eq!(size_of::<ProbeCounters>(), 80);
         assert_eq!(
             size_of::<Thread>(),
-            8 + 8 + 8 * crate::probe::TIMED_COUNT as usize + 8 + 8 + 8 + 16 + 8 * FRAME_PLACES
+            8 + 8 + 8 * crate::probe::TIMED_COUNT as usize + 8 + 8 + 8 + 16 + 16 * FRAME_PLACES
         );
         assert_eq!(size_of::<CgroupEvent>(), 8 + 4 + 4 + CGROUP_PATH_MAX);
         assert_eq!(
@@ -887,15 +935,21 @@ mod tests {
         let mut t = Thread::IDLE;
         // deactivate_locked_super > unregister_shrinker > synchronize_srcu > its expedited
         // form, each called deeper on the stack.
-        t.push_frame(6, 0x4000);
-        t.push_frame(4, 0x3f00);
-        t.push_frame(0, 0x3e00);
+        let place = |at: u64| FramePlace { at, word: at + 1 };
+        t.push_frame(6, place(0x4000));
+        t.push_frame(4, place(0x3f00));
+        t.push_frame(0, place(0x3e00));
         assert_eq!(t.frame_at, [0x3e00, 0x3f00, 0x4000]);
-        t.push_frame(1, 0x3d00);
+        t.push_frame(1, place(0x3d00));
         assert_eq!(
             t.frame_at,
             [0x3d00, 0x3e00, 0x3f00],
             "the outermost place falls off"
+        );
+        assert_eq!(
+            t.frame_word,
+            [0x3d01, 0x3e01, 0x3f01],
+            "each word with its place"
         );
         // synchronize_srcu returns: its frame and the expedited one above (a missed return)
         // go, and unregister_shrinker's place is the top's again.
@@ -906,12 +960,20 @@ mod tests {
             [0x3f00, 0, 0],
             "the places that fell off are not known"
         );
+        assert_eq!(t.top_place(), place(0x3f00));
         assert!(!t.pop_frame(9));
         t.drop_top_frame();
         assert_eq!(t.frames.top(), Some(6));
-        assert_eq!(t.frame_at[0], 0, "a frame whose place fell off is trusted");
+        assert_eq!(
+            t.top_place(),
+            FramePlace::default(),
+            "a frame whose place fell off is trusted"
+        );
         t.clear_frames();
-        assert_eq!((t.frames, t.frame_at), (Frames::EMPTY, [0; FRAME_PLACES]));
+        assert_eq!(
+            (t.frames, t.frame_at, t.frame_word),
+            (Frames::EMPTY, [0; FRAME_PLACES], [0; FRAME_PLACES])
+        );
     }
 
     #[test]

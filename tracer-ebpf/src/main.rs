@@ -32,11 +32,12 @@ use tracer_common::{
     maps::{
         AT_REMOVEDIR, BEGUN_UNRECORDED, CGROUP_EVENTS_BYTES, CGROUP_PATH_MAX, CGROUP2_HIERARCHY,
         COST_RUN_CAP_NS, COUNTER_ENTRIES, COUNTER_KINDS, CgroupEvent, CounterId, CounterKey,
-        DCACHE_DONTCACHE, DCACHE_OP_DELETE, FRAME_MARK_RETHOOK, FRAME_MARKS_LEN, FRAME_PLACES,
-        Frames, HIST_ENTRIES, HistKey, INFLIGHT_ENTRIES, LOSS_COUNT, LockGate, Loss, NOT_PRUNED,
-        OVERFLOW_ENTRIES, ProbeCounters, RMDIR_ENTRIES, RmdirLocks, RmdirSlot, SETTLE_ENTERED,
-        SETTLE_RETURNED, SLOW_CALLS_BYTES, SLOW_PRUNED, SlowBudget, SlowCallEvent, Stat, Thread,
-        cost_sampled, overflow_index, returns_into,
+        DCACHE_DONTCACHE, DCACHE_OP_DELETE, FENTRY_CALLED, FENTRY_JUMPED, FRAME_MARK_FENTRY_RETURN,
+        FRAME_MARK_RETHOOK, FRAME_MARKS_LEN, FRAME_PLACES, FramePlace, Frames, HIST_ENTRIES,
+        HistKey, INFLIGHT_ENTRIES, LOSS_COUNT, LockGate, Loss, NOT_PRUNED, OVERFLOW_ENTRIES,
+        ProbeCounters, RMDIR_ENTRIES, RmdirLocks, RmdirSlot, SETTLE_ENTERED, SETTLE_RETURNED,
+        SLOW_CALLS_BYTES, SLOW_PRUNED, SlowBudget, SlowCallEvent, Stat, Thread, cost_sampled,
+        overflow_index, returns_into,
     },
     probe::{FUNCTION_COUNT, PROBE_COUNT, timed_slot},
 };
@@ -105,8 +106,8 @@ static mut RECORDING: u64 = 0;
 #[unsafe(link_section = ".data.forking")]
 static mut FORKING: u64 = 0;
 
-/// See `tracer_common::maps::FRAME_MARKS`: written once, after attaching (0 until then: frames
-/// trusted).
+/// See `tracer_common::maps::FRAME_MARKS`: written by userspace once, after attaching (0
+/// until then: frames trusted), and its fentry word by the programs.
 #[unsafe(no_mangle)]
 #[unsafe(link_section = ".data.frame_marks")]
 static mut FRAME_MARKS: [u64; FRAME_MARKS_LEN] = [0; FRAME_MARKS_LEN];
@@ -393,7 +394,7 @@ struct Call {
 /// kernel *function* enclosing it on the same thread (docs/capture-file.md), so syscalls
 /// and lock waits have start times but are nobody's caller.
 #[inline(always)]
-fn on_entry(probe: Probe, arg: u64, at: u64) {
+fn on_entry(probe: Probe, arg: u64, place: FramePlace) {
     let pid_tgid = bpf_get_current_pid_tgid();
     if is_self(pid_tgid) {
         return;
@@ -408,15 +409,15 @@ fn on_entry(probe: Probe, arg: u64, at: u64) {
         if matches!(probe.kind(), ProbeKind::Syscall) {
             heal(t, tid);
         } else if matches!(probe.kind(), ProbeKind::Function) {
-            settle_frames(t, tid, at);
+            settle_frames(t, tid, place.at);
         }
-        let _ = entered(probe, arg, Some(t), t0, at);
+        let _ = entered(probe, arg, Some(t), t0, place);
         return;
     }
     // The thread's first traced call (a new process's, as often as not): its state is made
     // holding this call, in one insert, rather than made idle and looked up again.
     let mut fresh = Thread::IDLE;
-    let counted = entered(probe, arg, Some(&mut fresh), t0, at);
+    let counted = entered(probe, arg, Some(&mut fresh), t0, place);
     // A full map evicts the least recently used thread (an LRU), so this rarely fails.
     if THREADS.insert(tid, &fresh, 0).is_err() && counted {
         // Not stored: counted as a start drop, as an entry without state is, and a lock
@@ -490,12 +491,12 @@ fn settle_frames(t: &mut Thread, tid: u32, at: u64) {
         let Some(top) = t.frames.top() else {
             return;
         };
-        let place = t.frame_at[0];
+        let place = t.top_place();
         // A place not known (fallen off the kept ones, or none given): trusted.
-        if place == 0 || at == 0 {
+        if place.at == 0 || at == 0 {
             return;
         }
-        if at < place && frame_still_active(top, place) {
+        if at < place.at && frame_still_active(top, place) {
             return;
         }
         discard_top_frame(t, tid, top);
@@ -503,30 +504,38 @@ fn settle_frames(t: &mut Thread, tid: u32, at: u64) {
     }
 }
 
-/// Whether the call of `probe` whose return address was at `place` is still active: under
-/// fentry, the word below its return address is the trampoline's return into its function;
-/// under kprobes, the kretprobe return trampoline stands in the return address's place
-/// (`tracer_common::maps::FRAME_MARKS`).
+/// Whether the call of `probe` whose return address was at `place` is still active
+/// (`tracer_common::maps::FRAME_MARKS`): under fentry, where the function called its
+/// trampoline, the word below its return address is the trampoline's return into the
+/// function; where it jumped there, the return address is as it was at the call's entry;
+/// under kprobes, the kretprobe return trampoline stands in the return address's place.
 #[inline(always)]
-fn frame_still_active(probe: u16, place: u64) -> bool {
-    let marks = &raw const FRAME_MARKS;
-    // SAFETY: in-bounds reads of the global (the mask keeps the index in range, and lets
-    // the verifier see that it is), written only by userspace.
-    let (function, rethook) = unsafe {
-        (
-            core::ptr::read_volatile(&(*marks)[usize::from(probe) & (FRAME_MARKS_LEN - 1)]),
-            core::ptr::read_volatile(&(*marks)[FRAME_MARK_RETHOOK]),
-        )
-    };
+fn frame_still_active(probe: u16, place: FramePlace) -> bool {
+    // An unreadable word is no evidence the call returned.
+    if place.word != 0 {
+        return read_u64(place.at).is_none_or(|w| w == place.word);
+    }
+    let (function, rethook) = (
+        frame_mark(usize::from(probe)),
+        frame_mark(FRAME_MARK_RETHOOK),
+    );
     if function != 0 {
-        // Not readable: no evidence it returned.
-        return read_u64(place - 8).is_none_or(|w| returns_into(w, function));
+        return read_u64(place.at - 8).is_none_or(|w| returns_into(w, function));
     }
     if rethook != 0 {
-        return read_u64(place).is_none_or(|w| w == rethook);
+        return read_u64(place.at).is_none_or(|w| w == rethook);
     }
     // Marks not written (userspace could not learn them): frames are trusted.
     true
+}
+
+/// Word `index` of [`FRAME_MARKS`], masked into range.
+#[inline(always)]
+fn frame_mark(index: usize) -> u64 {
+    let marks = &raw const FRAME_MARKS;
+    // SAFETY: an in-bounds read of the global (the mask keeps the index in range, and lets
+    // the verifier see that it is).
+    unsafe { core::ptr::read_volatile(&(*marks)[index & (FRAME_MARKS_LEN - 1)]) }
 }
 
 /// `probe`'s bit in [`Thread::in_flight`] (none for an id out of range).
@@ -591,7 +600,13 @@ fn test_missed(probe: Probe) -> bool {
 /// making (`None`: it could not be stored), at `ts_ns`. True when the call was counted and
 /// stored in that state.
 #[inline(always)]
-fn entered(probe: Probe, arg: u64, thread: Option<&mut Thread>, ts_ns: u64, at: u64) -> bool {
+fn entered(
+    probe: Probe,
+    arg: u64,
+    thread: Option<&mut Thread>,
+    ts_ns: u64,
+    place: FramePlace,
+) -> bool {
     // `probe` is a constant in each program, so this index is too (the verifier wants that).
     let slot = timed_slot(usize::from(probe.id()));
     let recording = recording();
@@ -626,7 +641,7 @@ fn entered(probe: Probe, arg: u64, thread: Option<&mut Thread>, ts_ns: u64, at: 
     }
     t.in_flight |= bit;
     if matches!(probe.kind(), ProbeKind::Function) {
-        t.push_frame(probe.id(), at);
+        t.push_frame(probe.id(), place);
     }
     t.start_ns[slot] = ts_ns;
     if probe == Probe::DDelete {
@@ -1051,7 +1066,7 @@ fn unregister_rmdir_locks(t: &mut Thread, tid: u32) {
 /// `vfs_rmdir` entered: its locks registered and its start timed, with one lookup of the
 /// thread's state.
 #[inline(always)]
-fn vfs_rmdir_entered(dir: u64, dentry: u64, at: u64) {
+fn vfs_rmdir_entered(dir: u64, dentry: u64, place: FramePlace) {
     let pid_tgid = bpf_get_current_pid_tgid();
     let t0 = unsafe { bpf_ktime_get_ns() };
     let tid = tid_of(pid_tgid);
@@ -1059,15 +1074,15 @@ fn vfs_rmdir_entered(dir: u64, dentry: u64, at: u64) {
         // No state, no registration; the call is counted as a start drop.
         lose(Loss::RmdirLockDrops);
         if !is_self(pid_tgid) {
-            let _ = entered(Probe::VfsRmdir, 0, None, t0, at);
+            let _ = entered(Probe::VfsRmdir, 0, None, t0, place);
         }
         return;
     };
     // Before this call's locks are registered: a stale vfs_rmdir's are unregistered.
-    settle_frames(t, tid, at);
+    settle_frames(t, tid, place.at);
     before_vfs_rmdir(t, tid, dir, dentry);
     if !is_self(pid_tgid) {
-        let _ = entered(Probe::VfsRmdir, 0, Some(t), t0, at);
+        let _ = entered(Probe::VfsRmdir, 0, Some(t), t0, place);
     }
 }
 
@@ -1139,20 +1154,53 @@ fn exited(probe: Probe, thread: Option<&'static mut Thread>, t0: u64) {
 /// Where the traced function's return address is on the stack as a kprobe at its first
 /// instruction runs: the stack pointer then.
 #[inline(always)]
-fn kprobe_place(ctx: &ProbeContext) -> u64 {
-    // SAFETY: the program's context, the registers at the probe.
-    unsafe { (*ctx.regs).rsp }
+fn kprobe_place(ctx: &ProbeContext) -> FramePlace {
+    FramePlace {
+        // SAFETY: the program's context, the registers at the probe.
+        at: unsafe { (*ctx.regs).rsp },
+        word: 0,
+    }
 }
 
-/// Where the traced function's return address is on the stack as its fentry program runs,
-/// for a function of `args` arguments (x86-64). The trampoline, called from the function's
-/// first instruction, pushes its frame pointer below that call's return into the function;
-/// below it, the return value's slot (fexit programs share the trampoline), then the
-/// arguments, the first at the program's context. So the return address is 24 bytes past
-/// the last argument: the layout of Linux 5.10's trampolines, and since.
+/// Where the return address of `probe`, a function of `args` arguments, is on the stack as
+/// its fentry program runs (x86-64): past the arguments, the first at the program's
+/// context, the return value's slot (fexit programs share the trampoline), the
+/// trampoline's frame pointer and, where the function calls its trampoline rather than
+/// jumping there, that call's return into the function. Which of the two the kernel does
+/// is found once, by the first program of a function whose address is known to look
+/// ([`FENTRY_CALLED`], [`FENTRY_JUMPED`]); until then, not known.
 #[inline(always)]
-fn fentry_place(ctx: &FEntryContext, args: u64) -> u64 {
-    ctx.as_ptr() as u64 + 8 * args + 24
+fn fentry_place(ctx: &FEntryContext, args: u64, probe: Probe) -> FramePlace {
+    let past_args = ctx.as_ptr() as u64 + 8 * args;
+    let mut layout = frame_mark(FRAME_MARK_FENTRY_RETURN);
+    if layout == 0 {
+        let function = frame_mark(usize::from(probe.id()));
+        if function == 0 {
+            return FramePlace::NONE;
+        }
+        let Some(w) = read_u64(past_args + FENTRY_JUMPED) else {
+            return FramePlace::NONE;
+        };
+        layout = if returns_into(w, function) {
+            FENTRY_CALLED
+        } else {
+            FENTRY_JUMPED
+        };
+        let marks = &raw mut FRAME_MARKS;
+        // SAFETY: an in-bounds write of the global; a race writes the same value.
+        unsafe { core::ptr::write_volatile(&mut (*marks)[FRAME_MARK_FENTRY_RETURN], layout) };
+    }
+    // Masked (either value passes): the verifier bounds what is added to a context pointer.
+    let at = past_args + (layout & (FENTRY_CALLED | FENTRY_JUMPED));
+    if layout == FENTRY_CALLED {
+        return FramePlace { at, word: 0 };
+    }
+    // Only the return address itself tells later that this call is still active: not
+    // readable, the place is not known.
+    match read_u64(at) {
+        Some(word) if word != 0 => FramePlace { at, word },
+        _ => FramePlace::NONE,
+    }
 }
 
 /// Four programs per traced function: `<symbol>_entry`/`_exit` (kprobe/kretprobe) and
@@ -1173,7 +1221,7 @@ macro_rules! function_probe {
 
         #[fentry]
         pub fn $fentry(ctx: FEntryContext) -> u32 {
-            on_entry($probe, 0, fentry_place(&ctx, $args));
+            on_entry($probe, 0, fentry_place(&ctx, $args, $probe));
             0
         }
 
@@ -1278,7 +1326,11 @@ pub fn d_delete_exit(_ctx: RetProbeContext) -> u32 {
 
 #[fentry]
 pub fn d_delete_fentry(ctx: FEntryContext) -> u32 {
-    on_entry(Probe::DDelete, ctx.arg::<u64>(0), fentry_place(&ctx, 1));
+    on_entry(
+        Probe::DDelete,
+        ctx.arg::<u64>(0),
+        fentry_place(&ctx, 1, Probe::DDelete),
+    );
     0
 }
 
@@ -1312,7 +1364,7 @@ pub fn vfs_rmdir_exit(_ctx: RetProbeContext) -> u32 {
 pub fn vfs_rmdir_fentry(ctx: FEntryContext) -> u32 {
     // A read past the function's arguments is refused; the verifier follows only the
     // branch the read-only global takes.
-    let at = fentry_place(&ctx, global(&VFS_RMDIR_ARGS));
+    let at = fentry_place(&ctx, global(&VFS_RMDIR_ARGS), Probe::VfsRmdir);
     if global(&VFS_RMDIR_DIR_ARG) == 0 {
         vfs_rmdir_entered(ctx.arg::<u64>(0), ctx.arg::<u64>(1), at);
     } else {
@@ -1333,7 +1385,7 @@ pub fn vfs_rmdir_fexit(_ctx: FExitContext) -> u32 {
 
 #[tracepoint]
 pub fn sys_enter_umount(_ctx: TracePointContext) -> u32 {
-    on_entry(Probe::SysUmount, 0, 0);
+    on_entry(Probe::SysUmount, 0, FramePlace::NONE);
     0
 }
 
@@ -1345,7 +1397,7 @@ pub fn sys_exit_umount(_ctx: TracePointContext) -> u32 {
 
 #[tracepoint]
 pub fn sys_enter_rmdir(_ctx: TracePointContext) -> u32 {
-    on_entry(Probe::SysRmdir, 0, 0);
+    on_entry(Probe::SysRmdir, 0, FramePlace::NONE);
     0
 }
 
@@ -1357,7 +1409,7 @@ pub fn sys_exit_rmdir(_ctx: TracePointContext) -> u32 {
 
 #[tracepoint]
 pub fn sys_enter_unlink(_ctx: TracePointContext) -> u32 {
-    on_entry(Probe::SysUnlink, 0, 0);
+    on_entry(Probe::SysUnlink, 0, FramePlace::NONE);
     0
 }
 
@@ -1378,7 +1430,7 @@ pub fn sys_enter_unlinkat(ctx: TracePointContext) -> u32 {
     } else {
         Probe::SysUnlink
     };
-    on_entry(probe, 0, 0);
+    on_entry(probe, 0, FramePlace::NONE);
     0
 }
 
@@ -1422,7 +1474,7 @@ static PT_REGS_ARG3: u32 = 96;
 
 #[kprobe]
 pub fn sys_umount_kprobe(_ctx: ProbeContext) -> u32 {
-    on_entry(Probe::SysUmount, 0, 0);
+    on_entry(Probe::SysUmount, 0, FramePlace::NONE);
     0
 }
 
@@ -1434,7 +1486,7 @@ pub fn sys_umount_kretprobe(_ctx: RetProbeContext) -> u32 {
 
 #[kprobe]
 pub fn sys_rmdir_kprobe(_ctx: ProbeContext) -> u32 {
-    on_entry(Probe::SysRmdir, 0, 0);
+    on_entry(Probe::SysRmdir, 0, FramePlace::NONE);
     0
 }
 
@@ -1446,7 +1498,7 @@ pub fn sys_rmdir_kretprobe(_ctx: RetProbeContext) -> u32 {
 
 #[kprobe]
 pub fn sys_unlink_kprobe(_ctx: ProbeContext) -> u32 {
-    on_entry(Probe::SysUnlink, 0, 0);
+    on_entry(Probe::SysUnlink, 0, FramePlace::NONE);
     0
 }
 
@@ -1466,7 +1518,7 @@ pub fn sys_unlinkat_kprobe(ctx: ProbeContext) -> u32 {
     } else {
         Probe::SysUnlink
     };
-    on_entry(probe, 0, 0);
+    on_entry(probe, 0, FramePlace::NONE);
     0
 }
 
@@ -1486,7 +1538,7 @@ pub fn sys_unlinkat_kretprobe(_ctx: RetProbeContext) -> u32 {
 
 #[fentry]
 pub fn sys_umount_fentry(_ctx: FEntryContext) -> u32 {
-    on_entry(Probe::SysUmount, 0, 0);
+    on_entry(Probe::SysUmount, 0, FramePlace::NONE);
     0
 }
 
@@ -1498,7 +1550,7 @@ pub fn sys_umount_fexit(_ctx: FExitContext) -> u32 {
 
 #[fentry]
 pub fn sys_rmdir_fentry(_ctx: FEntryContext) -> u32 {
-    on_entry(Probe::SysRmdir, 0, 0);
+    on_entry(Probe::SysRmdir, 0, FramePlace::NONE);
     0
 }
 
@@ -1510,7 +1562,7 @@ pub fn sys_rmdir_fexit(_ctx: FExitContext) -> u32 {
 
 #[fentry]
 pub fn sys_unlink_fentry(_ctx: FEntryContext) -> u32 {
-    on_entry(Probe::SysUnlink, 0, 0);
+    on_entry(Probe::SysUnlink, 0, FramePlace::NONE);
     0
 }
 
@@ -1530,7 +1582,7 @@ pub fn sys_unlinkat_fentry(ctx: FEntryContext) -> u32 {
     } else {
         Probe::SysUnlink
     };
-    on_entry(probe, 0, 0);
+    on_entry(probe, 0, FramePlace::NONE);
     0
 }
 
@@ -1655,7 +1707,7 @@ pub fn contention_begin(ctx: TracePointContext) -> u32 {
     };
     let pid_tgid = bpf_get_current_pid_tgid();
     if holder.tid != tid_of(pid_tgid) && holds(holder.tid, lock) {
-        on_entry(Probe::InodeLockWait, lock, 0);
+        on_entry(Probe::InodeLockWait, lock, FramePlace::NONE);
         // The wait is the holder's doing: counted in its cgroup too (the waiter's cgroup
         // has the wait's time).
         if recording() && !is_self(pid_tgid) {
