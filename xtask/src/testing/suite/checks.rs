@@ -661,21 +661,22 @@ pub const HEAL_PAIRS: u64 = 10;
 /// `vfs_rmdir` returns the test knob skips there.
 pub const HEAL_MISSED: u64 = 5;
 
-/// `n` calls of `vfs_rmdir`, the first [`HEAL_MISSED`] of whose returns the test knob
-/// skipped: each of those discarded, counted once, and none left as an entry without a
-/// return. `why` ends the message when not.
-fn rmdirs_discarded(s: &Snapshot, n: u64, why: &str) -> Result<(), String> {
+/// `n` calls of `probe`, the first [`HEAL_MISSED`] of whose returns the test knob skipped:
+/// each of those discarded, counted once, and none left as an entry without a return.
+/// `why` ends the message when not.
+fn missed_returns_discarded(s: &Snapshot, probe: Probe, n: u64, why: &str) -> Result<(), String> {
     let st = s
         .probes
-        .get(&Probe::VfsRmdir)
-        .ok_or("no vfs_rmdir status")?;
+        .get(&probe)
+        .ok_or_else(|| format!("no {} status", probe.name()))?;
     let want = (n, n - HEAL_MISSED, HEAL_MISSED, 0);
     let got = (st.entries, st.exits, st.discarded, st.unmatched_entries());
     if got == want {
         Ok(())
     } else {
         Err(format!(
-            "vfs_rmdir (entries, exits, discarded, without a return) = {got:?}, expected {want:?}{why}"
+            "{} (entries, exits, discarded, without a return) = {got:?}, expected {want:?}{why}",
+            probe.name()
         ))
     }
 }
@@ -687,7 +688,7 @@ fn rmdirs_discarded(s: &Snapshot, n: u64, why: &str) -> Result<(), String> {
 /// `d_delete` has no caller, every rmdir's has `vfs_rmdir`, and the syscalls are exact.
 pub fn healed(s: &Snapshot, _version: (u32, u32)) -> Verdict {
     let n = HEAL_PAIRS;
-    rmdirs_discarded(s, n, "")?;
+    missed_returns_discarded(s, Probe::VfsRmdir, n, "")?;
     let by_caller = |caller: Option<Probe>| {
         s.total_where(|k| k.probe == Probe::DDelete && k.caller == caller)
             .count()
@@ -734,8 +735,9 @@ pub const HEAL_EXIT_RMDIRS: u64 = 10;
 /// and the rest exact (every `d_delete` in `vfs_rmdir`, every rmdir counted).
 pub fn healed_at_exit(s: &Snapshot, _version: (u32, u32)) -> Verdict {
     let n = HEAL_EXIT_RMDIRS;
-    rmdirs_discarded(
+    missed_returns_discarded(
         s,
+        Probe::VfsRmdir,
         n,
         ": the exiting threads' calls in flight were not discarded at their exit",
     )?;
@@ -765,17 +767,7 @@ pub const HEAL_UMOUNTS: u64 = 10;
 /// their caller.
 pub fn healed_in_task_work(s: &Snapshot, version: (u32, u32), syscall: bool) -> Verdict {
     let n = HEAL_UMOUNTS;
-    let st = s
-        .probes
-        .get(&Probe::NamespaceUnlock)
-        .ok_or("no namespace_unlock status")?;
-    let want = (n, n - HEAL_MISSED, HEAL_MISSED, 0);
-    let got = (st.entries, st.exits, st.discarded, st.unmatched_entries());
-    if got != want {
-        return Err(format!(
-            "namespace_unlock (entries, exits, discarded, without a return) = {got:?}, expected {want:?}"
-        ));
-    }
+    missed_returns_discarded(s, Probe::NamespaceUnlock, n, "")?;
     let mut want = vec![
         (Probe::DeactivateLockedSuper, None, n),
         (
