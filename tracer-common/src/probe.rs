@@ -183,12 +183,43 @@ impl Probe {
         )
     }
 
+    /// Whether this function calls no other traced function, so that while its call is
+    /// active its thread enters none: a traced function entered on a thread whose innermost
+    /// frame is this one's shows that frame left by a return the kernel missed, with no
+    /// look at the stack. Not `synchronize_rcu` nor `synchronize_srcu`, which call their
+    /// expedited forms when grace periods are expedited (`rcu_expedited`), nor the shrinker
+    /// teardowns, which waited for SRCU readers in some releases.
+    #[must_use]
+    pub const fn encloses_none(self) -> bool {
+        matches!(
+            self,
+            Probe::SynchronizeSrcuExpedited
+                | Probe::SynchronizeRcuExpedited
+                | Probe::ShrinkDcacheParent
+                | Probe::DDelete
+        )
+    }
+
     /// Whether this probe is a shrinker teardown (`unregister_shrinker` or `shrinker_free`).
     #[must_use]
     pub const fn is_shrinker_teardown(self) -> bool {
         matches!(self, Probe::UnregisterShrinker | Probe::ShrinkerFree)
     }
 }
+
+/// One bit per probe id (`1 << id`) of the functions that call no other traced function
+/// ([`Probe::encloses_none`]), for a test on an id read from a thread's frames.
+pub const ENCLOSES_NONE: u64 = {
+    let mut mask = 0;
+    let mut i = 0;
+    while i < PROBES.len() {
+        if PROBES[i].encloses_none() {
+            mask |= 1 << i;
+        }
+        i += 1;
+    }
+    mask
+};
 
 #[cfg(test)]
 mod tests {

@@ -39,7 +39,7 @@ use tracer_common::{
         SLOW_CALLS_BYTES, SLOW_PRUNED, SlowBudget, SlowCallEvent, Stat, Thread, cost_sampled,
         overflow_index, returns_into,
     },
-    probe::{FUNCTION_COUNT, PROBE_COUNT, timed_slot},
+    probe::{ENCLOSES_NONE, FUNCTION_COUNT, PROBE_COUNT, timed_slot},
 };
 
 #[map]
@@ -478,12 +478,13 @@ fn heal(t: &mut Thread, tid: u32) {
 }
 
 /// A traced function is entered with its return address at `at` on the thread's stack:
-/// drop the frames it cannot be inside, each left by a return the kernel missed. Only a
-/// frame whose place on the stack is above `at`, and whose call the stack there still
-/// shows active ([`frame_still_active`]), can enclose the call; one that does settles the
-/// rest (the frames below it enclose it). Each discarded call is counted once, as a
-/// syscall's entry counts what it discards. No read when the thread has no frame, one
-/// 8-byte read when one encloses the call.
+/// drop the frames it cannot be inside, each left by a return the kernel missed. A frame of
+/// a function that calls no traced function ([`Probe::encloses_none`]) cannot enclose it.
+/// Of the others, only a frame whose place on the stack is above `at`, and whose call the
+/// stack there still shows active ([`frame_still_active`]), can enclose the call; one that
+/// does settles the rest (the frames below it enclose it). Each discarded call is counted
+/// once, as a syscall's entry counts what it discards. No read when the thread has no
+/// frame, one 8-byte read when one encloses the call.
 #[inline(always)]
 fn settle_frames(t: &mut Thread, tid: u32, at: u64) {
     let mut i = 0;
@@ -491,6 +492,11 @@ fn settle_frames(t: &mut Thread, tid: u32, at: u64) {
         let Some(top) = t.frames.top() else {
             return;
         };
+        if probe_bit(top) & ENCLOSES_NONE != 0 {
+            discard_top_frame(t, tid, top);
+            i += 1;
+            continue;
+        }
         let place = t.top_place();
         // A place not known (fallen off the kept ones, or none given): trusted.
         if place.at == 0 || at == 0 {
@@ -1192,7 +1198,9 @@ fn fentry_place(ctx: &FEntryContext, args: u64, probe: Probe) -> FramePlace {
     }
     // Masked (either value passes): the verifier bounds what is added to a context pointer.
     let at = past_args + (layout & (FENTRY_CALLED | FENTRY_JUMPED));
-    if layout == FENTRY_CALLED {
+    // A function that encloses no traced call is never checked as a caller: its place
+    // only bounds what may enclose it, and needs no word.
+    if layout == FENTRY_CALLED || probe.encloses_none() {
         return FramePlace { at, word: 0 };
     }
     // Only the return address itself tells later that this call is still active: not
