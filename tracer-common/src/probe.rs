@@ -188,7 +188,8 @@ impl Probe {
     /// frame is this one's shows that frame left by a return the kernel missed, with no
     /// look at the stack. Not `synchronize_rcu` nor `synchronize_srcu`, which call their
     /// expedited forms when grace periods are expedited (`rcu_expedited`), nor the shrinker
-    /// teardowns, which waited for SRCU readers in some releases.
+    /// teardowns, which called `synchronize_srcu` in the changes behind the ramfs
+    /// regression.
     #[must_use]
     pub const fn encloses_none(self) -> bool {
         matches!(
@@ -260,5 +261,37 @@ mod tests {
             .count();
         assert_eq!(listed, FUNCTIONS.len());
         assert!(FUNCTIONS.iter().all(|p| p.kind() == ProbeKind::Function));
+    }
+
+    /// The nestings the kernels call (docs/kernels.md, docs/capture-file.md): a caller here
+    /// taken for a leaf would have its live frame discarded by its callee's entry.
+    #[test]
+    fn no_function_that_calls_a_traced_one_is_a_leaf() {
+        let nestings = [
+            (Probe::VfsRmdir, Probe::DDelete),
+            (Probe::VfsRmdir, Probe::ShrinkDcacheParent),
+            (Probe::NamespaceUnlock, Probe::SynchronizeRcuExpedited),
+            (Probe::NamespaceUnlock, Probe::SynchronizeRcu),
+            (Probe::DeactivateLockedSuper, Probe::UnregisterShrinker),
+            (Probe::DeactivateLockedSuper, Probe::ShrinkerFree),
+            (Probe::UnregisterShrinker, Probe::SynchronizeSrcu),
+            (Probe::ShrinkerFree, Probe::SynchronizeSrcu),
+            (Probe::SynchronizeRcu, Probe::SynchronizeRcuExpedited),
+            (Probe::SynchronizeSrcu, Probe::SynchronizeSrcuExpedited),
+        ];
+        for (caller, callee) in nestings {
+            assert!(
+                !caller.encloses_none(),
+                "{} calls {}",
+                caller.name(),
+                callee.name()
+            );
+            assert_eq!(ENCLOSES_NONE & (1 << caller.id()), 0, "{}", caller.name());
+        }
+        for p in PROBES {
+            let leaf = ENCLOSES_NONE & (1 << p.id()) != 0;
+            assert_eq!(leaf, p.encloses_none(), "{}", p.name());
+            assert!(!leaf || p.kind() == ProbeKind::Function, "{}", p.name());
+        }
     }
 }
