@@ -760,24 +760,6 @@ impl Frames {
         }
         None
     }
-
-    /// `probe` returned: drop it and any frames above it (left by returns the kernel
-    /// missed). `None` when `probe` is not on the stack.
-    #[inline(always)]
-    #[must_use]
-    pub const fn pop(self, probe: u16) -> Option<Frames> {
-        let mut stack = self.stack;
-        let mut i = 0;
-        while i < MAX_FRAMES {
-            let top = stack & NO_FRAME;
-            stack = (stack >> 8) | (NO_FRAME << 56);
-            if top == probe as u64 {
-                return Some(Frames { stack });
-            }
-            i += 1;
-        }
-        None
-    }
 }
 
 #[cfg(feature = "user")]
@@ -907,27 +889,39 @@ mod tests {
 
     #[test]
     fn frames_track_the_innermost_caller() {
-        let f = Frames::EMPTY;
-        assert_eq!(f.top(), None);
-        let f = f.push(6).push(4).push(0); // deactivate_locked_super > unregister_shrinker > synchronize_srcu
-        assert_eq!(f.top(), Some(0));
-        let f = f.pop(0).unwrap();
-        assert_eq!(f.top(), Some(4));
+        let mut t = Thread::IDLE;
+        assert_eq!(t.frames.top(), None);
+        // deactivate_locked_super > unregister_shrinker > synchronize_srcu
+        for id in [6, 4, 0] {
+            t.push_frame(id, FramePlace::NONE);
+        }
+        assert_eq!(t.frames.top(), Some(0));
+        assert!(t.pop_frame(0));
+        assert_eq!(t.frames.top(), Some(4));
         // A missed return of 4: popping 6 drops 4 too.
-        let f = f.pop(6).unwrap();
-        assert_eq!(f, Frames::EMPTY);
-        assert_eq!(Frames::EMPTY.push(3).pop(9), None);
+        assert!(t.pop_frame(6));
+        assert_eq!(t.frames, Frames::EMPTY);
+        let mut u = Thread::IDLE;
+        u.push_frame(3, FramePlace::NONE);
+        assert!(!u.pop_frame(9));
+        assert_eq!(
+            u.frames.top(),
+            Some(3),
+            "a probe not on the stack drops nothing"
+        );
     }
 
     #[test]
     fn frames_deeper_than_the_stack_lose_the_outermost() {
-        let mut f = Frames::EMPTY;
+        let mut t = Thread::IDLE;
         for id in 0..10 {
-            f = f.push(id);
+            t.push_frame(id, FramePlace::NONE);
         }
-        assert_eq!(f.top(), Some(9));
-        assert_eq!(f.pop(2), Some(Frames { stack: u64::MAX }));
-        assert_eq!(f.pop(1), None, "fell off");
+        assert_eq!(t.frames.top(), Some(9));
+        let mut fell_off = t;
+        assert!(t.pop_frame(2));
+        assert_eq!(t.frames, Frames { stack: u64::MAX });
+        assert!(!fell_off.pop_frame(1), "fell off");
     }
 
     #[test]
