@@ -122,6 +122,43 @@ const MIN_CALLS: u64 = 100;
 /// A row whose figures spread more than this (in %) over the boots is listed.
 const MAX_SPREAD: f64 = 2.0;
 
+/// The workloads whose two vCPUs run at once (the stressor's two workers, the two writers):
+/// they interleave differently from boot to boot, and icount counts a CPU's instructions
+/// while it spins on a lock the other holds, so their rows measure contention as much as
+/// the programs. The others run one thread.
+const TWO_CPU_WORKLOADS: [&str; 2] = ["ramfs", "lock"];
+
+/// How many pairs of entry and exit of at least [`MIN_CALLS`] calls spread at most
+/// [`MAX_SPREAD`] over the boots, of how many: in the workloads of one thread, then in
+/// [`TWO_CPU_WORKLOADS`].
+#[derive(Debug, Default)]
+struct Reproduced([(usize, usize); 2]);
+
+impl Reproduced {
+    /// One pair of `workload`'s, of `calls` calls, whose figures spread `spread`%.
+    fn add(&mut self, workload: &str, calls: u64, spread: Option<f64>) {
+        let Some(spread) = spread else {
+            return;
+        };
+        if calls < MIN_CALLS {
+            return;
+        }
+        let class = &mut self.0[usize::from(TWO_CPU_WORKLOADS.contains(&workload))];
+        class.1 += 1;
+        if spread <= MAX_SPREAD {
+            class.0 += 1;
+        }
+    }
+
+    fn line(&self) -> String {
+        let [(one, of_one), (two, of_two)] = self.0;
+        format!(
+            "pairs of entry and exit of at least {MIN_CALLS} calls within {MAX_SPREAD}% over the boots: {one} of {of_one} in the workloads of one thread, {two} of {of_two} in those of two vCPUs ({})",
+            TWO_CPU_WORKLOADS.join(", ")
+        )
+    }
+}
+
 /// `slot` becomes `(value, what())` where `value` is above what it holds.
 fn keep_max<T>(slot: &mut Option<(f64, T)>, value: f64, what: impl FnOnce() -> T) {
     if slot.as_ref().is_none_or(|(w, _)| value > *w) {
@@ -1034,6 +1071,7 @@ fn report(kernel: &str, boots: &[BootFigures], worst: &mut Worst) -> (String, bo
         }
     }
     let mut spread_rows: Vec<String> = Vec::new();
+    let mut reproduced = Reproduced::default();
     for mode in ["kprobe", "fentry"] {
         let of_mode: Vec<&ModeFigures> = boots.iter().filter_map(|b| b.modes.get(mode)).collect();
         if of_mode.is_empty() {
@@ -1301,6 +1339,9 @@ fn report(kernel: &str, boots: &[BootFigures], worst: &mut Worst) -> (String, bo
                     )
                 });
                 let r = ratio(figs[0].median, figs[1].median);
+                if !icount || exact {
+                    reproduced.add(workload, calls, max_spread(&figs));
+                }
                 if let Some(r) = r
                     && icount
                     && exact
@@ -1357,6 +1398,7 @@ fn report(kernel: &str, boots: &[BootFigures], worst: &mut Worst) -> (String, bo
                 let _ = writeln!(out, "  {r}");
             }
         }
+        let _ = writeln!(out, "{}", reproduced.line());
     }
     (out, exact)
 }
@@ -1659,6 +1701,27 @@ mod tests {
     }
 
     #[test]
+    fn pairs_are_told_reproduced_by_workload_class_and_few_calls_are_left_out() {
+        let mut r = Reproduced::default();
+        r.add("rmdir", 6000, Some(1.0));
+        r.add("rmdir", 6000, Some(3.0));
+        r.add("umount", 600, Some(2.0));
+        // Too few calls, or no spread (one boot): not counted.
+        r.add("umount", 99, Some(0.5));
+        r.add("unlink", 6000, None);
+        r.add("lock", 6000, Some(30.0));
+        r.add("ramfs", 240, Some(0.1));
+        assert_eq!(r.0, [(2, 3), (1, 2)]);
+        assert!(
+            r.line().ends_with(
+                ": 2 of 3 in the workloads of one thread, 1 of 2 in those of two vCPUs (ramfs, lock)"
+            ),
+            "{}",
+            r.line()
+        );
+    }
+
+    #[test]
     fn a_report_of_boots_takes_medians_and_spreads_and_fails_without_the_tsc() {
         let row = |t: f64, p: f64| Row {
             calls: 2000,
@@ -1716,6 +1779,11 @@ mod tests {
         assert!((w.spread.unwrap() - 8.0 / 404.0 * 100.0).abs() < 1e-9);
         assert!(
             text.contains("spread above 2% over the boots: none"),
+            "{text}"
+        );
+        // vfs_rmdir's entry and exit together: 1000, 1004 and 1008 against 2000, within 2%.
+        assert!(
+            text.contains("pairs of entry and exit of at least 100 calls within 2% over the boots: 1 of 1 in the workloads of one thread, 0 of 0 in those of two vCPUs (ramfs, lock)"),
             "{text}"
         );
 
