@@ -395,7 +395,7 @@ fn cases() -> Vec<Case> {
             ),
             Case::new(
                 mode,
-                "3 loops at once, --verbose: about 1 run in 64 of the programs timed itself, an estimate of their cost (what top and serve show) at most 5x the kernel's statistics (TCG: see docs/tests.md)",
+                "3 loops at once, --verbose: about 1 run in 64 of the programs timed itself, an estimate of their cost (what top and serve show) at most 5x the kernel's statistics, and past that only as far as runs stalled up to the 1 ms cap explain (TCG: see docs/tests.md)",
                 name("conc"),
                 Check::Files(Box::new(move |f, _| sampled_cost(f, &name("conc")))),
             ),
