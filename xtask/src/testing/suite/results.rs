@@ -95,10 +95,11 @@ fn estimate_bound(exact: u64, runs: u64, timed: u64) -> u64 {
     if runs == 0 || timed == 0 {
         return exact.saturating_mul(5);
     }
+    let room = exact / COST_RUN_CAP_NS;
     #[expect(clippy::cast_precision_loss, reason = "counts far below 2^52")]
-    let held = (timed as f64) * (exact / COST_RUN_CAP_NS) as f64 / runs as f64;
+    let held = (timed as f64) * room as f64 / runs as f64;
     let mut k = 0;
-    while poisson_tails(held, k).1 >= SAMPLING_ODDS {
+    while k < room && poisson_tails(held, k).1 >= SAMPLING_ODDS {
         k += 1;
     }
     exact
@@ -751,12 +752,15 @@ mod tests {
         assert!(judge(112, 2_449_050).is_err(), "1 in 32");
         assert!(judge(3600, 2_449_050).is_err(), "every run timed");
         // Past five times the statistics, as far as runs held up to the cap explain: the
-        // statistics' 3.0 ms leave room for 3 runs at 1 ms, of which the 56 timed hold 4
-        // at odds of one in a million, each counting 3600 / 56 = 64 ms.
+        // statistics' 3.0 ms leave room for 3 runs at 1 ms, and the 56 timed may hold all 3
+        // (more than 3 would take odds below one in a million, and more than the room),
+        // each counting 3600 / 56 = 64 ms.
         assert_eq!(
             estimate_bound(3_010_874, 3600, 56),
-            15_054_370 + 4 * 1_000_000 * 3600 / 56
+            15_054_370 + 3 * 1_000_000 * 3600 / 56
         );
+        // Statistics under 1 ms leave no room: five times them.
+        assert_eq!(estimate_bound(900_000, 3600, 56), 4_500_000);
         assert!(judge(56, 16_000_000).is_ok(), "a stalled run or two");
         assert!(judge(56, 300_000_000).is_err(), "past what the cap allows");
         // The 5.10 capture under a loaded host's TCG: 17 runs timed, 3.0 ms more than 17 runs
