@@ -1702,6 +1702,11 @@ mod tests {
 
     #[test]
     fn pairs_are_told_reproduced_by_workload_class_and_few_calls_are_left_out() {
+        // Each name of the two-vCPU class is a workload of the bench: a renamed one would
+        // otherwise be counted with the workloads of one thread, silently.
+        for w in TWO_CPU_WORKLOADS {
+            assert!(WORKLOADS.iter().any(|x| x.0 == w), "{w} is no workload");
+        }
         let mut r = Reproduced::default();
         r.add("rmdir", 6000, Some(1.0));
         r.add("rmdir", 6000, Some(3.0));
