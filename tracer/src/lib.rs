@@ -8,6 +8,7 @@
 
 pub mod capture;
 pub mod export;
+pub mod kernel_args;
 pub mod live;
 pub mod process;
 pub mod tui;

@@ -429,31 +429,11 @@ impl ProcSelf {
     /// Read them now.
     #[must_use]
     pub fn read() -> Self {
-        let stat = std::fs::read_to_string("/proc/self/stat").ok();
-        // The fields after the parenthesised command name, from field 3 (state).
-        let fields: Vec<&str> = stat
-            .as_deref()
-            .and_then(|s| s.rsplit_once(')'))
-            .map(|(_, rest)| rest.split_whitespace().collect())
-            .unwrap_or_default();
-        let field = |n: usize| fields.get(n - 3).and_then(|f| f.parse::<u64>().ok());
-        let boot_time = std::fs::read_to_string("/proc/stat").ok().and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("btime "))
-                .and_then(|v| v.trim().parse::<u64>().ok())
-        });
-        // SAFETY: sysconf has no preconditions.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
         #[expect(
             clippy::cast_precision_loss,
-            reason = "seconds since the epoch and clock ticks, well below 2^52"
+            reason = "seconds since the epoch, to the clock tick /proc counts in"
         )]
-        let start_time_seconds = match (boot_time, field(22), u64::try_from(hz)) {
-            (Some(boot), Some(ticks), Ok(hz)) if hz > 0 => {
-                Some(boot as f64 + ticks as f64 / hz as f64)
-            }
-            _ => None,
-        };
+        let start_time_seconds = crate::process::start_unix_ns().map(|ns| ns as f64 / 1e9);
         let open_fds = std::fs::read_dir("/proc/self/fd")
             .ok()
             .map(|d| d.count() as u64);
@@ -467,7 +447,7 @@ impl ProcSelf {
             .then_some(lim.rlim_cur);
         ProcSelf {
             start_time_seconds,
-            virtual_memory_bytes: field(23),
+            virtual_memory_bytes: crate::process::Stat::read().map(|s| s.vsize_bytes),
             open_fds,
             max_fds,
         }

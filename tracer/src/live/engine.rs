@@ -17,7 +17,7 @@ use tracer_core::{
 use crate::process::{process_cpu_seconds, rss_bytes};
 
 use super::{
-    frame::{CgroupEntry, Control, Cost, Frame, History, Options},
+    frame::{CgroupEntry, Control, Cost, Frame, History, MAX_INTERVAL, MIN_INTERVAL, Options},
     labels::Labels,
     source::{Delta, Source, SourceInfo},
     table::Table,
@@ -30,10 +30,6 @@ use tracer_core::snapshot::{
 
 /// Slow calls kept for the views.
 pub const SLOW_CALLS_KEPT: usize = 200;
-/// Shortest refresh interval the loop accepts.
-pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
-/// Longest refresh interval the loop accepts.
-pub const MAX_INTERVAL: Duration = Duration::from_mins(1);
 /// The windows kept for percentiles, in nanoseconds of data.
 const WINDOWS_NS: [u64; 2] = [10_000_000_000, 60_000_000_000];
 

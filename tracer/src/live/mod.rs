@@ -30,7 +30,7 @@ pub use args::{LiveArgs, open};
 pub use engine::{Handle, Live, spawn};
 pub use frame::{
     CgroupEntry, Control, Cost, DEFAULT_INTERVAL, DEFAULT_MAX_CGROUPS, Frame, GONE_GRACE, History,
-    Options,
+    MAX_HOLD, MAX_INTERVAL, MIN_HOLD, MIN_INTERVAL, Options,
 };
 pub use source::{Delta, Source, SourceInfo, SourceKindLive};
 pub use tracer_core::snapshot::OTHER_CGROUP;
