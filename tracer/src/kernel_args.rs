@@ -2,9 +2,12 @@
 //! capture` and the live commands (`tracer top`, `tracer serve`), so their names, help and
 //! parsing cannot drift apart.
 
-use std::{path::PathBuf, time::Duration};
+use std::{
+    path::PathBuf,
+    time::{Duration, Instant},
+};
 
-use tracer_core::units::parse_duration;
+use tracer_core::{snapshot::AttachState, units::parse_duration};
 use tracer_loader::attach as probes;
 use tracer_loader::host::{btf, cgroup, names};
 
@@ -79,4 +82,51 @@ impl KernelArgs {
             .as_deref()
             .map_or_else(names::Sources::default, names::Sources::under)
     }
+}
+
+impl KernelArgs {
+    /// Attach the probes asked for, the slow-call threshold set, the maps sized, saying on
+    /// stderr (as `who`, e.g. `tracer serve`) when attaching begins and when recording
+    /// starts: a script starts its workload on the `recording` line, and an operator of a
+    /// busy host, where attaching can take many seconds, sees that it is under way.
+    ///
+    /// # Errors
+    /// As [`probes::attach_with_slow`].
+    pub fn attach(
+        &self,
+        who: &str,
+        wanted: &[tracer_common::Probe],
+        reads: probes::MapReads,
+    ) -> anyhow::Result<probes::Attached> {
+        eprintln!("{who}: attaching {} probes...", wanted.len());
+        let begun = Instant::now();
+        let attached = probes::attach_with_slow(
+            wanted,
+            self.attach,
+            self.slow_ns().unwrap_or(0),
+            self.kernel_memory,
+            reads,
+        )?;
+        eprintln!("{who}: {}", recording_line(&attached, wanted.len(), begun));
+        Ok(attached)
+    }
+}
+
+/// `recording since T: K of N probes attached in A s, settled in S s`.
+fn recording_line(attached: &probes::Attached, wanted: usize, begun: Instant) -> String {
+    let since = &attached.recording_since;
+    let ready = attached
+        .states
+        .values()
+        .filter(|s| matches!(s, AttachState::Attached { .. }))
+        .count();
+    let total = since.instant.saturating_duration_since(begun);
+    let attaching = total.saturating_sub(since.settled_in);
+    let at = std::time::UNIX_EPOCH + Duration::from_nanos(since.unix_ns);
+    format!(
+        "recording since {}: {ready} of {wanted} probes attached in {:.2} s, settled in {:.2} s",
+        humantime::format_rfc3339_seconds(at),
+        attaching.as_secs_f64(),
+        since.settled_in.as_secs_f64(),
+    )
 }

@@ -252,10 +252,6 @@ fn say_sampled_cost(attached: &probes::Attached) {
 ///
 /// # Errors
 /// When the probes cannot be loaded or the report cannot be written.
-#[expect(
-    clippy::too_many_lines,
-    reason = "the capture in its order: attach, run, read, report"
-)]
 pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
     let wanted = args.kernel.wanted()?;
     let cgroup_root = args.kernel.prepare_host()?;
@@ -279,13 +275,9 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
         log::info!("no BPF run-time statistics: {why}");
     }
     let slow_ns = args.kernel.slow_ns();
-    let mut attached = probes::attach_with_slow(
-        &wanted,
-        args.kernel.attach,
-        slow_ns.unwrap_or(0),
-        args.kernel.kernel_memory,
-        probes::MapReads::AtEnd,
-    )?;
+    let mut attached = args
+        .kernel
+        .attach("tracer", &wanted, probes::MapReads::AtEnd)?;
     for w in &attached.warnings {
         eprintln!("tracer: warning: {w}");
     }

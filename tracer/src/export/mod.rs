@@ -40,7 +40,7 @@ pub struct Args {
 /// # Errors
 /// When the source cannot be opened or the address cannot be bound.
 pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
-    let (source, mut opts) = live::open(&args.live)?;
+    let (source, mut opts) = live::open(&args.live, "tracer serve")?;
     // What the source cannot do (a probe not attached, cgroups named by walking the tree,
     // ...): said once here, as `tracer top` shows it in its header.
     for warning in &source.info().warnings {

@@ -144,11 +144,11 @@ pub fn parse_churn(s: &str) -> Result<f64, String> {
 }
 
 /// Open the source `args` name: a model scenario, a capture file, a synthetic load, else
-/// this kernel.
+/// this kernel (saying on stderr, as `who`, when attaching begins and recording starts).
 ///
 /// # Errors
 /// An unknown scenario or probe, an unreadable capture, or probes that cannot attach.
-pub fn open(args: &LiveArgs) -> anyhow::Result<(Box<dyn Source>, Options)> {
+pub fn open(args: &LiveArgs, who: &str) -> anyhow::Result<(Box<dyn Source>, Options)> {
     if !(args.speed.is_finite() && args.speed > 0.0) {
         anyhow::bail!("--speed must be a positive number, got {}", args.speed);
     }
@@ -178,14 +178,14 @@ pub fn open(args: &LiveArgs) -> anyhow::Result<(Box<dyn Source>, Options)> {
     } else {
         let wanted = args.kernel.wanted()?;
         let cgroup_root = args.kernel.prepare_host()?;
-        Box::new(super::kernel::KernelSource::attach(
-            &wanted,
-            args.kernel.attach,
-            opts.slow_threshold_ns,
-            args.kernel.kernel_memory,
+        let attached = args
+            .kernel
+            .attach(who, &wanted, tracer_loader::attach::MapReads::EveryInterval)?;
+        Box::new(super::kernel::KernelSource::new(
+            attached,
             cgroup_root,
             args.kernel.name_sources(),
-        )?)
+        ))
     };
     Ok((source, opts))
 }
@@ -229,7 +229,7 @@ mod tests {
         }
         let parse = |extra: &[&str]| {
             let argv = ["top", "--synthetic", "4"].iter().chain(extra);
-            Cli::try_parse_from(argv).map(|c| open(&c.live).map(|(_, o)| o))
+            Cli::try_parse_from(argv).map(|c| open(&c.live, "tracer top").map(|(_, o)| o))
         };
         let o = parse(&[]).unwrap().unwrap();
         assert_eq!((o.slot_hold, o.gone_grace), (GONE_GRACE, GONE_GRACE));

@@ -39,7 +39,107 @@ pub struct Handle {
     pub frames: tokio::sync::watch::Receiver<Option<Arc<Frame>>>,
     /// Requests to the loop.
     pub control: mpsc::Sender<Control>,
+    /// Whether the loop still refreshes.
+    pub health: Arc<Health>,
     thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// The test knob that makes the loop panic at the refresh it names (`3`: the third), as
+/// a bug would: for the checks that a dead loop is never taken for a live one.
+pub const TEST_PANIC_ENV: &str = "TRACER_TEST_PANIC_LIVE_AT";
+
+/// The shortest silence taken for a stalled loop: with the shortest intervals, a loaded
+/// host's scheduling alone delays refreshes by more than two of them.
+pub const STALL_FLOOR: Duration = Duration::from_secs(2);
+
+/// What a sink can ask of the loop's health without waiting on it: whether it refreshes,
+/// and if not, why. Shared with the loop's thread, which writes it.
+#[derive(Debug)]
+pub struct Health {
+    state: std::sync::Mutex<HealthState>,
+}
+
+#[derive(Debug)]
+struct HealthState {
+    /// When the loop started, then when it last published a frame.
+    last_sign: Instant,
+    /// Whether a frame was published yet.
+    refreshed: bool,
+    /// Why the loop stopped refreshing, once it has (a source error, a panic).
+    dead: Option<String>,
+    /// The refresh interval.
+    interval: Duration,
+}
+
+/// The loop's health as a sink sees it at one moment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Liveness {
+    /// Started, no refresh yet (within its deadline).
+    Starting,
+    /// Refreshing.
+    Up,
+    /// Not refreshing: why.
+    Down(String),
+}
+
+impl Health {
+    fn new(interval: Duration) -> Self {
+        Self {
+            state: std::sync::Mutex::new(HealthState {
+                last_sign: Instant::now(),
+                refreshed: false,
+                dead: None,
+                interval,
+            }),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, HealthState> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn refreshed(&self, interval: Duration) {
+        let mut s = self.state();
+        s.last_sign = Instant::now();
+        s.refreshed = true;
+        s.interval = interval;
+    }
+
+    fn died(&self, why: String) {
+        self.state().dead.get_or_insert(why);
+    }
+
+    /// The loop's health at `now`: down once it failed, or once two intervals passed
+    /// without a refresh (a refresh is due every interval, the first one interval after
+    /// the start), but never for a silence under [`STALL_FLOOR`].
+    #[must_use]
+    pub fn at(&self, now: Instant) -> Liveness {
+        let s = self.state();
+        if let Some(why) = &s.dead {
+            return Liveness::Down(why.clone());
+        }
+        let silent = now.saturating_duration_since(s.last_sign);
+        if silent > s.interval.saturating_mul(2).max(STALL_FLOOR) {
+            return Liveness::Down(format!(
+                "no refresh for {:.1} s (the interval is {})",
+                silent.as_secs_f64(),
+                humantime::format_duration(s.interval)
+            ));
+        }
+        if s.refreshed {
+            Liveness::Up
+        } else {
+            Liveness::Starting
+        }
+    }
+
+    /// The refresh interval the loop runs at now.
+    #[must_use]
+    pub fn interval(&self) -> Duration {
+        self.state().interval
+    }
 }
 
 impl Handle {
@@ -66,89 +166,154 @@ impl Drop for Handle {
 ///
 /// # Errors
 /// When the thread cannot be started.
+///
+/// A panic in the loop does not pass for a live loop: it is caught, the source dropped
+/// (its probes detach), [`Handle::health`] says why, and the last frame is published
+/// again with that reason as its error.
 pub fn spawn(mut source: Box<dyn Source>, opts: Options) -> std::io::Result<Handle> {
     let (tx, rx) = tokio::sync::watch::channel(None);
     let (ctl_tx, ctl_rx) = mpsc::channel();
+    let health = Arc::new(Health::new(opts.interval.clamp(MIN_INTERVAL, MAX_INTERVAL)));
+    let panic_at = std::env::var(TEST_PANIC_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    let loop_health = Arc::clone(&health);
     let thread = std::thread::Builder::new()
         .name("tracer-live".into())
         .spawn(move || {
-            let info = Arc::new(source.info());
-            let mut live = Live::new(info, &opts);
-            source.set_slow_threshold(opts.slow_threshold_ns);
-            run(source.as_mut(), &mut live, opts.interval, &tx, &ctl_rx);
+            let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let info = Arc::new(source.info());
+                let mut live = Live::new(info, &opts);
+                source.set_slow_threshold(opts.slow_threshold_ns);
+                Loop {
+                    source: source.as_mut(),
+                    live: &mut live,
+                    tx: &tx,
+                    ctl: &ctl_rx,
+                    health: &loop_health,
+                    panic_at,
+                }
+                .run(opts.interval);
+            }));
+            if let Err(payload) = ran {
+                let why = format!("the live loop panicked: {}", panic_message(&*payload));
+                loop_health.died(why.clone());
+                tx.send_modify(|frame| {
+                    if let Some(f) = frame {
+                        let mut dead = Frame::clone(f);
+                        dead.error = Some(why);
+                        *f = Arc::new(dead);
+                    }
+                });
+            }
         })?;
     Ok(Handle {
         frames: rx,
         control: ctl_tx,
+        health,
         thread: Some(thread),
     })
 }
 
-fn run(
-    source: &mut dyn Source,
-    live: &mut Live,
-    interval: Duration,
-    tx: &tokio::sync::watch::Sender<Option<Arc<Frame>>>,
-    ctl: &mpsc::Receiver<Control>,
-) {
-    let mut interval = interval.clamp(MIN_INTERVAL, MAX_INTERVAL);
-    let mut last = Instant::now();
-    let mut next = last + interval;
-    loop {
-        match ctl.recv_timeout(next.saturating_duration_since(Instant::now())) {
-            Ok(Control::SetInterval(d)) => {
-                interval = d.clamp(MIN_INTERVAL, MAX_INTERVAL);
-                live.interval = interval;
-                next = last + interval;
-                continue;
-            }
-            Ok(Control::Reset) => {
-                live.reset();
-                continue;
-            }
-            Ok(Control::SetSlowThreshold(ns)) => {
-                source.set_slow_threshold(ns);
-                live.slow_threshold_ns = ns;
-                continue;
-            }
-            Ok(Control::KeepLast60s(keep)) => {
-                live.keep_last_60s(keep);
-                // The view that asked shows the window now, not a refresh later.
-                if keep && live.seq > 0 {
-                    tx.send_replace(Some(Arc::new(live.frame())));
-                }
-                continue;
-            }
-            Ok(Control::Focus(cgroup)) => {
-                live.focus(cgroup);
-                if live.seq > 0 {
-                    tx.send_replace(Some(Arc::new(live.frame())));
-                }
-                continue;
-            }
-            Ok(Control::Stop) | Err(mpsc::RecvTimeoutError::Disconnected) => return,
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
+/// What a panic said, where it said it with a string.
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)")
+}
+
+/// The loop's thread: what it reads, writes and answers to.
+struct Loop<'a> {
+    source: &'a mut dyn Source,
+    live: &'a mut Live,
+    tx: &'a tokio::sync::watch::Sender<Option<Arc<Frame>>>,
+    ctl: &'a mpsc::Receiver<Control>,
+    health: &'a Health,
+    /// [`TEST_PANIC_ENV`].
+    panic_at: Option<u64>,
+}
+
+impl Loop<'_> {
+    /// Publish `frame`, a refresh (its time noted in the health) or the loop's state
+    /// shown again after a request.
+    fn publish(&self, frame: Frame, refresh: bool) {
+        if refresh {
+            self.health.refreshed(self.live.interval);
         }
-        let now = Instant::now();
-        let elapsed = now - last;
-        last = now;
-        next = (next + interval).max(now + MIN_INTERVAL);
-        let frame = match source.poll(elapsed) {
-            Ok(delta) => {
-                let (frame, leave) = live.apply(delta, unix_now_ns());
-                if !leave.is_empty() {
-                    source.forget(&leave);
+        self.tx.send_replace(Some(Arc::new(frame)));
+    }
+
+    fn run(&mut self, interval: Duration) {
+        let mut interval = interval.clamp(MIN_INTERVAL, MAX_INTERVAL);
+        let mut last = Instant::now();
+        let mut next = last + interval;
+        loop {
+            match self
+                .ctl
+                .recv_timeout(next.saturating_duration_since(Instant::now()))
+            {
+                Ok(Control::SetInterval(d)) => {
+                    interval = d.clamp(MIN_INTERVAL, MAX_INTERVAL);
+                    self.live.interval = interval;
+                    next = last + interval;
+                    continue;
                 }
-                frame
+                Ok(Control::Reset) => {
+                    self.live.reset();
+                    continue;
+                }
+                Ok(Control::SetSlowThreshold(ns)) => {
+                    self.source.set_slow_threshold(ns);
+                    self.live.slow_threshold_ns = ns;
+                    continue;
+                }
+                Ok(Control::KeepLast60s(keep)) => {
+                    self.live.keep_last_60s(keep);
+                    // The view that asked shows the window now, not a refresh later.
+                    if keep && self.live.seq > 0 {
+                        self.publish(self.live.frame(), false);
+                    }
+                    continue;
+                }
+                Ok(Control::Focus(cgroup)) => {
+                    self.live.focus(cgroup);
+                    if self.live.seq > 0 {
+                        self.publish(self.live.frame(), false);
+                    }
+                    continue;
+                }
+                Ok(Control::Stop) | Err(mpsc::RecvTimeoutError::Disconnected) => return,
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
             }
-            Err(e) => {
-                let mut frame = live.frame();
-                frame.error = Some(format!("{e:#}"));
-                tx.send_replace(Some(Arc::new(frame)));
-                return;
+            let now = Instant::now();
+            let elapsed = now - last;
+            last = now;
+            next = (next + interval).max(now + MIN_INTERVAL);
+            assert!(
+                self.panic_at != Some(self.live.seq + 1),
+                "{TEST_PANIC_ENV}: refresh {} panics, as asked",
+                self.live.seq + 1
+            );
+            match self.source.poll(elapsed) {
+                Ok(delta) => {
+                    let (frame, leave) = self.live.apply(delta, unix_now_ns());
+                    if !leave.is_empty() {
+                        self.source.forget(&leave);
+                    }
+                    self.publish(frame, true);
+                }
+                Err(e) => {
+                    let why = format!("{e:#}");
+                    self.health.died(why.clone());
+                    let mut frame = self.live.frame();
+                    frame.error = Some(why);
+                    self.publish(frame, false);
+                    return;
+                }
             }
-        };
-        tx.send_replace(Some(Arc::new(frame)));
+        }
     }
 }
 
@@ -268,6 +433,9 @@ impl Live {
         // ahead of the wall clock for a model played faster than real time.
         if self.clock_ns == 0 {
             self.clock_ns = now_unix_ns.saturating_sub(delta.snapshot.meta.duration_ns);
+            // The totals count from the source's start, which the first interval begins.
+            self.cumulative.meta.started_unix_ns = self.clock_ns;
+            self.totals.started_unix_ns = self.clock_ns;
         }
         self.clock_ns += delta.snapshot.meta.duration_ns;
         let now_unix_ns = self.clock_ns;
@@ -286,7 +454,10 @@ impl Live {
             .into_iter()
             .filter(|&id| id != OTHER_CGROUP && id != GONE_CGROUP)
             .collect();
-        let decisions = self.table.interval(self.seq, &active, now_unix_ns);
+        let labels = &self.labels;
+        let decisions =
+            self.table
+                .interval(self.seq, &active, now_unix_ns, |path| labels.may_hold(path));
         // Label sets left without a slot go before this interval's calls are filed: a
         // slot that changed hands is then filed under its new holder's label set.
         let released: Vec<(CgroupId, bool)> = decisions
@@ -452,6 +623,7 @@ impl Live {
             cgroups: self.cgroup_entries(),
             folded_cgroups: self.table.folded(),
             unnamed_cgroups: self.labels.unnamed_total(),
+            forgotten_cgroups: self.labels.forgotten_total(),
             cost: self.cost.clone(),
             error: None,
         }
@@ -1272,6 +1444,224 @@ mod tests {
             scrape(&l.apply(delta(&[], 0), second * SEC).0);
         }
         assert_eq!(largest.values().sum::<u64>(), want);
+    }
+}
+
+#[cfg(test)]
+mod lifecycle_tests {
+    use super::*;
+    use crate::live::{SourceKindLive, labels::PARKED_PER_SLOT};
+    use tracer_core::snapshot::{Counter, Probe};
+
+    const SEC: u64 = 1_000_000_000;
+
+    fn info() -> Arc<SourceInfo> {
+        Arc::new(SourceInfo {
+            kind: SourceKindLive::Kernel,
+            description: "test".into(),
+            host: "h".into(),
+            kernel: None,
+            warnings: Vec::new(),
+        })
+    }
+
+    fn interval_of(calls: &[(CgroupId, &str)], n: u64) -> Delta {
+        let mut s = Snapshot::new(Meta {
+            source: SourceKind::Kernel,
+            description: String::new(),
+            kernel: None,
+            started_unix_ns: 0,
+            duration_ns: SEC,
+        });
+        for &(id, _) in calls {
+            for _ in 0..n {
+                s.record(SeriesKey::new(Probe::VfsRmdir, id), 50_000);
+            }
+            s.count(Counter::NegativeDentries, id, n);
+        }
+        Delta {
+            snapshot: s,
+            slow: Vec::new(),
+            cgroups_made: calls.iter().map(|&(id, p)| (id, p.to_owned())).collect(),
+            cgroups_removed: Vec::new(),
+            bpf: None,
+        }
+    }
+
+    #[test]
+    fn totals_count_from_the_first_intervals_start() {
+        let mut l = Live::new(info(), &Options::default());
+        let t = 1_700_000_000 * SEC;
+        let (f, _) = l.apply(interval_of(&[(7, "/a")], 1), t);
+        assert_eq!(f.cumulative.meta.started_unix_ns, t - SEC);
+        assert_eq!(f.totals.started_unix_ns, t - SEC);
+        let (f, _) = l.apply(interval_of(&[(7, "/a")], 1), t + SEC);
+        assert_eq!(f.cumulative.meta.started_unix_ns, t - SEC, "fixed from then on");
+    }
+
+    /// More alive cgroups than the parked label sets can hold take turns at two slots, so
+    /// label sets are parked, forgotten and their paths come back: as a scrape of every
+    /// refresh would see them, no label set's calls or dentry count ever go down, and
+    /// every call is in the label set it was filed under.
+    #[test]
+    fn no_label_set_ever_decreases_when_alive_paths_take_turns() {
+        let slots = 2;
+        let paths = slots * PARKED_PER_SLOT * 3;
+        let mut l = Live::new(
+            info(),
+            &Options {
+                max_cgroups: slots,
+                slot_hold: Duration::ZERO,
+                windows: false,
+                ..Options::default()
+            },
+        );
+        let names: Vec<String> = (0..paths).map(|i| format!("/turn/{i}")).collect();
+        let mut seen: BTreeMap<(String, &str), u64> = BTreeMap::new();
+        let (mut calls, mut parked_and_back) = (0u64, 0);
+        let mut t = 1_700_000_000 * SEC;
+        let rounds = 6;
+        for round in 0..rounds {
+            // Fewer calls each round: a label set that started again from zero would show
+            // less than it did a round before.
+            let n = rounds - round;
+            for (i, name) in names.iter().enumerate() {
+                t += SEC;
+                let id = CgroupId::try_from(i).unwrap() + 100;
+                let (f, _) = l.apply(interval_of(&[(id, name)], n), t);
+                calls += n;
+                let mut total = 0;
+                let mut now: BTreeMap<(String, &str), u64> = BTreeMap::new();
+                for (k, lat) in &f.cumulative.series {
+                    *now.entry((f.cumulative.cgroup_name(k.cgroup), "calls"))
+                        .or_default() += lat.count();
+                    total += lat.count();
+                }
+                for ((_, cg), n) in &f.cumulative.counters {
+                    *now.entry((f.cumulative.cgroup_name(*cg), "dentries"))
+                        .or_default() += n;
+                }
+                for (key, n) in now {
+                    let before = seen.entry(key.clone()).or_default();
+                    assert!(
+                        n >= *before,
+                        "round {round}: {key:?} went from {before} to {n}"
+                    );
+                    if round > 0 && *before > 0 && key.0 != "other" {
+                        parked_and_back += 1;
+                    }
+                    *before = n;
+                }
+                assert!(total <= calls);
+            }
+        }
+        // A label set's calls are all filed while it is shown: the largest value each
+        // showed, summed, is every call.
+        let shown: u64 = seen
+            .iter()
+            .filter(|((_, what), _)| *what == "calls")
+            .map(|(_, n)| n)
+            .sum();
+        assert_eq!(shown, calls, "every call in some label set");
+        assert!(l.labels.forgotten_total() > 0, "label sets were forgotten");
+        assert!(parked_and_back > 0, "parked label sets came back with their totals");
+        assert!(
+            seen.get(&("other".to_owned(), "calls")).is_some_and(|&n| n > 0),
+            "forgotten paths' calls went to other"
+        );
+    }
+
+    /// A source that panics at its `panic_at`th poll, or from a poll on blocks that long.
+    struct Faulty {
+        polls: u64,
+        panic_at: Option<u64>,
+        stall_from: Option<(u64, Duration)>,
+    }
+
+    impl Source for Faulty {
+        fn info(&self) -> SourceInfo {
+            SourceInfo::clone(&info())
+        }
+        fn poll(&mut self, _elapsed: Duration) -> anyhow::Result<Delta> {
+            self.polls += 1;
+            assert!(self.panic_at != Some(self.polls), "a bug in poll {}", self.polls);
+            if let Some((from, stall)) = self.stall_from
+                && self.polls >= from
+            {
+                std::thread::sleep(stall);
+            }
+            Ok(interval_of(&[(7, "/a")], 1))
+        }
+    }
+
+    /// Poll `health` until it says down, for at most `max`.
+    fn wait_down(health: &Health, max: Duration) -> Option<String> {
+        let begun = Instant::now();
+        while begun.elapsed() < max {
+            if let Liveness::Down(why) = health.at(Instant::now()) {
+                return Some(why);
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        None
+    }
+
+    fn faulty(panic_at: Option<u64>, stall_from: Option<(u64, Duration)>, ms: u64) -> Handle {
+        spawn(
+            Box::new(Faulty {
+                polls: 0,
+                panic_at,
+                stall_from,
+            }),
+            Options {
+                interval: Duration::from_millis(ms),
+                ..Options::default()
+            },
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_loop_that_panics_is_down_at_once_and_says_why() {
+        let h = faulty(Some(3), None, 20);
+        let why = wait_down(&h.health, Duration::from_secs(10)).expect("down");
+        assert!(why.contains("panicked") && why.contains("a bug in poll 3"), "{why}");
+        let frame = h.frames.borrow().clone().expect("two refreshes before it");
+        assert_eq!(frame.seq, 2);
+        assert_eq!(frame.error.as_deref(), Some(why.as_str()), "the frame says so too");
+        h.stop();
+    }
+
+    #[test]
+    fn a_loop_that_stops_refreshing_is_down_after_two_intervals() {
+        let h = faulty(None, Some((3, Duration::from_secs(5))), 50);
+        let begun = Instant::now();
+        while h.health.at(Instant::now()) != Liveness::Up {
+            assert!(begun.elapsed() < Duration::from_secs(10), "never up");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let why = wait_down(&h.health, Duration::from_secs(10)).expect("down");
+        assert!(why.contains("no refresh for"), "{why}");
+        assert_eq!(
+            h.frames.borrow().as_ref().map(|f| f.seq),
+            Some(2),
+            "down while the third poll stalls"
+        );
+    }
+
+    #[test]
+    fn health_is_starting_then_down_without_a_first_refresh() {
+        let health = Health::new(Duration::from_secs(1));
+        let t0 = health.state().last_sign;
+        assert_eq!(health.at(t0 + Duration::from_millis(1500)), Liveness::Starting);
+        assert!(matches!(
+            health.at(t0 + Duration::from_millis(2100)),
+            Liveness::Down(why) if why.contains("no refresh for 2.1 s")
+        ));
+        health.refreshed(Duration::from_secs(1));
+        assert_eq!(health.at(Instant::now()), Liveness::Up);
+        health.died("gone".into());
+        assert_eq!(health.at(Instant::now()), Liveness::Down("gone".into()));
     }
 }
 

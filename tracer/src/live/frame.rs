@@ -115,6 +115,9 @@ pub struct Frame {
     /// Cgroups whose calls went to `other` because their path was not known (yet), since
     /// the loop started.
     pub unnamed_cgroups: u64,
+    /// Label sets forgotten since the loop started (more were parked than the table
+    /// keeps): their paths' later calls go to `other`.
+    pub forgotten_cgroups: u64,
     /// Tracer's own cost.
     pub cost: Cost,
     /// Set when the source failed: the loop stopped, this is why.
