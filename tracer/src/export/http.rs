@@ -1,9 +1,11 @@
-//! The HTTP side of `tracer serve`: hyper's HTTP/1 server on tokio, two pages, hard limits.
+//! The HTTP side of `tracer serve`: hyper's HTTP/1 server on tokio, a few pages, hard
+//! limits.
 //!
-//! `GET`/`HEAD` of `/metrics` and of an index page `/`; any other path is 404, any other
-//! method 405, a request with a body 413. A client cannot hold the server or its memory:
-//! request headers are capped (`max_header_bytes`, hyper answers 431 past it) and must
-//! arrive within `header_read_timeout` (a slow drip is cut off); each connection serves one
+//! `GET`/`HEAD` of `/metrics`, of the probes `/-/ready` and `/-/healthy` (Prometheus' own
+//! paths for them) and of an index page `/`; any other path is 404, any other method 405,
+//! a request with a body 413. A client cannot hold the server or its memory: request
+//! headers are capped (`max_header_bytes`, hyper answers 431 past it) and must arrive
+//! within `header_read_timeout` (a slow drip is cut off); each connection serves one
 //! request (no keep-alive), so `request_timeout` bounds a whole exchange, reading the
 //! response included; and at most `max_connections` are open, a connection past that
 //! being closed as soon as it is accepted.
@@ -11,11 +13,13 @@
 //! A frame is encoded once (and gzipped once for the clients that take gzip, as
 //! Prometheus does), when first scraped, and every scrape of it gets the same bytes; while
 //! a newer frame is being encoded, scrapes get the previous one's (at most one refresh
-//! old). So many scrapers cost one encoding per refresh, and none waits on it.
+//! old). So many scrapers cost one encoding per refresh, and none waits on it. A live
+//! loop that stopped refreshing publishes no new frame: its last one is encoded again
+//! with `tracer_source_up 0`.
 //!
-//! An encoding that panics does not stop the exporter: the panic is caught, the scrapes
-//! waiting on it are answered 500, `tracer_scrape_errors_total` counts it, and the next
-//! scrape encodes afresh (the `busy` flag is cleared however the encoding ends).
+//! An encoding that fails or panics does not stop the exporter: a panic is caught, the
+//! scrapes waiting on it are answered 500, `tracer_scrape_errors_total` counts it, and the
+//! next scrape encodes afresh (the `busy` flag is cleared however the encoding ends).
 
 use std::{
     convert::Infallible,
@@ -41,8 +45,8 @@ use tokio::{
     sync::{Notify, Semaphore, watch},
 };
 
-use super::metrics::{Format, ProcSelf, render_counted};
-use crate::live::Frame;
+use super::metrics::{self, Context, Format, ProcSelf};
+use crate::live::{Frame, Health, Liveness};
 
 /// Limits that keep a slow or hostile client from holding the server or its memory.
 #[derive(Clone, Debug)]
@@ -75,11 +79,23 @@ pub struct Exporter {
     cache: std::sync::Mutex<Cache>,
     /// Woken when an encoding lands in the cache, or fails.
     encoded: Notify,
-    /// Encodings that failed (panicked): `tracer_scrape_errors_total`.
+    /// Encodings that failed (an error or a panic): `tracer_scrape_errors_total`.
     failed_encodings: AtomicU64,
-    /// Test hook: the next encoding panics.
+    /// The live loop's health, where the frames come from one.
+    health: Option<Arc<Health>>,
+    /// Test hook: how the next encoding fails.
     #[cfg(test)]
-    panic_next_encoding: std::sync::atomic::AtomicBool,
+    fail_next_encoding: std::sync::Mutex<Option<TestFault>>,
+}
+
+/// How a test makes an encoding fail.
+#[cfg(test)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TestFault {
+    /// It panics.
+    Panic,
+    /// It returns an error.
+    Error,
 }
 
 /// A scrape could not be answered: the encoding it waited for failed.
@@ -95,6 +111,9 @@ struct Cache {
     /// What `/proc/self` said when `frame` was first encoded: its other encodings say
     /// the same.
     proc: Option<ProcSelf>,
+    /// Whether `bodies` say the source is down whatever `frame` says (it stopped
+    /// refreshing after publishing `frame`).
+    source_down: bool,
     /// An encoding is under way.
     busy: bool,
     /// Encodings that failed so far: a scrape that sees it change while it waits was
@@ -160,7 +179,8 @@ fn gzip(body: &[u8]) -> Bytes {
 }
 
 impl Exporter {
-    /// Export the frames published on `frames`.
+    /// Export the frames published on `frames`; the source is up while the latest frame
+    /// has no error.
     #[must_use]
     pub fn new(frames: watch::Receiver<Option<Arc<Frame>>>) -> Self {
         Self {
@@ -168,9 +188,44 @@ impl Exporter {
             cache: std::sync::Mutex::new(Cache::default()),
             encoded: Notify::new(),
             failed_encodings: AtomicU64::new(0),
+            health: None,
             #[cfg(test)]
-            panic_next_encoding: std::sync::atomic::AtomicBool::new(false),
+            fail_next_encoding: std::sync::Mutex::new(None),
         }
+    }
+
+    /// Export the frames of a live loop whose health is `health`: also down once it stops
+    /// refreshing.
+    #[must_use]
+    pub fn with_health(frames: watch::Receiver<Option<Arc<Frame>>>, health: Arc<Health>) -> Self {
+        Self {
+            health: Some(health),
+            ..Self::new(frames)
+        }
+    }
+
+    /// The source's health now: from the loop's, else from the latest frame.
+    #[must_use]
+    pub fn liveness(&self) -> Liveness {
+        if let Some(h) = &self.health {
+            return h.at(std::time::Instant::now());
+        }
+        match self.frames.borrow().as_deref() {
+            None => Liveness::Starting,
+            Some(f) => match &f.error {
+                Some(e) => Liveness::Down(e.clone()),
+                None => Liveness::Up,
+            },
+        }
+    }
+
+    /// Make the next encoding fail as `fault` says.
+    #[cfg(test)]
+    pub fn fail_next_encoding(&self, fault: TestFault) {
+        *self
+            .fail_next_encoding
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(fault);
     }
 
     fn cache(&self) -> std::sync::MutexGuard<'_, Cache> {
@@ -200,6 +255,8 @@ impl Exporter {
     ) -> Result<Bytes, EncodingFailed> {
         let want = slot(format, gzip);
         let asked = tokio::time::Instant::now();
+        // Down is said at once: bytes saying up are not served for a source that is not.
+        let source_down = matches!(self.liveness(), Liveness::Down(_));
         let mut failures_before = None;
         loop {
             // Made before looking, so an encoding that lands meanwhile still wakes it.
@@ -210,12 +267,15 @@ impl Exporter {
                 if *failures_before.get_or_insert(cache.failures) != cache.failures {
                     return Err(EncodingFailed);
                 }
-                let current = match (&cache.frame, &latest) {
-                    (Some(a), Some(b)) => Arc::ptr_eq(a, b),
-                    (None, None) => true,
-                    _ => false,
-                };
-                let recent = current || fresh_enough(cache.frame.as_deref(), latest.as_deref());
+                let current = cache.source_down == source_down
+                    && match (&cache.frame, &latest) {
+                        (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                        (None, None) => true,
+                        _ => false,
+                    };
+                let recent = current
+                    || (cache.source_down == source_down
+                        && fresh_enough(cache.frame.as_deref(), latest.as_deref()));
                 let cached = cache.bodies[want].clone();
                 let past_bound = asked.elapsed() >= STALE_AFTER;
                 let have = cached.clone().filter(|_| recent || past_bound);
@@ -227,7 +287,7 @@ impl Exporter {
                     wanted[want] = true;
                     cache.busy = true;
                     let proc = if current { cache.proc } else { None };
-                    self.encode_later(latest, wanted, proc);
+                    self.encode_later(latest, wanted, proc, source_down);
                 }
                 if let Some(body) = have {
                     return Ok(body);
@@ -244,39 +304,53 @@ impl Exporter {
         }
     }
 
-    /// Encode `frame` in the `wanted` slots on a blocking thread, then publish. A panic
-    /// while encoding is caught: the cache keeps what it had, the failure is counted, and
-    /// the scrapes waiting on it are answered [`EncodingFailed`].
+    /// Encode `frame` in the `wanted` slots on a blocking thread, then publish. An
+    /// encoding that fails or panics (the panic is caught) leaves the cache as it was; the
+    /// failure is counted, and the scrapes waiting on it are answered [`EncodingFailed`].
     fn encode_later(
         self: &Arc<Self>,
         frame: Option<Arc<Frame>>,
         wanted: [bool; SLOTS],
         proc: Option<ProcSelf>,
+        source_down: bool,
     ) {
         let me = self.clone();
         tokio::task::spawn_blocking(move || {
             let _end = EndOfEncoding(&me);
-            let proc = proc.unwrap_or_else(ProcSelf::read);
-            let failed_before = me.failed_encodings.load(Ordering::Relaxed);
+            let ctx = Context {
+                scrape_errors: me.failed_encodings.load(Ordering::Relaxed),
+                proc: proc.unwrap_or_else(ProcSelf::read),
+                source_down,
+                started_unix_ns: crate::process::start_unix_ns(),
+            };
             let encoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 #[cfg(test)]
-                assert!(
-                    !me.panic_next_encoding.swap(false, Ordering::SeqCst),
-                    "test hook: this encoding panics"
-                );
-                encode(frame.as_ref(), wanted, failed_before, &proc)
+                if let Some(fault) = me
+                    .fail_next_encoding
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .take()
+                {
+                    assert!(fault != TestFault::Panic, "test hook: this encoding panics");
+                    return Err(metrics::EncodeError("test hook: this encoding fails".into()));
+                }
+                encode(frame.as_ref(), wanted, &ctx)
             }));
             let mut cache = me.cache();
-            if let Ok(bodies) = encoded {
-                cache.frame = frame;
-                cache.bodies = bodies;
-                cache.proc = Some(proc);
-            } else {
+            match encoded {
+                Ok(Ok(bodies)) => {
+                    cache.frame = frame;
+                    cache.bodies = bodies;
+                    cache.proc = Some(ctx.proc);
+                    cache.source_down = source_down;
+                    return;
+                }
+                Ok(Err(e)) => log::error!("{e}; the next scrape tries again"),
                 // The panic message went to stderr through the panic hook.
-                log::error!("encoding the metrics panicked; the next scrape tries again");
-                me.failed_encodings.fetch_add(1, Ordering::Relaxed);
-                cache.failures += 1;
+                Err(_) => log::error!("encoding the metrics panicked; the next scrape tries again"),
             }
+            me.failed_encodings.fetch_add(1, Ordering::Relaxed);
+            cache.failures += 1;
         });
     }
 }
@@ -294,21 +368,19 @@ fn fresh_enough(cached: Option<&Frame>, latest: Option<&Frame>) -> bool {
     }
 }
 
-/// The encodings of `frame` in the `wanted` slots, `scrape_errors` failed encodings before,
-/// with `proc` for the process metrics.
+/// The encodings of `frame` in the `wanted` slots, in `ctx`.
 fn encode(
     frame: Option<&Arc<Frame>>,
     wanted: [bool; SLOTS],
-    scrape_errors: u64,
-    proc: &ProcSelf,
-) -> [Option<Bytes>; SLOTS] {
+    ctx: &Context,
+) -> Result<[Option<Bytes>; SLOTS], metrics::EncodeError> {
     let mut out: [Option<Bytes>; SLOTS] = Default::default();
     for format in FORMATS {
         let (plain, zipped) = (slot(format, false), slot(format, true));
         if !(wanted[plain] || wanted[zipped]) {
             continue;
         }
-        let body = Bytes::from(render_counted(frame.cloned(), format, scrape_errors, proc));
+        let body = Bytes::from(metrics::encode(frame.cloned(), format, ctx)?);
         if wanted[zipped] {
             out[zipped] = Some(gzip(&body));
         }
@@ -316,12 +388,13 @@ fn encode(
             out[plain] = Some(body);
         }
     }
-    out
+    Ok(out)
 }
 
 const INDEX: &str = "<!DOCTYPE html>\n<html><head><title>tracer</title></head><body>\n\
 <h1>tracer</h1>\n<p>Grace-period waits, shrinker teardown and dcache pruning under inode \
-locks, per probe, caller and cgroup.</p>\n<p><a href=\"/metrics\">/metrics</a></p>\n\
+locks, per probe, caller and cgroup.</p>\n<p><a href=\"/metrics\">/metrics</a> \
+<a href=\"/-/ready\">/-/ready</a> <a href=\"/-/healthy\">/-/healthy</a></p>\n\
 </body></html>\n";
 
 fn respond(status: StatusCode, content_type: &str, body: Bytes) -> Response<Full<Bytes>> {
@@ -358,6 +431,8 @@ async fn handle(
     let page = match req.uri().path() {
         "/metrics" => Page::Metrics,
         "/" => Page::Index,
+        READY => Page::Ready,
+        HEALTHY => Page::Healthy,
         _ => return Ok(plain(StatusCode::NOT_FOUND, "not found: try /metrics\n")),
     };
     if !matches!(*req.method(), Method::GET | Method::HEAD) {
@@ -376,6 +451,8 @@ async fn handle(
             "text/html; charset=utf-8",
             Bytes::from_static(INDEX.as_bytes()),
         ),
+        Page::Ready => probe(true, &exporter.liveness()),
+        Page::Healthy => probe(false, &exporter.liveness()),
         Page::Metrics => {
             let accept = req
                 .headers()
@@ -413,6 +490,36 @@ async fn handle(
 enum Page {
     Index,
     Metrics,
+    Ready,
+    Healthy,
+}
+
+/// The readiness probe's path: 200 once the source refreshes (recording started and a
+/// frame published), 503 before and once it is down.
+pub const READY: &str = "/-/ready";
+/// The liveness probe's path: 200 unless the source is down (failed, or silent for two
+/// intervals), then 503, until tracer exits to be restarted.
+pub const HEALTHY: &str = "/-/healthy";
+
+/// The readiness probe's answer (`ready`), else the liveness probe's, the reason in its
+/// body.
+fn probe(ready: bool, liveness: &Liveness) -> Response<Full<Bytes>> {
+    let ok = match liveness {
+        Liveness::Up => true,
+        Liveness::Starting => !ready,
+        Liveness::Down(_) => false,
+    };
+    let text = match liveness {
+        Liveness::Up => "up: the source refreshes\n".to_owned(),
+        Liveness::Starting => "starting: no refresh yet\n".to_owned(),
+        Liveness::Down(why) => format!("down: {why}\n"),
+    };
+    let status = if ok {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    respond(status, "text/plain; charset=utf-8", Bytes::from(text))
 }
 
 /// Serve `exporter` on `listener` until `shutdown` completes.
@@ -478,7 +585,7 @@ mod tests {
         sync::{oneshot, watch},
     };
 
-    use super::{Exporter, Limits, serve};
+    use super::{Exporter, Limits, TestFault, serve};
     use crate::export::metrics::tests::{frame, sample, snapshot};
     use tracer_core::snapshot::{Probe, SeriesKey};
 
@@ -610,6 +717,15 @@ mod tests {
 
     #[tokio::test]
     async fn a_panic_while_encoding_answers_500_once_and_the_next_scrape_is_fresh() {
+        a_failed_encoding_answers_500_once_and_the_next_scrape_is_fresh(TestFault::Panic).await;
+    }
+
+    #[tokio::test]
+    async fn an_encoding_error_answers_500_once_and_the_next_scrape_is_fresh() {
+        a_failed_encoding_answers_500_once_and_the_next_scrape_is_fresh(TestFault::Error).await;
+    }
+
+    async fn a_failed_encoding_answers_500_once_and_the_next_scrape_is_fresh(fault: TestFault) {
         let (tx, rx) = watch::channel(Some(refresh(1, 1)));
         let exporter = Arc::new(Exporter::new(rx));
         let (addr, _stop) = serving(exporter.clone(), limits(), None).await;
@@ -624,16 +740,10 @@ mod tests {
         // Refresh 5 is published (too far from refresh 1 for refresh 1's bytes to answer
         // for it: the scrape waits for its encoding), and that encoding panics.
         tx.send_replace(Some(refresh(5, 2)));
-        exporter
-            .panic_next_encoding
-            .store(true, std::sync::atomic::Ordering::SeqCst);
+        exporter.fail_next_encoding(fault);
         let failed = exchange(addr, get).await;
         assert_eq!(status(&failed), Some(500), "{failed}");
-        assert!(
-            !exporter
-                .panic_next_encoding
-                .load(std::sync::atomic::Ordering::SeqCst)
-        );
+        assert!(body(&failed).contains("encoding the metrics failed"), "{failed}");
 
         // The next scrape encodes refresh 5 afresh: neither refresh 1's bytes nor a hang.
         let labels = [("probe", "vfs_rmdir"), ("caller", "none"), ("cgroup", "/a")];

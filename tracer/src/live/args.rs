@@ -220,6 +220,28 @@ mod tests {
     }
 
     #[test]
+    fn an_interval_of_ten_minutes_is_honoured_by_the_loop() {
+        use clap::Parser as _;
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            live: LiveArgs,
+        }
+        let argv = ["serve", "--synthetic", "2", "--interval", "10m"];
+        let cli = Cli::try_parse_from(argv).unwrap();
+        let (source, opts) = open(&cli.live, "tracer serve").unwrap();
+        assert_eq!(opts.interval, Duration::from_mins(10));
+        let handle = crate::live::spawn(source, opts).unwrap();
+        assert_eq!(
+            handle.health.interval(),
+            Duration::from_mins(10),
+            "the loop runs at the interval asked, not a bound of its own"
+        );
+        let err = Cli::try_parse_from(["serve", "--interval", "61m"]).err().unwrap();
+        assert!(err.to_string().contains("from 10ms to 1h"), "{err}");
+    }
+
+    #[test]
     fn hold_sets_the_idle_hold_and_the_removal_grace() {
         use clap::Parser as _;
         #[derive(clap::Parser)]

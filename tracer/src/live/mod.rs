@@ -27,7 +27,7 @@ pub mod table;
 pub mod window;
 
 pub use args::{LiveArgs, open};
-pub use engine::{Handle, Live, spawn};
+pub use engine::{Handle, Health, Live, Liveness, TEST_PANIC_ENV, spawn};
 pub use frame::{
     CgroupEntry, Control, Cost, DEFAULT_INTERVAL, DEFAULT_MAX_CGROUPS, Frame, GONE_GRACE, History,
     MAX_HOLD, MAX_INTERVAL, MIN_HOLD, MIN_INTERVAL, Options,

@@ -4,9 +4,11 @@
 use std::{sync::Arc, time::Duration};
 
 use super::*;
-use crate::live::{CgroupEntry, Cost, History, SourceInfo};
+use crate::live::{CgroupEntry, Cost, History, SourceInfo, SourceKindLive};
 use tracer_core::cost::ProgramCost;
-use tracer_core::snapshot::{Loss, Meta, ProbeStatus, SeriesKey, Snapshot, SourceKind};
+use tracer_core::snapshot::{
+    AttachMethod, Counter, Loss, Meta, ProbeStatus, SeriesKey, Snapshot, SourceKind,
+};
 
 /// A frame whose cumulative snapshot is `snap`, cgroups named by `snap.cgroups`.
 pub(crate) fn frame(snap: Snapshot) -> Frame {
@@ -545,12 +547,11 @@ fn the_docs_table_lists_every_exported_metric_and_label_value() {
         SourceKindLive::Model,
         SourceKindLive::Replay,
     ] {
-        let text = render_counted(
-            Some(Arc::new(rich_frame(kind))),
-            Format::Text,
-            1,
-            &ProcSelf::read(),
-        );
+        let ctx = Context {
+            scrape_errors: 1,
+            ..Context::now()
+        };
+        let text = encode(Some(Arc::new(rich_frame(kind))), Format::Text, &ctx).unwrap();
         for (family, pairs) in families(&String::from_utf8_lossy(&text)) {
             exported
                 .entry(family)
@@ -891,7 +892,7 @@ mod protobuf {
     };
     use prost::Message as _;
 
-    use super::super::{Format, ProcSelf, render_counted};
+    use super::super::{Context, Format, encode};
     use super as tests;
     use tracer_core::{
         native::{NativeBuckets, SCHEMA, index_of_ns},
@@ -939,12 +940,8 @@ mod protobuf {
             s.record(key, 20_000 + k * k * 40);
         }
         let lat = s.series[&key].clone();
-        let bytes = render_counted(
-            Some(Arc::new(tests::frame(s))),
-            Format::Protobuf,
-            0,
-            &ProcSelf::read(),
-        );
+        let ctx = Context::now();
+        let bytes = encode(Some(Arc::new(tests::frame(s))), Format::Protobuf, &ctx).unwrap();
         let families = decode(&bytes);
         let latency = families
             .iter()
@@ -957,10 +954,33 @@ mod protobuf {
         assert_eq!(h.sample_count, 1_000);
         assert_eq!(h.schema, SCHEMA);
         assert!(!h.bucket.is_empty(), "the classic buckets too");
-        assert_eq!(
-            h.start_timestamp.as_ref().map(|t| t.seconds),
-            Some(1_700_000_000)
-        );
+        // Every counter and histogram starts when this process did: Prometheus tells a
+        // reset from a start by it, and process_start_time_seconds says the same instant.
+        let start = crate::process::start_unix_ns().expect("this process's start");
+        let want = prost_types::Timestamp {
+            seconds: i64::try_from(start / 1_000_000_000).unwrap(),
+            nanos: i32::try_from(start % 1_000_000_000).unwrap(),
+        };
+        let mut stamped = 0;
+        for m in families.iter().flat_map(|f| &f.metric) {
+            let ts = match (&m.counter, &m.histogram) {
+                (Some(c), _) => c.start_timestamp.as_ref(),
+                (_, Some(h)) => h.start_timestamp.as_ref(),
+                _ => continue,
+            };
+            assert_eq!(ts, Some(&want), "{m:?}");
+            stamped += 1;
+        }
+        assert!(stamped > 10, "{stamped} counters and histograms");
+        let process_start = families
+            .iter()
+            .find(|f| f.name == "process_start_time_seconds")
+            .and_then(|f| f.metric[0].gauge.as_ref())
+            .map(|g| g.value)
+            .expect("process_start_time_seconds");
+        #[expect(clippy::cast_precision_loss, reason = "seconds since the epoch, to the tick")]
+        let from_ts = want.seconds as f64 + f64::from(want.nanos) / 1e9;
+        assert!((process_start - from_ts).abs() < 1e-6, "{process_start} against {from_ts}");
         let native = NativeBuckets {
             zero_count: h.zero_count,
             spans: h
@@ -985,5 +1005,103 @@ mod protobuf {
                 .iter()
                 .any(|f| f.name == "tracer_scrape_errors_total")
         );
+    }
+}
+
+mod every_source {
+    use std::{sync::Arc, time::Duration};
+
+    use clap::Parser as _;
+
+    use super::super::{Context, Format, encode};
+    use crate::live::{Live, LiveArgs, open};
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        live: LiveArgs,
+    }
+
+    /// Every label value of a text exposition, with the sample it is on.
+    fn label_values(text: &str) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            let Some((_, rest)) = line.split_once('{') else {
+                continue;
+            };
+            let mut chars = rest.chars();
+            loop {
+                let name: String = chars.by_ref().take_while(|&c| c != '=').collect();
+                if name.is_empty() || name.starts_with('}') {
+                    break;
+                }
+                assert_eq!(chars.next(), Some('"'), "{line}");
+                let mut value = String::new();
+                while let Some(c) = chars.next() {
+                    match c {
+                        '\\' => value.extend(chars.next()),
+                        '"' => break,
+                        c => value.push(c),
+                    }
+                }
+                out.push((line.to_owned(), value));
+                if chars.next() != Some(',') {
+                    break;
+                }
+            }
+        }
+        out
+    }
+
+    /// A capture with no kernel and no description, as a hand-made file may be.
+    fn bare_capture() -> std::path::PathBuf {
+        let mut s = super::snapshot();
+        s.meta.kernel = None;
+        s.meta.description = String::new();
+        s.cgroups.insert(3, "/a".into());
+        s.record(
+            tracer_core::snapshot::SeriesKey::new(tracer_core::snapshot::Probe::VfsRmdir, 3),
+            9_000,
+        );
+        let path = std::env::temp_dir().join(format!(
+            "tracer-bare-capture-{}.json",
+            std::process::id()
+        ));
+        let json = tracer_core::report::render(&s, tracer_core::report::Format::Json, false);
+        std::fs::write(&path, json).unwrap();
+        path
+    }
+
+    #[test]
+    fn no_source_mode_exports_an_empty_label() {
+        let capture = bare_capture();
+        let modes: Vec<Vec<String>> = vec![
+            vec!["--synthetic".into(), "5".into()],
+            vec!["--model".into(), "umount".into()],
+            vec!["--replay".into(), capture.display().to_string()],
+        ];
+        for mode in modes {
+            let argv = std::iter::once("serve".to_owned()).chain(mode.iter().cloned());
+            let cli = Cli::try_parse_from(argv).unwrap();
+            let (mut source, opts) = open(&cli.live, "test").unwrap();
+            let mut live = Live::new(Arc::new(source.info()), &opts);
+            let mut frame = None;
+            for i in 1..=3u64 {
+                let delta = source.poll(Duration::from_secs(1)).unwrap();
+                frame = Some(live.apply(delta, 1_700_000_000_000_000_000 + i).0);
+            }
+            let frame = Arc::new(frame.unwrap());
+            for format in [Format::Text, Format::OpenMetrics] {
+                let text = encode(Some(frame.clone()), format, &Context::now()).unwrap();
+                let text = String::from_utf8(text).unwrap();
+                let values = label_values(&text);
+                assert!(values.len() > 50, "{mode:?}: {} label values", values.len());
+                for (line, value) in values {
+                    assert!(!value.is_empty(), "{mode:?} {format:?}: an empty label in {line}");
+                }
+                assert!(text.contains("tracer_source_info{"), "{mode:?}");
+            }
+        }
+        std::fs::remove_file(capture).unwrap();
     }
 }
