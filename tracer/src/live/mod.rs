@@ -17,6 +17,7 @@
 mod args;
 mod engine;
 mod frame;
+mod health;
 pub mod kernel;
 pub mod labels;
 pub mod model;
@@ -27,7 +28,8 @@ pub mod table;
 pub mod window;
 
 pub use args::{LiveArgs, open};
-pub use engine::{Handle, Health, Live, Liveness, TEST_PANIC_ENV, spawn};
+pub use engine::{Handle, Live, TEST_PANIC_ENV, spawn};
+pub use health::{Health, Liveness, STALL_FLOOR};
 pub use frame::{
     CgroupEntry, Control, Cost, DEFAULT_INTERVAL, DEFAULT_MAX_CGROUPS, Frame, GONE_GRACE, History,
     MAX_HOLD, MAX_INTERVAL, MIN_HOLD, MIN_INTERVAL, Options,
