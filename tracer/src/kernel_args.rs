@@ -4,8 +4,9 @@
 
 use std::{path::PathBuf, time::Duration};
 
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use tracer_core::units::parse_duration;
-use tracer_loader::attach as probes;
+use tracer_loader::attach::{AttachMode, ProbeSelection};
 use tracer_loader::host::{btf, cgroup, names};
 
 /// Which probes attach, how, and what the kernel side may use.
@@ -13,11 +14,11 @@ use tracer_loader::host::{btf, cgroup, names};
 pub struct KernelArgs {
     /// Comma-separated probes to attach (default: all), e.g. `vfs_rmdir,d_delete`; `tracer
     /// probes` lists them.
-    #[arg(long, value_name = "LIST")]
-    pub probes: Option<String>,
+    #[arg(long, value_name = "LIST", value_parser = str::parse::<ProbeSelection>)]
+    pub probes: Option<ProbeSelection>,
     /// How to hook kernel functions.
-    #[arg(long, value_enum, default_value_t = probes::AttachMode::Auto, value_name = "HOW")]
-    pub attach: probes::AttachMode,
+    #[arg(long, value_parser = attach_modes(), default_value_t = AttachMode::Auto, value_name = "HOW")]
+    pub attach: AttachMode,
     /// Read the kernel's BTF (struct offsets, fentry) from this file instead of
     /// /sys/kernel/btf/vmlinux: for kernels built without `CONFIG_DEBUG_INFO_BTF`.
     #[arg(long, value_name = "PATH")]
@@ -45,12 +46,13 @@ pub struct KernelArgs {
 }
 
 impl KernelArgs {
-    /// The probes asked for.
-    ///
-    /// # Errors
-    /// An unknown probe name, naming the known ones.
-    pub fn wanted(&self) -> anyhow::Result<Vec<tracer_common::Probe>> {
-        probes::select(self.probes.as_deref()).map_err(anyhow::Error::msg)
+    /// The probes asked for (all when `--probes` is not given).
+    #[must_use]
+    pub fn wanted(&self) -> Vec<tracer_common::Probe> {
+        self.probes.as_ref().map_or_else(
+            || ProbeSelection::all().probes().to_vec(),
+            |selection| selection.probes().to_vec(),
+        )
     }
 
     /// The `--slow` threshold in nanoseconds (at least 1 when given: 0 turns it off).
@@ -79,4 +81,12 @@ impl KernelArgs {
             .as_deref()
             .map_or_else(names::Sources::default, names::Sources::under)
     }
+}
+
+/// `--attach`'s values: each mode by its name, with its help, parsed by its `FromStr`.
+fn attach_modes() -> impl TypedValueParser<Value = AttachMode> {
+    PossibleValuesParser::new(
+        AttachMode::ALL.map(|mode| PossibleValue::new(mode.name()).help(mode.help())),
+    )
+    .try_map(|name| name.parse::<AttachMode>())
 }

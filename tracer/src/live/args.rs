@@ -176,7 +176,7 @@ pub fn open(args: &LiveArgs) -> anyhow::Result<(Box<dyn Source>, Options)> {
     } else if let Some(cgroups) = args.synthetic {
         Box::new(SyntheticSource::new(cgroups, args.churn, args.speed, 1))
     } else {
-        let wanted = args.kernel.wanted()?;
+        let wanted = args.kernel.wanted();
         let cgroup_root = args.kernel.prepare_host()?;
         Box::new(super::kernel::KernelSource::attach(
             &wanted,
