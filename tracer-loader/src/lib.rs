@@ -4,21 +4,21 @@
 //! the ring buffers, and relaying what the kernel programs log. aya stays inside: a caller
 //! holds an [`attached::Attached`] and does everything through its methods.
 //!
-//! Modules, leaves first: [`host`] (facts, no BPF), [`kernel_log`], [`kprobe_links`] (the
+//! Modules, leaves first: [`host`] (facts, no BPF), [`kernel_log`], `kprobe_links` (the
 //! kprobes' links), [`sizing`] (the maps' entries from the host and a kernel-memory budget),
 //! [`test_knobs`] (what the VM suite sets through the environment), [`switches`] (the words
 //! the programs read: recording, the slow-call threshold, ...), [`settle`] (when recording
-//! starts), [`read`] (maps and ring buffers into core types), [`forget`] (deleting removed
+//! starts), [`read`] (maps and ring buffers into core types), `forget` (deleting removed
 //! cgroups' and exited threads' entries), [`attached`] (the loaded programs), [`attach`]
 //! (loading and attaching), [`check`] (`tracer probes`).
 
 pub mod attach;
 pub mod attached;
 pub mod check;
-pub mod forget;
+mod forget;
 pub mod host;
 pub mod kernel_log;
-pub mod kprobe_links;
+mod kprobe_links;
 pub mod read;
 pub mod settle;
 pub mod sizing;
