@@ -32,7 +32,7 @@ use tracer_core::{
     snapshot::{CommandRun, Probe, Snapshot},
     units::{parse_duration, parse_nonzero_duration},
 };
-use tracer_loader::{attach as probes, host::btf::Btf};
+use tracer_loader::{attach::ProbeSelection, host::btf::Btf};
 use tracer_model as model;
 
 /// Counts inputs and keeps the slowest one's time.
@@ -144,8 +144,8 @@ fn durations() {
 
 #[test]
 fn probe_lists() {
-    let names: Vec<&str> = probes::select(None)
-        .expect("every probe")
+    let names: Vec<&str> = ProbeSelection::all()
+        .probes()
         .iter()
         .map(|p| p.name())
         .collect();
@@ -155,10 +155,10 @@ fn probe_lists() {
     ];
     let list = proptest::collection::vec(word, 0..6).prop_map(|w| w.join(","));
     fuzz("probe lists", 5_000, &list, |s| {
-        match probes::select(Some(&s)) {
+        match s.parse::<ProbeSelection>().map_err(|e| e.to_string()) {
             Ok(list) => {
-                prop_assert!(!list.is_empty());
-                for p in &list {
+                prop_assert!(!list.probes().is_empty());
+                for p in list.probes() {
                     prop_assert!(Probe::from_name(p.name()).is_some());
                 }
             }

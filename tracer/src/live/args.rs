@@ -176,7 +176,7 @@ pub fn open(args: &LiveArgs, who: &str) -> anyhow::Result<(Box<dyn Source>, Opti
     } else if let Some(cgroups) = args.synthetic {
         Box::new(SyntheticSource::new(cgroups, args.churn, args.speed, 1))
     } else {
-        let wanted = args.kernel.wanted()?;
+        let wanted = args.kernel.wanted();
         let cgroup_root = args.kernel.prepare_host()?;
         let attached = args
             .kernel

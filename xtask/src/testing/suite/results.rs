@@ -358,7 +358,8 @@ pub(super) fn srcu_healed(
 /// The guest kernel's `cgroup:cgroup_mkdir` format file parses as tracer reads it.
 pub(super) fn cgroup_format(files: &BTreeMap<String, PathBuf>) -> Verdict {
     let text = read(files, "cgroup_format")?;
-    let [root, id, path] = tracer_loader::attach::cgroup_offsets(&text)?;
+    let [root, id, path] =
+        tracer_loader::host::tracefs::cgroup_offsets(&text).map_err(|e| e.to_string())?;
     Ok(format!(
         "root at {root}, id (u64) at {id}, path (__data_loc) at {path}"
     ))
