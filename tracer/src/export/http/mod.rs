@@ -83,6 +83,8 @@ pub struct Exporter {
     failed_encodings: AtomicU64,
     /// The live loop's health, where the frames come from one.
     health: Option<Arc<Health>>,
+    /// How long a scrape waits for the latest frame's encoding ([`STALE_AFTER`]).
+    stale_after: Duration,
     /// Test hook: how the next encoding fails.
     #[cfg(test)]
     fail_next_encoding: std::sync::Mutex<Option<TestFault>>,
@@ -189,8 +191,20 @@ impl Exporter {
             encoded: Notify::new(),
             failed_encodings: AtomicU64::new(0),
             health: None,
+            stale_after: STALE_AFTER,
             #[cfg(test)]
             fail_next_encoding: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// Wait this long for the latest frame's encoding: the tests of a failing encoding
+    /// wait for its outcome, however slowly a loaded host runs it.
+    #[cfg(test)]
+    #[must_use]
+    pub fn waiting_up_to(self, stale_after: Duration) -> Self {
+        Self {
+            stale_after,
+            ..self
         }
     }
 
@@ -277,7 +291,7 @@ impl Exporter {
                     || (cache.source_down == source_down
                         && fresh_enough(cache.frame.as_deref(), latest.as_deref()));
                 let cached = cache.bodies[want].clone();
-                let past_bound = asked.elapsed() >= STALE_AFTER;
+                let past_bound = asked.elapsed() >= self.stale_after;
                 let have = cached.clone().filter(|_| recent || past_bound);
                 if !cache.busy && (!current || have.is_none()) {
                     let mut wanted = [false; SLOTS];
@@ -299,7 +313,7 @@ impl Exporter {
             } else {
                 // Older bytes are there: wait for the encoding until STALE_AFTER, then
                 // take them.
-                let _ = tokio::time::timeout_at(asked + STALE_AFTER, landed).await;
+                let _ = tokio::time::timeout_at(asked + self.stale_after, landed).await;
             }
         }
     }
