@@ -7,7 +7,7 @@
 //! into [`BUCKET_BOUNDS_NS`], powers of 4 from about 1 µs to about 18 min (every power of
 //! two is a kernel bucket bound, so each exposed bucket's count is exact, as are `_sum` and
 //! `_count`), and, in the protobuf format, also as a native histogram of schema 3
-//! ([`tracer_core::native`]).
+//! ([`tracer_core::native_histogram`]).
 
 use std::{
     collections::BTreeMap,
@@ -26,7 +26,7 @@ use prometheus_client::{
 };
 
 use tracer_core::{
-    native::{NativeBuckets, SCHEMA, ZERO_THRESHOLD_S},
+    native_histogram::{NativeBuckets, SCHEMA, ZERO_THRESHOLD_S},
     snapshot::{AttachMethod, AttachState, CgroupId, Counter, GONE_CGROUP, Latency, Probe},
 };
 
@@ -1773,7 +1773,7 @@ mod protobuf {
 
     use super::{Format, ProcSelf, render_counted, tests};
     use tracer_core::{
-        native::{NativeBuckets, SCHEMA, index_of_ns},
+        native_histogram::{NativeBuckets, SCHEMA, index_of_ns},
         snapshot::{Probe, SeriesKey},
     };
 
