@@ -8,7 +8,7 @@
 //! still read: each recorded value is placed in the kernel bucket that holds it.
 //!
 //! Here: the format's name and version, its records and errors, and the entry points;
-//! [`write`] turns a snapshot into records and text, [`read`] checks records and builds
+//! `write` turns a snapshot into records and text, `read` checks records and builds
 //! the snapshot back.
 
 use std::path::{Path, PathBuf};

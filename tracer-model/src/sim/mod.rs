@@ -90,7 +90,7 @@ pub enum Step {
     /// Count a scenario event.
     Tally(Tally),
     /// The grace-period machinery goes on with this event (the last step of a kernel
-    /// thread's work, see [`Host::work`]).
+    /// thread's work, see [`Host::work`](crate::rcu::Host::work)).
     Gp(GpEv),
     /// `n` unlinks or failed lookups of `ns` each in one directory, done in one go so that
     /// ten million cost O(1): `unlink` says `d_delete` runs, `retain` that a negative dentry

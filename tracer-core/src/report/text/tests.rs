@@ -1,7 +1,7 @@
 //! The text report's tests: each section on snapshots built by hand.
 
 use super::*;
-use crate::snapshot::GONE_CGROUP;
+use crate::snapshot::{GONE_CGROUP, SeriesKey};
 use crate::testdata;
 
 fn section<'a>(report: &'a str, title: &str) -> &'a str {
