@@ -14,12 +14,12 @@ use tokio::signal::unix::{SignalKind, signal};
 
 use tracer_core::report;
 use tracer_core::snapshot::{AttachState, CommandRun, Meta, SourceKind};
-use tracer_core::{report::OutputArgs, units::parse_duration};
+use tracer_core::units::parse_duration;
 use tracer_loader::attach as probes;
 use tracer_loader::host::{cgroup, names};
 use tracer_loader::read as collect;
 
-use crate::{kernel_args::KernelArgs, process::process_cpu_seconds};
+use crate::{kernel_args::KernelArgs, output::OutputArgs, process::process_cpu_seconds};
 
 /// `tracer capture` arguments.
 #[derive(Debug, clap::Args)]
@@ -359,7 +359,7 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
                 .map(|t| t.id),
         });
     }
-    report::emit(&snap, &args.out)?;
+    args.out.emit(&snap)?;
 
     Ok(match (outcome.ended, outcome.command) {
         (Ended::Signal(sig), _) => ExitCode::from(u8::try_from(128 + sig).unwrap_or(1)),
