@@ -6,6 +6,7 @@
 
 pub mod cgroup_names;
 pub mod cost;
+pub mod findings;
 pub mod latency;
 pub mod native;
 pub mod report;
