@@ -79,16 +79,13 @@ impl fmt::Display for KernelVersion {
 /// where it could not tell.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KernelFeatures {
-    /// `CONFIG_PREEMPT_RCU`: RCU readers can be preempted (expedited grace periods use a
-    /// different IPI handler; nothing here depends on it yet, it is shown).
-    pub preempt_rcu: Option<bool>,
     /// `CONFIG_PREEMPT_RT`: such kernels set `rcupdate.rcu_normal_after_boot` by default.
     pub preempt_rt: Option<bool>,
     /// `/sys/kernel/rcu_normal` (or `rcupdate.rcu_normal=1`): every expedited grace period
     /// waits as a normal one.
     pub rcu_normal: Option<bool>,
     /// `/sys/kernel/rcu_expedited` (or `rcupdate.rcu_expedited=1`): `synchronize_rcu`
-    /// waits as an expedited one.
+    /// waits as an expedited one, unless `rcu_normal` is set too (it wins).
     pub rcu_expedited: Option<bool>,
     /// `fs.dentry-negative` is 1: `d_delete` unhashes the dentry of a removed file.
     pub dentry_negative: Option<bool>,
@@ -416,15 +413,17 @@ pub const RCU_NORMAL: Tunable = Tunable {
 /// `rcupdate.rcu_normal_after_boot`, on by default under `PREEMPT_RT`.
 pub const RCU_NORMAL_AFTER_BOOT: Tunable = Tunable {
     name: "rcupdate.rcu_normal_after_boot (boot)",
-    effect: "rcu_normal from the end of boot on; the default is 1 on CONFIG_PREEMPT_RT kernels \
-             (6.12.0, 6.19.0), 0 on 5.0.1",
+    effect: "rcu_normal from the end of boot on; CONFIG_PREEMPT_RT kernels set it to 1, and \
+             offer the parameter only with CONFIG_NO_HZ_FULL (6.12.0, 6.19.0); 0 by default on \
+             5.0.1",
     since: Since::Read {
         from: (4, 15),
         through: (6, 19),
     },
-    source: "kernel/rcu/update.c: module_param(rcu_normal_after_boot) at 4.15.18; \
-             rcu_normal_after_boot = IS_ENABLED(CONFIG_PREEMPT_RT) at 6.12.0 and 6.19.0, 0 at \
-             5.0.1",
+    source: "kernel/rcu/update.c: module_param(rcu_normal_after_boot) at 4.15.18 and 5.0.1 \
+             (default 0); rcu_normal_after_boot = IS_ENABLED(CONFIG_PREEMPT_RT), its \
+             module_param under !CONFIG_PREEMPT_RT || CONFIG_NO_HZ_FULL, at 6.12.0 and 6.19.0; \
+             Documentation/admin-guide/kernel-parameters.txt at 6.19.0",
 };
 
 /// A lazy umount of a common parent: one grace period for the whole tree.
@@ -511,6 +510,10 @@ mod tests {
         assert_eq!(MEMCG_SHRINK_LOCKLESS.since.presence(v("6.6")), Presence::No);
         assert_eq!(
             MEMCG_SHRINK_LOCKLESS.since.presence(v("6.7")),
+            Presence::Yes
+        );
+        assert_eq!(
+            MEMCG_SHRINK_LOCKLESS.since.presence(v("6.8.2")),
             Presence::Yes
         );
 

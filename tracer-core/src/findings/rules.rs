@@ -20,6 +20,8 @@ pub const NOTABLE_PERCENT: f64 = 10.0;
 pub const DOMINANT_PERCENT: f64 = 50.0;
 /// The least time, in all, that is a finding; also the least single stall.
 pub const NOTICEABLE_NS: u64 = 100_000_000;
+/// The least share of the inode-lock holds that pruning took for a wait to count as its.
+pub const PRUNING_HELD_PERCENT: f64 = 50.0;
 /// A stall of seconds: the seed thread's `ls` behind a rmdir.
 pub const STALL_NS: u64 = 1_000_000_000;
 /// A mean own time of `unregister_shrinker` past which it waited for `shrinker_rwsem`.
@@ -116,8 +118,8 @@ const NOTICEABLE: Threshold = Threshold {
     name: "time lost in all",
     limit: Limit::Ns(NOTICEABLE_NS),
     why: "A delay a person at a terminal notices, and the bound of the alert rules in deploy/. \
-          A handful of umounts on a desktop 6.12, about 100 µs of expedited wait each, stays a \
-          thousand times under it.",
+          Ten umounts on a desktop 6.12, about 100 µs of expedited wait each, come to a \
+          hundredth of it.",
 };
 
 const DOMINANT: Threshold = Threshold {
@@ -132,10 +134,12 @@ const DOMINANT: Threshold = Threshold {
 const LOCK_WAITED: Threshold = Threshold {
     name: "mean own time of unregister_shrinker",
     limit: Limit::Ns(LOCK_WAITED_NS),
-    why: "Under shrinker_rwsem, unregister_shrinker only unlinks and frees the shrinker \
-          (mm/vmscan.c at 6.6.63). A mean past 1 ms (its grace-period waits taken out), ten \
-          times a whole expedited grace period per umount on a desktop 6.12 (about 100 µs), \
-          is time spent waiting for the lock.",
+    why: "Besides taking shrinker_rwsem for write, unregister_shrinker unlinks the shrinker, \
+          removes its debugfs directory and frees its deferred counts (mm/vmscan.c at 6.6.63): \
+          microseconds of work. A mean past 1 ms (its grace-period waits taken out), ten times \
+          a whole expedited grace period per umount on a desktop 6.12 (about 100 µs), is time \
+          spent waiting: for the lock, the one step in it that waits for other tasks' work (the \
+          debugfs removal waits only for readers of that shrinker's own debugfs files).",
 };
 
 const PRUNE_STALL: Threshold = Threshold {
@@ -143,6 +147,13 @@ const PRUNE_STALL: Threshold = Threshold {
     limit: Limit::Ns(NOTICEABLE_NS),
     why: "About 530,000 negative dentries at 189 ns each (the thread: 10 million pruned in \
           1.892 s); a lookup of the parent held that long is noticed.",
+};
+
+const PRUNING_HELD: Threshold = Threshold {
+    name: "pruning's share of the time the locks were held, for a wait to be the pruning's",
+    limit: Limit::Percent(PRUNING_HELD_PERCENT),
+    why: "A wait is the pruning's when the pruning is most of what held the locks; else the \
+          hold went to something else (a slow filesystem's ->rmdir), which is not this rule's.",
 };
 
 const STALL: Threshold = Threshold {
@@ -247,7 +258,7 @@ pub const RULES: &[Rule] = &[
         id: "rmdir-prune-under-inode-lock",
         name: "dentry shrinking under the inode lock in rmdir()",
         seeds: &[DENTRIES],
-        thresholds: &[PRUNE_STALL, STALL],
+        thresholds: &[PRUNE_STALL, PRUNING_HELD, STALL],
         facts: &[kernel::RMDIR_PRUNE_AFTER_UNLOCK, kernel::D_DELETE_UNHASH],
         tunables: &[kernel::DENTRY_NEGATIVE],
         scenario: "negative-dentry-rmdir",
@@ -389,8 +400,9 @@ fn umount_left(c: &Ctx, expedited: &Latency, waits: u64) -> String {
         );
     } else if features.preempt_rt == Some(true) {
         left.push_str(
-            "; a PREEMPT_RT kernel sets rcu_normal after boot unless booted with \
-             rcupdate.rcu_normal_after_boot=0, which undoes the 5.0 change",
+            "; a PREEMPT_RT kernel sets rcu_normal once boot completes \
+             (rcupdate.rcu_normal_after_boot, forced to 1 unless the kernel has \
+             CONFIG_NO_HZ_FULL), which undoes the 5.0 change",
         );
     }
     left
@@ -424,13 +436,19 @@ fn umount_remedy(c: &Ctx, has: bool, waits: u64) -> Remedy {
             }),
         };
     }
+    let knob = if c.kernel.features.rcu_expedited == Some(true) {
+        "rcu_expedited is already set here, so these waits run expedited unless rcu_normal, \
+         which wins over it (kernel/rcu/update.c), is set too"
+    } else {
+        "rcupdate.rcu_expedited=1 (or 1 written to /sys/kernel/rcu_expedited) expedites every \
+         synchronize_rcu of the host, this one included, at a CPU cost on every CPU"
+    };
     Remedy {
-        text: "Kernels from 5.0 on wait an expedited grace period here: the 2017 thread's 5,000 \
-               umounts took 0.6 s instead of 100 s. On this kernel, rcupdate.rcu_expedited=1 (or \
-               1 written to /sys/kernel/rcu_expedited) expedites every synchronize_rcu of the \
-               host, this one included, at a CPU cost on every CPU; a lazy umount (umount -l) of \
-               the mounts' common parent waits once for the whole tree."
-            .into(),
+        text: format!(
+            "Kernels from 5.0 on wait an expedited grace period here: the 2017 thread's 5,000 \
+             umounts took 0.6 s instead of 100 s. On this kernel, {knob}; a lazy umount \
+             (umount -l) of the mounts' common parent waits once for the whole tree."
+        ),
         model: Some(ModelRun {
             scenario: "umount".into(),
             variant: "expedited".into(),
@@ -551,19 +569,16 @@ fn shrinker_rwsem(c: &Ctx) -> Option<Finding> {
         return None;
     }
     let cgroup = c.scope_cgroup();
-    let mut evidence = vec![c.row(
-        Probe::UnregisterShrinker,
-        Some(Probe::DeactivateLockedSuper),
-        cgroup.clone(),
-        &c.calls(|k| {
-            k.probe == Probe::UnregisterShrinker && k.caller == Some(Probe::DeactivateLockedSuper)
-        }),
-    )];
-    let other = c.calls(|k| {
-        k.probe == Probe::UnregisterShrinker && k.caller != Some(Probe::DeactivateLockedSuper)
-    });
-    if other.count() > 0 {
-        evidence.push(c.row(Probe::UnregisterShrinker, None, cgroup, &other));
+    let mut evidence = Vec::new();
+    for under_super in [true, false] {
+        let lat = c.calls(|k| {
+            k.probe == Probe::UnregisterShrinker
+                && (k.caller == Some(Probe::DeactivateLockedSuper)) == under_super
+        });
+        if lat.count() > 0 {
+            let caller = under_super.then_some(Probe::DeactivateLockedSuper);
+            evidence.push(c.row(Probe::UnregisterShrinker, caller, cgroup.clone(), &lat));
+        }
     }
     Some(Finding {
         id: "shrinker-rwsem-contention".into(),
@@ -631,7 +646,9 @@ fn prune_under_inode_lock(c: &Ctx) -> Option<Finding> {
     let prune_max = prune.max_ns().unwrap_or(0);
     let wait_max = wait.max_ns().unwrap_or(0);
     // A wait is the pruning's when the pruning is most of the time the locks were held.
-    let pruning_held = prune.count() > 0 && prune.sum_ns().saturating_mul(2) >= hold.sum_ns();
+    #[expect(clippy::cast_precision_loss, reason = "a share")]
+    let pruning_held = prune.count() > 0
+        && prune.sum_ns() as f64 * 100.0 >= hold.sum_ns() as f64 * PRUNING_HELD_PERCENT;
     if prune_max < NOTICEABLE_NS && !(wait_max >= NOTICEABLE_NS && pruning_held) {
         return None;
     }

@@ -1,5 +1,5 @@
 //! Findings as text: the section `tracer capture` and `tracer report` print before their
-//! tables ([`render`]), and the one line of `tracer top`'s header ([`line`]).
+//! tables ([`render`]), and the one line of `tracer top`'s header ([`line()`]).
 //!
 //! Prose is wrapped at [`WIDTH`] columns under its label; the evidence's calls are a table
 //! aligned as the report's are. Colour marks the severity only, so the text without it
@@ -388,8 +388,8 @@ findings
               every synchronize_rcu_expedited waits a normal grace period: namespace_unlock's
               expedited wait is undone
               setting: rcupdate.rcu_normal_after_boot (boot) (on this kernel): rcu_normal from the
-              end of boot on; the default is 1 on CONFIG_PREEMPT_RT kernels (6.12.0, 6.19.0), 0 on
-              5.0.1
+              end of boot on; CONFIG_PREEMPT_RT kernels set it to 1, and offer the parameter only
+              with CONFIG_NO_HZ_FULL (6.12.0, 6.19.0); 0 by default on 5.0.1
               setting: umount -l PARENT (MNT_DETACH) of the mounts' common parent (on this kernel):
               umount_tree gathers the parent and every mount below it, and namespace_unlock waits
               one grace period for all of them instead of one per umount
