@@ -6,8 +6,9 @@
 //! work (a few umounts, a build's unlinks and rmdirs) stay far under every threshold.
 
 use super::{
-    Ctx, Evidence, Finding, Impact, KernelStatus, ModelRun, Presence, Remedy, Severity, Share,
-    kernel::{self, Fact, Tunable},
+    ctx::Ctx,
+    finding::{Evidence, Finding, Impact, KernelStatus, ModelRun, Remedy, Severity, Share},
+    kernel::{self, Fact, Presence, Tunable},
 };
 use crate::{
     snapshot::{Counter, Latency, Probe},

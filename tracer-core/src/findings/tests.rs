@@ -2,7 +2,9 @@
 //! snapshot and ordinary work give none.
 
 use super::*;
-use crate::snapshot::{CommandRun, DentryState, Meta, SourceKind};
+use crate::snapshot::{
+    CgroupId, CommandRun, Counter, DentryState, Meta, Probe, SeriesKey, Snapshot, SourceKind,
+};
 
 const MS: u64 = 1_000_000;
 const S: u64 = 1_000_000_000;

@@ -7,7 +7,10 @@
 
 use std::fmt::Write as _;
 
-use super::{Evidence, FactStatus, Finding, Presence, Remedy, Severity, TunableStatus, Whole};
+use super::{
+    finding::{Evidence, FactStatus, Finding, Remedy, Severity, TunableStatus, Whole},
+    kernel::{Basis, Presence},
+};
 use crate::units;
 
 /// Columns prose is wrapped at.
@@ -265,8 +268,8 @@ fn kernel(out: &mut String, release: Option<&str>, facts: &[FactStatus]) {
     let name = release.unwrap_or("this kernel");
     for (i, f) in facts.iter().enumerate() {
         let seen = match f.basis {
-            super::Basis::Seen => ", seen in this snapshot",
-            super::Basis::Version => "",
+            Basis::Seen => ", seen in this snapshot",
+            Basis::Version => "",
         };
         let text = format!("{}: {} ({}{seen})", f.change, f.present.word(), f.since);
         if i == 0 {
