@@ -275,8 +275,9 @@ pub const LAZY_UMOUNT_DEFERRED: Fact = Fact {
         major: 6,
         minor: 19,
     },
-    commit: "\"fs/namespace: defer RCU sync for MNT_DETACH umount\" (discussed April 2025); \
-             commit id not known",
+    commit: "\"fs/namespace: defer RCU sync for MNT_DETACH umount\" (Eric Chanudet, v4 April \
+             2025): a6c7a78f1b6b in the vfs tree's vfs.all of 2025-04-14, queued for 6.16; no \
+             release read has it",
     source: "fs/namespace.c at 6.19.0: namespace_unlock calls synchronize_rcu_expedited() for \
              every umount, MNT_DETACH included",
 };
@@ -299,7 +300,8 @@ pub const SHRINKER_FREE: Fact = Fact {
     change: "the superblock's shrinker is torn down by shrinker_free, which waits only for \
              running lookups of that shrinker (wait_for_completion) and frees it by call_rcu",
     since: Since::Version { major: 6, minor: 7 },
-    commit: "the dynamically allocated shrinker series (Qi Zheng, 2023); commit ids not known",
+    commit: "1720f5dd8d3a (\"fs: super: dynamically allocate the s_shrink\") and f2383e01507e \
+             (\"mm: shrinker: remove old APIs\"), Qi Zheng, in the 6.7 merge window",
     source: "fs/super.c deactivate_locked_super: unregister_shrinker(&s->s_shrink) at 6.6.63, \
              shrinker_free(s->s_shrink) at 6.7.3, 6.12.0; mm/shrinker.c shrinker_free at 6.7.3 \
              and 6.12.0",
@@ -310,8 +312,9 @@ pub const MEMCG_SHRINK_LOCKLESS: Fact = Fact {
     id: "memcg_slab_shrink_lockless",
     change: "shrink_slab_memcg reads the shrinkers under rcu_read_lock; shrinker_rwsem is gone",
     since: Since::Version { major: 6, minor: 7 },
-    commit: "\"mm: shrinker: make memcg slab shrink lockless\" (Qi Zheng, 2023); commit id not \
-             known",
+    commit: "50d09da8e119 (\"mm: shrinker: make memcg slab shrink lockless\") and 8a0e8bb112af \
+             (\"mm: shrinker: convert shrinker_rwsem to mutex\"), Qi Zheng, in the 6.7 merge \
+             window",
     source: "mm/vmscan.c shrink_slab_memcg: down_read_trylock(&shrinker_rwsem) at 6.1-rc7, \
              6.4.6, 6.5.0 and 6.6.63; mm/shrinker.c: rcu_read_lock(), no shrinker_rwsem, at \
              6.7.3 and 6.12.0",
@@ -352,8 +355,9 @@ pub const D_DELETE_UNHASH: Fact = Fact {
         major: 6,
         minor: 19,
     },
-    commit: "\"vfs: Delete the associated dentry when deleting a file\" (Yafang Shao, May 2024); \
-             commit id not known",
+    commit: "681ce8623567 (\"vfs: Delete the associated dentry when deleting a file\", Yafang \
+             Shao), reverted by 4a4be1ad3a6e on 2024-05-29, before 6.10-rc2, after a -7.4% \
+             filebench regression",
     source: "fs/dcache.c d_delete: the last user's dentry is made negative and stays hashed at \
              6.12.0; at 6.19.0 only under the fs.dentry-negative policy",
 };
@@ -363,8 +367,8 @@ pub const NR_NEGATIVE: Fact = Fact {
     id: "dentry_state_nr_negative",
     change: "/proc/sys/fs/dentry-state's fifth number counts the unused negative dentries",
     since: Since::Version { major: 5, minor: 0 },
-    commit: "\"fs/dcache: Track & report number of negative dentries\" (Waiman Long); commit id \
-             not known",
+    commit: "af0c9af1b3f6 (\"fs/dcache: Track & report number of negative dentries\", Waiman \
+             Long)",
     source: "include/linux/dcache.h struct dentry_stat_t: dummy[2] at 4.20.1, nr_negative at \
              5.0.1 and 5.4.0",
 };
@@ -448,7 +452,8 @@ pub const DENTRY_NEGATIVE: Tunable = Tunable {
         major: 6,
         minor: 13,
     },
-    source: "fs/dcache.c fs_dcache_sysctls: only dentry-state at 6.12.0 and 6.12.19; \
+    source: "commit e6957c99dca5 (\"vfs: Add a sysctl for automated deletion of dentry\", Yafang \
+             Shao, 2024); fs/dcache.c fs_dcache_sysctls: only dentry-state at 6.12.0 and 6.12.19; \
              dentry-negative (dentry_negative_policy, read by d_delete) at 6.13.7, 6.18.2 and \
              6.19.0; Documentation/admin-guide/sysctl/fs.rst at 6.19.0",
 };
