@@ -8,6 +8,7 @@
 pub mod capture_file;
 pub mod cgroup_names;
 pub mod cost;
+pub mod findings;
 pub mod latency;
 pub mod native_histogram;
 pub mod report;
