@@ -1,2 +1,2 @@
 #![no_std]
-// Lets the workspace treat this crate as a library; the programs are in main.rs.
+// Lets the workspace treat this crate as a library; the programs are the binary (main.rs).

@@ -1,0 +1,141 @@
+//! The dcache: `shrink_dcache_parent` pruning a directory's children, and `d_delete`,
+//! whose outcome (a negative dentry kept cached, or the dentry dropped) is counted per
+//! cgroup.
+
+use aya_ebpf::{
+    helpers::bpf_probe_read_kernel,
+    macros::{fentry, fexit, kprobe, kretprobe},
+    programs::{FEntryContext, FExitContext, ProbeContext, RetProbeContext},
+};
+use tracer_common::{
+    Probe,
+    maps::{CounterId, Loss},
+};
+
+use crate::{
+    calls::{Call, exit_hooks, on_entry},
+    globals::{
+        DCACHE_DIES_AT_DPUT, DENTRY_D_FLAGS, DENTRY_D_HASH_PPREV, DENTRY_D_INODE, OFFSETS_VALID,
+        global,
+    },
+    helpers::{read_u32, read_u64},
+    programs::{fentry_place, kprobe_place},
+    record::{count, lose_because},
+};
+
+function_probe!(
+    Probe::ShrinkDcacheParent,
+    1,
+    shrink_dcache_parent_entry,
+    shrink_dcache_parent_exit,
+    shrink_dcache_parent_fentry,
+    shrink_dcache_parent_fexit
+);
+// d_delete reads its argument at entry: the dentry, whose outcome its return classifies.
+
+#[kprobe]
+pub fn d_delete_entry(ctx: ProbeContext) -> u32 {
+    let dentry = ctx.arg::<u64>(0).unwrap_or(0);
+    on_entry(Probe::DDelete, kprobe_place(&ctx), |t| {
+        t.d_delete_dentry = dentry;
+    });
+    0
+}
+
+#[kretprobe]
+#[expect(
+    clippy::redundant_closure,
+    reason = "passed as a function item, it is called through an FnOnce shim that LLVM does not inline"
+)]
+pub fn d_delete_exit(_ctx: RetProbeContext) -> u32 {
+    exit_hooks(Probe::DDelete, |call| after_d_delete(call));
+    0
+}
+
+#[fentry]
+pub fn d_delete_fentry(ctx: FEntryContext) -> u32 {
+    let dentry = ctx.arg::<u64>(0);
+    on_entry(Probe::DDelete, fentry_place(&ctx, 1, Probe::DDelete), |t| {
+        t.d_delete_dentry = dentry;
+    });
+    0
+}
+
+#[fexit]
+#[expect(
+    clippy::redundant_closure,
+    reason = "passed as a function item, it is called through an FnOnce shim that LLVM does not inline"
+)]
+pub fn d_delete_fexit(_ctx: FExitContext) -> u32 {
+    exit_hooks(Probe::DDelete, |call| after_d_delete(call));
+    0
+}
+
+/// Words of a dentry [`dentry_fields`] reads at once: `d_flags`, `d_hash.pprev` and
+/// `d_inode` lie within the first 56 bytes on x86-64 (more with lock debugging, then they
+/// are read one by one).
+const DENTRY_SPAN_WORDS: usize = 8;
+
+/// A dentry's `d_inode`, `d_flags` and `d_hash.pprev`: one read of the span holding them
+/// (each read is a helper call).
+#[inline(always)]
+fn dentry_fields(dentry: u64) -> Option<(u64, u32, u64)> {
+    let (inode_at, flags_at, pprev_at) = (
+        global(&DENTRY_D_INODE),
+        global(&DENTRY_D_FLAGS),
+        global(&DENTRY_D_HASH_PPREV),
+    );
+    // The offsets are read-only globals, constants to the verifier: it follows one branch.
+    let start = flags_at & !7;
+    let words = DENTRY_SPAN_WORDS as u64;
+    let fits = inode_at >= start
+        && pprev_at >= start
+        && inode_at % 8 == 0
+        && pprev_at % 8 == 0
+        && (inode_at - start) / 8 < words
+        && (pprev_at - start) / 8 < words
+        && (flags_at - start) / 8 < words;
+    if !fits {
+        // Each read is tested before the next is made. Made all at once and tested
+        // together, the compiler ORs the three error codes into one test and loads each
+        // value only where its own read succeeded; the verifiers of Linux 5.10 and 6.1 do
+        // not learn from `err != 0` that the OR is non-zero, so they walk the path where it
+        // is zero after a failed read, and refuse the program for reading a register never
+        // written there ("R1 !read_ok").
+        let inode = read_u64(dentry + inode_at)?;
+        let flags = read_u32(dentry + flags_at)?;
+        let pprev = read_u64(dentry + pprev_at)?;
+        return Some((inode, flags, pprev));
+    }
+    let span: [u64; DENTRY_SPAN_WORDS] =
+        unsafe { bpf_probe_read_kernel((dentry + start) as *const [u64; DENTRY_SPAN_WORDS]) }
+            .ok()?;
+    #[expect(clippy::cast_possible_truncation, reason = "below DENTRY_SPAN_WORDS")]
+    let word = |offset: u64| span.get(((offset - start) / 8) as usize).copied();
+    // x86-64 is little-endian: a u32 in the upper half of its word is shifted down.
+    #[expect(clippy::cast_possible_truncation, reason = "the u32 field")]
+    let flags = (word(flags_at)? >> ((flags_at % 8) * 8)) as u32;
+    Some((word(inode_at)?, flags, word(pprev_at)?))
+}
+
+/// `d_delete(dentry)` returned: did it leave a cached negative dentry, or drop it?
+#[inline(always)]
+fn after_d_delete(call: &Call) {
+    let (dentry, cgroup) = (call.dentry, call.cgroup);
+    if global(&OFFSETS_VALID) == 0 || dentry == 0 {
+        return;
+    }
+    let Some((inode, flags, pprev)) = dentry_fields(dentry) else {
+        lose_because(Loss::DentryReadFailures, dentry);
+        return;
+    };
+    // Negative and still hashed, on a filesystem that keeps unused dentries: it stays in
+    // the dcache (ext4, xfs, ...). tmpfs and ramfs free it at the last dput: through
+    // DCACHE_OP_DELETE up to 6.x, DCACHE_DONTCACHE on 7.x.
+    let dies = unsafe { core::ptr::read_volatile(&DCACHE_DIES_AT_DPUT) };
+    if inode == 0 && pprev != 0 && flags & dies == 0 {
+        count(CounterId::NegativeDentries, cgroup);
+    } else {
+        count(CounterId::DroppedDentries, cgroup);
+    }
+}
