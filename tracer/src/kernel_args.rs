@@ -108,6 +108,8 @@ impl KernelArgs {
         wanted: &[tracer_common::Probe],
         reads: probes::MapReads,
     ) -> anyhow::Result<tracer_loader::attached::Attached> {
+        // No privilege, no programs: one message, and no word of attaching before it.
+        probes::preflight_common()?;
         eprintln!("{who}: attaching {} probes...", wanted.len());
         let begun = Instant::now();
         let attached = probes::attach_with_slow(

@@ -51,8 +51,12 @@ pub fn preflight() -> Result<(), LoadError> {
     kprobe_support()
 }
 
-/// The programs are embedded and we may load them.
-pub(crate) fn preflight_common() -> Result<(), LoadError> {
+/// The programs are embedded and we may load them: what every attach needs, checked
+/// before anything is said or done about attaching.
+///
+/// # Errors
+/// No programs in this binary, or no privilege to load them.
+pub fn preflight_common() -> Result<(), LoadError> {
     if load::EBPF_OBJECT.is_empty() {
         return Err(LoadError::NoPrograms);
     }

@@ -89,6 +89,9 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
         Some(Arc::clone(&handle.health)),
         &args.http,
     ));
+    // The watcher of the source's health goes first: detaching takes seconds without a
+    // refresh, which is no news to anyone.
+    drop(runtime);
     handle.stop();
     served.map(|()| ExitCode::SUCCESS)
 }
