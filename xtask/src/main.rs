@@ -63,8 +63,8 @@ enum Cmd {
     /// the hardening cases in the same boot).
     Test {
         /// 5.10, 6.1, 6.12, 7.3 or all.
-        #[arg(long, default_value = "all")]
-        kernel: String,
+        #[arg(long, default_value = "all", value_parser = kernel::Kernels::parse)]
+        kernel: kernel::Kernels,
         /// Leave out `cargo test --workspace`.
         #[arg(long)]
         skip_unit: bool,
@@ -191,7 +191,7 @@ fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
             skip_unit,
             jobs,
             qemu,
-        } => test(&kernel, skip_unit, usize::from(jobs), &qemu),
+        } => test(kernel, skip_unit, usize::from(jobs), &qemu),
         Cmd::Run { qemu, args } => run_main(&qemu, args),
         Cmd::ServeCheck { tracer } => {
             let mut tally = testing::harness::Tally::default();
@@ -305,14 +305,13 @@ fn boot(
 /// one kernel is enough for what they check, and each boot of them costs minutes.
 const HARDEN_KERNEL: &str = "6.12";
 
-fn test(which: &str, skip_unit: bool, jobs: usize, qemu: &QemuArgs) -> anyhow::Result<ExitCode> {
-    let mut series: Vec<kernel::Series> = match which {
-        "all" => kernel::SERIES.to_vec(),
-        name => vec![
-            kernel::Series::by_name(name)
-                .with_context(|| format!("--kernel {name}: expected {} or all", kernel::names()))?,
-        ],
-    };
+fn test(
+    which: kernel::Kernels,
+    skip_unit: bool,
+    jobs: usize,
+    qemu: &QemuArgs,
+) -> anyhow::Result<ExitCode> {
+    let mut series = which.series();
     // Phase times, printed at the end: the budget is 40 min from a fresh machine, 12 with caches.
     let mut phases = Phases::default();
     let (tools, cargo_modules) = phases.time("setup", || {

@@ -13,7 +13,7 @@ mod startup;
 mod stats;
 mod top;
 
-use std::{path::Path, process::ExitCode, time::Duration};
+use std::{path::Path, process::ExitCode};
 
 use crate::{setup, tracer_build};
 
@@ -94,7 +94,7 @@ pub fn run(bench: &Bench) -> anyhow::Result<ExitCode> {
     if let Bench::ModelFit(a) = bench
         && a.saved
     {
-        return model_fit::model_fit_saved(&a.vm.kernel, a.vm.runs.max(1));
+        return model_fit::model_fit_saved(a.vm.kernel, a.vm.runs.max(1));
     }
     let tools = setup::setup()?;
     let tracer = tracer_build::build(&tools)?;
@@ -109,10 +109,9 @@ pub fn run(bench: &Bench) -> anyhow::Result<ExitCode> {
         Bench::ModelFit(a) => model_fit::model_fit(
             &tools.kernels,
             &tracer,
-            &a.vm.kernel,
+            a.vm.kernel,
             a.vm.runs.max(1),
-            Duration::from_secs(a.vm.timeout),
-            a.vm.kvm,
+            &a.vm.qemu,
         ),
     }
 }

@@ -27,23 +27,22 @@ use crate::{
 
 /// What the overhead benchmark takes.
 #[derive(Debug, clap::Args)]
+#[command(mut_arg("timeout", |a| a.default_value("5400").help(
+    "Kill the VM after this many seconds (bpftrace alone takes minutes to compile each of \
+     its scripts under emulation)"
+)))]
 pub struct OverheadArgs {
     /// 5.10, 6.1, 6.12, 7.3 or all.
-    #[arg(long, default_value = "all")]
-    kernel: String,
-    /// kprobe, fentry or both: how tracer (and its bpftrace peers) attach.
-    #[arg(long, default_value = "both")]
-    attach: String,
+    #[arg(long, default_value = "all", value_parser = kernel::Kernels::parse)]
+    kernel: kernel::Kernels,
+    /// How tracer (and its bpftrace peers) attach.
+    #[arg(long, value_enum, default_value_t = Attach::Both)]
+    attach: Attach,
     /// Timed runs of each workload per tool (after one untraced warm-up run).
     #[arg(long, default_value_t = 3)]
     runs: usize,
-    /// Kill the VM after this many seconds (bpftrace alone takes minutes to compile each
-    /// of its scripts under emulation).
-    #[arg(long, default_value_t = 5400)]
-    timeout: u64,
-    /// Use KVM instead of TCG emulation (it hangs where nested virtualisation is broken).
-    #[arg(long)]
-    kvm: bool,
+    #[command(flatten)]
+    qemu: vm::QemuArgs,
     /// Under TCG, QEMU's `-icount shift=0,sleep=off,align=off`: guest time advances 1 ns per
     /// guest instruction, so every figure counts instructions (not with --kvm; boots are
     /// slower: every virtual CPU runs on one host thread).
@@ -58,6 +57,28 @@ pub struct OverheadArgs {
     /// instead of booting.
     #[arg(long, value_name = "DIR", num_args = 1..)]
     pub from: Vec<PathBuf>,
+}
+
+/// How the bench's tools attach (`--attach`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Attach {
+    /// kprobe and kretprobe.
+    Kprobe,
+    /// fentry and fexit.
+    Fentry,
+    /// Both, in turn in the same boot.
+    Both,
+}
+
+impl Attach {
+    /// The guest's `MODES`: the attach modes, as `tracer capture --attach` names them.
+    fn modes(self) -> &'static str {
+        match self {
+            Attach::Kprobe => "kprobe",
+            Attach::Fentry => "fentry",
+            Attach::Both => "kprobe fentry",
+        }
+    }
 }
 
 /// bpftrace, bpftool and stress-ng as Debian installs them (`cargo xtask setup` does).
@@ -202,7 +223,7 @@ impl Worst {
 /// # Errors
 /// `--icount` with `--kvm`, or `--boots 0`.
 pub fn check(args: &OverheadArgs) -> anyhow::Result<()> {
-    if args.icount && args.kvm {
+    if args.icount && args.qemu.kvm {
         anyhow::bail!(
             "--icount with --kvm: QEMU counts guest instructions (-icount) only under TCG \
              emulation, never under KVM; drop --kvm to count instructions, or --icount to time"
@@ -217,12 +238,7 @@ pub fn check(args: &OverheadArgs) -> anyhow::Result<()> {
 /// Run the benchmark on each kernel asked for.
 pub fn run(args: &OverheadArgs, kernels: &Path, tracer: &Path) -> anyhow::Result<ExitCode> {
     check(args)?;
-    let modes = match args.attach.as_str() {
-        "both" => "kprobe fentry",
-        "kprobe" => "kprobe",
-        "fentry" => "fentry",
-        other => anyhow::bail!("--attach {other}: expected kprobe, fentry or both"),
-    };
+    let modes = args.attach.modes();
     let mut worst = Worst {
         icount: args.icount,
         ..Worst::default()
@@ -246,13 +262,7 @@ pub fn run(args: &OverheadArgs, kernels: &Path, tracer: &Path) -> anyhow::Result
             ExitCode::FAILURE
         });
     }
-    let series: Vec<kernel::Series> = match args.kernel.as_str() {
-        "all" => kernel::SERIES.to_vec(),
-        name => vec![
-            kernel::Series::by_name(name)
-                .with_context(|| format!("--kernel {name}: expected {} or all", kernel::names()))?,
-        ],
-    };
+    let series = args.kernel.series();
     let n = args.boots.unwrap_or(if args.icount { 3 } else { 1 }).max(1);
     let mut ok = true;
     for s in series {
@@ -398,8 +408,8 @@ fn boot(
             args.runs.max(1)
         ),
         files,
-        timeout: Duration::from_secs(args.timeout),
-        kvm: args.kvm,
+        timeout: Duration::from_secs(args.qemu.timeout),
+        kvm: args.qemu.kvm,
         icount: args.icount,
         max_cpus: None,
         interactive: false,
@@ -1684,11 +1694,10 @@ mod tests {
     #[test]
     fn icount_is_refused_with_kvm() {
         let args = |icount, kvm, boots| OverheadArgs {
-            kernel: "6.12".to_owned(),
-            attach: "fentry".to_owned(),
+            kernel: kernel::Kernels::parse("6.12").unwrap(),
+            attach: Attach::Fentry,
             runs: 1,
-            timeout: 60,
-            kvm,
+            qemu: vm::QemuArgs { timeout: 60, kvm },
             icount,
             boots,
             from: Vec::new(),

@@ -36,6 +36,10 @@ const GUEST_PORT: u16 = 29110;
 
 /// `cargo xtask bench soak` options.
 #[derive(Debug, clap::Args)]
+#[command(mut_arg("timeout", |a| a.default_value("900").help(
+    "Kill the VM after this many seconds past the soak's minutes (boot, the end, and room \
+     for a slow machine)"
+)))]
 pub struct SoakArgs {
     /// Minutes of soak, real time (the VM's boot and the end add about 2).
     #[arg(long, default_value_t = 10)]
@@ -43,9 +47,8 @@ pub struct SoakArgs {
     /// 5.10, 6.1, 6.12 or 7.3.
     #[arg(long, default_value = "6.12")]
     kernel: String,
-    /// Use KVM instead of TCG emulation (it hangs where nested virtualisation is broken).
-    #[arg(long)]
-    kvm: bool,
+    #[command(flatten)]
+    qemu: vm::QemuArgs,
 }
 
 /// One scrape of the text format: the body of a complete 200 answer, or why not.
@@ -288,9 +291,8 @@ pub fn run(tracer: &Path, kernels: &Path, args: &SoakArgs) -> anyhow::Result<Exi
             include_str!("../../vm/soak.sh")
         ),
         files,
-        // Boot, the run, the end, and room for a slow machine.
-        timeout: Duration::from_secs(minutes * 60 + 900),
-        kvm: args.kvm,
+        timeout: Duration::from_secs(minutes * 60 + args.qemu.timeout),
+        kvm: args.qemu.kvm,
         icount: false,
         max_cpus: None,
         interactive: false,
