@@ -56,8 +56,8 @@ enum Cmd {
         #[arg(last = true)]
         command: Vec<String>,
     },
-    /// No import cycle between the modules of any workspace crate (cargo-modules, built
-    /// by setup on first use).
+    /// No import cycle between the modules of any workspace crate, and no dependency its
+    /// code does not name (read from the sources: seconds, nothing to install).
     Lint,
     /// The lint, unit tests, the host cases (with the checks of `deploy/`), then the VM suite on each kernel (on 6.12 with
     /// the hardening cases in the same boot).
@@ -148,14 +148,11 @@ fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
     match cmd {
         Cmd::Setup => {
             setup::setup()?;
-            // Last: the longest step, needed only by `cargo xtask lint`.
-            setup::cargo_modules_tool()?;
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Lint => {
-            let cargo_modules = setup::cargo_modules_tool()?;
             let mut tally = testing::harness::Tally::default();
-            lint::lint(&cargo_modules, &mut tally)?;
+            lint::lint(&mut tally)?;
             Ok(exit_code(&tally))
         }
         Cmd::Build => {
@@ -314,12 +311,10 @@ fn test(
     let mut series = which.series();
     // Phase times, printed at the end: the budget is 40 min from a fresh machine, 12 with caches.
     let mut phases = Phases::default();
-    let (tools, cargo_modules) = phases.time("setup", || {
-        anyhow::Ok((setup::setup()?, setup::cargo_modules_tool()?))
-    })?;
+    let tools = phases.time("setup", setup::setup)?;
     let mut tally = testing::harness::Tally::default();
     phases.time("lint", || {
-        if let Err(e) = lint::lint(&cargo_modules, &mut tally) {
+        if let Err(e) = lint::lint(&mut tally) {
             tally.record("lint", "cargo xtask lint runs", &Err(format!("{e:#}")));
         }
     });
