@@ -192,17 +192,17 @@ fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
         Cmd::Run { qemu, args } => run_main(&qemu, args),
         Cmd::ServeCheck { tracer } => {
             let mut tally = testing::harness::Tally::default();
-            testing::serve::host_cases(&tracer, &mut tally);
+            testing::host_serve::host_cases(&tracer, &mut tally);
             Ok(exit_code(&tally))
         }
         Cmd::TopCheck { tracer } => {
             let mut tally = testing::harness::Tally::default();
-            testing::top::top_cases(&tracer, &mut tally);
+            testing::host_top::top_cases(&tracer, &mut tally);
             Ok(exit_code(&tally))
         }
         Cmd::HardenCheck { tracer } => {
             let mut tally = testing::harness::Tally::default();
-            testing::harden::host_cases(&tracer, &mut tally);
+            testing::host_harden::host_cases(&tracer, &mut tally);
             Ok(exit_code(&tally))
         }
         Cmd::DeployCheck => {
@@ -340,9 +340,9 @@ fn test(
     phases.time("host cases", || {
         testing::host::host_case(&tracer, &mut tally);
         testing::host::host_fault_cases(&tracer, &mut tally);
-        testing::serve::host_cases(&tracer, &mut tally);
-        testing::harden::host_cases(&tracer, &mut tally);
-        testing::top::top_cases(&tracer, &mut tally);
+        testing::host_serve::host_cases(&tracer, &mut tally);
+        testing::host_harden::host_cases(&tracer, &mut tally);
+        testing::host_top::top_cases(&tracer, &mut tally);
         testing::deploy::cases(&tools.kubernetes_validate, &mut tally);
     });
     // The longest boot (the hardening cases') first, so that the lanes end together.
