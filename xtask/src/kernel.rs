@@ -221,7 +221,10 @@ mod tests {
 
     #[test]
     fn kernels_are_all_or_one_series() {
-        assert_eq!(Kernels::parse("all").map(Kernels::series), Ok(SERIES.to_vec()));
+        assert_eq!(
+            Kernels::parse("all").map(Kernels::series),
+            Ok(SERIES.to_vec())
+        );
         assert_eq!(
             Kernels::parse("6.12").map(Kernels::series),
             Ok(vec![Series::by_name("6.12").unwrap()])

@@ -216,7 +216,10 @@ fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
             let tracer = tracer_build::build(&tools)?;
             let kernel = kernel::resolve(&kernel, &tools.kernels)?;
             let mut tally = testing::harness::Tally::default();
-            testing::suite::harden::vm(&kernel, &tracer, &qemu, &mut tally)?;
+            if !vm_cases_agree(&mut tally) {
+                return Ok(exit_code(&tally));
+            }
+            testing::suite::harden_vm(&kernel, &tracer, &qemu, &mut tally)?;
             Ok(exit_code(&tally))
         }
         Cmd::Bench { what } => bench::run(&what),
@@ -309,10 +312,13 @@ fn test(
     qemu: &QemuArgs,
 ) -> anyhow::Result<ExitCode> {
     let mut series = which.series();
+    let mut tally = testing::harness::Tally::default();
+    if !vm_cases_agree(&mut tally) {
+        return Ok(exit_code(&tally));
+    }
     // Phase times, printed at the end: the budget is 40 min from a fresh machine, 12 with caches.
     let mut phases = Phases::default();
     let tools = phases.time("setup", setup::setup)?;
-    let mut tally = testing::harness::Tally::default();
     phases.time("lint", || {
         if let Err(e) = lint::lint(&mut tally) {
             tally.record("lint", "cargo xtask lint runs", &Err(format!("{e:#}")));
@@ -395,6 +401,19 @@ fn test(
     }
     println!("time: {}", phases.summary());
     Ok(exit_code(&tally))
+}
+
+/// The VM cases' workloads and judges checked against each other, before anything is set
+/// up or booted: a misspelt or orphaned case fails here in a second, not after the suite's
+/// boots. Whether they agree.
+fn vm_cases_agree(tally: &mut testing::harness::Tally) -> bool {
+    let verdict = testing::suite::audit();
+    tally.record(
+        "host",
+        "VM cases: every result file a workload sends back is judged, every file a judge reads is sent",
+        &verdict,
+    );
+    verdict.is_ok()
 }
 
 /// Wall time per phase of a command, and of the parts run at once within a phase.

@@ -11,7 +11,10 @@ use std::{
 
 use crate::{
     kernel,
-    testing::{harness::Tally, suite::scale},
+    testing::{
+        harness::Tally,
+        suite::{case::Judge, results::Results, scale},
+    },
     util, vm,
 };
 
@@ -139,14 +142,18 @@ fn judge(
     figures: &mut Vec<Figures>,
 ) {
     let version = kernel::version_of(release).unwrap_or((0, 0));
-    scale::check_with(files, name, version, n, tally);
+    let j = Judge::new(files, name, release, None, tally);
+    scale::judge(&j, n);
+    scale::judge_threads(&j);
+    drop(j);
+    let files = Results::all(files);
     figures.push(Figures {
         kernel: name.to_owned(),
-        memory: scale::memory_figures(files, version),
-        counted: scale::counted(files, n),
-        made: scale::made(files, n),
-        drops: scale::drops(files),
-        threads: scale::threads_losses(files),
+        memory: scale::memory_figures(&files, version),
+        counted: scale::counted(&files, n),
+        made: scale::made(&files, n),
+        drops: scale::drops(&files),
+        threads: scale::threads_losses(&files),
     });
 }
 

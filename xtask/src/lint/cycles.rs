@@ -40,9 +40,8 @@ pub fn uses(c: &Crate, root: &std::path::Path) -> Uses {
         // A path of one segment outside a `use` names a local item, a value or a type, never
         // a module (`keys` a local variable beside a child module `keys`); one a `use`
         // brought in is that `use`'s.
-        let uses_a_module = |r: &&super::source::Ref| {
-            !r.test && (r.import != Import::No || r.segments.len() > 1)
-        };
+        let uses_a_module =
+            |r: &&super::source::Ref| !r.test && (r.import != Import::No || r.segments.len() > 1);
         for r in module.refs.iter().filter(uses_a_module) {
             let Some(to) = resolve(c, &bindings, m, &r.segments) else {
                 continue;
@@ -270,7 +269,11 @@ mod tests {
             describe_cycle(&found[1], &u),
             "import cycle between x::e, x::f: x::e -> x::f (src/e.rs:1), x::f -> x::e (src/f.rs:2)"
         );
-        assert!(acyclic(&u).unwrap_err().starts_with("import cycle between x::a, x::b, x::c"));
+        assert!(
+            acyclic(&u)
+                .unwrap_err()
+                .starts_with("import cycle between x::a, x::b, x::c")
+        );
     }
 
     /// A cycle made on purpose inside function bodies, where no `use` declaration shows it:
@@ -296,7 +299,10 @@ mod tests {
         let u = uses_of(&[
             ("src/lib.rs", "mod t; mod k; fn run() { t::s::go(); }"),
             ("src/t.rs", "pub mod s; pub mod h;"),
-            ("src/t/s.rs", "use crate::k;\nuse super::h as harness;\npub fn go() { k::K::new(); harness::x(); }"),
+            (
+                "src/t/s.rs",
+                "use crate::k;\nuse super::h as harness;\npub fn go() { k::K::new(); harness::x(); }",
+            ),
             ("src/t/h.rs", "use crate::*;\npub fn x() { k::f(); }"),
             ("src/k.rs", "pub struct K;"),
         ]);
@@ -330,6 +336,9 @@ mod tests {
             ),
         ]);
         assert_eq!(pairs(&u), [("x", "x::a"), ("x::a", "x::b")]);
-        assert_eq!(acyclic(&u), Ok("2 uses between 3 modules, no cycle".to_owned()));
+        assert_eq!(
+            acyclic(&u),
+            Ok("2 uses between 3 modules, no cycle".to_owned())
+        );
     }
 }

@@ -220,7 +220,10 @@ mod tests {
                  fn f() { println!(\"{}\", ::base64::x()); }\n\
                  #[cfg(test)] mod tests { use proptest::prelude::*; fn t() { only_tests::x(); } }",
             ),
-            ("src/main.rs", "#[tokio::main] async fn main() { tracer_core::run(); }"),
+            (
+                "src/main.rs",
+                "#[tokio::main] async fn main() { tracer_core::run(); }",
+            ),
             ("tests/it.rs", "fn t() { prost::Message::x(); }"),
             ("build.rs", "fn main() { aya_build::build(); }"),
         ]);
@@ -261,7 +264,11 @@ mod tests {
             ("tests/it.rs", ""),
             ("build.rs", ""),
         ]);
-        assert!(unused(&p, &read).unwrap_err().contains("tracer-ebpf (build)"));
+        assert!(
+            unused(&p, &read)
+                .unwrap_err()
+                .contains("tracer-ebpf (build)")
+        );
         p.name = "tracer-loader".into();
         assert!(unused(&p, &read).is_ok());
     }
@@ -284,7 +291,11 @@ mod tests {
             .collect();
         assert_eq!(
             deps,
-            [("aya", Kind::Normal), ("proptest", Kind::Dev), ("ab", Kind::Build)]
+            [
+                ("aya", Kind::Normal),
+                ("proptest", Kind::Dev),
+                ("ab", Kind::Build)
+            ]
         );
         assert_eq!(p[0].targets[0].root, Path::new("/w/tracer/src/lib.rs"));
     }

@@ -446,7 +446,10 @@ pub mod tests {
     #[test]
     fn modules_are_found_by_file_inline_and_path_attribute() {
         let read = files(&[
-            ("src/lib.rs", "mod a; mod b { mod c; } #[path = \"other.rs\"] mod d;"),
+            (
+                "src/lib.rs",
+                "mod a; mod b { mod c; } #[path = \"other.rs\"] mod d;",
+            ),
             ("src/a.rs", "mod e;"),
             ("src/a/e.rs", ""),
             ("src/b/c/mod.rs", ""),
@@ -455,7 +458,11 @@ pub mod tests {
         let c = load("x", Path::new("src/lib.rs"), &read).unwrap();
         let names: Vec<String> = c.modules.iter().map(|m| m.display("x")).collect();
         assert_eq!(names, ["x", "x::a", "x::a::e", "x::b", "x::b::c", "x::d"]);
-        let missing = load("x", Path::new("src/lib.rs"), &files(&[("src/lib.rs", "mod z;")]));
+        let missing = load(
+            "x",
+            Path::new("src/lib.rs"),
+            &files(&[("src/lib.rs", "mod z;")]),
+        );
         assert!(missing.unwrap_err().contains("`mod z;` has no file"));
     }
 
@@ -493,13 +500,22 @@ pub mod tests {
         assert_eq!(r[1].import, Import::Name("d".into()));
         assert_eq!(r[2].import, Import::Glob);
         assert_eq!(r.iter().find(|r| r.segments[0] == "self").unwrap().line, 3);
-        assert!(r.iter().find(|r| r.segments.ends_with(&["in_tests".to_owned()])).unwrap().test);
+        assert!(
+            r.iter()
+                .find(|r| r.segments.ends_with(&["in_tests".to_owned()]))
+                .unwrap()
+                .test
+        );
         assert!(!r[0].test);
     }
 
     #[test]
     fn test_modules_and_cfg_all_test_are_marked() {
-        let attrs = |a: &str| syn::parse_str::<syn::ItemFn>(&format!("{a} fn f() {{}}")).unwrap().attrs;
+        let attrs = |a: &str| {
+            syn::parse_str::<syn::ItemFn>(&format!("{a} fn f() {{}}"))
+                .unwrap()
+                .attrs
+        };
         assert!(cfg_test(&attrs("#[cfg(test)]")));
         assert!(cfg_test(&attrs("#[cfg(all(feature = \"x\", test))]")));
         assert!(!cfg_test(&attrs("#[cfg(not(test))]")));

@@ -9,7 +9,7 @@
 //!   (promtool, a real Prometheus, the dashboards), of `tracer top` in a real terminal, and
 //!   of hardening (the exporter under abuse, bad input, least privilege).
 //! - [`deploy`]: the checks of what a fleet deploys (`deploy/`): rules, unit, manifests.
-//! - [`suite`]: one VM per kernel running `vm/suite.sh`; its table of cases and the checks of
+//! - [`suite`]: one VM per kernel running the script its cases make; the cases and the checks of
 //!   what comes back.
 //!
 //! Uses go one way: [`harness`] and [`prometheus`] use no other module here, and no case
