@@ -319,7 +319,7 @@ mod tests {
     }
 
     #[test]
-    fn verdicts_are_scoped_by_kernel_and_mode() {
+    fn a_judge_reads_the_kernel_s_version_and_fails_what_is_missing() {
         let files = Files::new();
         let mut tally = Tally::default();
         let j = Judge::new(

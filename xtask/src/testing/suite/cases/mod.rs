@@ -32,6 +32,7 @@ pub const SUITE: Group = Group {
     libraries: &[("/scale.sh", include_str!("../../../../vm/scale.sh"))],
     cases: &[
         kernel::UNAME,
+        kernel::PROBES,
         counts::RMDIR,
         counts::UNLINK,
         counts::TMPFS,
