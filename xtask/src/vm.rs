@@ -443,10 +443,7 @@ fn wait_at_most(
 }
 
 /// Write the result files the guest sent into `out_dir`: their names and paths.
-fn save_files(
-    out_dir: &Path,
-    sent: &[(String, String)],
-) -> anyhow::Result<Vec<(String, PathBuf)>> {
+fn save_files(out_dir: &Path, sent: &[(String, String)]) -> anyhow::Result<Vec<(String, PathBuf)>> {
     let mut files = Vec::new();
     for (name, body) in sent {
         // Names come from our own suite, but keep them inside out_dir regardless.

@@ -1,8 +1,9 @@
-//! The VM cases checked against each other before any VM boots, in a second: every file
-//! a workload sends back is read by a judge, every file a judge reads is sent back by a
-//! workload of the same kernels, every judge reads only what it declares, and every case
-//! has both a workload that sends something and a judge that gives a verdict. A misspelt
-//! result name fails here, not after a boot of the suite.
+//! The VM cases checked against each other before any VM boots, in a second: the guest
+//! script each kernel gets parses (`sh -n`), every file a workload sends back is read by a
+//! judge, every file a judge reads is sent back by a workload of the same kernels, every
+//! judge reads only what it declares, and every case has both a workload that sends
+//! something and a judge that gives a verdict. A misspelt result name or an `if` left open
+//! fails here, not after a boot of the suite.
 //!
 //! What a workload sends is read from its shell: `emit NAME FILE`, and the calls of the
 //! group's functions (`capture NAME ...` sends `NAME.rc`, `NAME.log`, `NAME.json`, as its
@@ -11,7 +12,11 @@
 //! that is a failure too. What a judge reads is what it declares when run over no files
 //! ([`Judge::audit`]), once for each kernel the case runs on.
 
-use std::collections::BTreeMap;
+use std::{
+    collections::BTreeMap,
+    io::Write as _,
+    process::{Command, Stdio},
+};
 
 use super::{
     case::{Group, Judge, On, VmCase},
@@ -29,6 +34,7 @@ pub fn audit(groups: &[&Group]) -> Result<String, Vec<String>> {
     let mut read: Vec<(&VmCase, On, String)> = Vec::new();
     let mut cases = 0;
     for group in groups {
+        problems.extend(parses(group));
         let functions = match functions(group) {
             Ok(f) => f,
             Err(e) => {
@@ -105,6 +111,41 @@ pub fn audit(groups: &[&Group]) -> Result<String, Vec<String>> {
 /// The `for` loops around a command, innermost last: each loop's variable and its words
 /// (`None`: a `while` or `until` loop; no words: a loop over what is not plain words).
 type Loops = [Option<(String, Option<Vec<String>>)>];
+
+/// Whether the script each kernel gets from `group` parses, by `sh -n`: a problem per
+/// kernel whose script does not.
+fn parses(group: &Group) -> Vec<String> {
+    let mut problems = Vec::new();
+    for s in kernel::SERIES {
+        let Some(version) = kernel::version_of(s.name) else {
+            continue;
+        };
+        let script = group.script(version);
+        let checked = Command::new("sh")
+            .arg("-n")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .and_then(|mut sh| {
+                if let Some(mut stdin) = sh.stdin.take() {
+                    stdin.write_all(script.as_bytes())?;
+                }
+                sh.wait_with_output()
+            });
+        match checked {
+            Ok(out) if out.status.success() => {}
+            Ok(out) => problems.push(format!(
+                "{} for {}: the guest script does not parse: {}",
+                group.script,
+                s.name,
+                String::from_utf8_lossy(&out.stderr).trim()
+            )),
+            Err(e) => problems.push(format!("{}: sh -n: {e}", group.script)),
+        }
+    }
+    problems
+}
 
 /// Files one call sends back that are read together: those of one stem (`x.rc`, `x.log`,
 /// `x.json`).

@@ -263,6 +263,11 @@ mod tests {
         }),
     ];
 
+    /// A workload that leaves an `if` open: the script after it would not run.
+    const OPEN_IF: &[VmCase] = &[case("if true; then\nemit a.txt /tmp/a", |j| {
+        j.verdict("", "x", &["a.txt"], |r| r.read("a.txt"));
+    })];
+
     /// A read the verdict did not declare; a name the audit cannot tell.
     const SLOPPY: &[VmCase] = &[
         case("emit a.txt /tmp/a", |j| {
@@ -292,6 +297,8 @@ mod tests {
         let p = problems(ORPHANS).join("\n");
         assert!(p.contains("its judge gives no verdict"), "{p}");
         assert!(p.contains("its workload sends nothing back"), "{p}");
+        let p = problems(OPEN_IF).join("\n");
+        assert!(p.contains("the guest script does not parse"), "{p}");
         let p = problems(SLOPPY).join("\n");
         assert!(
             p.contains("its judge reads b.txt without declaring it"),

@@ -27,9 +27,6 @@ if [ -d /mnt/ext2 ]; then
         capture neg$n "rmdir /mnt/ext2/n$n"
     done
 fi
-
-# Userspace behaviour over the same maps every kernel's captures read: on the sinks' kernel.
-if [ "$sinks" = yes ]; then
 "#,
     judge: |j| {
         j.verdict(

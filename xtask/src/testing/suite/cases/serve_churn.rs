@@ -28,9 +28,9 @@ pub const SERVE_CHURN: VmCase = VmCase {
 # tracer serve under cgroup churn, scraped every second by the host's Prometheus (6.12
 # and 7.3: the newest kernels, default attach). Two slots and a hold of 3 s; each phase
 # starts 6 s (two holds) after the last, so which cgroup holds which slot is fixed, as
-# `PHASES` in xtask/src/testing/suite/cases/serve_churn.rs says: /sch_a, /sch_b and /sch_c take turns
-# (the third of the first phase finds both slots held, so `other`), /sch_b is removed and
-# made again twice, and each cgroup removal is a vfs_rmdir of this shell's, in /.
+# `PHASES` below says: /sch_a, /sch_b and /sch_c take turns (the third of the first phase
+# finds both slots held, so `other`), /sch_b is removed and made again twice, and each
+# cgroup removal is a vfs_rmdir of this shell's, in /.
 # The network is up if the live views' serve brought it up (6.12), else brought up here.
 if ip addr show dev eth0 2> /dev/null | grep -q 10.0.2.15 || net-up > /tmp/net.log 2>&1; then
     mkdir -p /tmp/sch /sys/fs/cgroup/sch_a /sys/fs/cgroup/sch_b /sys/fs/cgroup/sch_c
