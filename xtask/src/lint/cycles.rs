@@ -331,7 +331,7 @@ mod tests {
             ),
             (
                 "src/b.rs",
-                "pub struct B;\n#[cfg(test)]\nfn helper() { crate::a::run(); }\n\
+                "pub struct B;\n#[cfg(test)]\nfn only_in_tests() { crate::a::run(); }\n\
                  pub fn local(a: u32) -> u32 { a }",
             ),
         ]);

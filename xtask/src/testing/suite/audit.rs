@@ -154,7 +154,7 @@ struct Sent<'a> {
     files: Vec<String>,
 }
 
-/// A shell function of a group's helpers or libraries: where each of its parameters comes
+/// A shell function of a group's prelude or libraries: where each of its parameters comes
 /// from (`name=$1` gives `name` -> 1), and the names its body sends back, with those
 /// parameters (and `$1`...) in them.
 #[derive(Debug, Clone, Default)]
@@ -163,13 +163,13 @@ pub struct Function {
     sends: Vec<Vec<String>>,
 }
 
-/// The functions of a group's helpers and libraries.
+/// The functions of a group's prelude and libraries.
 ///
 /// # Errors
 /// A function whose body sends a file under a name the audit cannot tell.
 pub fn functions(group: &Group) -> Result<BTreeMap<String, Function>, String> {
     let mut out = BTreeMap::new();
-    let texts = std::iter::once(group.helpers).chain(group.libraries.iter().map(|(_, t)| *t));
+    let texts = std::iter::once(group.prelude).chain(group.libraries.iter().map(|(_, t)| *t));
     for text in texts {
         for (name, body) in function_bodies(text) {
             let params = params(&body);
@@ -572,17 +572,17 @@ mod tests {
         );
     }
 
-    fn functions_of(helpers: &'static str) -> BTreeMap<String, Function> {
+    fn functions_of(prelude: &'static str) -> BTreeMap<String, Function> {
         functions(&Group {
             script: "/t.sh",
-            helpers,
+            prelude,
             libraries: &[],
             cases: &[],
         })
         .unwrap()
     }
 
-    const HELPERS: &str = "capture() {\n    name=$1 workload=$2\n    shift 2\n    emit $name.rc /tmp/$name.rc\n    emit $name.log /tmp/$name.log\n    [ -f /tmp/$name.json ] && emit $name.json /tmp/$name.json\n}\nbt() {\n    emit $1.bt /tmp/$1.bt\n}\n";
+    const PRELUDE: &str = "capture() {\n    name=$1 workload=$2\n    shift 2\n    emit $name.rc /tmp/$name.rc\n    emit $name.log /tmp/$name.log\n    [ -f /tmp/$name.json ] && emit $name.json /tmp/$name.json\n}\nbt() {\n    emit $1.bt /tmp/$1.bt\n}\n";
 
     #[test]
     fn parameters_are_replaced_whole() {
@@ -597,7 +597,7 @@ mod tests {
 
     #[test]
     fn a_workload_sends_what_its_calls_and_loops_name() {
-        let f = functions_of(HELPERS);
+        let f = functions_of(PRELUDE);
         let text = "for how in kprobe fentry; do\n    capture rmdir_$how \"x y\" --attach $how\ndone\n\
                     bt rmdir 'w'\nfor n in 50 150; do emit um$n.txt /tmp/x; done\n\
                     for n in 5000; do capture neg$n w; done\nemit ${n}x /tmp/y";

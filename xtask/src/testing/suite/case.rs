@@ -31,9 +31,9 @@ pub struct VmCase {
     pub heading: &'static str,
     /// The kernels whose boot runs it.
     pub on: On,
-    /// The guest's shell, run after the group's helpers and the cases before it (whose
-    /// files and mounts it may use). It sends results back with `emit NAME FILE` or a helper
-    /// that does (`capture NAME ...`, `reference NAME ...`); a name may hold the variable of
+    /// The guest's shell, run after the group's prelude and the cases before it (whose
+    /// files and mounts it may use). It sends results back with `emit NAME FILE` or a
+    /// prelude function that does (`capture NAME ...`, `reference NAME ...`); a name may hold the variable of
     /// a `for` loop over words (`capture rmdir_$how ...` in `for how in kprobe fentry`), no
     /// other, so that the audit can tell every file it sends.
     pub workload: &'static str,
@@ -72,7 +72,7 @@ pub struct Group {
     /// The script's name in the guest (`/suite.sh`).
     pub script: &'static str,
     /// Shell the script starts with: the functions and settings the workloads share.
-    pub helpers: &'static str,
+    pub prelude: &'static str,
     /// Scripts the workloads source (`. /scale.sh`), by their name in the guest, with their
     /// text: shipped beside the script, and read by the audit for the files their
     /// functions send.
@@ -81,10 +81,10 @@ pub struct Group {
 }
 
 impl Group {
-    /// The guest script for a kernel of `version`: the helpers, then each case it runs,
+    /// The guest script for a kernel of `version`: the prelude, then each case it runs,
     /// each after its heading.
     pub fn script(&self, version: (u32, u32)) -> String {
-        let mut out = self.helpers.to_owned();
+        let mut out = self.prelude.to_owned();
         for case in self.cases.iter().filter(|c| c.on.includes(version)) {
             let _ = write!(out, "\nsay \"{}\"\n", case.heading);
             out.push_str(case.workload.trim_start_matches('\n'));

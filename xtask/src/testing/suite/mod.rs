@@ -216,7 +216,7 @@ mod tests {
         );
     }
 
-    const HELPERS: &str = "capture() {\n    name=$1\n    emit $name.rc /tmp/$name.rc\n    emit $name.log /tmp/$name.log\n    emit $name.json /tmp/$name.json\n}\n";
+    const PRELUDE: &str = "capture() {\n    name=$1\n    emit $name.rc /tmp/$name.rc\n    emit $name.log /tmp/$name.log\n    emit $name.json /tmp/$name.json\n}\n";
 
     /// A case of this test's group, run on every kernel.
     const fn case(workload: &'static str, judge: fn(&Judge<'_>)) -> VmCase {
@@ -231,7 +231,7 @@ mod tests {
     fn problems(cases: &'static [VmCase]) -> Vec<String> {
         let group = Group {
             script: "/t.sh",
-            helpers: HELPERS,
+            prelude: PRELUDE,
             libraries: &[],
             cases,
         };
@@ -330,10 +330,10 @@ mod tests {
     }
 
     #[test]
-    fn the_guest_script_runs_a_kernel_s_cases_in_order_after_the_helpers() {
+    fn the_guest_script_runs_a_kernel_s_cases_in_order_after_the_prelude() {
         let twelve = SUITE.script((6, 12));
         let one = SUITE.script((6, 1));
-        assert!(twelve.starts_with(SUITE.helpers));
+        assert!(twelve.starts_with(SUITE.prelude));
         assert!(twelve.contains("say \"names (") && !one.contains("say \"names ("));
         let at = |s: &str, h: &str| s.find(&format!("say \"{h}\"")).unwrap();
         assert!(at(&twelve, "uname") < at(&twelve, "rmdir (200 mkdir + rmdir)"));

@@ -24,11 +24,11 @@ pub mod voice;
 
 use super::case::Group;
 
-/// The suite, as `/suite.sh`: the workloads share the helpers (a mounted ext2, `half.sh`,
+/// The suite, as `/suite.sh`: the workloads share the prelude (a mounted ext2, `half.sh`,
 /// the `capture` and `reference` functions), and may use what an earlier case left.
 pub const SUITE: Group = Group {
     script: "/suite.sh",
-    helpers: include_str!("../../../../vm/suite-helpers.sh"),
+    prelude: include_str!("../../../../vm/suite-prelude.sh"),
     libraries: &[("/scale.sh", include_str!("../../../../vm/scale.sh"))],
     cases: &[
         kernel::UNAME,
@@ -64,7 +64,7 @@ pub const SUITE: Group = Group {
 /// The hardening cases, as `/harden.sh`: signals to each command, and least privilege.
 pub const HARDEN: Group = Group {
     script: "/harden.sh",
-    helpers: include_str!("../../../../vm/harden-helpers.sh"),
+    prelude: include_str!("../../../../vm/harden-prelude.sh"),
     libraries: &[],
     cases: &[
         signals::SIGNALS,
