@@ -55,6 +55,38 @@ impl Series {
     }
 }
 
+/// What a `--kernel` that takes `all` names: every series, or one. Parsed once, by clap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kernels {
+    /// Every series of [`SERIES`], oldest first.
+    All,
+    /// One series.
+    One(Series),
+}
+
+impl Kernels {
+    /// `all` or a series' name, as clap's value parser.
+    ///
+    /// # Errors
+    /// Any other word, with the words it could be.
+    pub fn parse(word: &str) -> Result<Kernels, String> {
+        if word == "all" {
+            return Ok(Kernels::All);
+        }
+        Series::by_name(word)
+            .map(Kernels::One)
+            .ok_or_else(|| format!("expected {} or all", names()))
+    }
+
+    /// The series named, oldest first.
+    pub fn series(self) -> Vec<Series> {
+        match self {
+            Kernels::All => SERIES.to_vec(),
+            Kernels::One(s) => vec![s],
+        }
+    }
+}
+
 /// A kernel ready to boot.
 #[derive(Clone, Debug)]
 pub struct Kernel {
@@ -186,6 +218,20 @@ pub fn version_of(release: &str) -> Option<(u32, u32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kernels_are_all_or_one_series() {
+        assert_eq!(
+            Kernels::parse("all").map(Kernels::series),
+            Ok(SERIES.to_vec())
+        );
+        assert_eq!(
+            Kernels::parse("6.12").map(Kernels::series),
+            Ok(vec![Series::by_name("6.12").unwrap()])
+        );
+        let e = Kernels::parse("both").unwrap_err();
+        assert!(e.contains("5.10, 6.1, 6.12, 7.3 or all"), "{e}");
+    }
 
     #[test]
     fn versions_parse_from_debian_releases() {

@@ -56,15 +56,15 @@ enum Cmd {
         #[arg(last = true)]
         command: Vec<String>,
     },
-    /// No import cycle between the modules of any workspace crate (cargo-modules, built
-    /// by setup on first use).
+    /// No import cycle between the modules of any workspace crate, and no dependency its
+    /// code does not name (read from the sources: seconds, nothing to install).
     Lint,
     /// The lint, unit tests, the host cases (with the checks of `deploy/`), then the VM suite on each kernel (on 6.12 with
     /// the hardening cases in the same boot).
     Test {
         /// 5.10, 6.1, 6.12, 7.3 or all.
-        #[arg(long, default_value = "all")]
-        kernel: String,
+        #[arg(long, default_value = "all", value_parser = kernel::Kernels::parse)]
+        kernel: kernel::Kernels,
         /// Leave out `cargo test --workspace`.
         #[arg(long)]
         skip_unit: bool,
@@ -148,14 +148,11 @@ fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
     match cmd {
         Cmd::Setup => {
             setup::setup()?;
-            // Last: the longest step, needed only by `cargo xtask lint`.
-            setup::cargo_modules_tool()?;
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Lint => {
-            let cargo_modules = setup::cargo_modules_tool()?;
             let mut tally = testing::harness::Tally::default();
-            lint::lint(&cargo_modules, &mut tally)?;
+            lint::lint(&mut tally)?;
             Ok(exit_code(&tally))
         }
         Cmd::Build => {
@@ -191,21 +188,21 @@ fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
             skip_unit,
             jobs,
             qemu,
-        } => test(&kernel, skip_unit, usize::from(jobs), &qemu),
+        } => test(kernel, skip_unit, usize::from(jobs), &qemu),
         Cmd::Run { qemu, args } => run_main(&qemu, args),
         Cmd::ServeCheck { tracer } => {
             let mut tally = testing::harness::Tally::default();
-            testing::serve::host_cases(&tracer, &mut tally);
+            testing::host_serve::host_cases(&tracer, &mut tally);
             Ok(exit_code(&tally))
         }
         Cmd::TopCheck { tracer } => {
             let mut tally = testing::harness::Tally::default();
-            testing::top::top_cases(&tracer, &mut tally);
+            testing::host_top::top_cases(&tracer, &mut tally);
             Ok(exit_code(&tally))
         }
         Cmd::HardenCheck { tracer } => {
             let mut tally = testing::harness::Tally::default();
-            testing::harden::host_cases(&tracer, &mut tally);
+            testing::host_harden::host_cases(&tracer, &mut tally);
             Ok(exit_code(&tally))
         }
         Cmd::DeployCheck => {
@@ -219,7 +216,10 @@ fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
             let tracer = tracer_build::build(&tools)?;
             let kernel = kernel::resolve(&kernel, &tools.kernels)?;
             let mut tally = testing::harness::Tally::default();
-            testing::suite::harden::vm(&kernel, &tracer, &qemu, &mut tally)?;
+            if !vm_cases_agree(&mut tally) {
+                return Ok(exit_code(&tally));
+            }
+            testing::suite::harden_vm(&kernel, &tracer, &qemu, &mut tally)?;
             Ok(exit_code(&tally))
         }
         Cmd::Bench { what } => bench::run(&what),
@@ -305,22 +305,22 @@ fn boot(
 /// one kernel is enough for what they check, and each boot of them costs minutes.
 const HARDEN_KERNEL: &str = "6.12";
 
-fn test(which: &str, skip_unit: bool, jobs: usize, qemu: &QemuArgs) -> anyhow::Result<ExitCode> {
-    let mut series: Vec<kernel::Series> = match which {
-        "all" => kernel::SERIES.to_vec(),
-        name => vec![
-            kernel::Series::by_name(name)
-                .with_context(|| format!("--kernel {name}: expected {} or all", kernel::names()))?,
-        ],
-    };
+fn test(
+    which: kernel::Kernels,
+    skip_unit: bool,
+    jobs: usize,
+    qemu: &QemuArgs,
+) -> anyhow::Result<ExitCode> {
+    let mut series = which.series();
+    let mut tally = testing::harness::Tally::default();
+    if !vm_cases_agree(&mut tally) {
+        return Ok(exit_code(&tally));
+    }
     // Phase times, printed at the end: the budget is 40 min from a fresh machine, 12 with caches.
     let mut phases = Phases::default();
-    let (tools, cargo_modules) = phases.time("setup", || {
-        anyhow::Ok((setup::setup()?, setup::cargo_modules_tool()?))
-    })?;
-    let mut tally = testing::harness::Tally::default();
+    let tools = phases.time("setup", setup::setup)?;
     phases.time("lint", || {
-        if let Err(e) = lint::lint(&cargo_modules, &mut tally) {
+        if let Err(e) = lint::lint(&mut tally) {
             tally.record("lint", "cargo xtask lint runs", &Err(format!("{e:#}")));
         }
     });
@@ -346,9 +346,9 @@ fn test(which: &str, skip_unit: bool, jobs: usize, qemu: &QemuArgs) -> anyhow::R
     phases.time("host cases", || {
         testing::host::host_case(&tracer, &mut tally);
         testing::host::host_fault_cases(&tracer, &mut tally);
-        testing::serve::host_cases(&tracer, &mut tally);
-        testing::harden::host_cases(&tracer, &mut tally);
-        testing::top::top_cases(&tracer, &mut tally);
+        testing::host_serve::host_cases(&tracer, &mut tally);
+        testing::host_harden::host_cases(&tracer, &mut tally);
+        testing::host_top::top_cases(&tracer, &mut tally);
         testing::deploy::cases(&tools.kubernetes_validate, &mut tally);
     });
     // The longest boot (the hardening cases') first, so that the lanes end together.
@@ -401,6 +401,19 @@ fn test(which: &str, skip_unit: bool, jobs: usize, qemu: &QemuArgs) -> anyhow::R
     }
     println!("time: {}", phases.summary());
     Ok(exit_code(&tally))
+}
+
+/// The VM cases' workloads and judges checked against each other, before anything is set
+/// up or booted: a misspelt or orphaned case fails here in a second, not after the suite's
+/// boots. Whether they agree.
+fn vm_cases_agree(tally: &mut testing::harness::Tally) -> bool {
+    let verdict = testing::suite::audit();
+    tally.record(
+        "host",
+        "VM cases: every result file a workload sends back is judged, every file a judge reads is sent",
+        &verdict,
+    );
+    verdict.is_ok()
 }
 
 /// Wall time per phase of a command, and of the parts run at once within a phase.

@@ -19,9 +19,6 @@ use crate::{
 
 /// The bpf-linker release the kernel programs are linked with (LLVM 22 capable).
 const BPF_LINKER_VERSION: &str = "0.13.0";
-/// The cargo-modules release `cargo xtask lint` runs: the newest that builds on this
-/// machine's stable Rust (0.27 declares rust-version 1.95; 0.28 needs 1.98).
-const CARGO_MODULES_VERSION: &str = "0.27.0";
 /// The `kubernetes-validate` release (`PyPI`) that checks `deploy/kubernetes/`: it carries the
 /// schemas of Kubernetes up to 1.37 and validates against the newest by default.
 const KUBERNETES_VALIDATE_VERSION: &str = "1.37.0";
@@ -62,9 +59,7 @@ pub struct Tools {
     pub kubernetes_validate: PathBuf,
 }
 
-/// Every step the builds, VMs and benchmarks need; cheap when all is present. The lint's
-/// tool, a build of tens of minutes, is [`cargo_modules_tool`]'s: `cargo xtask setup` and
-/// `cargo xtask test` run both.
+/// Every step the builds, VMs and benchmarks need; cheap when all is present.
 pub fn setup() -> anyhow::Result<Tools> {
     let cache = util::cache_dir()?;
     fs::create_dir_all(&cache).with_context(|| format!("creating {}", cache.display()))?;
@@ -140,19 +135,6 @@ fn kubernetes_validate(cache: &Path) -> anyhow::Result<(PathBuf, String)> {
     let v = output(Command::new(&exe).arg("--version"))
         .context("the new kubernetes-validate does not run")?;
     Ok((exe, format!("installed ({})", v.trim())))
-}
-
-/// Only the step `cargo xtask lint` needs: cargo-modules, built once into the cache.
-pub fn cargo_modules_tool() -> anyhow::Result<PathBuf> {
-    let cache = util::cache_dir()?;
-    fs::create_dir_all(&cache).with_context(|| format!("creating {}", cache.display()))?;
-    cargo_modules_step(&cache)
-}
-
-fn cargo_modules_step(cache: &Path) -> anyhow::Result<PathBuf> {
-    step(&format!("cargo-modules {CARGO_MODULES_VERSION}"), || {
-        cargo_modules(cache)
-    })
 }
 
 /// Run one step, saying which failed.
@@ -249,38 +231,6 @@ fn bpf_linker(cache: &Path) -> anyhow::Result<(PathBuf, String)> {
     let v =
         output(Command::new(&exe).arg("--version")).context("the new bpf-linker does not run")?;
     Ok((bin, format!("installed ({})", v.trim())))
-}
-
-/// cargo-modules, for the lint's graph of module uses. Built on rust-analyzer's crates, so
-/// its first build is long.
-fn cargo_modules(cache: &Path) -> anyhow::Result<(PathBuf, String)> {
-    let root = cache.join("cargo-modules");
-    let exe = root.join("bin").join("cargo-modules");
-    if let Ok(v) = output(Command::new(&exe).arg("--version"))
-        && v.contains(CARGO_MODULES_VERSION)
-    {
-        return Ok((exe, "already built".into()));
-    }
-    doing(
-        &format!("cargo-modules {CARGO_MODULES_VERSION}"),
-        "installing (about 27 min on a busy 2-core host)",
-    );
-    run(util::cargo()
-        .args([
-            "install",
-            "cargo-modules",
-            "--version",
-            &format!("={CARGO_MODULES_VERSION}"),
-            "--locked",
-            "--root",
-        ])
-        .arg(&root)
-        // A build directory of its own, not the workspace's (or whatever the caller set).
-        .env_remove("CARGO_TARGET_DIR")
-        .current_dir(cache))?;
-    let v = output(Command::new(&exe).arg("--version"))
-        .context("the new cargo-modules does not run")?;
-    Ok((exe, format!("installed ({})", v.trim())))
 }
 
 /// apt-get, refreshing the package lists at most once per run.

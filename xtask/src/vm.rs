@@ -331,10 +331,6 @@ pub fn boot(spec: &Spec<'_>) -> anyhow::Result<Outcome> {
 
 /// One QEMU run; also, when QEMU died of a signal or the guest kernel panicked before the
 /// guest's /init spoke, which of the two.
-#[expect(
-    clippy::too_many_lines,
-    reason = "one run read top to bottom: start, stream, wait, collect, judge"
-)]
 fn run_qemu(spec: &Spec<'_>, initrd: &Path) -> anyhow::Result<(Outcome, Option<&'static str>)> {
     let results = spec.out_dir.join("results.txt");
     let _ = fs::remove_file(&results);
@@ -360,19 +356,8 @@ fn run_qemu(spec: &Spec<'_>, initrd: &Path) -> anyhow::Result<(Outcome, Option<&
         thread::spawn(move || console.stream(stdout))
     });
 
-    let mut timed_out = false;
-    let status = loop {
-        if let Some(status) = child.try_wait().context("waiting for QEMU")? {
-            break Some(status);
-        }
-        if start.elapsed() > spec.timeout {
-            timed_out = true;
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        thread::sleep(Duration::from_millis(50));
-    };
+    let status = wait_at_most(&mut child, start, spec.timeout)?;
+    let timed_out = status.is_none();
     let total = start.elapsed();
     if let Some(reader) = reader {
         let _ = reader.join();
@@ -382,33 +367,18 @@ fn run_qemu(spec: &Spec<'_>, initrd: &Path) -> anyhow::Result<(Outcome, Option<&
         .map(|b| String::from_utf8_lossy(&b).into_owned())
         .unwrap_or_default();
     let parsed = parse_results(&text);
-    let mut files = Vec::new();
-    for (name, body) in &parsed.files {
-        // Names come from our own suite, but keep them inside out_dir regardless.
-        let safe: String = name
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || ".-_".contains(c) {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        let path = spec.out_dir.join(&safe);
-        fs::write(&path, body).with_context(|| format!("writing {}", path.display()))?;
-        files.push((name.clone(), path));
-    }
+    let files = save_files(&spec.out_dir, &parsed.files)?;
     let tail: Vec<String> = tail
         .lock()
         .map(|t| t.iter().cloned().collect())
         .unwrap_or_default();
+    let panicked = panicked.load(Ordering::Relaxed);
     let failure = if timed_out {
         Some(format!(
             "timed out after {} s: QEMU killed",
             spec.timeout.as_secs()
         ))
-    } else if panicked.load(Ordering::Relaxed) {
+    } else if panicked {
         Some("the guest kernel panicked".to_owned())
     } else if parsed.exit.is_none() {
         Some(format!(
@@ -433,7 +403,7 @@ fn run_qemu(spec: &Spec<'_>, initrd: &Path) -> anyhow::Result<(Outcome, Option<&
     let before_init = !timed_out && boot.is_none() && parsed.exit.is_none();
     let died_early = if !before_init {
         None
-    } else if panicked.load(Ordering::Relaxed) {
+    } else if panicked {
         Some("the guest kernel panicked")
     } else if status.is_some_and(|s| s.code().is_none()) {
         // No exit code: killed by a signal.
@@ -451,6 +421,47 @@ fn run_qemu(spec: &Spec<'_>, initrd: &Path) -> anyhow::Result<(Outcome, Option<&
         },
         died_early,
     ))
+}
+
+/// QEMU's exit status, or `None` once it ran past `timeout` (it is killed then).
+fn wait_at_most(
+    child: &mut std::process::Child,
+    start: Instant,
+    timeout: Duration,
+) -> anyhow::Result<Option<std::process::ExitStatus>> {
+    loop {
+        if let Some(status) = child.try_wait().context("waiting for QEMU")? {
+            return Ok(Some(status));
+        }
+        if start.elapsed() > timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Ok(None);
+        }
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Write the result files the guest sent into `out_dir`: their names and paths.
+fn save_files(out_dir: &Path, sent: &[(String, String)]) -> anyhow::Result<Vec<(String, PathBuf)>> {
+    let mut files = Vec::new();
+    for (name, body) in sent {
+        // Names come from our own suite, but keep them inside out_dir regardless.
+        let safe: String = name
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || ".-_".contains(c) {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let path = out_dir.join(&safe);
+        fs::write(&path, body).with_context(|| format!("writing {}", path.display()))?;
+        files.push((name.clone(), path));
+    }
+    Ok(files)
 }
 
 /// What the console reader shares with the waiting thread.

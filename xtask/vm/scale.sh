@@ -1,4 +1,4 @@
-# tracer at production scale, in the guest: sourced by suite.sh (the suite's cases) and
+# tracer at production scale, in the guest: sourced by the suite's scale case and
 # bench.sh's scale bench. Results go to the host through `emit`.
 #
 #   scale_memory HOW          kernel memory of tracer's maps (capture, top, serve)

@@ -7,13 +7,13 @@ mod model;
 mod model_fit;
 mod overhead;
 mod scale;
-pub(crate) mod serve;
+pub(crate) mod serve_load;
 mod soak;
 mod startup;
 mod stats;
-mod top;
+mod top_cost;
 
-use std::{path::Path, process::ExitCode, time::Duration};
+use std::{path::Path, process::ExitCode};
 
 use crate::{setup, tracer_build};
 
@@ -43,7 +43,7 @@ pub enum Bench {
     },
     /// `tracer serve` under 50 concurrent scrapers and hostile clients, 500 cgroups x 10
     /// probes: scrape latency p50/p99, failed scrapes, server CPU.
-    Serve(serve::ServeArgs),
+    Serve(serve_load::ServeArgs),
     /// The model calibrated on one capture predicts another of another size and parallelism
     /// in a VM: structure checked, predicted/measured time per path (median over runs).
     ModelFit(ModelFitArgs),
@@ -73,7 +73,7 @@ pub fn run(bench: &Bench) -> anyhow::Result<ExitCode> {
     if let Bench::Serve(args) = bench
         && let Some(tracer) = &args.tracer
     {
-        return serve::run(tracer, args);
+        return serve_load::run(tracer, args);
     }
     if let Bench::Overhead(args) = bench {
         // Refused before anything is set up or built.
@@ -94,7 +94,7 @@ pub fn run(bench: &Bench) -> anyhow::Result<ExitCode> {
     if let Bench::ModelFit(a) = bench
         && a.saved
     {
-        return model_fit::model_fit_saved(&a.vm.kernel, a.vm.runs.max(1));
+        return model_fit::model_fit_saved(a.vm.kernel, a.vm.runs.max(1));
     }
     let tools = setup::setup()?;
     let tracer = tracer_build::build(&tools)?;
@@ -102,17 +102,16 @@ pub fn run(bench: &Bench) -> anyhow::Result<ExitCode> {
         Bench::Startup(args) => vm_bench(Mode::Startup, args, &tools.kernels, &tracer),
         Bench::Overhead(args) => overhead::run(args, &tools.kernels, &tracer),
         Bench::Model { runs } => model::model(&tracer, (*runs).max(1)),
-        Bench::Serve(args) => serve::run(&tracer, args),
-        Bench::Top { speed } => top::top(&tracer, *speed).map(|()| ExitCode::SUCCESS),
+        Bench::Serve(args) => serve_load::run(&tracer, args),
+        Bench::Top { speed } => top_cost::top(&tracer, *speed).map(|()| ExitCode::SUCCESS),
         Bench::Soak(a) => soak::run(&tracer, &tools.kernels, a),
         Bench::Scale(a) => scale::run(&tools.kernels, &tracer, a),
         Bench::ModelFit(a) => model_fit::model_fit(
             &tools.kernels,
             &tracer,
-            &a.vm.kernel,
+            a.vm.kernel,
             a.vm.runs.max(1),
-            Duration::from_secs(a.vm.timeout),
-            a.vm.kvm,
+            &a.vm.qemu,
         ),
     }
 }

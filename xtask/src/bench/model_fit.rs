@@ -86,17 +86,6 @@ fn teardown(version: (u32, u32)) -> Probe {
     }
 }
 
-/// The kernels `--kernel` names.
-fn series(which: &str) -> anyhow::Result<Vec<kernel::Series>> {
-    Ok(match which {
-        "all" => kernel::SERIES.to_vec(),
-        name => vec![
-            kernel::Series::by_name(name)
-                .with_context(|| format!("--kernel {name}: expected 6.1, 6.12 or all"))?,
-        ],
-    })
-}
-
 /// Where the captures of one kernel's run are kept, by the kernel's name.
 fn kept(name: &str) -> PathBuf {
     util::target_dir().join("vm-model").join(name)
@@ -111,14 +100,13 @@ fn kept(name: &str) -> PathBuf {
 pub fn model_fit(
     kernels: &Path,
     tracer: &Path,
-    which: &str,
+    which: kernel::Kernels,
     runs: usize,
-    timeout: Duration,
-    kvm: bool,
+    qemu: &vm::QemuArgs,
 ) -> anyhow::Result<ExitCode> {
     let mut ok = true;
     let mut tallies = Vec::new();
-    for s in series(which)? {
+    for s in which.series() {
         let kernel = kernel::resolve(s.name, kernels)?;
         let out_dir = kept(&kernel.name);
         let prev = kept(&format!("{}.prev", kernel.name));
@@ -133,8 +121,8 @@ pub fn model_fit(
                 0o644,
                 include_bytes!("../../vm/model.sh").to_vec(),
             )],
-            timeout,
-            kvm,
+            timeout: Duration::from_secs(qemu.timeout),
+            kvm: qemu.kvm,
             icount: false,
             max_cpus: None,
             interactive: false,
@@ -169,12 +157,12 @@ pub fn model_fit(
 ///
 /// # Errors
 /// When no capture of a kernel asked for was kept.
-pub fn model_fit_saved(which: &str, runs: usize) -> anyhow::Result<ExitCode> {
+pub fn model_fit_saved(which: kernel::Kernels, runs: usize) -> anyhow::Result<ExitCode> {
     let mut ok = true;
     let mut tallies = Vec::new();
-    for s in series(which)? {
+    for s in which.series() {
         let dir = kept(s.name);
-        if which == "all" && !dir.is_dir() {
+        if which == kernel::Kernels::All && !dir.is_dir() {
             println!(
                 "==== bench model-fit [{}]: no captures kept, skipped ====",
                 s.name

@@ -11,25 +11,25 @@ use std::{
 
 use crate::{
     kernel,
-    testing::{harness::Tally, suite::scale},
+    testing::{
+        harness::Tally,
+        suite::{case::Judge, results::Results, scale},
+    },
     util, vm,
 };
 
 /// What `bench scale` takes.
 #[derive(Debug, clap::Args)]
+#[command(mut_arg("timeout", |a| a.help("Kill a VM after this many seconds")))]
 pub struct ScaleArgs {
     /// 5.10, 6.1, 6.12, 7.3 or all.
-    #[arg(long, default_value = "all")]
-    kernel: String,
+    #[arg(long, default_value = "all", value_parser = kernel::Kernels::parse)]
+    kernel: kernel::Kernels,
     /// Cgroups alive at once.
     #[arg(long, default_value_t = 2_000)]
     cgroups: u64,
-    /// Kill a VM after this many seconds.
-    #[arg(long, default_value_t = 3600)]
-    timeout: u64,
-    /// Use KVM instead of TCG emulation.
-    #[arg(long)]
-    kvm: bool,
+    #[command(flatten)]
+    qemu: vm::QemuArgs,
     /// Judge an earlier run's result files (`bench-scale-KERNEL` directories under the
     /// target's `vm` folder) instead of booting: each named directory, or with `--kernel`
     /// that kernel's.
@@ -54,23 +54,18 @@ struct Figures {
 /// # Errors
 /// A kernel that cannot be found, a VM that cannot start.
 pub fn run(kernels: &Path, tracer: &Path, args: &ScaleArgs) -> anyhow::Result<ExitCode> {
-    let names: Vec<&str> = if args.kernel == "all" {
-        vec!["5.10", "6.1", "6.12", "7.3"]
-    } else {
-        vec![args.kernel.as_str()]
-    };
     let mut tally = Tally::default();
     let mut figures = Vec::new();
     for dir in &args.from {
         judge_dir(dir, args.cgroups, &mut tally, &mut figures)?;
     }
-    let names = if args.from.is_empty() {
-        names
+    let series = if args.from.is_empty() {
+        args.kernel.series()
     } else {
         Vec::new()
     };
-    for name in names {
-        let kernel = kernel::resolve(name, kernels)?;
+    for s in series {
+        let kernel = kernel::resolve(s.name, kernels)?;
         let out_dir = util::target_dir()
             .join("vm")
             .join(format!("bench-scale-{}", kernel.name));
@@ -102,8 +97,8 @@ pub fn run(kernels: &Path, tracer: &Path, args: &ScaleArgs) -> anyhow::Result<Ex
                 0o644,
                 include_bytes!("../../vm/scale.sh").to_vec(),
             )],
-            timeout: Duration::from_secs(args.timeout),
-            kvm: args.kvm,
+            timeout: Duration::from_secs(args.qemu.timeout),
+            kvm: args.qemu.kvm,
             icount: false,
             max_cpus: Some(192),
             interactive: false,
@@ -147,14 +142,18 @@ fn judge(
     figures: &mut Vec<Figures>,
 ) {
     let version = kernel::version_of(release).unwrap_or((0, 0));
-    scale::check_with(files, name, version, n, tally);
+    let j = Judge::new(files, name, release, None, tally);
+    scale::judge(&j, n);
+    scale::judge_threads(&j);
+    drop(j);
+    let files = Results::all(files);
     figures.push(Figures {
         kernel: name.to_owned(),
-        memory: scale::memory_figures(files, version),
-        counted: scale::counted(files, n),
-        made: scale::made(files, n),
-        drops: scale::drops(files),
-        threads: scale::threads_losses(files),
+        memory: scale::memory_figures(&files, version),
+        counted: scale::counted(&files, n),
+        made: scale::made(&files, n),
+        drops: scale::drops(&files),
+        threads: scale::threads_losses(&files),
     });
 }
 

@@ -36,6 +36,10 @@ const GUEST_PORT: u16 = 29110;
 
 /// `cargo xtask bench soak` options.
 #[derive(Debug, clap::Args)]
+#[command(mut_arg("timeout", |a| a.default_value("900").help(
+    "Kill the VM after this many seconds past the soak's minutes (boot, the end, and room \
+     for a slow machine)"
+)))]
 pub struct SoakArgs {
     /// Minutes of soak, real time (the VM's boot and the end add about 2).
     #[arg(long, default_value_t = 10)]
@@ -43,9 +47,8 @@ pub struct SoakArgs {
     /// 5.10, 6.1, 6.12 or 7.3.
     #[arg(long, default_value = "6.12")]
     kernel: String,
-    /// Use KVM instead of TCG emulation (it hangs where nested virtualisation is broken).
-    #[arg(long)]
-    kvm: bool,
+    #[command(flatten)]
+    qemu: vm::QemuArgs,
 }
 
 /// One scrape of the text format: the body of a complete 200 answer, or why not.
@@ -256,14 +259,74 @@ fn accounting(reference: &str, metrics: &str) -> (Vec<String>, u64) {
 ///
 /// # Errors
 /// When the VM cannot be started or its kernel is unknown.
-#[expect(
-    clippy::too_many_lines,
-    reason = "one run read top to bottom: boot and scrape, then the report"
-)]
 pub fn run(tracer: &Path, kernels: &Path, args: &SoakArgs) -> anyhow::Result<ExitCode> {
     let minutes = args.minutes.max(1);
     let cgroups = CGROUPS_PER_10_MIN * minutes / 10;
     let kernel = kernel::resolve(&args.kernel, kernels)?;
+    let (outcome, scrapes) = boot_and_scrape(tracer, &kernel, args, minutes, cgroups)?;
+    let ran_ok = outcome.success();
+    let files: BTreeMap<String, PathBuf> = outcome.files.into_iter().collect();
+    let read = |name: &str| {
+        files
+            .get(name)
+            .and_then(|p| std::fs::read_to_string(p).ok())
+            .unwrap_or_default()
+    };
+    let samples = read("soak.samples");
+    print_guest(&read, &samples, minutes, cgroups);
+    let (lines, unaccounted) = accounting(&read("soak.ref"), &read("soak.final"));
+    for l in &lines {
+        println!("soak: {l}");
+    }
+    let serve_log = read("soak_serve.log");
+    if let Some(status) = serve_log.lines().rev().find(|l| l.starts_with("exit ")) {
+        println!("soak: tracer serve ended with {status} on SIGTERM");
+    }
+    let s = scrapes;
+    for f in &s.failures {
+        println!("soak: scrape failed at {f}");
+    }
+    // The exporter's own resident memory (its metric), at the first and last minute.
+    let rss: Vec<f64> = s.minutes.iter().map(|m| m.2).collect();
+    let entries: Vec<&str> = samples
+        .lines()
+        .filter_map(|l| words(l).get("map_entries").copied())
+        .collect();
+    let complete = ran_ok && !lines.is_empty() && s.tried > 0;
+    if !complete {
+        println!(
+            "soak: the run did not complete: {}",
+            outcome
+                .failure
+                .clone()
+                .unwrap_or_else(|| "no kernel counts or no scrapes".into())
+        );
+    }
+    println!(
+        "soak: scrapes ok {}/{}, rss first/last {:.1}/{:.1} MiB, map entries first/last {}/{}, unaccounted events {unaccounted}",
+        s.ok,
+        s.tried,
+        rss.first().unwrap_or(&0.0),
+        rss.last().unwrap_or(&0.0),
+        entries.first().unwrap_or(&"?"),
+        entries.last().unwrap_or(&"?"),
+    );
+    Ok(if complete {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// Boot `kernel` for the soak of `minutes` over `cgroups` cgroups, scraping its `tracer
+/// serve` from here every second meanwhile: the VM's outcome and what the scrapes saw.
+fn boot_and_scrape(
+    tracer: &Path,
+    kernel: &kernel::Kernel,
+    args: &SoakArgs,
+    minutes: u64,
+    cgroups: u64,
+) -> anyhow::Result<(vm::Outcome, Scrapes)> {
     let port = free_port()?;
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse()?;
     let out_dir = util::target_dir().join("soak").join(&kernel.name);
@@ -281,16 +344,15 @@ pub fn run(tracer: &Path, kernels: &Path, args: &SoakArgs) -> anyhow::Result<Exi
         std::fs::read(&churn).with_context(|| format!("reading {}", churn.display()))?,
     ));
     let spec = vm::Spec {
-        kernel: &kernel,
+        kernel,
         tracer: Some(tracer),
         command: format!(
             "SOAK_MINUTES={minutes}\nSOAK_CGROUPS={cgroups}\n{}",
             include_str!("../../vm/soak.sh")
         ),
         files,
-        // Boot, the run, the end, and room for a slow machine.
-        timeout: Duration::from_secs(minutes * 60 + 900),
-        kvm: args.kvm,
+        timeout: Duration::from_secs(minutes * 60 + args.qemu.timeout),
+        kvm: args.qemu.kvm,
         icount: false,
         max_cpus: None,
         interactive: false,
@@ -307,15 +369,17 @@ pub fn run(tracer: &Path, kernels: &Path, args: &SoakArgs) -> anyhow::Result<Exi
     stop.store(true, Ordering::Relaxed);
     let _ = worker.join();
     let outcome = outcome?;
-    let ran_ok = outcome.success();
-    let files: BTreeMap<String, PathBuf> = outcome.files.into_iter().collect();
-    let read = |name: &str| {
-        files
-            .get(name)
-            .and_then(|p| std::fs::read_to_string(p).ok())
-            .unwrap_or_default()
-    };
-    let samples = read("soak.samples");
+    let scrapes = std::mem::take(
+        &mut *scrapes
+            .lock()
+            .map_err(|_| anyhow::anyhow!("the scraper panicked"))?,
+    );
+    Ok((outcome, scrapes))
+}
+
+/// What the guest saw, minute by minute, and its churn: the pace, the maps' entries by
+/// name at the first and last minute, the steps that failed.
+fn print_guest(read: &dyn Fn(&str) -> String, samples: &str, minutes: u64, cgroups: u64) {
     let mut report = String::new();
     for line in samples.lines() {
         let w = words(line);
@@ -363,50 +427,6 @@ pub fn run(tracer: &Path, kernels: &Path, args: &SoakArgs) -> anyhow::Result<Exi
             failed.lines().next().unwrap_or("")
         );
     }
-    let (lines, unaccounted) = accounting(&read("soak.ref"), &read("soak.final"));
-    for l in &lines {
-        println!("soak: {l}");
-    }
-    let serve_log = read("soak_serve.log");
-    if let Some(status) = serve_log.lines().rev().find(|l| l.starts_with("exit ")) {
-        println!("soak: tracer serve ended with {status} on SIGTERM");
-    }
-    let s = scrapes
-        .lock()
-        .map_err(|_| anyhow::anyhow!("the scraper panicked"))?;
-    for f in &s.failures {
-        println!("soak: scrape failed at {f}");
-    }
-    // The exporter's own resident memory (its metric), at the first and last minute.
-    let rss: Vec<f64> = s.minutes.iter().map(|m| m.2).collect();
-    let entries: Vec<&str> = samples
-        .lines()
-        .filter_map(|l| words(l).get("map_entries").copied())
-        .collect();
-    let complete = ran_ok && !lines.is_empty() && s.tried > 0;
-    if !complete {
-        println!(
-            "soak: the run did not complete: {}",
-            outcome
-                .failure
-                .clone()
-                .unwrap_or_else(|| "no kernel counts or no scrapes".into())
-        );
-    }
-    println!(
-        "soak: scrapes ok {}/{}, rss first/last {:.1}/{:.1} MiB, map entries first/last {}/{}, unaccounted events {unaccounted}",
-        s.ok,
-        s.tried,
-        rss.first().unwrap_or(&0.0),
-        rss.last().unwrap_or(&0.0),
-        entries.first().unwrap_or(&"?"),
-        entries.last().unwrap_or(&"?"),
-    );
-    Ok(if complete {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
 }
 
 #[cfg(test)]

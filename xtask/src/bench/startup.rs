@@ -26,19 +26,16 @@ const BPFTRACE: &str = "/usr/bin/bpftrace";
 
 /// What the VM benchmarks take.
 #[derive(Debug, clap::Args)]
+#[command(mut_arg("timeout", |a| a.default_value("1800").help("Kill the VM after this many seconds")))]
 pub struct VmArgs {
     /// 5.10, 6.1, 6.12, 7.3 or all.
-    #[arg(long, default_value = "all")]
-    pub(super) kernel: String,
+    #[arg(long, default_value = "all", value_parser = kernel::Kernels::parse)]
+    pub(super) kernel: kernel::Kernels,
     /// Timed runs per tool (after one warm-up run that is left out).
     #[arg(long, default_value_t = 5)]
     pub(super) runs: usize,
-    /// Kill the VM after this many seconds.
-    #[arg(long, default_value_t = 1800)]
-    pub(super) timeout: u64,
-    /// Use KVM instead of TCG emulation (it hangs where nested virtualisation is broken).
-    #[arg(long)]
-    pub(super) kvm: bool,
+    #[command(flatten)]
+    pub(super) qemu: vm::QemuArgs,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -60,13 +57,7 @@ pub(super) fn vm_bench(
     kernels: &Path,
     tracer: &Path,
 ) -> anyhow::Result<ExitCode> {
-    let series: Vec<kernel::Series> = match args.kernel.as_str() {
-        "all" => kernel::SERIES.to_vec(),
-        name => vec![
-            kernel::Series::by_name(name)
-                .with_context(|| format!("--kernel {name}: expected {} or all", kernel::names()))?,
-        ],
-    };
+    let series = args.kernel.series();
     let mut reports = Vec::new();
     let mut ok = true;
     for s in series {
@@ -124,8 +115,8 @@ fn boot_bench(
         tracer: Some(tracer),
         command: format!("MODE={} RUNS={} sh /bench.sh\n", mode.name(), args.runs),
         files,
-        timeout: Duration::from_secs(args.timeout),
-        kvm: args.kvm,
+        timeout: Duration::from_secs(args.qemu.timeout),
+        kvm: args.qemu.kvm,
         icount: false,
         max_cpus: None,
         interactive: false,
@@ -158,7 +149,11 @@ fn boot_bench(
         release.trim(),
         bpftrace.trim(),
         args.runs,
-        if args.kvm { "off (KVM)" } else { "emulation" },
+        if args.qemu.kvm {
+            "off (KVM)"
+        } else {
+            "emulation"
+        },
     );
     let _ = writeln!(
         header,

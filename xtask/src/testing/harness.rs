@@ -1,8 +1,5 @@
-//! What every case reports through: its [`Verdict`], the [`Tally`] of PASS, FAIL and SKIP
-//! lines that prints the closing `N passed, M failed` line CI reads, and the result files a
-//! VM sent back.
-
-use std::{collections::BTreeMap, fs, path::PathBuf};
+//! What every case reports through: its [`Verdict`], and the [`Tally`] of PASS, FAIL and
+//! SKIP lines that prints the closing `N passed, M failed` line CI reads.
 
 /// A case's verdict: what was seen when it passed, why when it failed.
 pub type Verdict = Result<String, String>;
@@ -60,24 +57,6 @@ impl Tally {
         self.failed == 0
     }
 }
-pub(crate) fn read(files: &BTreeMap<String, PathBuf>, name: &str) -> Result<String, String> {
-    let path = files
-        .get(name)
-        .ok_or_else(|| format!("the guest sent no {name}"))?;
-    fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))
-}
-/// `why`, followed by the last lines of the log file `log` when the guest sent it.
-pub(crate) fn with_log(files: &BTreeMap<String, PathBuf>, log: &str, why: String) -> String {
-    match read(files, log) {
-        Ok(text) => {
-            let lines: Vec<&str> = text.lines().collect();
-            let tail = lines[lines.len().saturating_sub(10)..].join("\n    ");
-            format!("{why}\n  {log}:\n    {tail}")
-        }
-        Err(_) => why,
-    }
-}
-
 /// Nanoseconds as milliseconds.
 #[expect(clippy::cast_precision_loss, reason = "milliseconds for display")]
 pub(crate) fn ms(ns: u64) -> f64 {

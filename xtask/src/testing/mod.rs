@@ -5,20 +5,21 @@
 //! - [`prometheus`]: a real Prometheus and promtool, for the exporter's cases on this host
 //!   and in the VM.
 //! - [`host`]: tracer on this host: the unit tests, a kernel without kprobes, bad input.
-//! - [`serve`], [`top`], [`harden`]: the host cases of `tracer serve`, of `tracer top` in a
-//!   real terminal, and of hardening.
+//! - [`host_serve`], [`host_top`], [`host_harden`]: the host cases of `tracer serve`
+//!   (promtool, a real Prometheus, the dashboards), of `tracer top` in a real terminal, and
+//!   of hardening (the exporter under abuse, bad input, least privilege).
 //! - [`deploy`]: the checks of what a fleet deploys (`deploy/`): rules, unit, manifests.
-//! - [`suite`]: one VM per kernel running `vm/suite.sh`; its table of cases and the checks of
+//! - [`suite`]: one VM per kernel running the script its cases make; the cases and the checks of
 //!   what comes back.
 //!
 //! Uses go one way: [`harness`] and [`prometheus`] use no other module here, and no case
 //! module uses the orchestration above it (`cargo xtask lint` fails on a cycle).
 
 pub(crate) mod deploy;
-pub(crate) mod harden;
 pub(crate) mod harness;
 pub(crate) mod host;
+pub(crate) mod host_harden;
+pub(crate) mod host_serve;
+pub(crate) mod host_top;
 pub(crate) mod prometheus;
-pub(crate) mod serve;
 pub(crate) mod suite;
-pub(crate) mod top;

@@ -1,29 +1,34 @@
-//! Production scale in the VM (`vm/scale.sh`): the kernel memory of tracer's maps at the
-//! possible CPUs the VM was booted with (192 where the kernel honours hotplug CPUs), many
-//! cgroups alive at once counted exactly, and calls past the maps' capacity folded into
-//! `other` with totals still exact.
+//! Verdicts on tracer at production scale in the VM (`vm/scale.sh`): the kernel memory of
+//! tracer's maps at the possible CPUs the VM was booted with (192 where the kernel honours
+//! hotplug CPUs), many cgroups alive at once counted exactly, and calls past the maps'
+//! capacity folded into `other` with totals still exact. The suite's scale case and
+//! `cargo xtask bench scale` give them.
 
-use std::{collections::BTreeMap, path::PathBuf};
+use std::collections::BTreeMap;
 
 use tracer_core::snapshot::{
     AttachMethod, AttachState, OTHER_CGROUP, Probe, ProbeStatus, Snapshot,
 };
 
 use super::{
-    MODES,
-    checks::{attached_with, attached_with_all, kernel_skipped},
-    results::{load_capture, load_capture_file},
+    capture::{attached_with, attached_with_all, kernel_skipped, load_capture, load_capture_file},
+    case::{Judge, MODES},
+    results::{Results, capture_files},
 };
-use crate::testing::harness::{CANNOT, Tally, Verdict, read, with_log};
+use crate::testing::harness::{CANNOT, Verdict};
 
 /// The budget the maps must keep within at 192 possible CPUs, default flags.
 pub const BUDGET_MIB: f64 = 32.0;
+
 /// Cgroups of the suite's many-cgroups case (on 6.12 only: the run is long under TCG).
 pub const SUITE_CGROUPS: u64 = 2_000;
+
 /// Cgroups of the past-capacity case, whose `HIST` is shrunk to [`SHRUNK_HIST`] entries.
 pub const OVERFLOW_CGROUPS: u64 = 50;
+
 /// `HIST` entries in the past-capacity case.
 pub const SHRUNK_HIST: u64 = 32;
+
 /// `--max-cgroups` of the many-cgroups `serve` case.
 pub const SERVE_MAX: u64 = 100;
 
@@ -117,25 +122,17 @@ fn mib(bytes: u64) -> f64 {
 
 /// The maps of one tool's run: within the budget at the possible CPUs, and within a
 /// quarter of what tracer's formula said (docs/production.md's formula, checked).
-fn memory(
-    files: &BTreeMap<String, PathBuf>,
-    tool: &str,
-    how: &str,
-    version: (u32, u32),
-) -> Verdict {
+fn memory(files: &Results<'_>, tool: &str, how: &str, version: (u32, u32)) -> Verdict {
     let name = format!("mem_{tool}_{how}");
     let log = format!("{name}.log");
-    let base = read(files, &format!("mem_base_{how}.mem"))?;
-    let during = read(files, &format!("{name}.mem")).map_err(|e| with_log(files, &log, e))?;
+    let base = files.read(&format!("mem_base_{how}.mem"))?;
+    let during = files
+        .read(&format!("{name}.mem"))
+        .map_err(|e| files.with_log(&log, e))?;
     let (bytes, source, possible) = charged(&base, &during, version)?;
-    let text = read(files, &log)?;
-    let (cpus, formula) = estimated(&text).ok_or_else(|| {
-        with_log(
-            files,
-            &log,
-            "no \"maps sized for\" line in --verbose".into(),
-        )
-    })?;
+    let text = files.read(&log)?;
+    let (cpus, formula) = estimated(&text)
+        .ok_or_else(|| files.with_log(&log, "no \"maps sized for\" line in --verbose".into()))?;
     if cpus != possible {
         return Err(format!(
             "tracer sized the maps for {cpus} CPUs, the VM has {possible} possible"
@@ -254,9 +251,10 @@ pub fn past_capacity(s: &Snapshot, n: u64) -> Verdict {
 /// one's largest sample is exact (a label set that loses its slot goes stale with its
 /// history in the samples already taken, as Prometheus keeps them), and the last scrape
 /// reports no loss of any kind.
-fn serve_max(files: &BTreeMap<String, PathBuf>, name: &str, n: u64, max: u64) -> Verdict {
-    let text = read(files, &format!("{name}.max"))
-        .map_err(|e| with_log(files, &format!("{name}.log"), e))?;
+fn serve_max(files: &Results<'_>, name: &str, n: u64, max: u64) -> Verdict {
+    let text = files
+        .read(&format!("{name}.max"))
+        .map_err(|e| files.with_log(&format!("{name}.log"), e))?;
     let field = |key: &str| -> Option<u64> {
         text.lines()
             .find_map(|l| l.strip_prefix(key)?.trim().parse().ok())
@@ -307,7 +305,7 @@ fn serve_max(files: &BTreeMap<String, PathBuf>, name: &str, n: u64, max: u64) ->
         ));
     }
     // Losses of any kind, from the last scrape (runs of earlier versions have no file).
-    if let Ok(losses) = read(files, &format!("{name}.losses")) {
+    if let Ok(losses) = files.read(&format!("{name}.losses")) {
         let lost: Vec<&str> = losses.lines().filter(|l| !l.trim().is_empty()).collect();
         if !lost.is_empty() {
             return Err(format!("tracer reported losses: {}", lost.join("; ")));
@@ -319,78 +317,97 @@ fn serve_max(files: &BTreeMap<String, PathBuf>, name: &str, n: u64, max: u64) ->
     ))
 }
 
-/// Judge what the guest's scale section sent back (the suite: [`SUITE_CGROUPS`] cgroups).
-pub fn check(
-    files: &BTreeMap<String, PathBuf>,
-    scope: &str,
-    version: (u32, u32),
-    tally: &mut Tally,
-) {
-    check_with(files, scope, version, SUITE_CGROUPS, tally);
-}
-
-/// Judge the scale results of a run whose many-cgroups cases made `n` cgroups.
-pub fn check_with(
-    files: &BTreeMap<String, PathBuf>,
-    scope: &str,
-    version: (u32, u32),
-    n: u64,
-    tally: &mut Tally,
-) {
+/// The scale cases' verdicts on a run whose many-cgroups cases made `n` cgroups: the
+/// maps' memory under each tool and `HIST` past capacity in each mode, and, where the run
+/// made them, the many-cgroups captures and `serve --max-cgroups`.
+pub fn judge(j: &Judge<'_>, n: u64) {
     for (how, method) in MODES {
         for tool in ["capture", "top", "serve"] {
-            tally.record(
-                &format!("{scope} {how}"),
+            let (base, mem, log) = (
+                format!("mem_base_{how}.mem"),
+                format!("mem_{tool}_{how}.mem"),
+                format!("mem_{tool}_{how}.log"),
+            );
+            j.verdict(
+                how,
                 &format!("kernel memory of the maps under `{tool}`: at most {BUDGET_MIB} MiB at the VM's possible CPUs, and as tracer's formula says"),
-                &memory(files, tool, how, version),
+                &[&base, &mem, &log],
+                |r| memory(r, tool, how, j.version()),
             );
         }
         let name = format!("overflow_{how}");
-        tally.record(
-            &format!("{scope} {how}"),
+        let reads = capture_files(&name);
+        j.verdict(
+            how,
             &format!("HIST of {SHRUNK_HIST} entries, {OVERFLOW_CGROUPS} cgroups: totals exact, calls past capacity folded into `other`, nothing lost"),
-            &load_capture(files, &name).and_then(|s| {
-                attached_with_all(&s, method, Probe::VfsRmdir)?;
-                past_capacity(&s, OVERFLOW_CGROUPS)
-            }),
+            &reads.iter().map(String::as_str).collect::<Vec<_>>(),
+            |r| {
+                load_capture(r, &name).and_then(|s| {
+                    attached_with_all(&s, method, Probe::VfsRmdir)?;
+                    past_capacity(&s, OVERFLOW_CGROUPS)
+                })
+            },
         );
         let name = format!("scale_{how}");
-        if files.contains_key(&format!("{name}.rc")) {
-            tally.record(
-                &format!("{scope} {how}"),
+        if j.has(&format!("{name}.rc")) {
+            let mut reads = capture_files(&name);
+            reads.push(format!("{name}.took"));
+            j.verdict(
+                how,
                 &format!("{n} cgroups alive at once: capture counts every cgroup's calls exactly, nothing lost"),
-                &load_capture_file(files, &name).and_then(|s| {
-                    attached_with_all(&s, method, Probe::VfsRmdir)?;
-                    let took = read(files, &format!("{name}.took")).unwrap_or_default();
-                    every_cgroup(&s, n).map(|v| format!("{v} (the run took {})", took.trim()))
-                }),
+                &reads.iter().map(String::as_str).collect::<Vec<_>>(),
+                |r| {
+                    load_capture_file(r, &name).and_then(|s| {
+                        attached_with_all(&s, method, Probe::VfsRmdir)?;
+                        let took = r.read(&format!("{name}.took")).unwrap_or_default();
+                        every_cgroup(&s, n).map(|v| format!("{v} (the run took {})", took.trim()))
+                    })
+                },
             );
         }
     }
-    if files.contains_key("threads.sizes") {
-        tally.record(
-            &format!("{scope} fentry"),
-            "THREADS sized for the online CPUs' free lists besides the threads in flight: no thread state evicted (calls lost only where the kernel skipped a program run)",
-            &threads_fit(files),
-        );
-        tally.record(
-            &format!("{scope} fentry"),
-            "THREADS with room for the threads in flight but not the free lists: live states evicted, each lost call reported once",
-            &threads_shrunk(files),
+    if j.has("scale_serve.log") {
+        j.verdict(
+            "auto",
+            &format!("serve --max-cgroups {SERVE_MAX} over {n} cgroups, scraped every second: at most {SERVE_MAX} by name plus `other`, each probe's sum over label sets exact"),
+            &["scale_serve.max", "scale_serve.log", "scale_serve.losses"],
+            |r| serve_max(r, "scale_serve", n, SERVE_MAX),
         );
     }
-    if files.contains_key("scale_serve.log") {
-        tally.record(
-            &format!("{scope} auto"),
-            &format!("serve --max-cgroups {SERVE_MAX} over {n} cgroups, scraped every second: at most {SERVE_MAX} by name plus `other`, each probe's sum over label sets exact"),
-            &serve_max(files, "scale_serve", n, SERVE_MAX),
+}
+
+/// The result files of the `THREADS` cases.
+const THREADS_READS: [&str; 7] = [
+    "threads.sizes",
+    "threads_fit.rc",
+    "threads_fit.log",
+    "threads_fit.json",
+    "threads_shrunk.rc",
+    "threads_shrunk.log",
+    "threads_shrunk.json",
+];
+
+/// The `THREADS` cases' verdicts, where the run made them (`cargo xtask bench scale`).
+pub fn judge_threads(j: &Judge<'_>) {
+    if j.has("threads.sizes") {
+        j.verdict(
+            "fentry",
+            "THREADS sized for the online CPUs' free lists besides the threads in flight: no thread state evicted (calls lost only where the kernel skipped a program run)",
+            &THREADS_READS,
+            threads_fit,
+        );
+        j.verdict(
+            "fentry",
+            "THREADS with room for the threads in flight but not the free lists: live states evicted, each lost call reported once",
+            &THREADS_READS,
+            threads_shrunk,
         );
     }
 }
 
 /// The `THREADS` cases' sizes from `threads.sizes`: (waiters, online CPUs, fit, shrunk).
-fn threads_sizes(files: &BTreeMap<String, PathBuf>) -> Result<(u64, u64, u64, u64), String> {
-    let text = read(files, "threads.sizes")?;
+fn threads_sizes(files: &Results<'_>) -> Result<(u64, u64, u64, u64), String> {
+    let text = files.read("threads.sizes")?;
     let words: Vec<&str> = text.split_whitespace().collect();
     let field = |key: &str| -> Result<u64, String> {
         words
@@ -438,22 +455,20 @@ struct ThreadsLosses {
 /// and each call of `rmdir(2)` and `vfs_rmdir` (the waiters' and the victim's) is accounted
 /// for once.
 fn threads_case(
-    files: &BTreeMap<String, PathBuf>,
+    files: &Results<'_>,
     name: &str,
     entries: u64,
     made: u64,
 ) -> Result<ThreadsLosses, String> {
-    let log = read(files, &format!("{name}.log"))?;
+    let log = files.read(&format!("{name}.log"))?;
     if !log.contains(&format!("map THREADS holds {entries} entries")) {
-        return Err(with_log(
-            files,
+        return Err(files.with_log(
             &format!("{name}.log"),
             format!("tracer does not say THREADS holds {entries} entries"),
         ));
     }
     if !log.lines().any(|l| l.trim() == "left 0") {
-        return Err(with_log(
-            files,
+        return Err(files.with_log(
             &format!("{name}.log"),
             "the workload left directories behind".into(),
         ));
@@ -501,10 +516,7 @@ fn threads_case(
 
 /// One `THREADS` case judged (`fit`: sized as tracer sizes it, else shrunk): what it lost,
 /// and what it was, for the verdicts.
-fn threads_run(
-    files: &BTreeMap<String, PathBuf>,
-    fit: bool,
-) -> Result<(ThreadsLosses, String, u64), String> {
+fn threads_run(files: &Results<'_>, fit: bool) -> Result<(ThreadsLosses, String, u64), String> {
     let (n, online, fit_entries, shrunk_entries) = threads_sizes(files)?;
     let (name, entries) = if fit {
         ("threads_fit", fit_entries)
@@ -523,7 +535,7 @@ fn threads_run(
 /// the kernel skipped), sized as tracer sizes it and shrunk, and the calls each made:
 /// `None` when the run had no such cases or they could not be judged.
 #[must_use]
-pub fn threads_losses(files: &BTreeMap<String, PathBuf>) -> Option<(u64, u64, u64)> {
+pub fn threads_losses(files: &Results<'_>) -> Option<(u64, u64, u64)> {
     let (fit, _, made) = threads_run(files, true).ok()?;
     let (shrunk, _, _) = threads_run(files, false).ok()?;
     let evicted = |l: ThreadsLosses| l.calls.saturating_sub(l.skipped);
@@ -534,7 +546,7 @@ pub fn threads_losses(files: &BTreeMap<String, PathBuf>) -> Option<(u64, u64, u6
 /// the threads with calls in flight): no state evicted. Every call is recorded but those
 /// whose program run the kernel skipped (7.3 skipped runs of its syscall tracepoints'
 /// programs while tracer used them under fentry), which are lost and reported.
-pub fn threads_fit(files: &BTreeMap<String, PathBuf>) -> Verdict {
+pub fn threads_fit(files: &Results<'_>) -> Verdict {
     let (l, what, _) = threads_run(files, true)?;
     if l.calls > l.skipped || l.other > 0 {
         return Err(what);
@@ -545,7 +557,7 @@ pub fn threads_fit(files: &BTreeMap<String, PathBuf>) -> Verdict {
 /// `THREADS` with room for the threads in flight but not for the CPUs' free lists: the LRU
 /// evicts live states to refill a CPU's list (calls lost beyond the runs the kernel
 /// skipped), and every call so lost is reported, once.
-pub fn threads_shrunk(files: &BTreeMap<String, PathBuf>) -> Verdict {
+pub fn threads_shrunk(files: &Results<'_>) -> Verdict {
     let (l, what, _) = threads_run(files, false)?;
     if l.calls <= l.skipped {
         return Err(format!("no state evicted: {what}"));
@@ -556,15 +568,15 @@ pub fn threads_shrunk(files: &BTreeMap<String, PathBuf>) -> Verdict {
 /// The largest kernel memory of the maps over the tools, per attach mode: (MiB, possible
 /// CPUs).
 #[must_use]
-pub fn memory_figures(files: &BTreeMap<String, PathBuf>, version: (u32, u32)) -> Vec<(f64, u32)> {
+pub fn memory_figures(files: &Results<'_>, version: (u32, u32)) -> Vec<(f64, u32)> {
     let mut out = Vec::new();
     for (how, _) in MODES {
-        let Ok(base) = read(files, &format!("mem_base_{how}.mem")) else {
+        let Ok(base) = files.read(&format!("mem_base_{how}.mem")) else {
             continue;
         };
         let worst = ["capture", "top", "serve"]
             .iter()
-            .filter_map(|tool| read(files, &format!("mem_{tool}_{how}.mem")).ok())
+            .filter_map(|tool| files.read(&format!("mem_{tool}_{how}.mem")).ok())
             .filter_map(|during| charged(&base, &during, version).ok())
             .max_by_key(|(b, _, _)| *b);
         if let Some((b, _, cpus)) = worst {
@@ -577,7 +589,7 @@ pub fn memory_figures(files: &BTreeMap<String, PathBuf>, version: (u32, u32)) ->
 /// The workload's calls the many-cgroups captures counted in the workload's cgroups, both
 /// modes together.
 #[must_use]
-pub fn counted(files: &BTreeMap<String, PathBuf>, n: u64) -> u64 {
+pub fn counted(files: &Results<'_>, n: u64) -> u64 {
     MODES
         .iter()
         .filter_map(|(how, _)| load_capture_file(files, &format!("scale_{how}")).ok())
@@ -601,7 +613,7 @@ pub fn counted(files: &BTreeMap<String, PathBuf>, n: u64) -> u64 {
 /// probes of the three (fentry cannot attach Debian 5.10's `vfs_rmdir`, a compiler clone);
 /// a capture that is missing counts all three, so that it shows as calls not counted.
 #[must_use]
-pub fn made(files: &BTreeMap<String, PathBuf>, n: u64) -> u64 {
+pub fn made(files: &Results<'_>, n: u64) -> u64 {
     MODES
         .iter()
         .map(|(how, method)| {
@@ -621,7 +633,7 @@ pub fn made(files: &BTreeMap<String, PathBuf>, n: u64) -> u64 {
 
 /// Losses of any kind in the many-cgroups captures, and calls folded there.
 #[must_use]
-pub fn drops(files: &BTreeMap<String, PathBuf>) -> u64 {
+pub fn drops(files: &Results<'_>) -> u64 {
     MODES
         .iter()
         .filter_map(|(how, _)| load_capture_file(files, &format!("scale_{how}")).ok())

@@ -140,10 +140,6 @@ pub(crate) fn percentile(sorted: &[Duration], q: f64) -> f64 {
 ///
 /// # Errors
 /// When the server cannot be started or never serves the load.
-#[expect(
-    clippy::too_many_lines,
-    reason = "one load, its hostile clients, its report"
-)]
 pub fn run(tracer: &Path, args: &ServeArgs) -> anyhow::Result<std::process::ExitCode> {
     raise_fd_limit();
     let port = std::net::TcpListener::bind("127.0.0.1:0")?
@@ -166,151 +162,20 @@ pub fn run(tracer: &Path, args: &ServeArgs) -> anyhow::Result<std::process::Exit
         .with_context(|| format!("starting {} serve", tracer.display()))?;
     let server = Server(child);
     let pid = server.0.id();
-
-    // Wait for the load to fill: every cgroup on every probe.
-    let start = Instant::now();
-    let (histograms, samples, native_series, bytes, zipped) = loop {
-        if let Ok((_, body)) = scrape(addr) {
-            let mut text = String::new();
-            flate2::read::GzDecoder::new(&body[..])
-                .read_to_string(&mut text)
-                .context("unzipping a scrape")?;
-            let n = text
-                .lines()
-                .filter(|l| l.starts_with("tracer_latency_seconds_count{"))
-                .count();
-            // Nearly every cgroup by name (a removed one holds its slot for the hold, 1 s,
-            // as the 10 a second replaced do); under churn the newest have not called every
-            // probe yet (a label set has the series of the calls filed under it since it
-            // came).
-            let tracked = text
-                .lines()
-                .find_map(|l| l.strip_prefix("tracer_cgroups_tracked "))
-                .and_then(|n| n.parse::<usize>().ok())
-                .is_some_and(|n| n >= CGROUPS * 95 / 100);
-            if tracked && n >= CGROUPS * 10 * 99 / 100 && text.ends_with("# EOF\n") {
-                // Every sample is a series to a Prometheus without native histograms; with
-                // them, a histogram's buckets, sum and count are one native series.
-                let samples = text.lines().filter(|l| !l.starts_with('#')).count();
-                let latency = text
-                    .lines()
-                    .filter(|l| l.starts_with("tracer_latency_seconds_"))
-                    .count();
-                break (n, samples, samples - latency + n, text.len(), body.len());
-            }
-        }
-        if start.elapsed() > Duration::from_mins(1) {
-            bail!("tracer serve never exported {CGROUPS} cgroups x 10 probes (99% of them)");
-        }
-        thread::sleep(Duration::from_millis(500));
-    };
+    let load = Load::wait_for(addr)?;
     println!(
-        "serve: tracer serve --synthetic {CGROUPS} --max-cgroups {CGROUPS} --hold 1s: {histograms} latency histograms; a scrape is {bytes} bytes, {zipped} gzipped; {samples} series (classic), {native_series} with native histograms"
+        "serve: tracer serve --synthetic {CGROUPS} --max-cgroups {CGROUPS} --hold 1s: {} latency histograms; a scrape is {} bytes, {} gzipped; {} series (classic), {} with native histograms",
+        load.histograms, load.bytes, load.zipped, load.samples, load.native_series
     );
-
-    let stop = Arc::new(AtomicBool::new(false));
-    let slow_cut = Arc::new(AtomicU64::new(0));
-    let big_refused = Arc::new(AtomicU64::new(0));
-    let idle_reopened = Arc::new(AtomicU64::new(0));
-    let mut hostile = Vec::new();
-    // Slow drip: a header byte a second; count the server cutting it off.
-    for _ in 0..10 {
-        let (stop, cut) = (stop.clone(), slow_cut.clone());
-        hostile.push(thread::spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
-                let Ok(mut s) = TcpStream::connect(addr) else {
-                    thread::sleep(Duration::from_millis(100));
-                    continue;
-                };
-                let _ = s.write_all(b"GET /metrics HTTP/1.1\r\n");
-                while !stop.load(Ordering::Relaxed) {
-                    thread::sleep(Duration::from_secs(1));
-                    if s.write_all(b"X").is_err() {
-                        cut.fetch_add(1, Ordering::Relaxed);
-                        break;
-                    }
-                }
-            }
-        }));
-    }
-    // Oversized headers: 64 KiB of one header, again and again.
-    {
-        let (stop, refused) = (stop.clone(), big_refused.clone());
-        hostile.push(thread::spawn(move || {
-            let mut req = b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: ".to_vec();
-            req.extend(std::iter::repeat_n(b'a', 64 * 1024));
-            req.extend(b"\r\n\r\n");
-            while !stop.load(Ordering::Relaxed) {
-                if let Ok(mut s) = TcpStream::connect(addr) {
-                    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-                    let _ = s.write_all(&req);
-                    let mut answer = [0u8; 12];
-                    if s.read_exact(&mut answer).is_ok() && answer.starts_with(b"HTTP/1.1 431") {
-                        refused.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-                thread::sleep(Duration::from_millis(50));
-            }
-        }));
-    }
-    // 1,000 idle connections, reopened as the server closes them.
-    {
-        let (stop, reopened) = (stop.clone(), idle_reopened.clone());
-        hostile.push(thread::spawn(move || {
-            let mut conns: Vec<Option<TcpStream>> = (0..IDLE).map(|_| None).collect();
-            while !stop.load(Ordering::Relaxed) {
-                for c in &mut conns {
-                    // Open and silent: a read would block. Closed (or answered): not.
-                    let alive = c.as_mut().is_some_and(|s| {
-                        let mut b = [0u8; 1];
-                        matches!(s.read(&mut b), Err(ref e) if e.kind() == std::io::ErrorKind::WouldBlock)
-                    });
-                    if !alive {
-                        if c.is_some() {
-                            reopened.fetch_add(1, Ordering::Relaxed);
-                        }
-                        *c = TcpStream::connect(addr)
-                            .ok()
-                            .filter(|s| s.set_nonblocking(true).is_ok());
-                    }
-                }
-                thread::sleep(Duration::from_millis(200));
-            }
-        }));
-    }
+    let hostile = Hostile::start(addr);
     thread::sleep(Duration::from_secs(1));
 
     let cpu_before = cpu_seconds(pid)?;
     let wall = Instant::now();
-    let deadline = wall + Duration::from_secs(args.seconds);
-    let scrapers: Vec<_> = (0..SCRAPERS)
-        .map(|_| {
-            thread::spawn(move || {
-                let mut times = Vec::new();
-                let mut errors = Vec::new();
-                while Instant::now() < deadline {
-                    match scrape(addr) {
-                        Ok((t, _)) => times.push(t),
-                        Err(e) => errors.push(e),
-                    }
-                }
-                (times, errors)
-            })
-        })
-        .collect();
-    let mut times = Vec::new();
-    let mut errors = Vec::new();
-    for s in scrapers {
-        let (t, e) = s.join().unwrap_or_default();
-        times.extend(t);
-        errors.extend(e);
-    }
+    let (mut times, errors) = scrape_for(addr, wall + Duration::from_secs(args.seconds));
     let elapsed = wall.elapsed().as_secs_f64();
     let cpu = (cpu_seconds(pid)? - cpu_before) / elapsed * 100.0;
-    stop.store(true, Ordering::Relaxed);
-    for h in hostile {
-        let _ = h.join();
-    }
+    let hostile = hostile.stop();
     drop(server);
 
     times.sort();
@@ -323,9 +188,7 @@ pub fn run(tracer: &Path, args: &ServeArgs) -> anyhow::Result<std::process::Exit
     );
     println!(
         "serve: hostile clients: {} slow drips cut off, {} oversized requests refused (431), {} idle connections closed by the server and reopened",
-        slow_cut.load(Ordering::Relaxed),
-        big_refused.load(Ordering::Relaxed),
-        idle_reopened.load(Ordering::Relaxed)
+        hostile[0], hostile[1], hostile[2]
     );
     let mut kinds: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
     for e in &errors {
@@ -348,8 +211,187 @@ pub fn run(tracer: &Path, args: &ServeArgs) -> anyhow::Result<std::process::Exit
         }
     );
     println!(
-        "serve: p99 {p99:.1} ms, p50 {p50:.1} ms, errors {}, cpu {cpu:.0}%, series {samples}",
-        errors.len()
+        "serve: p99 {p99:.1} ms, p50 {p50:.1} ms, errors {}, cpu {cpu:.0}%, series {}",
+        errors.len(),
+        load.samples
     );
     Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// What a scrape of the full load holds.
+struct Load {
+    /// Latency histograms.
+    histograms: usize,
+    /// Series to a Prometheus without native histograms (every sample).
+    samples: usize,
+    /// Series to one with them (a histogram's buckets, sum and count are one).
+    native_series: usize,
+    bytes: usize,
+    zipped: usize,
+}
+
+impl Load {
+    /// Wait for the load to fill: every cgroup on every probe.
+    fn wait_for(addr: SocketAddr) -> anyhow::Result<Load> {
+        let start = Instant::now();
+        loop {
+            if let Ok((_, body)) = scrape(addr) {
+                let mut text = String::new();
+                flate2::read::GzDecoder::new(&body[..])
+                    .read_to_string(&mut text)
+                    .context("unzipping a scrape")?;
+                let n = text
+                    .lines()
+                    .filter(|l| l.starts_with("tracer_latency_seconds_count{"))
+                    .count();
+                // Nearly every cgroup by name (a removed one holds its slot for the hold,
+                // 1 s, as the 10 a second replaced do); under churn the newest have not
+                // called every probe yet (a label set has the series of the calls filed
+                // under it since it came).
+                let tracked = text
+                    .lines()
+                    .find_map(|l| l.strip_prefix("tracer_cgroups_tracked "))
+                    .and_then(|n| n.parse::<usize>().ok())
+                    .is_some_and(|n| n >= CGROUPS * 95 / 100);
+                if tracked && n >= CGROUPS * 10 * 99 / 100 && text.ends_with("# EOF\n") {
+                    let samples = text.lines().filter(|l| !l.starts_with('#')).count();
+                    let latency = text
+                        .lines()
+                        .filter(|l| l.starts_with("tracer_latency_seconds_"))
+                        .count();
+                    return Ok(Load {
+                        histograms: n,
+                        samples,
+                        native_series: samples - latency + n,
+                        bytes: text.len(),
+                        zipped: body.len(),
+                    });
+                }
+            }
+            if start.elapsed() > Duration::from_mins(1) {
+                bail!("tracer serve never exported {CGROUPS} cgroups x 10 probes (99% of them)");
+            }
+            thread::sleep(Duration::from_millis(500));
+        }
+    }
+}
+
+/// The hostile clients, pushing at the server until stopped: slow drips, oversized
+/// headers, idle connections.
+struct Hostile {
+    stop: Arc<AtomicBool>,
+    /// Slow drips the server cut off, oversized requests it refused (431), idle
+    /// connections it closed (and that were opened again).
+    counts: [Arc<AtomicU64>; 3],
+    threads: Vec<thread::JoinHandle<()>>,
+}
+
+impl Hostile {
+    fn start(addr: SocketAddr) -> Hostile {
+        let stop = Arc::new(AtomicBool::new(false));
+        let counts: [Arc<AtomicU64>; 3] = std::array::from_fn(|_| Arc::new(AtomicU64::new(0)));
+        let mut threads = Vec::new();
+        // Slow drip: a header byte a second; count the server cutting it off.
+        for _ in 0..10 {
+            let (stop, cut) = (stop.clone(), counts[0].clone());
+            threads.push(thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let Ok(mut s) = TcpStream::connect(addr) else {
+                        thread::sleep(Duration::from_millis(100));
+                        continue;
+                    };
+                    let _ = s.write_all(b"GET /metrics HTTP/1.1\r\n");
+                    while !stop.load(Ordering::Relaxed) {
+                        thread::sleep(Duration::from_secs(1));
+                        if s.write_all(b"X").is_err() {
+                            cut.fetch_add(1, Ordering::Relaxed);
+                            break;
+                        }
+                    }
+                }
+            }));
+        }
+        // Oversized headers: 64 KiB of one header, again and again.
+        let (stop_big, refused) = (stop.clone(), counts[1].clone());
+        threads.push(thread::spawn(move || {
+            let mut req = b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: ".to_vec();
+            req.extend(std::iter::repeat_n(b'a', 64 * 1024));
+            req.extend(b"\r\n\r\n");
+            while !stop_big.load(Ordering::Relaxed) {
+                if let Ok(mut s) = TcpStream::connect(addr) {
+                    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+                    let _ = s.write_all(&req);
+                    let mut answer = [0u8; 12];
+                    if s.read_exact(&mut answer).is_ok() && answer.starts_with(b"HTTP/1.1 431") {
+                        refused.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                thread::sleep(Duration::from_millis(50));
+            }
+        }));
+        // 1,000 idle connections, reopened as the server closes them.
+        let (stop_idle, reopened) = (stop.clone(), counts[2].clone());
+        threads.push(thread::spawn(move || {
+            let mut conns: Vec<Option<TcpStream>> = (0..IDLE).map(|_| None).collect();
+            while !stop_idle.load(Ordering::Relaxed) {
+                for c in &mut conns {
+                    // Open and silent: a read would block. Closed (or answered): not.
+                    let alive = c.as_mut().is_some_and(|s| {
+                        let mut b = [0u8; 1];
+                        matches!(s.read(&mut b), Err(ref e) if e.kind() == std::io::ErrorKind::WouldBlock)
+                    });
+                    if !alive {
+                        if c.is_some() {
+                            reopened.fetch_add(1, Ordering::Relaxed);
+                        }
+                        *c = TcpStream::connect(addr)
+                            .ok()
+                            .filter(|s| s.set_nonblocking(true).is_ok());
+                    }
+                }
+                thread::sleep(Duration::from_millis(200));
+            }
+        }));
+        Hostile {
+            stop,
+            counts,
+            threads,
+        }
+    }
+
+    /// Stop them: what each kind saw.
+    fn stop(self) -> [u64; 3] {
+        self.stop.store(true, Ordering::Relaxed);
+        for h in self.threads {
+            let _ = h.join();
+        }
+        self.counts.map(|c| c.load(Ordering::Relaxed))
+    }
+}
+
+/// [`SCRAPERS`] scrapers at once until `deadline`: each scrape's time, each failure.
+fn scrape_for(addr: SocketAddr, deadline: Instant) -> (Vec<Duration>, Vec<String>) {
+    let scrapers: Vec<_> = (0..SCRAPERS)
+        .map(|_| {
+            thread::spawn(move || {
+                let mut times = Vec::new();
+                let mut errors = Vec::new();
+                while Instant::now() < deadline {
+                    match scrape(addr) {
+                        Ok((t, _)) => times.push(t),
+                        Err(e) => errors.push(e),
+                    }
+                }
+                (times, errors)
+            })
+        })
+        .collect();
+    let mut times = Vec::new();
+    let mut errors = Vec::new();
+    for s in scrapers {
+        let (t, e) = s.join().unwrap_or_default();
+        times.extend(t);
+        errors.extend(e);
+    }
+    (times, errors)
 }

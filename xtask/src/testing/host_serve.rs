@@ -270,10 +270,6 @@ const UMOUNT_ARGS: [&str; 5] = [
 const DENTRY_ARGS: [&str; 3] = ["negative-dentry-rmdir", "--set", "negatives=20000"];
 
 /// The host cases of `tracer serve`, against the tracer binary at `tracer`.
-#[expect(
-    clippy::too_many_lines,
-    reason = "the host cases in the order they run, each a call and its verdict"
-)]
 pub fn host_cases(tracer: &Path, tally: &mut Tally) {
     let model = |name, args: &[&str]| {
         let mut source = vec!["--model"];
@@ -312,10 +308,41 @@ pub fn host_cases(tracer: &Path, tally: &mut Tally) {
     // First a Prometheus with native histograms on (it gets the protobuf format and keeps
     // only the native buckets), then one without (the classic buckets): every check and
     // every dashboard expression against both.
-    match start_prometheus(&up, true) {
+    with_native_histograms(&up, &checks, tally);
+    let prometheus = match start_prometheus(&up, false) {
+        Ok(p) => p,
+        Err(e) => {
+            tally.record(SCOPE, "Prometheus scrapes tracer serve", &Err(e));
+            return;
+        }
+    };
+    with_classic_buckets(&prometheus, &checks, &dentries, tally);
+    if let Some(Ok(t)) = live
+        .iter()
+        .find(|t| t.as_ref().is_ok_and(|t| t.name == CHURN_NAME))
+    {
+        // The classic Prometheus started after the native one's checks: give it
+        // CHURN_SECONDS of scrapes (the source has churned for longer: removed cgroups
+        // leave after their grace period within the range).
+        sleep(Duration::from_secs(CHURN_SECONDS));
+        tally.record(
+            SCOPE,
+            "under churn (evictions, removals past the grace period) no counter sample ever decreases",
+            &never_decreases(&prometheus, &t.addr),
+        );
+    }
+}
+
+/// A replay and the probe whose calls its scenario fixes, with their number.
+type Fixed<'a> = [(&'a Replay, Probe, u64); 2];
+
+/// The replays' checks and every dashboard expression against a Prometheus with native
+/// histograms on.
+fn with_native_histograms(up: &[&Target], checks: &Fixed<'_>, tally: &mut Tally) {
+    match start_prometheus(up, true) {
         Ok(native) => {
             for (replayed, probe, fixed) in checks {
-                replay_checks(&native, replayed, probe, fixed, true, tally);
+                replay_checks(&native, replayed, *probe, *fixed, true, tally);
             }
             sleep(Duration::from_secs(3));
             tally.record(
@@ -330,15 +357,18 @@ pub fn host_cases(tracer: &Path, tally: &mut Tally) {
             &Err(e),
         ),
     }
-    let prometheus = match start_prometheus(&up, false) {
-        Ok(p) => p,
-        Err(e) => {
-            tally.record(SCOPE, "Prometheus scrapes tracer serve", &Err(e));
-            return;
-        }
-    };
+}
+
+/// The replays' checks, the negative dentries, the replayed cgroups' names and every
+/// dashboard expression against a Prometheus of classic buckets.
+fn with_classic_buckets(
+    prometheus: &Prometheus,
+    checks: &Fixed<'_>,
+    dentries: &Replay,
+    tally: &mut Tally,
+) {
     for (replayed, probe, fixed) in checks {
-        replay_checks(&prometheus, replayed, probe, fixed, false, tally);
+        replay_checks(prometheus, replayed, *probe, *fixed, false, tally);
     }
     let negatives = dentries.target.as_ref().map(|t| {
         format!(
@@ -377,22 +407,8 @@ pub fn host_cases(tracer: &Path, tally: &mut Tally) {
     tally.record(
         SCOPE,
         "every dashboard and latency recording-rule expression returns a series in Prometheus",
-        &dashboards(&prometheus),
+        &dashboards(prometheus),
     );
-    if let Some(Ok(t)) = live
-        .iter()
-        .find(|t| t.as_ref().is_ok_and(|t| t.name == CHURN_NAME))
-    {
-        // The classic Prometheus started after the native one's checks: give it
-        // CHURN_SECONDS of scrapes (the source has churned for longer: removed cgroups
-        // leave after their grace period within the range).
-        sleep(Duration::from_secs(CHURN_SECONDS));
-        tally.record(
-            SCOPE,
-            "under churn (evictions, removals past the grace period) no counter sample ever decreases",
-            &never_decreases(&prometheus, &t.addr),
-        );
-    }
 }
 
 const CHURN_NAME: &str = "synthetic with churn";

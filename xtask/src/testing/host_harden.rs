@@ -23,7 +23,7 @@ use std::{
 };
 
 use super::{harness::Tally, prometheus::free_port};
-use crate::bench::serve as bench_serve;
+use crate::bench::serve_load as bench_serve;
 
 const SCOPE: &str = "host harden";
 /// Idle connections held open at once.

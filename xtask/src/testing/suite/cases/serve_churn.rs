@@ -1,20 +1,82 @@
 //! `tracer serve` under cgroup churn in the VM (6.12 and 7.3, default attach): two slots,
 //! `--hold 3s`, and phases of mkdir+rmdir in cgroups of their own that make the slots
-//! change hands (the guest half is the churn section of `vm/suite.sh`), scraped every
-//! second by the Prometheus on this host that scrapes the live serve case too. Judged from
-//! the raw samples of this tracer's scrapes: no counter sample decreases, and each label
-//! set's calls (last minus first, plus first for a series born in the run) are what the
-//! phases fix, their sum the kernel's own count of the run's calls.
+//! change hands, scraped every second by the Prometheus on this host that scrapes the live
+//! serve case too. Judged from the raw samples of this tracer's scrapes: no counter sample
+//! decreases, and each label set's calls (last minus first, plus first for a series born in
+//! the run) are what the phases fix, their sum the kernel's own count of the run's calls.
 
-use std::{
-    collections::{BTreeMap, BTreeSet},
-    path::PathBuf,
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::testing::{
+    harness::Verdict,
+    prometheus::{Prometheus, TimedSeries, counted, counter_faults},
+    suite::{
+        capture::parse_reference,
+        case::{On, VmCase},
+        results::Results,
+    },
 };
 
-use super::results::parse_reference;
-use crate::testing::{
-    harness::{Tally, Verdict, read, with_log},
-    prometheus::{Prometheus, TimedSeries, counted, counter_faults},
+/// The result files of the churn run.
+const READS: [&str; 5] = ["sch.start", "sch.ref", "sch.phases", "sch.log", "net.log"];
+
+/// Phases of churn under `serve --max-cgroups 2 --hold 3s`.
+pub const SERVE_CHURN: VmCase = VmCase {
+    heading: "serve under cgroup churn: --max-cgroups 2 --hold 3s --probes vfs_rmdir,rmdir, evictions, removals past the hold, a path made again",
+    on: On::Only(&[(6, 12), (7, 3)]),
+    workload: r#"
+# tracer serve under cgroup churn, scraped every second by the host's Prometheus (6.12
+# and 7.3: the newest kernels, default attach). Two slots and a hold of 3 s; each phase
+# starts 6 s (two holds) after the last, so which cgroup holds which slot is fixed, as
+# `PHASES` below says: /sch_a, /sch_b and /sch_c take turns (the third of the first phase
+# finds both slots held, so `other`), /sch_b is removed and made again twice, and each
+# cgroup removal is a vfs_rmdir of this shell's, in /.
+# The network is up if the live views' serve brought it up (6.12), else brought up here.
+if ip addr show dev eth0 2> /dev/null | grep -q 10.0.2.15 || net-up > /tmp/net.log 2>&1; then
+    mkdir -p /tmp/sch /sys/fs/cgroup/sch_a /sys/fs/cgroup/sch_b /sys/fs/cgroup/sch_c
+    # vfs_rmdir and rmdir(2) alone: a call of any probe makes its cgroup busy, and the
+    # root's kernel threads call others (grace-period waits, d_delete) when no phase says.
+    tracer serve --listen 0.0.0.0:29110 --interval 1s --max-cgroups 2 --hold 3s --probes vfs_rmdir,rmdir > /tmp/sch.log 2>&1 &
+    srv=$!
+    i=0
+    # Up, and with its first refresh out: what tells this tracer's samples from the
+    # other serve's on the host.
+    while [ $i -lt 1200 ] && ! { wget -q -O /tmp/sch.first http://127.0.0.1:29110/metrics &&
+        sed -n 's/^process_start_time_seconds //p' /tmp/sch.first | grep . > /tmp/sch.start; } 2> /dev/null; do
+        sleep 0.1; i=$((i+1))
+    done
+    # The kernel's own count, from after Prometheus' first scrapes of this tracer (no
+    # rmdir in between) to after its last calls were scraped.
+    sleep 3
+    echo 'p:ref_vfs_rmdir vfs_rmdir' >> $tracing/kprobe_events
+    echo 1 > $tracing/events/kprobes/enable
+    # Each phase's guest uptime in the log, for when one took longer than the hold.
+    sch_at() { echo "phase $1 at $(cut -d' ' -f1 /proc/uptime) s"; }
+    {
+        sch_at 1 && sh /tmp/half.sh sch_a sch 11 && sh /tmp/half.sh sch_b sch 12 && sh /tmp/half.sh sch_c sch 13 &&
+        sch_at 1-end && sleep 6 && sch_at 2 && sh /tmp/half.sh sch_c sch 14 &&
+        sleep 6 && sch_at 3 && rmdir /sys/fs/cgroup/sch_b &&
+        sleep 6 && sch_at 4 && mkdir /sys/fs/cgroup/sch_b && sh /tmp/half.sh sch_b sch 15 &&
+        sleep 6 && sch_at 5 && rmdir /sys/fs/cgroup/sch_b &&
+        sleep 6 && sch_at 6 && mkdir /sys/fs/cgroup/sch_b && sh /tmp/half.sh sch_b sch 16 &&
+        sch_at 6-end
+    } > /tmp/sch.phases 2>&1
+    echo "exit $?" >> /tmp/sch.phases
+    # Two refreshes for the last calls to reach /metrics, then scrapes.
+    sleep 4
+    echo 0 > $tracing/events/kprobes/enable
+    sed -n 's/^ *ref_\([^ ]*\) *\([0-9]*\) .*/\1 \2/p' $tracing/kprobe_profile > /tmp/sch.ref
+    echo > $tracing/kprobe_events
+    kill $srv
+    wait $srv
+    echo "exit $?" >> /tmp/sch.log
+    rmdir /sys/fs/cgroup/sch_a /sys/fs/cgroup/sch_b /sys/fs/cgroup/sch_c
+    for f in sch.start sch.ref sch.phases sch.log; do emit $f /tmp/$f; done
+else
+    emit net.log /tmp/net.log
+fi
+"#,
+    judge,
 };
 
 /// One phase of the guest's churn section: its `vfs_rmdir` calls and the label set the
@@ -91,9 +153,9 @@ impl Run {
     /// Find the scrapes of this case's tracer among the host Prometheus' (the live serve
     /// case's tracer listened on the same port): those whose `process_start_time_seconds`
     /// is the one the guest read from it.
-    fn find(files: &BTreeMap<String, PathBuf>, prometheus: &Prometheus) -> Result<Run, String> {
+    fn find(files: &Results<'_>, prometheus: &Prometheus) -> Result<Run, String> {
         ran(files)?;
-        let text = read(files, "sch.start")?;
+        let text = files.read("sch.start")?;
         let start: f64 = text
             .trim()
             .parse()
@@ -182,19 +244,16 @@ fn unix_ms(at: f64) -> u64 {
 }
 
 /// The guest ran every phase, and its tracer stopped cleanly.
-fn ran(files: &BTreeMap<String, PathBuf>) -> Result<(), String> {
-    let phases = read(files, "sch.phases")
-        .map_err(|e| with_log(files, "sch.log", with_log(files, "net.log", e)))?;
+fn ran(files: &Results<'_>) -> Result<(), String> {
+    let phases = files
+        .read("sch.phases")
+        .map_err(|e| files.with_log("sch.log", files.with_log("net.log", e)))?;
     if phases.lines().last() != Some("exit 0") {
         return Err(format!("the phases failed:\n{}", phases.trim()));
     }
-    let log = read(files, "sch.log")?;
+    let log = files.read("sch.log")?;
     if log.lines().last() != Some("exit 0") {
-        return Err(with_log(
-            files,
-            "sch.log",
-            "tracer serve did not exit 0".into(),
-        ));
+        return Err(files.with_log("sch.log", "tracer serve did not exit 0".into()));
     }
     Ok(())
 }
@@ -205,15 +264,15 @@ fn phase_calls() -> u64 {
 }
 
 /// The kernel's kprobe events on `vfs_rmdir` over the run.
-fn kernel_hits(files: &BTreeMap<String, PathBuf>) -> Result<u64, String> {
-    let hits = parse_reference(&read(files, "sch.ref")?);
+fn kernel_hits(files: &Results<'_>) -> Result<u64, String> {
+    let hits = parse_reference(&files.read("sch.ref")?);
     hits.get("vfs_rmdir")
         .copied()
         .ok_or_else(|| "no kprobe event on vfs_rmdir".into())
 }
 
 /// The kernel's own count is the phases'.
-fn reference(files: &BTreeMap<String, PathBuf>) -> Verdict {
+fn reference(files: &Results<'_>) -> Verdict {
     ran(files)?;
     let (hits, want) = (kernel_hits(files)?, phase_calls());
     if hits == want {
@@ -274,10 +333,7 @@ fn vfs_rmdir_by_label(
 }
 
 /// The sum over label sets is the kernel's own count.
-fn sum(
-    files: &BTreeMap<String, PathBuf>,
-    labels: &BTreeMap<String, (f64, BTreeSet<u64>)>,
-) -> Verdict {
+fn sum(files: &Results<'_>, labels: &BTreeMap<String, (f64, BTreeSet<u64>)>) -> Verdict {
     let hits = kernel_hits(files)?;
     let total: f64 = labels.values().map(|(n, _)| n).sum();
     let each: Vec<String> = labels
@@ -353,34 +409,26 @@ fn comings(run: &Run, labels: &BTreeMap<String, (f64, BTreeSet<u64>)>) -> Verdic
     }
 }
 
-/// Judge what the guest's churn section sent back (on 6.12 and 7.3 only).
-pub fn check(
-    files: &BTreeMap<String, PathBuf>,
-    prometheus: Option<&Prometheus>,
-    scope: &str,
-    version: (u32, u32),
-    tally: &mut Tally,
-) {
-    if !matches!(version, (6, 12) | (7, 3)) {
-        return;
-    }
-    let scope = format!("{scope} auto");
+/// The churn run's verdicts.
+fn judge(j: &crate::testing::suite::case::Judge<'_>) {
+    let files = j.files(&READS);
     let what = "serve --max-cgroups 2 --hold 3s --probes vfs_rmdir,rmdir under cgroup churn";
     let calls: Vec<String> = PHASES.iter().map(|p| p.calls.to_string()).collect();
-    tally.record(
-        &scope,
+    j.record(
+        "auto",
         &format!(
             "{what}: kprobe events count the phases' {} vfs_rmdir calls ({})",
             phase_calls(),
             calls.join(" + ")
         ),
-        &reference(files),
+        &reference(&files),
     );
-    let run = prometheus
+    let run = j
+        .prometheus()
         .ok_or_else(|| "no Prometheus was started".to_owned())
-        .and_then(|p| Run::find(files, p).map(|r| (p, r)));
-    tally.record(
-        &scope,
+        .and_then(|p| Run::find(&files, p).map(|r| (p, r)));
+    j.record(
+        "auto",
         &format!("{what}: Prometheus scraped it every second; no raw sample of any counter decreases (evictions, removals past the hold, a path made again)"),
         &run.as_ref()
             .map_err(Clone::clone)
@@ -390,18 +438,18 @@ pub fn check(
         .as_ref()
         .map_err(Clone::clone)
         .and_then(|(p, r)| vfs_rmdir_by_label(r, p));
-    tally.record(
-        &scope,
+    j.record(
+        "auto",
         &format!("{what}: vfs_rmdir summed over label sets (raw samples: last - first, + first for a series born in the run) = the kernel's kprobe event hits"),
-        &labels.as_ref().map_err(Clone::clone).and_then(|l| sum(files, l)),
+        &labels.as_ref().map_err(Clone::clone).and_then(|l| sum(&files, l)),
     );
     for (label, phases) in expected() {
         let parts: Vec<String> = phases
             .iter()
             .map(|p| format!("{}: {}", p.calls, p.why))
             .collect();
-        tally.record(
-            &scope,
+        j.record(
+            "auto",
             &format!(
                 "{what}: label set cgroup=\"{label}\" counts its vfs_rmdir calls ({})",
                 parts.join("; ")
@@ -412,8 +460,8 @@ pub fn check(
                 .and_then(|l| label_counts(l, label, &phases)),
         );
     }
-    tally.record(
-        &scope,
+    j.record(
+        "auto",
         &format!(
             "{what}: a label set leaves the scrape when its slot goes and comes back with its path"
         ),

@@ -1,0 +1,123 @@
+//! 300 tmpfs unmounted in one command: the grace-period waits and teardowns, and the
+//! capture file re-rendered by `tracer report --format json`, which must load equal.
+
+use std::time::Duration;
+
+use tracer_core::snapshot::{Probe, Snapshot};
+
+use crate::testing::{
+    harness::Verdict,
+    suite::{
+        capture::{attached, attached_with_all, teardown_probes},
+        case::{MODES, On, VmCase},
+        results::Results,
+    },
+};
+
+/// 300 umounts, and the round trip of the fentry capture.
+pub const UMOUNT300: VmCase = VmCase {
+    heading: "umount of 300 tmpfs, and the capture file re-rendered",
+    on: On::Every,
+    workload: r"
+for how in kprobe fentry; do
+    i=0; while [ $i -lt 300 ]; do mkdir -p /mnt/s/$i && mount -t tmpfs none /mnt/s/$i; i=$((i+1)); done
+    capture umount300_$how 'i=0; while [ $i -lt 300 ]; do umount /mnt/s/$i || exit 1; i=$((i+1)); done' --attach $how
+done
+if tracer report --format json -o /tmp/umount300.rt.json /tmp/umount300_fentry.json > /tmp/rt.log 2>&1; then
+    emit umount300.rt.json /tmp/umount300.rt.json
+else
+    emit umount300.rt.log /tmp/rt.log
+fi
+",
+    judge: |j| {
+        for (mode, method) in MODES {
+            j.capture(
+                mode,
+                "umount x300: 300 shrinker teardowns and grace-period waits, their share of the wall time",
+                &format!("umount300_{mode}"),
+                |s, v| {
+                    attached_with_all(s, method, Probe::SynchronizeRcuExpedited)?;
+                    umount300(s, v)
+                },
+            );
+        }
+        j.verdict(
+            "fentry",
+            "umount x300: the capture file round-trips through `tracer report --format json`",
+            &[
+                "umount300_fentry.json",
+                "umount300.rt.json",
+                "umount300.rt.log",
+            ],
+            round_trip,
+        );
+    },
+};
+
+/// The calls of `probe` made by the workload itself (its own cgroup), whatever the caller.
+fn own_count(s: &Snapshot, probe: Probe) -> u64 {
+    let own = s.command.as_ref().and_then(|c| c.cgroup);
+    s.total_where(|k| k.probe == probe && (own.is_none() || Some(k.cgroup) == own))
+        .count()
+}
+
+/// 300 umounts in one command: 300 teardowns and 300 expedited grace periods in the
+/// command's own cgroup, and the waits a plausible share of its wall time.
+pub fn umount300(s: &Snapshot, version: (u32, u32)) -> Verdict {
+    let (teardown, _) = teardown_probes(version);
+    attached(s, teardown)?;
+    let n = own_count(s, teardown);
+    if n != 300 {
+        return Err(format!(
+            "{} = {n} in the command's cgroup, expected 300",
+            teardown.name()
+        ));
+    }
+    let own = s.command.as_ref().and_then(|c| c.cgroup);
+    let waits = s.total_where(|k| {
+        k.probe.is_grace_period()
+            && k.caller == Some(Probe::NamespaceUnlock)
+            && Some(k.cgroup) == own
+    });
+    if waits.count() != 300 {
+        return Err(format!(
+            "grace-period waits under namespace_unlock = {}, expected 300",
+            waits.count()
+        ));
+    }
+    let wall = s.command.as_ref().map_or(0, |c| c.wall_ns);
+    #[expect(clippy::cast_precision_loss, reason = "a share for display")]
+    let share = waits.sum_ns() as f64 / wall as f64;
+    if !(share > 0.0 && share < 1.0) {
+        return Err(format!(
+            "grace-period waits are {share:.3} of the wall time"
+        ));
+    }
+    Ok(format!(
+        "{} = 300, 300 grace-period waits under namespace_unlock = {:.1}% of {:.2} s",
+        teardown.name(),
+        share * 100.0,
+        Duration::from_nanos(wall).as_secs_f64()
+    ))
+}
+
+/// The file `tracer report --format json` wrote from a capture file loads to the same Snapshot.
+pub fn round_trip(files: &Results<'_>) -> Verdict {
+    let path = |n: &str| {
+        files
+            .get(n)
+            .ok_or_else(|| files.with_log("umount300.rt.log", format!("the guest sent no {n}")))
+    };
+    let a =
+        tracer_core::capture_file::load(path("umount300_fentry.json")?).map_err(|e| format!("{e:#}"))?;
+    let b = tracer_core::capture_file::load(path("umount300.rt.json")?).map_err(|e| format!("{e:#}"))?;
+    if a == b {
+        Ok(format!(
+            "{} series, {} probes: equal",
+            a.series.len(),
+            a.probes.len()
+        ))
+    } else {
+        Err("the re-rendered capture differs from the original".into())
+    }
+}
