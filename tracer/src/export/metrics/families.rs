@@ -14,7 +14,7 @@ use tracer_core::{
     snapshot::{AttachState, Counter, Probe},
 };
 
-use super::{
+use super::labels::{
     AttachLabels, BUCKET_BOUNDS_NS, CgroupLabels, KindLabels, Label, NO_CALLER, ProbeInfoLabels,
     ProbeLabels, ProbeLossLabels, ProgramLabels, SeriesLabels, SourceLabels, cgroup_label,
     latency_rows, mode_state_symbol,

@@ -1,13 +1,14 @@
 //! The exporter's encodings of frames built in the tests: every family, its labels and
 //! values, the docs' table, counters under churn, and the protobuf format.
 
-use std::{sync::Arc, time::Duration};
+use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
 use super::*;
-use crate::live::{CgroupEntry, Cost, History, SourceInfo, SourceKindLive};
+use crate::live::{CgroupEntry, Cost, History, OTHER_CGROUP, SourceInfo, SourceKindLive};
 use tracer_core::cost::ProgramCost;
 use tracer_core::snapshot::{
-    AttachMethod, Counter, Loss, Meta, ProbeStatus, SeriesKey, Snapshot, SourceKind,
+    AttachMethod, AttachState, Counter, Latency, Loss, Meta, Probe, ProbeStatus, SeriesKey,
+    Snapshot, SourceKind,
 };
 
 /// A frame whose cumulative snapshot is `snap`, cgroups named by `snap.cgroups`.
