@@ -6,8 +6,10 @@
 //! (`tracer top`) and [`export`] (`tracer serve`, Prometheus), the last two over the
 //! [`live`] loop.
 
+pub mod build_info;
 pub mod capture;
 pub mod export;
 pub mod live;
+pub mod manual;
 pub mod process;
 pub mod tui;

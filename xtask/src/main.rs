@@ -2,6 +2,7 @@
 //! QEMU, and run every test. Each command runs `setup` first (cheap once done).
 
 mod bench;
+mod dist;
 mod initramfs;
 mod kernel;
 mod lint;
@@ -34,6 +35,9 @@ enum Cmd {
     Setup,
     /// Build the static tracer with its kernel programs embedded; prints its path.
     Build,
+    /// The release in target/dist: the Debian package, the OCI image archive, the tarball
+    /// and SHA256SUMS, byte for byte the same for one commit.
+    Dist,
     /// Boot a kernel under QEMU with tracer in its initramfs and run a command there.
     ///
     /// Exits with the command's status, or 125 when the VM failed.
@@ -162,6 +166,13 @@ fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
             let tools = setup::setup()?;
             let bin = tracer_build::build(&tools)?;
             println!("{}", bin.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Dist => {
+            let tools = setup::setup()?;
+            let bin = tracer_build::build(&tools)?;
+            let made = dist::make(&bin)?;
+            print!("{}", dist::describe(&made)?);
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Vm {

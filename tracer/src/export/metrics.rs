@@ -349,11 +349,32 @@ impl Collector for FrameMetrics {
                 MetricType::Counter,
             )?
             .encode_counter::<NoLabelSet, _, u64>(&self.scrape_errors, None)?;
+        encode_build_info(&mut encoder)?;
         if let Some(frame) = &self.frame {
             encode_frame(frame, &self.proc, self.native, &mut encoder)?;
         }
         Ok(())
     }
+}
+
+/// `tracer_build_info{version, revision, rustc} 1`: which build a node runs, as every
+/// exporter says it (`node_exporter_build_info`), joinable on `instance`.
+fn encode_build_info(encoder: &mut DescriptorEncoder) -> fmt::Result {
+    use crate::build_info;
+    let labels = [
+        ("version", Label::new(build_info::VERSION)),
+        ("revision", Label::new(build_info::REVISION)),
+        ("rustc", Label::new(build_info::rustc_release())),
+    ];
+    encoder
+        .encode_descriptor(
+            "tracer_build_info",
+            "Always 1: the version, git revision and rustc release of the tracer binary serving.",
+            None,
+            MetricType::Gauge,
+        )?
+        .encode_family(&labels)?
+        .encode_gauge(&1_i64)
 }
 
 /// The `cgroup` label of a label set: its path (fixed for the label set's life), `other`
@@ -1258,6 +1279,24 @@ pub(crate) mod tests {
         let out = render(None, Format::Text);
         assert_eq!(sample(&out, "tracer_source_up", &[]), Some(0.0));
         assert!(!out.contains("tracer_latency"), "{out}");
+    }
+
+    #[test]
+    fn the_build_is_named_from_the_first_scrape_on() {
+        let out = render(None, Format::Text);
+        let labels = [
+            ("version", env!("CARGO_PKG_VERSION")),
+            ("revision", crate::build_info::REVISION),
+            ("rustc", crate::build_info::rustc_release()),
+        ];
+        assert_eq!(sample(&out, "tracer_build_info", &labels), Some(1.0), "{out}");
+        assert_eq!(
+            out.lines()
+                .filter(|l| l.starts_with("tracer_build_info{"))
+                .count(),
+            1,
+            "{out}"
+        );
     }
 
     #[test]
