@@ -31,7 +31,11 @@ fn main() {
     let epoch = env::var("SOURCE_DATE_EPOCH")
         .ok()
         .and_then(|s| s.trim().parse::<i64>().ok())
-        .or_else(|| git(&manifest_dir, &["log", "-1", "--format=%ct", "HEAD"])?.parse().ok());
+        .or_else(|| {
+            git(&manifest_dir, &["log", "-1", "--format=%ct", "HEAD"])?
+                .parse()
+                .ok()
+        });
     let date = epoch.map_or_else(|| "unknown".to_owned(), date_of);
     let rustc = env::var_os("RUSTC")
         .and_then(|rustc| Command::new(rustc).arg("--version").output().ok())

@@ -49,6 +49,10 @@ mod tests {
             DATE == "unknown" || (DATE.len() == 10 && DATE.as_bytes()[4] == b'-'),
             "{DATE}"
         );
-        assert!(LONG.starts_with(VERSION) && LONG.lines().count() == 5, "{}", *LONG);
+        assert!(
+            LONG.starts_with(VERSION) && LONG.lines().count() == 5,
+            "{}",
+            *LONG
+        );
     }
 }

@@ -116,18 +116,20 @@ fn manual() -> Option<ExitCode> {
         eprintln!("tracer: usage: tracer {} DIR", tracer::manual::ARG);
         return Some(ExitCode::FAILURE);
     };
-    Some(match tracer::manual::write(Cli::command(), std::path::Path::new(dir)) {
-        Ok(files) => {
-            for f in files {
-                println!("{f}");
+    Some(
+        match tracer::manual::write(Cli::command(), std::path::Path::new(dir)) {
+            Ok(files) => {
+                for f in files {
+                    println!("{f}");
+                }
+                ExitCode::SUCCESS
             }
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("tracer: error: writing the manual: {e}");
-            ExitCode::FAILURE
-        }
-    })
+            Err(e) => {
+                eprintln!("tracer: error: writing the manual: {e}");
+                ExitCode::FAILURE
+            }
+        },
+    )
 }
 
 /// clap reads `--duration -5s` as the option without its value followed by an unknown

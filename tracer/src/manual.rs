@@ -26,10 +26,15 @@ pub fn write(cmd: clap::Command, dir: &Path) -> io::Result<Vec<String>> {
     let mut pages_of = cmd.clone().disable_help_subcommand(true);
     pages_of.build();
     let mut pages = vec![pages_of.clone()];
-    pages.extend(pages_of.get_subcommands().filter(|s| !s.is_hide_set()).cloned());
+    pages.extend(
+        pages_of
+            .get_subcommands()
+            .filter(|s| !s.is_hide_set())
+            .cloned(),
+    );
     for page in pages {
-        let mut man_page = clap_mangen::Man::new(page)
-            .source(format!("tracer {}", crate::build_info::VERSION));
+        let mut man_page =
+            clap_mangen::Man::new(page).source(format!("tracer {}", crate::build_info::VERSION));
         // The build's date, never the clock's: two builds of one commit write one page.
         if crate::build_info::DATE != "unknown" {
             man_page = man_page.date(crate::build_info::DATE);
@@ -66,9 +71,13 @@ mod tests {
         let cmd = clap::Command::new("tracer")
             .version("1")
             .about("top")
-            .subcommand(clap::Command::new("serve").about("serve it").arg(
-                clap::Arg::new("listen").long("listen").help("where to listen"),
-            ))
+            .subcommand(
+                clap::Command::new("serve").about("serve it").arg(
+                    clap::Arg::new("listen")
+                        .long("listen")
+                        .help("where to listen"),
+                ),
+            )
             .subcommand(clap::Command::new("secret").hide(true));
         let dir = std::env::temp_dir().join(format!("tracer-manual-{}", std::process::id()));
         let files = write(cmd, &dir).unwrap();
@@ -83,9 +92,15 @@ mod tests {
             ]
         );
         let page = fs::read_to_string(dir.join("man1/tracer-serve.1")).unwrap();
-        assert!(page.contains("tracer\\-serve") && page.contains("listen"), "{page}");
+        assert!(
+            page.contains("tracer\\-serve") && page.contains("listen"),
+            "{page}"
+        );
         let bash = fs::read_to_string(dir.join("completions/tracer.bash")).unwrap();
-        assert!(bash.contains("--listen") && bash.contains("serve"), "{bash}");
+        assert!(
+            bash.contains("--listen") && bash.contains("serve"),
+            "{bash}"
+        );
         fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -1289,7 +1289,11 @@ pub(crate) mod tests {
             ("revision", crate::build_info::REVISION),
             ("rustc", crate::build_info::rustc_release()),
         ];
-        assert_eq!(sample(&out, "tracer_build_info", &labels), Some(1.0), "{out}");
+        assert_eq!(
+            sample(&out, "tracer_build_info", &labels),
+            Some(1.0),
+            "{out}"
+        );
         assert_eq!(
             out.lines()
                 .filter(|l| l.starts_with("tracer_build_info{"))

@@ -125,6 +125,7 @@ mod tests {
         let out = std::process::Command::new("tar")
             .args(["-tvf"])
             .arg(&tar)
+            .env("TZ", "UTC")
             .output()
             .unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
@@ -146,7 +147,13 @@ mod tests {
                 "usr/share/doc/x/copyright"
             ]
         );
-        assert!(listing.contains("-rwxr-xr-x root/root 700"), "{listing}");
+        let tracer: Vec<&str> = listing
+            .lines()
+            .find(|l| l.ends_with("usr/bin/tracer"))
+            .unwrap()
+            .split_whitespace()
+            .collect();
+        assert_eq!(tracer[..3], ["-rwxr-xr-x", "root/root", "700"], "{listing}");
         assert!(listing.contains("2025-12-04"), "{listing}");
     }
 

@@ -7,13 +7,7 @@
 //! completions, the copyright, changelog, dashboards and rules. The maintainer scripts
 //! are debhelper's own snippets for a service, written out (`deploy/deb/post*`).
 
-use std::{
-    fmt::Write as _,
-    fs,
-    os::unix::fs::PermissionsExt as _,
-    path::Path,
-    process::Command,
-};
+use std::{fmt::Write as _, fs, os::unix::fs::PermissionsExt as _, path::Path, process::Command};
 
 use anyhow::{Context as _, bail};
 
@@ -25,50 +19,9 @@ const MAINTAINER: &str = "tracer developers <tracer@tracer-rs.invalid>";
 
 /// Build the package into `out`, staging under `stage`.
 pub fn build(c: &Contents, release: &Release, stage: &Path, out: &Path) -> anyhow::Result<()> {
-    let root = util::workspace_root();
-    let deploy = root.join("deploy");
+    let deploy = util::workspace_root().join("deploy");
     let read = |p: &Path| fs::read(p).with_context(|| format!("reading {}", p.display()));
-    let mut files: Vec<(String, u32, Vec<u8>)> = vec![
-        ("usr/bin/tracer".into(), 0o755, c.tracer.clone()),
-        (
-            "usr/lib/systemd/system/tracer.service".into(),
-            0o644,
-            read(&deploy.join("systemd/tracer.service"))?,
-        ),
-        (
-            "usr/lib/sysctl.d/99-tracer.conf".into(),
-            0o644,
-            read(&deploy.join("systemd/99-tracer.conf"))?,
-        ),
-        ("etc/default/tracer".into(), 0o644, read(&deploy.join("deb/default"))?),
-        ("usr/share/doc/tracer/copyright".into(), 0o644, c.copyright.clone()),
-        (
-            "usr/share/doc/tracer/changelog.gz".into(),
-            0o644,
-            archive::gzip(changelog(release).as_bytes())?,
-        ),
-        (
-            "usr/share/tracer/prometheus/rules.yaml".into(),
-            0o644,
-            read(&deploy.join("prometheus/rules.yaml"))?,
-        ),
-    ];
-    for (name, page) in &c.man {
-        files.push((format!("usr/share/man/man1/{name}.gz"), 0o644, archive::gzip(page)?));
-    }
-    for (name, text) in &c.completions {
-        let path = match name.as_str() {
-            "tracer.bash" => "usr/share/bash-completion/completions/tracer",
-            "_tracer" => "usr/share/zsh/vendor-completions/_tracer",
-            "tracer.fish" => "usr/share/fish/vendor_completions.d/tracer.fish",
-            other => bail!("a completion for no known shell: {other}"),
-        };
-        files.push((path.into(), 0o644, text.clone()));
-    }
-    for (path, _, data) in super::workspace_files("dashboards")? {
-        let name = path.trim_start_matches("dashboards/");
-        files.push((format!("usr/share/tracer/dashboards/{name}"), 0o644, data));
-    }
+    let files = files(c, release)?;
     let _ = fs::remove_dir_all(stage);
     let mut installed_kib = 0;
     let mut dirs = std::collections::BTreeSet::new();
@@ -117,6 +70,67 @@ pub fn build(c: &Contents, release: &Release, stage: &Path, out: &Path) -> anyho
             .env("LC_ALL", "C"),
     )
     .context("dpkg-deb --build")
+}
+
+/// Every file of the package but its control files: path, mode, content.
+fn files(c: &Contents, release: &Release) -> anyhow::Result<Vec<(String, u32, Vec<u8>)>> {
+    let root = util::workspace_root();
+    let deploy = root.join("deploy");
+    let read = |p: &Path| fs::read(p).with_context(|| format!("reading {}", p.display()));
+    let mut files: Vec<(String, u32, Vec<u8>)> = vec![
+        ("usr/bin/tracer".into(), 0o755, c.tracer.clone()),
+        (
+            "usr/lib/systemd/system/tracer.service".into(),
+            0o644,
+            read(&deploy.join("systemd/tracer.service"))?,
+        ),
+        (
+            "usr/lib/sysctl.d/99-tracer.conf".into(),
+            0o644,
+            read(&deploy.join("systemd/99-tracer.conf"))?,
+        ),
+        (
+            "etc/default/tracer".into(),
+            0o644,
+            read(&deploy.join("deb/default"))?,
+        ),
+        (
+            "usr/share/doc/tracer/copyright".into(),
+            0o644,
+            c.copyright.clone(),
+        ),
+        (
+            "usr/share/doc/tracer/changelog.gz".into(),
+            0o644,
+            archive::gzip(changelog(release).as_bytes())?,
+        ),
+        (
+            "usr/share/tracer/prometheus/rules.yaml".into(),
+            0o644,
+            read(&deploy.join("prometheus/rules.yaml"))?,
+        ),
+    ];
+    for (name, page) in &c.man {
+        files.push((
+            format!("usr/share/man/man1/{name}.gz"),
+            0o644,
+            archive::gzip(page)?,
+        ));
+    }
+    for (name, text) in &c.completions {
+        let path = match name.as_str() {
+            "tracer.bash" => "usr/share/bash-completion/completions/tracer",
+            "_tracer" => "usr/share/zsh/vendor-completions/_tracer",
+            "tracer.fish" => "usr/share/fish/vendor_completions.d/tracer.fish",
+            other => bail!("a completion for no known shell: {other}"),
+        };
+        files.push((path.into(), 0o644, text.clone()));
+    }
+    for (path, _, data) in super::workspace_files("dashboards")? {
+        let name = path.trim_start_matches("dashboards/");
+        files.push((format!("usr/share/tracer/dashboards/{name}"), 0o644, data));
+    }
+    Ok(files)
 }
 
 /// A native package's changelog: one entry, this version, dated at the commit.
@@ -186,8 +200,16 @@ fn linked_crates(tree: &str) -> Vec<(String, String, String)> {
                 return None;
             }
             let license = license.trim().trim_end_matches("(*)").trim();
-            let license = if license.is_empty() { "unknown" } else { license };
-            Some((name.to_owned(), version.to_owned(), license.replace('/', " OR ")))
+            let license = if license.is_empty() {
+                "unknown"
+            } else {
+                license
+            };
+            Some((
+                name.to_owned(),
+                version.to_owned(),
+                license.replace('/', " OR "),
+            ))
         })
         .collect();
     out.sort();
@@ -205,7 +227,11 @@ mod tests {
         assert_eq!(
             linked_crates(tree),
             [
-                ("aho-corasick".into(), "1.1.5".into(), "Unlicense OR MIT".into()),
+                (
+                    "aho-corasick".into(),
+                    "1.1.5".into(),
+                    "Unlicense OR MIT".into()
+                ),
                 ("btf-rs".into(), "2.1.0".into(), "LGPL-2.1-or-later".into()),
             ]
         );

@@ -113,8 +113,6 @@ pub struct Artifacts {
     pub deb: PathBuf,
     /// The OCI image archive.
     pub image: PathBuf,
-    /// The tarball.
-    pub tarball: PathBuf,
     /// `SHA256SUMS`.
     pub sums: PathBuf,
 }
@@ -156,7 +154,8 @@ pub fn make(tracer: &Path) -> anyhow::Result<Artifacts> {
         .with_context(|| format!("writing {}", tarball.display()))?;
     let mut sums = String::new();
     for artifact in [&deb, &image, &tarball] {
-        let bytes = fs::read(artifact).with_context(|| format!("reading {}", artifact.display()))?;
+        let bytes =
+            fs::read(artifact).with_context(|| format!("reading {}", artifact.display()))?;
         let name = artifact.file_name().unwrap_or_default().to_string_lossy();
         let _ = writeln!(sums, "{}  {name}", hex(&Sha256::digest(&bytes)));
     }
@@ -167,9 +166,28 @@ pub fn make(tracer: &Path) -> anyhow::Result<Artifacts> {
         dir,
         deb,
         image,
-        tarball,
         sums: sums_path,
     })
+}
+
+/// [`make`] again after the `tracer` crate, whose build script reads the revision and the
+/// date, is rebuilt from nothing (its dependencies and the kernel programs are not).
+pub fn remake(tools: &crate::setup::Tools) -> anyhow::Result<Artifacts> {
+    util::run(
+        util::cargo()
+            .args([
+                "clean",
+                "--release",
+                "-p",
+                "tracer",
+                "--target",
+                "x86_64-unknown-linux-gnu",
+            ])
+            .env("CARGO_TARGET_DIR", util::target_dir())
+            .current_dir(util::workspace_root()),
+    )?;
+    let bin = crate::tracer_build::build(tools)?;
+    make(&bin)
 }
 
 /// One line per artifact: its path, size and SHA-256, as SHA256SUMS has it.
@@ -224,7 +242,11 @@ fn contents(tracer: &Path, release: &Release, work: &Path) -> anyhow::Result<Con
         let mut files = Vec::new();
         for entry in fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
             let path = entry?.path();
-            let name = path.file_name().unwrap_or_default().to_string_lossy().into_owned();
+            let name = path
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned();
             files.push((name, fs::read(&path)?));
         }
         files.sort();
@@ -266,7 +288,11 @@ pub(crate) fn workspace_files(dir: &str) -> anyhow::Result<Vec<(String, u32, Vec
                     .context("a file outside the workspace")?
                     .to_string_lossy()
                     .into_owned();
-                let mode = if meta.permissions().mode() & 0o111 == 0 { 0o644 } else { 0o755 };
+                let mode = if meta.permissions().mode() & 0o111 == 0 {
+                    0o644
+                } else {
+                    0o755
+                };
                 out.push((rel, mode, fs::read(&path)?));
             }
         }
@@ -314,7 +340,10 @@ mod tests {
         };
         assert_eq!(r.rfc3339(), "2026-12-04T18:33:15Z");
         assert_eq!(r.rfc2822(), "Fri, 04 Dec 2026 18:33:15 +0000");
-        let leap = Release { epoch: 951_782_400, ..r };
+        let leap = Release {
+            epoch: 951_782_400,
+            ..r
+        };
         assert_eq!(leap.rfc3339(), "2000-02-29T00:00:00Z");
         assert_eq!(leap.rfc2822(), "Tue, 29 Feb 2000 00:00:00 +0000");
     }

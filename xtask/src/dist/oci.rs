@@ -52,7 +52,11 @@ pub fn archive(c: &Contents, release: &Release) -> anyhow::Result<Vec<u8>> {
     layer.file("usr/bin/tracer", 0o755, c.tracer.clone());
     layer.file("usr/share/doc/tracer/copyright", 0o644, c.copyright.clone());
     for (name, text) in &c.licenses {
-        layer.file(&format!("usr/share/doc/tracer/LICENSES/{name}"), 0o644, text.clone());
+        layer.file(
+            &format!("usr/share/doc/tracer/LICENSES/{name}"),
+            0o644,
+            text.clone(),
+        );
     }
     let layer_tar = layer.tar(release.epoch)?;
     let layer_gz = archive::gzip(&layer_tar)?;

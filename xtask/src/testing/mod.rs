@@ -8,6 +8,8 @@
 //! - [`serve`], [`top`], [`harden`]: the host cases of `tracer serve`, of `tracer top` in a
 //!   real terminal, and of hardening.
 //! - [`deploy`]: the checks of what a fleet deploys (`deploy/`): rules, unit, manifests.
+//! - [`release`]: what `cargo xtask dist` writes: lintian, the image's labels, two equal
+//!   runs, and the .deb and image run on Debian 12 under systemd.
 //! - [`suite`]: one VM per kernel running `vm/suite.sh`; its table of cases and the checks of
 //!   what comes back.
 //!
@@ -19,6 +21,7 @@ pub(crate) mod harden;
 pub(crate) mod harness;
 pub(crate) mod host;
 pub(crate) mod prometheus;
+pub(crate) mod release;
 pub(crate) mod serve;
 pub(crate) mod suite;
 pub(crate) mod top;
