@@ -99,15 +99,19 @@ pub struct RecordingSince {
     pub instant: std::time::Instant,
     /// Wall clock, ns since the Unix epoch.
     pub unix_ns: u64,
+    /// How long recording waited, once every program was attached, for attaching's
+    /// grace-period waits to settle.
+    pub settled_in: Duration,
 }
 
 impl RecordingSince {
-    /// Now.
+    /// Now, after settling for `settled_in`.
     #[must_use]
-    pub fn now() -> RecordingSince {
+    pub fn now(settled_in: Duration) -> RecordingSince {
         RecordingSince {
             instant: std::time::Instant::now(),
             unix_ns: tracer_core::units::unix_now_ns(),
+            settled_in,
         }
     }
 }
@@ -131,7 +135,7 @@ pub fn settle_and_record(ebpf: &mut Ebpf) -> Result<(Duration, bool, RecordingSi
         }
         std::thread::sleep(POLL);
     };
-    let since = RecordingSince::now();
+    let since = RecordingSince::now(start.elapsed());
     set_word(ebpf, maps::RECORDING, 1)?;
     Ok((start.elapsed(), settled, since))
 }

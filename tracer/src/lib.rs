@@ -9,6 +9,7 @@
 pub mod build_info;
 pub mod capture;
 pub mod export;
+pub mod kernel_args;
 pub mod live;
 pub mod manual;
 pub mod process;

@@ -19,7 +19,7 @@ use tracer_loader::attach as probes;
 use tracer_loader::host::{cgroup, names};
 use tracer_loader::read as collect;
 
-use crate::process::process_cpu_seconds;
+use crate::{kernel_args::KernelArgs, process::process_cpu_seconds};
 
 /// `tracer capture` arguments.
 #[derive(Debug, clap::Args)]
@@ -35,38 +35,12 @@ pub struct Args {
     #[arg(short, long, value_parser = parse_duration, value_name = "D",
           conflicts_with = "command")]
     pub duration: Option<Duration>,
-    /// Comma-separated probes to attach (default: all), e.g. `vfs_rmdir,d_delete`.
-    #[arg(long, value_name = "LIST")]
-    pub probes: Option<String>,
-    /// How to hook kernel functions.
-    #[arg(long, value_enum, default_value_t = probes::AttachMode::Auto, value_name = "HOW")]
-    pub attach: probes::AttachMode,
     /// Report only calls made from this cgroup (path under the cgroup2 mount, e.g. /system.slice).
     #[arg(long, value_name = "PATH")]
     pub cgroup: Option<PathBuf>,
-    /// Where the host's cgroup2 hierarchy is mounted (e.g. /host/sys/fs/cgroup in a
-    /// container, whose own /sys/fs/cgroup is its private cgroup namespace); default: the
-    /// cgroup2 mount in /proc/self/mountinfo.
-    #[arg(long, value_name = "PATH")]
-    pub cgroup_root: Option<PathBuf>,
-    /// Where the host's `/` is seen for the names of pods and containers (its
-    /// var/log/containers, var/log/pods and the runtimes' bundles under run/); default: /.
-    #[arg(long, value_name = "PATH")]
-    pub names_root: Option<PathBuf>,
-    /// Read the kernel's BTF (struct offsets, fentry) from this file instead of
-    /// /sys/kernel/btf/vmlinux: for kernels built without `CONFIG_DEBUG_INFO_BTF`.
-    #[arg(long, value_name = "PATH")]
-    pub btf: Option<PathBuf>,
-    /// List each call at least this slow (e.g. 5ms) with its process, thread and cgroup
-    /// (at most 100 per second per CPU; the rest are counted).
-    #[arg(long, value_parser = parse_duration, value_name = "D")]
-    pub slow: Option<Duration>,
-    /// Kernel memory tracer's maps may take (e.g. 32MiB, 1GiB; a plain number is MiB): the
-    /// histogram map gets what the fixed maps leave. Past its capacity calls still count,
-    /// in cgroup `other`. See docs/production.md.
-    #[arg(long, value_name = "SIZE", default_value = "32MiB",
-          value_parser = tracer_core::units::parse_mib)]
-    pub kernel_memory: u64,
+    /// Which probes, how they attach, and the host paths they read.
+    #[command(flatten)]
+    pub kernel: KernelArgs,
     #[command(flatten)]
     pub out: OutputArgs,
     /// Command to run under the capture; the capture ends when it exits.
@@ -101,12 +75,10 @@ struct Events {
 const MAX_SLOW_CALLS: usize = 100_000;
 
 impl Events {
-    /// Events of a capture whose cgroups' names are read under `names_root` (the host's
-    /// `/` by default), starting with the `known` cgroups.
-    fn naming(names_root: Option<&Path>, known: &std::collections::BTreeMap<u64, String>) -> Self {
-        let mut names = names::Resolver::new(
-            names_root.map_or_else(names::Sources::default, names::Sources::under),
-        );
+    /// Events of a capture whose cgroups' names are read from `sources`, starting with the
+    /// `known` cgroups.
+    fn naming(sources: names::Sources, known: &std::collections::BTreeMap<u64, String>) -> Self {
+        let mut names = names::Resolver::new(sources);
         for (id, path) in known {
             names.learn(*id, path);
         }
@@ -280,17 +252,9 @@ fn say_sampled_cost(attached: &probes::Attached) {
 ///
 /// # Errors
 /// When the probes cannot be loaded or the report cannot be written.
-#[expect(
-    clippy::too_many_lines,
-    reason = "the capture in its order: attach, run, read, report"
-)]
 pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
-    let wanted = probes::select(args.probes.as_deref()).map_err(anyhow::Error::msg)?;
-    if let Some(path) = &args.btf {
-        tracer_loader::host::btf::use_file(path);
-    }
-    let cgroup_root =
-        cgroup::cgroup2_root(args.cgroup_root.as_deref()).map_err(anyhow::Error::msg)?;
+    let wanted = args.kernel.wanted()?;
+    let cgroup_root = args.kernel.prepare_host()?;
     let cgroup_filter = args
         .cgroup
         .as_deref()
@@ -310,16 +274,10 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
     if let collect::BpfStats::Unavailable(why) = &bpf_stats {
         log::info!("no BPF run-time statistics: {why}");
     }
-    let slow_ns = args
-        .slow
-        .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).max(1));
-    let mut attached = probes::attach_with_slow(
-        &wanted,
-        args.attach,
-        slow_ns.unwrap_or(0),
-        args.kernel_memory,
-        probes::MapReads::AtEnd,
-    )?;
+    let slow_ns = args.kernel.slow_ns();
+    let mut attached = args
+        .kernel
+        .attach("tracer", &wanted, probes::MapReads::AtEnd)?;
     for w in &attached.warnings {
         eprintln!("tracer: warning: {w}");
     }
@@ -348,7 +306,7 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let mut events = Events::naming(args.names_root.as_deref(), &cgroups);
+    let mut events = Events::naming(args.kernel.name_sources(), &cgroups);
     let outcome = runtime.block_on(wait(args, &mut attached, transient.as_ref(), &mut events))?;
     // The host's calls after the command's end are not the capture's, and a call returning
     // while the maps are read would be half in them.
@@ -509,7 +467,7 @@ async fn wait(
     let started = Instant::now();
     let mut tick = tokio::time::interval(Duration::from_millis(500));
     let mut drain = tokio::time::interval(DRAIN_EVERY);
-    let slow = args.slow.is_some();
+    let slow = args.kernel.slow.is_some();
     let ended = loop {
         tokio::select! {
             status = async { child.as_mut().expect("guarded").wait().await }, if child.is_some() => {

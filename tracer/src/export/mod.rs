@@ -3,6 +3,14 @@
 //! A sink of the live source, like `tracer top`: the loop refreshes a [`Frame`] every
 //! interval and a scrape encodes the latest one ([`metrics`]), served by [`http`] with
 //! limits on what a client may hold.
+//!
+//! Its life, in order: the listener is bound (a taken port ends it before anything is
+//! attached, and a port below 1024 is bound while the capabilities last); the probes
+//! attach and recording starts (said on stderr); every capability is dropped; the loop
+//! starts, and the service manager hears `READY=1` with the first refresh. SIGHUP is
+//! logged and changes nothing (the flags are read once). A loop that fails, panics or
+//! stops refreshing is down at once for the scrapes and the probes, and the process exits
+//! non-zero [`exit_grace`] later, so that systemd or the kubelet starts it afresh.
 
 pub mod http;
 pub mod metrics;
@@ -12,7 +20,7 @@ use std::{net::SocketAddr, process::ExitCode, sync::Arc, time::Duration};
 use anyhow::Context as _;
 use tokio::sync::watch;
 
-use crate::live::{self, Frame, LiveArgs};
+use crate::live::{self, Frame, Health, LiveArgs, Liveness};
 
 /// The default port: outside the exporter range of Prometheus' default port allocations
 /// (9100-9999, all taken) and the server's own ports (9090-9094).
@@ -26,6 +34,11 @@ pub const DEFAULT_LISTEN: SocketAddr = SocketAddr::new(
 
 /// `tracer serve`: where the numbers come from, and how they are served.
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Lifecycle: the port is bound first, then the probes attach \
+    (\"recording since ...\" on stderr), then every capability is dropped. /-/ready answers 200 \
+    once the source refreshes, /-/healthy unless it is down. SIGINT and SIGTERM stop it \
+    (exit 0); SIGHUP is logged and changes nothing. A source that fails or stops refreshing \
+    makes tracer exit 1 shortly after, for systemd or the kubelet to restart it.")]
 pub struct Args {
     /// The source, as for `tracer top`.
     #[command(flatten)]
@@ -35,12 +48,18 @@ pub struct Args {
     pub http: HttpArgs,
 }
 
-/// Run `tracer serve` until Ctrl-C, SIGTERM or SIGHUP; the probes detach on the way out.
+/// Run `tracer serve` until SIGINT or SIGTERM, or until its source is down; the probes
+/// detach on the way out.
 ///
 /// # Errors
-/// When the source cannot be opened or the address cannot be bound.
+/// When the address cannot be bound, the source cannot be opened, or the source went
+/// down (after [`exit_grace`]).
 pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
-    let (source, mut opts) = live::open(&args.live)?;
+    raise_fd_limit(args.http.max_connections);
+    // First: a port that is taken must not cost an attach (under `Restart=`, one every few
+    // seconds), and a port below 1024 needs CAP_NET_BIND_SERVICE, dropped below.
+    let listener = bind(args.http.listen)?;
+    let (source, mut opts) = live::open(&args.live, "tracer serve")?;
     // What the source cannot do (a probe not attached, cgroups named by walking the tree,
     // ...): said once here, as `tracer top` shows it in its header.
     for warning in &source.info().warnings {
@@ -62,9 +81,40 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    let served = runtime.block_on(serve_frames(handle.frames.clone(), &args.http));
+    let served = runtime.block_on(serve_frames(
+        listener,
+        handle.frames.clone(),
+        Some(Arc::clone(&handle.health)),
+        &args.http,
+    ));
     handle.stop();
     served.map(|()| ExitCode::SUCCESS)
+}
+
+/// Bind `addr`, saying what to do when that fails.
+///
+/// # Errors
+/// The address is taken, not this host's, or a port below 1024 without the capability.
+pub fn bind(addr: SocketAddr) -> anyhow::Result<std::net::TcpListener> {
+    let listener = std::net::TcpListener::bind(addr).map_err(|e| {
+        let hint = match e.kind() {
+            std::io::ErrorKind::AddrInUse => format!(
+                ": another process listens there (`ss -ltnp 'sport = {}'` says which); \
+                 choose another port with --listen",
+                addr.port()
+            ),
+            std::io::ErrorKind::PermissionDenied if addr.port() < 1024 => {
+                ": a port below 1024 needs CAP_NET_BIND_SERVICE".to_owned()
+            }
+            std::io::ErrorKind::AddrNotAvailable => ": no interface of this host has it".to_owned(),
+            _ => String::new(),
+        };
+        anyhow::anyhow!("cannot listen on {addr}: {e}{hint}")
+    })?;
+    listener
+        .set_nonblocking(true)
+        .with_context(|| format!("listening on {addr}"))?;
+    Ok(listener)
 }
 
 /// Options of `tracer serve` about HTTP (the source's are the live ones).
@@ -129,18 +179,28 @@ impl HttpArgs {
     }
 }
 
-/// Serve `frames` on `listen` until Ctrl-C, SIGTERM or SIGHUP.
+/// How long a source that is down is still served as down (`tracer_source_up 0`, the
+/// probes failing) before tracer exits: two intervals, from 5 s to a minute, so a scrape
+/// or a look at the probes can see it, and the restart comes soon after.
+#[must_use]
+pub fn exit_grace(interval: Duration) -> Duration {
+    interval
+        .saturating_mul(2)
+        .clamp(Duration::from_secs(5), Duration::from_mins(1))
+}
+
+/// Serve `frames` on `listener` until SIGINT or SIGTERM, or until the live loop whose
+/// health is `health` has been down for [`exit_grace`].
 ///
 /// # Errors
-/// When the address cannot be bound.
+/// When the listener cannot be used, or the source went down.
 pub async fn serve_frames(
+    listener: std::net::TcpListener,
     frames: watch::Receiver<Option<Arc<Frame>>>,
+    health: Option<Arc<Health>>,
     args: &HttpArgs,
 ) -> anyhow::Result<()> {
-    raise_fd_limit(args.max_connections);
-    let listener = tokio::net::TcpListener::bind(args.listen)
-        .await
-        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let listener = tokio::net::TcpListener::from_std(listener).context("listening")?;
     let local = listener.local_addr().unwrap_or(args.listen);
     eprintln!("tracer serve: metrics at http://{local}/metrics");
     if !local.ip().is_loopback() {
@@ -149,31 +209,101 @@ pub async fn serve_frames(
              put a TLS or authenticating proxy in front (see docs/metrics.md)"
         );
     }
-    tokio::spawn(say_source_error(frames.clone()));
-    let exporter = Arc::new(http::Exporter::new(frames));
-    http::serve(listener, exporter, args.limits(), shutdown_signal())
+    let exporter = Arc::new(match &health {
+        Some(h) => http::Exporter::with_health(frames, Arc::clone(h)),
+        None => http::Exporter::new(frames),
+    });
+    tokio::spawn(systemd_watchdog());
+    let (down_tx, down_rx) = tokio::sync::oneshot::channel();
+    tokio::spawn(watch_source(Arc::clone(&exporter), health, local, down_tx));
+    let stop = async move {
+        tokio::select! {
+            () = stop_signal() => None,
+            Ok(why) = down_rx => Some(why),
+        }
+    };
+    let (stopped_tx, stopped_rx) = tokio::sync::oneshot::channel();
+    let stop = async move {
+        let why = stop.await;
+        let _ = stopped_tx.send(why);
+    };
+    http::serve(listener, exporter, args.limits(), stop)
         .await
-        .context("serving HTTP")
+        .context("serving HTTP")?;
+    match stopped_rx.await {
+        Ok(Some(why)) => Err(anyhow::anyhow!(
+            "the live source is down ({why}): exiting, for the service manager to start tracer afresh"
+        )),
+        _ => Ok(()),
+    }
 }
 
-/// Say on stderr why the source stopped, once: scrapes then show `tracer_source_up 0`, and
-/// the operator reading the log must learn the reason there.
-async fn say_source_error(mut frames: watch::Receiver<Option<Arc<Frame>>>) {
-    while frames.changed().await.is_ok() {
-        let error = frames
-            .borrow_and_update()
-            .as_ref()
-            .and_then(|f| f.error.clone());
-        if let Some(e) = error {
-            eprintln!("tracer serve: the source stopped refreshing: {e}");
-            return;
+/// Follow the source's health: tell the service manager `READY=1` with its first
+/// refresh, say on stderr when it goes down (and when a stalled loop refreshes again),
+/// and send on `down` once it has been down for [`exit_grace`].
+async fn watch_source(
+    exporter: Arc<http::Exporter>,
+    health: Option<Arc<Health>>,
+    local: SocketAddr,
+    down: tokio::sync::oneshot::Sender<String>,
+) {
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    let mut ready_said = false;
+    let mut down_since: Option<tokio::time::Instant> = None;
+    loop {
+        tick.tick().await;
+        let grace = exit_grace(health.as_ref().map_or(live::DEFAULT_INTERVAL, |h| h.interval()));
+        match exporter.liveness() {
+            Liveness::Up => {
+                if down_since.take().is_some() {
+                    eprintln!("tracer serve: the source refreshes again");
+                }
+                if !ready_said {
+                    ready_said = true;
+                    let status = format!("serving http://{local}/metrics");
+                    let _ = sd_notify::notify(&[
+                        sd_notify::NotifyState::Ready,
+                        sd_notify::NotifyState::Status(&status),
+                    ]);
+                }
+            }
+            Liveness::Starting => {}
+            Liveness::Down(why) => {
+                let since = *down_since.get_or_insert_with(|| {
+                    eprintln!(
+                        "tracer serve: the source is down: {why}; tracer_source_up is 0 and \
+                         /-/ready fails; exiting in {}",
+                        humantime::format_duration(grace)
+                    );
+                    tokio::time::Instant::now()
+                });
+                if since.elapsed() >= grace {
+                    let _ = down.send(why);
+                    return;
+                }
+            }
         }
     }
 }
 
-/// Resolves on Ctrl-C, SIGTERM or SIGHUP (the session that started it closed): each ends
-/// `tracer serve` cleanly, its probes detached on the way out.
-async fn shutdown_signal() {
+/// Where the unit asks for a watchdog (`WatchdogSec=`), ping it at half its timeout for
+/// as long as the runtime runs: a wedged process is restarted by systemd. A dead source
+/// is not the watchdog's to catch: [`watch_source`] ends tracer itself, with its reason.
+async fn systemd_watchdog() {
+    let Some(timeout) = sd_notify::watchdog_enabled() else {
+        return;
+    };
+    let mut tick = tokio::time::interval((timeout / 2).max(Duration::from_millis(100)));
+    loop {
+        tick.tick().await;
+        let _ = sd_notify::notify(&[sd_notify::NotifyState::Watchdog]);
+    }
+}
+
+/// Resolves on SIGINT or SIGTERM. SIGHUP is no reason to stop (a log rotation script
+/// sends it, and under `Restart=on-failure` a clean exit would leave the exporter down):
+/// there is nothing to reload, the flags being read once, so it is said and ignored.
+async fn stop_signal() {
     use tokio::signal::unix::{SignalKind, signal};
     let on = |kind: SignalKind| async move {
         match signal(kind) {
@@ -183,10 +313,21 @@ async fn shutdown_signal() {
             Err(_) => std::future::pending().await,
         }
     };
+    let hangups = async {
+        let Ok(mut hup) = signal(SignalKind::hangup()) else {
+            return std::future::pending().await;
+        };
+        while hup.recv().await.is_some() {
+            eprintln!(
+                "tracer serve: SIGHUP: nothing to reload (the flags are read at start; \
+                 restart tracer to change them); serving on"
+            );
+        }
+    };
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         () = on(SignalKind::terminate()) => {}
-        () = on(SignalKind::hangup()) => {}
+        () = hangups => {}
     }
 }
 

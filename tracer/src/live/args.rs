@@ -4,9 +4,14 @@ use std::{path::PathBuf, time::Duration};
 
 use anyhow::Context as _;
 
-use super::{frame::Options, model::ModelSource, source::Source, synthetic::SyntheticSource};
+use super::{
+    frame::{MAX_HOLD, MAX_INTERVAL, MIN_HOLD, MIN_INTERVAL, Options},
+    model::ModelSource,
+    source::Source,
+    synthetic::SyntheticSource,
+};
+use crate::kernel_args::KernelArgs;
 use tracer_core::units::parse_duration;
-use tracer_loader::attach as probes;
 use tracer_model as model;
 
 /// Where a live view's numbers come from, and how it refreshes.
@@ -57,50 +62,10 @@ pub struct LiveArgs {
     /// most 1000).
     #[arg(long, value_name = "X", default_value_t = 1.0, value_parser = parse_speed)]
     pub speed: f64,
-    /// Comma-separated probes to attach (default: all).
-    #[arg(long, value_name = "LIST")]
-    pub probes: Option<String>,
-    /// How to hook kernel functions.
-    #[arg(long, value_enum, default_value_t = probes::AttachMode::Auto, value_name = "HOW")]
-    pub attach: probes::AttachMode,
-    /// Read the kernel's BTF from this file instead of /sys/kernel/btf/vmlinux (kernels
-    /// without `CONFIG_DEBUG_INFO_BTF`).
-    #[arg(long, value_name = "PATH")]
-    pub btf: Option<PathBuf>,
-    /// Where the host's cgroup2 hierarchy is mounted (e.g. /host/sys/fs/cgroup in a
-    /// container, whose own /sys/fs/cgroup is its private cgroup namespace); default: the
-    /// cgroup2 mount in /proc/self/mountinfo.
-    #[arg(long, value_name = "PATH")]
-    pub cgroup_root: Option<PathBuf>,
-    /// Where the host's `/` is seen for the names of pods and containers (its
-    /// var/log/containers, var/log/pods and the runtimes' bundles under run/; e.g. /host
-    /// in a container that mounts them there); default: /.
-    #[arg(long, value_name = "PATH")]
-    pub names_root: Option<PathBuf>,
-    /// List calls at least this slow (e.g. 10ms); changeable live.
-    #[arg(long, value_name = "D", value_parser = parse_duration)]
-    pub slow: Option<Duration>,
-    /// Kernel memory tracer's maps may take (e.g. 32MiB, 1GiB; a plain number is MiB): the
-    /// histogram map gets what the fixed maps leave. Past its capacity calls still count,
-    /// in cgroup `other`. See docs/production.md.
-    #[arg(long, value_name = "SIZE", default_value = "32MiB",
-          value_parser = tracer_core::units::parse_mib)]
-    pub kernel_memory: u64,
+    /// Which probes, how they attach, and the host paths they read (this kernel only).
+    #[command(flatten)]
+    pub kernel: KernelArgs,
 }
-
-/// The shortest refresh interval: a refresh reads and differences every map, and a live
-/// view redraws; below this the loop would do nothing but refresh.
-pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
-
-/// The longest refresh interval: past it a view would look stuck.
-pub const MAX_INTERVAL: Duration = Duration::from_hours(1);
-
-/// The shortest `--hold`: below a second, a Prometheus scraping every second (about the
-/// most often one does) could miss a label set's last totals.
-pub const MIN_HOLD: Duration = Duration::from_secs(1);
-
-/// The longest `--hold`.
-pub const MAX_HOLD: Duration = Duration::from_hours(1);
 
 /// The fastest `--speed`: each refresh plays `interval x speed` of the source's time, all of
 /// it at once, and a model scenario starts again each time it ends.
@@ -118,7 +83,9 @@ pub fn parse_interval(s: &str) -> Result<Duration, String> {
     let d = parse_duration(s)?;
     if d < MIN_INTERVAL || d > MAX_INTERVAL {
         return Err(format!(
-            "{s:?}: the refresh interval must be from 10ms to 1h"
+            "{s:?}: the refresh interval must be from {} to {}",
+            ns_of(MIN_INTERVAL),
+            ns_of(MAX_INTERVAL)
         ));
     }
     Ok(d)
@@ -132,10 +99,17 @@ pub fn parse_hold(s: &str) -> Result<Duration, String> {
     let d = parse_duration(s)?;
     if d < MIN_HOLD || d > MAX_HOLD {
         return Err(format!(
-            "{s:?}: the hold of a cgroup's slot must be from 1s to 1h"
+            "{s:?}: the hold of a cgroup's slot must be from {} to {}",
+            ns_of(MIN_HOLD),
+            ns_of(MAX_HOLD)
         ));
     }
     Ok(d)
+}
+
+/// A bound as the flags' help writes it (`10ms`, `1h`).
+fn ns_of(d: Duration) -> humantime::FormattedDuration {
+    humantime::format_duration(d)
 }
 
 /// Parse a number for `what`, from `lowest` (excluded unless `zero_ok`) to `highest`.
@@ -170,11 +144,11 @@ pub fn parse_churn(s: &str) -> Result<f64, String> {
 }
 
 /// Open the source `args` name: a model scenario, a capture file, a synthetic load, else
-/// this kernel.
+/// this kernel (saying on stderr, as `who`, when attaching begins and recording starts).
 ///
 /// # Errors
 /// An unknown scenario or probe, an unreadable capture, or probes that cannot attach.
-pub fn open(args: &LiveArgs) -> anyhow::Result<(Box<dyn Source>, Options)> {
+pub fn open(args: &LiveArgs, who: &str) -> anyhow::Result<(Box<dyn Source>, Options)> {
     if !(args.speed.is_finite() && args.speed > 0.0) {
         anyhow::bail!("--speed must be a positive number, got {}", args.speed);
     }
@@ -183,9 +157,7 @@ pub fn open(args: &LiveArgs) -> anyhow::Result<(Box<dyn Source>, Options)> {
         max_cgroups: args.max_cgroups,
         slot_hold: args.hold,
         gone_grace: args.hold,
-        slow_threshold_ns: args
-            .slow
-            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
+        slow_threshold_ns: args.kernel.slow_ns().unwrap_or(0),
         ..Options::default()
     };
     let source: Box<dyn Source> = if let Some(scenario) = &args.model {
@@ -204,23 +176,16 @@ pub fn open(args: &LiveArgs) -> anyhow::Result<(Box<dyn Source>, Options)> {
     } else if let Some(cgroups) = args.synthetic {
         Box::new(SyntheticSource::new(cgroups, args.churn, args.speed, 1))
     } else {
-        let wanted = probes::select(args.probes.as_deref()).map_err(anyhow::Error::msg)?;
-        let cgroup_root = tracer_loader::host::cgroup::cgroup2_root(args.cgroup_root.as_deref())
-            .map_err(anyhow::Error::msg)?;
-        if let Some(path) = &args.btf {
-            tracer_loader::host::btf::use_file(path);
-        }
-        Box::new(super::kernel::KernelSource::attach(
-            &wanted,
-            args.attach,
-            opts.slow_threshold_ns,
-            args.kernel_memory,
+        let wanted = args.kernel.wanted()?;
+        let cgroup_root = args.kernel.prepare_host()?;
+        let attached = args
+            .kernel
+            .attach(who, &wanted, tracer_loader::attach::MapReads::EveryInterval)?;
+        Box::new(super::kernel::KernelSource::new(
+            attached,
             cgroup_root,
-            args.names_root.as_deref().map_or_else(
-                tracer_loader::host::names::Sources::default,
-                tracer_loader::host::names::Sources::under,
-            ),
-        )?)
+            args.kernel.name_sources(),
+        ))
     };
     Ok((source, opts))
 }
@@ -255,6 +220,28 @@ mod tests {
     }
 
     #[test]
+    fn an_interval_of_ten_minutes_is_honoured_by_the_loop() {
+        use clap::Parser as _;
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            live: LiveArgs,
+        }
+        let argv = ["serve", "--synthetic", "2", "--interval", "10m"];
+        let cli = Cli::try_parse_from(argv).unwrap();
+        let (source, opts) = open(&cli.live, "tracer serve").unwrap();
+        assert_eq!(opts.interval, Duration::from_mins(10));
+        let handle = crate::live::spawn(source, opts).unwrap();
+        assert_eq!(
+            handle.health.interval(),
+            Duration::from_mins(10),
+            "the loop runs at the interval asked, not a bound of its own"
+        );
+        let err = Cli::try_parse_from(["serve", "--interval", "61m"]).err().unwrap();
+        assert!(err.to_string().contains("from 10ms to 1h"), "{err}");
+    }
+
+    #[test]
     fn hold_sets_the_idle_hold_and_the_removal_grace() {
         use clap::Parser as _;
         #[derive(clap::Parser)]
@@ -264,7 +251,7 @@ mod tests {
         }
         let parse = |extra: &[&str]| {
             let argv = ["top", "--synthetic", "4"].iter().chain(extra);
-            Cli::try_parse_from(argv).map(|c| open(&c.live).map(|(_, o)| o))
+            Cli::try_parse_from(argv).map(|c| open(&c.live, "tracer top").map(|(_, o)| o))
         };
         let o = parse(&[]).unwrap().unwrap();
         assert_eq!((o.slot_hold, o.gone_grace), (GONE_GRACE, GONE_GRACE));

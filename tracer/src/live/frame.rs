@@ -12,6 +12,17 @@ use super::{source::SourceInfo, window};
 
 /// Default refresh interval.
 pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(1);
+/// The shortest refresh interval (`--interval`, and what a view may ask for live): a
+/// refresh reads and differences every map, and a live view redraws; below this the loop
+/// would do nothing but refresh.
+pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
+/// The longest refresh interval: past it a view would look stuck.
+pub const MAX_INTERVAL: Duration = Duration::from_hours(1);
+/// The shortest `--hold`: below a second, a Prometheus scraping every second (about the
+/// most often one does) could miss a label set's last totals.
+pub const MIN_HOLD: Duration = Duration::from_secs(1);
+/// The longest `--hold`.
+pub const MAX_HOLD: Duration = Duration::from_hours(1);
 /// Default number of cgroups kept by name; the rest are summed into `other`.
 pub const DEFAULT_MAX_CGROUPS: usize = 100;
 /// How long a removed cgroup still shows (as gone) before it leaves, and a cgroup must
@@ -104,6 +115,9 @@ pub struct Frame {
     /// Cgroups whose calls went to `other` because their path was not known (yet), since
     /// the loop started.
     pub unnamed_cgroups: u64,
+    /// Label sets forgotten since the loop started (more were parked than the table
+    /// keeps): their paths' later calls go to `other`.
+    pub forgotten_cgroups: u64,
     /// Tracer's own cost.
     pub cost: Cost,
     /// Set when the source failed: the loop stopped, this is why.

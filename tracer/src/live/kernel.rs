@@ -19,7 +19,6 @@ use tracer_core::snapshot::{
     AttachState, CgroupId, DentryState, GONE_CGROUP, Meta, Snapshot, SourceKind,
 };
 use tracer_loader::attach as probes;
-use tracer_loader::attach::AttachMode;
 use tracer_loader::host::cgroup;
 use tracer_loader::host::names;
 use tracer_loader::read as collect;
@@ -55,27 +54,15 @@ pub struct KernelSource {
 }
 
 impl KernelSource {
-    /// Attach `wanted` probes (see [`probes::attach`]); cgroups are named by their paths
-    /// under `cgroup_root` (see [`cgroup::cgroup2_root`]) and what runs in them from
-    /// `names` (see [`names::Resolver`]).
-    ///
-    /// # Errors
-    /// When nothing can be attached (see [`probes::LoadError`]).
-    pub fn attach(
-        wanted: &[tracer_core::snapshot::Probe],
-        mode: AttachMode,
-        slow_threshold_ns: u64,
-        kernel_memory: u64,
+    /// The source of probes `attached` for reads every interval; cgroups are named by
+    /// their paths under `cgroup_root` (see [`cgroup::cgroup2_root`]) and what runs in them
+    /// from `names` (see [`names::Resolver`]).
+    #[must_use]
+    pub fn new(
+        attached: probes::Attached,
         cgroup_root: Option<PathBuf>,
         names: names::Sources,
-    ) -> anyhow::Result<Self> {
-        let attached = probes::attach_with_slow(
-            wanted,
-            mode,
-            slow_threshold_ns,
-            kernel_memory,
-            probes::MapReads::EveryInterval,
-        )?;
+    ) -> Self {
         let mut warnings = attached.warnings.clone();
         warnings.extend(tracer_core::report::not_attached(&attached.states));
         if !attached.cgroup_events {
@@ -99,7 +86,7 @@ impl KernelSource {
         for (id, path) in &known {
             names.learn(*id, path);
         }
-        Ok(Self {
+        Self {
             bpf_before: BTreeMap::new(),
             previous: Snapshot::new(meta),
             dentry: tracer_loader::host::read_dentry_state(),
@@ -112,7 +99,7 @@ impl KernelSource {
             removed_last_poll: Vec::new(),
             last_thread_sweep: proc_shows_kernel_tids().then(Instant::now),
             first: true,
-        })
+        }
     }
 
     /// The attached probes' programs' cost since the last poll, as they time themselves.

@@ -18,8 +18,14 @@
 //! as many label sets are parked as the table has slots (`--max-cgroups`). Past that one
 //! is forgotten: first those whose cgroups were removed (a pod's path, with its uid, does
 //! not come back; a restarted service's does, within seconds), the one parked longest
-//! first, then those of cgroups evicted while alive. A path that comes back after it was
-//! forgotten starts again from zero: to Prometheus a new series, the old one long stale.
+//! first, then those of cgroups evicted while alive.
+//!
+//! A forgotten label set's totals are gone, so its path may never have a label set again:
+//! one starting from zero would be a counter that decreased. Its path is remembered in a
+//! filter of fixed size ([`Forgotten`]), and a cgroup on a path found there gets no slot:
+//! its calls are filed under `other`, which only grows. The filter has no false negatives
+//! (no forgotten path ever comes back), and its false positives only send a new path's
+//! calls to `other` too, a loss of attribution, never of a call or of monotonicity.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -29,6 +35,44 @@ use super::window::Window;
 
 /// Label sets parked at most, per slot of the table.
 pub const PARKED_PER_SLOT: usize = 4;
+
+/// Forgotten paths the filter is sized for, per slot of the table, before its false
+/// positives pass 1% (it takes more, with more false positives).
+pub const FORGOTTEN_PER_SLOT: usize = 10_000;
+
+/// The filter's sizing bounds, in paths: at 1% false positives a path takes about 9.6
+/// bits, so the filter takes 120 KiB to 1.2 MiB.
+const FORGOTTEN_SIZED_FOR: std::ops::RangeInclusive<usize> = 100_000..=1_000_000;
+
+/// The paths of forgotten label sets (see the module docs): a Bloom filter of fixed size,
+/// sized by the table's slots within [`FORGOTTEN_SIZED_FOR`].
+#[derive(Debug)]
+pub struct Forgotten {
+    filter: fastbloom::BloomFilter,
+    /// Label sets forgotten since start.
+    total: u64,
+}
+
+impl Forgotten {
+    fn new(slots: usize) -> Self {
+        let items = slots
+            .saturating_mul(FORGOTTEN_PER_SLOT)
+            .clamp(*FORGOTTEN_SIZED_FOR.start(), *FORGOTTEN_SIZED_FOR.end());
+        Self {
+            filter: fastbloom::BloomFilter::with_false_pos(0.01).expected_items(items),
+            total: 0,
+        }
+    }
+
+    fn insert(&mut self, path: &str) {
+        self.filter.insert(path);
+        self.total += 1;
+    }
+
+    fn contains(&self, path: &str) -> bool {
+        self.filter.contains(path)
+    }
+}
 
 /// A label set's id: the id of the first cgroup filed under its path, when no other label
 /// set has that id (else one counted down from below [`OTHER_CGROUP`]), so that in the
@@ -61,8 +105,12 @@ pub struct Labels {
     /// Parked label sets in the order they are forgotten: `(alive, parked at, label)`,
     /// those whose last cgroup was removed first, then the one parked longest.
     parked_order: BTreeSet<(bool, u64, LabelId)>,
+    /// Slots of the table (the parked label sets are bounded by them).
+    slots: usize,
     /// How many label sets stay parked at most.
     max_parked: usize,
+    /// Paths whose label sets were forgotten: they never have one again.
+    forgotten: Forgotten,
     /// The next id for a label set whose first cgroup's id is taken.
     next_spare: LabelId,
     /// Cgroups whose calls went to `other` because their path was not known.
@@ -80,7 +128,9 @@ impl Labels {
             holders: BTreeMap::new(),
             parked: BTreeMap::new(),
             parked_order: BTreeSet::new(),
+            slots,
             max_parked: slots.saturating_mul(PARKED_PER_SLOT),
+            forgotten: Forgotten::new(slots),
             next_spare: OTHER_CGROUP - 1,
             unnamed: 0,
         }
@@ -99,6 +149,11 @@ impl Labels {
         let Some(path) = slot else {
             return OTHER_CGROUP;
         };
+        if !self.may_hold(path) {
+            // The table asks before giving a slot; a path forgotten meanwhile still never
+            // starts a label set from zero.
+            return OTHER_CGROUP;
+        }
         let label = if let Some(&label) = self.by_path.get(path) {
             label
         } else {
@@ -212,8 +267,22 @@ impl Labels {
             self.parked.remove(&label);
             if let Some(path) = self.paths.remove(&label) {
                 self.by_path.remove(&path);
+                self.forgotten.insert(&path);
             }
         }
+    }
+
+    /// Whether a cgroup on `path` may hold a slot: not when its path's label set was
+    /// forgotten (a path with a label set, live or parked, always may).
+    #[must_use]
+    pub fn may_hold(&self, path: &str) -> bool {
+        self.by_path.contains_key(path) || !self.forgotten.contains(path)
+    }
+
+    /// Label sets forgotten since start: their paths' later calls go to `other`.
+    #[must_use]
+    pub fn forgotten_total(&self) -> u64 {
+        self.forgotten.total
     }
 
     /// The label set a cgroup holding a slot files under.
@@ -228,11 +297,13 @@ impl Labels {
         self.parked.len()
     }
 
-    /// Forget every label set (a reset: totals start afresh).
+    /// Forget every label set (a reset: totals start afresh, so no path's history is left
+    /// to decrease). The counts of unnamed cgroups and forgotten label sets go on.
     pub fn reset(&mut self) {
-        let unnamed = self.unnamed;
-        *self = Self::new(self.max_parked);
+        let (unnamed, forgotten) = (self.unnamed, self.forgotten.total);
+        *self = Self::new(self.slots);
         self.unnamed = unnamed;
+        self.forgotten.total = forgotten;
     }
 }
 
@@ -306,12 +377,23 @@ mod tests {
             PARKED_PER_SLOT,
             "paths forgotten with their totals"
         );
-        // The idle one and the newest pods come back with their totals, the oldest from zero.
+        // The idle one and the newest pods come back with their totals; the oldest, whose
+        // totals were forgotten, never get a label set again: theirs would start from zero.
         let back = l.route(100, Some("/idle"), &mut t);
         assert_eq!(t.total_where(|k| k.cgroup == back).count(), 1);
         let back = l.route(101, Some("/pod11"), &mut t);
         assert_eq!(t.total_where(|k| k.cgroup == back).count(), 1);
-        let fresh = l.route(102, Some("/pod2"), &mut t);
-        assert_eq!(t.total_where(|k| k.cgroup == fresh).count(), 0);
+        assert!(!l.may_hold("/pod2"));
+        assert_eq!(l.route(102, Some("/pod2"), &mut t), OTHER_CGROUP);
+        assert_eq!(l.forgotten_total(), 11 - PARKED_PER_SLOT as u64);
+        assert!(l.may_hold("/never-seen"));
+    }
+
+    #[test]
+    fn a_reset_keeps_the_bound_on_parked_label_sets() {
+        let mut l = Labels::new(1);
+        l.reset();
+        l.reset();
+        assert_eq!(l.max_parked, PARKED_PER_SLOT, "slots, not the parked bound, again");
     }
 }

@@ -17,6 +17,7 @@
 mod args;
 mod engine;
 mod frame;
+mod health;
 pub mod kernel;
 pub mod labels;
 pub mod model;
@@ -27,10 +28,11 @@ pub mod table;
 pub mod window;
 
 pub use args::{LiveArgs, open};
-pub use engine::{Handle, Live, spawn};
+pub use engine::{Handle, Live, TEST_PANIC_ENV, spawn};
+pub use health::{Health, Liveness, STALL_FLOOR};
 pub use frame::{
     CgroupEntry, Control, Cost, DEFAULT_INTERVAL, DEFAULT_MAX_CGROUPS, Frame, GONE_GRACE, History,
-    Options,
+    MAX_HOLD, MAX_INTERVAL, MIN_HOLD, MIN_INTERVAL, Options,
 };
 pub use source::{Delta, Source, SourceInfo, SourceKindLive};
 pub use tracer_core::snapshot::OTHER_CGROUP;

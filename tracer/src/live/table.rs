@@ -132,11 +132,13 @@ impl Table {
     ///
     /// # Panics
     /// Never: the ids it looks up again were inserted or chosen from the table just before.
+    /// A cgroup whose path `may_hold` refuses (its label set was forgotten) gets no slot.
     pub fn interval(
         &mut self,
         seq: u64,
         active: &BTreeSet<CgroupId>,
         now_unix_ns: u64,
+        may_hold: impl Fn(&str) -> bool,
     ) -> Decisions {
         let mut out = Decisions::default();
         // Every tracked cgroup active in this interval is marked first, so that none of
@@ -161,8 +163,9 @@ impl Table {
             let Some(k) = self.known.get(&id) else {
                 continue;
             };
-            if k.entry.path.is_empty() {
-                // No slot without a name: its calls go to `other` until its path is known.
+            if k.entry.path.is_empty() || !may_hold(&k.entry.path) {
+                // No slot without a name (its calls go to `other` until its path is
+                // known), nor for a path whose totals were forgotten (for good).
                 continue;
             }
             if self.tracked >= self.max {
@@ -311,6 +314,11 @@ mod tests {
         ids.iter().copied().collect()
     }
 
+    /// Every path may hold a slot.
+    fn any_path(_: &str) -> bool {
+        true
+    }
+
     #[test]
     fn a_slot_changes_hands_only_after_its_holder_was_idle_for_the_hold() {
         const S: u64 = 1_000_000_000;
@@ -318,15 +326,15 @@ mod tests {
         t.made(1, "/a".into());
         t.made(2, "/b".into());
         let one = |id| BTreeSet::from([id]);
-        let d = t.interval(1, &one(1), S);
+        let d = t.interval(1, &one(1), S, any_path);
         assert!(d.evicted.is_empty());
         // /b is busy a second later and every second after: /a keeps its slot (and its
         // label set its last totals) for the minute it was idle, then gives it up.
         for s in 2..61 {
-            let d = t.interval(s, &one(2), s * S);
+            let d = t.interval(s, &one(2), s * S, any_path);
             assert!(d.evicted.is_empty(), "evicted at {s} s: {:?}", d.evicted);
         }
-        let d = t.interval(61, &one(2), 61 * S);
+        let d = t.interval(61, &one(2), 61 * S, any_path);
         assert_eq!(d.evicted, vec![1]);
     }
 
@@ -336,7 +344,7 @@ mod tests {
         for id in [10, 11, 12] {
             t.made(id, format!("/c{id}"));
         }
-        let d = t.interval(1, &set(&[10, 11, 12]), 0);
+        let d = t.interval(1, &set(&[10, 11, 12]), 0, any_path);
         assert_eq!(d, Decisions::default());
         assert_eq!((t.route(10), t.route(11)), (10, 11));
         assert_eq!(
@@ -350,12 +358,12 @@ mod tests {
     #[test]
     fn a_cgroup_without_a_path_gets_no_slot() {
         let mut t = Table::new(2, 60, 0);
-        t.interval(1, &set(&[10]), 0);
+        t.interval(1, &set(&[10]), 0, any_path);
         assert_eq!(t.route(10), OTHER_CGROUP);
         assert!(t.note_unnamed(10));
         assert!(!t.note_unnamed(10), "counted once");
         t.made(10, "/a".into());
-        t.interval(2, &set(&[10]), 0);
+        t.interval(2, &set(&[10]), 0, any_path);
         assert_eq!(t.route(10), 10);
     }
 
@@ -365,8 +373,8 @@ mod tests {
         for id in [10, 11, 12] {
             t.made(id, format!("/c{id}"));
         }
-        t.interval(1, &set(&[10, 11]), 0);
-        let d = t.interval(2, &set(&[11, 12]), 0);
+        t.interval(1, &set(&[10, 11]), 0, any_path);
+        let d = t.interval(2, &set(&[11, 12]), 0, any_path);
         assert_eq!(d.evicted, vec![10]);
         assert_eq!(
             (t.route(10), t.route(11), t.route(12)),
@@ -380,9 +388,9 @@ mod tests {
         for id in [10, 11, 30] {
             t.made(id, format!("/c{id}"));
         }
-        t.interval(1, &set(&[10, 30]), 0);
+        t.interval(1, &set(&[10, 30]), 0, any_path);
         // 11 comes, 30 is busy too: looked at after 11, it still keeps its slot.
-        let d = t.interval(2, &set(&[10, 11, 30]), 0);
+        let d = t.interval(2, &set(&[10, 11, 30]), 0, any_path);
         assert!(d.evicted.is_empty(), "{d:?}");
         assert_eq!(
             (t.route(10), t.route(11), t.route(30)),
@@ -396,10 +404,10 @@ mod tests {
         for id in [10, 11, 12] {
             t.made(id, format!("/c{id}"));
         }
-        t.interval(1, &set(&[10]), 0);
-        t.interval(2, &set(&[11]), 0);
+        t.interval(1, &set(&[10]), 0, any_path);
+        t.interval(2, &set(&[11]), 0, any_path);
         t.removed(11, 5);
-        let d = t.interval(3, &set(&[12]), 10);
+        let d = t.interval(3, &set(&[12]), 10, any_path);
         assert_eq!(d.evicted, vec![11], "10 idled longer, but 11 is gone");
         assert!(d.left.is_empty(), "still within its grace period");
         assert_eq!(t.entries()[&11].gone_since_unix_ns, Some(5));
@@ -409,10 +417,10 @@ mod tests {
     fn a_removed_cgroup_leaves_after_its_grace_period() {
         let mut t = Table::new(4, 100, 0);
         t.made(10, "/a".into());
-        t.interval(1, &set(&[10]), 0);
+        t.interval(1, &set(&[10]), 0, any_path);
         t.removed(10, 50);
-        assert!(t.interval(2, &set(&[]), 149).left.is_empty());
-        let d = t.interval(3, &set(&[]), 150);
+        assert!(t.interval(2, &set(&[]), 149, any_path).left.is_empty());
+        let d = t.interval(3, &set(&[]), 150, any_path);
         assert_eq!((d.evicted, d.left), (vec![10], vec![10]));
         assert!(t.is_empty());
         assert_eq!(t.tracked(), 0);
@@ -428,7 +436,7 @@ mod tests {
             for &id in &born {
                 t.made(id, format!("/c{id}"));
             }
-            t.interval(seq, &born.iter().copied().collect(), now);
+            t.interval(seq, &born.iter().copied().collect(), now, any_path);
             for &id in &born {
                 t.removed(id, now);
             }

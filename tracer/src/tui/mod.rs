@@ -124,7 +124,7 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::from(2));
     }
-    let (source, mut opts) = live::open(&args.live)?;
+    let (source, mut opts) = live::open(&args.live, "tracer top")?;
     // Only Detail shows the 60 s window: the live loop keeps it while Detail is on screen
     // (asked for by the dashboard), or throughout for `--frames` that print Detail.
     opts.last_60s =

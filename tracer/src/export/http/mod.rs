@@ -1,0 +1,579 @@
+//! The HTTP side of `tracer serve`: hyper's HTTP/1 server on tokio, a few pages, hard
+//! limits.
+//!
+//! `GET`/`HEAD` of `/metrics`, of the probes `/-/ready` and `/-/healthy` (Prometheus' own
+//! paths for them) and of an index page `/`; any other path is 404, any other method 405,
+//! a request with a body 413. A client cannot hold the server or its memory: request
+//! headers are capped (`max_header_bytes`, hyper answers 431 past it) and must arrive
+//! within `header_read_timeout` (a slow drip is cut off); each connection serves one
+//! request (no keep-alive), so `request_timeout` bounds a whole exchange, reading the
+//! response included; and at most `max_connections` are open, a connection past that
+//! being closed as soon as it is accepted.
+//!
+//! A frame is encoded once (and gzipped once for the clients that take gzip, as
+//! Prometheus does), when first scraped, and every scrape of it gets the same bytes; while
+//! a newer frame is being encoded, scrapes get the previous one's (at most one refresh
+//! old). So many scrapers cost one encoding per refresh, and none waits on it. A live
+//! loop that stopped refreshing publishes no new frame: its last one is encoded again
+//! with `tracer_source_up 0`.
+//!
+//! An encoding that fails or panics does not stop the exporter: a panic is caught, the
+//! scrapes waiting on it are answered 500, `tracer_scrape_errors_total` counts it, and the
+//! next scrape encodes afresh (the `busy` flag is cleared however the encoding ends).
+
+use std::{
+    convert::Infallible,
+    future::Future,
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::Duration,
+};
+
+use http_body_util::Full;
+use hyper::{
+    Method, Request, Response, StatusCode,
+    body::{Body as _, Bytes, Incoming},
+    header,
+    server::conn::http1,
+    service::service_fn,
+};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::{
+    net::TcpListener,
+    sync::{Notify, Semaphore, watch},
+};
+
+use super::metrics::{self, Context, Format, ProcSelf};
+use crate::live::{Frame, Health, Liveness};
+
+/// Limits that keep a slow or hostile client from holding the server or its memory.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// Open connections at most; more are closed at once.
+    pub max_connections: usize,
+    /// Time a client has to send its request line and headers.
+    pub header_read_timeout: Duration,
+    /// Time a whole exchange may take, from accept to the response's last byte.
+    pub request_timeout: Duration,
+    /// Largest request head (request line and headers), bytes; hyper's floor is 8 KiB.
+    pub max_header_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_connections: 2048,
+            header_read_timeout: Duration::from_secs(5),
+            request_timeout: Duration::from_secs(10),
+            max_header_bytes: 8 * 1024,
+        }
+    }
+}
+
+/// The frames to export, and the encodings of the latest one encoded.
+#[derive(Debug)]
+pub struct Exporter {
+    frames: watch::Receiver<Option<Arc<Frame>>>,
+    cache: std::sync::Mutex<Cache>,
+    /// Woken when an encoding lands in the cache, or fails.
+    encoded: Notify,
+    /// Encodings that failed (an error or a panic): `tracer_scrape_errors_total`.
+    failed_encodings: AtomicU64,
+    /// The live loop's health, where the frames come from one.
+    health: Option<Arc<Health>>,
+    /// Test hook: how the next encoding fails.
+    #[cfg(test)]
+    fail_next_encoding: std::sync::Mutex<Option<TestFault>>,
+}
+
+/// How a test makes an encoding fail.
+#[cfg(test)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TestFault {
+    /// It panics.
+    Panic,
+    /// It returns an error.
+    Error,
+}
+
+/// A scrape could not be answered: the encoding it waited for failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EncodingFailed;
+
+#[derive(Debug, Default)]
+struct Cache {
+    /// The frame `bodies` encode.
+    frame: Option<Arc<Frame>>,
+    /// Indexed by [`slot`].
+    bodies: [Option<Bytes>; SLOTS],
+    /// What `/proc/self` said when `frame` was first encoded: its other encodings say
+    /// the same.
+    proc: Option<ProcSelf>,
+    /// Whether `bodies` say the source is down whatever `frame` says (it stopped
+    /// refreshing after publishing `frame`).
+    source_down: bool,
+    /// An encoding is under way.
+    busy: bool,
+    /// Encodings that failed so far: a scrape that sees it change while it waits was
+    /// waiting on one of them.
+    failures: u64,
+}
+
+/// Clears `busy` and wakes the waiting scrapes when an encoding ends, whether it
+/// published its bytes, failed, or unwound: a scrape never waits on an encoding that
+/// will not land.
+struct EndOfEncoding<'a>(&'a Exporter);
+
+impl Drop for EndOfEncoding<'_> {
+    fn drop(&mut self) {
+        self.0.cache().busy = false;
+        self.0.encoded.notify_waiters();
+    }
+}
+
+/// Cached encodings: each format, plain and gzipped.
+const SLOTS: usize = 6;
+
+/// The formats, in the order of their slots.
+const FORMATS: [Format; 3] = [Format::OpenMetrics, Format::Text, Format::Protobuf];
+
+fn slot(format: Format, gzip: bool) -> usize {
+    let f = match format {
+        Format::OpenMetrics => 0,
+        Format::Text => 1,
+        Format::Protobuf => 2,
+    };
+    f * 2 + usize::from(gzip)
+}
+
+/// Whether an `Accept-Encoding` header takes gzip (Prometheus sends `gzip`).
+fn accepts_gzip(header: Option<&str>) -> bool {
+    header.is_some_and(|h| {
+        h.split(',').any(|coding| {
+            let mut parts = coding.split(';').map(str::trim);
+            let name = parts.next().unwrap_or("");
+            let q = parts
+                .filter_map(|p| p.strip_prefix("q="))
+                .find_map(|q| q.parse::<f64>().ok())
+                .unwrap_or(1.0);
+            name.eq_ignore_ascii_case("gzip") && q > 0.0
+        })
+    })
+}
+
+/// gzip at the fastest level: a scrape of 500 cgroups is about 10 MB of text that
+/// compresses some twentyfold, and it is compressed once per refresh.
+fn gzip(body: &[u8]) -> Bytes {
+    use std::io::Write as _;
+    let mut enc = flate2::write::GzEncoder::new(
+        Vec::with_capacity(body.len() / 8),
+        flate2::Compression::fast(),
+    );
+    // Writing into a Vec cannot fail.
+    match enc.write_all(body).and_then(|()| enc.finish()) {
+        Ok(v) => Bytes::from(v),
+        Err(_) => Bytes::new(),
+    }
+}
+
+impl Exporter {
+    /// Export the frames published on `frames`; the source is up while the latest frame
+    /// has no error.
+    #[must_use]
+    pub fn new(frames: watch::Receiver<Option<Arc<Frame>>>) -> Self {
+        Self {
+            frames,
+            cache: std::sync::Mutex::new(Cache::default()),
+            encoded: Notify::new(),
+            failed_encodings: AtomicU64::new(0),
+            health: None,
+            #[cfg(test)]
+            fail_next_encoding: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// Export the frames of a live loop whose health is `health`: also down once it stops
+    /// refreshing.
+    #[must_use]
+    pub fn with_health(frames: watch::Receiver<Option<Arc<Frame>>>, health: Arc<Health>) -> Self {
+        Self {
+            health: Some(health),
+            ..Self::new(frames)
+        }
+    }
+
+    /// The source's health now: from the loop's, else from the latest frame.
+    #[must_use]
+    pub fn liveness(&self) -> Liveness {
+        if let Some(h) = &self.health {
+            return h.at(std::time::Instant::now());
+        }
+        match self.frames.borrow().as_deref() {
+            None => Liveness::Starting,
+            Some(f) => match &f.error {
+                Some(e) => Liveness::Down(e.clone()),
+                None => Liveness::Up,
+            },
+        }
+    }
+
+    /// Make the next encoding fail as `fault` says.
+    #[cfg(test)]
+    pub fn fail_next_encoding(&self, fault: TestFault) {
+        *self
+            .fail_next_encoding
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(fault);
+    }
+
+    fn cache(&self) -> std::sync::MutexGuard<'_, Cache> {
+        self.cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The latest frame in `format` (gzipped when `gzip`).
+    ///
+    /// A frame is encoded once, when the first scrape after it was published asks, in the
+    /// background: until that encoding lands, scrapes get the previous refresh's bytes
+    /// instead of all waiting on it. Bytes older than that are not served: a scrape waits
+    /// for the latest frame's encoding when what is cached is older, or is the "no frame
+    /// yet" answer while a frame exists (the cache is only as recent as the last scrape,
+    /// and one scrape every 15 s, or a probe before the first refresh, would otherwise
+    /// be answered with data a scrape interval old, or `tracer_source_up 0`). That wait
+    /// is bounded by [`STALE_AFTER`]: on a starved host a late answer with older bytes
+    /// beats a scrape that times out.
+    ///
+    /// # Errors
+    /// When an encoding this scrape waited for failed (the next scrape tries again).
+    pub async fn scrape(
+        self: &Arc<Self>,
+        format: Format,
+        gzip: bool,
+    ) -> Result<Bytes, EncodingFailed> {
+        let want = slot(format, gzip);
+        let asked = tokio::time::Instant::now();
+        // Down is said at once: bytes saying up are not served for a source that is not.
+        let source_down = matches!(self.liveness(), Liveness::Down(_));
+        let mut failures_before = None;
+        loop {
+            // Made before looking, so an encoding that lands meanwhile still wakes it.
+            let landed = self.encoded.notified();
+            let nothing_cached = {
+                let latest = self.frames.borrow().clone();
+                let mut cache = self.cache();
+                if *failures_before.get_or_insert(cache.failures) != cache.failures {
+                    return Err(EncodingFailed);
+                }
+                let current = cache.source_down == source_down
+                    && match (&cache.frame, &latest) {
+                        (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                        (None, None) => true,
+                        _ => false,
+                    };
+                let recent = current
+                    || (cache.source_down == source_down
+                        && fresh_enough(cache.frame.as_deref(), latest.as_deref()));
+                let cached = cache.bodies[want].clone();
+                let past_bound = asked.elapsed() >= STALE_AFTER;
+                let have = cached.clone().filter(|_| recent || past_bound);
+                if !cache.busy && (!current || have.is_none()) {
+                    let mut wanted = [false; SLOTS];
+                    for (w, b) in wanted.iter_mut().zip(&cache.bodies) {
+                        *w = b.is_some();
+                    }
+                    wanted[want] = true;
+                    cache.busy = true;
+                    let proc = if current { cache.proc } else { None };
+                    self.encode_later(latest, wanted, proc, source_down);
+                }
+                if let Some(body) = have {
+                    return Ok(body);
+                }
+                cached.is_none()
+            };
+            if nothing_cached {
+                landed.await;
+            } else {
+                // Older bytes are there: wait for the encoding until STALE_AFTER, then
+                // take them.
+                let _ = tokio::time::timeout_at(asked + STALE_AFTER, landed).await;
+            }
+        }
+    }
+
+    /// Encode `frame` in the `wanted` slots on a blocking thread, then publish. An
+    /// encoding that fails or panics (the panic is caught) leaves the cache as it was; the
+    /// failure is counted, and the scrapes waiting on it are answered [`EncodingFailed`].
+    fn encode_later(
+        self: &Arc<Self>,
+        frame: Option<Arc<Frame>>,
+        wanted: [bool; SLOTS],
+        proc: Option<ProcSelf>,
+        source_down: bool,
+    ) {
+        let me = self.clone();
+        tokio::task::spawn_blocking(move || {
+            let _end = EndOfEncoding(&me);
+            let ctx = Context {
+                scrape_errors: me.failed_encodings.load(Ordering::Relaxed),
+                proc: proc.unwrap_or_else(ProcSelf::read),
+                source_down,
+                started_unix_ns: crate::process::start_unix_ns(),
+            };
+            let encoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                #[cfg(test)]
+                if let Some(fault) = me
+                    .fail_next_encoding
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .take()
+                {
+                    assert!(fault != TestFault::Panic, "test hook: this encoding panics");
+                    return Err(metrics::EncodeError("test hook: this encoding fails".into()));
+                }
+                encode(frame.as_ref(), wanted, &ctx)
+            }));
+            let mut cache = me.cache();
+            match encoded {
+                Ok(Ok(bodies)) => {
+                    cache.frame = frame;
+                    cache.bodies = bodies;
+                    cache.proc = Some(ctx.proc);
+                    cache.source_down = source_down;
+                    return;
+                }
+                Ok(Err(e)) => log::error!("{e}; the next scrape tries again"),
+                // The panic message went to stderr through the panic hook.
+                Err(_) => log::error!("encoding the metrics panicked; the next scrape tries again"),
+            }
+            me.failed_encodings.fetch_add(1, Ordering::Relaxed);
+            cache.failures += 1;
+        });
+    }
+}
+
+/// How long a scrape waits for the latest frame's encoding before older bytes answer it.
+pub const STALE_AFTER: Duration = Duration::from_secs(1);
+
+/// Whether bytes encoding `cached` may answer a scrape while `latest` is being encoded:
+/// only when `cached` is the refresh just before it.
+fn fresh_enough(cached: Option<&Frame>, latest: Option<&Frame>) -> bool {
+    match (cached, latest) {
+        (Some(c), Some(l)) => c.seq.saturating_add(1) >= l.seq,
+        (None, None) => true,
+        _ => false,
+    }
+}
+
+/// The encodings of `frame` in the `wanted` slots, in `ctx`.
+fn encode(
+    frame: Option<&Arc<Frame>>,
+    wanted: [bool; SLOTS],
+    ctx: &Context,
+) -> Result<[Option<Bytes>; SLOTS], metrics::EncodeError> {
+    let mut out: [Option<Bytes>; SLOTS] = Default::default();
+    for format in FORMATS {
+        let (plain, zipped) = (slot(format, false), slot(format, true));
+        if !(wanted[plain] || wanted[zipped]) {
+            continue;
+        }
+        let body = Bytes::from(metrics::encode(frame.cloned(), format, ctx)?);
+        if wanted[zipped] {
+            out[zipped] = Some(gzip(&body));
+        }
+        if wanted[plain] {
+            out[plain] = Some(body);
+        }
+    }
+    Ok(out)
+}
+
+const INDEX: &str = "<!DOCTYPE html>\n<html><head><title>tracer</title></head><body>\n\
+<h1>tracer</h1>\n<p>Grace-period waits, shrinker teardown and dcache pruning under inode \
+locks, per probe, caller and cgroup.</p>\n<p><a href=\"/metrics\">/metrics</a> \
+<a href=\"/-/ready\">/-/ready</a> <a href=\"/-/healthy\">/-/healthy</a></p>\n\
+</body></html>\n";
+
+fn respond(status: StatusCode, content_type: &str, body: Bytes) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(body));
+    *r.status_mut() = status;
+    if let Ok(v) = header::HeaderValue::from_str(content_type) {
+        r.headers_mut().insert(header::CONTENT_TYPE, v);
+    }
+    r
+}
+
+fn plain(status: StatusCode, text: &'static str) -> Response<Full<Bytes>> {
+    respond(
+        status,
+        "text/plain; charset=utf-8",
+        Bytes::from_static(text.as_bytes()),
+    )
+}
+
+fn not_allowed() -> Response<Full<Bytes>> {
+    let mut r = plain(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method not allowed: GET or HEAD\n",
+    );
+    r.headers_mut()
+        .insert(header::ALLOW, header::HeaderValue::from_static("GET, HEAD"));
+    r
+}
+
+async fn handle(
+    exporter: Arc<Exporter>,
+    req: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    let page = match req.uri().path() {
+        "/metrics" => Page::Metrics,
+        "/" => Page::Index,
+        READY => Page::Ready,
+        HEALTHY => Page::Healthy,
+        _ => return Ok(plain(StatusCode::NOT_FOUND, "not found: try /metrics\n")),
+    };
+    if !matches!(*req.method(), Method::GET | Method::HEAD) {
+        return Ok(not_allowed());
+    }
+    // Never read: the connection closes after this response, body unread.
+    if !req.body().is_end_stream() {
+        return Ok(plain(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "request bodies are not accepted\n",
+        ));
+    }
+    Ok(match page {
+        Page::Index => respond(
+            StatusCode::OK,
+            "text/html; charset=utf-8",
+            Bytes::from_static(INDEX.as_bytes()),
+        ),
+        Page::Ready => probe(true, &exporter.liveness()),
+        Page::Healthy => probe(false, &exporter.liveness()),
+        Page::Metrics => {
+            let accept = req
+                .headers()
+                .get(header::ACCEPT)
+                .and_then(|v| v.to_str().ok());
+            let format = Format::negotiate(accept);
+            let zip = accepts_gzip(
+                req.headers()
+                    .get(header::ACCEPT_ENCODING)
+                    .and_then(|v| v.to_str().ok()),
+            );
+            let Ok(body) = exporter.scrape(format, zip).await else {
+                return Ok(plain(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "encoding the metrics failed (see tracer's log); the next scrape tries again\n",
+                ));
+            };
+            let mut r = respond(StatusCode::OK, format.content_type(), body);
+            let headers = r.headers_mut();
+            headers.insert(
+                header::VARY,
+                header::HeaderValue::from_static("Accept, Accept-Encoding"),
+            );
+            if zip {
+                headers.insert(
+                    header::CONTENT_ENCODING,
+                    header::HeaderValue::from_static("gzip"),
+                );
+            }
+            r
+        }
+    })
+}
+
+enum Page {
+    Index,
+    Metrics,
+    Ready,
+    Healthy,
+}
+
+/// The readiness probe's path: 200 once the source refreshes (recording started and a
+/// frame published), 503 before and once it is down.
+pub const READY: &str = "/-/ready";
+/// The liveness probe's path: 200 unless the source is down (failed, or silent for two
+/// intervals), then 503, until tracer exits to be restarted.
+pub const HEALTHY: &str = "/-/healthy";
+
+/// The readiness probe's answer (`ready`), else the liveness probe's, the reason in its
+/// body.
+fn probe(ready: bool, liveness: &Liveness) -> Response<Full<Bytes>> {
+    let ok = match liveness {
+        Liveness::Up => true,
+        Liveness::Starting => !ready,
+        Liveness::Down(_) => false,
+    };
+    let text = match liveness {
+        Liveness::Up => "up: the source refreshes\n".to_owned(),
+        Liveness::Starting => "starting: no refresh yet\n".to_owned(),
+        Liveness::Down(why) => format!("down: {why}\n"),
+    };
+    let status = if ok {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    respond(status, "text/plain; charset=utf-8", Bytes::from(text))
+}
+
+/// Serve `exporter` on `listener` until `shutdown` completes.
+///
+/// # Errors
+/// Never for a client's doing; only when accepting fails for good.
+pub async fn serve(
+    listener: TcpListener,
+    exporter: Arc<Exporter>,
+    limits: Limits,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
+    let connections = Arc::new(Semaphore::new(limits.max_connections));
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout)
+        .max_buf_size(limits.max_header_bytes.max(8 * 1024))
+        .keep_alive(false)
+        // A client may shut its sending side once the request is out (`nc -N`, some
+        // HTTP/1.0 clients): without this, hyper takes that for the client leaving and
+        // drops the answer. The header and request timeouts still bound such a client.
+        .half_close(true);
+    tokio::pin!(shutdown);
+    loop {
+        let stream = tokio::select! {
+            () = &mut shutdown => return Ok(()),
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                // Out of file descriptors, a connection reset before accept: the next
+                // accept may succeed; pause so a persistent error does not spin.
+                Err(e) => {
+                    log::warn!("accept: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let Ok(permit) = connections.clone().try_acquire_owned() else {
+            drop(stream);
+            continue;
+        };
+        let exporter = exporter.clone();
+        let builder = builder.clone();
+        let request_timeout = limits.request_timeout;
+        tokio::spawn(async move {
+            let service = service_fn(move |req| handle(exporter.clone(), req));
+            let conn = builder.serve_connection(TokioIo::new(stream), service);
+            // Errors are the client's (a reset, a bad request, a timeout): nothing to do.
+            let _ = tokio::time::timeout(request_timeout, conn).await;
+            drop(permit);
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests;

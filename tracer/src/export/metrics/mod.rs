@@ -1,0 +1,521 @@
+//! The metrics of one live [`Frame`], encoded by prometheus-client at scrape time.
+//!
+//! Everything is read from the frame the live loop published last: latency histograms and
+//! counters from its cumulative [`Snapshot`](tracer_core::snapshot::Snapshot) (so they only grow,
+//! as Prometheus counters must, until the source is reset), gauges from its last interval.
+//! The kernel keeps log-linear buckets (8 per power of two); a scrape exposes them summed
+//! into [`BUCKET_BOUNDS_NS`], powers of 4 from about 1 µs to about 18 min (every power of
+//! two is a kernel bucket bound, so each exposed bucket's count is exact, as are `_sum` and
+//! `_count`), and, in the protobuf format, also as a native histogram of schema 3
+//! ([`tracer_core::native`]).
+
+use std::{
+    collections::BTreeMap,
+    fmt::{self, Write as _},
+    sync::Arc,
+};
+
+use prometheus_client::{
+    collector::Collector,
+    encoding::{
+        DescriptorEncoder, EncodeLabelSet, EncodeLabelValue, LabelValueEncoder, NoLabelSet,
+        prometheus_protobuf, text,
+    },
+    metrics::MetricType,
+    registry::Registry,
+};
+
+use tracer_core::snapshot::{AttachMethod, AttachState, CgroupId, GONE_CGROUP, Latency, Probe};
+
+use crate::live::{Frame, OTHER_CGROUP};
+
+/// Upper bounds of the exposed histogram buckets (the classic buckets of the kernel's).
+pub use tracer_core::latency::CLASSIC_BOUNDS_NS as BUCKET_BOUNDS_NS;
+
+/// The value of a label that has none: no kernel symbol, no caller, no kernel release.
+pub const NONE: &str = "none";
+
+/// `symbol` label value of a probe with no kernel symbol (failed, not requested, modelled).
+pub const NO_SYMBOL: &str = NONE;
+
+/// `caller` label value of calls no traced function encloses.
+pub const NO_CALLER: &str = NONE;
+
+/// `cgroup` label value of the cgroups beyond `--max-cgroups`, summed.
+pub const OTHER: &str = "other";
+
+/// `cgroup` label value of cgroups removed before their calls were read.
+pub const GONE: &str = "gone";
+
+/// Which format a scrape is answered in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// `OpenMetrics` 1.0 text, what prometheus-client writes and Prometheus asks for first.
+    OpenMetrics,
+    /// The Prometheus text format 0.0.4, for clients that ask for `text/plain` only.
+    Text,
+    /// Prometheus' protobuf format (`io.prometheus.client.MetricFamily`, length-delimited):
+    /// the one that carries native histograms, which Prometheus asks for first when they
+    /// are enabled (`--enable-feature=native-histograms`).
+    Protobuf,
+}
+
+/// The media type of [`Format::Protobuf`].
+pub const PROTOBUF_MEDIA_TYPE: &str = "application/vnd.google.protobuf";
+
+impl Format {
+    /// The `Content-Type` of a response in this format.
+    #[must_use]
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Format::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            Format::Text => "text/plain; version=0.0.4; charset=utf-8",
+            Format::Protobuf => {
+                "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited"
+            }
+        }
+    }
+
+    /// The format an `Accept` header prefers: the protobuf format when it asks for
+    /// `io.prometheus.client.MetricFamily` delimited and weights it at least as high as
+    /// the text formats (Prometheus with native histograms on); else `OpenMetrics` when it
+    /// is weighted above `text/plain` (Prometheus asks so); else the classic text, which is
+    /// also what a missing header, `*/*` (curl, browsers) and anything else get.
+    #[must_use]
+    pub fn negotiate(accept: Option<&str>) -> Format {
+        let Some(accept) = accept else {
+            return Format::Text;
+        };
+        let (mut protobuf, mut openmetrics, mut text) = (0.0_f64, 0.0_f64, 0.0_f64);
+        for range in accept.split(',') {
+            let mut parts = range.split(';').map(str::trim);
+            let media = parts.next().unwrap_or("").to_ascii_lowercase();
+            let params: Vec<String> = parts.map(|p| p.replace(' ', "")).collect();
+            let q = params
+                .iter()
+                .filter_map(|p| p.strip_prefix("q="))
+                .find_map(|q| q.parse::<f64>().ok())
+                .unwrap_or(1.0);
+            match media.as_str() {
+                PROTOBUF_MEDIA_TYPE
+                    if params
+                        .iter()
+                        .any(|p| p == "proto=io.prometheus.client.MetricFamily")
+                        && params.iter().any(|p| p == "encoding=delimited") =>
+                {
+                    protobuf = protobuf.max(q);
+                }
+                "application/openmetrics-text" => openmetrics = openmetrics.max(q),
+                "text/plain" => text = text.max(q),
+                _ => {}
+            }
+        }
+        if protobuf > 0.0 && protobuf >= openmetrics && protobuf >= text {
+            Format::Protobuf
+        } else if openmetrics > text {
+            Format::OpenMetrics
+        } else {
+            Format::Text
+        }
+    }
+}
+
+/// What an encoding reads besides the frame.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Context {
+    /// Encodings that failed before this one (`tracer_scrape_errors_total`).
+    pub scrape_errors: u64,
+    /// The process metrics, read for this frame.
+    pub proc: ProcSelf,
+    /// The live loop no longer refreshes (it failed, or went silent): `tracer_source_up`
+    /// is 0 whatever the frame says.
+    pub source_down: bool,
+    /// When this process started, ns since the Unix epoch: every counter and histogram of
+    /// the protobuf format starts then (`process_start_time_seconds`' instant).
+    pub started_unix_ns: Option<u64>,
+}
+
+impl Context {
+    /// For a scrape now: the process read, no failure before, the source up.
+    #[must_use]
+    pub fn now() -> Self {
+        Self {
+            proc: ProcSelf::read(),
+            started_unix_ns: crate::process::start_unix_ns(),
+            ..Self::default()
+        }
+    }
+}
+
+/// An encoding failed: a collector refused a value, or the format could not be written.
+/// The scrape is answered 500 (an empty 200 would read as a scrape with no series) and
+/// counted in `tracer_scrape_errors_total`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EncodeError(pub String);
+
+impl fmt::Display for EncodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "encoding the metrics failed: {}", self.0)
+    }
+}
+
+impl std::error::Error for EncodeError {}
+
+/// Encode `frame` (or, before the first refresh, only `tracer_source_up 0`) in a text
+/// `format`, as a scrape now would see it (the protobuf one: [`encode`]).
+///
+/// # Panics
+/// When the encoding fails, which the tests' frames never make it.
+#[must_use]
+pub fn render(frame: Option<Arc<Frame>>, format: Format) -> String {
+    let bytes = encode(frame, format, &Context::now()).expect("the frame encodes");
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// Encode `frame` in `format`, in `ctx`.
+///
+/// # Errors
+/// When prometheus-client refuses the encoding.
+pub fn encode(
+    frame: Option<Arc<Frame>>,
+    format: Format,
+    ctx: &Context,
+) -> Result<Vec<u8>, EncodeError> {
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(FrameMetrics {
+        frame,
+        ctx: *ctx,
+        native: format == Format::Protobuf,
+    }));
+    if format == Format::Protobuf {
+        return protobuf(&registry, ctx.started_unix_ns);
+    }
+    let mut out = String::new();
+    text::encode(&mut out, &registry).map_err(|e| EncodeError(e.to_string()))?;
+    Ok(match format {
+        Format::Text => openmetrics_to_text(&out).into_bytes(),
+        Format::OpenMetrics | Format::Protobuf => out.into_bytes(),
+    })
+}
+
+/// The protobuf format, length-delimited, every counter and histogram with the start time
+/// Prometheus tells a reset from a start by: this process's (prometheus-client's encoder
+/// sets none on counters, so the families are encoded, stamped, then written).
+fn protobuf(registry: &Registry, started_unix_ns: Option<u64>) -> Result<Vec<u8>, EncodeError> {
+    use prost::Message as _;
+    let mut families =
+        prometheus_protobuf::encode(registry).map_err(|e| EncodeError(e.to_string()))?;
+    let start = started_unix_ns.and_then(|ns| {
+        Some(prost_types::Timestamp {
+            seconds: i64::try_from(ns / 1_000_000_000).ok()?,
+            nanos: i32::try_from(ns % 1_000_000_000).ok()?,
+        })
+    });
+    for metric in families.iter_mut().flat_map(|f| f.metric.iter_mut()) {
+        if let Some(c) = &mut metric.counter {
+            c.start_timestamp.clone_from(&start);
+        }
+        if let Some(h) = &mut metric.histogram {
+            h.start_timestamp.clone_from(&start);
+        }
+    }
+    let mut out = Vec::new();
+    for family in families {
+        family
+            .encode_length_delimited(&mut out)
+            .map_err(|e| EncodeError(e.to_string()))?;
+    }
+    Ok(out)
+}
+
+/// prometheus-client's `OpenMetrics` text, as the classic text. For the metric types used here
+/// (counters, gauges, histograms; no info or stateset) the classic text format differs in
+/// three lines only, which this rewrites: no `# UNIT` and no `# EOF`, and a counter family
+/// carries its samples' `_total` name in `# HELP` and `# TYPE`. Samples are left as written.
+fn openmetrics_to_text(om: &str) -> String {
+    let counters: std::collections::HashSet<&str> = om
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.strip_suffix(" counter"))
+        .collect();
+    let mut out = String::with_capacity(om.len());
+    for line in om.lines() {
+        if line.starts_with("# UNIT ") || line == "# EOF" {
+            continue;
+        }
+        let descriptor = ["# HELP ", "# TYPE "]
+            .iter()
+            .find_map(|p| line.strip_prefix(p).map(|rest| (*p, rest)));
+        match descriptor {
+            Some((prefix, rest)) => {
+                let (name, tail) = rest.split_once(' ').unwrap_or((rest, ""));
+                out.push_str(prefix);
+                out.push_str(name);
+                if counters.contains(name) {
+                    out.push_str("_total");
+                }
+                out.push(' ');
+                out.push_str(tail);
+            }
+            None => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// A label value, as is: prometheus-client escapes it where a text format needs it
+/// (`\\`, `\"`, `\n`; cgroup names may hold any of them), and the protobuf format
+/// carries it verbatim.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Label(String);
+
+impl Label {
+    /// `s`, or [`NONE`] for an empty value: no label is ever empty (Prometheus reads an
+    /// empty value as no label at all, and a series could then match the wrong selector).
+    fn new(s: &str) -> Self {
+        Label(if s.is_empty() { NONE } else { s }.to_owned())
+    }
+}
+
+impl EncodeLabelValue for Label {
+    fn encode(&self, encoder: &mut LabelValueEncoder) -> fmt::Result {
+        encoder.write_str(&self.0)
+    }
+}
+
+#[derive(Debug, Clone, EncodeLabelSet)]
+struct SeriesLabels {
+    probe: Label,
+    caller: Label,
+    cgroup: Label,
+}
+
+#[derive(Debug, Clone, EncodeLabelSet)]
+struct CgroupLabels {
+    cgroup: Label,
+}
+
+#[derive(Debug, Clone, EncodeLabelSet)]
+struct ProbeLabels {
+    probe: Label,
+}
+
+#[derive(Debug, Clone, EncodeLabelSet)]
+struct AttachLabels {
+    probe: Label,
+    mode: Label,
+}
+
+#[derive(Debug, Clone, EncodeLabelSet)]
+struct ProbeInfoLabels {
+    probe: Label,
+    state: Label,
+    symbol: Label,
+}
+
+#[derive(Debug, Clone, EncodeLabelSet)]
+struct ProbeLossLabels {
+    probe: Label,
+    kind: Label,
+}
+
+#[derive(Debug, Clone, EncodeLabelSet)]
+struct KindLabels {
+    kind: Label,
+}
+
+#[derive(Debug, Clone, EncodeLabelSet)]
+struct ProgramLabels {
+    program: Label,
+}
+
+#[derive(Debug, Clone, EncodeLabelSet)]
+struct SourceLabels {
+    kind: Label,
+    description: Label,
+    kernel: Label,
+}
+
+/// One exposed histogram: per-bucket (not yet cumulative) counts at [`BUCKET_BOUNDS_NS`],
+/// the last one `+Inf`, with the exact count and sum.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Buckets {
+    /// Calls in each bucket: `[bound[i-1], bound[i])`, then at or above the last bound.
+    pub per_bucket: [u64; BUCKET_BOUNDS_NS.len() + 1],
+    /// Exact number of calls.
+    pub count: u64,
+    /// Exact total time, nanoseconds.
+    pub sum_ns: u64,
+    /// The distributions added, merged: the native histogram's buckets come from it.
+    pub latency: Latency,
+}
+
+impl Buckets {
+    /// Add a latency distribution.
+    pub fn add(&mut self, lat: &Latency) {
+        let below = buckets_of(lat);
+        let mut finite = 0;
+        for (mine, n) in self.per_bucket.iter_mut().zip(below) {
+            *mine += n;
+            finite += n;
+        }
+        // Whatever the distribution holds at or past the last bound, by its exact count,
+        // so `+Inf` always equals `_count`.
+        let inf = self.per_bucket.len() - 1;
+        self.per_bucket[inf] += lat.count().saturating_sub(finite);
+        self.count += lat.count();
+        self.sum_ns = self.sum_ns.saturating_add(lat.sum_ns());
+        if self.latency.count() == 0 {
+            self.latency.clone_from(lat);
+        } else {
+            self.latency.merge(lat);
+        }
+    }
+
+    /// Calls shorter than `BUCKET_BOUNDS_NS[i]` (what the `le` bucket `i` shows).
+    #[must_use]
+    pub fn cumulative(&self, i: usize) -> u64 {
+        self.per_bucket.iter().take(i + 1).sum()
+    }
+}
+
+/// The calls of `lat` in each finite exposed bucket, from the kernel's buckets: every
+/// exposed bound is a bound of theirs, so [`Latency::count_le`] is exact there.
+fn buckets_of(lat: &Latency) -> [u64; BUCKET_BOUNDS_NS.len()] {
+    let mut out = [0; BUCKET_BOUNDS_NS.len()];
+    let mut below = 0;
+    for (slot, &bound) in out.iter_mut().zip(&BUCKET_BOUNDS_NS) {
+        let le = lat.count_le(bound);
+        *slot = le.saturating_sub(below);
+        below = le;
+    }
+    out
+}
+
+/// A frame's metrics, encoded by prometheus-client when a registry holding it is encoded.
+#[derive(Debug)]
+struct FrameMetrics {
+    frame: Option<Arc<Frame>>,
+    ctx: Context,
+    /// Whether the format carries native histograms (else their buckets are not computed).
+    native: bool,
+}
+
+impl Collector for FrameMetrics {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
+        let up = !self.ctx.source_down && self.frame.as_ref().is_some_and(|f| f.error.is_none());
+        encoder
+            .encode_descriptor(
+                "tracer_source_up",
+                "1 while the live source refreshes; 0 before its first refresh, after it failed, or once two intervals passed without a refresh.",
+                None,
+                MetricType::Gauge,
+            )?
+            .encode_gauge(&i64::from(up))?;
+        encoder
+            .encode_descriptor(
+                "tracer_scrape_errors",
+                "Encodings of the metrics that failed; the scrapes waiting on one were answered 500.",
+                None,
+                MetricType::Counter,
+            )?
+            .encode_counter::<NoLabelSet, _, u64>(&self.ctx.scrape_errors, None)?;
+        encode_build_info(&mut encoder)?;
+        let Some(frame) = &self.frame else {
+            return Ok(());
+        };
+        families::latency(frame, self.native, &mut encoder)?;
+        families::dentries(frame, &mut encoder)?;
+        families::dentry_state(frame, &mut encoder)?;
+        families::probes(frame, &mut encoder)?;
+        families::losses(frame, &mut encoder)?;
+        families::bpf_programs(frame, &mut encoder)?;
+        process::encode_process(frame, &self.ctx.proc, &mut encoder)?;
+        families::cgroups(frame, &mut encoder)?;
+        families::source_info(frame, &mut encoder)?;
+        families::cgroup_info(frame, &mut encoder)
+    }
+}
+
+/// `tracer_build_info{version, revision, rustc} 1`: which build a node runs, as every
+/// exporter says it (`node_exporter_build_info`), joinable on `instance`.
+fn encode_build_info(encoder: &mut DescriptorEncoder) -> fmt::Result {
+    use crate::build_info;
+    let labels = [
+        ("version", Label::new(build_info::VERSION)),
+        ("revision", Label::new(build_info::REVISION)),
+        ("rustc", Label::new(build_info::rustc_release())),
+    ];
+    encoder
+        .encode_descriptor(
+            "tracer_build_info",
+            "Always 1: the version, git revision and rustc release of the tracer binary serving.",
+            None,
+            MetricType::Gauge,
+        )?
+        .encode_family(&labels)?
+        .encode_gauge(&1_i64)
+}
+
+/// The `cgroup` label of a label set: its path (fixed for the label set's life), `other`
+/// or `gone`; never empty.
+fn cgroup_label(frame: &Frame, id: CgroupId) -> String {
+    match id {
+        OTHER_CGROUP => OTHER.to_owned(),
+        GONE_CGROUP => GONE.to_owned(),
+        _ => match frame.cumulative.cgroups.get(&id) {
+            Some(path) if !path.is_empty() => path.clone(),
+            // Not filed by the live loop (a snapshot built elsewhere): the table's path.
+            _ => frame
+                .cgroups
+                .get(&id)
+                .map(|e| e.path.to_string())
+                .filter(|p| !p.is_empty())
+                .unwrap_or_else(|| OTHER.to_owned()),
+        },
+    }
+}
+
+/// The latency histograms, one per (probe, caller, cgroup path). The live loop files a
+/// path's calls under one label set; series of different ids with one path (a snapshot
+/// from elsewhere) are summed: one label set, one series.
+#[must_use]
+pub fn latency_rows(frame: &Frame) -> BTreeMap<(Probe, Option<Probe>, String), Buckets> {
+    let mut rows: BTreeMap<(Probe, Option<Probe>, String), Buckets> = BTreeMap::new();
+    for (key, lat) in &frame.cumulative.series {
+        rows.entry((key.probe, key.caller, cgroup_label(frame, key.cgroup)))
+            .or_default()
+            .add(lat);
+    }
+    rows
+}
+
+/// A probe's `mode`, `state` and `symbol` labels: bounded values only. A failure's own
+/// words are not a label (free text, one series per wording): `tracer serve` says them on
+/// stderr at startup, and `tracer probes` shows them.
+fn mode_state_symbol(state: &AttachState) -> (&'static str, &'static str, &str) {
+    match state {
+        AttachState::Attached { method, symbol } => {
+            let mode = match method {
+                AttachMethod::Kprobe => "kprobe",
+                AttachMethod::Fentry => "fentry",
+                AttachMethod::Tracepoint => "tracepoint",
+            };
+            (mode, "attached", symbol)
+        }
+        AttachState::Absent { symbol } => ("none", "absent", symbol),
+        // No label is ever empty: "none" where no kernel symbol is known.
+        AttachState::Failed { .. } => ("none", "failed", NO_SYMBOL),
+        AttachState::NotRequested => ("none", "not_requested", NO_SYMBOL),
+        AttachState::Modelled => ("model", "modelled", NO_SYMBOL),
+    }
+}
+
+
+mod families;
+mod process;
+#[cfg(test)]
+pub(crate) mod tests;
+
+pub use process::ProcSelf;
