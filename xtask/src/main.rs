@@ -386,7 +386,10 @@ fn test(which: &str, skip_unit: bool, jobs: usize, qemu: &QemuArgs) -> anyhow::R
     });
     // The longest boot (the hardening cases') first, so that the lanes end together.
     series.sort_by_key(|s| s.name != HARDEN_KERNEL);
-    let release = made.as_ref().filter(|_| which == "all");
+    // The release's VM boots Debian 12's own kernel: with every kernel, or with that one.
+    let release = made
+        .as_ref()
+        .filter(|_| which == "all" || which == testing::release::KERNEL);
     let vms = Job::queue(&series, release, &tools)?;
     let lanes = jobs.min(vms.len()).max(1);
     let queue = std::sync::Mutex::new(vms.into_iter());

@@ -70,18 +70,26 @@ pub(crate) fn host_cases(
     tally.record(
         SCOPE,
         "lintian on the .deb: no error, every warning explained in docs/deploy.md",
-        &lintian(&made.deb),
+        &timed(|| lintian(&made.deb)),
     );
     tally.record(
         SCOPE,
         "skopeo inspect oci-archive: the org.opencontainers.image.* labels of this build, entrypoint `tracer serve`, the DaemonSet's image its tag",
-        &inspect(&made.image),
+        &timed(|| inspect(&made.image)),
     );
     tally.record(
         SCOPE,
         "a second dist, the tracer crate rebuilt: the same SHA256SUMS",
-        &reproducible(made, redo),
+        &timed(|| reproducible(made, redo)),
     );
+}
+
+/// A case's verdict with how long it took, which the suite's time budget is made of.
+fn timed(case: impl FnOnce() -> Verdict) -> Verdict {
+    let start = std::time::Instant::now();
+    let verdict = case();
+    let took = start.elapsed().as_secs_f64();
+    verdict.map(|seen| format!("{seen} ({took:.0} s)"))
 }
 
 fn lintian(deb: &Path) -> Verdict {
@@ -278,12 +286,17 @@ pub(crate) fn check(
 
 /// `dist::make`, recorded as a case: the artifacts, or None when it failed.
 pub(crate) fn make_recorded(tracer: &Path, tally: &mut Tally) -> Option<Artifacts> {
+    let start = std::time::Instant::now();
     match dist::make(tracer).and_then(|made| Ok((dist::describe(&made)?, made))) {
         Ok((described, made)) => {
+            let took = start.elapsed().as_secs_f64();
             tally.record(
                 SCOPE,
                 "cargo xtask dist",
-                &Ok(described.trim().replace('\n', "; ")),
+                &Ok(format!(
+                    "{} ({took:.0} s)",
+                    described.trim().replace('\n', "; ")
+                )),
             );
             Some(made)
         }
