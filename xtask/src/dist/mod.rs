@@ -115,6 +115,8 @@ pub struct Artifacts {
     pub image: PathBuf,
     /// `SHA256SUMS`.
     pub sums: PathBuf,
+    /// The build they were made of (the commit may move on while they are checked).
+    pub release: Release,
 }
 
 /// The files a release is made of besides the binary, read once: the man pages and
@@ -167,6 +169,7 @@ pub fn make(tracer: &Path) -> anyhow::Result<Artifacts> {
         deb,
         image,
         sums: sums_path,
+        release,
     })
 }
 

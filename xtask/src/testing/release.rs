@@ -75,7 +75,7 @@ pub(crate) fn host_cases(
     tally.record(
         SCOPE,
         "skopeo inspect oci-archive: the org.opencontainers.image.* labels of this build, entrypoint `tracer serve`, the DaemonSet's image its tag",
-        &timed(|| inspect(&made.image)),
+        &timed(|| inspect(&made.image, &made.release)),
     );
     tally.record(
         SCOPE,
@@ -143,8 +143,7 @@ fn skopeo(args: &[&str], archive: &Path) -> Result<serde_json::Value, String> {
     serde_json::from_slice(&out.stdout).map_err(|e| format!("skopeo's JSON: {e}"))
 }
 
-fn inspect(image: &Path) -> Verdict {
-    let release = dist::Release::of_workspace().map_err(|e| format!("{e:#}"))?;
+fn inspect(image: &Path, release: &dist::Release) -> Verdict {
     let info = skopeo(&["inspect"], image)?;
     let config = skopeo(&["inspect", "--config"], image)?;
     let labels = &info["Labels"];
@@ -392,8 +391,8 @@ pub(crate) fn vm(
         },
     );
     let files: BTreeMap<String, PathBuf> = outcome.files.into_iter().collect();
-    let revision = dist::Release::of_workspace()?.revision;
-    for (case, verdict) in judge(&files, &revision, &ds) {
+    let revision = &made.release.revision;
+    for (case, verdict) in judge(&files, revision, &ds) {
         tally.record(&scope, case, &verdict);
     }
     Ok(())
