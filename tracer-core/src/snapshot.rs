@@ -241,22 +241,30 @@ pub struct DentryState {
     pub nr_negative: u64,
 }
 
+/// Why `/proc/sys/fs/dentry-state`'s text was not understood.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DentryStateError {
+    /// A field that is not a whole number.
+    #[error("dentry-state: {0}")]
+    NotANumber(std::num::ParseIntError),
+    /// Fewer fields than `nr_dentry` and `nr_unused`.
+    #[error("dentry-state: expected at least 2 numbers, got {0}")]
+    TooFew(usize),
+}
+
 impl DentryState {
     /// Parse the file's text.
     ///
     /// # Errors
-    /// When fewer than two numbers are present.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    /// When a field is not a number, or fewer than two numbers are present.
+    pub fn parse(text: &str) -> Result<Self, DentryStateError> {
         let nums: Vec<u64> = text
             .split_whitespace()
             .map(str::parse)
             .collect::<Result<_, _>>()
-            .map_err(|e| format!("dentry-state: {e}"))?;
+            .map_err(DentryStateError::NotANumber)?;
         if nums.len() < 2 {
-            return Err(format!(
-                "dentry-state: expected at least 2 numbers, got {}",
-                nums.len()
-            ));
+            return Err(DentryStateError::TooFew(nums.len()));
         }
         Ok(Self {
             nr_dentry: nums[0],

@@ -185,6 +185,40 @@ fn civil_from_days(days: u64) -> (u64, u64, u64) {
     (y, m, d)
 }
 
+/// Why a duration was refused; each message quotes what was typed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    /// Nothing was typed.
+    #[error("no duration given (try 500ms, 10s or 2m)")]
+    Empty,
+    /// A negative number.
+    #[error("{0:?}: a duration cannot be negative")]
+    Negative(String),
+    /// Another option where the value should be (`-d --slow`).
+    #[error("{0:?} is not a duration (is the option's value missing?)")]
+    OptionInstead(String),
+    /// A unit that is not one of ns, us, ms, s, m, h.
+    #[error("unknown unit {unit:?} in {text:?} (use ns, us, ms, s, m or h)")]
+    UnknownUnit {
+        /// The unit.
+        unit: String,
+        /// What was typed.
+        text: String,
+    },
+    /// A decimal too long to hold, or with digits past the nanosecond.
+    #[error("{0:?} is too long a duration, or finer than a nanosecond")]
+    TooLongOrTooFine(String),
+    /// Too long to hold.
+    #[error("{0:?} is too long a duration")]
+    TooLong(String),
+    /// Anything else.
+    #[error("{0:?} is not a duration (try 500ms, 10s or 2m)")]
+    Invalid(String),
+    /// Zero where only a positive duration makes sense.
+    #[error("{0:?}: must be longer than zero")]
+    Zero(String),
+}
+
 /// Parse `500ms`, `10s`, `2m`, `1h`, `1h 30m`, `7.25 µs`, what [`ns`] prints (`4.00 ms`),
 /// or plain seconds (`1.5`).
 ///
@@ -195,22 +229,21 @@ fn civil_from_days(days: u64) -> (u64, u64, u64) {
 /// quote the input and say what was wrong, where its own give a byte offset.
 ///
 /// # Errors
-/// On anything else, with a message that says what was wrong: a negative or missing value,
-/// an unknown unit, a duration too long to hold or finer than a nanosecond.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
+/// On anything else, saying what was wrong: a negative or missing value, an unknown unit,
+/// a duration too long to hold or finer than a nanosecond.
+pub fn parse_duration(s: &str) -> Result<Duration, DurationError> {
     use humantime::DurationError as E;
-    const TRY: &str = "try 500ms, 10s or 2m";
     let s = s.trim();
     if s.is_empty() {
-        return Err(format!("no duration given ({TRY})"));
+        return Err(DurationError::Empty);
     }
     if let Some(rest) = s.strip_prefix('-') {
         // Options take their value from the next word, so `-d --slow` lands here too.
         return Err(
             if rest.starts_with(|c: char| c.is_ascii_digit() || c == '.') {
-                format!("{s:?}: a duration cannot be negative")
+                DurationError::Negative(s.to_owned())
             } else {
-                format!("{s:?} is not a duration (is the option's value missing?)")
+                DurationError::OptionInstead(s.to_owned())
             },
         );
     }
@@ -220,14 +253,13 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         humantime::parse_duration(s)
     };
     parsed.map_err(|e| match e {
-        E::UnknownUnit { unit, .. } if !unit.is_empty() => {
-            format!("unknown unit {unit:?} in {s:?} (use ns, us, ms, s, m or h)")
-        }
-        E::NumberOverflow if s.contains('.') => {
-            format!("{s:?} is too long a duration, or finer than a nanosecond")
-        }
-        E::NumberOverflow => format!("{s:?} is too long a duration"),
-        _ => format!("{s:?} is not a duration ({TRY})"),
+        E::UnknownUnit { unit, .. } if !unit.is_empty() => DurationError::UnknownUnit {
+            unit,
+            text: s.to_owned(),
+        },
+        E::NumberOverflow if s.contains('.') => DurationError::TooLongOrTooFine(s.to_owned()),
+        E::NumberOverflow => DurationError::TooLong(s.to_owned()),
+        _ => DurationError::Invalid(s.to_owned()),
     })
 }
 
@@ -235,12 +267,26 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 ///
 /// # Errors
 /// As [`parse_duration`], and on zero.
-pub fn parse_nonzero_duration(s: &str) -> Result<Duration, String> {
+pub fn parse_nonzero_duration(s: &str) -> Result<Duration, DurationError> {
     let d = parse_duration(s)?;
     if d.is_zero() {
-        return Err(format!("{s:?}: must be longer than zero"));
+        return Err(DurationError::Zero(s.to_owned()));
     }
     Ok(d)
+}
+
+/// Why an amount of memory was refused; each message quotes what was typed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SizeError {
+    /// Not a whole number with a known unit.
+    #[error("{0:?}: expected a size such as 32MiB, 512KiB or 1GiB")]
+    Invalid(String),
+    /// Zero.
+    #[error("{0:?}: must be more than zero")]
+    Zero(String),
+    /// More bytes than a `u64` holds.
+    #[error("{0:?}: too large")]
+    TooLarge(String),
 }
 
 /// Parse an amount of memory in bytes: `32` or `32MiB` (MiB when no unit), `512KiB`,
@@ -248,7 +294,7 @@ pub fn parse_nonzero_duration(s: &str) -> Result<Duration, String> {
 ///
 /// # Errors
 /// Not a whole number with one of those units, or zero.
-pub fn parse_mib(s: &str) -> Result<u64, String> {
+pub fn parse_mib(s: &str) -> Result<u64, SizeError> {
     let t = s.trim();
     let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (n, unit) = t.split_at(digits);
@@ -256,21 +302,15 @@ pub fn parse_mib(s: &str) -> Result<u64, String> {
         "" | "m" | "mb" | "mib" => 20,
         "k" | "kb" | "kib" => 10,
         "g" | "gb" | "gib" => 30,
-        _ => {
-            return Err(format!(
-                "{s:?}: expected a size such as 32MiB, 512KiB or 1GiB"
-            ));
-        }
+        _ => return Err(SizeError::Invalid(s.to_owned())),
     };
-    let n: u64 = n
-        .parse()
-        .map_err(|_| format!("{s:?}: expected a size such as 32MiB, 512KiB or 1GiB"))?;
+    let n: u64 = n.parse().map_err(|_| SizeError::Invalid(s.to_owned()))?;
     if n == 0 {
-        return Err(format!("{s:?}: must be more than zero"));
+        return Err(SizeError::Zero(s.to_owned()));
     }
     n.checked_shl(shift)
         .filter(|b| b >> shift == n)
-        .ok_or_else(|| format!("{s:?}: too large"))
+        .ok_or_else(|| SizeError::TooLarge(s.to_owned()))
 }
 
 #[cfg(test)]
@@ -392,13 +432,13 @@ mod tests {
             // Three significant digits: within half a unit of the third.
             assert!(back.abs_diff(v) * 200 <= v, "{v} -> {} -> {back}", ns(v));
         }
-        let e = parse_duration("2.5ns").unwrap_err();
+        let e = parse_duration("2.5ns").unwrap_err().to_string();
         assert!(e.contains("finer than a nanosecond"), "{e}");
     }
 
     #[test]
     fn bad_durations_say_what_is_wrong() {
-        let err = |s| parse_duration(s).unwrap_err();
+        let err = |s| parse_duration(s).unwrap_err().to_string();
         assert!(err("-5s").contains("cannot be negative"), "{}", err("-5s"));
         assert!(err("--slow").contains("value missing"), "{}", err("--slow"));
         assert!(err("").contains("no duration"), "{}", err(""));
@@ -412,6 +452,7 @@ mod tests {
         assert!(
             parse_nonzero_duration("0s")
                 .unwrap_err()
+                .to_string()
                 .contains("longer than zero")
         );
         assert_eq!(parse_nonzero_duration("1ms"), Ok(Duration::from_millis(1)));

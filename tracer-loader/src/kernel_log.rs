@@ -32,7 +32,7 @@ pub fn wanted() -> bool {
 }
 
 /// Before loading: keep the programs silent unless their messages are [`wanted`].
-pub fn configure(loader: &mut EbpfLoader<'_>) {
+pub(crate) fn configure(loader: &mut EbpfLoader<'_>) {
     if !wanted() {
         // Not required to exist: an object built without any message has no such global.
         loader.override_global(LEVEL_GLOBAL, &LEVEL_OFF, false);
@@ -47,7 +47,7 @@ pub struct KernelLog {
 impl KernelLog {
     /// After loading: start reading the programs' messages (`--verbose` only). When that
     /// is impossible (the object has no `AYA_LOGS` map), say so and go on without them.
-    pub fn open(ebpf: &mut Ebpf) -> KernelLog {
+    pub(crate) fn open(ebpf: &mut Ebpf) -> KernelLog {
         if !wanted() {
             return KernelLog { logger: None };
         }

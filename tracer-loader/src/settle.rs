@@ -8,15 +8,18 @@
 //! programs run unrecording (`RECORDING` is 0) while userspace attaches; they only count
 //! grace-period waits entered and returned (`SETTLE`), and recording starts once none is
 //! in flight and none began for a quiet spell (or after a bound, said in a warning).
-//! `tracer capture` stops recording again before its last reading ([`stop_recording`]).
+//! `tracer capture` stops recording again before its last reading
+//! ([`crate::attached::Attached::stop_recording`]).
 
 use std::time::{Duration, Instant};
 
 use aya::{
     Ebpf,
-    maps::{Array, MapData, PerCpuArray},
+    maps::{MapData, PerCpuArray},
 };
 use tracer_common::maps;
+
+use crate::switches::{self, SwitchError};
 
 /// How long no grace-period wait may begin or be in flight before recording starts.
 pub const QUIET: Duration = Duration::from_millis(500);
@@ -71,16 +74,15 @@ impl Default for Quiet {
     }
 }
 
-fn read(ebpf: &Ebpf) -> Result<Settle, String> {
-    let map = ebpf
-        .map(maps::SETTLE)
-        .ok_or_else(|| format!("map {} missing", maps::SETTLE))?;
+fn read(ebpf: &Ebpf) -> Result<Settle, SwitchError> {
+    let name = maps::SETTLE;
+    let map = ebpf.map(name).ok_or(SwitchError::MissingMap(name))?;
     let counts: PerCpuArray<&MapData, u64> =
-        PerCpuArray::try_from(map).map_err(|e| e.to_string())?;
-    let sum = |i: u32| -> Result<u64, String> {
+        PerCpuArray::try_from(map).map_err(|e| SwitchError::Map(name, e))?;
+    let sum = |i: u32| -> Result<u64, SwitchError> {
         Ok(counts
             .get(&i, 0)
-            .map_err(|e| e.to_string())?
+            .map_err(|e| SwitchError::Map(name, e))?
             .iter()
             .copied()
             .fold(0, u64::saturating_add))
@@ -122,7 +124,9 @@ impl RecordingSince {
 ///
 /// # Errors
 /// When the maps cannot be read or written; recording has not started then.
-pub fn settle_and_record(ebpf: &mut Ebpf) -> Result<(Duration, bool, RecordingSince), String> {
+pub(crate) fn settle_and_record(
+    ebpf: &mut Ebpf,
+) -> Result<(Duration, bool, RecordingSince), SwitchError> {
     let start = Instant::now();
     let mut quiet = Quiet::new();
     let settled = loop {
@@ -136,63 +140,8 @@ pub fn settle_and_record(ebpf: &mut Ebpf) -> Result<(Duration, bool, RecordingSi
         std::thread::sleep(POLL);
     };
     let since = RecordingSince::now(start.elapsed());
-    set_word(ebpf, maps::RECORDING, 1)?;
+    switches::start_recording(ebpf)?;
     Ok((start.elapsed(), settled, since))
-}
-
-/// Stop recording, and wait until no program run that still saw it on can be under way, so
-/// that what is read next is one cut: every call counted as returned has sent its slow
-/// call or counted it as not sent, and nothing changes while the maps are read. Programs
-/// run inside RCU read-side sections (kprobes with preemption off, trampolines under
-/// `rcu_read_lock`), so one RCU grace period covers them; `membarrier(MEMBARRIER_CMD_GLOBAL)`
-/// waits for one. Where that is refused (`nohz_full`), a pause far longer than any run.
-///
-/// # Errors
-/// When `RECORDING` cannot be written; recording goes on then.
-pub fn stop_recording(ebpf: &mut Ebpf) -> Result<(), String> {
-    set_word(ebpf, maps::RECORDING, 0)?;
-    // SAFETY: membarrier with a command and no flags touches no memory of ours.
-    let rc = unsafe { libc::syscall(libc::SYS_membarrier, libc::MEMBARRIER_CMD_GLOBAL, 0, 0) };
-    if rc != 0 {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Ok(())
-}
-
-/// Report calls that take at least `ns` nanoseconds as slow calls (0: none). Takes
-/// effect at once, on every CPU.
-///
-/// # Errors
-/// When the threshold map is missing or the kernel refuses the write.
-pub fn set_slow_threshold(ebpf: &mut Ebpf, ns: u64) -> Result<(), String> {
-    set_word(ebpf, maps::SLOW_THRESHOLD, ns)
-}
-
-/// Set the one value of the array map `name`, a word the programs read.
-///
-/// # Errors
-/// The map is missing or cannot be written.
-pub(crate) fn set_word(ebpf: &mut Ebpf, name: &str, value: u64) -> Result<(), String> {
-    let map = ebpf
-        .map_mut(name)
-        .ok_or_else(|| format!("map {name} missing"))?;
-    let mut array: Array<&mut MapData, u64> = Array::try_from(map).map_err(|e| e.to_string())?;
-    array.set(0, value, 0).map_err(|e| e.to_string())
-}
-
-/// Write `maps::FRAME_MARKS`, the programs' array of words that tell a caller's frame
-/// still active.
-pub(crate) fn set_frame_marks(
-    ebpf: &mut Ebpf,
-    marks: &[u64; maps::FRAME_MARKS_LEN],
-) -> Result<(), String> {
-    let name = maps::FRAME_MARKS;
-    let map = ebpf
-        .map_mut(name)
-        .ok_or_else(|| format!("map {name} missing"))?;
-    let mut array: Array<&mut MapData, [u64; maps::FRAME_MARKS_LEN]> =
-        Array::try_from(map).map_err(|e| e.to_string())?;
-    array.set(0, marks, 0).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -121,7 +121,7 @@ pub fn threads_for(cpus: u32) -> u32 {
 /// # Errors
 /// When the budget cannot hold the fixed maps, `THREADS` and [`HIST_MIN`] histogram
 /// entries; the message says the least budget that would.
-pub fn choose(cpus: u32, budget_bytes: u64) -> Result<Sizes, String> {
+pub fn choose(cpus: u32, budget_bytes: u64) -> Result<Sizes, SizingError> {
     let threads = threads_for(cpus);
     let with = |hist: u32| {
         let counters = (hist / 8).max(1024);
@@ -134,12 +134,11 @@ pub fn choose(cpus: u32, budget_bytes: u64) -> Result<Sizes, String> {
     };
     let least = with(HIST_MIN);
     if least.bytes > budget_bytes {
-        return Err(format!(
-            "a kernel-memory budget of {} is too small for {cpus} possible CPUs: tracer's maps \
-             need at least {} there (--kernel-memory)",
-            mib(budget_bytes),
-            mib(least.bytes.div_ceil(1 << 20) << 20),
-        ));
+        return Err(SizingError::TooSmall {
+            budget_bytes,
+            cpus,
+            least_bytes: least.bytes.div_ceil(1 << 20) << 20,
+        });
     }
     // The most entries that fit: memory grows with entries (steps at powers of two).
     let (mut lo, mut hi) = (HIST_MIN, HIST_MAX);
@@ -169,9 +168,35 @@ pub fn mib(n: u64) -> String {
 ///
 /// # Errors
 /// When `/sys/devices/system/cpu/possible` cannot be read.
-pub fn possible_cpus() -> Result<u32, String> {
-    let n = aya::util::nr_cpus().map_err(|(path, e)| format!("{path}: {e}"))?;
-    u32::try_from(n).map_err(|_| format!("{n} possible CPUs"))
+pub fn possible_cpus() -> Result<u32, SizingError> {
+    let n = aya::util::nr_cpus().map_err(|(path, e)| SizingError::Cpus(path, e))?;
+    u32::try_from(n).map_err(|_| SizingError::TooManyCpus(n))
+}
+
+/// Why the maps cannot be sized.
+#[derive(Debug, thiserror::Error)]
+pub enum SizingError {
+    /// The budget cannot hold the fixed maps, `THREADS` and [`HIST_MIN`] histogram entries.
+    #[error(
+        "a kernel-memory budget of {} is too small for {cpus} possible CPUs: tracer's maps \
+         need at least {} there (--kernel-memory)",
+        mib(*budget_bytes),
+        mib(*least_bytes)
+    )]
+    TooSmall {
+        /// The budget given.
+        budget_bytes: u64,
+        /// The host's possible CPUs.
+        cpus: u32,
+        /// The least budget that would do, in whole MiB.
+        least_bytes: u64,
+    },
+    /// The list of possible CPUs could not be read: from where, and why.
+    #[error("{0}: {1}")]
+    Cpus(&'static str, std::io::Error),
+    /// More possible CPUs than the maps can count.
+    #[error("{0} possible CPUs")]
+    TooManyCpus(usize),
 }
 
 /// Entries of the maps [`choose`] sizes, by name, for the loader.
@@ -228,7 +253,7 @@ mod tests {
             small.threads,
         );
         assert!(more > 12 * MIB || small.hist == HIST_MAX);
-        let e = choose(192, 4 * MIB).unwrap_err();
+        let e = choose(192, 4 * MIB).unwrap_err().to_string();
         assert!(
             e.contains("192 possible CPUs") && e.contains("--kernel-memory"),
             "{e}"

@@ -10,7 +10,7 @@
 use std::fmt::Write as _;
 
 use tracer_core::{
-    snapshot::{Counter, Latency, Probe, Snapshot},
+    snapshot::{CgroupId, Counter, Latency, Probe, Snapshot},
     units,
 };
 
@@ -18,7 +18,7 @@ use super::{
     engine::scale,
     kernel::Kernel,
     params::{Setup, UmountSetup},
-    scenarios,
+    scenarios::{self, Scenario, UmountVariant},
 };
 
 /// One fitted parameter.
@@ -108,87 +108,138 @@ fn measured(probe: Probe, l: &Latency) -> String {
 /// value in `base`. When the capture ran its command in a cgroup of its own, only that
 /// cgroup's calls are fitted: the host's other grace periods are not the workload's.
 #[must_use]
-#[expect(
-    clippy::too_many_lines,
-    reason = "one fit per parameter, in the order the model uses them"
-)]
 pub fn calibrate(capture: &Snapshot, base: &Setup, kernel: Kernel) -> Calibration {
-    let profile = kernel.profile();
-    let mut cal = Calibration::default();
     // Grace periods and umount costs are fitted by running the umount workload on the
     // scenario's machine.
-    let mut p = base.umount();
-    let run = |q: &UmountSetup, variant: &str| {
-        scenarios::simulate("umount", variant, &Setup::Umount(q.clone()), kernel, 1).snapshot
-    };
-    let own = capture.command.as_ref().and_then(|c| c.cgroup);
-    let total =
-        |probe| capture.total_where(|k| k.probe == probe && own.is_none_or(|id| k.cgroup == id));
-    // Concurrent umounts share expedited grace periods: fit with as many at once as the
-    // capture ran, whatever the scenario is then asked to run.
-    let tasks = umounts_at_once(
+    let mut f = Fitter {
         capture,
-        &total(Probe::SysUmount),
-        &total(Probe::DeactivateLockedSuper),
-    );
-    if tasks > 1 {
-        cal.notes.push(format!(
-            "the capture ran about {tasks} umounts at once: grace periods are fitted with {tasks} tasks"
-        ));
-    }
-    p.umount.tasks = tasks;
+        kernel,
+        own: capture.command.as_ref().and_then(|c| c.cgroup),
+        p: base.umount(),
+        tasks: 1,
+        cal: Calibration::default(),
+    };
+    // One fit per parameter, in the order the model uses them: each may use those before.
+    f.concurrency_and_user_time();
+    f.rcu_tick();
+    f.rcu_expedited();
+    f.srcu();
+    f.umount_costs();
+    f.dcache();
+    f.cal
+}
 
-    // What the command does besides the traced paths (fork, exec, reading the mount table),
-    // per umount: only a capture of one task tells it apart from queueing for the CPUs.
-    let (um, dls) = (total(Probe::SysUmount), total(Probe::DeactivateLockedSuper));
-    let wall = capture.command.as_ref().map(|c| c.wall_ns);
-    match wall {
-        Some(wall) if tasks == 1 && um.count() > 0 => {
-            let traced = um.sum_ns().saturating_add(dls.sum_ns());
-            let v = wall.saturating_sub(traced) / um.count();
-            p.umount.user_ns = v;
-            cal.fits.push(Fit {
-                key: "user_ns",
-                value: v,
-                from: format!(
-                    "the command's {} wall time less umount(2) and deactivate_locked_super, over {} umounts",
-                    units::ns(wall),
-                    um.count()
-                ),
-            });
+/// A calibration under way: the capture, and the umount workload's parameters fitted so far.
+struct Fitter<'a> {
+    capture: &'a Snapshot,
+    kernel: Kernel,
+    /// The cgroup of the capture's command, when it had one of its own.
+    own: Option<CgroupId>,
+    /// The umount workload on the scenario's machine, with what is fitted so far.
+    p: UmountSetup,
+    /// Umounts the capture ran at once.
+    tasks: u64,
+    cal: Calibration,
+}
+
+impl Fitter<'_> {
+    /// Every call of `probe` the fit counts: the command's own when it had a cgroup.
+    fn total(&self, probe: Probe) -> Latency {
+        self.capture
+            .total_where(|k| k.probe == probe && self.own.is_none_or(|id| k.cgroup == id))
+    }
+
+    /// The umount workload run with `q` as `variant` on the capture's kernel.
+    fn run(&self, q: &UmountSetup, variant: UmountVariant) -> Snapshot {
+        scenarios::simulate(
+            Scenario::Umount,
+            variant,
+            &Setup::Umount(q.clone()),
+            self.kernel,
+            1,
+        )
+        .snapshot
+    }
+
+    fn fit(&mut self, key: &'static str, value: u64, from: String) {
+        self.cal.fits.push(Fit { key, value, from });
+    }
+
+    /// How many umounts ran at once, and the command's own time per umount.
+    fn concurrency_and_user_time(&mut self) {
+        let (um, dls) = (
+            self.total(Probe::SysUmount),
+            self.total(Probe::DeactivateLockedSuper),
+        );
+        // Concurrent umounts share expedited grace periods: fit with as many at once as the
+        // capture ran, whatever the scenario is then asked to run.
+        let tasks = umounts_at_once(self.capture, &um, &dls);
+        if tasks > 1 {
+            self.cal.notes.push(format!(
+                "the capture ran about {tasks} umounts at once: grace periods are fitted with {tasks} tasks"
+            ));
         }
-        Some(_) if um.count() > 0 => cal.notes.push(
-            "several umounts at once: user_ns (the command's own CPU time) not fitted".into(),
-        ),
-        _ => {}
+        self.tasks = tasks;
+        self.p.umount.tasks = tasks;
+
+        // What the command does besides the traced paths (fork, exec, reading the mount
+        // table), per umount: only a capture of one task tells it apart from queueing for
+        // the CPUs.
+        let wall = self.capture.command.as_ref().map(|c| c.wall_ns);
+        match wall {
+            Some(wall) if tasks == 1 && um.count() > 0 => {
+                let traced = um.sum_ns().saturating_add(dls.sum_ns());
+                let v = wall.saturating_sub(traced) / um.count();
+                self.p.umount.user_ns = v;
+                self.fit(
+                    "user_ns",
+                    v,
+                    format!(
+                        "the command's {} wall time less umount(2) and deactivate_locked_super, over {} umounts",
+                        units::ns(wall),
+                        um.count()
+                    ),
+                );
+            }
+            Some(_) if um.count() > 0 => self.cal.notes.push(
+                "several umounts at once: user_ns (the command's own CPU time) not fitted".into(),
+            ),
+            _ => {}
+        }
     }
 
-    // Normal RCU grace period: the jiffy sets its length (tick, FQS sleep, callback tick).
-    let rcu = total(Probe::SynchronizeRcu);
-    if let Some(m) = mean(&rcu) {
+    /// Normal RCU grace period: the jiffy sets its length (tick, FQS sleep, callback tick).
+    fn rcu_tick(&mut self) {
+        let rcu = self.total(Probe::SynchronizeRcu);
+        let Some(m) = mean(&rcu) else {
+            self.cal
+                .notes
+                .push("no synchronize_rcu calls: tick_ns not fitted from RCU".into());
+            return;
+        };
         let tick = fit_by_model(
-            &p,
-            p.cpus.tick_ns,
+            &self.p,
+            self.p.cpus.tick_ns,
             m,
             (100_000, 100_000_000),
             |q, v| q.cpus.tick_ns = v,
-            |q| mean(&run(q, "baseline").probe_total(Probe::SynchronizeRcu)),
+            |q| {
+                mean(
+                    &self
+                        .run(q, UmountVariant::Baseline)
+                        .probe_total(Probe::SynchronizeRcu),
+                )
+            },
         );
-        p.cpus.tick_ns = tick;
-        cal.fits.push(Fit {
-            key: "tick_ns",
-            value: tick,
-            from: measured(Probe::SynchronizeRcu, &rcu),
-        });
-    } else {
-        cal.notes
-            .push("no synchronize_rcu calls: tick_ns not fitted from RCU".into());
+        self.p.cpus.tick_ns = tick;
+        self.fit("tick_ns", tick, measured(Probe::SynchronizeRcu, &rcu));
     }
 
-    // Expedited RCU: scale its three costs together.
-    let exp = total(Probe::SynchronizeRcuExpedited);
-    if let Some(m) = mean(&exp) {
-        let start = p.gp.clone();
+    /// Expedited RCU: scale its three costs together.
+    fn rcu_expedited(&mut self) {
+        let exp = self.total(Probe::SynchronizeRcuExpedited);
+        let Some(m) = mean(&exp) else { return };
+        let start = self.p.gp.clone();
         let scaled = |q: &mut UmountSetup, factor: f64| {
             q.gp.rcu_exp_base_ns = scale(start.rcu_exp_base_ns, factor).max(1);
             q.gp.rcu_exp_idle_ns = scale(start.rcu_exp_idle_ns, factor).max(1);
@@ -196,181 +247,192 @@ pub fn calibrate(capture: &Snapshot, base: &Setup, kernel: Kernel) -> Calibratio
         };
         let mut factor = 1.0;
         for _ in 0..4 {
-            let mut q = p.clone();
+            let mut q = self.p.clone();
             scaled(&mut q, factor);
             // As many umounts as the capture made: with several tasks the first and last
             // grace periods are shared less, which weighs more in a short run.
             q.umount.mounts = exp.count().clamp(100, 2_000);
-            let Some(pred) =
-                mean(&run(&q, "expedited").probe_total(Probe::SynchronizeRcuExpedited))
-            else {
+            let Some(pred) = mean(
+                &self
+                    .run(&q, UmountVariant::Expedited)
+                    .probe_total(Probe::SynchronizeRcuExpedited),
+            ) else {
                 break;
             };
             factor *= ratio(m, pred);
         }
-        scaled(&mut p, factor);
+        scaled(&mut self.p, factor);
         for (key, value) in [
-            ("rcu_exp_base_ns", p.gp.rcu_exp_base_ns),
-            ("rcu_exp_idle_ns", p.gp.rcu_exp_idle_ns),
-            ("rcu_exp_ipi_ns", p.gp.rcu_exp_ipi_ns),
+            ("rcu_exp_base_ns", self.p.gp.rcu_exp_base_ns),
+            ("rcu_exp_idle_ns", self.p.gp.rcu_exp_idle_ns),
+            ("rcu_exp_ipi_ns", self.p.gp.rcu_exp_ipi_ns),
         ] {
-            cal.fits.push(Fit {
-                key,
-                value,
-                from: measured(Probe::SynchronizeRcuExpedited, &exp),
-            });
+            self.fit(key, value, measured(Probe::SynchronizeRcuExpedited, &exp));
         }
     }
 
-    // SRCU: expedited is two reader scans between two work-queue hops and a wakeup.
-    let cpus = p.cpus.cpus.max(1);
-    let srcu_exp = total(Probe::SynchronizeSrcuExpedited);
-    if let Some(m) = mean(&srcu_exp) {
-        let fixed = 2 * p.gp.wq_latency_ns + p.cpus.wakeup_ns;
-        let v = (m.saturating_sub(fixed) / (2 * cpus)).max(1);
-        p.gp.srcu_scan_per_cpu_ns = v;
-        cal.fits.push(Fit {
-            key: "srcu_scan_per_cpu_ns",
-            value: v,
-            from: measured(Probe::SynchronizeSrcuExpedited, &srcu_exp),
-        });
-    }
-    let srcu = total(Probe::SynchronizeSrcu);
-    if let (Some(m), None) = (mean(&srcu), mean(&rcu)) {
-        // An uncontended normal SRCU grace period sleeps about 2.5 jiffies (to the next
-        // jiffy to start, one between the scans, one before the callbacks).
-        let fixed =
-            2 * p.gp.wq_latency_ns + p.cpus.wakeup_ns + 2 * cpus * p.gp.srcu_scan_per_cpu_ns;
-        let v = (m.saturating_sub(fixed) * 2 / 5).clamp(100_000, 100_000_000);
-        p.cpus.tick_ns = v;
-        cal.fits.push(Fit {
-            key: "tick_ns",
-            value: v,
-            from: measured(Probe::SynchronizeSrcu, &srcu),
-        });
+    /// SRCU: expedited is two reader scans between two work-queue hops and a wakeup; a
+    /// normal one, where no RCU call fitted the tick, fits it.
+    fn srcu(&mut self) {
+        let p = &self.p;
+        let cpus = p.cpus.cpus.max(1);
+        let srcu_exp = self.total(Probe::SynchronizeSrcuExpedited);
+        if let Some(m) = mean(&srcu_exp) {
+            let fixed = 2 * p.gp.wq_latency_ns + p.cpus.wakeup_ns;
+            let v = (m.saturating_sub(fixed) / (2 * cpus)).max(1);
+            self.p.gp.srcu_scan_per_cpu_ns = v;
+            self.fit(
+                "srcu_scan_per_cpu_ns",
+                v,
+                measured(Probe::SynchronizeSrcuExpedited, &srcu_exp),
+            );
+        }
+        let p = &self.p;
+        let srcu = self.total(Probe::SynchronizeSrcu);
+        if let (Some(m), None) = (mean(&srcu), mean(&self.total(Probe::SynchronizeRcu))) {
+            // An uncontended normal SRCU grace period sleeps about 2.5 jiffies (to the next
+            // jiffy to start, one between the scans, one before the callbacks).
+            let fixed =
+                2 * p.gp.wq_latency_ns + p.cpus.wakeup_ns + 2 * cpus * p.gp.srcu_scan_per_cpu_ns;
+            let v = (m.saturating_sub(fixed) * 2 / 5).clamp(100_000, 100_000_000);
+            self.p.cpus.tick_ns = v;
+            self.fit("tick_ns", v, measured(Probe::SynchronizeSrcu, &srcu));
+        }
     }
 
-    // umount's own work: what is left of the syscall outside the traced parts it holds.
-    // deactivate_locked_super is one of them only where it does not run as task work after
-    // the syscall's exit (no profile has that: every kernel since 3.18 delays it).
-    let (um, nu, dls) = (
-        total(Probe::SysUmount),
-        total(Probe::NamespaceUnlock),
-        total(Probe::DeactivateLockedSuper),
-    );
-    if let (Some(a), Some(b), Some(c)) = (mean(&um), mean(&nu), mean(&dls)) {
+    /// umount's own work: what is left of the syscall outside the traced parts it holds.
+    /// `deactivate_locked_super` is one of them only where it does not run as task work
+    /// after the syscall's exit (no profile has that: every kernel since 3.18 delays it).
+    fn umount_costs(&mut self) {
+        let profile = self.kernel.profile();
+        let (um, nu, dls) = (
+            self.total(Probe::SysUmount),
+            self.total(Probe::NamespaceUnlock),
+            self.total(Probe::DeactivateLockedSuper),
+        );
+        let (Some(a), Some(b), Some(c)) = (mean(&um), mean(&nu), mean(&dls)) else {
+            return;
+        };
         let (inside, what) = if profile.deactivate_in_task_work {
             (b, "umount - namespace_unlock")
         } else {
             (b + c, "umount - namespace_unlock - deactivate_locked_super")
         };
-        let teardown_calls = total(profile.teardown);
+        let teardown_calls = self.total(profile.teardown);
         let teardown = mean(&teardown_calls).unwrap_or(0);
-        if teardown > 0 && tasks == 1 {
+        if teardown > 0 && self.tasks == 1 {
             // One umount at a time the teardown never waits for its lock: its mean is the
             // lock's short hold and the work around it, which other umounts do not queue for.
-            let v = teardown.saturating_sub(p.sb.shrinker_lock_ns);
-            p.sb.teardown_ns = v;
-            cal.fits.push(Fit {
-                key: "teardown_ns",
-                value: v,
-                from: format!(
+            let v = teardown.saturating_sub(self.p.sb.shrinker_lock_ns);
+            self.p.sb.teardown_ns = v;
+            self.fit(
+                "teardown_ns",
+                v,
+                format!(
                     "{} less shrinker_lock_ns",
                     measured(profile.teardown, &teardown_calls)
                 ),
-            });
+            );
         }
         // First guesses from the differences of means, then (with several umounts at once,
         // whose means hold their queueing for CPUs and namespace_sem) the model is run with
         // as many tasks and the costs moved until its means are the capture's.
-        p.sb.umount_work_ns = a.saturating_sub(inside).max(1_000);
-        p.sb.kill_sb_ns = c
-            .saturating_sub(teardown + p.sb.list_lru_destroy_ns)
+        self.p.sb.umount_work_ns = a.saturating_sub(inside).max(1_000);
+        self.p.sb.kill_sb_ns = c
+            .saturating_sub(teardown + self.p.sb.list_lru_destroy_ns)
             .max(1_000);
-        if tasks > 1 {
-            let mean_of = |q: &UmountSetup, probe| {
-                let mut q = q.clone();
-                q.umount.mounts = um.count().clamp(1, 2_000);
-                mean(&run(&q, "kernel").probe_total(probe)).unwrap_or(0)
-            };
-            // Each mean grows with its cost (more queueing too): bisect, one cost at a time,
-            // twice round, since both share the CPUs.
-            for _ in 0..2 {
-                let q = p.clone();
-                p.sb.umount_work_ns = bisect(a, |v| {
-                    let mut q = q.clone();
-                    q.sb.umount_work_ns = v;
-                    mean_of(&q, Probe::SysUmount)
-                });
-                let q = p.clone();
-                p.sb.kill_sb_ns = bisect(c, |v| {
-                    let mut q = q.clone();
-                    q.sb.kill_sb_ns = v;
-                    mean_of(&q, Probe::DeactivateLockedSuper)
-                });
-            }
+        if self.tasks > 1 {
+            self.bisect_umount_costs(a, c, um.count());
         }
-        let how = if tasks > 1 {
-            format!(", run with {tasks} tasks")
+        let how = if self.tasks > 1 {
+            format!(", run with {} tasks", self.tasks)
         } else {
             String::new()
         };
-        cal.fits.push(Fit {
-            key: "umount_work_ns",
-            value: p.sb.umount_work_ns,
-            from: format!("{what} means over {} umounts{how}", um.count()),
-        });
-        cal.fits.push(Fit {
-            key: "kill_sb_ns",
-            value: p.sb.kill_sb_ns,
-            from: format!("deactivate_locked_super - shrinker teardown - list_lru_destroy{how}"),
-        });
-    }
-
-    // Dcache: per-dentry prune cost from the negatives the capture saw go away.
-    let sdp = total(Probe::ShrinkDcacheParent);
-    let made = capture.counter_total(Counter::NegativeDentries);
-    let dropped = capture
-        .dentry_state
-        .map_or(0, |(a, b)| a.nr_negative.saturating_sub(b.nr_negative));
-    let pruned = made.max(dropped);
-    if sdp.count() > 0 && pruned > 0 {
-        let v = (sdp.sum_ns() / pruned).max(1);
-        cal.fits.push(Fit {
-            key: "prune_ns",
-            value: v,
-            from: format!(
-                "shrink_dcache_parent: {} total over {pruned} negative dentries",
-                units::ns(sdp.sum_ns())
-            ),
-        });
-    } else if sdp.count() > 0 {
-        cal.notes.push(
-            "shrink_dcache_parent seen but no negative dentries counted: prune_ns not fitted"
-                .into(),
+        self.fit(
+            "umount_work_ns",
+            self.p.sb.umount_work_ns,
+            format!("{what} means over {} umounts{how}", um.count()),
+        );
+        self.fit(
+            "kill_sb_ns",
+            self.p.sb.kill_sb_ns,
+            format!("deactivate_locked_super - shrinker teardown - list_lru_destroy{how}"),
         );
     }
-    let unlink = total(Probe::SysUnlink);
-    if let Some(m) = mean(&unlink) {
-        cal.fits.push(Fit {
-            key: "populate_ns",
-            value: m,
-            from: measured(Probe::SysUnlink, &unlink),
-        });
+
+    /// Move `umount_work_ns` and `kill_sb_ns` until the model run with as many tasks gives
+    /// the measured means of umount(2) (`umount_mean`) and `deactivate_locked_super`
+    /// (`dls_mean`) over `umounts`.
+    fn bisect_umount_costs(&mut self, umount_mean: u64, dls_mean: u64, umounts: u64) {
+        let mean_of = |q: &UmountSetup, probe| {
+            let mut q = q.clone();
+            q.umount.mounts = umounts.clamp(1, 2_000);
+            mean(&self.run(&q, UmountVariant::Kernel).probe_total(probe)).unwrap_or(0)
+        };
+        // Each mean grows with its cost (more queueing too): bisect, one cost at a time,
+        // twice round, since both share the CPUs.
+        let mut p = self.p.clone();
+        for _ in 0..2 {
+            let q = p.clone();
+            p.sb.umount_work_ns = bisect(umount_mean, |v| {
+                let mut q = q.clone();
+                q.sb.umount_work_ns = v;
+                mean_of(&q, Probe::SysUmount)
+            });
+            let q = p.clone();
+            p.sb.kill_sb_ns = bisect(dls_mean, |v| {
+                let mut q = q.clone();
+                q.sb.kill_sb_ns = v;
+                mean_of(&q, Probe::DeactivateLockedSuper)
+            });
+        }
+        self.p = p;
     }
-    let vfs_rmdir = total(Probe::VfsRmdir);
-    if let Some(m) = mean(&vfs_rmdir) {
-        let inner =
-            mean(&capture.probe_by_caller(Probe::ShrinkDcacheParent, Some(Probe::VfsRmdir)))
-                .unwrap_or(0);
-        let v = m.saturating_sub(inner).max(100);
-        cal.fits.push(Fit {
-            key: "rmdir_ns",
-            value: v,
-            from: "vfs_rmdir - shrink_dcache_parent inside it".into(),
-        });
+
+    /// Dcache: per-dentry prune cost from the negatives the capture saw go away, and the
+    /// costs of unlink and of `vfs_rmdir`'s own work.
+    fn dcache(&mut self) {
+        let capture = self.capture;
+        let sdp = self.total(Probe::ShrinkDcacheParent);
+        let made = capture.counter_total(Counter::NegativeDentries);
+        let dropped = capture
+            .dentry_state
+            .map_or(0, |(a, b)| a.nr_negative.saturating_sub(b.nr_negative));
+        let pruned = made.max(dropped);
+        if sdp.count() > 0 && pruned > 0 {
+            let v = (sdp.sum_ns() / pruned).max(1);
+            self.fit(
+                "prune_ns",
+                v,
+                format!(
+                    "shrink_dcache_parent: {} total over {pruned} negative dentries",
+                    units::ns(sdp.sum_ns())
+                ),
+            );
+        } else if sdp.count() > 0 {
+            self.cal.notes.push(
+                "shrink_dcache_parent seen but no negative dentries counted: prune_ns not fitted"
+                    .into(),
+            );
+        }
+        let unlink = self.total(Probe::SysUnlink);
+        if let Some(m) = mean(&unlink) {
+            self.fit("populate_ns", m, measured(Probe::SysUnlink, &unlink));
+        }
+        let vfs_rmdir = self.total(Probe::VfsRmdir);
+        if let Some(m) = mean(&vfs_rmdir) {
+            let inner =
+                mean(&capture.probe_by_caller(Probe::ShrinkDcacheParent, Some(Probe::VfsRmdir)))
+                    .unwrap_or(0);
+            let v = m.saturating_sub(inner).max(100);
+            self.fit(
+                "rmdir_ns",
+                v,
+                "vfs_rmdir - shrink_dcache_parent inside it".into(),
+            );
+        }
     }
-    cal
 }
 
 /// How many umounts the capture ran at once: the time spent in them (the syscall and the
@@ -514,7 +576,13 @@ mod tests {
         let mut p = base.clone();
         cal.apply(&mut p);
         assert!(p.put("mounts", 300));
-        let o = scenarios::simulate("umount", "baseline", &p, Kernel::V4_14, 7);
+        let o = scenarios::simulate(
+            Scenario::Umount,
+            UmountVariant::Baseline,
+            &p,
+            Kernel::V4_14,
+            7,
+        );
         let m = o
             .snapshot
             .probe_total(Probe::SynchronizeRcu)
@@ -559,7 +627,13 @@ mod tests {
         let mut p = base.clone();
         cal.apply(&mut p);
         assert!(p.put("mounts", 200));
-        let o = scenarios::simulate("umount", "expedited", &p, Kernel::V6_1, 3);
+        let o = scenarios::simulate(
+            Scenario::Umount,
+            UmountVariant::Expedited,
+            &p,
+            Kernel::V6_1,
+            3,
+        );
         let m = o
             .snapshot
             .probe_total(Probe::SynchronizeRcuExpedited)
@@ -630,7 +704,14 @@ mod round_trip {
         p.umount.tasks = tasks;
         p.sb.umount_work_ns = 90_000;
         p.sb.kill_sb_ns = 35_000;
-        scenarios::simulate("umount", "kernel", &Setup::Umount(p), Kernel::V6_12, 5).snapshot
+        scenarios::simulate(
+            Scenario::Umount,
+            UmountVariant::Kernel,
+            &Setup::Umount(p),
+            Kernel::V6_12,
+            5,
+        )
+        .snapshot
     }
 
     /// The umount scenario on 4 CPUs.
@@ -644,7 +725,14 @@ mod round_trip {
         let mut p = Setup::Umount(machine());
         cal.apply(&mut p);
         assert!(p.put("mounts", mounts) && p.put("tasks", tasks));
-        scenarios::simulate("umount", "kernel", &p, Kernel::V6_12, 1).snapshot
+        scenarios::simulate(
+            Scenario::Umount,
+            UmountVariant::Kernel,
+            &p,
+            Kernel::V6_12,
+            1,
+        )
+        .snapshot
     }
 
     /// The umount paths' total time, predicted over measured, within `range`.

@@ -18,7 +18,10 @@ use std::fmt::Write as _;
 use super::{
     kernel::Kernel,
     params::{DentrySetup, Fs, LookupIn, Setup},
-    scenarios::{Outcome, memcg_shrink, ramfs_stress, simulate, umount},
+    scenarios::{
+        MemcgVariant, Outcome, RamfsVariant, RmdirVariant, Scenario, UmountVariant, memcg_shrink,
+        ramfs_stress, simulate, umount,
+    },
 };
 
 /// What a row's agreement means.
@@ -107,12 +110,18 @@ pub const THREADS: Seeds = Seeds {
 };
 
 /// The umount thread's VM: 4.14, 5,000 mounts.
-fn storm(variant: &str, cpus: u64, first_fqs_jiffies: u64, preemptible: bool) -> Outcome {
+fn storm(variant: UmountVariant, cpus: u64, first_fqs_jiffies: u64, preemptible: bool) -> Outcome {
     let mut p = umount::storm_defaults();
     p.cpus.cpus = cpus;
     p.cpus.preemptible = preemptible;
     p.gp.first_fqs_jiffies = first_fqs_jiffies;
-    simulate("umount-storm", variant, &Setup::Umount(p), Kernel::V4_14, 1)
+    simulate(
+        Scenario::UmountStorm,
+        variant,
+        &Setup::Umount(p),
+        Kernel::V4_14,
+        1,
+    )
 }
 
 /// Fit `first_fqs_jiffies` to the 4-CPU figure: the whole number of jiffies the
@@ -121,7 +130,7 @@ fn fit_first_fqs(seed_s: f64) -> u64 {
     (1..=8)
         .min_by(|a, b| {
             let err = |j: &u64| {
-                (storm("baseline", 4, *j, true).figure("umount_total") / seed_s)
+                (storm(UmountVariant::Baseline, 4, *j, true).figure("umount_total") / seed_s)
                     .ln()
                     .abs()
             };
@@ -130,11 +139,18 @@ fn fit_first_fqs(seed_s: f64) -> u64 {
         .unwrap_or(1)
 }
 
-fn ramfs(variant: &str, exp_base_ns: u64, duration_ns: u64) -> f64 {
+fn ramfs(variant: RamfsVariant, exp_base_ns: u64, duration_ns: u64) -> f64 {
     let mut p = ramfs_stress::defaults();
     p.ramfs.duration_ns = duration_ns;
     p.gp.rcu_exp_base_ns = exp_base_ns;
-    simulate("ramfs-stress", variant, &Setup::Ramfs(p), Kernel::V6_1, 1).figure("ops_per_s")
+    simulate(
+        Scenario::RamfsStress,
+        variant,
+        &Setup::Ramfs(p),
+        Kernel::V6_1,
+        1,
+    )
+    .figure("ops_per_s")
 }
 
 /// Fit `rcu_exp_base_ns`, the fixed cost of the expedited grace period every iteration's
@@ -146,7 +162,7 @@ fn fit_ramfs_wait(seed_ops: f64) -> u64 {
     let workers = workers as f64;
     let mut base = ramfs_stress::defaults().gp.rcu_exp_base_ns;
     for _ in 0..4 {
-        let ops = ramfs("baseline", base, 500_000_000);
+        let ops = ramfs(RamfsVariant::Baseline, base, 500_000_000);
         // Each worker's iteration takes workers/ops seconds; move the wait by the difference.
         let have_ns = workers / ops.max(1.0) * 1e9;
         let want_ns = workers / seed_ops * 1e9;
@@ -162,13 +178,18 @@ fn fit_ramfs_wait(seed_ops: f64) -> u64 {
     base
 }
 
-fn rmdir(variant: &str, negatives: u64, prune_ns: u64, set: impl Fn(&mut DentrySetup)) -> Outcome {
+fn rmdir(
+    variant: RmdirVariant,
+    negatives: u64,
+    prune_ns: u64,
+    set: impl Fn(&mut DentrySetup),
+) -> Outcome {
     let mut p = DentrySetup::default();
     p.dentry.negatives = negatives;
     p.dentry.prune_ns = prune_ns;
     set(&mut p);
     simulate(
-        "negative-dentry-rmdir",
+        Scenario::NegativeDentryRmdir,
         variant,
         &Setup::Dentry(p),
         Kernel::V6_12,
@@ -176,10 +197,16 @@ fn rmdir(variant: &str, negatives: u64, prune_ns: u64, set: impl Fn(&mut DentryS
     )
 }
 
-fn memcg(variant: &str) -> Outcome {
+fn memcg(variant: MemcgVariant) -> Outcome {
     let mut p = memcg_shrink::defaults();
     p.memcg.duration_ns = 10_000_000;
-    simulate("memcg-shrink", variant, &Setup::Memcg(p), Kernel::V6_1, 1)
+    simulate(
+        Scenario::MemcgShrink,
+        variant,
+        &Setup::Memcg(p),
+        Kernel::V6_1,
+        1,
+    )
 }
 
 fn within_factor(model: f64, seed: f64, factor: f64) -> bool {
@@ -195,36 +222,43 @@ pub fn table() -> Vec<Row> {
 /// The table against `seeds`: fitted rows fit to theirs, predicted rows never read theirs
 /// except to compare.
 #[must_use]
-#[expect(
-    clippy::too_many_lines,
-    reason = "one row per figure of the seed threads, read as a table"
-)]
 pub fn table_for(seeds: &Seeds) -> Vec<Row> {
     let mut rows = Vec::new();
-    let mut row = |claim: &str,
-                   kind: Kind,
-                   seed: String,
-                   seed_value: Option<f64>,
-                   model: f64,
-                   tolerance: String,
-                   ok: bool| {
-        rows.push(Row {
-            claim: claim.to_owned(),
-            kind,
-            seed,
-            seed_value,
-            model,
-            tolerance,
-            ok,
-        });
-    };
+    umount_rows(seeds, &mut rows);
+    ramfs_rows(seeds, &mut rows);
+    rmdir_rows(seeds, &mut rows);
+    memcg_rows(&mut rows);
+    rows
+}
+
+/// One row of the table.
+fn row(
+    claim: &str,
+    kind: Kind,
+    seed: String,
+    seed_value: Option<f64>,
+    model: f64,
+    tolerance: String,
+    ok: bool,
+) -> Row {
+    Row {
+        claim: claim.to_owned(),
+        kind,
+        seed,
+        seed_value,
+        model,
+        tolerance,
+        ok,
+    }
+}
+
+/// umount-storm (Neil Brown 2017, Linux 4.14, HZ=250).
+fn umount_rows(seeds: &Seeds, rows: &mut Vec<Row>) {
     let two_x = "within 2x: the VM's tick, vCPU wake-ups and per-umount work are not in \
                  the thread; 2x still tells ~2 jiffies per umount from 1 or 5";
-
-    // --- umount-storm (NeilBrown 2017, Linux 4.14, HZ=250) ---
     let fqs = fit_first_fqs(seeds.umount_4cpu_s);
-    let base4 = storm("baseline", 4, fqs, true).figure("umount_total");
-    row(
+    let base4 = storm(UmountVariant::Baseline, 4, fqs, true).figure("umount_total");
+    rows.push(row(
         "umount 5,000 tmpfs, 4 CPUs, synchronize_rcu (s)",
         Kind::Fitted,
         format!("{}", seeds.umount_4cpu_s),
@@ -232,9 +266,9 @@ pub fn table_for(seeds: &Seeds) -> Vec<Row> {
         base4,
         format!("fits first_fqs_jiffies = {fqs} (the kernel's default at HZ=250 is 1); within 2x"),
         within_factor(base4, seeds.umount_4cpu_s, 2.0),
-    );
-    let base1 = storm("baseline", 1, fqs, true).figure("umount_total");
-    row(
+    ));
+    let base1 = storm(UmountVariant::Baseline, 1, fqs, true).figure("umount_total");
+    rows.push(row(
         "  same, 1 CPU, preemptible kernel assumed (s)",
         Kind::Predicted,
         format!("{}", seeds.umount_1cpu_s),
@@ -242,9 +276,9 @@ pub fn table_for(seeds: &Seeds) -> Vec<Row> {
         base1,
         two_x.to_owned(),
         within_factor(base1, seeds.umount_1cpu_s, 2.0),
-    );
-    let exp4 = storm("expedited", 4, fqs, true).figure("umount_total");
-    row(
+    ));
+    let exp4 = storm(UmountVariant::Expedited, 4, fqs, true).figure("umount_total");
+    rows.push(row(
         "  same, 4 CPUs, synchronize_rcu_expedited (s)",
         Kind::Predicted,
         format!("{}", seeds.umount_expedited_s),
@@ -254,13 +288,15 @@ pub fn table_for(seeds: &Seeds) -> Vec<Row> {
          with this figure in view), so it checks the expedited mechanism's share, little more"
             .to_owned(),
         within_factor(exp4, seeds.umount_expedited_s, 2.0),
-    );
+    ));
+}
 
-    // --- ramfs-stress (Qi Zheng 2023: the -88.8% stress-ng.ramfs regression) ---
+/// ramfs-stress (Qi Zheng 2023: the -88.8% stress-ng.ramfs regression).
+fn ramfs_rows(seeds: &Seeds, rows: &mut Vec<Row>) {
     let exp_base = fit_ramfs_wait(seeds.ramfs_before);
     let run = |v| ramfs(v, exp_base, 2_000_000_000);
-    let b = run("baseline");
-    row(
+    let b = run(RamfsVariant::Baseline);
+    rows.push(row(
         "stress-ng ramfs, before the SRCU shrinker (ops/s)",
         Kind::Fitted,
         format!("{}", seeds.ramfs_before),
@@ -268,32 +304,32 @@ pub fn table_for(seeds: &Seeds) -> Vec<Row> {
         b,
         format!("fits rcu_exp_base_ns = {exp_base} ns; within 10%"),
         within_factor(b, seeds.ramfs_before, 1.1),
-    );
+    ));
     let noise = "the thread's figures are single 60 s stress-ng runs on a 32-CPU server the \
                  model knows only by its CPU count and HZ";
     for (claim, variant, seed, tol) in [
         (
             "  synchronize_srcu in unregister_shrinker / before",
-            "srcu",
+            RamfsVariant::Srcu,
             seeds.ramfs_srcu,
             0.07,
         ),
         (
             "  synchronize_srcu_expedited / before",
-            "expedited",
+            RamfsVariant::Expedited,
             seeds.ramfs_expedited,
             0.08,
         ),
         (
             "  deferred finalize / before",
-            "deferred-finalize",
+            RamfsVariant::DeferredFinalize,
             seeds.ramfs_deferred,
             0.23,
         ),
     ] {
         let thread = seed / seeds.ramfs_before;
         let got = run(variant) / b;
-        row(
+        rows.push(row(
             claim,
             Kind::Predicted,
             format!("{thread:.3} ({seed})"),
@@ -301,10 +337,12 @@ pub fn table_for(seeds: &Seeds) -> Vec<Row> {
             got,
             format!("+-{tol}: {noise}"),
             (got - thread).abs() <= tol,
-        );
+        ));
     }
+}
 
-    // --- negative-dentry-rmdir (Yafang Shao and Linus Torvalds 2024) ---
+/// negative-dentry-rmdir (Yafang Shao and Linus Torvalds 2024).
+fn rmdir_rows(seeds: &Seeds, rows: &mut Vec<Row>) {
     #[expect(
         clippy::cast_possible_truncation,
         clippy::cast_sign_loss,
@@ -312,9 +350,9 @@ pub fn table_for(seeds: &Seeds) -> Vec<Row> {
     )]
     let prune_ns = (seeds.rmdir_10m_s * 1e9 / 1e7).round().max(1.0) as u64;
     let none = |_: &mut DentrySetup| {};
-    let ten_m = rmdir("prune-under-lock", 10_000_000, prune_ns, none);
+    let ten_m = rmdir(RmdirVariant::PruneUnderLock, 10_000_000, prune_ns, none);
     let rm10 = ten_m.figure("rmdir");
-    row(
+    rows.push(row(
         "rmdir with 10M negative dentries, ext4 (s)",
         Kind::Fitted,
         format!("{}", seeds.rmdir_10m_s),
@@ -322,9 +360,9 @@ pub fn table_for(seeds: &Seeds) -> Vec<Row> {
         rm10,
         format!("fits prune_ns = {prune_ns} ns per dentry; within 10%"),
         within_factor(rm10, seeds.rmdir_10m_s, 1.1),
-    );
-    let rm1 = rmdir("prune-under-lock", 1_000_000, prune_ns, none).figure("rmdir");
-    row(
+    ));
+    let rm1 = rmdir(RmdirVariant::PruneUnderLock, 1_000_000, prune_ns, none).figure("rmdir");
+    rows.push(row(
         "  rmdir 10M / rmdir 1M",
         Kind::Identity,
         "10 (linear)".into(),
@@ -332,12 +370,12 @@ pub fn table_for(seeds: &Seeds) -> Vec<Row> {
         rm10 / rm1,
         "by construction: the model prunes at a fixed cost per dentry".into(),
         true,
-    );
-    let tmpfs = rmdir("prune-under-lock", 10_000_000, prune_ns, |p| {
+    ));
+    let tmpfs = rmdir(RmdirVariant::PruneUnderLock, 10_000_000, prune_ns, |p| {
         p.dentry.fs = Fs::Tmpfs;
     })
     .figure("rmdir");
-    row(
+    rows.push(row(
         "rmdir after 10M lookups, tmpfs (s)",
         Kind::Predicted,
         "0.001".into(),
@@ -346,7 +384,14 @@ pub fn table_for(seeds: &Seeds) -> Vec<Row> {
         "< 1 ms: tmpfs keeps no negative dentry (always_delete_dentry), so nothing is pruned"
             .into(),
         tmpfs < 0.001,
-    );
+    ));
+    lock_wait_rows(&ten_m, prune_ns, rows);
+}
+
+/// The `ls` beside the rmdir of 10 million (`ten_m`, pruned at `prune_ns` a dentry): how
+/// long it waits for the inode lock, wherever rmdir prunes.
+fn lock_wait_rows(ten_m: &Outcome, prune_ns: u64, rows: &mut Vec<Row>) {
+    let none = |_: &mut DentrySetup| {};
     let prune = ten_m.figure("prune");
     let lookup_after = DentrySetup::default().dentry.lookup_after_ns;
     #[expect(clippy::cast_precision_loss, reason = "ms for a figure")]
@@ -354,7 +399,7 @@ pub fn table_for(seeds: &Seeds) -> Vec<Row> {
     let lock_tol = "prune time +-5%: the thread says only \"significant delays\"; the wait \
                     must be the pruning the ls started behind, not a fraction of it";
     let under = ten_m.figure("lookup_wait_max");
-    row(
+    rows.push(row(
         "  ls of the parent, prune under lock: wait (ms)",
         Kind::Predicted,
         "~prune time (\"significant delays\")".into(),
@@ -362,9 +407,10 @@ pub fn table_for(seeds: &Seeds) -> Vec<Row> {
         under,
         lock_tol.into(),
         (under / expected_wait - 1.0).abs() <= 0.05,
-    );
-    let after = rmdir("prune-after-unlock", 10_000_000, prune_ns, none).figure("lookup_wait_max");
-    row(
+    ));
+    let after =
+        rmdir(RmdirVariant::PruneAfterUnlock, 10_000_000, prune_ns, none).figure("lookup_wait_max");
+    rows.push(row(
         "  ls of the parent, prune after unlock: wait (ms)",
         Kind::Predicted,
         "~0 (\"not affected at all\")".into(),
@@ -372,10 +418,15 @@ pub fn table_for(seeds: &Seeds) -> Vec<Row> {
         after,
         "< 1 ms: an ls that waits for no pruning waits for one rmdir's own work".into(),
         after < 1.0,
-    );
-    let v1_parent =
-        rmdir("prune-after-victim-unlock", 10_000_000, prune_ns, none).figure("lookup_wait_max");
-    row(
+    ));
+    let v1_parent = rmdir(
+        RmdirVariant::PruneAfterVictimUnlock,
+        10_000_000,
+        prune_ns,
+        none,
+    )
+    .figure("lookup_wait_max");
+    rows.push(row(
         "  v1 (victim unlocked first): ls of the parent (ms)",
         Kind::Predicted,
         "still waits (\"tested the wrong one\")".into(),
@@ -383,12 +434,17 @@ pub fn table_for(seeds: &Seeds) -> Vec<Row> {
         v1_parent,
         lock_tol.into(),
         (v1_parent / expected_wait - 1.0).abs() <= 0.05,
-    );
-    let v1_victim = rmdir("prune-after-victim-unlock", 10_000_000, prune_ns, |p| {
-        p.dentry.lookup_in = LookupIn::Victim;
-    })
+    ));
+    let v1_victim = rmdir(
+        RmdirVariant::PruneAfterVictimUnlock,
+        10_000_000,
+        prune_ns,
+        |p| {
+            p.dentry.lookup_in = LookupIn::Victim;
+        },
+    )
     .figure("lookup_wait_max");
-    row(
+    rows.push(row(
         "  v1: ls inside the removed directory (ms)",
         Kind::Predicted,
         "~0 (Linus's test)".into(),
@@ -396,13 +452,16 @@ pub fn table_for(seeds: &Seeds) -> Vec<Row> {
         v1_victim,
         "< 1 ms, as above".into(),
         v1_victim < 1.0,
-    );
+    ));
+}
 
-    // --- memcg-shrink (Qi Zheng 2023) ---
-    let rw = memcg("rwsem");
-    let sr = memcg("srcu");
+/// memcg-shrink (Qi Zheng 2023): the thread gives a profile and observations, no seed
+/// figure a row could be fitted to.
+fn memcg_rows(rows: &mut Vec<Row>) {
+    let rw = memcg(MemcgVariant::Rwsem);
+    let sr = memcg(MemcgVariant::Srcu);
     let on_lock = rw.figure("reclaim_cpu_on_rwsem");
-    row(
+    rows.push(row(
         "reclaim CPU in down_read_trylock + up_read (%)",
         Kind::Predicted,
         "65.3 (46.60 + 18.70)".into(),
@@ -412,8 +471,8 @@ pub fn table_for(seeds: &Seeds) -> Vec<Row> {
          profile is one perf run"
             .into(),
         (40.0..=90.0).contains(&on_lock),
-    );
-    row(
+    ));
+    rows.push(row(
         "  with SRCU readers (%)",
         Kind::Identity,
         "1.4 (__srcu_read_lock)".into(),
@@ -421,8 +480,8 @@ pub fn table_for(seeds: &Seeds) -> Vec<Row> {
         sr.figure("reclaim_cpu_on_rwsem"),
         "by construction: the model's SRCU readers touch no shared cache line".into(),
         true,
-    );
-    row(
+    ));
+    rows.push(row(
         "  SRCU readers turned away (%)",
         Kind::Identity,
         "0 (\"no longer blocked\")".into(),
@@ -430,9 +489,9 @@ pub fn table_for(seeds: &Seeds) -> Vec<Row> {
         sr.figure("trylock_failed"),
         "by construction: an SRCU reader has no step that can fail".into(),
         true,
-    );
+    ));
     let calls = sr.figure("shrink_calls_per_s") / rw.figure("shrink_calls_per_s");
-    row(
+    rows.push(row(
         "  shrink_slab_memcg calls/s, SRCU / rwsem",
         Kind::Predicted,
         "> 1 (\"no longer blocked\")".into(),
@@ -440,15 +499,20 @@ pub fn table_for(seeds: &Seeds) -> Vec<Row> {
         calls,
         "> 1.5: the readers no longer queue on one cache line".into(),
         calls > 1.5,
-    );
-    rows
+    ));
 }
 
 /// What the 1-CPU row would be on a kernel without preemption, where `rcu_blocking_is_gp`
 /// makes `synchronize_rcu` return at once (4.14's code).
 #[must_use]
 pub fn one_cpu_non_preemptible(seeds: &Seeds) -> f64 {
-    storm("baseline", 1, fit_first_fqs(seeds.umount_4cpu_s), false).figure("umount_total")
+    storm(
+        UmountVariant::Baseline,
+        1,
+        fit_first_fqs(seeds.umount_4cpu_s),
+        false,
+    )
+    .figure("umount_total")
 }
 
 /// The table as `tracer model --fidelity` prints it.
@@ -583,7 +647,7 @@ mod tests {
     #[test]
     fn on_one_cpu_a_non_preemptible_4_14_skips_the_grace_period() {
         let waits = one_cpu_non_preemptible(&THREADS);
-        let preemptible = storm("baseline", 1, 3, true).figure("umount_total");
+        let preemptible = storm(UmountVariant::Baseline, 1, 3, true).figure("umount_total");
         assert!(waits < preemptible / 20.0, "{waits} vs {preemptible}");
         // 6.1 removed the shortcut: the same machine waits.
         let mut p = umount::storm_defaults();
@@ -591,8 +655,8 @@ mod tests {
         p.umount.mounts = 200;
         p.cpus.preemptible = false;
         let s = simulate(
-            "umount-storm",
-            "baseline",
+            Scenario::UmountStorm,
+            UmountVariant::Baseline,
             &Setup::Umount(p),
             Kernel::V6_1,
             1,

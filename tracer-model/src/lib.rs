@@ -13,11 +13,9 @@
 //! chosen with `--kernel` (default: the capture's kernel when calibrating, else this host's).
 //! `--fidelity` prints how the model's figures compare with the seed threads' ([`fidelity`]).
 
-use std::{path::PathBuf, time::Instant};
+use std::path::PathBuf;
 
-use anyhow::{Context as _, bail};
-
-use tracer_core::snapshot::Snapshot;
+use tracer_core::{capture_file::LoadError, snapshot::Snapshot};
 
 pub mod calibrate;
 pub mod engine;
@@ -30,71 +28,125 @@ pub mod rcu;
 pub mod scenarios;
 pub mod sim;
 
-use params::Setup;
-pub use scenarios::{Ctx, SCENARIOS, Scenario};
+use params::{Assignment, SetError, Setup};
+pub use scenarios::{Ctx, Scenario, UnknownScenario, UnknownVariant, Variant};
 
-/// `tracer model` arguments.
-#[derive(Debug, clap::Args)]
-pub struct Args {
-    /// Scenario to run; omit it (or pass --list) to see the scenarios, their variants and
-    /// parameters.
-    pub scenario: Option<String>,
-    /// Variant of the scenario (default: its first, the unpatched kernel).
-    #[arg(long, value_name = "VARIANT")]
-    pub variant: Option<String>,
-    /// Change a parameter, e.g. `--set mounts=10000 --set tick_ns=1ms` (repeatable).
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    pub set: Vec<String>,
+/// What to run: a scenario, its variant and parameters, and whose code to follow.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Run {
+    /// The scenario.
+    pub scenario: Scenario,
+    /// Its variant; `None`: its first, the kernel's own code.
+    pub variant: Option<Variant>,
+    /// Parameters changed from the scenario's defaults, in order (a later one wins).
+    pub sets: Vec<Assignment>,
     /// Seed of the model's random draws: the same seed gives the same result, bit for bit.
-    #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// List scenarios, variants and parameters with their defaults, and exit.
-    #[arg(long)]
-    pub list: bool,
-    /// Fit per-operation costs (grace-period lengths, per-dentry prune cost, ...) to a
-    /// capture file, print them, and run the scenario with them.
-    #[arg(long, value_name = "CAPTURE.json")]
+    /// A capture file to fit per-operation costs to before running.
     pub calibrate: Option<PathBuf>,
-    /// Print the simulation's wall time and its simulated-time/wall-time ratio to stderr.
-    #[arg(long)]
-    pub timing: bool,
-    /// Whose code to follow: 4.14, 6.1, 6.12, 7.3, or auto (the capture's kernel when
-    /// calibrating, else this host's).
-    #[arg(long, value_name = "VERSION", default_value = "auto")]
+    /// Whose code to follow.
     pub kernel: kernel::Choice,
-    /// Print the fidelity table (the model against the seed threads' figures) and exit.
-    #[arg(long)]
-    pub fidelity: bool,
     /// The running kernel's release, which `--kernel auto` follows when there is no capture
     /// (set by the caller: the model itself reads nothing of the host).
-    #[arg(skip)]
     pub host_kernel: Option<String>,
 }
 
-impl Default for Args {
-    fn default() -> Self {
-        // The same seed as the command line's default.
+impl Run {
+    /// `scenario` as its seed thread ran it: its first variant, its defaults, seed 1 (the
+    /// command line's default), `--kernel auto`.
+    #[must_use]
+    pub fn new(scenario: Scenario) -> Self {
         Self {
-            scenario: None,
+            scenario,
             variant: None,
-            set: Vec::new(),
+            sets: Vec::new(),
             seed: 1,
-            list: false,
             calibrate: None,
-            timing: false,
             kernel: kernel::Choice::Auto,
-            fidelity: false,
             host_kernel: None,
         }
     }
+
+    /// A run named as the command line names it: a scenario, maybe a variant, and
+    /// `KEY=VALUE` parameters, each read once here.
+    ///
+    /// # Errors
+    /// An unknown scenario, variant or parameter, or a value the parameter does not take.
+    pub fn named(
+        scenario: &str,
+        variant: Option<&str>,
+        sets: &[impl AsRef<str>],
+    ) -> Result<Self, Error> {
+        let scenario: Scenario = scenario.parse()?;
+        let variant = variant.map(|v| scenario.variant(v)).transpose()?;
+        let defaults = scenario.defaults();
+        let sets = sets
+            .iter()
+            .map(|kv| {
+                let kv = kv.as_ref();
+                let Some((k, v)) = kv.split_once('=') else {
+                    return Err(Error::NotKeyValue {
+                        scenario,
+                        text: kv.to_owned(),
+                        keys: defaults.keys(),
+                    });
+                };
+                defaults
+                    .read(k.trim(), v)
+                    .map_err(|error| Error::Set { scenario, error })
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Self {
+            variant,
+            sets,
+            ..Self::new(scenario)
+        })
+    }
+}
+
+/// Why a run could not be prepared.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// No scenario by that name.
+    #[error(transparent)]
+    UnknownScenario(#[from] UnknownScenario),
+    /// The scenario has no variant by that name, or the variant is another scenario's.
+    #[error(transparent)]
+    UnknownVariant(#[from] UnknownVariant),
+    /// A `--set` without `=`.
+    #[error("--set wants KEY=VALUE, got `{text}`; valid keys for {scenario}: {}", keys.join(", "))]
+    NotKeyValue {
+        /// The scenario.
+        scenario: Scenario,
+        /// What was given.
+        text: String,
+        /// The scenario's parameters.
+        keys: Vec<&'static str>,
+    },
+    /// A parameter the scenario lacks, or a value it does not take.
+    #[error("{scenario}: {error}")]
+    Set {
+        /// The scenario.
+        scenario: Scenario,
+        /// What is wrong.
+        error: SetError,
+    },
+    /// The capture to calibrate on could not be loaded.
+    #[error("loading capture {} to calibrate on: {error}", path.display())]
+    Calibrate {
+        /// The capture file.
+        path: PathBuf,
+        /// Why.
+        error: LoadError,
+    },
 }
 
 /// A scenario ready to run: its variant and parameters resolved, calibration applied.
 pub struct Prepared {
     /// The scenario.
-    pub scenario: &'static Scenario,
+    pub scenario: Scenario,
     /// Its variant.
-    pub variant: &'static str,
+    pub variant: Variant,
     /// Parameters in force.
     pub params: Setup,
     /// The kernel whose code it follows.
@@ -109,69 +161,74 @@ impl Prepared {
     /// Run it; `timeline` keeps every recorded fact with its simulated time.
     ///
     /// # Panics
-    /// Never: [`prepare`] builds the parameters from the scenario's own defaults.
+    /// Never: [`prepare`] takes the variant and parameters from the scenario's own.
     #[must_use]
     pub fn run(&self, timeline: bool) -> scenarios::Outcome {
         let ctx = Ctx {
             profile: self.kernel.profile(),
-            variant: self.variant,
             seed: self.seed,
             description: self.description.clone(),
             timeline,
         };
         self.scenario
-            .run(&ctx, &self.params)
-            .expect("prepare builds the parameters from the scenario's own defaults")
+            .spec()
+            .run(&ctx, self.variant, &self.params)
+            .expect("prepare takes the variant and parameters from the scenario's own")
     }
 }
 
-/// Resolve the scenario, variant, `--set` values and calibration `args` name.
+/// Resolve `run`'s variant, parameters and kernel, and calibrate on its capture. Says on
+/// stderr which kernel's code it follows, and what calibration fitted.
 ///
 /// # Errors
-/// Unknown scenario, variant or parameter; an unreadable calibration capture.
-pub fn prepare(args: &Args) -> anyhow::Result<Prepared> {
-    let Some(name) = args.scenario.as_deref() else {
-        eprint!("{}", listing(None));
-        bail!("no scenario given: choose one of {}", names());
+/// A variant or parameter of another scenario; an unreadable calibration capture.
+pub fn prepare(run: &Run) -> Result<Prepared, Error> {
+    let scenario = run.scenario;
+    let variant = run.variant.unwrap_or_else(|| scenario.default_variant());
+    if !scenario.has(variant) {
+        return Err(UnknownVariant {
+            scenario,
+            name: variant.name().to_owned(),
+        }
+        .into());
+    }
+    let mut p = scenario.defaults();
+    let apply = |p: &mut Setup| {
+        run.sets
+            .iter()
+            .try_for_each(|a| p.assign(a))
+            .map_err(|error| Error::Set { scenario, error })
     };
-    let scenario = scenarios::find(name)
-        .with_context(|| format!("unknown scenario `{name}`; scenarios: {}", names()))?;
-    let variant = match args.variant.as_deref() {
-        None => scenario.variants[0].0,
-        Some(v) => scenario.variant(v).with_context(|| {
-            let all: Vec<_> = scenario.variants.iter().map(|(n, _)| *n).collect();
-            format!(
-                "unknown variant `{v}` of {name}; variants: {}",
-                all.join(", ")
-            )
-        })?,
-    };
-
-    let mut p = (scenario.defaults)();
-    let mut changed = Vec::new();
     // Explicit --set values apply before calibration (e.g. the CPU count of the captured
     // machine) and win over it.
-    apply_sets(&mut p, scenario, &args.set, &mut changed)?;
-    let capture = args
+    apply(&mut p)?;
+    let mut changed: Vec<String> = run
+        .sets
+        .iter()
+        .map(|a| format!("{}={}", a.key, a.text))
+        .collect();
+    let capture = run
         .calibrate
         .as_ref()
         .map(|path| {
-            tracer_core::report::load(path)
-                .with_context(|| format!("loading capture {} to calibrate on", path.display()))
+            tracer_core::capture_file::load(path).map_err(|error| Error::Calibrate {
+                path: path.clone(),
+                error,
+            })
         })
         .transpose()?;
     let (kernel, why) = kernel::resolve(
-        args.kernel,
+        run.kernel,
         capture.as_ref().and_then(|c| c.meta.kernel.as_deref()),
-        args.host_kernel.as_deref(),
-        scenario.kernel,
+        run.host_kernel.as_deref(),
+        scenario.spec().kernel,
     );
     eprintln!("model: following {why}");
     if let Some(capture) = &capture {
         let fit = calibrate::calibrate(capture, &p, kernel);
         eprint!("{}", fit.render(&p));
         fit.apply(&mut p);
-        apply_sets(&mut p, scenario, &args.set, &mut Vec::new())?;
+        apply(&mut p)?;
         changed.extend(
             fit.fits
                 .iter()
@@ -179,7 +236,10 @@ pub fn prepare(args: &Args) -> anyhow::Result<Prepared> {
         );
     }
 
-    let mut description = format!("model {name}/{variant} seed={} kernel={kernel}", args.seed);
+    let mut description = format!(
+        "model {scenario}/{variant} seed={} kernel={kernel}",
+        run.seed
+    );
     for c in &changed {
         description.push(' ');
         description.push_str(c);
@@ -190,103 +250,43 @@ pub fn prepare(args: &Args) -> anyhow::Result<Prepared> {
         params: p,
         kernel,
         description,
-        seed: args.seed,
+        seed: run.seed,
     })
 }
 
-/// Run a scenario and return its Snapshot.
+/// Prepare `run`, run it, and say its headline figures on stderr.
 ///
 /// # Errors
-/// Unknown scenario, variant or parameter; an unreadable calibration capture.
-pub fn run(args: &Args) -> anyhow::Result<Option<Snapshot>> {
-    if args.list {
-        print!(
-            "{}",
-            listing(args.scenario.as_deref().and_then(scenarios::find))
-        );
-        return Ok(None);
-    }
-    if args.fidelity {
-        print!("{}", fidelity::render(&fidelity::table()));
-        return Ok(None);
-    }
-    let prepared = prepare(args)?;
-    let started = Instant::now();
-    let outcome = prepared.run(false);
-    let wall = started.elapsed();
-
-    for f in &outcome.figures {
-        eprintln!("model: {:<26} {:>14.4} {}", f.name, f.value, f.unit);
-    }
-    if args.timing {
-        let sim_s = scenarios_secs(outcome.snapshot.meta.duration_ns);
-        let wall_s = wall.as_secs_f64();
-        eprintln!(
-            "model: simulated {sim_s:.3} s in {:.3} ms of wall time ({:.0}x real time), {} events",
-            wall_s * 1e3,
-            sim_s / wall_s.max(1e-9),
-            outcome.events
-        );
-    }
-    Ok(Some(outcome.snapshot))
-}
-
-fn apply_sets(
-    p: &mut Setup,
-    s: &Scenario,
-    sets: &[String],
-    changed: &mut Vec<String>,
-) -> anyhow::Result<()> {
-    for kv in sets {
-        let Some((k, v)) = kv.split_once('=') else {
-            bail!(
-                "--set wants KEY=VALUE, got `{kv}`; valid keys for {}: {}",
-                s.name,
-                p.keys().join(", ")
-            );
-        };
-        p.set(k.trim(), v)
-            .map_err(|e| anyhow::anyhow!("{}: {e}", s.name))?;
-        // Shown as typed, without the spaces of a formatted duration.
-        changed.push(format!("{}={}", k.trim(), v.trim()));
-    }
-    Ok(())
-}
-
-fn names() -> String {
-    SCENARIOS
-        .iter()
-        .map(|s| s.name)
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-#[expect(clippy::cast_precision_loss, reason = "seconds for display")]
-fn scenarios_secs(ns: u64) -> f64 {
-    ns as f64 / 1e9
+/// As [`prepare`].
+pub fn run(run: &Run) -> Result<Snapshot, Error> {
+    let outcome = prepare(run)?.run(false);
+    eprint!("{}", outcome.figures_text());
+    Ok(outcome.snapshot)
 }
 
 /// What `--list` prints: every scenario (or one), its variants and parameters with defaults.
 #[must_use]
-pub fn listing(only: Option<&Scenario>) -> String {
+pub fn listing(only: Option<Scenario>) -> String {
     use std::fmt::Write as _;
     let mut out = String::from(
         "tracer model SCENARIO [--variant V] [--kernel 4.14|6.1|6.12|7.3|auto] [--set key=value ...] [--seed S] [--calibrate CAPTURE.json]\n\n",
     );
-    for s in SCENARIOS
-        .iter()
-        .filter(|s| only.is_none_or(|o| o.name == s.name))
+    for s in Scenario::ALL
+        .into_iter()
+        .filter(|s| only.is_none_or(|o| o == *s))
     {
-        let about = s.about.split_whitespace().collect::<Vec<_>>().join(" ");
+        let spec = s.spec();
+        let about = spec.about.split_whitespace().collect::<Vec<_>>().join(" ");
         let _ = writeln!(
             out,
             "{} (its seed thread ran Linux {}; --kernel chooses the code followed)\n  {about}\n  variants:",
-            s.name, s.kernel
+            spec.name, spec.kernel
         );
-        for (i, (v, doc)) in s.variants.iter().enumerate() {
+        for (i, (v, doc)) in spec.variants.iter().enumerate() {
             let _ = writeln!(
                 out,
-                "    {v:<26} {doc}{}",
+                "    {:<26} {doc}{}",
+                v.name(),
                 if i == 0 { " (default)" } else { "" }
             );
         }
@@ -294,7 +294,7 @@ pub fn listing(only: Option<&Scenario>) -> String {
             out,
             "  parameters (--set key=value; a duration needs its unit: ns, us, ms, s):"
         );
-        out.push_str(&(s.defaults)().table());
+        out.push_str(&s.defaults().table());
         out.push('\n');
     }
     out
@@ -304,12 +304,12 @@ pub fn listing(only: Option<&Scenario>) -> String {
 mod tests {
     use super::*;
 
-    fn args(scenario: &str, sets: &[&str]) -> Args {
-        Args {
-            scenario: Some(scenario.into()),
-            set: sets.iter().map(|s| (*s).to_owned()).collect(),
-            ..Args::default()
-        }
+    fn args(scenario: &str, sets: &[&str]) -> Run {
+        Run::named(scenario, None, sets).unwrap()
+    }
+
+    fn refused(scenario: &str, variant: Option<&str>, sets: &[&str]) -> String {
+        Run::named(scenario, variant, sets).unwrap_err().to_string()
     }
 
     #[test]
@@ -323,14 +323,13 @@ mod tests {
                 &["negatives=100000", "lookups=3", "lookup_interval_ns=2ms"][..],
             ),
         ] {
-            let a = run(&args(name, sets)).unwrap().unwrap();
-            let b = run(&args(name, sets)).unwrap().unwrap();
+            let a = run(&args(name, sets)).unwrap();
+            let b = run(&args(name, sets)).unwrap();
             assert_eq!(a, b, "{name}");
-            let c = run(&Args {
+            let c = run(&Run {
                 seed: 2,
                 ..args(name, sets)
             })
-            .unwrap()
             .unwrap();
             assert_ne!(a.series, c.series, "{name}: the seed changes nothing");
         }
@@ -338,41 +337,48 @@ mod tests {
 
     #[test]
     fn unknown_names_are_refused_with_the_valid_ones() {
-        let e = run(&args("umount-stom", &[])).unwrap_err().to_string();
+        let e = refused("umount-stom", None, &[]);
         assert!(
             e.contains("umount-storm") && e.contains("negative-dentry-rmdir"),
             "{e}"
         );
-        let e = run(&Args {
-            variant: Some("fast".into()),
-            ..args("umount-storm", &[])
-        })
-        .unwrap_err()
-        .to_string();
+        let e = refused("umount-storm", Some("fast"), &[]);
         assert!(e.contains("baseline, expedited"), "{e}");
-        let e = run(&args("umount-storm", &["negatives=5"]))
-            .unwrap_err()
-            .to_string();
+        assert_eq!(
+            e,
+            "unknown variant `fast` of umount-storm; variants: kernel, baseline, expedited"
+        );
+        let e = refused("umount-storm", None, &["negatives=5"]);
         assert!(e.contains("valid keys") && e.contains("mounts"), "{e}");
-        let e = run(&args("umount-storm", &["mounts=lots"]))
-            .unwrap_err()
-            .to_string();
+        let e = refused("umount-storm", None, &["mounts=lots"]);
         assert!(e.contains("whole number"), "{e}");
-        let e = run(&args("umount-storm", &["mounts"]))
-            .unwrap_err()
-            .to_string();
+        assert_eq!(
+            e,
+            "umount-storm: bad value `lots` for `mounts` (invalid digit found in string); \
+             expected a whole number such as 5000 or 10_000_000"
+        );
+        let e = refused("umount-storm", None, &["mounts"]);
         assert!(e.contains("KEY=VALUE"), "{e}");
+        // A variant of another scenario, set by hand, is refused too.
+        let e = prepare(&Run {
+            variant: Some(Variant::Rmdir(scenarios::RmdirVariant::PruneAfterUnlock)),
+            ..Run::new(Scenario::UmountStorm)
+        })
+        .err()
+        .expect("a variant of negative-dentry-rmdir")
+        .to_string();
+        assert!(e.contains("of umount-storm; variants: kernel,"), "{e}");
     }
 
     #[test]
     fn listing_teaches_every_scenario_variant_and_parameter() {
         let l = listing(None);
-        for s in SCENARIOS {
-            assert!(l.contains(s.name));
-            for (v, _) in s.variants {
-                assert!(l.contains(v), "{v}");
+        for s in Scenario::ALL {
+            assert!(l.contains(s.name()));
+            for (v, _) in s.spec().variants {
+                assert!(l.contains(v.name()), "{v}");
             }
-            for k in (s.defaults)().keys() {
+            for k in s.defaults().keys() {
                 assert!(l.contains(k), "{k}");
             }
         }
@@ -381,7 +387,7 @@ mod tests {
 
     #[test]
     fn snapshots_look_like_captures() {
-        let s = run(&args("umount-storm", &["mounts=50"])).unwrap().unwrap();
+        let s = run(&args("umount-storm", &["mounts=50"])).unwrap();
         assert_eq!(s.meta.source, tracer_core::snapshot::SourceKind::Model);
         assert!(
             s.meta

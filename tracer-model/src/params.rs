@@ -2,13 +2,15 @@
 //! its default comes from, in groups: the machine ([`Cpus`]), the grace-period machinery
 //! ([`GpCosts`]), the superblock's umount costs ([`Superblock`]) and one group per workload.
 //! Each scenario's parameters are a [`Setup`] of the groups it reads, with the defaults of
-//! its seed thread's machine; `--set key=value` and `--calibrate` change them further. A duration is read by the binary's one duration parser
-//! ([`tracer_core::units::parse_duration`]) and shown by its one formatter
-//! ([`tracer_core::units::ns`]); a choice is a typed value named as the kernel names it.
+//! its seed thread's machine; `--set key=value` and `--calibrate` change them further. A
+//! `--set` is read once into an [`Assignment`] of a typed [`Value`], then applied. A duration
+//! is read by the binary's one duration parser ([`tracer_core::units::parse_duration`]) and
+//! shown by its one formatter ([`tracer_core::units::ns`]); a choice is a typed value named
+//! as the kernel names it.
 
-use std::fmt::Write as _;
+use std::{fmt::Write as _, num::ParseIntError};
 
-use tracer_core::units;
+use tracer_core::units::{self, DurationError};
 
 /// One parameter's description.
 #[derive(Clone, Copy, Debug)]
@@ -17,6 +19,74 @@ pub struct Spec {
     pub key: &'static str,
     /// What it stands for, and where its default comes from.
     pub doc: &'static str,
+}
+
+/// A parameter's value, read from its text once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Value {
+    /// A count, a percentage, or nanoseconds.
+    Number(u64),
+    /// The `n`-th name of the parameter's choice ([`Named::NAMES`]).
+    Choice(usize),
+}
+
+/// One `--set KEY=VALUE`, read against a scenario's parameters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Assignment {
+    /// The parameter.
+    pub key: &'static str,
+    /// Its new value.
+    pub value: Value,
+    /// The value as typed, trimmed (shown in the run's description).
+    pub text: String,
+}
+
+/// Why a `--set` was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SetError {
+    /// The scenario has no parameter by that name.
+    #[error("unknown parameter `{key}`; valid keys: {}", keys.join(", "))]
+    UnknownKey {
+        /// The name asked for.
+        key: String,
+        /// The scenario's parameters.
+        keys: Vec<&'static str>,
+    },
+    /// The value is not one the parameter takes.
+    #[error("bad value `{text}` for `{key}` ({why}); {expected}")]
+    BadValue {
+        /// The parameter.
+        key: &'static str,
+        /// The value as typed.
+        text: String,
+        /// What is wrong with it.
+        why: ValueError,
+        /// What the parameter takes.
+        expected: String,
+    },
+}
+
+/// What is wrong with a parameter's value.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ValueError {
+    /// A bare number for a duration: seconds elsewhere in tracer, so refused here.
+    #[error("a duration needs a unit")]
+    NoUnit,
+    /// Not a duration.
+    #[error("{0}")]
+    Duration(DurationError),
+    /// A duration past `u64` nanoseconds.
+    #[error("out of range")]
+    OutOfRange,
+    /// Not a whole number.
+    #[error("{0}")]
+    Number(ParseIntError),
+    /// A percentage above 100.
+    #[error("above 100")]
+    Above100,
+    /// Not one of the choice's names.
+    #[error("unknown name")]
+    UnknownName,
 }
 
 /// A value chosen by name.
@@ -81,7 +151,7 @@ impl Named for bool {
               parameter names"
 )]
 mod format {
-    use super::{Named, units};
+    use super::{Named, Value, ValueError, units};
 
     /// A duration in nanoseconds, written with a unit.
     pub struct Ns;
@@ -93,15 +163,17 @@ mod format {
     pub struct Choice;
 
     impl Ns {
-        pub fn parse(text: &str) -> Result<u64, String> {
+        pub fn read<T>(text: &str) -> Result<Value, ValueError> {
             let t = text.trim().replace('_', "");
             if !t.is_empty() && t.chars().all(|c| c.is_ascii_digit()) {
                 // The binary's one parser reads a bare number as seconds; a parameter in
                 // nanoseconds says which it means instead.
-                return Err("a duration needs a unit".into());
+                return Err(ValueError::NoUnit);
             }
-            let d = tracer_core::units::parse_duration(&t)?;
-            u64::try_from(d.as_nanos()).map_err(|_| "out of range".into())
+            let d = units::parse_duration(&t).map_err(ValueError::Duration)?;
+            u64::try_from(d.as_nanos())
+                .map(Value::Number)
+                .map_err(|_| ValueError::OutOfRange)
         }
         pub fn show(v: u64) -> String {
             units::ns(v)
@@ -109,8 +181,11 @@ mod format {
         pub fn number(v: u64) -> Option<u64> {
             Some(v)
         }
-        pub fn from_number(v: u64) -> Option<u64> {
-            Some(v)
+        pub fn from_value(v: Value) -> Option<u64> {
+            match v {
+                Value::Number(n) => Some(n),
+                Value::Choice(_) => None,
+            }
         }
         pub fn expected<T>() -> String {
             "expected a duration with a unit such as 189ns, 20us, 4ms or 1.5s".into()
@@ -118,11 +193,12 @@ mod format {
     }
 
     impl Count {
-        pub fn parse(text: &str) -> Result<u64, String> {
+        pub fn read<T>(text: &str) -> Result<Value, ValueError> {
             text.trim()
                 .replace('_', "")
                 .parse()
-                .map_err(|e| format!("{e}"))
+                .map(Value::Number)
+                .map_err(ValueError::Number)
         }
         pub fn show(v: u64) -> String {
             v.to_string()
@@ -130,8 +206,8 @@ mod format {
         pub fn number(v: u64) -> Option<u64> {
             Some(v)
         }
-        pub fn from_number(v: u64) -> Option<u64> {
-            Some(v)
+        pub fn from_value(v: Value) -> Option<u64> {
+            Ns::from_value(v)
         }
         pub fn expected<T>() -> String {
             "expected a whole number such as 5000 or 10_000_000".into()
@@ -139,11 +215,11 @@ mod format {
     }
 
     impl Percent {
-        pub fn parse(text: &str) -> Result<u64, String> {
+        pub fn read<T>(text: &str) -> Result<Value, ValueError> {
             match text.trim().trim_end_matches('%').parse::<u64>() {
-                Ok(v) if v <= 100 => Ok(v),
-                Ok(_) => Err("above 100".into()),
-                Err(e) => Err(format!("{e}")),
+                Ok(v) if v <= 100 => Ok(Value::Number(v)),
+                Ok(_) => Err(ValueError::Above100),
+                Err(e) => Err(ValueError::Number(e)),
             }
         }
         pub fn show(v: u64) -> String {
@@ -152,8 +228,8 @@ mod format {
         pub fn number(v: u64) -> Option<u64> {
             Some(v)
         }
-        pub fn from_number(v: u64) -> Option<u64> {
-            Some(v)
+        pub fn from_value(v: Value) -> Option<u64> {
+            Ns::from_value(v)
         }
         pub fn expected<T>() -> String {
             "expected a percentage from 0 to 100".into()
@@ -161,12 +237,12 @@ mod format {
     }
 
     impl Choice {
-        pub fn parse<T: Named>(text: &str) -> Result<T, String> {
+        pub fn read<T: Named>(text: &str) -> Result<Value, ValueError> {
             T::NAMES
                 .iter()
-                .find(|(n, _)| *n == text.trim())
-                .map(|(_, v)| *v)
-                .ok_or_else(|| "unknown name".into())
+                .position(|(n, _)| *n == text.trim())
+                .map(Value::Choice)
+                .ok_or(ValueError::UnknownName)
         }
         pub fn show<T: Named>(v: T) -> String {
             T::NAMES
@@ -178,8 +254,11 @@ mod format {
         pub fn number<T>(_: T) -> Option<u64> {
             None
         }
-        pub fn from_number<T>(_: u64) -> Option<T> {
-            None
+        pub fn from_value<T: Named>(v: Value) -> Option<T> {
+            match v {
+                Value::Choice(i) => T::NAMES.get(i).map(|(_, x)| *x),
+                Value::Number(_) => None,
+            }
         }
         pub fn expected<T: Named>() -> String {
             let names: Vec<_> = T::NAMES.iter().map(|(n, _)| *n).collect();
@@ -195,12 +274,17 @@ pub trait Group {
     /// The value of a numeric parameter `key` (a count, a percentage, ns).
     fn get(&self, key: &str) -> Option<u64>;
     /// Set the numeric parameter `key`; false if the group has none by that name.
-    fn put(&mut self, key: &str, value: u64) -> bool;
-    /// Read `key`'s value from `text`: `Ok(false)` if the group has no such key.
+    fn put(&mut self, key: &str, value: u64) -> bool {
+        self.assign(key, Value::Number(value))
+    }
+    /// Read `key`'s value from `text`: `None` if the group has no such key.
     ///
     /// # Errors
     /// When `text` is not a valid value for `key`.
-    fn parse_into(&mut self, key: &str, text: &str) -> Result<bool, String>;
+    fn read(&self, key: &str, text: &str) -> Option<Result<Assignment, SetError>>;
+    /// Set `key` to `value`; false if the group has no such key, or it takes another kind
+    /// of value.
+    fn assign(&mut self, key: &str, value: Value) -> bool;
     /// `key`'s value as a user would type it.
     fn show(&self, key: &str) -> Option<String>;
 }
@@ -233,28 +317,32 @@ macro_rules! group {
                 }
             }
 
-            fn put(&mut self, key: &str, value: u64) -> bool {
+            fn read(&self, key: &str, text: &str) -> Option<Result<Assignment, SetError>> {
                 match key {
-                    $( stringify!($field) => match format::$fmt::from_number(value) {
+                    $( stringify!($field) => Some(match format::$fmt::read::<$ty>(text) {
+                        Ok(value) => Ok(Assignment {
+                            key: stringify!($field),
+                            value,
+                            text: text.trim().to_owned(),
+                        }),
+                        Err(why) => Err(SetError::BadValue {
+                            key: stringify!($field),
+                            text: text.to_owned(),
+                            why,
+                            expected: format::$fmt::expected::<$ty>(),
+                        }),
+                    }), )*
+                    _ => None,
+                }
+            }
+
+            fn assign(&mut self, key: &str, value: Value) -> bool {
+                match key {
+                    $( stringify!($field) => match format::$fmt::from_value(value) {
                         Some(v) => { self.$field = v; true }
                         None => false,
                     }, )*
                     _ => false,
-                }
-            }
-
-            fn parse_into(&mut self, key: &str, text: &str) -> Result<bool, String> {
-                match key {
-                    $( stringify!($field) => {
-                        self.$field = format::$fmt::parse(text).map_err(|why| {
-                            format!(
-                                "bad value `{text}` for `{key}` ({why}); {}",
-                                format::$fmt::expected::<$ty>()
-                            )
-                        })?;
-                        Ok(true)
-                    } )*
-                    _ => Ok(false),
                 }
             }
 
@@ -512,20 +600,47 @@ impl Setup {
             .collect()
     }
 
-    /// Set `key` from its text form.
+    /// Read `--set key=text` against this scenario's parameters.
     ///
     /// # Errors
     /// When this scenario has no such key or `text` is not a valid value for it.
-    pub fn set(&mut self, key: &str, text: &str) -> Result<(), String> {
-        for g in self.groups_mut() {
-            if g.parse_into(key, text)? {
-                return Ok(());
-            }
+    pub fn read(&self, key: &str, text: &str) -> Result<Assignment, SetError> {
+        self.groups()
+            .iter()
+            .find_map(|g| g.read(key, text))
+            .unwrap_or_else(|| Err(self.unknown(key)))
+    }
+
+    /// Apply `a`.
+    ///
+    /// # Errors
+    /// When `a` was read against another scenario's parameters, which this one lacks.
+    pub fn assign(&mut self, a: &Assignment) -> Result<(), SetError> {
+        if self
+            .groups_mut()
+            .into_iter()
+            .any(|g| g.assign(a.key, a.value))
+        {
+            Ok(())
+        } else {
+            Err(self.unknown(a.key))
         }
-        Err(format!(
-            "unknown parameter `{key}`; valid keys: {}",
-            self.keys().join(", ")
-        ))
+    }
+
+    /// Set `key` from its text form: [`Setup::read`], then [`Setup::assign`].
+    ///
+    /// # Errors
+    /// When this scenario has no such key or `text` is not a valid value for it.
+    pub fn set(&mut self, key: &str, text: &str) -> Result<(), SetError> {
+        let a = self.read(key, text)?;
+        self.assign(&a)
+    }
+
+    fn unknown(&self, key: &str) -> SetError {
+        SetError::UnknownKey {
+            key: key.to_owned(),
+            keys: self.keys(),
+        }
     }
 
     /// The value of numeric `key`, if this scenario has it.
@@ -626,7 +741,7 @@ mod tests {
         assert_eq!(s.get("prune_ns"), Some(189));
         s.set("tick_ns", "1.5s").unwrap();
         assert_eq!(s.get("tick_ns"), Some(1_500_000_000));
-        let e = s.set("tick_ns", "4000000").unwrap_err();
+        let e = s.set("tick_ns", "4000000").unwrap_err().to_string();
         assert!(e.contains("needs a unit"), "{e}");
         assert!(s.set("tick_ns", "4 parsecs").is_err());
         // What --list shows can be typed back.
@@ -639,7 +754,7 @@ mod tests {
     #[test]
     fn each_scenario_takes_its_own_keys_and_refuses_the_others() {
         let mut s = umount();
-        let err = s.set("mountz", "5").unwrap_err();
+        let err = s.set("mountz", "5").unwrap_err().to_string();
         assert!(
             err.contains("mountz") && err.contains("mounts, tasks"),
             "{err}"
@@ -649,7 +764,7 @@ mod tests {
         assert!(!s.put("prune_ns", 5));
         let mut d = Setup::Dentry(DentrySetup::default());
         assert!(d.set("rcu_exp_base_ns", "5us").is_err());
-        let err = d.set("fs", "btrfs").unwrap_err();
+        let err = d.set("fs", "btrfs").unwrap_err().to_string();
         assert!(err.contains("ext4, tmpfs"), "{err}");
         d.set("fs", "tmpfs").unwrap();
         assert_eq!(d.show("fs"), "tmpfs");
@@ -659,6 +774,28 @@ mod tests {
         s.set("mounts", "10_000").unwrap();
         assert_eq!(s.get("mounts"), Some(10_000));
         assert!(s.set("jitter_pct", "101").is_err());
+    }
+
+    #[test]
+    fn a_set_is_read_once_and_applies_as_read() {
+        let a = umount().read("tick_ns", " 1ms ").unwrap();
+        assert_eq!(
+            (a.key, a.value, a.text.as_str()),
+            ("tick_ns", Value::Number(1_000_000), "1ms")
+        );
+        let mut p = umount();
+        p.assign(&a).unwrap();
+        p.assign(&a).unwrap();
+        assert_eq!(p.get("tick_ns"), Some(1_000_000));
+        let fs = Setup::Dentry(DentrySetup::default())
+            .read("fs", "tmpfs")
+            .unwrap();
+        let mut d = Setup::Dentry(DentrySetup::default());
+        d.assign(&fs).unwrap();
+        assert_eq!(d.show("fs"), "tmpfs");
+        // Read against another scenario's parameters: refused, by name.
+        let err = p.assign(&fs).unwrap_err().to_string();
+        assert!(err.starts_with("unknown parameter `fs`"), "{err}");
     }
 
     #[test]

@@ -10,7 +10,10 @@
 
 use tracer_core::snapshot::{Counter, Probe, Snapshot};
 
-use super::{calibrate, kernel, scenarios};
+use super::{
+    calibrate, kernel,
+    scenarios::{self, Scenario},
+};
 
 /// Most operations a prediction simulates (more would cost the live view's refresh).
 const MAX_OPS: u64 = 5_000;
@@ -40,37 +43,36 @@ pub fn predict(observed: &Snapshot, host_kernel: Option<&str>) -> Option<Predict
     let rmdirs = observed.probe_total(Probe::VfsRmdir).count();
     // Negative dentries per rmdir, when any rmdir was seen.
     // Each rmdir leaves its own directory's dentry negative on a filesystem that keeps them.
-    let (name, set): (&str, Vec<(&str, u64)>) = if umounts > 0 {
-        ("umount", vec![("mounts", umounts.min(MAX_OPS))])
+    let (scenario, set): (Scenario, Vec<(&str, u64)>) = if umounts > 0 {
+        (Scenario::Umount, vec![("mounts", umounts.min(MAX_OPS))])
     } else if let Some(negatives) = observed
         .counter_total(Counter::NegativeDentries)
         .checked_div(rmdirs)
     {
         (
-            "negative-dentry-rmdir",
+            Scenario::NegativeDentryRmdir,
             vec![("negatives", negatives.saturating_sub(1))],
         )
     } else {
         return None;
     };
-    let scenario = scenarios::find(name)?;
     // The variant that follows the kernel's own code.
-    let variant = scenario.variants[0].0;
+    let variant = scenario.default_variant();
     let (kernel, _) = kernel::resolve(
         kernel::Choice::Auto,
         observed.meta.kernel.as_deref(),
         host_kernel,
-        scenario.kernel,
+        scenario.spec().kernel,
     );
-    let mut p = (scenario.defaults)();
+    let mut p = scenario.defaults();
     for (k, v) in &set {
         let _ = p.put(k, *v);
     }
     let cal = calibrate::calibrate(observed, &p, kernel);
     cal.apply(&mut p);
-    let outcome = scenarios::simulate(name, variant, &p, kernel, 1);
+    let outcome = scenarios::simulate(scenario, variant, &p, kernel, 1);
     Some(Prediction {
-        scenario: format!("{name}/{variant}"),
+        scenario: format!("{scenario}/{variant}"),
         mimics: kernel.name(),
         snapshot: outcome.snapshot,
         fitted: cal.fits.iter().map(|f| f.key).collect(),

@@ -7,8 +7,9 @@ use std::{
     time::{Duration, Instant},
 };
 
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use tracer_core::{snapshot::AttachState, units::parse_duration};
-use tracer_loader::attach as probes;
+use tracer_loader::attach::{self as probes, AttachMode, ProbeSelection};
 use tracer_loader::host::{btf, cgroup, names};
 
 /// Which probes attach, how, and what the kernel side may use.
@@ -16,11 +17,11 @@ use tracer_loader::host::{btf, cgroup, names};
 pub struct KernelArgs {
     /// Comma-separated probes to attach (default: all), e.g. `vfs_rmdir,d_delete`; `tracer
     /// probes` lists them.
-    #[arg(long, value_name = "LIST")]
-    pub probes: Option<String>,
+    #[arg(long, value_name = "LIST", value_parser = str::parse::<ProbeSelection>)]
+    pub probes: Option<ProbeSelection>,
     /// How to hook kernel functions.
-    #[arg(long, value_enum, default_value_t = probes::AttachMode::Auto, value_name = "HOW")]
-    pub attach: probes::AttachMode,
+    #[arg(long, value_parser = attach_modes(), default_value_t = AttachMode::Auto, value_name = "HOW")]
+    pub attach: AttachMode,
     /// Read the kernel's BTF (struct offsets, fentry) from this file instead of
     /// /sys/kernel/btf/vmlinux: for kernels built without `CONFIG_DEBUG_INFO_BTF`.
     #[arg(long, value_name = "PATH")]
@@ -48,12 +49,13 @@ pub struct KernelArgs {
 }
 
 impl KernelArgs {
-    /// The probes asked for.
-    ///
-    /// # Errors
-    /// An unknown probe name, naming the known ones.
-    pub fn wanted(&self) -> anyhow::Result<Vec<tracer_common::Probe>> {
-        probes::select(self.probes.as_deref()).map_err(anyhow::Error::msg)
+    /// The probes asked for (all when `--probes` is not given).
+    #[must_use]
+    pub fn wanted(&self) -> Vec<tracer_common::Probe> {
+        self.probes.as_ref().map_or_else(
+            || ProbeSelection::all().probes().to_vec(),
+            |selection| selection.probes().to_vec(),
+        )
     }
 
     /// The `--slow` threshold in nanoseconds (at least 1 when given: 0 turns it off).
@@ -84,6 +86,14 @@ impl KernelArgs {
     }
 }
 
+/// `--attach`'s values: each mode by its name, with its help, parsed by its `FromStr`.
+fn attach_modes() -> impl TypedValueParser<Value = AttachMode> {
+    PossibleValuesParser::new(
+        AttachMode::ALL.map(|mode| PossibleValue::new(mode.name()).help(mode.help())),
+    )
+    .try_map(|name| name.parse::<AttachMode>())
+}
+
 impl KernelArgs {
     /// Attach the probes asked for, the slow-call threshold set, the maps sized, saying on
     /// stderr (as `who`, e.g. `tracer serve`) when attaching begins and when recording
@@ -97,7 +107,7 @@ impl KernelArgs {
         who: &str,
         wanted: &[tracer_common::Probe],
         reads: probes::MapReads,
-    ) -> anyhow::Result<probes::Attached> {
+    ) -> anyhow::Result<tracer_loader::attached::Attached> {
         eprintln!("{who}: attaching {} probes...", wanted.len());
         let begun = Instant::now();
         let attached = probes::attach_with_slow(
@@ -113,7 +123,7 @@ impl KernelArgs {
 }
 
 /// `recording since T: K of N probes attached in A s, settled in S s`.
-fn recording_line(attached: &probes::Attached, wanted: usize, begun: Instant) -> String {
+fn recording_line(attached: &tracer_loader::attached::Attached, wanted: usize, begun: Instant) -> String {
     let since = &attached.recording_since;
     let ready = attached
         .states

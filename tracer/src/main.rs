@@ -3,8 +3,8 @@
 use std::{path::PathBuf, process::ExitCode};
 
 use clap::{CommandFactory as _, Parser, Subcommand, error::ErrorKind};
-use tracer_core::report;
-use tracer_model as model;
+use tracer::output::OutputArgs;
+use tracer_core::{capture_file, report};
 
 /// mimalloc: the live loop builds and frees thousands of small series per refresh, many
 /// freed on another thread than the one that made them, which glibc's allocator does slowly.
@@ -46,7 +46,7 @@ enum Command {
         /// A capture file written by `tracer capture --format json` or `tracer model --format json`.
         file: PathBuf,
         #[command(flatten)]
-        out: report::OutputArgs,
+        out: OutputArgs,
     },
     /// Put two captures (or a capture and a model run) side by side, with ratios B/A.
     Compare {
@@ -60,9 +60,9 @@ enum Command {
     /// Run the companion model of the same kernel paths and report what it predicts.
     Model {
         #[command(flatten)]
-        args: model::Args,
+        args: tracer::model::Args,
         #[command(flatten)]
-        out: report::OutputArgs,
+        out: OutputArgs,
     },
     /// Serve the live numbers as Prometheus metrics on /metrics (loopback by default).
     Serve(Box<tracer::export::Args>),
@@ -79,22 +79,18 @@ fn main() -> ExitCode {
         Command::Capture(args) => tracer::capture::main(&args),
         Command::Probes => probes(),
         Command::Serve(args) => tracer::export::main(&args),
-        Command::Report { file, out } => report::load(&file)
-            .and_then(|s| report::emit(&s, &out))
-            .map(|()| ExitCode::SUCCESS),
+        Command::Report { file, out } => (|| {
+            out.emit(&capture_file::load(&file)?)?;
+            Ok(ExitCode::SUCCESS)
+        })(),
         Command::Compare { a, b } => (|| {
-            let a = report::load(&a)?;
-            let b = report::load(&b)?;
+            let a = capture_file::load(&a)?;
+            let b = capture_file::load(&b)?;
             print!("{}", report::compare(&a, &b, tracer_core::color_stdout()));
             Ok(ExitCode::SUCCESS)
         })(),
         Command::Top(args) => tracer::tui::main(&args),
-        Command::Model { mut args, out } => {
-            args.host_kernel = tracer_loader::host::kernel_release();
-            model::run(&args)
-                .and_then(|s| s.map_or(Ok(()), |s| report::emit(&s, &out)))
-                .map(|()| ExitCode::SUCCESS)
-        }
+        Command::Model { args, out } => tracer::model::main(&args, &out),
     };
     match result {
         Ok(code) => code,
@@ -178,8 +174,8 @@ fn negative_value(argv: &[String]) -> Option<(&str, &str)> {
 
 /// `tracer probes`: what would attach here, and why not.
 fn probes() -> anyhow::Result<ExitCode> {
-    use tracer_loader::{attach as probes, host::kallsyms::Resolution};
-    let (checks, verdict) = probes::check()?;
+    use tracer_loader::host::kallsyms::Resolution;
+    let (checks, verdict) = tracer_loader::check::probes()?;
     println!("{:<28} {:<40} programs", "probe", "kernel symbol");
     for c in &checks {
         let symbol = match &c.resolution {

@@ -26,13 +26,14 @@ use serde_json::Value;
 use tracer::{
     export::parse_listen,
     live::{Source as _, replay::ReplaySource},
+    output::OutputArgs,
 };
 use tracer_core::{
-    report::{self, json},
+    capture_file, report,
     snapshot::{CommandRun, Probe, Snapshot},
     units::{parse_duration, parse_nonzero_duration},
 };
-use tracer_loader::{attach as probes, host::btf::Btf};
+use tracer_loader::{attach::ProbeSelection, host::btf::Btf};
 use tracer_model as model;
 
 /// Counts inputs and keeps the slowest one's time.
@@ -130,10 +131,13 @@ fn durations() {
                     "{s:?} -> {d:?}"
                 );
             }
-            Err(e) => prop_assert!(
-                e.contains(&format!("{:?}", s.trim())) || e.starts_with("no duration"),
-                "the error for {s:?} does not quote it: {e}"
-            ),
+            Err(e) => {
+                let e = e.to_string();
+                prop_assert!(
+                    e.contains(&format!("{:?}", s.trim())) || e.starts_with("no duration"),
+                    "the error for {s:?} does not quote it: {e}"
+                );
+            }
         }
         if let Ok(d) = parse_nonzero_duration(&s) {
             prop_assert!(!d.is_zero());
@@ -144,8 +148,8 @@ fn durations() {
 
 #[test]
 fn probe_lists() {
-    let names: Vec<&str> = probes::select(None)
-        .expect("every probe")
+    let names: Vec<&str> = ProbeSelection::all()
+        .probes()
         .iter()
         .map(|p| p.name())
         .collect();
@@ -155,10 +159,10 @@ fn probe_lists() {
     ];
     let list = proptest::collection::vec(word, 0..6).prop_map(|w| w.join(","));
     fuzz("probe lists", 5_000, &list, |s| {
-        match probes::select(Some(&s)) {
+        match s.parse::<ProbeSelection>().map_err(|e| e.to_string()) {
             Ok(list) => {
-                prop_assert!(!list.is_empty());
-                for p in &list {
+                prop_assert!(!list.probes().is_empty());
+                for p in list.probes() {
                     prop_assert!(Probe::from_name(p.name()).is_some());
                 }
             }
@@ -173,18 +177,19 @@ fn probe_lists() {
 
 #[test]
 fn model_parameters() {
-    let pairs: Vec<(&'static str, &'static str)> = model::SCENARIOS
-        .iter()
-        .flat_map(|s| (s.defaults)().keys().into_iter().map(move |k| (s.name, k)))
+    let pairs: Vec<(&'static str, &'static str)> = model::Scenario::ALL
+        .into_iter()
+        .flat_map(|s| s.defaults().keys().into_iter().map(move |k| (s.name(), k)))
         .collect();
     let input = (
         proptest::sample::select(pairs),
         prop_oneof![typed(), "[0-9_]{1,30}(ns|us|ms|s|%)?"],
     );
     fuzz("--set values", 5_000, &input, |((scenario, key), value)| {
-        let s = model::scenarios::find(scenario).expect("listed");
-        let mut p = (s.defaults)();
+        let s: model::Scenario = scenario.parse().expect("listed");
+        let mut p = s.defaults();
         if let Err(e) = p.set(key, &value) {
+            let e = e.to_string();
             prop_assert!(
                 e.contains(key),
                 "the error for {key}={value:?} does not name it: {e}"
@@ -263,8 +268,9 @@ fn command_lines() {
     let capture = tracer::capture::Args::augment_args(clap::Command::new("capture"));
     let top = tracer::tui::Args::augment_args(clap::Command::new("top"));
     let serve = tracer::export::Args::augment_args(clap::Command::new("serve"));
-    let model_cmd =
-        report::OutputArgs::augment_args(model::Args::augment_args(clap::Command::new("model")));
+    let model_cmd = OutputArgs::augment_args(tracer::model::Args::augment_args(
+        clap::Command::new("model"),
+    ));
     for cmd in [&capture, &top, &serve, &model_cmd] {
         cmd.clone().debug_assert();
     }
@@ -276,7 +282,7 @@ fn command_lines() {
         ),
         (&top, parse_as::<tracer::tui::Args>),
         (&serve, parse_as::<tracer::export::Args>),
-        (&model_cmd, parse_as::<model::Args>),
+        (&model_cmd, parse_as::<tracer::model::Args>),
     ] {
         let result = runner(1_000).run(&argv_of(cmd), |argv| {
             tally.borrow_mut().time(|| parse(cmd, &argv))
@@ -293,13 +299,9 @@ fn command_lines() {
 /// counters, losses, attach states (from a model run), a command, slow calls, dentry
 /// state and BPF cost.
 fn seed_capture() -> String {
-    let mut snap = model::run(&model::Args {
-        scenario: Some("negative-dentry-rmdir".into()),
-        set: vec!["negatives=2000".into()],
-        ..model::Args::default()
-    })
-    .expect("the scenario runs")
-    .expect("a snapshot");
+    let run = model::Run::named("negative-dentry-rmdir", None, &["negatives=2000"])
+        .expect("a scenario and parameter it has");
+    let mut snap = model::run(&run).expect("the scenario runs");
     let cgroup = snap.cgroups.keys().next().copied().unwrap_or(1);
     snap.command = Some(CommandRun {
         argv: vec!["rm".into(), "-rf".into(), "/data/old".into()],
@@ -326,7 +328,7 @@ fn seed_capture() -> String {
         run_ns: 5_000_000,
         runs: 10_000,
     });
-    json::to_string(&snap)
+    capture_file::to_string(&snap)
 }
 
 /// Values a mutation puts in place of a node.
@@ -408,8 +410,8 @@ fn nodes(v: &Value) -> usize {
 /// capture: render it, write it and read it back (equal), compare it with itself.
 fn use_loaded(snap: &Snapshot, text: &str) -> Result<(), TestCaseError> {
     let _ = report::render(snap, report::Format::Text, true);
-    let written = json::to_string(snap);
-    let again = json::from_str(&written);
+    let written = capture_file::to_string(snap);
+    let again = capture_file::from_str(&written);
     prop_assert!(
         again.as_ref().ok() == Some(snap),
         "written back and read again, it differs: {again:?}\nfrom {text}"
@@ -428,7 +430,7 @@ fn capture_files() {
     let seed = seed_capture();
     let value: Value = serde_json::from_str(&seed).expect("the seed is JSON");
     let count = nodes(&value);
-    if let Err(e) = json::from_str(&seed) {
+    if let Err(e) = capture_file::from_str(&seed) {
         panic!("the seed capture does not load: {e}");
     }
 
@@ -440,7 +442,7 @@ fn capture_files() {
             mutate(&mut v, &mut { target }, op);
         }
         let text = v.to_string();
-        match json::from_str(&text) {
+        match capture_file::from_str(&text) {
             Ok(snap) => {
                 loaded.set(loaded.get() + 1);
                 use_loaded(&snap, &text)?;
@@ -470,7 +472,7 @@ fn capture_files() {
                 bytes[at] = byte;
             }
             let text = String::from_utf8_lossy(&bytes);
-            if let Ok(snap) = json::from_str(&text) {
+            if let Ok(snap) = capture_file::from_str(&text) {
                 use_loaded(&snap, &text)?;
             }
             Ok(())
@@ -480,7 +482,7 @@ fn capture_files() {
     fuzz("capture files (random text)", 5_000, &typed(), |text| {
         let framed = format!("{{\"format\": \"tracer-capture\", \"version\": 2, {text}}}");
         for t in [text.as_str(), framed.as_str()] {
-            if let Ok(snap) = json::from_str(t) {
+            if let Ok(snap) = capture_file::from_str(t) {
                 use_loaded(&snap, t)?;
             }
         }

@@ -144,6 +144,34 @@ fn ratio_cell(
 #[must_use]
 pub fn render(a: &Snapshot, b: &Snapshot, color: bool) -> String {
     let paint = Painter { color };
+    let mut out = header(a, b, paint);
+    let list = entries(a, b);
+    if list.is_empty() {
+        out.push_str("\n  no calls recorded on either side\n");
+        return out;
+    }
+    out.push('\n');
+    let mut table = Table::new(&[
+        ("probe", Align::Left),
+        ("", Align::Left),
+        ("calls", Align::Right),
+        ("mean", Align::Right),
+        ("p50", Align::Right),
+        ("p99", Align::Right),
+        ("total", Align::Right),
+    ]);
+    for (i, e) in list.iter().enumerate() {
+        if i > 0 && !e.nested {
+            table.row(Vec::new());
+        }
+        entry_rows(&mut table, e, a, b);
+    }
+    out.push_str(&table.render(paint, 2));
+    out
+}
+
+/// What A and B are, their wall times when they ran a command, and their losses.
+fn header(a: &Snapshot, b: &Snapshot, paint: Painter) -> String {
     let mut out = paint.heading("compare (ratios are B/A)");
     let _ = writeln!(out, "  A  {}", describe(a));
     let _ = writeln!(out, "  B  {}", describe(b));
@@ -175,73 +203,56 @@ pub fn render(a: &Snapshot, b: &Snapshot, color: bool) -> String {
             );
         }
     }
-    let list = entries(a, b);
-    if list.is_empty() {
-        out.push_str("\n  no calls recorded on either side\n");
-        return out;
-    }
-    out.push('\n');
-    let mut table = Table::new(&[
-        ("probe", Align::Left),
-        ("", Align::Left),
-        ("calls", Align::Right),
-        ("mean", Align::Right),
-        ("p50", Align::Right),
-        ("p99", Align::Right),
-        ("total", Align::Right),
-    ]);
-    for (i, e) in list.iter().enumerate() {
-        if i > 0 && !e.nested {
-            table.row(Vec::new());
-        }
-        let (la, lb) = (e.latency(a), e.latency(b));
-        let labels = e.labels();
-        for (j, (side, lat)) in [("A", &la), ("B", &lb)].into_iter().enumerate() {
-            let stat = |f: &dyn Fn(&Latency) -> Option<String>| -> Cell {
-                lat.as_ref()
-                    .and_then(f)
-                    .unwrap_or_else(|| "—".to_owned())
-                    .into()
-            };
-            table.row(vec![
-                if j == 0 {
-                    Cell::styled(
-                        labels.0.clone(),
-                        if e.nested { Style::Plain } else { Style::Bold },
-                    )
-                } else {
-                    labels.1.clone().into()
-                },
-                Cell::styled(side, Style::Dim),
-                stat(&|l| Some(l.count().to_string())),
-                stat(&|l| l.mean_ns().map(units::ns_f)),
-                stat(&|l| l.quantile_ns(0.5).map(units::ns_approx)),
-                stat(&|l| l.quantile_ns(0.99).map(units::ns_approx)),
-                stat(&|l| Some(units::ns(l.sum_ns()))),
-            ]);
-        }
-        let exact = |f: &dyn Fn(&Latency) -> Option<f64>, timed: bool| {
-            let (a, b) = (la.as_ref().and_then(f), lb.as_ref().and_then(f));
-            ratio_cell(a, b, timed, units::ratio)
-        };
-        // Quantiles come from 12.5%-wide buckets: their ratio is good for two digits.
-        let bucketed = |q: f64| {
-            let f = |l: &Latency| l.quantile_ns(q).map(as_f64);
-            let (a, b) = (la.as_ref().and_then(f), lb.as_ref().and_then(f));
-            ratio_cell(a, b, true, units::ratio_approx)
+    out
+}
+
+/// An entry's three rows: A's figures, B's, and their ratios.
+fn entry_rows(table: &mut Table, e: &Entry, a: &Snapshot, b: &Snapshot) {
+    let (la, lb) = (e.latency(a), e.latency(b));
+    let labels = e.labels();
+    for (j, (side, lat)) in [("A", &la), ("B", &lb)].into_iter().enumerate() {
+        let stat = |f: &dyn Fn(&Latency) -> Option<String>| -> Cell {
+            lat.as_ref()
+                .and_then(f)
+                .unwrap_or_else(|| "—".to_owned())
+                .into()
         };
         table.row(vec![
-            "".into(),
-            Cell::styled("B/A", Style::Dim),
-            exact(&|l| Some(as_f64(l.count())), false),
-            exact(&Latency::mean_ns, true),
-            bucketed(0.5),
-            bucketed(0.99),
-            exact(&|l| Some(as_f64(l.sum_ns())), true),
+            if j == 0 {
+                Cell::styled(
+                    labels.0.clone(),
+                    if e.nested { Style::Plain } else { Style::Bold },
+                )
+            } else {
+                labels.1.clone().into()
+            },
+            Cell::styled(side, Style::Dim),
+            stat(&|l| Some(l.count().to_string())),
+            stat(&|l| l.mean_ns().map(units::ns_f)),
+            stat(&|l| l.quantile_ns(0.5).map(units::ns_approx)),
+            stat(&|l| l.quantile_ns(0.99).map(units::ns_approx)),
+            stat(&|l| Some(units::ns(l.sum_ns()))),
         ]);
     }
-    out.push_str(&table.render(paint, 2));
-    out
+    let exact = |f: &dyn Fn(&Latency) -> Option<f64>, timed: bool| {
+        let (a, b) = (la.as_ref().and_then(f), lb.as_ref().and_then(f));
+        ratio_cell(a, b, timed, units::ratio)
+    };
+    // Quantiles come from 12.5%-wide buckets: their ratio is good for two digits.
+    let bucketed = |q: f64| {
+        let f = |l: &Latency| l.quantile_ns(q).map(as_f64);
+        let (a, b) = (la.as_ref().and_then(f), lb.as_ref().and_then(f));
+        ratio_cell(a, b, true, units::ratio_approx)
+    };
+    table.row(vec![
+        "".into(),
+        Cell::styled("B/A", Style::Dim),
+        exact(&|l| Some(as_f64(l.count())), false),
+        exact(&Latency::mean_ns, true),
+        bucketed(0.5),
+        bucketed(0.99),
+        exact(&|l| Some(as_f64(l.sum_ns())), true),
+    ]);
 }
 
 fn ratio_cell_text(a: Option<u64>, b: Option<u64>) -> String {
@@ -259,7 +270,7 @@ fn ratio_style(a: Option<u64>, b: Option<u64>) -> Style {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::testdata;
+    use crate::testdata;
 
     /// The three rows (A, B, B/A) of an entry, split into cells.
     fn rows_of(report: &str, label: &str) -> [Vec<String>; 3] {
@@ -403,7 +414,7 @@ mod sample {
     #[test]
     #[ignore = "prints a sample comparison"]
     fn print_sample_comparison() {
-        use crate::report::testdata;
+        use crate::testdata;
         print!(
             "{}",
             super::render(&testdata::umount_capture(), &testdata::model_run(), false)

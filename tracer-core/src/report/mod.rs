@@ -1,32 +1,27 @@
-//! Sinks that turn a Snapshot into text or a capture file, and read capture files back.
+//! Sinks that turn a Snapshot into text for a person, or into a capture file.
 //!
 //! - [`text`]: the report for a terminal (tables, bar histograms, losses);
-//! - [`json`]: the versioned capture file (`docs/capture-file.md`), written and read;
-//! - [`compare`](mod@compare): two snapshots side by side with ratios B/A.
+//! - [`compare`](mod@compare): two snapshots side by side with ratios B/A;
+//! - [`emit`]: either of the formats, written where [`Output`] says; the capture file
+//!   itself (written and read) is [`crate::capture_file`].
 //!
 //! All of them take a [`Snapshot`] and nothing else, so they are tested on snapshots
 //! built in the tests.
 
 use std::{
     io::{self, Write as _},
-    path::{Path, PathBuf},
+    path::PathBuf,
 };
 
-use anyhow::Context as _;
-
-use crate::snapshot::Snapshot;
+use crate::snapshot::{AttachState, Probe, Snapshot};
 
 pub mod bars;
 pub mod compare;
-pub mod json;
 mod table;
 pub mod text;
 
-#[cfg(test)]
-mod testdata;
-
 /// Output format of a report.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Format {
     /// Tables and bar histograms for a terminal.
     #[default]
@@ -36,14 +31,28 @@ pub enum Format {
 }
 
 /// Where and how to write a report.
-#[derive(Clone, Debug, Default, clap::Args)]
-pub struct OutputArgs {
-    /// Report format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Output {
+    /// The format.
     pub format: Format,
-    /// Write the report to FILE instead of standard output.
-    #[arg(short = 'o', long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    /// The file to write; standard output when `None`.
+    pub path: Option<PathBuf>,
+}
+
+/// Why a report could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum EmitError {
+    /// Writing the file failed.
+    #[error("writing {}: {error}", path.display())]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        error: io::Error,
+    },
+    /// Writing to standard output failed (other than a closed pipe).
+    #[error("writing the report to standard output: {0}")]
+    Stdout(io::Error),
 }
 
 /// The report of `snapshot` in `format`; colour only for text and only when `color`.
@@ -51,7 +60,7 @@ pub struct OutputArgs {
 pub fn render(snapshot: &Snapshot, format: Format, color: bool) -> String {
     match format {
         Format::Text => text::render(snapshot, color),
-        Format::Json => json::to_string(snapshot),
+        Format::Json => crate::capture_file::to_string(snapshot),
     }
 }
 
@@ -61,10 +70,13 @@ pub fn render(snapshot: &Snapshot, format: Format, color: bool) -> String {
 /// # Errors
 /// When the output cannot be written. A closed pipe (`tracer report cap.json | head`) is
 /// not an error.
-pub fn emit(snapshot: &Snapshot, out: &OutputArgs) -> anyhow::Result<()> {
-    if let Some(path) = &out.output {
+pub fn emit(snapshot: &Snapshot, out: &Output) -> Result<(), EmitError> {
+    if let Some(path) = &out.path {
         let text = render(snapshot, out.format, false);
-        return std::fs::write(path, text).with_context(|| format!("writing {}", path.display()));
+        return std::fs::write(path, text).map_err(|error| EmitError::File {
+            path: path.clone(),
+            error,
+        });
     }
     let text = render(snapshot, out.format, crate::color_stdout());
     let mut stdout = io::stdout().lock();
@@ -73,25 +85,8 @@ pub fn emit(snapshot: &Snapshot, out: &OutputArgs) -> anyhow::Result<()> {
         .and_then(|()| stdout.flush())
     {
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
-        r => r.context("writing the report to standard output"),
+        r => r.map_err(EmitError::Stdout),
     }
-}
-
-/// Read a capture file.
-///
-/// # Errors
-/// When the file cannot be read or is not a capture file this version understands; the
-/// message starts with the file's name and says what is wrong and where.
-pub fn load(path: &Path) -> anyhow::Result<Snapshot> {
-    let name = path.display();
-    let bytes = std::fs::read(path).with_context(|| format!("{name}"))?;
-    let text = String::from_utf8(bytes).map_err(|e| {
-        anyhow::anyhow!(
-            "{name}: not a tracer capture file: not UTF-8 text (byte {} is not)",
-            e.utf8_error().valid_up_to()
-        )
-    })?;
-    json::from_str(&text).with_context(|| format!("{name}"))
 }
 
 /// Render two snapshots side by side with per-probe ratios (B / A).
@@ -102,17 +97,15 @@ pub fn compare(a: &Snapshot, b: &Snapshot, color: bool) -> String {
 
 /// `not attached: PROBES: WHY`, one line per distinct reason.
 #[must_use]
-pub fn not_attached(
-    states: &std::collections::BTreeMap<crate::snapshot::Probe, crate::snapshot::AttachState>,
-) -> Vec<String> {
+pub fn not_attached(states: &std::collections::BTreeMap<Probe, AttachState>) -> Vec<String> {
     let mut missing: std::collections::BTreeMap<String, Vec<&str>> =
         std::collections::BTreeMap::new();
     for (p, s) in states {
         let why = match s {
-            crate::snapshot::AttachState::Absent { symbol } => {
+            AttachState::Absent { symbol } => {
                 format!("no {symbol} on this kernel")
             }
-            crate::snapshot::AttachState::Failed { reason } => reason.clone(),
+            AttachState::Failed { reason } => reason.clone(),
             _ => continue,
         };
         missing.entry(why).or_default().push(p.name());
@@ -126,6 +119,7 @@ pub fn not_attached(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testdata;
 
     fn temp_dir(test: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("tracer-report-{test}-{}", std::process::id()));
@@ -140,57 +134,41 @@ mod tests {
         let path = dir.join("cap.json");
         emit(
             &s,
-            &OutputArgs {
+            &Output {
                 format: Format::Json,
-                output: Some(path.clone()),
+                path: Some(path.clone()),
             },
         )
         .unwrap();
-        assert_eq!(load(&path).unwrap(), s);
+        assert_eq!(crate::capture_file::load(&path).unwrap(), s);
 
         let report = dir.join("report.txt");
         emit(
             &s,
-            &OutputArgs {
+            &Output {
                 format: Format::Text,
-                output: Some(report.clone()),
+                path: Some(report.clone()),
             },
         )
         .unwrap();
         let text = std::fs::read_to_string(&report).unwrap();
         assert_eq!(text, text::render(&s, false));
         assert!(!text.contains('\x1b'));
-        std::fs::remove_dir_all(dir).unwrap();
-    }
 
-    #[test]
-    fn load_errors_start_with_the_file_name() {
-        let dir = temp_dir("load");
-        let path = dir.join("cap.json");
-        std::fs::write(&path, "{\"format\": \"tracer-capture\", \"version\": 7}").unwrap();
-        let msg = format!("{:#}", load(&path).unwrap_err());
-        assert_eq!(
-            msg,
-            format!(
-                "{}: capture file version 7 is newer than this tracer understands (3)",
-                path.display()
-            )
-        );
-        std::fs::write(
-            &path,
-            "{\n  \"format\": \"tracer-capture\",\n  \"version\": 1,\n",
+        // A file that cannot be written is named, with why.
+        let nowhere = dir.join("no-such-dir").join("cap.json");
+        let err = emit(
+            &s,
+            &Output {
+                format: Format::Json,
+                path: Some(nowhere.clone()),
+            },
         )
-        .unwrap();
-        let msg = format!("{:#}", load(&path).unwrap_err());
-        assert_eq!(
-            msg,
-            format!("{}: truncated JSON at line 4 column 0", path.display())
-        );
-        let missing = dir.join("missing.json");
-        let msg = format!("{:#}", load(&missing).unwrap_err());
+        .unwrap_err();
         assert!(
-            msg.starts_with(&format!("{}: ", missing.display())),
-            "{msg}"
+            err.to_string()
+                .starts_with(&format!("writing {}: ", nowhere.display())),
+            "{err}"
         );
         std::fs::remove_dir_all(dir).unwrap();
     }

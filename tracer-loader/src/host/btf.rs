@@ -4,13 +4,27 @@
 //! (`dentry.d_inode`, `inode.i_rwsem`, ...) are looked up here and handed to them as
 //! globals at load time. The BTF is parsed by `btf-rs`.
 
-use std::{collections::HashMap, sync::OnceLock};
+use std::{collections::HashMap, path::PathBuf, sync::OnceLock};
 
 use btf_rs::{BtfType, Member, Type};
 
-/// Why an offset could not be found.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+/// Why the kernel's BTF, or an offset in it, could not be had.
+#[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
 pub enum BtfError {
+    /// The `--btf` file could not be read: the system's reason.
+    #[error("--btf {}: {}", .0.display(), .1)]
+    GivenUnreadable(PathBuf, String),
+    /// [`VMLINUX`] could not be read (a kernel without `CONFIG_DEBUG_INFO_BTF`): the
+    /// system's reason.
+    #[error(
+        "{}: {} (the kernel needs CONFIG_DEBUG_INFO_BTF=y, or give its BTF with --btf PATH)",
+        VMLINUX,
+        .0
+    )]
+    VmlinuxUnreadable(String),
+    /// What was read from this file is not valid BTF.
+    #[error("{}: {}", .0.display(), .1)]
+    Invalid(PathBuf, Box<BtfError>),
     /// Not a BTF blob, or cut short: what `btf-rs` said.
     #[error("malformed BTF: {0}")]
     Malformed(String),
@@ -20,6 +34,14 @@ pub enum BtfError {
     /// The struct has no such member (at any depth of anonymous members).
     #[error("BTF struct {0} has no member {1}")]
     NoMember(String, String),
+}
+
+impl BtfError {
+    /// This error, of the BTF read from [`source`].
+    #[must_use]
+    pub fn in_source(self) -> BtfError {
+        BtfError::Invalid(source(), Box::new(self))
+    }
 }
 
 /// Where the running kernel exposes its BTF.
@@ -49,15 +71,12 @@ pub fn source() -> std::path::PathBuf {
 ///
 /// # Errors
 /// When the file is missing (a kernel without `CONFIG_DEBUG_INFO_BTF`, and no `--btf`).
-pub fn read_sys_fs() -> Result<Vec<u8>, String> {
+pub fn read_sys_fs() -> Result<Vec<u8>, BtfError> {
     match GIVEN.get() {
-        Some(path) => std::fs::read(path).map_err(|e| format!("--btf {}: {e}", path.display())),
-        None => std::fs::read(VMLINUX).map_err(|e| {
-            format!(
-                "{VMLINUX}: {e} (the kernel needs CONFIG_DEBUG_INFO_BTF=y, or give its BTF \
-                 with --btf PATH)"
-            )
-        }),
+        Some(path) => {
+            std::fs::read(path).map_err(|e| BtfError::GivenUnreadable(path.clone(), e.to_string()))
+        }
+        None => std::fs::read(VMLINUX).map_err(|e| BtfError::VmlinuxUnreadable(e.to_string())),
     }
 }
 
@@ -80,8 +99,8 @@ impl Btf {
     ///
     /// # Errors
     /// When the file is missing (kernel without `CONFIG_DEBUG_INFO_BTF`) or malformed.
-    pub fn from_sys_fs() -> Result<Self, String> {
-        Self::parse(&read_sys_fs()?).map_err(|e| format!("{}: {e}", source().display()))
+    pub fn from_sys_fs() -> Result<Self, BtfError> {
+        Self::parse(&read_sys_fs()?).map_err(BtfError::in_source)
     }
 
     /// Parse a BTF blob.

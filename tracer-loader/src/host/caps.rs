@@ -43,14 +43,26 @@ fn bpf_needs_cap_bpf() -> bool {
     rc != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
+/// Why this thread's capabilities could not be changed.
+#[derive(Debug, thiserror::Error)]
+pub enum CapsError {
+    /// Reading them failed.
+    #[error("capget: {0}")]
+    Get(caps::errors::CapsError),
+    /// The kernel refused the new sets.
+    #[error("capset: {0}")]
+    Set(caps::errors::CapsError),
+}
+
 /// Drop every capability of this thread (and so of the threads it starts), but `CAP_BPF`
 /// where reading the maps still needs it. Also clears the ambient set and sets
-/// `no_new_privs`, so that nothing run later can regain them.
+/// `no_new_privs`, so that nothing run later can regain them. Returns what was done, in
+/// one sentence.
 ///
 /// # Errors
 /// When the kernel refuses to change the sets.
-pub fn drop_all_but_needed() -> Result<String, String> {
-    let permitted = caps::read(None, CapSet::Permitted).map_err(|e| format!("capget: {e}"))?;
+pub fn drop_all_but_needed() -> Result<String, CapsError> {
+    let permitted = caps::read(None, CapSet::Permitted).map_err(CapsError::Get)?;
     // SAFETY: prctl with integer arguments only.
     unsafe {
         libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
@@ -62,17 +74,17 @@ pub fn drop_all_but_needed() -> Result<String, String> {
     }
     let none = CapsHashSet::new();
     // Try with none in effect: the maps' reads must still work.
-    set(&none, &permitted, &none).map_err(|e| format!("capset: {e}"))?;
+    set(&none, &permitted, &none).map_err(CapsError::Set)?;
     if permitted.contains(&Capability::CAP_BPF) && bpf_needs_cap_bpf() {
         let bpf = CapsHashSet::from([Capability::CAP_BPF]);
-        set(&bpf, &bpf, &none).map_err(|e| format!("capset: {e}"))?;
+        set(&bpf, &bpf, &none).map_err(CapsError::Set)?;
         return Ok(
             "dropped every capability but CAP_BPF, which this kernel's bpf() \
                    needs to read the maps (kernel.unprivileged_bpf_disabled is set, Linux < 6.5)"
                 .to_owned(),
         );
     }
-    set(&none, &none, &none).map_err(|e| format!("capset: {e}"))?;
+    set(&none, &none, &none).map_err(CapsError::Set)?;
     Ok("dropped every capability now that the probes are attached".to_owned())
 }
 

@@ -40,30 +40,74 @@ pub fn find_cgroup2() -> Option<PathBuf> {
 /// `cgroup.controllers` and `cgroup.procs` files every cgroup2 directory has (a cgroup v1
 /// directory has no `cgroup.controllers`), or a cgroup under the root (it has
 /// `cgroup.events`, which the root lacks).
-pub fn cgroup2_root(given: Option<&Path>) -> Result<Option<PathBuf>, String> {
+pub fn cgroup2_root(given: Option<&Path>) -> Result<Option<PathBuf>, CgroupRootError> {
     let Some(root) = given else {
         return Ok(find_cgroup2());
     };
     if !root.is_dir() {
-        return Err(format!(
-            "--cgroup-root {}: not a directory (mount the host's /sys/fs/cgroup there)",
-            root.display()
-        ));
+        return Err(CgroupRootError::NotADirectory(root.to_path_buf()));
     }
     if !root.join("cgroup.controllers").is_file() || !root.join("cgroup.procs").is_file() {
-        return Err(format!(
-            "--cgroup-root {}: not a cgroup2 hierarchy (no cgroup.controllers and cgroup.procs)",
-            root.display()
-        ));
+        return Err(CgroupRootError::NotCgroup2(root.to_path_buf()));
     }
     if root.join("cgroup.events").exists() {
-        return Err(format!(
-            "--cgroup-root {}: a cgroup, not the root of the hierarchy (it has cgroup.events); \
-             name the host's /sys/fs/cgroup",
-            root.display()
-        ));
+        return Err(CgroupRootError::NotTheRoot(root.to_path_buf()));
     }
     Ok(Some(root.to_path_buf()))
+}
+
+/// Why a `--cgroup-root` is refused.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum CgroupRootError {
+    /// Not a directory.
+    #[error(
+        "--cgroup-root {}: not a directory (mount the host's /sys/fs/cgroup there)",
+        .0.display()
+    )]
+    NotADirectory(PathBuf),
+    /// A directory without the files every cgroup2 directory has.
+    #[error(
+        "--cgroup-root {}: not a cgroup2 hierarchy (no cgroup.controllers and cgroup.procs)",
+        .0.display()
+    )]
+    NotCgroup2(PathBuf),
+    /// A cgroup under the root.
+    #[error(
+        "--cgroup-root {}: a cgroup, not the root of the hierarchy (it has cgroup.events); \
+         name the host's /sys/fs/cgroup",
+        .0.display()
+    )]
+    NotTheRoot(PathBuf),
+}
+
+/// Why a cgroup could not be found or made.
+#[derive(Debug, thiserror::Error)]
+pub enum CgroupError {
+    /// No cgroup2 filesystem is mounted.
+    #[error("no cgroup2 filesystem is mounted")]
+    NoCgroup2,
+    /// This process is in no cgroup v2 (`/proc/self/cgroup` has no `0::` line).
+    #[error("this process has no cgroup v2 path")]
+    NoOwnPath,
+    /// No cgroup at this path.
+    #[error("cgroup {}: {}", .0.display(), .1)]
+    NotFound(PathBuf, std::io::Error),
+    /// The cgroup could not be made.
+    #[error("{}: {}", .0.display(), .1)]
+    Create(PathBuf, std::io::Error),
+    /// The cgroup could not be made for want of write access to tracer's own.
+    #[error(
+        "{}: {}; run tracer in a cgroup delegated to its user, or grant it CAP_DAC_OVERRIDE",
+        .0.display(),
+        .1
+    )]
+    CreateDenied(PathBuf, std::io::Error),
+    /// The cgroup made could not be read back.
+    #[error("{0}")]
+    Made(std::io::Error),
+    /// Its path holds a NUL byte.
+    #[error("{0}")]
+    Nul(std::ffi::NulError),
 }
 
 /// Map every cgroup under `root` to its path relative to it (`/` for the root), up to
@@ -102,16 +146,17 @@ pub fn walk(root: &Path) -> BTreeMap<u64, String> {
 ///
 /// # Errors
 /// When there is no cgroup2 mount or no such cgroup.
-pub fn id_of(path: &Path, root: Option<&Path>) -> Result<u64, String> {
+pub fn id_of(path: &Path, root: Option<&Path>) -> Result<u64, CgroupError> {
     let full = if path.is_absolute() && path.exists() {
         path.to_path_buf()
     } else {
-        let root = root.ok_or("no cgroup2 filesystem is mounted")?;
+        let root = root.ok_or(CgroupError::NoCgroup2)?;
         root.join(path.strip_prefix("/").unwrap_or(path))
     };
-    std::fs::metadata(&full)
-        .map(|m| m.ino())
-        .map_err(|e| format!("cgroup {}: {e}", full.display()))
+    match std::fs::metadata(&full) {
+        Ok(m) => Ok(m.ino()),
+        Err(e) => Err(CgroupError::NotFound(full, e)),
+    }
 }
 
 /// This process's cgroup v2 path, from `/proc/self/cgroup` (`0::/PATH`).
@@ -197,33 +242,29 @@ impl Transient {
     ///
     /// # Errors
     /// No cgroup2 mount, or the directory cannot be made.
-    pub fn create() -> Result<Self, String> {
-        let root = find_cgroup2().ok_or("no cgroup2 filesystem is mounted")?;
-        let own = own_path().ok_or("this process has no cgroup v2 path")?;
+    pub fn create() -> Result<Self, CgroupError> {
+        let root = find_cgroup2().ok_or(CgroupError::NoCgroup2)?;
+        let own = own_path().ok_or(CgroupError::NoOwnPath)?;
         let parent = root.join(own.trim_start_matches('/'));
         for said in clean_stale(&parent, &own) {
             eprintln!("tracer: {said}");
         }
         let dir = parent.join(format!("{PREFIX}{}", std::process::id()));
-        std::fs::create_dir(&dir).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::PermissionDenied {
-                // Not root: making a cgroup needs write access to tracer's own.
-                format!(
-                    "{}: {e}; run tracer in a cgroup delegated to its user, or grant it \
-                     CAP_DAC_OVERRIDE",
-                    dir.display()
-                )
+        if let Err(e) = std::fs::create_dir(&dir) {
+            // Not root: making a cgroup needs write access to tracer's own.
+            return Err(if e.kind() == std::io::ErrorKind::PermissionDenied {
+                CgroupError::CreateDenied(dir, e)
             } else {
-                format!("{}: {e}", dir.display())
-            }
-        })?;
-        let id = std::fs::metadata(&dir).map_err(|e| e.to_string())?.ino();
+                CgroupError::Create(dir, e)
+            });
+        }
+        let id = std::fs::metadata(&dir).map_err(CgroupError::Made)?.ino();
         let procs = std::ffi::CString::new(
             dir.join("cgroup.procs")
                 .into_os_string()
                 .into_encoded_bytes(),
         )
-        .map_err(|e| e.to_string())?;
+        .map_err(CgroupError::Nul)?;
         Ok(Self { dir, id, procs })
     }
 
@@ -386,9 +427,12 @@ mod tests {
         std::fs::create_dir_all(&child).unwrap();
         // Not there, then a directory that is no cgroup2 hierarchy.
         let missing = cgroup2_root(Some(&dir.join("nowhere"))).unwrap_err();
-        assert!(missing.contains("not a directory"), "{missing}");
+        assert!(missing.to_string().contains("not a directory"), "{missing}");
         let plain = cgroup2_root(Some(&host)).unwrap_err();
-        assert!(plain.contains("not a cgroup2 hierarchy"), "{plain}");
+        assert!(
+            plain.to_string().contains("not a cgroup2 hierarchy"),
+            "{plain}"
+        );
         // The files of a cgroup2 root: accepted as given, and cgroups are named under it.
         for f in ["cgroup.controllers", "cgroup.procs"] {
             std::fs::write(host.join(f), "").unwrap();
@@ -401,12 +445,12 @@ mod tests {
             ["/", "/kubepods.slice"]
         );
         assert_eq!(
-            id_of(Path::new("kubepods.slice"), Some(&host)),
-            Ok(std::fs::metadata(&child).unwrap().ino())
+            id_of(Path::new("kubepods.slice"), Some(&host)).unwrap(),
+            std::fs::metadata(&child).unwrap().ino()
         );
         // A cgroup below the root is refused: its paths would not be the host's.
         let below = cgroup2_root(Some(&child)).unwrap_err();
-        assert!(below.contains("not the root"), "{below}");
+        assert!(below.to_string().contains("not the root"), "{below}");
         // Not given: the mount from mountinfo, as before.
         assert_eq!(cgroup2_root(None), Ok(find_cgroup2()));
         std::fs::remove_dir_all(&dir).unwrap();

@@ -1,13 +1,18 @@
 //! Facts about the host that decide what can attach and how: the kernel's release and
-//! version, its preemption model, its CPUs, `/proc/sys/fs/dentry-state`; and, in the
-//! submodules, its symbols, its BTF, its cgroups, the names of the pods, containers and units in them,
-//! and this process's capabilities.
+//! version, its preemption model, whether it has kprobes, its CPUs,
+//! `/proc/sys/fs/dentry-state`; and, in the submodules, its symbols, its BTF and the layout
+//! the programs read from it, tracefs, its cgroups, the names of the pods, containers and
+//! units in them, this process's privileges and capabilities, and its locked-memory limit.
 
 pub mod btf;
 pub mod caps;
 pub mod cgroup;
 pub mod kallsyms;
+pub mod layout;
+pub mod memlock;
 pub mod names;
+pub mod privileges;
+pub mod tracefs;
 
 use tracer_core::snapshot::DentryState;
 
@@ -130,6 +135,30 @@ impl Preemption {
     pub fn preempts_programs(&self) -> bool {
         matches!(self.model.as_deref(), Some("full" | "lazy" | "rt"))
     }
+}
+
+/// Whether this kernel can attach kprobes at all: it has the kprobe PMU, which
+/// `CONFIG_KPROBES` brings.
+#[must_use]
+pub fn kprobes_supported() -> bool {
+    std::path::Path::new("/sys/bus/event_source/devices/kprobe").exists()
+}
+
+/// `, and /boot/config-R says "# CONFIG_X is not set"` for `option` (`CONFIG_X`), or empty
+/// when no config is found.
+#[must_use]
+pub fn kernel_config_says(option: &str) -> String {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let path = format!("/boot/config-{}", release.trim());
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return String::new();
+    };
+    text.lines()
+        .find(|l| {
+            l.starts_with(&format!("{option}=")) || l.contains(&format!("{option} is not set"))
+        })
+        .map(|l| format!(", and {path} says \"{l}\""))
+        .unwrap_or_default()
 }
 
 /// Whether this kernel's kprobe links report their `missed` count (Linux >= 6.7).

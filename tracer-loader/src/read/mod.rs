@@ -1,14 +1,15 @@
-//! Reads the kernel's maps into a [`Snapshot`]; [`events`] drains the kernel's ring
-//! buffers (cgroups made and removed, slow calls) and holds what a live view
-//! needs of them (forgetting cgroups, the programs' own CPU cost).
+//! Reads the kernel's maps into a [`Snapshot`]; [`rings`] drains the kernel's ring buffers
+//! (cgroups made and removed, slow calls), [`costs`] and `misses` read what the programs
+//! cost and the runs the kernel skipped.
 
+pub mod costs;
 mod error;
-pub mod events;
+pub(crate) mod misses;
+pub mod rings;
 
-pub use events::{
-    BpfStats, CgroupEvent, ClockOffset, drain_cgroup_events, drain_slow_calls, forget_cgroups,
-    program_costs, program_misses_by_program, times_calls, total_cost,
-};
+pub use costs::{BpfStats, times_calls, total_cost};
+pub use error::CollectError;
+pub use rings::{CgroupEvent, ClockOffset};
 
 use std::collections::BTreeMap;
 
@@ -27,9 +28,21 @@ use tracer_core::snapshot::{
     Snapshot,
 };
 
-pub use error::CollectError;
+use crate::kprobe_links::KprobeLink;
 
-use crate::attach::Attached;
+/// What a reading needs of the loaded programs besides their maps: each probe's attach
+/// state, the kprobes' links (their missed hits) and the runs the kernel skipped before
+/// recording started.
+pub(crate) struct Programs<'a> {
+    /// The loaded object.
+    pub ebpf: &'a Ebpf,
+    /// Outcome per probe.
+    pub states: &'a BTreeMap<Probe, AttachState>,
+    /// The kprobes' and kretprobes' links.
+    pub kprobe_links: &'a [KprobeLink],
+    /// Runs skipped before recording: the programs' recursion misses, the kprobes' misses.
+    pub misses_before_recording: (u64, u64),
+}
 
 fn hash<'a, K: aya::Pod, V: aya::Pod>(
     ebpf: &'a Ebpf,
@@ -48,14 +61,14 @@ fn array<'a, V: aya::Pod>(
 }
 
 /// Read the maps: latency series per (probe, caller, cgroup), event counters, losses and
-/// each probe's counters, of the `attached` programs and under their attach states. Cgroup
-/// ids are named from `cgroups`; others (cgroups removed since) collapse into one "(gone)"
-/// row. Calls and events that found the kernel's maps full are under [`OTHER_CGROUP`].
+/// each probe's counters, of the `programs` and under their attach states. Cgroup ids are
+/// named from `cgroups`; others (cgroups removed since) collapse into one "(gone)" row.
+/// Calls and events that found the kernel's maps full are under [`OTHER_CGROUP`].
 ///
 /// # Errors
 /// When a map cannot be read.
-pub fn read(
-    attached: &Attached,
+pub(crate) fn read(
+    programs: &Programs<'_>,
     cgroups: &BTreeMap<u64, String>,
     meta: Meta,
 ) -> Result<Snapshot, CollectError> {
@@ -66,7 +79,7 @@ pub fn read(
             GONE_CGROUP
         }
     };
-    let mut snap = read_with(attached, meta, known)?;
+    let mut snap = read_with(programs, meta, known)?;
     let used: std::collections::BTreeSet<u64> = snap
         .series
         .keys()
@@ -85,26 +98,26 @@ pub fn read(
 ///
 /// # Errors
 /// When a map cannot be read.
-pub fn read_raw(attached: &Attached, meta: Meta) -> Result<Snapshot, CollectError> {
-    read_with(attached, meta, |id| id)
+pub(crate) fn read_raw(programs: &Programs<'_>, meta: Meta) -> Result<Snapshot, CollectError> {
+    read_with(programs, meta, |id| id)
 }
 
 fn read_with(
-    attached: &Attached,
+    programs: &Programs<'_>,
     meta: Meta,
     known: impl Fn(u64) -> u64 + Copy,
 ) -> Result<Snapshot, CollectError> {
-    let ebpf = &attached.ebpf;
+    let ebpf = programs.ebpf;
     let mut snap = Snapshot::new(meta);
-    read_probe_counters(ebpf, &mut snap, &attached.states)?;
+    read_probe_counters(ebpf, &mut snap, programs.states)?;
     read_series(ebpf, &mut snap, known)?;
     read_overflow(ebpf, &mut snap)?;
     derive_spans(&mut snap);
     read_events(ebpf, &mut snap, known)?;
     read_losses(
         ebpf,
-        &attached.kprobe_links,
-        attached.misses_before_recording,
+        programs.kprobe_links,
+        programs.misses_before_recording,
         &mut snap,
     )?;
     Ok(snap)
@@ -294,7 +307,7 @@ fn read_events(
 /// `LOSSES` into the losses not tied to one probe.
 fn read_losses(
     ebpf: &Ebpf,
-    kprobe_links: &[crate::links::KprobeLink],
+    kprobe_links: &[KprobeLink],
     before: (u64, u64),
     snap: &mut Snapshot,
 ) -> Result<(), CollectError> {
@@ -306,9 +319,9 @@ fn read_losses(
     for loss in Loss::ALL {
         let n: u64 = if loss == Loss::ProgramMisses {
             // The kernel's own count, not the programs', since recording started.
-            events::program_misses(ebpf).saturating_sub(before.0)
+            misses::program_misses(ebpf).saturating_sub(before.0)
         } else if loss == Loss::KprobeMisses {
-            events::kprobe_misses(kprobe_links).saturating_sub(before.1)
+            misses::kprobe_misses(kprobe_links).saturating_sub(before.1)
         } else {
             losses
                 .get(&(loss as u32), 0)
@@ -339,7 +352,7 @@ fn say_why(ebpf: &Ebpf, loss: Loss, n: u64) {
         .and_then(|a| a.get(&(loss as u32), 0).ok())
         .unwrap_or(0);
     let detail = if loss == Loss::ProgramMisses {
-        let by: Vec<String> = events::program_misses_by_program(ebpf)
+        let by: Vec<String> = misses::program_misses_by_program(ebpf)
             .iter()
             .map(|(p, n)| format!("{p} x{n}"))
             .collect();
@@ -429,7 +442,7 @@ fn sum_counters<'a>(per_cpu: impl Iterator<Item = &'a ProbeCounters>) -> ProbeCo
 ///
 /// # Errors
 /// The map is missing or unreadable.
-pub fn sampled_costs(
+pub(crate) fn sampled_costs(
     ebpf: &Ebpf,
     probes: impl IntoIterator<Item = Probe>,
 ) -> Result<Vec<SampledCost>, CollectError> {
@@ -486,7 +499,7 @@ fn merge_stats(a: Stat, b: Stat) -> Stat {
 
 /// Function entries seen so far over all probes (for the live status line); 0 if unreadable.
 #[must_use]
-pub fn calls_so_far(ebpf: &Ebpf) -> u64 {
+pub(crate) fn calls_so_far(ebpf: &Ebpf) -> u64 {
     let Some(map) = ebpf.map(maps::PROBE_COUNTERS) else {
         return 0;
     };

@@ -3,7 +3,9 @@
 
 use tracer_core::snapshot::Probe;
 
-use super::{super::engine::Engine, Ctx, Figure, Outcome, Runner, Scenario, secs};
+use super::{
+    super::engine::Engine, Ctx, Figure, MemcgVariant, Outcome, Runner, Spec, Variant, secs,
+};
 use crate::{
     kernel::Kernel,
     params::{Memcg, MemcgSetup, Setup},
@@ -12,7 +14,7 @@ use crate::{
 };
 
 /// The scenario.
-pub const SCENARIO: Scenario = Scenario {
+pub const SCENARIO: Spec = Spec {
     name: "memcg-shrink",
     about: "1,000 `dd` in their own memcgs under a 200M limit reclaim at once on 32 CPUs \
             while a writer unmounts and mounts a tmpfs. Every shrink_slab_memcg call takes \
@@ -22,11 +24,11 @@ pub const SCENARIO: Scenario = Scenario {
             __srcu_read_lock) and never fail; the writer waits for them instead.",
     variants: &[
         (
-            "rwsem",
+            Variant::Memcg(MemcgVariant::Rwsem),
             "readers take shrinker_rwsem with down_read_trylock",
         ),
         (
-            "srcu",
+            Variant::Memcg(MemcgVariant::Srcu),
             "readers are SRCU readers; unregister_shrinker waits in synchronize_srcu",
         ),
     ],
@@ -85,8 +87,8 @@ fn reclaim(m: &Memcg, rwsem: bool, shrinker: LockId, count_line: LineId) -> Vec<
     }
 }
 
-fn run(ctx: &Ctx, p: &MemcgSetup) -> Outcome {
-    let rwsem = ctx.variant == "rwsem";
+fn run(ctx: &Ctx, variant: MemcgVariant, p: &MemcgSetup) -> Outcome {
+    let rwsem = variant == MemcgVariant::Rwsem;
     let mut eng = Engine::new(ctx.seed);
     let mut w = World::new(
         p.cpus.clone(),
@@ -149,26 +151,26 @@ fn run(ctx: &Ctx, p: &MemcgSetup) -> Outcome {
     let snapshot = w.finish(p.memcg.duration_ns);
     #[expect(clippy::cast_precision_loss, reason = "figures")]
     let figures = vec![
-        Figure {
-            name: "shrink_calls_per_s",
-            value: (scanned + skipped) as f64 / secs(p.memcg.duration_ns).max(1e-9),
-            unit: "calls/s",
-        },
-        Figure {
-            name: "trylock_failed",
-            value: 100.0 * skipped as f64 / (scanned + skipped).max(1) as f64,
-            unit: "%",
-        },
-        Figure {
-            name: "reclaim_cpu_on_rwsem",
-            value: 100.0 * acct.atomic_ns as f64 / acct.cpu_ns.max(1) as f64,
-            unit: "%",
-        },
-        Figure {
-            name: "unregister_shrinker_mean",
-            value: unregister.mean_ns().unwrap_or(0.0) / 1e6,
-            unit: "ms",
-        },
+        Figure::new(
+            "shrink_calls_per_s",
+            (scanned + skipped) as f64 / secs(p.memcg.duration_ns).max(1e-9),
+            "calls/s",
+        ),
+        Figure::new(
+            "trylock_failed",
+            100.0 * skipped as f64 / (scanned + skipped).max(1) as f64,
+            "%",
+        ),
+        Figure::new(
+            "reclaim_cpu_on_rwsem",
+            100.0 * acct.atomic_ns as f64 / acct.cpu_ns.max(1) as f64,
+            "%",
+        ),
+        Figure::new(
+            "unregister_shrinker_mean",
+            unregister.mean_ns().unwrap_or(0.0) / 1e6,
+            "ms",
+        ),
     ];
     Outcome {
         snapshot,

@@ -1,6 +1,8 @@
 //! The scenarios: a machine (parameter defaults taken from a seed thread) and a workload,
 //! each with variants that change one kernel mechanism.
 
+use std::{fmt, fmt::Write as _, str::FromStr};
+
 use tracer_core::snapshot::Snapshot;
 
 use super::{
@@ -12,6 +14,9 @@ pub mod memcg_shrink;
 pub mod negative_dentry;
 pub mod ramfs_stress;
 pub mod umount;
+mod variant;
+
+pub use variant::{MemcgVariant, RamfsVariant, RmdirVariant, UmountVariant, Variant};
 
 /// One headline number of a run (printed to stderr; asserted by the fidelity tests).
 #[derive(Clone, Debug, PartialEq)]
@@ -22,6 +27,14 @@ pub struct Figure {
     pub value: f64,
     /// Unit, e.g. `s`, `%`.
     pub unit: &'static str,
+}
+
+impl Figure {
+    /// `value` `unit`, called `name`.
+    #[must_use]
+    pub const fn new(name: &'static str, value: f64, unit: &'static str) -> Self {
+        Self { name, value, unit }
+    }
 }
 
 /// What a scenario run produced.
@@ -37,6 +50,16 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// The headline figures, a line each, as `tracer model` prints them on stderr.
+    #[must_use]
+    pub fn figures_text(&self) -> String {
+        let mut out = String::new();
+        for f in &self.figures {
+            let _ = writeln!(out, "model: {:<26} {:>14.4} {}", f.name, f.value, f.unit);
+        }
+        out
+    }
+
     /// The figure called `name`.
     ///
     /// # Panics
@@ -55,8 +78,6 @@ impl Outcome {
 pub struct Ctx {
     /// The kernel whose code the paths follow.
     pub profile: Profile,
-    /// The variant's name (one of the scenario's).
-    pub variant: &'static str,
     /// RNG seed.
     pub seed: u64,
     /// Meta.description of the snapshot.
@@ -65,14 +86,133 @@ pub struct Ctx {
     pub timeline: bool,
 }
 
+/// A scenario, by the name `tracer model` takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Scenario {
+    /// `umount`: N tmpfs unmounted by T tasks on a kernel's code.
+    Umount,
+    /// `umount-storm`: the 2017 umount thread's machine and workload.
+    UmountStorm,
+    /// `ramfs-stress`: stress-ng's ramfs stressor.
+    RamfsStress,
+    /// `memcg-shrink`: memcgs reclaiming while mounts come and go.
+    MemcgShrink,
+    /// `negative-dentry-rmdir`: rmdir of a directory of negative dentries beside an `ls`.
+    NegativeDentryRmdir,
+}
+
+impl Scenario {
+    /// Every scenario, in the order `--list` shows them.
+    pub const ALL: [Scenario; 5] = [
+        Scenario::Umount,
+        Scenario::UmountStorm,
+        Scenario::RamfsStress,
+        Scenario::MemcgShrink,
+        Scenario::NegativeDentryRmdir,
+    ];
+
+    /// Its description and entry point.
+    #[must_use]
+    pub fn spec(self) -> &'static Spec {
+        match self {
+            Scenario::Umount => &umount::SCENARIO,
+            Scenario::UmountStorm => &umount::STORM,
+            Scenario::RamfsStress => &ramfs_stress::SCENARIO,
+            Scenario::MemcgShrink => &memcg_shrink::SCENARIO,
+            Scenario::NegativeDentryRmdir => &negative_dentry::SCENARIO,
+        }
+    }
+
+    /// Its name on the command line.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        self.spec().name
+    }
+
+    /// Its parameters, with the defaults of its seed thread's machine.
+    #[must_use]
+    pub fn defaults(self) -> Setup {
+        (self.spec().defaults)()
+    }
+
+    /// Its default variant: the first, the kernel's own code.
+    #[must_use]
+    pub fn default_variant(self) -> Variant {
+        self.spec().variants[0].0
+    }
+
+    /// Whether `variant` is one of its own.
+    #[must_use]
+    pub fn has(self, variant: Variant) -> bool {
+        self.spec().variants.iter().any(|(v, _)| *v == variant)
+    }
+
+    /// Its variant called `name`.
+    ///
+    /// # Errors
+    /// When it has none by that name; the error lists those it has.
+    pub fn variant(self, name: &str) -> Result<Variant, UnknownVariant> {
+        self.spec()
+            .variants
+            .iter()
+            .map(|(v, _)| *v)
+            .find(|v| v.name() == name)
+            .ok_or_else(|| UnknownVariant {
+                scenario: self,
+                name: name.to_owned(),
+            })
+    }
+
+    /// Every scenario's name, comma-separated.
+    #[must_use]
+    pub fn names() -> String {
+        Scenario::ALL.map(Scenario::name).join(", ")
+    }
+}
+
+impl fmt::Display for Scenario {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Scenario {
+    type Err = UnknownScenario;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        Scenario::ALL
+            .into_iter()
+            .find(|s| s.name() == name)
+            .ok_or_else(|| UnknownScenario(name.to_owned()))
+    }
+}
+
+/// A scenario name `tracer model` does not know.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown scenario `{0}`; scenarios: {names}", names = Scenario::names())]
+pub struct UnknownScenario(pub String);
+
+/// A variant name the scenario does not have.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown variant `{name}` of {scenario}; variants: {names}",
+    names = scenario.spec().variants.iter().map(|(v, _)| v.name()).collect::<Vec<_>>().join(", ")
+)]
+pub struct UnknownVariant {
+    /// The scenario.
+    pub scenario: Scenario,
+    /// The name asked for.
+    pub name: String,
+}
+
 /// A scenario's description and entry point.
-pub struct Scenario {
+pub struct Spec {
     /// Name on the command line.
     pub name: &'static str,
     /// One paragraph: the workload and the seed it reproduces.
     pub about: &'static str,
-    /// Variant names with a line each; the first is the default.
-    pub variants: &'static [(&'static str, &'static str)],
+    /// Its variants with a line each; the first is the default.
+    pub variants: &'static [(Variant, &'static str)],
     /// The kernel of its seed thread: the profile when none is given and none is known.
     pub kernel: Kernel,
     /// Its parameters, with the defaults of its seed thread's machine.
@@ -81,71 +221,60 @@ pub struct Scenario {
     pub run: Runner,
 }
 
-/// A scenario's entry point, typed by the parameters it takes.
+/// A scenario's entry point, typed by the variants and parameters it takes.
 #[derive(Clone, Copy)]
 pub enum Runner {
     /// A umount workload.
-    Umount(fn(&Ctx, &UmountSetup) -> Outcome),
+    Umount(fn(&Ctx, UmountVariant, &UmountSetup) -> Outcome),
     /// stress-ng's ramfs.
-    Ramfs(fn(&Ctx, &RamfsSetup) -> Outcome),
+    Ramfs(fn(&Ctx, RamfsVariant, &RamfsSetup) -> Outcome),
     /// Memcgs reclaiming.
-    Memcg(fn(&Ctx, &MemcgSetup) -> Outcome),
+    Memcg(fn(&Ctx, MemcgVariant, &MemcgSetup) -> Outcome),
     /// rmdir of negative dentries.
-    Dentry(fn(&Ctx, &DentrySetup) -> Outcome),
+    Dentry(fn(&Ctx, RmdirVariant, &DentrySetup) -> Outcome),
 }
 
-/// Every scenario.
-pub const SCENARIOS: &[Scenario] = &[
-    umount::SCENARIO,
-    umount::STORM,
-    ramfs_stress::SCENARIO,
-    memcg_shrink::SCENARIO,
-    negative_dentry::SCENARIO,
-];
-
-/// The scenario called `name`.
-#[must_use]
-pub fn find(name: &str) -> Option<&'static Scenario> {
-    SCENARIOS.iter().find(|s| s.name == name)
-}
-
-impl Scenario {
-    /// The variant called `name`, as the scenario spells it.
+impl Spec {
+    /// Run it as `variant` with `setup`; `None` when either is of another kind of scenario.
     #[must_use]
-    pub fn variant(&self, name: &str) -> Option<&'static str> {
-        self.variants.iter().map(|v| v.0).find(|v| *v == name)
-    }
-
-    /// Run it with `setup`; `None` when `setup` is another scenario's kind of parameters.
-    #[must_use]
-    pub fn run(&self, ctx: &Ctx, setup: &Setup) -> Option<Outcome> {
-        match (self.run, setup) {
-            (Runner::Umount(f), Setup::Umount(p)) => Some(f(ctx, p)),
-            (Runner::Ramfs(f), Setup::Ramfs(p)) => Some(f(ctx, p)),
-            (Runner::Memcg(f), Setup::Memcg(p)) => Some(f(ctx, p)),
-            (Runner::Dentry(f), Setup::Dentry(p)) => Some(f(ctx, p)),
+    pub fn run(&self, ctx: &Ctx, variant: Variant, setup: &Setup) -> Option<Outcome> {
+        match (self.run, variant, setup) {
+            (Runner::Umount(f), Variant::Umount(v), Setup::Umount(p)) => Some(f(ctx, v, p)),
+            (Runner::Ramfs(f), Variant::Ramfs(v), Setup::Ramfs(p)) => Some(f(ctx, v, p)),
+            (Runner::Memcg(f), Variant::Memcg(v), Setup::Memcg(p)) => Some(f(ctx, v, p)),
+            (Runner::Dentry(f), Variant::Rmdir(v), Setup::Dentry(p)) => Some(f(ctx, v, p)),
             _ => None,
         }
     }
 }
 
-/// Run `name`/`variant` with `setup` on `kernel`'s code and `seed` (tests and calibration).
+/// Run `scenario` as `variant` with `setup` on `kernel`'s code and `seed` (tests and
+/// calibration).
 ///
 /// # Panics
-/// On an unknown scenario or variant name, or another scenario's kind of parameters (a
-/// programming error).
+/// On a variant or parameters of another kind of scenario (a programming error).
 #[must_use]
-pub fn simulate(name: &str, variant: &str, setup: &Setup, kernel: Kernel, seed: u64) -> Outcome {
-    let s = find(name).expect("known scenario");
-    let variant = s.variant(variant).expect("known variant");
+pub fn simulate(
+    scenario: Scenario,
+    variant: impl Into<Variant>,
+    setup: &Setup,
+    kernel: Kernel,
+    seed: u64,
+) -> Outcome {
+    let variant = variant.into();
+    assert!(
+        scenario.has(variant),
+        "{variant} is not a variant of {scenario}"
+    );
     let ctx = Ctx {
         profile: kernel.profile(),
-        variant,
         seed,
-        description: format!("model {name}/{variant} seed={seed} kernel={kernel}"),
+        description: format!("model {scenario}/{variant} seed={seed} kernel={kernel}"),
         timeline: false,
     };
-    s.run(&ctx, setup)
+    scenario
+        .spec()
+        .run(&ctx, variant, setup)
         .expect("the scenario's own kind of parameters")
 }
 
@@ -172,11 +301,49 @@ mod tests {
         let mut p = umount::defaults();
         p.umount.mounts = mounts;
         p.umount.tasks = tasks;
-        simulate("umount", "kernel", &Setup::Umount(p), kernel, 1).snapshot
+        simulate(
+            Scenario::Umount,
+            UmountVariant::Kernel,
+            &Setup::Umount(p),
+            kernel,
+            1,
+        )
+        .snapshot
     }
 
     fn calls(s: &Snapshot, probe: Probe, caller: Option<Probe>) -> u64 {
         s.probe_by_caller(probe, caller).count()
+    }
+
+    #[test]
+    fn scenarios_and_variants_read_back_by_their_names() {
+        for s in Scenario::ALL {
+            assert_eq!(s.name().parse::<Scenario>(), Ok(s));
+            for (v, _) in s.spec().variants {
+                assert_eq!(s.variant(v.name()), Ok(*v));
+            }
+        }
+        assert_eq!(
+            Scenario::UmountStorm.default_variant(),
+            UmountVariant::Kernel.into()
+        );
+        assert_eq!(
+            "umount-stom".parse::<Scenario>().unwrap_err().to_string(),
+            "unknown scenario `umount-stom`; scenarios: umount, umount-storm, ramfs-stress, \
+             memcg-shrink, negative-dentry-rmdir"
+        );
+        // One name, two meanings: ramfs-stress's baseline is not umount's.
+        assert_ne!(
+            Scenario::RamfsStress.variant("baseline"),
+            Scenario::Umount.variant("baseline")
+        );
+        assert_eq!(
+            Scenario::MemcgShrink
+                .variant("kernel")
+                .unwrap_err()
+                .to_string(),
+            "unknown variant `kernel` of memcg-shrink; variants: rwsem, srcu"
+        );
     }
 
     #[test]
@@ -245,11 +412,17 @@ mod tests {
         p.umount.mounts = 200;
         p.umount.tasks = tasks;
         p.umount.user_ns = user_ns;
-        simulate("umount", "kernel", &Setup::Umount(p), kernel, 1)
-            .snapshot
-            .probe_total(Probe::SynchronizeRcuExpedited)
-            .mean_ns()
-            .unwrap()
+        simulate(
+            Scenario::Umount,
+            UmountVariant::Kernel,
+            &Setup::Umount(p),
+            kernel,
+            1,
+        )
+        .snapshot
+        .probe_total(Probe::SynchronizeRcuExpedited)
+        .mean_ns()
+        .unwrap()
     }
 
     #[test]
@@ -292,8 +465,8 @@ mod tests {
         d.dentry.prune_ns = 10_000;
         let rmdir = |d: &DentrySetup, kernel| {
             simulate(
-                "negative-dentry-rmdir",
-                "prune-under-lock",
+                Scenario::NegativeDentryRmdir,
+                RmdirVariant::PruneUnderLock,
                 &Setup::Dentry(d.clone()),
                 kernel,
                 1,

@@ -4,7 +4,9 @@
 
 use tracer_core::snapshot::Probe;
 
-use super::{super::engine::Engine, Ctx, Figure, Outcome, Runner, Scenario, secs};
+use super::{
+    super::engine::Engine, Ctx, Figure, Outcome, RmdirVariant, Runner, Spec, Variant, secs,
+};
 use crate::{
     kernel::Kernel,
     params::{DentrySetup, Fs, GpCosts, LookupIn, Populate, Setup},
@@ -13,7 +15,7 @@ use crate::{
 };
 
 /// The scenario.
-pub const SCENARIO: Scenario = Scenario {
+pub const SCENARIO: Spec = Spec {
     name: "negative-dentry-rmdir",
     about: "Make N negative dentries in a directory, then rmdir it while `ls` runs beside. \
             rmdir prunes every child dentry (shrink_dcache_parent): the thread measured \
@@ -21,15 +23,15 @@ pub const SCENARIO: Scenario = Scenario {
             dentries. Pruning under the inode locks makes the `ls` wait as long.",
     variants: &[
         (
-            "prune-under-lock",
+            Variant::Rmdir(RmdirVariant::PruneUnderLock),
             "the --kernel's code (4.14 to 6.12): shrink_dcache_parent with both inode locks held",
         ),
         (
-            "prune-after-unlock",
+            Variant::Rmdir(RmdirVariant::PruneAfterUnlock),
             "Linus's v2: prune after dropping both inode locks",
         ),
         (
-            "prune-after-victim-unlock",
+            Variant::Rmdir(RmdirVariant::PruneAfterVictimUnlock),
             "Linus's v1: prune after dropping only the victim's lock",
         ),
     ],
@@ -49,13 +51,12 @@ const PROBES: &[Probe] = &[
     Probe::InodeLockWait,
 ];
 
-fn run(ctx: &Ctx, setup: &DentrySetup) -> Outcome {
+fn run(ctx: &Ctx, variant: RmdirVariant, setup: &DentrySetup) -> Outcome {
     let p = &setup.dentry;
-    let prune = match ctx.variant {
-        "prune-after-unlock" => Prune::AfterUnlock,
-        "prune-after-victim-unlock" => Prune::AfterVictimUnlock,
-        _ if ctx.profile.prune_under_lock => Prune::UnderLock,
-        _ => Prune::AfterUnlock,
+    let prune = match variant {
+        RmdirVariant::PruneUnderLock if ctx.profile.prune_under_lock => Prune::UnderLock,
+        RmdirVariant::PruneUnderLock | RmdirVariant::PruneAfterUnlock => Prune::AfterUnlock,
+        RmdirVariant::PruneAfterVictimUnlock => Prune::AfterVictimUnlock,
     };
     let mut eng = Engine::new(ctx.seed);
     // No grace period on these paths: the machinery keeps its defaults.
@@ -121,31 +122,11 @@ fn run(ctx: &Ctx, setup: &DentrySetup) -> Outcome {
     let ms = |ns: Option<u64>| secs(ns.unwrap_or(0)) * 1e3;
     #[expect(clippy::cast_precision_loss, reason = "a figure")]
     let figures = vec![
-        Figure {
-            name: "negative_dentries",
-            value: negatives as f64,
-            unit: "",
-        },
-        Figure {
-            name: "populate",
-            value: secs(filled),
-            unit: "s",
-        },
-        Figure {
-            name: "rmdir",
-            value: secs(rmdir.max_ns().unwrap_or(0)),
-            unit: "s",
-        },
-        Figure {
-            name: "prune",
-            value: secs(prune_calls.max_ns().unwrap_or(0)),
-            unit: "s",
-        },
-        Figure {
-            name: "lookup_wait_max",
-            value: ms(waits.max_ns()),
-            unit: "ms",
-        },
+        Figure::new("negative_dentries", negatives as f64, ""),
+        Figure::new("populate", secs(filled), "s"),
+        Figure::new("rmdir", secs(rmdir.max_ns().unwrap_or(0)), "s"),
+        Figure::new("prune", secs(prune_calls.max_ns().unwrap_or(0)), "s"),
+        Figure::new("lookup_wait_max", ms(waits.max_ns()), "ms"),
     ];
     Outcome {
         snapshot,

@@ -4,7 +4,9 @@
 
 use tracer_core::snapshot::Probe;
 
-use super::{super::engine::Engine, Ctx, Figure, Outcome, Runner, Scenario, secs};
+use super::{
+    super::engine::Engine, Ctx, Figure, Outcome, RamfsVariant, Runner, Spec, Variant, secs,
+};
 use crate::{
     kernel::Kernel,
     params::{RamfsSetup, Setup},
@@ -13,7 +15,7 @@ use crate::{
 };
 
 /// The scenario.
-pub const SCENARIO: Scenario = Scenario {
+pub const SCENARIO: Spec = Spec {
     name: "ramfs-stress",
     about: "`stress-ng --ramfs 9` on a 32-CPU HZ=1000 server: each iteration mounts a ramfs, \
             works in it and unmounts it. The thread saw 12,916 ops/s before the SRCU shrinker \
@@ -21,20 +23,20 @@ pub const SCENARIO: Scenario = Scenario {
             synchronize_srcu_expedited and 13,824 with the deferred finalize.",
     variants: &[
         (
-            "baseline",
+            Variant::Ramfs(RamfsVariant::Baseline),
             "the --kernel's teardown (6.1: unregister_shrinker under shrinker_rwsem; 6.7+: \
              shrinker_free): no grace period",
         ),
         (
-            "srcu",
+            Variant::Ramfs(RamfsVariant::Srcu),
             "unregister_shrinker waits in synchronize_srcu (the regression)",
         ),
         (
-            "expedited",
+            Variant::Ramfs(RamfsVariant::Expedited),
             "unregister_shrinker waits in synchronize_srcu_expedited",
         ),
         (
-            "deferred-finalize",
+            Variant::Ramfs(RamfsVariant::DeferredFinalize),
             "the SRCU wait and list_lru_destroy move to destroy_super_work",
         ),
     ],
@@ -79,12 +81,12 @@ const PROBES: &[Probe] = &[
     Probe::SynchronizeSrcuExpedited,
 ];
 
-fn run(ctx: &Ctx, p: &RamfsSetup) -> Outcome {
-    let teardown = match ctx.variant {
-        "srcu" => Teardown::Srcu(Gp::Normal),
-        "expedited" => Teardown::Srcu(Gp::Expedited),
-        "deferred-finalize" => Teardown::Deferred,
-        _ => Teardown::Kernel,
+fn run(ctx: &Ctx, variant: RamfsVariant, p: &RamfsSetup) -> Outcome {
+    let teardown = match variant {
+        RamfsVariant::Baseline => Teardown::Kernel,
+        RamfsVariant::Srcu => Teardown::Srcu(Gp::Normal),
+        RamfsVariant::Expedited => Teardown::Srcu(Gp::Expedited),
+        RamfsVariant::DeferredFinalize => Teardown::Deferred,
     };
     let mut eng = Engine::new(ctx.seed);
     let mut w = World::new(
@@ -129,11 +131,7 @@ fn run(ctx: &Ctx, p: &RamfsSetup) -> Outcome {
     let ops_per_s = ops as f64 / secs(p.ramfs.duration_ns).max(1e-9);
     Outcome {
         snapshot,
-        figures: vec![Figure {
-            name: "ops_per_s",
-            value: ops_per_s,
-            unit: "ops/s",
-        }],
+        figures: vec![Figure::new("ops_per_s", ops_per_s, "ops/s")],
         events,
         timeline,
     }

@@ -4,7 +4,9 @@
 
 use tracer_core::snapshot::Probe;
 
-use super::{super::engine::Engine, Ctx, Figure, Outcome, Runner, Scenario, secs};
+use super::{
+    super::engine::Engine, Ctx, Figure, Outcome, Runner, Spec, UmountVariant, Variant, secs,
+};
 use crate::{
     kernel::Kernel,
     params::{Setup, UmountSetup},
@@ -12,24 +14,24 @@ use crate::{
     sim::{Class, Gp, Step, World},
 };
 
-const VARIANTS: &[(&str, &str)] = &[
+const VARIANTS: &[(Variant, &str)] = &[
     (
-        "kernel",
+        Variant::Umount(UmountVariant::Kernel),
         "namespace_unlock waits as the --kernel's code does (synchronize_rcu before 4.16, \
          synchronize_rcu_expedited since)",
     ),
     (
-        "baseline",
+        Variant::Umount(UmountVariant::Baseline),
         "what if namespace_unlock called synchronize_rcu (the code before 4.16)",
     ),
     (
-        "expedited",
+        Variant::Umount(UmountVariant::Expedited),
         "what if namespace_unlock called synchronize_rcu_expedited (4.16 and later)",
     ),
 ];
 
 /// What users capture most: a umount of many mounts, by one task or several.
-pub const SCENARIO: Scenario = Scenario {
+pub const SCENARIO: Spec = Spec {
     name: "umount",
     about: "Unmount N tmpfs with T tasks at once (each its share, one after the other) on C \
             CPUs, following the --kernel's code: namespace_sem around do_umount, \
@@ -43,7 +45,7 @@ pub const SCENARIO: Scenario = Scenario {
 };
 
 /// The seed thread's machine and workload.
-pub const STORM: Scenario = Scenario {
+pub const STORM: Spec = Spec {
     name: "umount-storm",
     about: "`umount /tmp/Mtest/*` of 5,000 tmpfs mounts on a 4-CPU VM running 4.14: every \
             umount waits an RCU grace period in namespace_unlock. The thread saw 100 s for \
@@ -82,11 +84,11 @@ const PROBES: &[Probe] = &[
     Probe::ShrinkerFree,
 ];
 
-fn run(ctx: &Ctx, p: &UmountSetup) -> Outcome {
-    let gp = match ctx.variant {
-        "baseline" => Gp::Normal,
-        "expedited" => Gp::Expedited,
-        _ => ctx.profile.namespace_gp,
+fn run(ctx: &Ctx, variant: UmountVariant, p: &UmountSetup) -> Outcome {
+    let gp = match variant {
+        UmountVariant::Kernel => ctx.profile.namespace_gp,
+        UmountVariant::Baseline => Gp::Normal,
+        UmountVariant::Expedited => Gp::Expedited,
     };
     let mut eng = Engine::new(ctx.seed);
     let mut w = World::new(
@@ -133,16 +135,8 @@ fn run(ctx: &Ctx, p: &UmountSetup) -> Outcome {
     Outcome {
         snapshot,
         figures: vec![
-            Figure {
-                name: "umount_total",
-                value: secs(span),
-                unit: "s",
-            },
-            Figure {
-                name: "per_umount",
-                value: per,
-                unit: "ms",
-            },
+            Figure::new("umount_total", secs(span), "s"),
+            Figure::new("per_umount", per, "ms"),
         ],
         events,
         timeline,

@@ -14,12 +14,12 @@ use tokio::signal::unix::{SignalKind, signal};
 
 use tracer_core::report;
 use tracer_core::snapshot::{AttachState, CommandRun, Meta, SourceKind};
-use tracer_core::{report::OutputArgs, units::parse_duration};
+use tracer_core::units::parse_duration;
 use tracer_loader::attach as probes;
 use tracer_loader::host::{cgroup, names};
 use tracer_loader::read as collect;
 
-use crate::{kernel_args::KernelArgs, process::process_cpu_seconds};
+use crate::{kernel_args::KernelArgs, output::OutputArgs, process::process_cpu_seconds};
 
 /// `tracer capture` arguments.
 #[derive(Debug, clap::Args)]
@@ -130,18 +130,18 @@ impl Events {
     /// counted as not sent cover the same calls), and take the rest.
     fn finish(&mut self, attached: &mut probes::Attached, slow: bool) -> anyhow::Result<()> {
         if slow {
-            tracer_loader::settle::set_slow_threshold(&mut attached.ebpf, 0)
-                .map_err(anyhow::Error::msg)
+            attached
+                .set_slow_threshold(0)
                 .context("clearing the slow-call threshold")?;
         }
-        self.drain(&mut attached.ebpf, attached.cgroup_events, slow);
+        self.drain(attached, slow);
         Ok(())
     }
 
     /// Take what the kernel sent since the last drain.
-    fn drain(&mut self, ebpf: &mut aya::Ebpf, cgroup_events: bool, slow: bool) {
-        if cgroup_events {
-            match collect::drain_cgroup_events(ebpf) {
+    fn drain(&mut self, attached: &mut probes::Attached, slow: bool) {
+        if attached.cgroup_events {
+            match attached.drain_cgroup_events() {
                 Ok(events) => {
                     for e in events.into_iter().filter(|e| !e.removed) {
                         self.names.learn(e.id, &e.path);
@@ -153,7 +153,7 @@ impl Events {
         }
         self.names.refresh();
         if slow {
-            match collect::drain_slow_calls(ebpf) {
+            match attached.drain_slow_calls() {
                 Ok(calls) => {
                     let room = MAX_SLOW_CALLS.saturating_sub(self.slow.len());
                     self.slow.extend(calls.into_iter().take(room));
@@ -206,8 +206,8 @@ fn cpu_ns_since(start: f64) -> u64 {
 }
 
 /// What tracer's programs have run since loading: their total run time and runs.
-fn bpf_usage(ebpf: &aya::Ebpf) -> tracer_core::snapshot::BpfUsage {
-    let (run, runs) = collect::total_cost(&collect::program_costs(ebpf));
+fn bpf_usage(attached: &probes::Attached) -> tracer_core::snapshot::BpfUsage {
+    let (run, runs) = collect::total_cost(&attached.program_costs());
     tracer_core::snapshot::BpfUsage {
         run_ns: u64::try_from(run.as_nanos()).unwrap_or(u64::MAX),
         runs,
@@ -226,7 +226,7 @@ fn say_sampled_cost(attached: &probes::Attached) {
         .iter()
         .filter(|(_, s)| matches!(s, AttachState::Attached { .. }))
         .map(|(p, _)| *p);
-    let Ok(sampled) = collect::sampled_costs(&attached.ebpf, probes) else {
+    let Ok(sampled) = attached.sampled_costs(probes) else {
         return;
     };
     let (timed, timed_runs) = sampled
@@ -234,7 +234,8 @@ fn say_sampled_cost(attached: &probes::Attached) {
         .map(|s| s.since(None))
         .fold((0u64, 0u64), |(ns, n), c| (ns + c.run_ns, n + c.runs));
     let timed_of: u64 = sampled.iter().map(|s| s.timed_runs).sum();
-    let exact: Vec<_> = collect::program_costs(&attached.ebpf)
+    let exact: Vec<_> = attached
+        .program_costs()
         .into_iter()
         .filter(|p| collect::times_calls(&p.name))
         .collect();
@@ -253,7 +254,7 @@ fn say_sampled_cost(attached: &probes::Attached) {
 /// # Errors
 /// When the probes cannot be loaded or the report cannot be written.
 pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
-    let wanted = args.kernel.wanted()?;
+    let wanted = args.kernel.wanted();
     let cgroup_root = args.kernel.prepare_host()?;
     let cgroup_filter = args
         .cgroup
@@ -310,7 +311,7 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
     let outcome = runtime.block_on(wait(args, &mut attached, transient.as_ref(), &mut events))?;
     // The host's calls after the command's end are not the capture's, and a call returning
     // while the maps are read would be half in them.
-    if let Err(e) = tracer_loader::settle::stop_recording(&mut attached.ebpf) {
+    if let Err(e) = attached.stop_recording() {
         log::warn!("recording could not be stopped before reading: {e}");
     }
     let elapsed = started.elapsed();
@@ -327,8 +328,8 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
     let meta = meta(args, started_unix_ns, elapsed);
     // The programs' own words first: the loss explanations reading the maps gives follow.
     attached.kernel_log.drain();
-    let mut snap = collect::read(&attached, &cgroups, meta)?;
-    snap.bpf = bpf_stats.enabled().then(|| bpf_usage(&attached.ebpf));
+    let mut snap = attached.read(&cgroups, meta)?;
+    snap.bpf = bpf_stats.enabled().then(|| bpf_usage(&attached));
     if bpf_stats.enabled() {
         say_sampled_cost(&attached);
     }
@@ -358,7 +359,7 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
                 .map(|t| t.id),
         });
     }
-    report::emit(&snap, &args.out)?;
+    args.out.emit(&snap)?;
 
     Ok(match (outcome.ended, outcome.command) {
         (Ended::Signal(sig), _) => ExitCode::from(u8::try_from(128 + sig).unwrap_or(1)),
@@ -479,10 +480,10 @@ async fn wait(
             _ = sigterm.recv() => break Ended::Signal(libc::SIGTERM),
             _ = sighup.recv() => break Ended::Signal(libc::SIGHUP),
             _ = drain.tick() => {
-                events.drain(&mut attached.ebpf, attached.cgroup_events, slow);
+                events.drain(attached, slow);
             }
             _ = tick.tick(), if tty => {
-                let calls = collect::calls_so_far(&attached.ebpf);
+                let calls = attached.calls_so_far();
                 eprint!("\r\x1b[2Ktracer: {:.1} s, {calls} calls traced", started.elapsed().as_secs_f64());
                 let _ = std::io::stderr().flush();
             }

@@ -8,9 +8,10 @@
 //! attached, and a port below 1024 is bound while the capabilities last); the probes
 //! attach and recording starts (said on stderr); every capability is dropped; the loop
 //! starts, and the service manager hears `READY=1` with the first refresh. SIGHUP is
-//! logged and changes nothing (the flags are read once). A loop that fails, panics or
-//! stops refreshing is down at once for the scrapes and the probes, and the process exits
-//! non-zero [`exit_grace`] later, so that systemd or the kubelet starts it afresh.
+//! logged and changes nothing (the flags are read once). A loop whose refreshes are late
+//! is not up for the scrapes nor ready; one that fails, panics or stays silent long enough
+//! to be taken for hung ([`live::hung_after`]) is dead, and the process exits non-zero
+//! [`exit_grace`] later, so that systemd or the kubelet starts it afresh.
 
 pub mod http;
 pub mod metrics;
@@ -38,7 +39,8 @@ pub const DEFAULT_LISTEN: SocketAddr = SocketAddr::new(
     (\"recording since ...\" on stderr), then every capability is dropped. /-/ready answers 200 \
     once the source refreshes, /-/healthy unless it is down. SIGINT and SIGTERM stop it \
     (exit 0); SIGHUP is logged and changes nothing. A source that fails or stops refreshing \
-    makes tracer exit 1 shortly after, for systemd or the kubelet to restart it.")]
+    makes tracer exit 1 shortly after, for systemd or the kubelet to restart it; late refreshes \
+    make /-/ready fail until they come.")]
 pub struct Args {
     /// The source, as for `tracer top`.
     #[command(flatten)]
@@ -179,7 +181,7 @@ impl HttpArgs {
     }
 }
 
-/// How long a source that is down is still served as down (`tracer_source_up 0`, the
+/// How long a source that is dead is still served as down (`tracer_source_up 0`, the
 /// probes failing) before tracer exits: two intervals, from 5 s to a minute, so a scrape
 /// or a look at the probes can see it, and the restart comes soon after.
 #[must_use]
@@ -190,7 +192,7 @@ pub fn exit_grace(interval: Duration) -> Duration {
 }
 
 /// Serve `frames` on `listener` until SIGINT or SIGTERM, or until the live loop whose
-/// health is `health` has been down for [`exit_grace`].
+/// health is `health` has been dead for [`exit_grace`].
 ///
 /// # Errors
 /// When the listener cannot be used, or the source went down.
@@ -239,8 +241,8 @@ pub async fn serve_frames(
 }
 
 /// Follow the source's health: tell the service manager `READY=1` with its first
-/// refresh, say on stderr when it goes down (and when a stalled loop refreshes again),
-/// and send on `down` once it has been down for [`exit_grace`].
+/// refresh, say on stderr when its refreshes are late (and when they come again) and when
+/// it is dead, and send on `down` once it has been dead for [`exit_grace`].
 async fn watch_source(
     exporter: Arc<http::Exporter>,
     health: Option<Arc<Health>>,
@@ -249,13 +251,17 @@ async fn watch_source(
 ) {
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     let mut ready_said = false;
-    let mut down_since: Option<tokio::time::Instant> = None;
+    let mut late_said = false;
+    let mut dead_since: Option<tokio::time::Instant> = None;
     loop {
         tick.tick().await;
-        let grace = exit_grace(health.as_ref().map_or(live::DEFAULT_INTERVAL, |h| h.interval()));
+        let interval = health
+            .as_ref()
+            .map_or(live::DEFAULT_INTERVAL, |h| h.interval());
+        let grace = exit_grace(interval);
         match exporter.liveness() {
             Liveness::Up => {
-                if down_since.take().is_some() {
+                if std::mem::take(&mut late_said) {
                     eprintln!("tracer serve: the source refreshes again");
                 }
                 if !ready_said {
@@ -268,11 +274,20 @@ async fn watch_source(
                 }
             }
             Liveness::Starting => {}
-            Liveness::Down(why) => {
-                let since = *down_since.get_or_insert_with(|| {
+            Liveness::Stalled(why) => {
+                if !std::mem::replace(&mut late_said, true) {
+                    eprintln!(
+                        "tracer serve: the source is late: {why}; tracer_source_up is 0 and \
+                         /-/ready fails until it refreshes (taken for hung after {})",
+                        humantime::format_duration(live::hung_after(interval))
+                    );
+                }
+            }
+            Liveness::Dead(why) => {
+                let since = *dead_since.get_or_insert_with(|| {
                     eprintln!(
                         "tracer serve: the source is down: {why}; tracer_source_up is 0 and \
-                         /-/ready fails; exiting in {}",
+                         /-/ready and /-/healthy fail; exiting in {}",
                         humantime::format_duration(grace)
                     );
                     tokio::time::Instant::now()

@@ -80,7 +80,7 @@ pub const MAX_CHURN: f64 = 100_000.0;
 /// # Errors
 /// When it is not a duration, or out of that range.
 pub fn parse_interval(s: &str) -> Result<Duration, String> {
-    let d = parse_duration(s)?;
+    let d = parse_duration(s).map_err(|e| e.to_string())?;
     if d < MIN_INTERVAL || d > MAX_INTERVAL {
         return Err(format!(
             "{s:?}: the refresh interval must be from {} to {}",
@@ -96,7 +96,7 @@ pub fn parse_interval(s: &str) -> Result<Duration, String> {
 /// # Errors
 /// When it is not a duration, or out of that range.
 pub fn parse_hold(s: &str) -> Result<Duration, String> {
-    let d = parse_duration(s)?;
+    let d = parse_duration(s).map_err(|e| e.to_string())?;
     if d < MIN_HOLD || d > MAX_HOLD {
         return Err(format!(
             "{s:?}: the hold of a cgroup's slot must be from {} to {}",
@@ -161,22 +161,19 @@ pub fn open(args: &LiveArgs, who: &str) -> anyhow::Result<(Box<dyn Source>, Opti
         ..Options::default()
     };
     let source: Box<dyn Source> = if let Some(scenario) = &args.model {
-        let prepared = model::prepare(&model::Args {
-            scenario: Some(scenario.clone()),
-            variant: args.variant.clone(),
-            set: args.set.clone(),
+        let prepared = model::prepare(&model::Run {
             host_kernel: tracer_loader::host::kernel_release(),
-            ..model::Args::default()
+            ..model::Run::named(scenario, args.variant.as_deref(), &args.set)?
         })?;
         Box::new(ModelSource::new(&prepared, args.speed))
     } else if let Some(path) = &args.replay {
-        let capture = tracer_core::report::load(path)
+        let capture = tracer_core::capture_file::load(path)
             .with_context(|| format!("loading {} to replay", path.display()))?;
         Box::new(super::replay::ReplaySource::new(capture, path, args.speed))
     } else if let Some(cgroups) = args.synthetic {
         Box::new(SyntheticSource::new(cgroups, args.churn, args.speed, 1))
     } else {
-        let wanted = args.kernel.wanted()?;
+        let wanted = args.kernel.wanted();
         let cgroup_root = args.kernel.prepare_host()?;
         let attached = args
             .kernel

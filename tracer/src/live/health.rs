@@ -30,12 +30,36 @@ pub(super) struct HealthState {
 /// The loop's health as a sink sees it at one moment.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Liveness {
-    /// Started, no refresh yet (within its deadline).
+    /// Started, no refresh yet (the first reads everything: it may take a while).
     Starting,
     /// Refreshing.
     Up,
-    /// Not refreshing: why.
-    Down(String),
+    /// Late: no refresh for two intervals (at least [`STALL_FLOOR`]) since the last. The
+    /// numbers are stale, but a refresh under way may still come (a slow read of a large
+    /// host's maps).
+    Stalled(String),
+    /// Gone for good: the source failed, the loop panicked, or no refresh came for
+    /// [`hung_after`] its interval.
+    Dead(String),
+}
+
+impl Liveness {
+    /// Why it is not up, when it is stalled or dead.
+    #[must_use]
+    pub fn trouble(&self) -> Option<&str> {
+        match self {
+            Liveness::Stalled(why) | Liveness::Dead(why) => Some(why),
+            Liveness::Starting | Liveness::Up => None,
+        }
+    }
+}
+
+/// How long without a refresh (or without the first) a loop is taken for hung: ten
+/// intervals, at least two minutes, so that a slow host's late refreshes never pass for
+/// a hang and a restart loop of attaching.
+#[must_use]
+pub fn hung_after(interval: Duration) -> Duration {
+    interval.saturating_mul(10).max(Duration::from_mins(2))
 }
 
 impl Health {
@@ -67,28 +91,34 @@ impl Health {
         self.state().dead.get_or_insert(why);
     }
 
-    /// The loop's health at `now`: down once it failed, or once two intervals passed
-    /// without a refresh (a refresh is due every interval, the first one interval after
-    /// the start), but never for a silence under [`STALL_FLOOR`].
+    /// The loop's health at `now`: dead once it failed or has been silent for
+    /// [`hung_after`] its interval; stalled once two intervals (at least [`STALL_FLOOR`])
+    /// passed without a refresh after one (a refresh is due every interval, the first one
+    /// interval after the start).
     #[must_use]
     pub fn at(&self, now: Instant) -> Liveness {
         let s = self.state();
         if let Some(why) = &s.dead {
-            return Liveness::Down(why.clone());
+            return Liveness::Dead(why.clone());
         }
         let silent = now.saturating_duration_since(s.last_sign);
-        if silent > s.interval.saturating_mul(2).max(STALL_FLOOR) {
-            return Liveness::Down(format!(
+        let why = || {
+            format!(
                 "no refresh for {:.1} s (the interval is {})",
                 silent.as_secs_f64(),
                 humantime::format_duration(s.interval)
-            ));
+            )
+        };
+        if silent >= hung_after(s.interval) {
+            return Liveness::Dead(format!("{}: taken for hung", why()));
         }
-        if s.refreshed {
-            Liveness::Up
-        } else {
-            Liveness::Starting
+        if !s.refreshed {
+            return Liveness::Starting;
         }
+        if silent > s.interval.saturating_mul(2).max(STALL_FLOOR) {
+            return Liveness::Stalled(why());
+        }
+        Liveness::Up
     }
 
     /// The refresh interval the loop runs at now.

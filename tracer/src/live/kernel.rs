@@ -110,7 +110,7 @@ impl KernelSource {
             .iter()
             .filter(|(_, s)| matches!(s, AttachState::Attached { .. }))
             .map(|(p, _)| *p);
-        let now = match collect::sampled_costs(&self.attached.ebpf, attached) {
+        let now = match self.attached.sampled_costs(attached) {
             Ok(now) => now,
             Err(e) => {
                 log::debug!("own cost: {e}");
@@ -132,7 +132,7 @@ impl KernelSource {
     fn cgroup_events(&mut self) -> (Vec<(CgroupId, String)>, Vec<CgroupId>) {
         let mut made = Vec::new();
         let mut removed = Vec::new();
-        match collect::drain_cgroup_events(&mut self.attached.ebpf) {
+        match self.attached.drain_cgroup_events() {
             Ok(events) => {
                 for e in events {
                     if e.removed {
@@ -164,7 +164,7 @@ impl KernelSource {
     /// Delete the kernel entries of `cgroups` and the last reading's, so the next reading's
     /// difference neither brings them back nor goes negative.
     fn forget_now(&mut self, cgroups: &[CgroupId]) {
-        match collect::forget_cgroups(&mut self.attached.ebpf, cgroups) {
+        match self.attached.forget_cgroups(cgroups) {
             Ok(n) => log::debug!("forgot {} cgroups: {n} map entries", cgroups.len()),
             Err(e) => {
                 log::warn!("forgetting cgroups: {e}");
@@ -193,25 +193,10 @@ impl KernelSource {
             return;
         }
         self.last_thread_sweep = Some(Instant::now());
-        let Some(map) = self.attached.ebpf.map_mut(tracer_common::maps::THREADS) else {
-            return;
-        };
-        let Ok(mut threads) =
-            aya::maps::HashMap::<_, u32, tracer_common::maps::Thread>::try_from(map)
-        else {
-            return;
-        };
-        // Keys first: deleting while iterating restarts the kernel's walk.
-        let dead: Vec<u32> = threads
-            .keys()
-            .filter_map(Result::ok)
-            .filter(|tid| !std::path::Path::new(&format!("/proc/{tid}")).exists())
-            .collect();
-        let deleted = dead
-            .iter()
-            .filter(|tid| threads.remove(tid).is_ok())
-            .count();
-        log::debug!("deleted the entries of {deleted} exited threads");
+        let exited = |tid: u32| !std::path::Path::new(&format!("/proc/{tid}")).exists();
+        if let Ok(deleted) = self.attached.forget_threads(exited) {
+            log::debug!("deleted the entries of {deleted} exited threads");
+        }
     }
 
     /// Cgroups gone from the cgroup2 tree since they were seen.
@@ -318,7 +303,7 @@ impl Source for KernelSource {
     fn poll(&mut self, elapsed: Duration) -> anyhow::Result<Delta> {
         let duration_ns = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
         self.attached.kernel_log.drain();
-        let reading = collect::read_raw(&self.attached, meta(&self.info, 0))?;
+        let reading = self.attached.read_raw(meta(&self.info, 0))?;
         let mut snap = reading.since(&self.previous);
         snap.meta = meta(&self.info, duration_ns);
         self.previous = reading;
@@ -355,7 +340,7 @@ impl Source for KernelSource {
             }
             removed.extend(self.removed());
         }
-        let slow = collect::drain_slow_calls(&mut self.attached.ebpf).unwrap_or_else(|e| {
+        let slow = self.attached.drain_slow_calls().unwrap_or_else(|e| {
             log::debug!("slow calls: {e}");
             Vec::new()
         });
@@ -379,7 +364,7 @@ impl Source for KernelSource {
     }
 
     fn set_slow_threshold(&mut self, ns: u64) {
-        if let Err(e) = tracer_loader::settle::set_slow_threshold(&mut self.attached.ebpf, ns) {
+        if let Err(e) = self.attached.set_slow_threshold(ns) {
             log::warn!("setting the slow-call threshold: {e}");
         }
     }

@@ -161,12 +161,14 @@ mod tests {
     use tracer_model as model;
 
     fn storm(mounts: u64) -> Prepared {
-        model::prepare(&model::Args {
-            scenario: Some("umount-storm".into()),
-            variant: Some("expedited".into()),
-            set: vec![format!("mounts={mounts}")],
-            ..model::Args::default()
-        })
+        model::prepare(
+            &model::Run::named(
+                "umount-storm",
+                Some("expedited"),
+                &[format!("mounts={mounts}")],
+            )
+            .unwrap(),
+        )
         .unwrap()
     }
 

@@ -346,15 +346,13 @@ fn predict(
             .cloned()
             .ok_or_else(|| format!("the guest sent no {name}"))
     };
-    let measured = tracer_core::report::load(&path(pair.check)?).map_err(|e| format!("{e:#}"))?;
-    let args = tracer_model::Args {
-        scenario: Some(pair.scenario.into()),
-        set: pair.set.iter().map(|s| (*s).to_owned()).collect(),
+    let measured =
+        tracer_core::capture_file::load(&path(pair.check)?).map_err(|e| format!("{e:#}"))?;
+    let run = tracer_model::Run {
         calibrate: Some(path(pair.fit)?),
-        ..tracer_model::Args::default()
+        ..tracer_model::Run::named(pair.scenario, None, pair.set)
+            .map_err(|e| format!("model: {e}"))?
     };
-    let predicted = tracer_model::run(&args)
-        .map_err(|e| format!("model: {e:#}"))?
-        .ok_or("the model returned no snapshot")?;
+    let predicted = tracer_model::run(&run).map_err(|e| format!("model: {e:#}"))?;
     Ok((measured, predicted))
 }

@@ -131,7 +131,7 @@ fn sigterm_case(tracer: &Path) -> Verdict {
     let pid = child.id().to_string();
     let _ = Command::new("kill").args(["-TERM", &pid]).status();
     let status = child.wait().map_err(|e| e.to_string())?;
-    let snap = tracer_core::report::load(&json).map_err(|e| format!("{e:#}"));
+    let snap = tracer_core::capture_file::load(&json).map_err(|e| format!("{e:#}"));
     let _ = fs::remove_file(&json);
     let snap = snap?;
     let cmd = snap
@@ -157,8 +157,8 @@ fn degraded_capture(tracer: &Path) -> Verdict {
             .args(["--", "sh", "-c", &workload]),
         Duration::from_mins(1),
     )?;
-    let snap =
-        tracer_core::report::load(&json).map_err(|e| format!("{e:#}; stderr: {}", stderr.trim()));
+    let snap = tracer_core::capture_file::load(&json)
+        .map_err(|e| format!("{e:#}; stderr: {}", stderr.trim()));
     let _ = fs::remove_file(&json);
     let snap = snap?;
     if stderr.contains("panicked") || code != Some(0) {

@@ -325,7 +325,7 @@ pub(crate) fn p99_agrees(prom_ns: f64, own_ns: u64) -> Result<String, String> {
 /// Prometheus' p99 of a native histogram (`prom_ns`) and tracer's own agree within one
 /// schema-3 bucket.
 pub(crate) fn native_p99_agrees(prom_ns: f64, own_ns: u64) -> Result<String, String> {
-    use tracer_core::native::{index_of, index_of_ns};
+    use tracer_core::native_histogram::{index_of, index_of_ns};
     let (a, b) = (index_of(prom_ns / 1e9), index_of_ns(own_ns));
     #[expect(clippy::cast_precision_loss, reason = "nanoseconds, for display")]
     let seen = format!(

@@ -227,7 +227,7 @@ fn replay(tracer: &Path, name: &'static str, args: &[&str]) -> Replay {
             let path = file.to_string_lossy().into_owned();
             Replay {
                 target: start_serve(tracer, name, &["--replay", &path]),
-                capture: tracer_core::report::load(&file).map_err(|e| format!("{e:#}")),
+                capture: tracer_core::capture_file::load(&file).map_err(|e| format!("{e:#}")),
                 file: Some(file),
             }
         }
@@ -243,7 +243,7 @@ fn replay(tracer: &Path, name: &'static str, args: &[&str]) -> Replay {
 /// cgroups are no pod's), so that `tracer_cgroup_info` and the dashboards' panels by pod
 /// have series.
 fn name_as_a_pod(file: &Path, name: &str) -> Result<(), String> {
-    let mut capture = tracer_core::report::load(file).map_err(|e| format!("{e:#}"))?;
+    let mut capture = tracer_core::capture_file::load(file).map_err(|e| format!("{e:#}"))?;
     let pod = name.replace(' ', "-");
     for id in capture.cgroups.keys() {
         capture.cgroup_names.insert(
@@ -256,7 +256,7 @@ fn name_as_a_pod(file: &Path, name: &str) -> Result<(), String> {
             },
         );
     }
-    std::fs::write(file, tracer_core::report::json::to_string(&capture))
+    std::fs::write(file, tracer_core::capture_file::to_string(&capture))
         .map_err(|e| format!("{}: {e}", file.display()))
 }
 

@@ -83,6 +83,8 @@ pub struct Exporter {
     failed_encodings: AtomicU64,
     /// The live loop's health, where the frames come from one.
     health: Option<Arc<Health>>,
+    /// How long a scrape waits for the latest frame's encoding ([`STALE_AFTER`]).
+    stale_after: Duration,
     /// Test hook: how the next encoding fails.
     #[cfg(test)]
     fail_next_encoding: std::sync::Mutex<Option<TestFault>>,
@@ -189,8 +191,20 @@ impl Exporter {
             encoded: Notify::new(),
             failed_encodings: AtomicU64::new(0),
             health: None,
+            stale_after: STALE_AFTER,
             #[cfg(test)]
             fail_next_encoding: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// Wait this long for the latest frame's encoding: the tests of a failing encoding
+    /// wait for its outcome, however slowly a loaded host runs it.
+    #[cfg(test)]
+    #[must_use]
+    pub fn waiting_up_to(self, stale_after: Duration) -> Self {
+        Self {
+            stale_after,
+            ..self
         }
     }
 
@@ -213,7 +227,7 @@ impl Exporter {
         match self.frames.borrow().as_deref() {
             None => Liveness::Starting,
             Some(f) => match &f.error {
-                Some(e) => Liveness::Down(e.clone()),
+                Some(e) => Liveness::Dead(e.clone()),
                 None => Liveness::Up,
             },
         }
@@ -256,7 +270,7 @@ impl Exporter {
         let want = slot(format, gzip);
         let asked = tokio::time::Instant::now();
         // Down is said at once: bytes saying up are not served for a source that is not.
-        let source_down = matches!(self.liveness(), Liveness::Down(_));
+        let source_down = self.liveness().trouble().is_some();
         let mut failures_before = None;
         loop {
             // Made before looking, so an encoding that lands meanwhile still wakes it.
@@ -277,7 +291,7 @@ impl Exporter {
                     || (cache.source_down == source_down
                         && fresh_enough(cache.frame.as_deref(), latest.as_deref()));
                 let cached = cache.bodies[want].clone();
-                let past_bound = asked.elapsed() >= STALE_AFTER;
+                let past_bound = asked.elapsed() >= self.stale_after;
                 let have = cached.clone().filter(|_| recent || past_bound);
                 if !cache.busy && (!current || have.is_none()) {
                     let mut wanted = [false; SLOTS];
@@ -299,7 +313,7 @@ impl Exporter {
             } else {
                 // Older bytes are there: wait for the encoding until STALE_AFTER, then
                 // take them.
-                let _ = tokio::time::timeout_at(asked + STALE_AFTER, landed).await;
+                let _ = tokio::time::timeout_at(asked + self.stale_after, landed).await;
             }
         }
     }
@@ -494,11 +508,12 @@ enum Page {
     Healthy,
 }
 
-/// The readiness probe's path: 200 once the source refreshes (recording started and a
-/// frame published), 503 before and once it is down.
+/// The readiness probe's path: 200 while the source refreshes (recording started and
+/// frames published on time), 503 before the first, while refreshes are late, and once it
+/// is dead.
 pub const READY: &str = "/-/ready";
-/// The liveness probe's path: 200 unless the source is down (failed, or silent for two
-/// intervals), then 503, until tracer exits to be restarted.
+/// The liveness probe's path: 200 unless the source is dead (failed, or silent long enough
+/// to be taken for hung), then 503, until tracer exits to be restarted.
 pub const HEALTHY: &str = "/-/healthy";
 
 /// The readiness probe's answer (`ready`), else the liveness probe's, the reason in its
@@ -506,13 +521,14 @@ pub const HEALTHY: &str = "/-/healthy";
 fn probe(ready: bool, liveness: &Liveness) -> Response<Full<Bytes>> {
     let ok = match liveness {
         Liveness::Up => true,
-        Liveness::Starting => !ready,
-        Liveness::Down(_) => false,
+        Liveness::Starting | Liveness::Stalled(_) => !ready,
+        Liveness::Dead(_) => false,
     };
     let text = match liveness {
         Liveness::Up => "up: the source refreshes\n".to_owned(),
         Liveness::Starting => "starting: no refresh yet\n".to_owned(),
-        Liveness::Down(why) => format!("down: {why}\n"),
+        Liveness::Stalled(why) => format!("late: {why}\n"),
+        Liveness::Dead(why) => format!("down: {why}\n"),
     };
     let status = if ok {
         StatusCode::OK

@@ -10,7 +10,7 @@ use prometheus_client::{
 };
 
 use tracer_core::{
-    native::{NativeBuckets, SCHEMA, ZERO_THRESHOLD_S},
+    native_histogram::{NativeBuckets, SCHEMA, ZERO_THRESHOLD_S},
     snapshot::{AttachState, Counter, Probe},
 };
 

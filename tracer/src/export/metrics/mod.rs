@@ -7,7 +7,7 @@
 //! into [`BUCKET_BOUNDS_NS`], powers of 4 from about 1 µs to about 18 min (every power of
 //! two is a kernel bucket bound, so each exposed bucket's count is exact, as are `_sum` and
 //! `_count`), and, in the protobuf format, also as a native histogram of schema 3
-//! ([`tracer_core::native`]).
+//! ([`tracer_core::native_histogram`]).
 
 use std::{
     collections::BTreeMap,

@@ -917,7 +917,7 @@ mod protobuf {
     use super::super::{Context, Format, encode};
     use super as tests;
     use tracer_core::{
-        native::{NativeBuckets, SCHEMA, index_of_ns},
+        native_histogram::{NativeBuckets, SCHEMA, index_of_ns},
         snapshot::{Probe, SeriesKey},
     };
 

@@ -702,12 +702,12 @@ mod lifecycle {
         }
     }
 
-    /// Poll `health` until it says down, for at most `max`.
+    /// Poll `health` until it says stalled or dead, for at most `max`.
     fn wait_down(health: &Health, max: Duration) -> Option<String> {
         let begun = Instant::now();
         while begun.elapsed() < max {
-            if let Liveness::Down(why) = health.at(Instant::now()) {
-                return Some(why);
+            if let Some(why) = health.at(Instant::now()).trouble() {
+                return Some(why.to_owned());
             }
             std::thread::sleep(Duration::from_millis(5));
         }
@@ -748,8 +748,9 @@ mod lifecycle {
             assert!(begun.elapsed() < Duration::from_secs(10), "never up");
             std::thread::sleep(Duration::from_millis(5));
         }
-        let why = wait_down(&h.health, Duration::from_secs(10)).expect("down");
+        let why = wait_down(&h.health, Duration::from_secs(10)).expect("late");
         assert!(why.contains("no refresh for"), "{why}");
+        assert!(matches!(h.health.at(Instant::now()), Liveness::Stalled(_)));
         assert_eq!(
             h.frames.borrow().as_ref().map(|f| f.seq),
             Some(2),
@@ -758,18 +759,33 @@ mod lifecycle {
     }
 
     #[test]
-    fn health_is_starting_then_down_without_a_first_refresh() {
-        let health = Health::new(Duration::from_secs(1));
+    fn health_from_starting_through_late_to_hung() {
+        let second = Duration::from_secs(1);
+        let health = Health::new(second);
         let t0 = health.state().last_sign;
-        assert_eq!(health.at(t0 + Duration::from_millis(1500)), Liveness::Starting);
-        assert!(matches!(
-            health.at(t0 + Duration::from_millis(2100)),
-            Liveness::Down(why) if why.contains("no refresh for 2.1 s")
-        ));
-        health.refreshed(Duration::from_secs(1));
-        assert_eq!(health.at(Instant::now()), Liveness::Up);
+        let at = |s: f64| health.at(t0 + Duration::from_secs_f64(s));
+        // The first read may take long: starting until taken for hung.
+        assert_eq!(at(30.0), Liveness::Starting);
+        assert!(
+            matches!(at(120.0), Liveness::Dead(why) if why.contains("taken for hung")),
+            "{:?}",
+            at(120.0)
+        );
+        health.refreshed(second);
+        let t1 = health.state().last_sign;
+        let at = |s: f64| health.at(t1 + Duration::from_secs_f64(s));
+        assert_eq!(at(0.5), Liveness::Up);
+        assert_eq!(at(2.0), Liveness::Up, "two intervals are not late yet");
+        assert!(matches!(at(2.1), Liveness::Stalled(why) if why.contains("no refresh for 2.1 s")));
+        assert!(matches!(at(119.0), Liveness::Stalled(_)));
+        assert!(matches!(at(120.0), Liveness::Dead(_)), "ten intervals, at least 2 min");
+        // A longer interval: ten of them.
+        health.refreshed(Duration::from_mins(1));
+        let t2 = health.state().last_sign;
+        assert!(matches!(health.at(t2 + Duration::from_mins(9)), Liveness::Stalled(_)));
+        assert!(matches!(health.at(t2 + Duration::from_mins(10)), Liveness::Dead(_)));
         health.died("gone".into());
-        assert_eq!(health.at(Instant::now()), Liveness::Down("gone".into()));
+        assert_eq!(health.at(Instant::now()), Liveness::Dead("gone".into()));
     }
 }
 

@@ -341,7 +341,7 @@ fn signals(files: &BTreeMap<String, PathBuf>, scope: &str, tally: &mut Tally) {
     let next = files
         .get("signals_next.json")
         .ok_or_else(|| with_log(files, "signals_next.log", "no capture file".into()))
-        .and_then(|p| tracer_core::report::load(p).map_err(|e| format!("{e:#}")))
+        .and_then(|p| tracer_core::capture_file::load(p).map_err(|e| format!("{e:#}")))
         .and_then(|s: Snapshot| {
             Ok(format!(
                 "{}, {}",
@@ -390,7 +390,7 @@ fn least_capture(files: &BTreeMap<String, PathBuf>, how: &str) -> Verdict {
     let path = files
         .get(&format!("lp_capture_{how}.json"))
         .ok_or_else(|| with_log(files, &log, "no capture file".into()))?;
-    let s = tracer_core::report::load(path).map_err(|e| format!("{e:#}"))?;
+    let s = tracer_core::capture_file::load(path).map_err(|e| format!("{e:#}"))?;
     let counts = format!(
         "{}, {}",
         exact(&s, Probe::SysRmdir, 50)?,

@@ -347,7 +347,7 @@ fn prometheus_p99(files: &BTreeMap<String, PathBuf>, prometheus: Option<&Prometh
             "the guest sent no serve_wl.json".into(),
         )
     })?;
-    let capture = tracer_core::report::load(path).map_err(|e| format!("{e:#}"))?;
+    let capture = tracer_core::capture_file::load(path).map_err(|e| format!("{e:#}"))?;
     let own = capture.total_where(|k| {
         k.probe == tracer_core::snapshot::Probe::SysRmdir
             && capture.cgroup_name(k.cgroup) == "/serve_wl"

@@ -358,7 +358,8 @@ pub(super) fn srcu_healed(
 /// The guest kernel's `cgroup:cgroup_mkdir` format file parses as tracer reads it.
 pub(super) fn cgroup_format(files: &BTreeMap<String, PathBuf>) -> Verdict {
     let text = read(files, "cgroup_format")?;
-    let [root, id, path] = tracer_loader::attach::cgroup_offsets(&text)?;
+    let [root, id, path] =
+        tracer_loader::host::tracefs::cgroup_offsets(&text).map_err(|e| e.to_string())?;
     Ok(format!(
         "root at {root}, id (u64) at {id}, path (__data_loc) at {path}"
     ))
@@ -398,7 +399,7 @@ pub(super) fn load_capture_file(
     let path = files
         .get(&format!("{name}.json"))
         .ok_or_else(|| with_log(files, &log, format!("no {name}.json")))?;
-    tracer_core::report::load(path).map_err(|e| format!("{}: {e:#}", path.display()))
+    tracer_core::capture_file::load(path).map_err(|e| format!("{}: {e:#}", path.display()))
 }
 /// `tracer capture --slow 5ms -- rmdir DIR` where DIR holds 20000 negative dentries: the
 /// slow call names `vfs_rmdir`, the rmdir process's pid, comm and cgroup, and the pruning
@@ -470,9 +471,10 @@ pub(super) fn round_trip(files: &BTreeMap<String, PathBuf>, _: (u32, u32)) -> Ve
             .get(n)
             .ok_or_else(|| with_log(files, "umount300.rt.log", format!("the guest sent no {n}")))
     };
-    let a =
-        tracer_core::report::load(path("umount300_fentry.json")?).map_err(|e| format!("{e:#}"))?;
-    let b = tracer_core::report::load(path("umount300.rt.json")?).map_err(|e| format!("{e:#}"))?;
+    let a = tracer_core::capture_file::load(path("umount300_fentry.json")?)
+        .map_err(|e| format!("{e:#}"))?;
+    let b = tracer_core::capture_file::load(path("umount300.rt.json")?)
+        .map_err(|e| format!("{e:#}"))?;
     if a == b {
         Ok(format!(
             "{} series, {} probes: equal",
@@ -510,7 +512,7 @@ pub(super) fn agrees_with_bpftrace(
     let path = files
         .get(&format!("{name}.json"))
         .ok_or_else(|| format!("no {name}.json"))?;
-    let ours = tracer_core::report::load(path).map_err(|e| format!("{e:#}"))?;
+    let ours = tracer_core::capture_file::load(path).map_err(|e| format!("{e:#}"))?;
     let mut seen = Vec::new();
     for probe in probes {
         // A probe this attach mode cannot place here (fentry on a compiler clone) is no
@@ -554,19 +556,15 @@ pub(super) fn predicts(
             .cloned()
             .ok_or_else(|| format!("the guest sent no {n}.json"))
     };
-    let measured = tracer_core::report::load(&path(check)?).map_err(|e| format!("{e:#}"))?;
-    let args = tracer_model::Args {
-        scenario: Some(scenario.into()),
-        variant: Some(variant.into()),
-        // The test VMs have 2 CPUs.
-        set: vec![set.into(), "cpus=2".into()],
+    let measured = tracer_core::capture_file::load(&path(check)?).map_err(|e| format!("{e:#}"))?;
+    let run = tracer_model::Run {
         seed: 1,
         calibrate: Some(path(fit)?),
-        ..tracer_model::Args::default()
+        // The test VMs have 2 CPUs.
+        ..tracer_model::Run::named(scenario, Some(variant), &[set, "cpus=2"])
+            .map_err(|e| format!("model: {e}"))?
     };
-    let predicted = tracer_model::run(&args)
-        .map_err(|e| format!("model: {e:#}"))?
-        .ok_or("the model returned no snapshot")?;
+    let predicted = tracer_model::run(&run).map_err(|e| format!("model: {e:#}"))?;
     let total = |s: &Snapshot| match caller {
         Some(c) => s.probe_by_caller(probe, Some(c)).sum_ns(),
         None => s.probe_total(probe).sum_ns(),

@@ -1,4 +1,5 @@
-//! Snapshots built by hand for the report tests: no kernel, no model.
+//! Snapshots built by hand for the tests of the reports and the capture file: no kernel, no
+//! model.
 
 use crate::snapshot::{
     AttachMethod, AttachState, CommandRun, Counter, DentryState, GONE_CGROUP, Meta, Probe,

@@ -7,7 +7,7 @@ use aya::programs::links::FdLink;
 use aya_obj::generated::{bpf_attr, bpf_cmd};
 
 /// A kprobe's or kretprobe's link, taken from aya when attached (see
-/// `attach::Attached::kprobe_links`): dropping it detaches the probe.
+/// `crate::attached::Attached`): dropping it detaches the probe.
 #[derive(Debug)]
 pub struct KprobeLink {
     /// aya's link, which owns the attachment.

@@ -1,0 +1,61 @@
+//! Findings: what is wrong on the traced paths, why, and what would help.
+//!
+//! A [`Finding`] is what an expert who has read the kernel threads behind tracer would say
+//! of a [`Snapshot`]: the pathology in the threads' words, the rows that show it with their
+//! share of the wall time (or of the window), the time it cost, whether this kernel has the
+//! change the threads discuss (with the release it came in and the settings that exist),
+//! and the remedy, named as the model's what-if to run.
+//!
+//! The rules are data plus one small function each ([`RULES`]): their thresholds carry the
+//! reason they sit where they do (a figure of a seed thread or a measured ratio), their
+//! kernel facts the source each was read in ([`kernel`]). [`evaluate`] runs them all; a
+//! quiet host and ordinary work give no finding.
+
+use crate::snapshot::Snapshot;
+
+mod ctx;
+mod finding;
+pub mod kernel;
+mod rules;
+pub mod text;
+
+#[cfg(test)]
+mod tests;
+
+pub use finding::{
+    Evidence, FactStatus, Finding, Impact, KernelStatus, ModelRun, Remedy, Severity, Share,
+    TunableStatus, Whole,
+};
+pub use kernel::{Basis, KernelFeatures, KernelInfo, KernelVersion, Presence, Since};
+pub use rules::{Limit, RULES, Rule, Seed, Threshold, rule};
+
+/// Run every rule on `snapshot` taken on `kernel`: the findings, the costliest first.
+#[must_use]
+pub fn evaluate(snapshot: &Snapshot, kernel: &KernelInfo) -> Vec<Finding> {
+    let ctx = ctx::Ctx::new(snapshot, kernel);
+    let mut out: Vec<Finding> = RULES.iter().filter_map(|r| (r.check)(&ctx)).collect();
+    sort(&mut out);
+    out
+}
+
+/// [`evaluate`] on the kernel the snapshot names (`meta.kernel`), with no feature known.
+#[must_use]
+pub fn check(snapshot: &Snapshot) -> Vec<Finding> {
+    let kernel = snapshot
+        .meta
+        .kernel
+        .as_deref()
+        .map_or_else(KernelInfo::unknown, KernelInfo::from_release);
+    evaluate(snapshot, &kernel)
+}
+
+/// The costliest first; at equal cost the more severe, then by id.
+pub fn sort(findings: &mut [Finding]) {
+    findings.sort_by(|a, b| {
+        b.impact
+            .lost_ns
+            .cmp(&a.impact.lost_ns)
+            .then(b.severity.cmp(&a.severity))
+            .then(a.id.cmp(&b.id))
+    });
+}

@@ -1,0 +1,331 @@
+//! Loads the kernel programs and attaches each probe where this kernel allows.
+//!
+//! One missing symbol never stops the others: every probe ends in an [`AttachState`] that
+//! the Snapshot carries (attached and how, absent on this kernel, or failed and why).
+//!
+//! [`attach_with_slow`] is the sequence; its steps are the submodules: [`mode`] (the attach
+//! mode for this kernel and caller), `load` (the object, its maps sized and its globals set),
+//! the probes by what they trace (`functions`, `syscalls`), one module per kind of attach
+//! (`fentry`, `kprobe`, `tracepoint`), and `frames` (what tells a caller's frame still
+//! active). [`select`] parses `--probes`.
+
+mod error;
+mod fentry;
+mod frames;
+pub(crate) mod functions;
+mod kprobe;
+pub(crate) mod load;
+pub mod mode;
+pub(crate) mod program;
+pub mod select;
+mod syscalls;
+mod tracepoint;
+
+use std::collections::BTreeMap;
+
+use tracer_common::{FUNCTIONS, Probe};
+use tracer_core::snapshot::{AttachMethod, AttachState};
+
+pub use self::{
+    error::{AttachError, LoadError},
+    mode::{AttachMode, MapReads, UnknownMode},
+    select::{ProbeSelection, SelectError},
+};
+pub use crate::attached::Attached;
+use crate::{
+    attached::Outcome,
+    host::{self, Preemption, kallsyms::Kallsyms, memlock, privileges},
+    kprobe_links::KprobeLink,
+    settle::{self, RecordingSince},
+    sizing,
+};
+use load::Loaded;
+use syscalls::SyscallsBy;
+
+/// Check what tracing needs before touching the kernel, so the error names the real cause.
+///
+/// # Errors
+/// The first missing prerequisite.
+pub fn preflight() -> Result<(), LoadError> {
+    preflight_common()?;
+    kprobe_support()
+}
+
+/// The programs are embedded and we may load them.
+pub(crate) fn preflight_common() -> Result<(), LoadError> {
+    if load::EBPF_OBJECT.is_empty() {
+        return Err(LoadError::NoPrograms);
+    }
+    if !privileges::has_tracing_privileges() {
+        return Err(LoadError::NoPrivileges);
+    }
+    Ok(())
+}
+
+/// Whether this kernel can attach kprobes at all.
+pub(crate) fn kprobe_support() -> Result<(), LoadError> {
+    if host::kprobes_supported() {
+        Ok(())
+    } else {
+        Err(LoadError::NoKprobes {
+            config: host::kernel_config_says("CONFIG_KPROBES"),
+        })
+    }
+}
+
+/// Load the programs and attach `wanted` probes. Probes not in `wanted` are `NotRequested`.
+/// Warnings (missing BTF offsets, ...) are returned beside the states for the caller to show.
+///
+/// # Errors
+/// Only when nothing can be loaded at all, or `--attach kprobe` on a kernel without
+/// kprobes; a probe that fails is reported in its state.
+pub fn attach(wanted: &[Probe], mode: AttachMode) -> Result<Attached, LoadError> {
+    attach_with_slow(
+        wanted,
+        mode,
+        0,
+        sizing::DEFAULT_BUDGET_MIB << 20,
+        MapReads::AtEnd,
+    )
+}
+
+/// [`attach`], with the slow-call threshold (ns, 0: off) set before the first probe
+/// attaches, so that every call that returns while attached is either reported as slow
+/// or counted as not reported ([`Attached::set_slow_threshold`] changes it later), and the
+/// maps sized within `kernel_memory` bytes ([`crate::sizing`]), and the attach mode chosen
+/// for how the caller reads the maps (`reads`: where the kernel preempts kernel code, a
+/// capture, which reads them once, gets kprobes, a live view fentry).
+///
+/// # Errors
+/// As [`attach`]; also when the threshold cannot be set.
+pub fn attach_with_slow(
+    wanted: &[Probe],
+    mode: AttachMode,
+    slow_threshold_ns: u64,
+    kernel_memory: u64,
+    reads: MapReads,
+) -> Result<Attached, LoadError> {
+    preflight_common()?;
+    let cpus = sizing::possible_cpus().map_err(LoadError::Budget)?;
+    let sizes = sizing::choose(cpus, kernel_memory).map_err(LoadError::Budget)?;
+    let kprobes = kprobe_support();
+    if mode == AttachMode::Kprobe
+        && let Err(e) = kprobes
+    {
+        return Err(e);
+    }
+    memlock::raise_limit();
+    // The kernel writes out its symbols (6.8 MB on Debian's 6.12) while the BTF is parsed
+    // and the object loaded, which need none of them. In a 2-CPU VM under TCG the symbols
+    // took 1.6 to 3.4 s to read and parse, the BTF and the object 2.9 to 4 s: at once, the
+    // first attach came 3.4 to 4.1 s after this point instead of 4.3 to 7.5 s.
+    let kallsyms = std::thread::Builder::new()
+        .name("tracer-kallsyms".into())
+        .spawn(Kallsyms::read);
+
+    let mut warnings = Vec::new();
+    let preempts = Preemption::of_this_kernel();
+    let mode = mode::effective_mode(mode, &preempts, kprobes.is_ok(), reads, &mut warnings);
+    let mut loaded = load::load(sizes, cpus, mode, slow_threshold_ns, &mut warnings)?;
+    let kallsyms = match kallsyms {
+        Ok(reader) => reader
+            .join()
+            .unwrap_or_else(|_| Err(std::io::Error::other("the reading thread panicked"))),
+        Err(_) => Kallsyms::read(),
+    }
+    .map_err(LoadError::Kallsyms)?;
+
+    let probes = Probes {
+        wanted,
+        mode,
+        no_kprobes: kprobes.is_err(),
+    };
+    let (states, kprobe_links, cgroup_events) =
+        attach_probes(&mut loaded, &kallsyms, &probes, &mut warnings);
+    judge(
+        &states,
+        &kallsyms,
+        &kprobes,
+        &loaded,
+        &probes,
+        &mut warnings,
+    )?;
+    if let Err(why) = frames::set(&mut loaded.ebpf, &kallsyms, &states) {
+        warnings.push(format!(
+            "a caller frame left by a return the kernel missed is dropped only at the \
+             thread's next syscall, work item or exit, not as soon as the stack shows it \
+             gone: {why}"
+        ));
+    }
+    // Only now, with every program in place, do the programs start recording.
+    let recording_since = start_recording(&mut loaded.ebpf, &mut warnings)?;
+    let Loaded {
+        ebpf,
+        kernel_log,
+        sizes,
+        ..
+    } = loaded;
+    Ok(Attached::new(
+        ebpf,
+        kprobe_links,
+        Outcome {
+            states,
+            warnings,
+            cgroup_events,
+            kernel_log,
+            sizes,
+            recording_since,
+        },
+    ))
+}
+
+/// Which probes to attach, and how.
+struct Probes<'a> {
+    /// The probes asked for; the others are `NotRequested`.
+    wanted: &'a [Probe],
+    /// The attach mode, as [`mode::effective_mode`] chose it.
+    mode: AttachMode,
+    /// The kernel has no kprobes.
+    no_kprobes: bool,
+}
+
+/// Attach every probe asked for, and the programs that serve them all (the cgroup events,
+/// the thread exits): each probe's state, the kprobes' links, and whether cgroups are
+/// learned as they are made.
+fn attach_probes(
+    loaded: &mut Loaded,
+    kallsyms: &Kallsyms,
+    probes: &Probes<'_>,
+    warnings: &mut Vec<String>,
+) -> (BTreeMap<Probe, AttachState>, Vec<KprobeLink>, bool) {
+    let Probes {
+        wanted,
+        mode,
+        no_kprobes,
+    } = *probes;
+    let ebpf = &mut loaded.ebpf;
+    let mut states = BTreeMap::new();
+    let mut kprobe_links = Vec::new();
+    for &probe in FUNCTIONS {
+        let state = if wanted.contains(&probe) {
+            functions::attach_function(
+                ebpf,
+                kallsyms,
+                loaded.aya_btf.as_ref(),
+                mode,
+                no_kprobes,
+                probe,
+                &mut kprobe_links,
+            )
+        } else {
+            AttachState::NotRequested
+        };
+        states.insert(probe, state);
+    }
+    let syscalls_by = match mode {
+        AttachMode::Kprobe => SyscallsBy::Kprobes(kallsyms),
+        _ => match loaded.aya_btf.as_ref() {
+            Some(btf) => SyscallsBy::Fentry(kallsyms, btf),
+            None => SyscallsBy::Tracepoints,
+        },
+    };
+    syscalls::attach_syscalls(
+        ebpf,
+        wanted,
+        syscalls_by,
+        loaded.tracefs.as_ref().err(),
+        &mut states,
+        &mut kprobe_links,
+    );
+    functions::attach_derived(ebpf, wanted, loaded.offsets_valid, &mut states);
+    let cgroup_events = match &loaded.cgroup_layout {
+        Ok(_) => tracepoint::attach_cgroup_events(ebpf).map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    };
+    let cgroup_events = match cgroup_events {
+        Ok(()) => true,
+        Err(e) => {
+            warnings.push(format!(
+                "cgroups made during the capture are named only if they still exist at its \
+                 end: {e}"
+            ));
+            false
+        }
+    };
+    tracepoint::attach_thread_exits(ebpf, warnings);
+    for (p, s) in &states {
+        log::debug!("{}: {s:?}", p.name());
+    }
+    (states, kprobe_links, cgroup_events)
+}
+
+/// What the states come to: a warning where kretprobes can lose returns, and where no
+/// kernel function could be traced; an error when nothing at all attached.
+///
+/// # Errors
+/// [`LoadError::NothingAttached`], with why.
+fn judge(
+    states: &BTreeMap<Probe, AttachState>,
+    kallsyms: &Kallsyms,
+    kprobes: &Result<(), LoadError>,
+    loaded: &Loaded,
+    probes: &Probes<'_>,
+    warnings: &mut Vec<String>,
+) -> Result<(), LoadError> {
+    let by_kprobe = states.values().any(|s| {
+        matches!(
+            s,
+            AttachState::Attached {
+                method: AttachMethod::Kprobe,
+                ..
+            }
+        )
+    });
+    if by_kprobe && let Some(held) = kprobe::kretprobes_held_per_function(kallsyms) {
+        warnings.push(held);
+    }
+    let any_function = FUNCTIONS
+        .iter()
+        .any(|p| matches!(states[p], AttachState::Attached { .. }));
+    if !any_function && FUNCTIONS.iter().any(|p| probes.wanted.contains(p)) {
+        let mut why = match kprobes {
+            Err(e) => e.to_string(),
+            Ok(()) => "every function probe failed (see the probes table)".to_owned(),
+        };
+        if let Err(e) = &loaded.tracefs {
+            why = format!("{why}; and {e}");
+        }
+        if !states
+            .values()
+            .any(|s| matches!(s, AttachState::Attached { .. }))
+        {
+            return Err(LoadError::NothingAttached(why));
+        }
+        warnings.push(format!(
+            "no kernel function could be traced, only syscalls and tracepoints: {why}"
+        ));
+    }
+    Ok(())
+}
+
+/// Start recording once attaching has settled (see [`settle`]); a warning when it did not.
+/// Returns when it started.
+fn start_recording(
+    ebpf: &mut aya::Ebpf,
+    warnings: &mut Vec<String>,
+) -> Result<RecordingSince, LoadError> {
+    let (took, quiet, since) = settle::settle_and_record(ebpf).map_err(LoadError::Record)?;
+    if quiet {
+        log::info!(
+            "recording after {} ms for attaching to settle",
+            took.as_millis()
+        );
+    } else {
+        warnings.push(format!(
+            "grace-period waits were still starting {} s after attaching (a busy host, or \
+             tracer's attaching): some of those first waits may be recorded",
+            took.as_secs()
+        ));
+    }
+    Ok(since)
+}
