@@ -5,9 +5,10 @@
 //! still built, for its pure parts (model, reports); it then says at run time that it has
 //! no kernel programs. `TRACER_REQUIRE_EBPF=1` (set by xtask) turns that into a build error.
 
-use std::{env, fs, path::PathBuf};
+use std::{env, fmt::Write as _, fs, path::PathBuf};
 
 use anyhow::{Context as _, anyhow};
+use sha2::Digest as _;
 
 fn main() -> anyhow::Result<()> {
     println!("cargo:rerun-if-env-changed=TRACER_REQUIRE_EBPF");
@@ -62,5 +63,19 @@ fn main() -> anyhow::Result<()> {
         // aya-build skipped (AYA_BUILD_SKIP) or no linker: an empty object marks "no programs".
         fs::write(&out, []).context("writing placeholder object")?;
     }
+    // Which kernel programs this binary carries, for `tracer --version`: two builds that
+    // embed the same object say the same hash, whatever else differs.
+    let object = fs::read(&out).context("reading the kernel programs' object")?;
+    let hash = if object.is_empty() {
+        "none".to_owned()
+    } else {
+        sha2::Sha256::digest(&object)
+            .iter()
+            .fold(String::new(), |mut s, b| {
+                let _ = write!(s, "{b:02x}");
+                s
+            })
+    };
+    println!("cargo:rustc-env=TRACER_EBPF_SHA256={hash}");
     Ok(())
 }

@@ -24,3 +24,7 @@ pub mod settle;
 pub mod sizing;
 pub mod switches;
 pub mod test_knobs;
+
+/// SHA-256 of the kernel programs' object this binary embeds (`none` when it was built
+/// without them): which programs run, for `tracer --version`.
+pub const KERNEL_PROGRAMS_SHA256: &str = env!("TRACER_EBPF_SHA256");

@@ -7,10 +7,12 @@
 //! [`live`] loop. [`model`] runs the model as `tracer model`; [`output`] is where and how
 //! a report is written.
 
+pub mod build_info;
 pub mod capture;
 pub mod export;
 pub mod kernel_args;
 pub mod live;
+pub mod manual;
 pub mod model;
 pub mod output;
 pub mod process;

@@ -15,7 +15,8 @@ static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// pruning under inode locks: per call path, per caller, per cgroup.
 #[derive(Debug, Parser)]
 #[command(
-    version,
+    version = tracer::build_info::SHORT.as_str(),
+    long_version = tracer::build_info::LONG.as_str(),
     propagate_version = true,
     after_help = "Examples:
   tracer capture -- umount /mnt/a /mnt/b          where did this umount's time go?
@@ -68,6 +69,9 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    if let Some(code) = manual() {
+        return code;
+    }
     let cli = Cli::try_parse().unwrap_or_else(|e| negative_value_error(e).exit());
     let level = if cli.verbose { "info" } else { "warn" };
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(level)).init();
@@ -95,6 +99,33 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `tracer __manual DIR`: the man pages and completions of this binary's flags, for a
+/// release (see [`tracer::manual`]); None for every other command line.
+fn manual() -> Option<ExitCode> {
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if argv.get(1).is_none_or(|a| a != tracer::manual::ARG) {
+        return None;
+    }
+    let [_, _, dir] = argv.as_slice() else {
+        eprintln!("tracer: usage: tracer {} DIR", tracer::manual::ARG);
+        return Some(ExitCode::FAILURE);
+    };
+    Some(
+        match tracer::manual::write(Cli::command(), std::path::Path::new(dir)) {
+            Ok(files) => {
+                for f in files {
+                    println!("{f}");
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("tracer: error: writing the manual: {e}");
+                ExitCode::FAILURE
+            }
+        },
+    )
 }
 
 /// clap reads `--duration -5s` as the option without its value followed by an unknown

@@ -2,6 +2,7 @@
 //! QEMU, and run every test. Each command runs `setup` first (cheap once done).
 
 mod bench;
+mod dist;
 mod initramfs;
 mod kernel;
 mod lint;
@@ -34,6 +35,9 @@ enum Cmd {
     Setup,
     /// Build the static tracer with its kernel programs embedded; prints its path.
     Build,
+    /// The release in target/dist: the Debian package, the OCI image archive, the tarball
+    /// and SHA256SUMS, byte for byte the same for one commit.
+    Dist,
     /// Boot a kernel under QEMU with tracer in its initramfs and run a command there.
     ///
     /// Exits with the command's status, or 125 when the VM failed.
@@ -109,6 +113,12 @@ enum Cmd {
     /// The checks of `deploy/` alone: `promtool check/test rules` on the Prometheus rules,
     /// `systemd-analyze verify/security` on the unit, `kubernetes-validate` on the manifests.
     DeployCheck,
+    /// The release cases alone: `dist`, lintian, the image's labels, a second `dist` equal
+    /// to the first, and Debian 12 under systemd installing the .deb and running the image.
+    ReleaseCheck {
+        #[command(flatten)]
+        qemu: QemuArgs,
+    },
     /// The hardening VM cases alone (signals to capture, top and serve; least privilege),
     /// in one boot of their own.
     HardenVm {
@@ -161,6 +171,14 @@ fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
             println!("{}", bin.display());
             Ok(ExitCode::SUCCESS)
         }
+        Cmd::Dist => {
+            let tools = setup::setup()?;
+            print!(
+                "{}",
+                dist::describe(&dist::make(&tracer_build::build(&tools)?)?)?
+            );
+            Ok(ExitCode::SUCCESS)
+        }
         Cmd::Vm {
             kernel,
             qemu,
@@ -209,6 +227,13 @@ fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
             let kubernetes_validate = setup::deploy_tools()?;
             let mut tally = testing::harness::Tally::default();
             testing::deploy::cases(&kubernetes_validate, &mut tally);
+            Ok(exit_code(&tally))
+        }
+        Cmd::ReleaseCheck { qemu } => {
+            let tools = setup::setup()?;
+            let tracer = tracer_build::build(&tools)?;
+            let mut tally = testing::harness::Tally::default();
+            testing::release::check(&tools, &tracer, &qemu, &mut tally)?;
             Ok(exit_code(&tally))
         }
         Cmd::HardenVm { kernel, qemu } => {
@@ -343,6 +368,11 @@ fn test(
             return Ok(ExitCode::FAILURE);
         }
     };
+    // The release an operator installs, checked on this host here and on Debian 12 in a
+    // VM lane below.
+    let made = phases.time("dist", || {
+        testing::release::make_recorded(&tracer, &mut tally)
+    });
     phases.time("host cases", || {
         testing::host::host_case(&tracer, &mut tally);
         testing::host::host_fault_cases(&tracer, &mut tally);
@@ -350,15 +380,22 @@ fn test(
         testing::host_harden::host_cases(&tracer, &mut tally);
         testing::host_top::top_cases(&tracer, &mut tally);
         testing::deploy::cases(&tools.kubernetes_validate, &mut tally);
+        if let Some(made) = &made {
+            testing::release::host_cases(made, || dist::remake(&tools), &mut tally);
+        }
     });
     // The longest boot (the hardening cases') first, so that the lanes end together.
     series.sort_by_key(|s| s.name != HARDEN_KERNEL);
-    let kernels = series
-        .iter()
-        .map(|s| kernel::resolve(s.name, &tools.kernels))
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    let queue = std::sync::Mutex::new(kernels.into_iter());
-    let lanes = jobs.min(series.len()).max(1);
+    // The release's VM boots Debian 12's own kernel: with every kernel, or with that one.
+    let release = made
+        .as_ref()
+        .filter(|_| match which {
+            kernel::Kernels::All => true,
+            kernel::Kernels::One(s) => s.name == testing::release::KERNEL,
+        });
+    let vms = Job::queue(&series, release, &tools)?;
+    let lanes = jobs.min(vms.len()).max(1);
+    let queue = std::sync::Mutex::new(vms.into_iter());
     let timeout = Duration::from_secs(qemu.timeout);
     let done = phases.time("VMs", || {
         std::thread::scope(|scope| {
@@ -369,13 +406,11 @@ fn test(
                         let mut took = Vec::new();
                         loop {
                             let next = queue.lock().map(|mut q| q.next()).ok().flatten();
-                            let Some(kernel) = next else { break };
                             let start = std::time::Instant::now();
-                            let harden = kernel.name == HARDEN_KERNEL;
-                            let run = testing::suite::vm_suite(
-                                &kernel, &tracer, timeout, qemu.kvm, harden, &mut tally,
-                            );
-                            took.push((format!("VM {}", kernel.name), start.elapsed()));
+                            let Some(job) = next else { break };
+                            let (name, run) =
+                                job.run(&tracer, &tools, timeout, qemu.kvm, &mut tally);
+                            took.push((name, start.elapsed()));
                             if let Err(e) = run {
                                 return (tally, took, Err(e));
                             }
@@ -414,6 +449,57 @@ fn vm_cases_agree(tally: &mut testing::harness::Tally) -> bool {
         &verdict,
     );
     verdict.is_ok()
+}
+
+/// What a VM lane of `cargo xtask test` boots.
+enum Job<'a> {
+    /// A kernel's suite.
+    Suite(kernel::Kernel),
+    /// Debian 12 under systemd with the release's .deb and image.
+    Release(kernel::Kernel, &'a dist::Artifacts),
+}
+
+impl<'a> Job<'a> {
+    /// Each kernel's suite, in `series`' order, and Debian 12 with the release second, so
+    /// that one lane takes it while the other runs the longest suite.
+    fn queue(
+        series: &[kernel::Series],
+        release: Option<&'a dist::Artifacts>,
+        tools: &setup::Tools,
+    ) -> anyhow::Result<Vec<Job<'a>>> {
+        let mut vms = series
+            .iter()
+            .map(|s| kernel::resolve(s.name, &tools.kernels).map(Job::Suite))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        if let Some(made) = release {
+            let kernel = kernel::resolve(testing::release::KERNEL, &tools.kernels)?;
+            vms.insert(1.min(vms.len()), Job::Release(kernel, made));
+        }
+        Ok(vms)
+    }
+
+    /// Boot and judge; the lane's name for the timing line, and whether the VM could run.
+    fn run(
+        self,
+        tracer: &std::path::Path,
+        tools: &setup::Tools,
+        timeout: Duration,
+        kvm: bool,
+        tally: &mut testing::harness::Tally,
+    ) -> (String, anyhow::Result<()>) {
+        match self {
+            Job::Suite(kernel) => {
+                let harden = kernel.name == HARDEN_KERNEL;
+                let run = testing::suite::vm_suite(&kernel, tracer, timeout, kvm, harden, tally);
+                (format!("VM {}", kernel.name), run)
+            }
+            Job::Release(kernel, made) => {
+                let run =
+                    testing::release::vm(&kernel, made, &tools.debian_rootfs, timeout, kvm, tally);
+                ("VM release (Debian 12)".to_owned(), run)
+            }
+        }
+    }
 }
 
 /// Wall time per phase of a command, and of the parts run at once within a phase.

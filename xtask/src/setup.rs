@@ -24,7 +24,7 @@ const BPF_LINKER_VERSION: &str = "0.13.0";
 const KUBERNETES_VALIDATE_VERSION: &str = "1.37.0";
 /// Debian packages the VM tests and the host need. QEMU is handled apart (it must come
 /// from backports: bookworm's 7.2 crashes booting 6.12 under TCG).
-const APT_PACKAGES: [&str; 11] = [
+const APT_PACKAGES: [&str; 15] = [
     "busybox-static",
     "bpftrace",
     // bpftool: the VM's hardening cases list the kernel's BPF objects with it, and the
@@ -43,6 +43,13 @@ const APT_PACKAGES: [&str; 11] = [
     "systemd",
     // The venv kubernetes-validate is installed into, for the checks of deploy/kubernetes/.
     "python3-venv",
+    // The release cases: the Debian 12 system the .deb is installed on (a root file system
+    // made from Debian's packages), lintian on the .deb, and skopeo and umoci, which read
+    // the image archive.
+    "mmdebstrap",
+    "lintian",
+    "skopeo",
+    "umoci",
 ];
 /// The suite QEMU 10 comes from.
 const BACKPORTS: &str = "bookworm-backports";
@@ -57,6 +64,9 @@ pub struct Tools {
     pub kernels: PathBuf,
     /// The `kubernetes-validate` executable the deploy cases run.
     pub kubernetes_validate: PathBuf,
+    /// A Debian 12 root file system with systemd, as a `newc` cpio archive, for the release
+    /// cases' VM.
+    pub debian_rootfs: PathBuf,
 }
 
 /// Every step the builds, VMs and benchmarks need; cheap when all is present.
@@ -82,11 +92,79 @@ pub fn setup() -> anyhow::Result<Tools> {
             fetch_kernel(&kernel_apt, &kernels, series)
         })?;
     }
+    let debian_rootfs = step("Debian 12 root file system (mmdebstrap)", || {
+        debian_rootfs(&cache)
+    })?;
     Ok(Tools {
         bpf_linker_bin,
         kernels,
         kubernetes_validate,
+        debian_rootfs,
     })
+}
+
+/// The packages of the release cases' Debian system besides `minbase`: systemd as init, curl
+/// to scrape, bpftool to list BPF objects, libcap2-bin's capsh to start a container's
+/// process with the `DaemonSet`'s capabilities.
+const DEBIAN_ROOTFS_PACKAGES: &str =
+    "systemd,systemd-sysv,dbus,curl,bpftool,procps,iproute2,kmod,libcap2-bin";
+
+/// A Debian 12 root file system from the machine's Debian mirror, made once by mmdebstrap
+/// and kept under the cache as a cpio archive the kernel unpacks as its initramfs, with
+/// systemd as its `/init`. Named by what it holds, so a change of the package list makes a
+/// new one.
+fn debian_rootfs(cache: &Path) -> anyhow::Result<(PathBuf, String)> {
+    let dir = cache.join("debian-rootfs");
+    let tag: u32 = DEBIAN_ROOTFS_PACKAGES
+        .bytes()
+        .fold(0, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b)));
+    let archive = dir.join(format!("bookworm-{tag:08x}.cpio"));
+    if archive.is_file() {
+        return Ok((archive, "already cached".into()));
+    }
+    require_root("making a root file system")?;
+    doing(
+        "Debian 12 root file system (mmdebstrap)",
+        "making it (about 2 min: its packages are downloaded)",
+    );
+    let work = dir.join(".work");
+    let _ = fs::remove_dir_all(&work);
+    fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
+    let mirrors = machine_mirrors()?;
+    let sources = work.join("debian.sources");
+    fs::write(
+        &sources,
+        sources_for(
+            &mirrors,
+            &["bookworm", "bookworm-updates", "bookworm-security"],
+        )?,
+    )?;
+    let root = work.join("root");
+    run(Command::new("mmdebstrap")
+        .args(["--quiet", "--variant=minbase"])
+        .arg(format!("--include={DEBIAN_ROOTFS_PACKAGES}"))
+        .arg("bookworm")
+        .arg(&root)
+        .arg(&sources))?;
+    // The kernel runs /init of the initramfs: systemd, which then boots the system as it
+    // would from a disk.
+    symlink("/lib/systemd/systemd", root.join("init"))?;
+    let partial = work.join("root.cpio");
+    let out = fs::File::create(&partial)?;
+    let status = Command::new("sh")
+        .args(["-c", "find . | LC_ALL=C sort | busybox cpio -o -H newc"])
+        .current_dir(&root)
+        .stdout(out)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .context("running busybox cpio")?;
+    if !status.success() {
+        bail!("archiving the root file system failed ({status})");
+    }
+    fs::rename(&partial, &archive)?;
+    fs::remove_dir_all(&work).with_context(|| format!("removing {}", work.display()))?;
+    let size = fs::metadata(&archive)?.len() >> 20;
+    Ok((archive, format!("made ({size} MiB)")))
 }
 
 /// Only the steps `cargo xtask deploy-check` needs: the packages (promtool, systemd-analyze,

@@ -308,13 +308,34 @@ fn qemu_command(spec: &Spec<'_>, initrd: &Path, results: &Path) -> Command {
     qemu
 }
 
+/// An initramfs made elsewhere (a whole distribution's root file system), booted with its
+/// own kernel command line and memory instead of [`Spec`]'s busybox initramfs.
+pub struct Prebuilt<'a> {
+    /// The initramfs.
+    pub initrd: &'a Path,
+    /// The kernel command line.
+    pub append: &'a str,
+    /// The guest's memory in MiB (the root file system lives in it).
+    pub memory_mib: u32,
+}
+
+/// [`boot`] from a [`Prebuilt`] initramfs; `spec`'s command, files and tracer are not used.
+///
+/// # Errors
+/// When QEMU cannot be started.
+pub fn boot_prebuilt(spec: &Spec<'_>, prebuilt: &Prebuilt<'_>) -> anyhow::Result<Outcome> {
+    fs::create_dir_all(&spec.out_dir)
+        .with_context(|| format!("creating {}", spec.out_dir.display()))?;
+    Ok(run_qemu(spec, prebuilt.initrd, Some(prebuilt))?.0)
+}
+
 /// Boot, run, collect. Errors only when QEMU cannot be started; a guest that fails is
 /// an [`Outcome`] with `failure` set.
 pub fn boot(spec: &Spec<'_>) -> anyhow::Result<Outcome> {
     fs::create_dir_all(&spec.out_dir)
         .with_context(|| format!("creating {}", spec.out_dir.display()))?;
     let initrd = build_initramfs(spec)?;
-    let (outcome, died_early) = run_qemu(spec, &initrd)?;
+    let (outcome, died_early) = run_qemu(spec, &initrd, None)?;
     let Some(why) = died_early else {
         return Ok(outcome);
     };
@@ -326,17 +347,25 @@ pub fn boot(spec: &Spec<'_>) -> anyhow::Result<Outcome> {
         "{} | {why} before the guest's /init spoke: booting once more",
         spec.kernel.name
     );
-    Ok(run_qemu(spec, &initrd)?.0)
+    Ok(run_qemu(spec, &initrd, None)?.0)
 }
 
 /// One QEMU run; also, when QEMU died of a signal or the guest kernel panicked before the
 /// guest's /init spoke, which of the two.
-fn run_qemu(spec: &Spec<'_>, initrd: &Path) -> anyhow::Result<(Outcome, Option<&'static str>)> {
+fn run_qemu(
+    spec: &Spec<'_>,
+    initrd: &Path,
+    prebuilt: Option<&Prebuilt<'_>>,
+) -> anyhow::Result<(Outcome, Option<&'static str>)> {
     let results = spec.out_dir.join("results.txt");
     let _ = fs::remove_file(&results);
     let prefix = spec.kernel.name.clone();
 
     let mut qemu = qemu_command(spec, initrd, &results);
+    if let Some(p) = prebuilt {
+        // QEMU takes the last -m and -append given.
+        qemu.args(["-m", &p.memory_mib.to_string(), "-append", p.append]);
+    }
     let start = Instant::now();
     let mut child = qemu
         .spawn()

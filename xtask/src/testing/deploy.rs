@@ -18,7 +18,7 @@ const SCOPE: &str = "host deploy";
 /// The worst `systemd-analyze security` exposure rated "OK" (5.0 and above is "MEDIUM").
 const MAX_EXPOSURE: f64 = 4.9;
 /// Where the unit expects tracer (the path `systemd-analyze verify` needs to exist).
-const UNIT_EXEC: &str = "/usr/local/bin/tracer";
+const UNIT_EXEC: &str = "/usr/bin/tracer";
 
 /// Every case, each a line of `tally`; `kubernetes_validate` is setup's executable.
 pub(crate) fn cases(kubernetes_validate: &Path, tally: &mut Tally) {
@@ -160,7 +160,7 @@ impl Drop for Scratch {
 
 /// `systemd-analyze verify` needs the `ExecStart=` program to exist: the unit is checked
 /// as a copy whose `ExecStart=` names an executable stub in a scratch directory instead
-/// of `/usr/local/bin/tracer` (nothing else changed). Any warning fails the case (an
+/// of `/usr/bin/tracer` (nothing else changed). Any warning fails the case (an
 /// unknown or misspelt setting is only a warning to systemd, and ignored).
 fn verify_unit(unit: &Path) -> Verdict {
     let text = read(unit)?;

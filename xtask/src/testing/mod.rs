@@ -9,6 +9,8 @@
 //!   (promtool, a real Prometheus, the dashboards), of `tracer top` in a real terminal, and
 //!   of hardening (the exporter under abuse, bad input, least privilege).
 //! - [`deploy`]: the checks of what a fleet deploys (`deploy/`): rules, unit, manifests.
+//! - [`release`]: what `cargo xtask dist` writes: lintian, the image's labels, two equal
+//!   runs, and the .deb and image run on Debian 12 under systemd.
 //! - [`suite`]: one VM per kernel running the script its cases make; the cases and the checks of
 //!   what comes back.
 //!
@@ -22,4 +24,5 @@ pub(crate) mod host_harden;
 pub(crate) mod host_serve;
 pub(crate) mod host_top;
 pub(crate) mod prometheus;
+pub(crate) mod release;
 pub(crate) mod suite;

@@ -403,3 +403,23 @@ pub(super) fn cgroup_info(frame: &Frame, encoder: &mut DescriptorEncoder) -> fmt
     }
     Ok(())
 }
+
+/// `tracer_build_info{version, revision, rustc} 1`: which build a node runs, as every
+/// exporter says it (`node_exporter_build_info`), joinable on `instance`.
+pub(super) fn build_info(encoder: &mut DescriptorEncoder) -> fmt::Result {
+    use crate::build_info;
+    let labels = [
+        ("version", Label::new(build_info::VERSION)),
+        ("revision", Label::new(build_info::REVISION)),
+        ("rustc", Label::new(build_info::rustc_release())),
+    ];
+    encoder
+        .encode_descriptor(
+            "tracer_build_info",
+            "Always 1: the version, git revision and rustc release of the tracer binary serving.",
+            None,
+            MetricType::Gauge,
+        )?
+        .encode_family(&labels)?
+        .encode_gauge(&1_i64)
+}

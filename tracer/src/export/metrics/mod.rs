@@ -267,6 +267,7 @@ impl Collector for FrameMetrics {
                 MetricType::Counter,
             )?
             .encode_counter::<NoLabelSet, _, u64>(&self.ctx.scrape_errors, None)?;
+        families::build_info(&mut encoder)?;
         let Some(frame) = &self.frame else {
             return Ok(());
         };

@@ -366,6 +366,28 @@ fn before_the_first_frame_only_source_up_is_zero() {
 }
 
 #[test]
+fn the_build_is_named_from_the_first_scrape_on() {
+    let out = render(None, Format::Text);
+    let labels = [
+        ("version", env!("CARGO_PKG_VERSION")),
+        ("revision", crate::build_info::REVISION),
+        ("rustc", crate::build_info::rustc_release()),
+    ];
+    assert_eq!(
+        sample(&out, "tracer_build_info", &labels),
+        Some(1.0),
+        "{out}"
+    );
+    assert_eq!(
+        out.lines()
+            .filter(|l| l.starts_with("tracer_build_info{"))
+            .count(),
+        1,
+        "{out}"
+    );
+}
+
+#[test]
 fn the_classic_text_format_names_counters_by_their_samples() {
     let mut s = snapshot();
     s.losses.insert(Loss::CounterDrops, 1);

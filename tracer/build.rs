@@ -1,0 +1,89 @@
+//! The build's identity, for `tracer --version` and `tracer_build_info`: the git revision,
+//! the build date and the rustc that compiled it, as `TRACER_REVISION`, `TRACER_BUILD_DATE`
+//! and `TRACER_RUSTC`.
+//!
+//! Every value comes from the source, never from the clock, so that two builds of one
+//! commit are the same bytes: the date is `SOURCE_DATE_EPOCH` (the reproducible-builds
+//! convention), else the commit's own date. `TRACER_BUILD_REVISION` names the revision
+//! where there is no git (a source tarball); without either, the revision and the date are
+//! `unknown`, never empty.
+
+use std::{
+    env,
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+fn main() {
+    println!("cargo:rerun-if-env-changed=SOURCE_DATE_EPOCH");
+    println!("cargo:rerun-if-env-changed=TRACER_BUILD_REVISION");
+    let manifest_dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
+    // Rerun when HEAD moves (a commit, a checkout), not on every change of the tree: a
+    // rerun recompiles this crate.
+    for path in git_watch(&manifest_dir) {
+        println!("cargo:rerun-if-changed={}", path.display());
+    }
+    let revision = env::var("TRACER_BUILD_REVISION")
+        .ok()
+        .filter(|r| !r.trim().is_empty())
+        .or_else(|| git(&manifest_dir, &["rev-parse", "--short=12", "HEAD"]))
+        .unwrap_or_else(|| "unknown".to_owned());
+    let epoch = env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .and_then(|s| s.trim().parse::<i64>().ok())
+        .or_else(|| {
+            git(&manifest_dir, &["log", "-1", "--format=%ct", "HEAD"])?
+                .parse()
+                .ok()
+        });
+    let date = epoch.map_or_else(|| "unknown".to_owned(), date_of);
+    let rustc = env::var_os("RUSTC")
+        .and_then(|rustc| Command::new(rustc).arg("--version").output().ok())
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .and_then(|v| v.strip_prefix("rustc ").map(str::to_owned))
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| "unknown".to_owned());
+    println!("cargo:rustc-env=TRACER_REVISION={revision}");
+    println!("cargo:rustc-env=TRACER_BUILD_DATE={date}");
+    println!("cargo:rustc-env=TRACER_RUSTC={rustc}");
+}
+
+/// What `git ARGS` prints in `dir`, trimmed; None outside a work tree or without git.
+fn git(dir: &Path, args: &[&str]) -> Option<String> {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .ok()?;
+    let text = String::from_utf8(out.stdout).ok()?.trim().to_owned();
+    (out.status.success() && !text.is_empty()).then_some(text)
+}
+
+/// The files whose change means HEAD moved: HEAD itself, the folder of the branch it names
+/// (a commit rewrites the branch's file there) and packed-refs. Only files that exist:
+/// cargo reruns a build script on every build while a watched path is missing.
+fn git_watch(dir: &Path) -> Vec<PathBuf> {
+    let path_of = |p: &str| git(dir, &["rev-parse", "--git-path", p]).map(|g| dir.join(g));
+    let mut paths = vec![path_of("HEAD"), path_of("packed-refs")];
+    if let Some(branch) = git(dir, &["symbolic-ref", "-q", "HEAD"]) {
+        paths.push(path_of(&branch).and_then(|p| p.parent().map(Path::to_path_buf)));
+    }
+    paths.into_iter().flatten().filter(|p| p.exists()).collect()
+}
+
+/// `YYYY-MM-DD` (UTC) of seconds since the Unix epoch (days to civil date, proleptic
+/// Gregorian calendar).
+fn date_of(epoch: i64) -> String {
+    let days = epoch.div_euclid(86_400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
+}
