@@ -11,7 +11,10 @@ use std::{fmt::Write as _, fs, os::unix::fs::PermissionsExt as _, path::Path, pr
 
 use anyhow::{Context as _, bail};
 
-use super::{Contents, Release, SOURCE_URL, archive};
+use super::{
+    archive,
+    release::{self, Contents, Release, SOURCE_URL},
+};
 use crate::util;
 
 /// Who the package names as its maintainer.
@@ -126,7 +129,7 @@ fn files(c: &Contents, release: &Release) -> anyhow::Result<Vec<(String, u32, Ve
         };
         files.push((path.into(), 0o644, text.clone()));
     }
-    for (path, _, data) in super::workspace_files("dashboards")? {
+    for (path, _, data) in release::workspace_files("dashboards")? {
         let name = path.trim_start_matches("dashboards/");
         files.push((format!("usr/share/tracer/dashboards/{name}"), 0o644, data));
     }

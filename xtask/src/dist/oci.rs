@@ -10,7 +10,10 @@
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 
-use super::{Contents, IMAGE, Release, SOURCE_URL, archive, hex};
+use super::{
+    archive,
+    release::{Contents, IMAGE, Release, SOURCE_URL, hex},
+};
 
 const MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
 const CONFIG: &str = "application/vnd.oci.image.config.v1+json";
