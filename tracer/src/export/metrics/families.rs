@@ -156,7 +156,7 @@ pub(super) fn dentry_state(frame: &Frame, encoder: &mut DescriptorEncoder) -> fm
         ),
         (
             "tracer_dentry_state_nr_negative",
-            "Negative dentries (/proc/sys/fs/dentry-state nr_negative; 0 before Linux 5.8).",
+            "Negative dentries (/proc/sys/fs/dentry-state nr_negative; 0 before Linux 5.0).",
             now.nr_negative,
         ),
     ] {
