@@ -382,6 +382,7 @@ fn umount_grace_period(c: &Ctx) -> Option<Finding> {
             left,
         },
         remedy,
+        prediction: None,
     })
 }
 
@@ -551,6 +552,7 @@ fn shrinker_grace_period(c: &Ctx) -> Option<Finding> {
                 compare: "ops_per_s and the grace-period wait per umount".into(),
             }),
         },
+        prediction: None,
     })
 }
 
@@ -633,6 +635,7 @@ fn shrinker_rwsem(c: &Ctx) -> Option<Finding> {
                     .into(),
             }),
         },
+        prediction: None,
     })
 }
 
@@ -719,6 +722,7 @@ fn prune_under_inode_lock(c: &Ctx) -> Option<Finding> {
                     .into(),
             }),
         },
+        prediction: None,
     })
 }
 
@@ -866,5 +870,6 @@ fn negative_dentries(c: &Ctx) -> Option<Finding> {
                     .into(),
             }),
         },
+        prediction: None,
     })
 }

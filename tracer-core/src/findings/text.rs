@@ -8,7 +8,10 @@
 use std::fmt::Write as _;
 
 use super::{
-    finding::{Evidence, FactStatus, Finding, Remedy, Severity, TunableStatus, Whole},
+    finding::{
+        Evidence, FactStatus, Finding, Outcome, Prediction, Remedy, Severity, TunableStatus,
+        Value, Whole,
+    },
     kernel::{Basis, Presence},
 };
 use crate::units;
@@ -141,6 +144,9 @@ fn finding(out: &mut String, f: &Finding, color: bool) {
     }
     tunables(out, &f.kernel.tunables);
     remedy(out, &f.remedy);
+    if let (Some(p), Some(m)) = (&f.prediction, &f.remedy.model) {
+        prediction(out, p, &m.against, &m.variant);
+    }
 }
 
 fn evidence(out: &mut String, rows: &[Evidence]) {
@@ -306,6 +312,64 @@ fn remedy(out: &mut String, r: &Remedy) {
                 m.scenario, m.variant, m.against, m.compare
             ),
         );
+    }
+}
+
+/// What the model predicts: the runs compared and whose code they followed, each figure
+/// `against -> what-if`, what was fitted, what was not, and the fidelity of those paths.
+fn prediction(out: &mut String, p: &Prediction, against: &str, variant: &str) {
+    let Outcome::Predicted {
+        fitted,
+        not_fitted,
+        figures,
+        fidelity,
+    } = &p.outcome
+    else {
+        if let Outcome::Unavailable { why } = &p.outcome {
+            block(out, "predicted", &format!("no prediction: {why}"));
+        }
+        return;
+    };
+    block(
+        out,
+        "predicted",
+        &format!(
+            "--variant {against} -> --variant {variant}, the model calibrated on this capture, \
+             following {}:",
+            p.kernel
+        ),
+    );
+    for f in figures {
+        more(
+            out,
+            &format!("{}: {} -> {}", f.what, value(f.against), value(f.variant)),
+        );
+    }
+    if !fitted.is_empty() {
+        let list: Vec<String> = fitted
+            .iter()
+            .map(|f| format!("{} = {} ({})", f.key, f.value, f.from))
+            .collect();
+        more(out, &format!("fitted: {}", list.join("; ")));
+    }
+    for n in not_fitted {
+        more(out, &format!("not fitted: {n}"));
+    }
+    for f in fidelity {
+        more(out, &format!("fidelity: {f}"));
+    }
+}
+
+/// A figure of one run: the capture's own, with the calibrated model's beside it, or the
+/// model's prediction.
+fn value(v: Value) -> String {
+    match v {
+        Value::Measured { ns, model_ns } => format!(
+            "{} measured (the calibrated model: {})",
+            units::ns(ns),
+            units::ns(model_ns)
+        ),
+        Value::Predicted { ns } => format!("{} predicted", units::ns(ns)),
     }
 }
 
