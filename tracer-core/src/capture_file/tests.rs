@@ -644,6 +644,20 @@ mod findings {
         );
     }
 
+    /// Every key of `v`, nested ones too.
+    fn walk(v: &serde_json::Value, keys: &mut std::collections::BTreeSet<String>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, x) in m {
+                    keys.insert(k.clone());
+                    walk(x, keys);
+                }
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|x| walk(x, keys)),
+            _ => {}
+        }
+    }
+
     /// Every field a finding is written with, nested ones too, is in the doc's findings
     /// section: the record changes only on purpose.
     #[test]
@@ -658,18 +672,6 @@ mod findings {
         let v: serde_json::Value =
             serde_json::from_str(&to_string_with_findings(&s, Some(&a))).unwrap();
         let mut keys = std::collections::BTreeSet::new();
-        fn walk(v: &serde_json::Value, keys: &mut std::collections::BTreeSet<String>) {
-            match v {
-                serde_json::Value::Object(m) => {
-                    for (k, x) in m {
-                        keys.insert(k.clone());
-                        walk(x, keys);
-                    }
-                }
-                serde_json::Value::Array(a) => a.iter().for_each(|x| walk(x, keys)),
-                _ => {}
-            }
-        }
         walk(&v["findings"], &mut keys);
         assert!(keys.len() > 30, "{keys:?}");
         let missing: Vec<_> = keys

@@ -485,7 +485,7 @@ mod tests {
     }
 
     /// 100 umounts by a command on `kernel`, each waiting `wait_ns` in `gp` under
-    /// namespace_unlock, in `wall_ns`.
+    /// `namespace_unlock`, in `wall_ns`.
     fn umounts(kernel: &str, gp: Probe, wait_ns: u64, wall_ns: u64) -> Snapshot {
         let mut s = testdata::empty();
         s.meta.kernel = Some(kernel.into());
