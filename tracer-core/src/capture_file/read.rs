@@ -11,8 +11,8 @@ use super::{
     LossRec, MethodRec, ParseError, ProbeRec, RecordError, SeriesRec, SlowCallRec, SourceRec,
     VERSION,
 };
-use crate::findings::{Assessment, Finding};
 use crate::cgroup_names::{Qos, Runtime};
+use crate::findings::{Assessment, Finding};
 use crate::snapshot::{
     AttachMethod, AttachState, BpfUsage, CgroupNames, CommandRun, DentryState, Latency, Loss, Meta,
     Probe, ProbeStatus, SeriesKey, SlowCall, Snapshot, SourceKind,

@@ -518,7 +518,10 @@ mod doc_example {
         // 39.5 ms of waits: under every rule's threshold, so evaluated and none found.
         let found = found.expect("the example carries its findings");
         assert!(found.findings.is_empty());
-        assert_eq!(found, crate::findings::Assessment::of(&s, found.kernel.clone()));
+        assert_eq!(
+            found,
+            crate::findings::Assessment::of(&s, found.kernel.clone())
+        );
         let key = SeriesKey::new(Probe::SynchronizeRcu, 4_242).with_caller(Probe::NamespaceUnlock);
         let lat = &s.series[&key];
         assert_eq!(

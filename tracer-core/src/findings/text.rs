@@ -9,8 +9,8 @@ use std::fmt::Write as _;
 
 use super::{
     finding::{
-        Evidence, FactStatus, Finding, Outcome, Prediction, Remedy, Severity, TunableStatus,
-        Value, Whole,
+        Evidence, FactStatus, Finding, Outcome, Prediction, Remedy, Severity, TunableStatus, Value,
+        Whole,
     },
     kernel::{Basis, Presence},
 };
@@ -334,8 +334,8 @@ fn prediction(out: &mut String, p: &Prediction, against: &str, variant: &str) {
         out,
         "predicted",
         &format!(
-            "--variant {against} -> --variant {variant}, the model calibrated on this capture, \
-             following {}:",
+            "--variant {against} -> --variant {variant}, the model calibrated on this capture \
+             ({})",
             p.kernel
         ),
     );

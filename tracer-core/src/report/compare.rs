@@ -248,7 +248,11 @@ fn findings_section(a: &[Finding], b: &[Finding], paint: Painter) -> String {
         ));
     }
     for (word, style, text) in lines {
-        let _ = writeln!(out, "  {}  {text}", paint.paint(&format!("{word:<7}"), style));
+        let _ = writeln!(
+            out,
+            "  {}  {text}",
+            paint.paint(&format!("{word:<7}"), style)
+        );
     }
     out
 }
@@ -539,7 +543,10 @@ mod tests {
             findings: Vec::new(),
         };
         let r = render_with_findings((&a, Some(&stored)), (&a, None), false);
-        assert!(r.contains("  new      umount-rcu-grace-period (critical)"), "{r}");
+        assert!(
+            r.contains("  new      umount-rcu-grace-period (critical)"),
+            "{r}"
+        );
         let r = render(&testdata::empty(), &testdata::empty(), false);
         assert!(
             r.contains("findings (A -> B)\n  none on either side"),

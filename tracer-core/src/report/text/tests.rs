@@ -30,7 +30,10 @@ fn findings_come_before_the_tables_and_only_when_given() {
     let a = crate::findings::Assessment::of(&s, crate::findings::kernel_of(&s));
     assert!(!a.findings.is_empty());
     let r = render_with_findings(&s, Some(&a), false);
-    let at = |what: &str| r.find(what).unwrap_or_else(|| panic!("no {what:?} in\n{r}"));
+    let at = |what: &str| {
+        r.find(what)
+            .unwrap_or_else(|| panic!("no {what:?} in\n{r}"))
+    };
     assert!(at("tracer: capture") < at("\nfindings\n"));
     assert!(at("\nfindings\n") < at("\ncommand  "));
     assert!(at("\nfindings\n") < at("\nlatency"));
