@@ -530,6 +530,59 @@ findings
     }
 
     #[test]
+    fn a_prediction_says_what_was_fitted_measured_and_predicted() {
+        use crate::findings::{Figure, Fitted, Outcome, Prediction, Value};
+        let mut f = umount_capture();
+        f[0].prediction = Some(Prediction {
+            kernel: "Linux 6.12: the capture's kernel is 6.12.9+bpo-cloud-amd64".into(),
+            outcome: Outcome::Predicted {
+                fitted: vec![Fitted {
+                    key: "rcu_exp_ipi_ns".into(),
+                    value: "2.1 ms".into(),
+                    from: "synchronize_rcu_expedited: 100 calls, mean 6.49 ms".into(),
+                }],
+                not_fitted: vec!["no synchronize_rcu calls: tick_ns not fitted from RCU".into()],
+                figures: vec![Figure {
+                    what: "grace-period waits under namespace_unlock, in all".into(),
+                    against: Value::Predicted { ns: 2_310_000_000 },
+                    variant: Value::Measured {
+                        ns: 649_000_000,
+                        model_ns: 640_000_000,
+                    },
+                }],
+                fidelity: vec!["not measured".into()],
+            },
+        });
+        f[1].prediction = Some(Prediction {
+            kernel: "Linux 6.12".into(),
+            outcome: Outcome::Unavailable {
+                why: "this capture pruned no negative dentries it counted".into(),
+            },
+        });
+        let text = render(&f, false);
+        assert!(
+            text.contains(
+                "
+    predicted --variant baseline -> --variant kernel, the model calibrated on this capture (Linux
+              6.12: the capture's kernel is 6.12.9+bpo-cloud-amd64)
+              grace-period waits under namespace_unlock, in all: 2.31 s predicted -> 649 ms measured
+              (the calibrated model: 640 ms)
+              fitted: rcu_exp_ipi_ns = 2.1 ms (synchronize_rcu_expedited: 100 calls, mean 6.49 ms)
+              not fitted: no synchronize_rcu calls: tick_ns not fitted from RCU
+              fidelity: not measured
+"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.ends_with(
+                "    predicted no prediction: this capture pruned no negative dentries it counted\n"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn no_findings_say_so() {
         assert_eq!(
             render(&[], false),
