@@ -240,6 +240,7 @@ pub fn frame(seq: u64) -> Frame {
             process_cpu_percent: 0.4,
             rss_bytes: 12 * 1024 * 1024,
         },
+        findings: Arc::default(),
         error: None,
     }
 }

@@ -52,6 +52,7 @@ pub(crate) fn frame(snap: Snapshot) -> Frame {
         unnamed_cgroups: 0,
         forgotten_cgroups: 0,
         cost: Cost::default(),
+        findings: Arc::default(),
         error: None,
     }
 }
