@@ -360,10 +360,7 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
                 .map(|t| t.id),
         });
     }
-    // What is wrong, on this kernel with the settings it has now, each remedy's prediction
-    // calibrated on this very capture.
-    let findings = tracer_model::predict::assess(&snap, tracer_loader::host::kernel_info());
-    args.out.emit_with_findings(&snap, &findings)?;
+    report(args, &snap)?;
 
     Ok(match (outcome.ended, outcome.command) {
         (Ended::Signal(sig), _) => ExitCode::from(u8::try_from(128 + sig).unwrap_or(1)),
@@ -374,6 +371,14 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
         },
         _ => ExitCode::SUCCESS,
     })
+}
+
+/// Write the report: what is wrong first, on this kernel with the settings it has now, each
+/// remedy's prediction calibrated on this very capture.
+fn report(args: &Args, snap: &tracer_core::snapshot::Snapshot) -> anyhow::Result<()> {
+    let findings = tracer_model::predict::assess(snap, tracer_loader::host::kernel_info());
+    args.out.emit_with_findings(snap, &findings)?;
+    Ok(())
 }
 
 /// What the capture was, when and how long.

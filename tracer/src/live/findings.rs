@@ -84,7 +84,9 @@ impl FindingsWindow {
             if without < FINDINGS_WINDOW_NS {
                 break;
             }
-            let old = self.parts.pop_front().expect("more than one part");
+            let Some(old) = self.parts.pop_front() else {
+                break;
+            };
             self.take_out(&old);
         }
         // Only the cgroups the counters name are labelled in a finding.
