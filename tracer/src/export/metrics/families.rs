@@ -167,6 +167,26 @@ pub(super) fn dentry_state(frame: &Frame, encoder: &mut DescriptorEncoder) -> fm
     Ok(())
 }
 
+/// `tracer_finding`: one series per finding active over the last minute, 1. Its labels are
+/// bounded: `id` is a rule's (five), `severity` one of three, and a rule makes at most one
+/// finding; a finding that is no longer active has no sample (its series goes stale).
+pub(super) fn findings(frame: &Frame, encoder: &mut DescriptorEncoder) -> fmt::Result {
+    let mut m = encoder.encode_descriptor(
+        "tracer_finding",
+        "1 for each finding active over the last minute (tracer top's Findings view, docs/findings.md): id is the rule, severity info, warning or critical.",
+        None,
+        MetricType::Gauge,
+    )?;
+    for f in frame.findings.iter() {
+        m.encode_family(&super::labels::FindingLabels {
+            id: Label::new(&f.id),
+            severity: Label::new(f.severity.name()),
+        })?
+        .encode_gauge(&1_i64)?;
+    }
+    Ok(())
+}
+
 /// Each probe's attach state and symbol, what it lost, and its entries without a return.
 pub(super) fn probes(frame: &Frame, encoder: &mut DescriptorEncoder) -> fmt::Result {
     let snap = &frame.cumulative;
