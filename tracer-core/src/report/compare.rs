@@ -234,7 +234,7 @@ fn findings_section(a: &[Finding], b: &[Finding], paint: Painter) -> String {
                         fa.id,
                         lost(fa),
                         lost(fb),
-                        ratio_cell_text(Some(ia), Some(ib))
+                        impact_ratio(ia, ib)
                     ),
                 ));
             }
@@ -255,6 +255,23 @@ fn findings_section(a: &[Finding], b: &[Finding], paint: Painter) -> String {
         );
     }
     out
+}
+
+/// B/A of two impacts: as the tables print ratios, but with two significant digits below
+/// a tenth, where a remedy's effect lands (100 s to 0.29 s is 0.0029, not 0.00).
+fn impact_ratio(a: u64, b: u64) -> String {
+    match units::ratio_value(Some(as_f64(a)), Some(as_f64(b))) {
+        Some(r) if r > 0.0 && r < 0.1 => {
+            #[expect(
+                clippy::cast_possible_truncation,
+                clippy::cast_sign_loss,
+                reason = "a small count of decimals"
+            )]
+            let digits = (1.0 - r.log10().floor()) as usize;
+            format!("{r:.digits$}×")
+        }
+        _ => ratio_cell_text(Some(a), Some(b)),
+    }
 }
 
 /// What A and B are, their wall times when they ran a command, and their losses.
@@ -522,7 +539,7 @@ mod tests {
         assert!(
             r.contains(
                 "findings (A -> B)\n  remains  umount-rcu-grace-period (critical -> info): \
-                 2.00 s lost -> 150 ms lost, B/A 0.07×\n  new      \
+                 2.00 s lost -> 150 ms lost, B/A 0.075×\n  new      \
                  negative-dentries-accumulating (info): about 113 ms to come in B\n"
             ),
             "{r}"
