@@ -532,12 +532,17 @@ impl<'a> Plan<'a> {
                 from: f.from.clone(),
             })
             .collect();
-        // The rmdir's paths wait for no grace period: what calibration says of those is
-        // not this prediction's.
+        // What calibration could not fit, of the parameters this scenario has; the rmdir's
+        // paths wait for no grace period, so what it says of those is not this prediction's.
         let mut not_fitted: Vec<String> = ran
             .cal
             .notes
             .iter()
+            .filter(|n| {
+                n.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .filter(|w| w.ends_with("_ns"))
+                    .all(|w| ran.setup.get(w).is_some())
+            })
             .filter(|n| {
                 self.scenario != Scenario::NegativeDentryRmdir
                     || !(n.contains("synchronize_") || n.contains("grace period"))
