@@ -7,6 +7,11 @@
 //! files (an `HdrHistogram` V2 serialization per series, deflated or not, in base64) are
 //! still read: each recorded value is placed in the kernel bucket that holds it.
 //!
+//! Since version 4 a file may carry the findings made of its snapshot
+//! ([`crate::findings::Assessment`]: the kernel they were evaluated for and each finding
+//! with the model's prediction), so that `tracer report` shows what `tracer capture`
+//! found; a file without them (older, or a model run's) has its findings evaluated afresh.
+//!
 //! Here: the format's name and version, its records and errors, and the entry points;
 //! `write` turns a snapshot into records and text, `read` checks records and builds
 //! the snapshot back.
@@ -15,6 +20,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::findings::{Assessment, KernelInfo};
 use crate::snapshot::{BucketsError, CgroupId, Counter, Snapshot};
 
 mod read;
@@ -26,12 +32,18 @@ mod tests;
 /// The `format` field of every capture file.
 pub const FORMAT: &str = "tracer-capture";
 /// The schema version this tracer writes and the newest it reads.
-pub const VERSION: u64 = 3;
+pub const VERSION: u64 = 4;
 
-/// The capture file for `snapshot`, pretty-printed, ending in a newline.
+/// The capture file for `snapshot`, pretty-printed, ending in a newline; no findings.
 #[must_use]
 pub fn to_string(snapshot: &Snapshot) -> String {
-    write::text(snapshot)
+    write::text(snapshot, None)
+}
+
+/// The capture file for `snapshot` with the findings made of it, when given.
+#[must_use]
+pub fn to_string_with_findings(snapshot: &Snapshot, findings: Option<&Assessment>) -> String {
+    write::text(snapshot, findings)
 }
 
 /// Read a capture file's text.
@@ -40,6 +52,15 @@ pub fn to_string(snapshot: &Snapshot) -> String {
 /// When it is not JSON, not a capture file, from a newer tracer, or a record is invalid;
 /// the error says which and where.
 pub fn from_str(text: &str) -> Result<Snapshot, ParseError> {
+    read::snapshot(text).map(|(s, _)| s)
+}
+
+/// Read a capture file's text, with the findings it carries (`None`: a file without them,
+/// of version 4 or older).
+///
+/// # Errors
+/// As [`from_str`]; also a finding that is not one (`findings 2: ...`).
+pub fn from_str_with_findings(text: &str) -> Result<(Snapshot, Option<Assessment>), ParseError> {
     read::snapshot(text)
 }
 
@@ -49,6 +70,14 @@ pub fn from_str(text: &str) -> Result<Snapshot, ParseError> {
 /// When the file cannot be read or is not a capture file this version understands; the
 /// message starts with the file's name and says what is wrong and where.
 pub fn load(path: &Path) -> Result<Snapshot, LoadError> {
+    load_with_findings(path).map(|(s, _)| s)
+}
+
+/// Read the capture file at `path`, with the findings it carries.
+///
+/// # Errors
+/// As [`load`].
+pub fn load_with_findings(path: &Path) -> Result<(Snapshot, Option<Assessment>), LoadError> {
     let fail = |problem| LoadError {
         path: path.to_owned(),
         problem,
@@ -59,7 +88,7 @@ pub fn load(path: &Path) -> Result<Snapshot, LoadError> {
             valid_up_to: e.utf8_error().valid_up_to(),
         })
     })?;
-    from_str(&text).map_err(|e| fail(LoadProblem::Parse(e)))
+    from_str_with_findings(&text).map_err(|e| fail(LoadProblem::Parse(e)))
 }
 
 /// Why a capture file could not be loaded: which file, and what is wrong with it.
@@ -137,7 +166,8 @@ pub enum ParseError {
     /// One record is wrong: which one, and how.
     #[error("{what} {index}: {problem}")]
     Record {
-        /// `series`, `probes`, `counters`, `cgroups`, `losses` or `slow_calls`.
+        /// `series`, `probes`, `counters`, `cgroups`, `losses`, `slow_calls` or
+        /// `findings`.
         what: &'static str,
         /// Index in that array (0-based, as `jq '.series[4]'`).
         index: usize,
@@ -206,6 +236,10 @@ pub enum RecordError {
     /// A version 1 histogram that is not an `HdrHistogram` serialization.
     #[error("histogram: not an hdrhistogram V2 serialization ({0})")]
     HistogramFormat(hdrhistogram::serialization::DeserializeError),
+    /// A finding that does not match the schema (an unknown probe in its evidence, a
+    /// missing field): serde's words.
+    #[error("{0}")]
+    Finding(String),
     /// A version 1 histogram whose values are not the series' count.
     #[error("histogram: histogram holds {held} values but count is {count}")]
     HistogramCount {
@@ -243,6 +277,19 @@ struct CaptureFile {
     /// span; absent when not measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     process_cpu_attach_ns: Option<u64>,
+    /// Since version 4: the findings made of the snapshot; absent when none were evaluated
+    /// (a model run's file), present with an empty list when no rule's threshold was passed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    findings: Option<FindingsRec>,
+}
+
+/// The findings of a capture: the kernel they were evaluated for, and each finding as
+/// [`crate::findings::Finding`] serializes it, read one by one so that an error names its
+/// record.
+#[derive(Serialize, Deserialize)]
+struct FindingsRec {
+    kernel: KernelInfo,
+    findings: Vec<serde_json::Value>,
 }
 
 #[derive(Serialize, Deserialize)]

@@ -14,6 +14,7 @@ use super::{
     bars,
     table::{Align, Cell, Painter, Style, Table},
 };
+use crate::findings::{Assessment, text as findings_text};
 use crate::snapshot::{AttachMethod, AttachState, Counter, Latency, Probe, Snapshot, SourceKind};
 
 mod time;
@@ -22,9 +23,17 @@ mod trust;
 /// Render `s` as text; ANSI colour only when `color`.
 #[must_use]
 pub fn render(s: &Snapshot, color: bool) -> String {
+    render_with_findings(s, None, color)
+}
+
+/// Render `s` as text, with its findings (when given) before the tables: what is wrong
+/// comes before the numbers that show it.
+#[must_use]
+pub fn render_with_findings(s: &Snapshot, findings: Option<&Assessment>, color: bool) -> String {
     let p = Painter { color };
     let sections = [
         header(s, p),
+        findings.map_or_else(String::new, |a| findings_text::render(&a.findings, color)),
         time::command(s, p),
         time::grace_periods(s, p),
         time::inode_locks(s, p),
