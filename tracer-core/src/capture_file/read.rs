@@ -7,9 +7,11 @@ use serde_json::error::Category;
 use tracer_common::{BUCKETS, bucket_bounds, bucket_of};
 
 use super::{
-    AttachRec, COUNTERS, CaptureFile, CgroupRec, CounterRec, DentryRec, FORMAT, FindingsRec,
-    LossRec, MethodRec, ParseError, ProbeRec, RecordError, SeriesRec, SlowCallRec, SourceRec,
-    VERSION,
+    error::{ParseError, RecordError},
+    records::{
+        AttachRec, COUNTERS, CaptureFile, CgroupRec, CounterRec, DentryRec, FORMAT, FindingsRec,
+        LossRec, MethodRec, ProbeRec, SeriesRec, SlowCallRec, SourceRec, VERSION,
+    },
 };
 use crate::cgroup_names::{Qos, Runtime};
 use crate::findings::{Assessment, Finding};

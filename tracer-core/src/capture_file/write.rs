@@ -2,7 +2,7 @@
 
 use serde::Serialize as _;
 
-use super::{
+use super::records::{
     AttachRec, BpfRec, CaptureFile, CgroupRec, CommandRec, CounterRec, DentryRec, DentryStateRec,
     FORMAT, FindingsRec, LossRec, MetaRec, MethodRec, ProbeRec, SeriesRec, SlowCallRec, SourceRec,
     VERSION,

@@ -5,8 +5,10 @@
 use tracer_core::snapshot::Probe;
 
 use super::{
-    super::engine::Engine, Ctx, Figure, Outcome, Runner, Spec, UmountVariant, Variant, secs,
+    spec::{Ctx, Figure, Outcome, Runner, Spec, secs},
+    variant::{UmountVariant, Variant},
 };
+use crate::engine::Engine;
 use crate::{
     kernel::Kernel,
     params::{Setup, UmountSetup},
