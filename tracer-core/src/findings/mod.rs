@@ -29,7 +29,9 @@ pub use finding::{
     Prediction, Remedy, Severity, Share, TunableStatus, Value, Whole,
 };
 pub use kernel::{Basis, KernelFeatures, KernelInfo, KernelVersion, Presence, Since};
-pub use rules::{Limit, RULES, Rule, Seed, Threshold, rule};
+pub use rules::{
+    DOMINANT_PERCENT, Limit, NOTABLE_PERCENT, NOTICEABLE_NS, RULES, Rule, Seed, Threshold, rule,
+};
 
 /// The findings of a snapshot as they were made: on which kernel (with the settings read
 /// then), each with the model's prediction where one was made. A capture file carries it

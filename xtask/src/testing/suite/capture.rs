@@ -2,8 +2,12 @@
 //! be, exact counts and callers, attach states, and the kernel's own counts of the same
 //! workload (kprobe events, bpftrace) that tracer's must equal.
 
-use std::collections::BTreeMap;
+use std::{
+    collections::BTreeMap,
+    path::{Path, PathBuf},
+};
 
+use tracer_core::findings::Assessment;
 use tracer_core::snapshot::{AttachMethod, AttachState, Counter, Loss, Probe, ProbeKind, Snapshot};
 
 use super::results::Results;
@@ -208,15 +212,33 @@ pub fn load_capture(files: &Results<'_>, name: &str) -> Result<Snapshot, String>
 
 /// Load `name.json` after checking that `tracer capture` exited 0.
 pub fn load_capture_file(files: &Results<'_>, name: &str) -> Result<Snapshot, String> {
+    let path = capture_path(files, name)?;
+    tracer_core::capture_file::load(path).map_err(|e| format!("{}: {e:#}", path.display()))
+}
+
+/// Load `name.json` with the findings `tracer capture` made of it and wrote beside the
+/// snapshot, after checking that it exited 0 and as every capture must be.
+pub fn load_assessed(files: &Results<'_>, name: &str) -> Result<(Snapshot, Assessment), String> {
+    let path = capture_path(files, name)?;
+    let (s, findings) = tracer_core::capture_file::load_with_findings(path)
+        .map_err(|e| format!("{}: {e:#}", path.display()))?;
+    capture_sanity(&s)?;
+    let findings = findings
+        .ok_or_else(|| format!("{name}.json carries no findings: tracer capture writes them"))?;
+    Ok((s, findings))
+}
+
+/// The path of `name.json`, after checking that `tracer capture` exited 0.
+fn capture_path<'a>(files: &Results<'a>, name: &str) -> Result<&'a Path, String> {
     let log = format!("{name}.log");
     let rc = files.read(&format!("{name}.rc"))?;
     if rc.trim() != "0" {
         return Err(files.with_log(&log, format!("tracer capture exited {}", rc.trim())));
     }
-    let path = files
+    files
         .get(&format!("{name}.json"))
-        .ok_or_else(|| files.with_log(&log, format!("no {name}.json")))?;
-    tracer_core::capture_file::load(path).map_err(|e| format!("{}: {e:#}", path.display()))
+        .map(PathBuf::as_path)
+        .ok_or_else(|| files.with_log(&log, format!("no {name}.json")))
 }
 
 /// Load the capture `name.json` after checking that `tracer capture` exited 0, then

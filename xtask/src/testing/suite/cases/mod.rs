@@ -7,6 +7,7 @@ pub mod bpftrace;
 pub mod cgroups;
 pub mod concurrency;
 pub mod counts;
+pub mod findings;
 pub mod heal;
 pub mod kernel;
 pub mod lifecycle;
@@ -54,6 +55,7 @@ pub const SUITE: Group = Group {
         slow::SLOW,
         umount::UMOUNT300,
         locks::NEGATIVE_DENTRIES,
+        findings::ORDINARY,
         bpftrace::BPFTRACE,
         model::CALIBRATION,
         live::LIVE,

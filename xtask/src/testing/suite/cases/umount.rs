@@ -3,14 +3,18 @@
 
 use std::time::Duration;
 
-use tracer_core::snapshot::{Probe, Snapshot};
+use tracer_core::{
+    findings::{self, Assessment, Basis, Presence, Severity},
+    snapshot::{Probe, Snapshot},
+};
 
+use super::findings::fact;
 use crate::testing::{
     harness::Verdict,
     suite::{
-        capture::{attached, attached_with_all, teardown_probes},
+        capture::{attached, attached_with_all, load_assessed, teardown_probes},
         case::{MODES, On, VmCase},
-        results::Results,
+        results::{Results, capture_files},
     },
 };
 
@@ -38,6 +42,20 @@ fi
                 |s, v| {
                     attached_with_all(s, method, Probe::SynchronizeRcuExpedited)?;
                     umount300(s, v)
+                },
+            );
+        }
+        for (mode, _) in MODES {
+            let stem = format!("umount300_{mode}");
+            let reads = capture_files(&stem);
+            let reads: Vec<&str> = reads.iter().map(String::as_str).collect();
+            j.verdict(
+                mode,
+                "umount x300: the grace-period finding, where the waits pass its thresholds, says this kernel already waits expedited and what is left",
+                &reads,
+                |r| {
+                    let (s, assessed) = load_assessed(r, &stem)?;
+                    expedited_finding(&s, &assessed)
                 },
             );
         }
@@ -101,6 +119,68 @@ pub fn umount300(s: &Snapshot, version: (u32, u32)) -> Verdict {
     ))
 }
 
+/// On every kernel the suite boots `namespace_unlock` waits expedited (since 5.0): a finding
+/// on these waits says so, as seen in the capture, at the severity of an expedited wait, and
+/// says what is left; no finding only where the waits stay under its thresholds.
+pub fn expedited_finding(s: &Snapshot, assessed: &Assessment) -> Verdict {
+    let own = s.command.as_ref().and_then(|c| c.cgroup);
+    let waits = s.total_where(|k| {
+        k.probe.is_grace_period()
+            && k.caller == Some(Probe::NamespaceUnlock)
+            && Some(k.cgroup) == own
+    });
+    let wall = s.command.as_ref().map_or(0, |c| c.wall_ns);
+    #[expect(clippy::cast_precision_loss, reason = "a share for display")]
+    let percent = waits.sum_ns() as f64 * 100.0 / wall.max(1) as f64;
+    let seen = format!(
+        "waits {:.1}% of {:.2} s",
+        percent,
+        Duration::from_nanos(wall).as_secs_f64()
+    );
+    let others: Vec<&str> = assessed
+        .findings
+        .iter()
+        .map(|f| f.id.as_str())
+        .filter(|id| *id != "umount-rcu-grace-period")
+        .collect();
+    let Some(f) = assessed.get("umount-rcu-grace-period") else {
+        // A margin for the rule's own scope and rounding: well past both gates, a miss.
+        if percent >= findings::NOTABLE_PERCENT * 1.2
+            && waits.sum_ns() >= findings::NOTICEABLE_NS * 6 / 5
+        {
+            return Err(format!("{seen}, past the rule's gates, yet no finding"));
+        }
+        return Ok(format!(
+            "{seen}: under the gates, no finding; others {others:?}"
+        ));
+    };
+    let fact = fact(&f.kernel.facts, "namespace_unlock_expedited")?;
+    if (fact.present, fact.basis) != (Presence::Yes, Basis::Seen) {
+        return Err(format!(
+            "{seen}; the finding says the expedited wait is {:?} ({:?}), expected seen present",
+            fact.present, fact.basis
+        ));
+    }
+    let want = if percent >= findings::DOMINANT_PERCENT {
+        Severity::Warning
+    } else {
+        Severity::Info
+    };
+    let left = f.kernel.left.as_deref().unwrap_or("");
+    if f.severity != want || !left.contains("expedited grace period") {
+        return Err(format!(
+            "{seen}; the finding is {} (expected {}), what is left: {left:?}",
+            f.severity.name(),
+            want.name()
+        ));
+    }
+    Ok(format!(
+        "{seen}: {} ({}), expedited seen; left: {left}; others {others:?}",
+        f.id,
+        f.severity.name()
+    ))
+}
+
 /// The file `tracer report --format json` wrote from a capture file loads to the same Snapshot.
 pub fn round_trip(files: &Results<'_>) -> Verdict {
     let path = |n: &str| {
@@ -108,9 +188,10 @@ pub fn round_trip(files: &Results<'_>) -> Verdict {
             .get(n)
             .ok_or_else(|| files.with_log("umount300.rt.log", format!("the guest sent no {n}")))
     };
-    let a =
-        tracer_core::capture_file::load(path("umount300_fentry.json")?).map_err(|e| format!("{e:#}"))?;
-    let b = tracer_core::capture_file::load(path("umount300.rt.json")?).map_err(|e| format!("{e:#}"))?;
+    let a = tracer_core::capture_file::load(path("umount300_fentry.json")?)
+        .map_err(|e| format!("{e:#}"))?;
+    let b = tracer_core::capture_file::load(path("umount300.rt.json")?)
+        .map_err(|e| format!("{e:#}"))?;
     if a == b {
         Ok(format!(
             "{} series, {} probes: equal",
