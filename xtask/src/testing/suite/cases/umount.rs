@@ -123,13 +123,15 @@ pub fn umount300(s: &Snapshot, version: (u32, u32)) -> Verdict {
 /// on these waits says so, as seen in the capture, at the severity of an expedited wait, and
 /// says what is left; no finding only where the waits stay under its thresholds.
 pub fn expedited_finding(s: &Snapshot, assessed: &Assessment) -> Verdict {
+    // The command's cgroup and wall time, as the rule reads them; the whole window where
+    // there is no command.
     let own = s.command.as_ref().and_then(|c| c.cgroup);
     let waits = s.total_where(|k| {
         k.probe.is_grace_period()
             && k.caller == Some(Probe::NamespaceUnlock)
-            && Some(k.cgroup) == own
+            && (own.is_none() || Some(k.cgroup) == own)
     });
-    let wall = s.command.as_ref().map_or(0, |c| c.wall_ns);
+    let wall = s.command.as_ref().map_or(s.meta.duration_ns, |c| c.wall_ns);
     #[expect(clippy::cast_precision_loss, reason = "a share for display")]
     let percent = waits.sum_ns() as f64 * 100.0 / wall.max(1) as f64;
     let seen = format!(
@@ -200,5 +202,47 @@ pub fn round_trip(files: &Results<'_>) -> Verdict {
         ))
     } else {
         Err("the re-rendered capture differs from the original".into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tracer_core::findings::{self, Assessment};
+    use tracer_model::{
+        kernel::Kernel,
+        predict,
+        scenarios::{self, Scenario},
+    };
+
+    use super::expedited_finding;
+
+    /// The model's umount on a kernel, assessed as `tracer capture` assesses a capture.
+    fn assessed(
+        kernel: Kernel,
+        sets: &[(&str, &str)],
+    ) -> (tracer_core::snapshot::Snapshot, Assessment) {
+        let sc: Scenario = "umount".parse().unwrap();
+        let mut p = sc.defaults();
+        for (k, v) in sets {
+            p.set(k, v).unwrap();
+        }
+        let s = scenarios::simulate(sc, sc.default_variant(), &p, kernel, 1).snapshot;
+        let a = predict::assess(&s, findings::kernel_of(&s));
+        (s, a)
+    }
+
+    #[test]
+    fn an_expedited_kernels_finding_says_so_and_what_is_left() {
+        let (s, a) = assessed(Kernel::V6_12, &[("mounts", "3000")]);
+        let seen = expedited_finding(&s, &a).unwrap();
+        assert!(seen.contains("umount-rcu-grace-period ("), "{seen}");
+        assert!(seen.contains("expedited seen"), "{seen}");
+    }
+
+    #[test]
+    fn a_kernel_that_waits_normal_grace_periods_fails_the_verdict() {
+        let (s, a) = assessed(Kernel::V4_14, &[]);
+        let why = expedited_finding(&s, &a).unwrap_err();
+        assert!(why.contains("expected seen present"), "{why}");
     }
 }
