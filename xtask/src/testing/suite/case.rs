@@ -13,10 +13,13 @@ use std::{
     fmt::Write as _,
 };
 
-use tracer_core::snapshot::{AttachMethod, Snapshot};
+use tracer_core::{
+    findings::Assessment,
+    snapshot::{AttachMethod, Snapshot},
+};
 
 use super::{
-    capture::{check_capture, parse_reference},
+    capture::{check_capture, load_assessed, parse_reference},
     results::{Files, Results, capture_files},
 };
 use crate::testing::{
@@ -268,6 +271,24 @@ impl<'a> Judge<'a> {
         let reads: Vec<&str> = reads.iter().map(String::as_str).collect();
         let version = self.version;
         self.verdict(mode, name, &reads, |r| check_capture(r, stem, version, &f));
+    }
+
+    /// A verdict on the capture `stem` and the findings `tracer capture` wrote into it,
+    /// after the checks every capture must pass.
+    pub fn assessed(
+        &self,
+        mode: &str,
+        name: &str,
+        stem: &str,
+        f: impl FnOnce(&Snapshot, &Assessment, (u32, u32)) -> Verdict,
+    ) {
+        let reads = capture_files(stem);
+        let reads: Vec<&str> = reads.iter().map(String::as_str).collect();
+        let version = self.version;
+        self.verdict(mode, name, &reads, |r| {
+            let (s, assessed) = load_assessed(r, stem)?;
+            f(&s, &assessed, version)
+        });
     }
 
     /// A verdict on the kernel's own kprobe-event counts of workload `stem` (`stem.ref`,

@@ -11,9 +11,8 @@ use tracer_core::{
 use crate::testing::{
     harness::Verdict,
     suite::{
-        capture::{attached, load_assessed},
+        capture::attached,
         case::{On, VmCase},
-        results::capture_files,
     },
 };
 
@@ -49,17 +48,11 @@ if [ -d /mnt/ext2 ]; then
 fi
 ",
     judge: |j| {
-        let reads = capture_files("ordinary");
-        let reads: Vec<&str> = reads.iter().map(String::as_str).collect();
-        let version = j.version();
-        j.verdict(
+        j.assessed(
             "kprobe",
             "ordinary work: the build's 11 rmdirs and the 5 umounts counted, and no finding",
-            &reads,
-            |r| {
-                let (s, assessed) = load_assessed(r, "ordinary")?;
-                ordinary(&s, &assessed, version)
-            },
+            "ordinary",
+            ordinary,
         );
     },
 };

@@ -10,9 +10,8 @@ use super::findings;
 use crate::testing::{
     harness::{CANNOT, Verdict, ms},
     suite::{
-        capture::{attached, attached_with_all, load_assessed},
+        capture::{attached, attached_with_all},
         case::{MODES, On, VmCase},
-        results::capture_files,
     },
 };
 
@@ -86,17 +85,11 @@ fi
             "negdentry",
             negdentry,
         );
-        let reads = capture_files("negdentry");
-        let reads: Vec<&str> = reads.iter().map(String::as_str).collect();
-        let version = j.version();
-        j.verdict(
+        j.assessed(
             "auto",
             "negative dentries: the capture finds the pruning under the inode lock, and only it, with the model's prediction of the readers' wait",
-            &reads,
-            |r| {
-                let (s, assessed) = load_assessed(r, "negdentry")?;
-                prune_finding(&s, &assessed, version)
-            },
+            "negdentry",
+            prune_finding,
         );
     },
 };

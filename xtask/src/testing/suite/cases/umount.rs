@@ -12,9 +12,9 @@ use super::findings::fact;
 use crate::testing::{
     harness::Verdict,
     suite::{
-        capture::{attached, attached_with_all, load_assessed, teardown_probes},
+        capture::{attached, attached_with_all, teardown_probes},
         case::{MODES, On, VmCase},
-        results::{Results, capture_files},
+        results::Results,
     },
 };
 
@@ -46,17 +46,11 @@ fi
             );
         }
         for (mode, _) in MODES {
-            let stem = format!("umount300_{mode}");
-            let reads = capture_files(&stem);
-            let reads: Vec<&str> = reads.iter().map(String::as_str).collect();
-            j.verdict(
+            j.assessed(
                 mode,
                 "umount x300: the grace-period finding, where the waits pass its thresholds, says this kernel already waits expedited and what is left",
-                &reads,
-                |r| {
-                    let (s, assessed) = load_assessed(r, &stem)?;
-                    expedited_finding(&s, &assessed)
-                },
+                &format!("umount300_{mode}"),
+                |s, assessed, _| expedited_finding(s, assessed),
             );
         }
         j.verdict(
