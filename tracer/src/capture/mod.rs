@@ -255,7 +255,8 @@ fn say_sampled_cost(attached: &probes::Attached) {
 /// When the probes cannot be loaded or the report cannot be written.
 pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
     let wanted = args.kernel.wanted();
-    let cgroup_root = args.kernel.prepare_host()?;
+    let hierarchy = args.kernel.prepare_host()?;
+    let cgroup_root = hierarchy.root.clone();
     let cgroup_filter = args
         .cgroup
         .as_deref()
@@ -279,12 +280,12 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
     let mut attached = args
         .kernel
         .attach("tracer", &wanted, probes::MapReads::AtEnd)?;
-    for w in &attached.warnings {
+    for w in attached.warnings.iter().chain(&hierarchy.missing()) {
         eprintln!("tracer: warning: {w}");
     }
     say_what_did_not_attach(&attached.states);
 
-    let mut cgroups = cgroup_root.as_deref().map(cgroup::walk).unwrap_or_default();
+    let mut cgroups = hierarchy.paths();
     let dentry_start = tracer_loader::host::read_dentry_state();
     // The span is the recording's: from the programs' first recorded run to their last, the
     // window the slow calls' rate limit and every count apply to.
