@@ -72,18 +72,9 @@ fn git_watch(dir: &Path) -> Vec<PathBuf> {
     paths.into_iter().flatten().filter(|p| p.exists()).collect()
 }
 
-/// `YYYY-MM-DD` (UTC) of seconds since the Unix epoch (days to civil date, proleptic
-/// Gregorian calendar).
+/// `YYYY-MM-DD` (UTC) of seconds since the Unix epoch.
 fn date_of(epoch: i64) -> String {
-    let days = epoch.div_euclid(86_400);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}")
+    let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(epoch.max(0).cast_unsigned());
+    let stamp = humantime::format_rfc3339_seconds(at).to_string();
+    stamp.split('T').next().unwrap_or(&stamp).to_owned()
 }

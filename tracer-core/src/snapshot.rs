@@ -237,7 +237,8 @@ pub struct DentryState {
     pub nr_dentry: u64,
     /// Dentries unused (on the LRU).
     pub nr_unused: u64,
-    /// Negative dentries (Linux >= 5.8; 0 before).
+    /// Negative dentries (Linux >= 5.0, where `/proc/sys/fs/dentry-state`'s fifth field became
+    /// `nr_negative`; 0 before, the field unused).
     pub nr_negative: u64,
 }
 
@@ -699,6 +700,18 @@ mod tests {
             }
         );
         assert!(DentryState::parse("garbage").is_err());
+        // Up to 4.20 the fifth field is `dummy[0]`, always 0; `nr_negative` since 5.0, as
+        // the findings' kernel fact says (include/linux/dcache.h at 4.20.1 and 5.0.1).
+        assert_eq!(
+            DentryState::parse("123\t45\t45\t0\t0\t0\n")
+                .unwrap()
+                .nr_negative,
+            0
+        );
+        assert_eq!(
+            crate::findings::kernel::NR_NEGATIVE.since,
+            crate::findings::Since::Version { major: 5, minor: 0 }
+        );
     }
 
     #[test]

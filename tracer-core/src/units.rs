@@ -159,30 +159,10 @@ pub fn signal_name(sig: i32) -> Option<&'static str> {
 /// Unix nanoseconds as `YYYY-MM-DD hh:mm:ss UTC`.
 #[must_use]
 pub fn utc(unix_ns: u64) -> String {
-    let secs = unix_ns / 1_000_000_000;
-    let days = secs / 86_400;
-    let rem = secs % 86_400;
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
-        rem / 3_600,
-        rem % 3_600 / 60,
-        rem % 60
-    )
-}
-
-/// Proleptic Gregorian date of a day count since 1970-01-01 (days-from-civil, inverted).
-fn civil_from_days(days: u64) -> (u64, u64, u64) {
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + u64::from(m <= 2);
-    (y, m, d)
+    let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(unix_ns / 1_000_000_000);
+    // `YYYY-MM-DDTHH:MM:SSZ`, as a report line reads it.
+    let rfc3339 = humantime::format_rfc3339_seconds(at).to_string();
+    format!("{} UTC", rfc3339.trim_end_matches('Z').replacen('T', " ", 1))
 }
 
 /// Why a duration was refused; each message quotes what was typed.

@@ -24,6 +24,21 @@ use super::{
     },
 };
 
+/// The claims of the rows a remedy's prediction cites ([`crate::predict::remedy`]).
+pub mod claims {
+    /// The 2017 storm's 5,000 umounts with `synchronize_rcu_expedited`, predicted from the
+    /// fit on their `synchronize_rcu` figure.
+    pub const STORM_EXPEDITED: &str = "  same, 4 CPUs, synchronize_rcu_expedited (s)";
+    /// stress-ng ramfs with `synchronize_srcu` in `unregister_shrinker`, over before.
+    pub const RAMFS_SRCU: &str = "  synchronize_srcu in unregister_shrinker / before";
+    /// stress-ng ramfs with the finalize deferred, over before.
+    pub const RAMFS_DEFERRED: &str = "  deferred finalize / before";
+    /// The `ls` of the parent beside a rmdir of 10 million, pruning under the locks.
+    pub const LS_UNDER_LOCK: &str = "  ls of the parent, prune under lock: wait (ms)";
+    /// The same, pruning after both locks are dropped.
+    pub const LS_AFTER_UNLOCK: &str = "  ls of the parent, prune after unlock: wait (ms)";
+}
+
 /// What a row's agreement means.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -219,6 +234,104 @@ pub fn table() -> Vec<Row> {
     table_for(&THREADS)
 }
 
+/// The rows of one scenario's seed thread (`umount` shares `umount-storm`'s), against the
+/// threads' figures: what a prediction on that scenario cites.
+#[must_use]
+pub fn rows_for(scenario: Scenario) -> Vec<Row> {
+    let mut rows = Vec::new();
+    match scenario {
+        Scenario::Umount | Scenario::UmountStorm => umount_rows(&THREADS, &mut rows),
+        Scenario::RamfsStress => ramfs_rows(&THREADS, &mut rows),
+        Scenario::NegativeDentryRmdir => rmdir_rows(&THREADS, &mut rows),
+        Scenario::MemcgShrink => memcg_rows(&mut rows),
+    }
+    rows
+}
+
+/// A path `cargo xtask bench model-fit` checked: the model calibrated on one capture of a
+/// VM's kernel predicted another of another size and parallelism (50 umounts one after
+/// the other, then 4 tasks x 100; a rmdir of 5,000 negative dentries, then one of 50,000
+/// beside 3 readers). The median of 5 pairs' predicted/measured, and their spread, as
+/// docs/benchmarks.md records them (model-fit); a test checks the two agree.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ModelFit {
+    /// The path, as the docs' table names it.
+    pub path: &'static str,
+    /// The kernel booted.
+    pub kernel: Kernel,
+    /// Median predicted/measured.
+    pub median: f64,
+    /// The lowest and highest of the 5.
+    pub spread: (f64, f64),
+}
+
+/// Every path and kernel of the model-fit table.
+pub const MODEL_FIT: &[ModelFit] = &[
+    fit("umount(2), 4 tasks x 100", Kernel::V6_1, 0.72, (0.35, 1.06)),
+    fit(
+        "umount(2), 4 tasks x 100",
+        Kernel::V6_12,
+        0.74,
+        (0.64, 1.39),
+    ),
+    fit("`namespace_unlock`", Kernel::V6_1, 0.78, (0.39, 1.28)),
+    fit("`namespace_unlock`", Kernel::V6_12, 0.83, (0.68, 1.53)),
+    fit(MODEL_FIT_EXPEDITED, Kernel::V6_1, 0.80, (0.40, 1.32)),
+    fit(MODEL_FIT_EXPEDITED, Kernel::V6_12, 0.84, (0.69, 1.55)),
+    fit(
+        "`deactivate_locked_super`",
+        Kernel::V6_1,
+        0.76,
+        (0.63, 1.17),
+    ),
+    fit(
+        "`deactivate_locked_super`",
+        Kernel::V6_12,
+        0.93,
+        (0.62, 1.80),
+    ),
+    fit(
+        "rmdir(2), 50,000 negatives, 3 readers",
+        Kernel::V6_1,
+        0.69,
+        (0.54, 0.93),
+    ),
+    fit(
+        "rmdir(2), 50,000 negatives, 3 readers",
+        Kernel::V6_12,
+        0.88,
+        (0.83, 1.59),
+    ),
+    fit(MODEL_FIT_PRUNE, Kernel::V6_1, 0.66, (0.64, 1.00)),
+    fit(MODEL_FIT_PRUNE, Kernel::V6_12, 0.87, (0.84, 1.64)),
+    fit(MODEL_FIT_LOCK_WAIT, Kernel::V6_1, 1.00, (0.69, 1.10)),
+    fit(MODEL_FIT_LOCK_WAIT, Kernel::V6_12, 0.98, (0.83, 1.70)),
+];
+
+/// The model-fit path of umount's expedited wait.
+pub const MODEL_FIT_EXPEDITED: &str = "`synchronize_rcu_expedited` from `namespace_unlock`";
+/// The model-fit path of the pruning under the inode locks.
+pub const MODEL_FIT_PRUNE: &str = "`prune_under_inode_lock`";
+/// The model-fit path of the readers' waits for the inode lock.
+pub const MODEL_FIT_LOCK_WAIT: &str = "`inode_lock_wait`";
+
+const fn fit(path: &'static str, kernel: Kernel, median: f64, spread: (f64, f64)) -> ModelFit {
+    ModelFit {
+        path,
+        kernel,
+        median,
+        spread,
+    }
+}
+
+/// The model-fit figure of `path` on `kernel`, where one was measured.
+#[must_use]
+pub fn model_fit(path: &str, kernel: Kernel) -> Option<&'static ModelFit> {
+    MODEL_FIT
+        .iter()
+        .find(|f| f.path == path && f.kernel == kernel)
+}
+
 /// The table against `seeds`: fitted rows fit to theirs, predicted rows never read theirs
 /// except to compare.
 #[must_use]
@@ -279,7 +392,7 @@ fn umount_rows(seeds: &Seeds, rows: &mut Vec<Row>) {
     ));
     let exp4 = storm(UmountVariant::Expedited, 4, fqs, true).figure("umount_total");
     rows.push(row(
-        "  same, 4 CPUs, synchronize_rcu_expedited (s)",
+        claims::STORM_EXPEDITED,
         Kind::Predicted,
         format!("{}", seeds.umount_expedited_s),
         Some(seeds.umount_expedited_s),
@@ -309,7 +422,7 @@ fn ramfs_rows(seeds: &Seeds, rows: &mut Vec<Row>) {
                  model knows only by its CPU count and HZ";
     for (claim, variant, seed, tol) in [
         (
-            "  synchronize_srcu in unregister_shrinker / before",
+            claims::RAMFS_SRCU,
             RamfsVariant::Srcu,
             seeds.ramfs_srcu,
             0.07,
@@ -321,7 +434,7 @@ fn ramfs_rows(seeds: &Seeds, rows: &mut Vec<Row>) {
             0.08,
         ),
         (
-            "  deferred finalize / before",
+            claims::RAMFS_DEFERRED,
             RamfsVariant::DeferredFinalize,
             seeds.ramfs_deferred,
             0.23,
@@ -400,7 +513,7 @@ fn lock_wait_rows(ten_m: &Outcome, prune_ns: u64, rows: &mut Vec<Row>) {
                     must be the pruning the ls started behind, not a fraction of it";
     let under = ten_m.figure("lookup_wait_max");
     rows.push(row(
-        "  ls of the parent, prune under lock: wait (ms)",
+        claims::LS_UNDER_LOCK,
         Kind::Predicted,
         "~prune time (\"significant delays\")".into(),
         None,
@@ -411,7 +524,7 @@ fn lock_wait_rows(ten_m: &Outcome, prune_ns: u64, rows: &mut Vec<Row>) {
     let after =
         rmdir(RmdirVariant::PruneAfterUnlock, 10_000_000, prune_ns, none).figure("lookup_wait_max");
     rows.push(row(
-        "  ls of the parent, prune after unlock: wait (ms)",
+        claims::LS_AFTER_UNLOCK,
         Kind::Predicted,
         "~0 (\"not affected at all\")".into(),
         None,
@@ -642,6 +755,56 @@ mod tests {
         );
         let one = (get(&slow, "1 CPU") / get(&fast, "1 CPU") - 1.0).abs();
         assert!(one < 0.05, "1-CPU prediction moved by {one}");
+    }
+
+    #[test]
+    fn the_model_fit_figures_are_the_benchmarks_docs() {
+        let docs = include_str!("../../docs/benchmarks.md");
+        let table = docs
+            .split("\n## model-fit\n")
+            .nth(1)
+            .and_then(|s| s.split("\n## ").next())
+            .expect("docs/benchmarks.md has a model-fit section");
+        for f in MODEL_FIT {
+            let row = table
+                .lines()
+                .find(|l| l.starts_with(&format!("| {} |", f.path)))
+                .unwrap_or_else(|| panic!("no row {} in the model-fit table", f.path));
+            // The shared-host columns hold the medians and spreads MODEL_FIT carries.
+            let header = format!("{}, shared host (spread)", f.kernel);
+            let column = table
+                .lines()
+                .find(|l| l.starts_with("| path |"))
+                .and_then(|h| h.split('|').position(|c| c.trim() == header))
+                .unwrap_or_else(|| panic!("the model-fit table has a column {header:?}"));
+            let cell = row.split('|').nth(column).unwrap().trim();
+            assert_eq!(
+                cell,
+                format!("{:.2} ({:.2}-{:.2})", f.median, f.spread.0, f.spread.1),
+                "{}",
+                f.path
+            );
+        }
+        assert_eq!(
+            MODEL_FIT.len(),
+            2 * 7,
+            "the paths a prediction cites, on both kernels"
+        );
+    }
+
+    #[test]
+    fn every_claim_a_prediction_cites_is_a_row_of_its_scenario() {
+        for (scenario, claim) in [
+            (Scenario::Umount, claims::STORM_EXPEDITED),
+            (Scenario::RamfsStress, claims::RAMFS_SRCU),
+            (Scenario::RamfsStress, claims::RAMFS_DEFERRED),
+            (Scenario::NegativeDentryRmdir, claims::LS_UNDER_LOCK),
+            (Scenario::NegativeDentryRmdir, claims::LS_AFTER_UNLOCK),
+        ] {
+            let rows = rows_for(scenario);
+            let row = rows.iter().find(|r| r.claim == claim).unwrap();
+            assert_eq!(row.kind, Kind::Predicted, "{claim}");
+        }
     }
 
     #[test]

@@ -8,13 +8,15 @@
 //!
 //! The 7.3 profile runs the 6.12 code on these paths. What changed after 6.12, as read in
 //! the mainline source, and why none of it changes the modelled paths:
-//! - `namespace_unlock`: a lazy umount (`MNT_DETACH`, `unmounted_lazily`) now hands the final
-//!   `mntput`s to `queue_rcu_work` instead of waiting (the patch "defer RCU sync for
-//!   `MNT_DETACH` umount"); a plain umount(2), as umount(8) makes it, still calls
-//!   `synchronize_rcu_expedited` after `up_write(&namespace_sem)`. With mount-notification
-//!   listeners (fsnotify, since 6.14) it first downgrades `namespace_sem` to send them;
-//!   without listeners, as in the workloads here, nothing differs. `emptied_ns` frees an
-//!   emptied namespace there too, off these paths.
+//! - `namespace_unlock`: every umount, a lazy one (`MNT_DETACH`) included, still calls
+//!   `synchronize_rcu_expedited` after `up_write(&namespace_sem)` in every release read
+//!   through 6.19 (`fs/namespace.c` at 6.19.0). The patch that hands a lazy umount's final
+//!   `mntput`s to `queue_rcu_work` instead ("fs/namespace: defer RCU sync for `MNT_DETACH`
+//!   umount", queued in the vfs tree for 6.16) is in none of them
+//!   (`tracer_core::findings::kernel::LAZY_UMOUNT_DEFERRED`). With mount-notification
+//!   listeners (fsnotify, since 6.14) `namespace_unlock` first downgrades `namespace_sem` to
+//!   send them; without listeners, as in the workloads here, nothing differs. `emptied_ns`
+//!   frees an emptied namespace there too, off these paths.
 //! - `synchronize_rcu_expedited`: the changes read after 6.12 touch the per-`rcu_node`
 //!   workers (`rcu_exp_par_gp_kworker` affinity), which exist only past one leaf
 //!   `rcu_node` (16 CPUs); the work still runs on `rcu_exp_gp_kworker`, not real-time
@@ -37,6 +39,11 @@ use thiserror::Error;
 use tracer_core::snapshot::Probe;
 
 use super::rcu::{Gp, RcuConfig};
+
+/// The first series whose `namespace_unlock` waits in `synchronize_rcu_expedited`: 5.0
+/// (`fs/namespace.c` read at 4.20.1 and 5.0.1; see
+/// `tracer_core::findings::kernel::NAMESPACE_UNLOCK_EXPEDITED`).
+pub const EXPEDITED_UMOUNT: (u32, u32) = (5, 0);
 
 /// A kernel the model can follow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -94,11 +101,12 @@ impl Kernel {
     /// When the release does not start with `MAJOR.MINOR`.
     pub fn from_release(release: &str) -> Result<(Kernel, bool), KernelError> {
         let v = version(release).ok_or_else(|| KernelError::Release(release.to_owned()))?;
-        // Where the modelled code changed: 4.16 made namespace_unlock expedited, 6.7
-        // replaced unregister_shrinker by shrinker_free. Between those, the nearest profile
-        // has the same code on these paths.
+        // Where the modelled code changed: 5.0 made namespace_unlock expedited
+        // (`synchronize_rcu()` in fs/namespace.c through 4.20.1, `synchronize_rcu_expedited()`
+        // from 5.0.1), 6.7 replaced unregister_shrinker by shrinker_free. Between those, the
+        // nearest profile has the same code on these paths.
         let k = match v {
-            v if v < (4, 16) => Kernel::V4_14,
+            v if v < EXPEDITED_UMOUNT => Kernel::V4_14,
             v if v < (6, 7) => Kernel::V6_1,
             v if v < (7, 3) => Kernel::V6_12,
             _ => Kernel::V7_3,
@@ -112,10 +120,12 @@ impl Kernel {
         let v = self.version();
         Profile {
             kernel: self,
-            // e1eb26fa62d0 ("VFS: use synchronize_rcu_expedited() in namespace_unlock()",
-            // NeilBrown, merged for 4.16): before it, every umount waited a normal grace
-            // period (the seed thread's 100 s for 5,000 tmpfs on 4.14).
-            namespace_gp: if v.0 < 4 || (v.0 == 4 && v.1 < 16) {
+            // "VFS: use synchronize_rcu_expedited() in namespace_unlock()" (NeilBrown,
+            // posted 2017-10-26, commit id not known): fs/namespace.c's namespace_unlock
+            // calls synchronize_rcu() at 4.15.18, 4.16.13, 4.19.0 and 4.20.1 and
+            // synchronize_rcu_expedited() from 5.0.1 on. Before 5.0 every umount waited a
+            // normal grace period (the seed thread's 100 s for 5,000 tmpfs on 4.14).
+            namespace_gp: if v.0 < EXPEDITED_UMOUNT.0 {
                 Gp::Normal
             } else {
                 Gp::Expedited
@@ -359,6 +369,11 @@ mod tests {
         assert_eq!(k("6.18.44-fc-v769"), (Kernel::V6_12, false));
         assert_eq!(k("4.14.0"), (Kernel::V4_14, true));
         assert_eq!(k("5.10.0-30-amd64"), (Kernel::V6_1, false));
+        // namespace_unlock went expedited in 5.0: 4.19 and 4.20 still wait a full grace
+        // period, as 4.14 does.
+        assert_eq!(k("4.19.0-27-amd64"), (Kernel::V4_14, false));
+        assert_eq!(k("4.20.1"), (Kernel::V4_14, false));
+        assert_eq!(k("5.0.1"), (Kernel::V6_1, false));
         assert_eq!(k("7.3.1"), (Kernel::V7_3, true));
         assert!(Kernel::from_release("linux").is_err());
     }
@@ -383,6 +398,45 @@ mod tests {
                 .iter()
                 .all(|k| k.profile().deactivate_in_task_work && !k.profile().teardown_waits)
         );
+    }
+
+    /// Each profile's code is what the findings' kernel facts (each read in the kernel's
+    /// source at a release) say a kernel of its version has; so is the release at which
+    /// `--kernel auto` moves from one profile to the next.
+    #[test]
+    fn profiles_agree_with_the_kernel_facts_the_findings_rely_on() {
+        use tracer_core::findings::kernel::{
+            KernelVersion, LAZY_UMOUNT_DEFERRED, NAMESPACE_UNLOCK_EXPEDITED,
+            RMDIR_PRUNE_AFTER_UNLOCK, SHRINKER_FREE,
+        };
+        use tracer_core::findings::{Presence, Since};
+        for k in KERNELS {
+            let (major, minor) = k.version();
+            let v = Some(KernelVersion::new(major, minor));
+            let p = k.profile();
+            let expedited = NAMESPACE_UNLOCK_EXPEDITED.since.presence(v) == Presence::Yes;
+            assert_eq!(p.namespace_gp == Gp::Expedited, expedited, "{k}");
+            let shrinker_free = SHRINKER_FREE.since.presence(v) == Presence::Yes;
+            assert_eq!(p.teardown == Probe::ShrinkerFree, shrinker_free, "{k}");
+            // No release read prunes outside the inode locks.
+            assert_ne!(
+                RMDIR_PRUNE_AFTER_UNLOCK.since.presence(v),
+                Presence::Yes,
+                "{k}"
+            );
+            assert!(p.prune_under_lock, "{k}");
+            // No release read defers a lazy umount's wait: every profile's umount waits in
+            // namespace_unlock, whatever the flags (the model has no lazy umount).
+            assert_ne!(LAZY_UMOUNT_DEFERRED.since.presence(v), Presence::Yes, "{k}");
+        }
+        let Since::Version { major, minor } = NAMESPACE_UNLOCK_EXPEDITED.since else {
+            panic!("the expedited umount is dated by a release");
+        };
+        assert_eq!(EXPEDITED_UMOUNT, (major, minor));
+        // The last release read before it, and the first read with it.
+        let gp = |r| Kernel::from_release(r).unwrap().0.profile().namespace_gp;
+        assert_eq!(gp("4.20.1"), Gp::Normal);
+        assert_eq!(gp("5.0.1"), Gp::Expedited);
     }
 
     #[test]

@@ -4,7 +4,8 @@ use std::{path::PathBuf, process::ExitCode};
 
 use clap::{CommandFactory as _, Parser, Subcommand, error::ErrorKind};
 use tracer::output::OutputArgs;
-use tracer_core::{capture_file, report};
+use tracer_core::{capture_file, findings, report};
+use tracer_model::predict;
 
 /// mimalloc: the live loop builds and frees thousands of small series per refresh, many
 /// freed on another thread than the one that made them, which glibc's allocator does slowly.
@@ -41,14 +42,16 @@ enum Command {
     Capture(tracer::capture::Args),
     /// Show each probe's kernel symbol on this host and whether its programs load.
     Probes,
-    /// Re-render a saved capture file.
+    /// Re-render a saved capture file: its findings first (evaluated here when the file
+    /// carries none), then the tables.
     Report {
         /// A capture file written by `tracer capture --format json` or `tracer model --format json`.
         file: PathBuf,
         #[command(flatten)]
         out: OutputArgs,
     },
-    /// Put two captures (or a capture and a model run) side by side, with ratios B/A.
+    /// Put two captures (or a capture and a model run) side by side, with ratios B/A: which
+    /// findings went away, are new or remain, then every probe.
     Compare {
         /// Baseline capture file.
         a: PathBuf,
@@ -80,13 +83,25 @@ fn main() -> ExitCode {
         Command::Probes => probes(),
         Command::Serve(args) => tracer::export::main(&args),
         Command::Report { file, out } => (|| {
-            out.emit(&capture_file::load(&file)?)?;
+            let (snap, findings) = capture_file::load_with_findings(&file)?;
+            // As the capture made them; a file without them (older, or a model run's) has
+            // them evaluated here, on the kernel it names.
+            let findings =
+                findings.unwrap_or_else(|| predict::assess(&snap, findings::kernel_of(&snap)));
+            out.emit_with_findings(&snap, &findings)?;
             Ok(ExitCode::SUCCESS)
         })(),
         Command::Compare { a, b } => (|| {
-            let a = capture_file::load(&a)?;
-            let b = capture_file::load(&b)?;
-            print!("{}", report::compare(&a, &b, tracer_core::color_stdout()));
+            let (a, fa) = capture_file::load_with_findings(&a)?;
+            let (b, fb) = capture_file::load_with_findings(&b)?;
+            print!(
+                "{}",
+                report::compare::render_with_findings(
+                    (&a, fa.as_ref()),
+                    (&b, fb.as_ref()),
+                    tracer_core::color_stdout()
+                )
+            );
             Ok(ExitCode::SUCCESS)
         })(),
         Command::Top(args) => tracer::tui::main(&args),

@@ -1,8 +1,9 @@
 //! `--format` and `--output`: where and how `tracer capture`, `report` and `model` write
-//! their report.
+//! their report (the first two with the findings made of it).
 
 use std::path::PathBuf;
 
+use tracer_core::findings::Assessment;
 use tracer_core::report::{self, EmitError, Output};
 use tracer_core::snapshot::Snapshot;
 
@@ -52,6 +53,19 @@ impl OutputArgs {
     /// When the output cannot be written.
     pub fn emit(&self, snapshot: &Snapshot) -> Result<(), EmitError> {
         report::emit(snapshot, &self.output())
+    }
+
+    /// Write `snapshot` with the findings made of it ([`report::emit_with_findings`]): first
+    /// in the text, carried by the capture file.
+    ///
+    /// # Errors
+    /// When the output cannot be written.
+    pub fn emit_with_findings(
+        &self,
+        snapshot: &Snapshot,
+        findings: &Assessment,
+    ) -> Result<(), EmitError> {
+        report::emit_with_findings(snapshot, Some(findings), &self.output())
     }
 }
 

@@ -674,8 +674,8 @@ mod tests {
 /// How the commands that boot a VM run QEMU (their `--timeout` and `--kvm`).
 #[derive(Debug, clap::Args)]
 pub struct QemuArgs {
-    /// Kill the VM after this many seconds (the suite's 6.12 boot, with the hardening and
-    /// 2,000-cgroup cases, took 21 to 25 min alone on a 2-core host; more beside another VM).
+    /// Kill the VM after this many seconds: the suite's longest boot (6.12, with the
+    /// hardening and 2,000-cgroup cases) takes the most, docs/tests.md says how long.
     #[arg(long, default_value_t = 3600)]
     pub timeout: u64,
     /// Use KVM instead of TCG emulation (it hangs where nested virtualisation is broken).

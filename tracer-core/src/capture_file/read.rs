@@ -7,23 +7,48 @@ use serde_json::error::Category;
 use tracer_common::{BUCKETS, bucket_bounds, bucket_of};
 
 use super::{
-    AttachRec, COUNTERS, CaptureFile, CgroupRec, CounterRec, DentryRec, FORMAT, LossRec, MethodRec,
-    ParseError, ProbeRec, RecordError, SeriesRec, SlowCallRec, SourceRec, VERSION,
+    error::{ParseError, RecordError},
+    records::{
+        AttachRec, COUNTERS, CaptureFile, CgroupRec, CounterRec, DentryRec, FORMAT, FindingsRec,
+        LossRec, MethodRec, ProbeRec, SeriesRec, SlowCallRec, SourceRec, VERSION,
+    },
 };
 use crate::cgroup_names::{Qos, Runtime};
+use crate::findings::{Assessment, Finding};
 use crate::snapshot::{
     AttachMethod, AttachState, BpfUsage, CgroupNames, CommandRun, DentryState, Latency, Loss, Meta,
     Probe, ProbeStatus, SeriesKey, SlowCall, Snapshot, SourceKind,
 };
 
-/// The snapshot in a capture file's text.
-pub(super) fn snapshot(text: &str) -> Result<Snapshot, ParseError> {
+/// The snapshot in a capture file's text, and the findings it carries.
+pub(super) fn snapshot(text: &str) -> Result<(Snapshot, Option<Assessment>), ParseError> {
     // Check what the file is before its shape, so that a future version is reported as
     // such rather than as whatever field it renamed.
     let value: serde_json::Value = serde_json::from_str(text).map_err(|e| json_error(&e))?;
     let version = check_header(&value)?;
-    let file: CaptureFile = serde_json::from_str(text).map_err(|e| json_error(&e))?;
-    build(file, version)
+    let mut file: CaptureFile = serde_json::from_str(text).map_err(|e| json_error(&e))?;
+    // Findings are a version 4 record: an older file's field of that name is not ours.
+    let findings = file.findings.take().filter(|_| version >= 4);
+    let snapshot = build(file, version)?;
+    let findings = findings.map(assessment).transpose()?;
+    Ok((snapshot, findings))
+}
+
+/// The findings record, each finding checked on its own.
+fn assessment(rec: FindingsRec) -> Result<Assessment, ParseError> {
+    let findings = rec
+        .findings
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| {
+            serde_json::from_value::<Finding>(v)
+                .map_err(|e| record("findings", i)(RecordError::Finding(e.to_string())))
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(Assessment {
+        kernel: rec.kernel,
+        findings,
+    })
 }
 
 fn json_error(e: &serde_json::Error) -> ParseError {

@@ -276,7 +276,7 @@ fn corrupt_and_foreign_files_are_named_as_such() {
 fn future_versions_are_refused_before_their_fields_are_read() {
     assert_eq!(
         load_err(r#"{"format": "tracer-capture", "version": 7, "everything": "renamed"}"#),
-        "capture file version 7 is newer than this tracer understands (3)"
+        "capture file version 7 is newer than this tracer understands (4)"
     );
     // Past u64, a JSON reader holds the number as a float: 1e23 is not what was written.
     for huge in ["100000000000000000000000", "18446744073709551616", "1e300"] {
@@ -284,7 +284,7 @@ fn future_versions_are_refused_before_their_fields_are_read() {
             load_err(&format!(
                 r#"{{"format": "tracer-capture", "version": {huge}}}"#
             )),
-            "invalid capture file version: a number above 2^64-1 (this tracer reads 1 to 3)"
+            "invalid capture file version: a number above 2^64-1 (this tracer reads 1 to 4)"
         );
     }
     for bad in ["0", "-1", "1.5"] {
@@ -464,7 +464,7 @@ fn load_errors_start_with_the_file_name() {
     assert_eq!(
         msg,
         format!(
-            "{}: capture file version 7 is newer than this tracer understands (3)",
+            "{}: capture file version 7 is newer than this tracer understands (4)",
             path.display()
         )
     );
@@ -513,7 +513,15 @@ mod doc_example {
 
     #[test]
     fn the_documented_example_loads_and_is_what_tracer_writes() {
-        let s = from_str(example()).unwrap_or_else(|e| panic!("docs/capture-file.md: {e}"));
+        let (s, found) = from_str_with_findings(example())
+            .unwrap_or_else(|e| panic!("docs/capture-file.md: {e}"));
+        // 39.5 ms of waits: under every rule's threshold, so evaluated and none found.
+        let found = found.expect("the example carries its findings");
+        assert!(found.findings.is_empty());
+        assert_eq!(
+            found,
+            crate::findings::Assessment::of(&s, found.kernel.clone())
+        );
         let key = SeriesKey::new(Probe::SynchronizeRcu, 4_242).with_caller(Probe::NamespaceUnlock);
         let lat = &s.series[&key];
         assert_eq!(
@@ -522,13 +530,157 @@ mod doc_example {
         );
         assert_eq!(s.counter_total(Counter::NegativeDentries), 3);
         // Same values, same histogram string as a fresh write: the doc shows the real encoding.
-        let written: serde_json::Value = serde_json::from_str(&to_string(&s)).unwrap();
+        let text = to_string_with_findings(&s, Some(&found));
+        let written: serde_json::Value = serde_json::from_str(&text).unwrap();
         let documented: serde_json::Value = serde_json::from_str(example()).unwrap();
-        assert_eq!(
-            written,
-            documented,
-            "update the doc's example to:\n{}",
-            to_string(&s)
+        assert_eq!(written, documented, "update the doc's example to:\n{text}");
+    }
+}
+
+mod findings {
+    use super::*;
+    use crate::findings::{
+        Assessment, Figure, Fitted, KernelFeatures, KernelInfo, Outcome, Prediction, Value,
+    };
+
+    /// The test capture's findings, as a capture on a 6.1 host with `rcu_normal` read as
+    /// off makes them, the first with a prediction of each kind of figure.
+    fn assessed() -> (Snapshot, Assessment) {
+        let s = testdata::umount_capture();
+        let kernel = KernelInfo {
+            features: KernelFeatures {
+                rcu_normal: Some(false),
+                ..KernelFeatures::default()
+            },
+            ..KernelInfo::from_release("6.1.0-18-amd64")
+        };
+        let mut a = Assessment::of(&s, kernel);
+        assert!(!a.findings.is_empty(), "the test capture has a finding");
+        a.findings[0].prediction = Some(Prediction {
+            kernel: "Linux 6.1: the capture's kernel is 6.1.0-18-amd64".into(),
+            outcome: Outcome::Predicted {
+                fitted: vec![Fitted {
+                    key: "tick_ns".into(),
+                    value: "4.00 ms".into(),
+                    from: "synchronize_srcu: 300 calls, mean 12.0 ms".into(),
+                }],
+                not_fitted: vec!["no synchronize_rcu calls: tick_ns not fitted from RCU".into()],
+                figures: vec![Figure {
+                    what: "umount(2), in all".into(),
+                    against: Value::Measured {
+                        ns: 3_600_000_000,
+                        model_ns: 3_550_000_000,
+                    },
+                    variant: Value::Predicted { ns: 120_000_000 },
+                }],
+                fidelity: vec!["not measured".into()],
+            },
+        });
+        if let Some(f) = a.findings.get_mut(1) {
+            f.prediction = Some(Prediction {
+                kernel: "Linux 6.1".into(),
+                outcome: Outcome::Unavailable {
+                    why: "no calls to fit on".into(),
+                },
+            });
+        }
+        (s, a)
+    }
+
+    #[test]
+    fn findings_and_their_predictions_round_trip_with_the_snapshot() {
+        let (s, a) = assessed();
+        let text = to_string_with_findings(&s, Some(&a));
+        let (back, found) = from_str_with_findings(&text).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(back, s);
+        assert_eq!(found.as_ref(), Some(&a));
+        assert_eq!(to_string_with_findings(&back, found.as_ref()), text);
+        // The snapshot alone reads the same from it.
+        assert_eq!(from_str(&text).unwrap(), s);
+        // Evaluated and none found is not "not evaluated".
+        let none = Assessment {
+            kernel: a.kernel.clone(),
+            findings: Vec::new(),
+        };
+        let text = to_string_with_findings(&testdata::empty(), Some(&none));
+        assert!(text.contains(r#""findings": []"#), "{text}");
+        assert_eq!(from_str_with_findings(&text).unwrap().1, Some(none));
+        // A file without them says nothing of findings, and reads as not evaluated.
+        let text = to_string(&s);
+        assert!(!text.contains("\"findings\""));
+        assert_eq!(from_str_with_findings(&text).unwrap().1, None);
+    }
+
+    #[test]
+    fn older_versions_load_without_findings() {
+        let (s, a) = assessed();
+        let mut v: serde_json::Value =
+            serde_json::from_str(&to_string_with_findings(&s, Some(&a))).unwrap();
+        // Version 3 had no findings record: a field of that name is not one.
+        v["version"] = 3.into();
+        let (back, found) = from_str_with_findings(&v.to_string()).unwrap();
+        assert_eq!(back, s);
+        assert_eq!(found, None);
+    }
+
+    #[test]
+    fn a_bad_finding_is_named_by_its_index() {
+        let (s, a) = assessed();
+        let mut v: serde_json::Value =
+            serde_json::from_str(&to_string_with_findings(&s, Some(&a))).unwrap();
+        v["findings"]["findings"][0]["evidence"][0]["probe"] = "vfs_unlink".into();
+        let err = from_str(&v.to_string()).unwrap_err().to_string();
+        assert!(
+            err.starts_with("findings 0: unknown probe \"vfs_unlink\""),
+            "{err}"
         );
+        let mut v: serde_json::Value =
+            serde_json::from_str(&to_string_with_findings(&s, Some(&a))).unwrap();
+        v["findings"]["findings"][0]
+            .as_object_mut()
+            .unwrap()
+            .remove("severity");
+        let err = from_str(&v.to_string()).unwrap_err().to_string();
+        assert!(
+            err.starts_with("findings 0: missing field `severity`"),
+            "{err}"
+        );
+    }
+
+    /// Every key of `v`, nested ones too.
+    fn walk(v: &serde_json::Value, keys: &mut std::collections::BTreeSet<String>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, x) in m {
+                    keys.insert(k.clone());
+                    walk(x, keys);
+                }
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|x| walk(x, keys)),
+            _ => {}
+        }
+    }
+
+    /// Every field a finding is written with, nested ones too, is in the doc's findings
+    /// section: the record changes only on purpose.
+    #[test]
+    fn the_doc_names_every_field_of_the_findings_record() {
+        let doc = include_str!("../../../docs/capture-file.md");
+        let section = doc
+            .split("\n## Findings (since version 4)\n")
+            .nth(1)
+            .and_then(|s| s.split("\n## ").next())
+            .expect("docs/capture-file.md has a findings section");
+        let (s, a) = assessed();
+        let v: serde_json::Value =
+            serde_json::from_str(&to_string_with_findings(&s, Some(&a))).unwrap();
+        let mut keys = std::collections::BTreeSet::new();
+        walk(&v["findings"], &mut keys);
+        assert!(keys.len() > 30, "{keys:?}");
+        let missing: Vec<_> = keys
+            .iter()
+            .filter(|k| !section.contains(&format!("`{k}`")))
+            .collect();
+        assert!(missing.is_empty(), "not in the doc: {missing:?}");
     }
 }

@@ -2,10 +2,12 @@
 
 use serde::Serialize as _;
 
-use super::{
+use super::records::{
     AttachRec, BpfRec, CaptureFile, CgroupRec, CommandRec, CounterRec, DentryRec, DentryStateRec,
-    FORMAT, LossRec, MetaRec, MethodRec, ProbeRec, SeriesRec, SlowCallRec, SourceRec, VERSION,
+    FORMAT, FindingsRec, LossRec, MetaRec, MethodRec, ProbeRec, SeriesRec, SlowCallRec, SourceRec,
+    VERSION,
 };
+use crate::findings::Assessment;
 use crate::snapshot::{
     AttachMethod, AttachState, CgroupId, CgroupNames, DentryState, SlowCall, Snapshot, SourceKind,
 };
@@ -42,8 +44,9 @@ fn slow_call_rec(c: &SlowCall) -> SlowCallRec {
     }
 }
 
-/// The capture file for `snapshot`, pretty-printed, ending in a newline.
-pub(super) fn text(snapshot: &Snapshot) -> String {
+/// The capture file for `snapshot` (with `findings`, when given), pretty-printed, ending
+/// in a newline.
+pub(super) fn text(snapshot: &Snapshot, findings: Option<&Assessment>) -> String {
     let file = CaptureFile {
         format: FORMAT.to_owned(),
         version: VERSION,
@@ -127,6 +130,14 @@ pub(super) fn text(snapshot: &Snapshot) -> String {
         }),
         process_cpu_ns: snapshot.process_cpu_ns,
         process_cpu_attach_ns: snapshot.process_cpu_attach_ns,
+        findings: findings.map(|a| FindingsRec {
+            kernel: a.kernel.clone(),
+            findings: a
+                .findings
+                .iter()
+                .map(|f| serde_json::to_value(f).expect("a finding serializes"))
+                .collect(),
+        }),
     };
     let mut out = Vec::new();
     let mut ser = serde_json::Serializer::with_formatter(&mut out, PairsOnOneLine::default());

@@ -49,6 +49,11 @@ pub struct Finding {
     pub kernel: KernelStatus,
     /// What would help.
     pub remedy: Remedy,
+    /// What the model predicts of the remedy, calibrated on the snapshot the finding was
+    /// made of; `None` where no model ran (tracer-core evaluates rules only: the model,
+    /// `tracer_model::predict::remedy`, fills it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prediction: Option<Prediction>,
 }
 
 /// Whose time a share is of.
@@ -212,6 +217,99 @@ pub struct ModelRun {
     pub set: Vec<String>,
     /// What to compare between the two runs.
     pub compare: String,
+}
+
+/// What the model predicts of a finding's remedy: its [`ModelRun`], calibrated on the
+/// snapshot the finding was made of, the what-if (`variant`) against `against` with the
+/// same calibration.
+///
+/// The model's honesty rules hold: what was fitted is named, a figure the model was fitted
+/// to is shown as the snapshot's own ([`Value::Measured`]), never as a prediction, and the
+/// fidelity of the paths predicted is what the model's own checks measured, or "not
+/// measured".
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Prediction {
+    /// Whose code the model followed, and why (`Linux 4.14: the capture's kernel is
+    /// 4.14.0`).
+    pub kernel: String,
+    /// What the model did, or why it could not.
+    pub outcome: Outcome,
+}
+
+/// A prediction's result.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Outcome {
+    /// The model was calibrated on the snapshot and ran both variants.
+    Predicted {
+        /// The parameters fitted on the snapshot, in the order they were.
+        fitted: Vec<Fitted>,
+        /// What the snapshot could not fit, and what the model took instead.
+        not_fitted: Vec<String>,
+        /// The figures compared, `against` then the what-if.
+        figures: Vec<Figure>,
+        /// How far the model's figures on these paths agree with a kernel's, as the model's
+        /// fidelity table and model-fit runs measured them, or "not measured".
+        fidelity: Vec<String>,
+    },
+    /// The snapshot cannot calibrate the scenario (no calls of the path it fits, too few,
+    /// code the model's profile does not follow): why, instead of a guess.
+    Unavailable {
+        /// Why.
+        why: String,
+    },
+}
+
+/// One parameter fitted on the snapshot.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fitted {
+    /// The model's parameter (`tick_ns`).
+    pub key: String,
+    /// Its fitted value, as `--set` takes it.
+    pub value: String,
+    /// What in the snapshot it comes from.
+    pub from: String,
+}
+
+/// One figure of both runs: the same path, `against` and the what-if.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Figure {
+    /// What is measured: `grace-period waits under namespace_unlock, in all`.
+    pub what: String,
+    /// Under the `against` variant.
+    pub against: Value,
+    /// Under the what-if `variant`.
+    pub variant: Value,
+}
+
+/// A figure of one run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Value {
+    /// The snapshot's own figure: this variant runs the code the snapshot ran, and the
+    /// model was fitted to it. `model_ns` is what the calibrated model gives: a check of
+    /// the fit, not a prediction.
+    Measured {
+        /// The snapshot's figure, ns.
+        ns: u64,
+        /// The calibrated model's, ns.
+        model_ns: u64,
+    },
+    /// The model's figure for code or a workload the snapshot did not run: a prediction.
+    Predicted {
+        /// ns.
+        ns: u64,
+    },
+}
+
+impl Value {
+    /// The figure this value stands for: the snapshot's where measured, else the model's.
+    #[must_use]
+    pub const fn ns(self) -> u64 {
+        match self {
+            Value::Measured { ns, .. } | Value::Predicted { ns } => ns,
+        }
+    }
 }
 
 /// A [`Probe`] as its name in the capture file.

@@ -11,6 +11,8 @@
 //! kernel facts the source each was read in ([`kernel`]). [`evaluate`] runs them all; a
 //! quiet host and ordinary work give no finding.
 
+use serde::{Deserialize, Serialize};
+
 use crate::snapshot::Snapshot;
 
 mod ctx;
@@ -23,11 +25,50 @@ pub mod text;
 mod tests;
 
 pub use finding::{
-    Evidence, FactStatus, Finding, Impact, KernelStatus, ModelRun, Remedy, Severity, Share,
-    TunableStatus, Whole,
+    Evidence, FactStatus, Figure, Finding, Fitted, Impact, KernelStatus, ModelRun, Outcome,
+    Prediction, Remedy, Severity, Share, TunableStatus, Value, Whole,
 };
 pub use kernel::{Basis, KernelFeatures, KernelInfo, KernelVersion, Presence, Since};
 pub use rules::{Limit, RULES, Rule, Seed, Threshold, rule};
+
+/// The findings of a snapshot as they were made: on which kernel (with the settings read
+/// then), each with the model's prediction where one was made. A capture file carries it
+/// (since version 4), so `tracer report` shows what `tracer capture` found, settings
+/// included, without reading the host again.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Assessment {
+    /// The kernel the rules were evaluated for.
+    pub kernel: KernelInfo,
+    /// The findings, the costliest first; empty when no rule's threshold was passed.
+    pub findings: Vec<Finding>,
+}
+
+impl Assessment {
+    /// Every rule run on `snapshot` taken on `kernel`, without predictions.
+    #[must_use]
+    pub fn of(snapshot: &Snapshot, kernel: KernelInfo) -> Self {
+        Self {
+            findings: evaluate(snapshot, &kernel),
+            kernel,
+        }
+    }
+
+    /// The finding of the rule `id`, if it was made.
+    #[must_use]
+    pub fn get(&self, id: &str) -> Option<&Finding> {
+        self.findings.iter().find(|f| f.id == id)
+    }
+}
+
+/// The kernel a snapshot names (`meta.kernel`), with no setting known.
+#[must_use]
+pub fn kernel_of(snapshot: &Snapshot) -> KernelInfo {
+    snapshot
+        .meta
+        .kernel
+        .as_deref()
+        .map_or_else(KernelInfo::unknown, KernelInfo::from_release)
+}
 
 /// Run every rule on `snapshot` taken on `kernel`: the findings, the costliest first.
 #[must_use]
@@ -41,12 +82,7 @@ pub fn evaluate(snapshot: &Snapshot, kernel: &KernelInfo) -> Vec<Finding> {
 /// [`evaluate`] on the kernel the snapshot names (`meta.kernel`), with no feature known.
 #[must_use]
 pub fn check(snapshot: &Snapshot) -> Vec<Finding> {
-    let kernel = snapshot
-        .meta
-        .kernel
-        .as_deref()
-        .map_or_else(KernelInfo::unknown, KernelInfo::from_release);
-    evaluate(snapshot, &kernel)
+    evaluate(snapshot, &kernel_of(snapshot))
 }
 
 /// The costliest first; at equal cost the more severe, then by id.

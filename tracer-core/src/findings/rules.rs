@@ -382,6 +382,7 @@ fn umount_grace_period(c: &Ctx) -> Option<Finding> {
             left,
         },
         remedy,
+        prediction: None,
     })
 }
 
@@ -551,6 +552,7 @@ fn shrinker_grace_period(c: &Ctx) -> Option<Finding> {
                 compare: "ops_per_s and the grace-period wait per umount".into(),
             }),
         },
+        prediction: None,
     })
 }
 
@@ -633,6 +635,7 @@ fn shrinker_rwsem(c: &Ctx) -> Option<Finding> {
                     .into(),
             }),
         },
+        prediction: None,
     })
 }
 
@@ -676,7 +679,7 @@ fn prune_under_inode_lock(c: &Ctx) -> Option<Finding> {
             units::ns(prune.sum_ns())
         )
     };
-    let negatives = prune_max / PRUNE_NS_EACH;
+    let negatives = prune_max / prune_ns_each(c);
     Some(Finding {
         id: "rmdir-prune-under-inode-lock".into(),
         severity,
@@ -719,7 +722,25 @@ fn prune_under_inode_lock(c: &Ctx) -> Option<Finding> {
                     .into(),
             }),
         },
+        prediction: None,
     })
+}
+
+/// What pruning one dentry cost here, as the model's `--calibrate` fits its `prune_ns`:
+/// `shrink_dcache_parent`'s time over the negative dentries the snapshot saw made (or
+/// `nr_negative` fall), where it saw both; else the seed thread's [`PRUNE_NS_EACH`]. The
+/// remedy's `--set negatives=N` is then as many as the calibrated model prunes in the
+/// longest prune seen.
+fn prune_ns_each(c: &Ctx) -> u64 {
+    let sdp = c.calls(|k| k.probe == Probe::ShrinkDcacheParent);
+    let made = c.s.counter_total(Counter::NegativeDentries);
+    let dropped =
+        c.s.dentry_state
+            .map_or(0, |(a, b)| a.nr_negative.saturating_sub(b.nr_negative));
+    match made.max(dropped) {
+        n if sdp.count() > 0 && n > 0 => (sdp.sum_ns() / n).max(1),
+        _ => PRUNE_NS_EACH,
+    }
 }
 
 /// The pruning, the holds and the waits on the whole host, then who pruned and who waited
@@ -866,5 +887,6 @@ fn negative_dentries(c: &Ctx) -> Option<Finding> {
                     .into(),
             }),
         },
+        prediction: None,
     })
 }

@@ -570,6 +570,33 @@ fn the_seeds_rmdir_of_ten_million_negatives_is_critical_on_every_kernel_read() {
     );
 }
 
+#[test]
+fn the_negatives_to_model_are_the_longest_prune_at_this_hosts_cost_per_dentry() {
+    // 50,000 negative dentries counted, pruned in 60 ms in all (1.2 us each, a VM's ext2),
+    // the longest prune 120 ms: as many as the calibrated model prunes in 120 ms.
+    let mut s = host("6.12.9", 10 * S);
+    rmdir(&mut s, 120 * MS, 0, 0);
+    calls(
+        &mut s,
+        Probe::ShrinkDcacheParent,
+        Some(Probe::VfsRmdir),
+        40,
+        1,
+        60 * MS,
+    );
+    s.count(Counter::NegativeDentries, 40, 50_000);
+    let f = check(&s);
+    let f = only(&f, "rmdir-prune-under-inode-lock");
+    assert_eq!(f.remedy.model.as_ref().unwrap().set, ["negatives=100000"]);
+    // Without the count, the seed thread's 189 ns each.
+    s.counters.clear();
+    let f = check(&s);
+    assert_eq!(
+        f[0].remedy.model.as_ref().unwrap().set,
+        [format!("negatives={}", 120 * MS / 189)]
+    );
+}
+
 // --- negative-dentries-accumulating --------------------------------------------------
 
 #[test]

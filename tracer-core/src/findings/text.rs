@@ -8,7 +8,10 @@
 use std::fmt::Write as _;
 
 use super::{
-    finding::{Evidence, FactStatus, Finding, Remedy, Severity, TunableStatus, Whole},
+    finding::{
+        Evidence, FactStatus, Finding, Outcome, Prediction, Remedy, Severity, TunableStatus, Value,
+        Whole,
+    },
     kernel::{Basis, Presence},
 };
 use crate::units;
@@ -141,6 +144,9 @@ fn finding(out: &mut String, f: &Finding, color: bool) {
     }
     tunables(out, &f.kernel.tunables);
     remedy(out, &f.remedy);
+    if let (Some(p), Some(m)) = (&f.prediction, &f.remedy.model) {
+        prediction(out, p, &m.against, &m.variant);
+    }
 }
 
 fn evidence(out: &mut String, rows: &[Evidence]) {
@@ -309,6 +315,64 @@ fn remedy(out: &mut String, r: &Remedy) {
     }
 }
 
+/// What the model predicts: the runs compared and whose code they followed, each figure
+/// `against -> what-if`, what was fitted, what was not, and the fidelity of those paths.
+fn prediction(out: &mut String, p: &Prediction, against: &str, variant: &str) {
+    let Outcome::Predicted {
+        fitted,
+        not_fitted,
+        figures,
+        fidelity,
+    } = &p.outcome
+    else {
+        if let Outcome::Unavailable { why } = &p.outcome {
+            block(out, "predicted", &format!("no prediction: {why}"));
+        }
+        return;
+    };
+    block(
+        out,
+        "predicted",
+        &format!(
+            "--variant {against} -> --variant {variant}, the model calibrated on this capture \
+             ({})",
+            p.kernel
+        ),
+    );
+    for f in figures {
+        more(
+            out,
+            &format!("{}: {} -> {}", f.what, value(f.against), value(f.variant)),
+        );
+    }
+    if !fitted.is_empty() {
+        let list: Vec<String> = fitted
+            .iter()
+            .map(|f| format!("{} = {} ({})", f.key, f.value, f.from))
+            .collect();
+        more(out, &format!("fitted: {}", list.join("; ")));
+    }
+    for n in not_fitted {
+        more(out, &format!("not fitted: {n}"));
+    }
+    for f in fidelity {
+        more(out, &format!("fidelity: {f}"));
+    }
+}
+
+/// A figure of one run: the capture's own, with the calibrated model's beside it, or the
+/// model's prediction.
+fn value(v: Value) -> String {
+    match v {
+        Value::Measured { ns, model_ns } => format!(
+            "{} measured (the calibrated model: {})",
+            units::ns(ns),
+            units::ns(model_ns)
+        ),
+        Value::Predicted { ns } => format!("{} predicted", units::ns(ns)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -463,6 +527,59 @@ findings
               time and the longest inode_lock_wait of the `ls` beside it
 ";
         assert_eq!(render(&rmdir_capture(), false), expected);
+    }
+
+    #[test]
+    fn a_prediction_says_what_was_fitted_measured_and_predicted() {
+        use crate::findings::{Figure, Fitted, Outcome, Prediction, Value};
+        let mut f = umount_capture();
+        f[0].prediction = Some(Prediction {
+            kernel: "Linux 6.12: the capture's kernel is 6.12.9+bpo-cloud-amd64".into(),
+            outcome: Outcome::Predicted {
+                fitted: vec![Fitted {
+                    key: "rcu_exp_ipi_ns".into(),
+                    value: "2.1 ms".into(),
+                    from: "synchronize_rcu_expedited: 100 calls, mean 6.49 ms".into(),
+                }],
+                not_fitted: vec!["no synchronize_rcu calls: tick_ns not fitted from RCU".into()],
+                figures: vec![Figure {
+                    what: "grace-period waits under namespace_unlock, in all".into(),
+                    against: Value::Predicted { ns: 2_310_000_000 },
+                    variant: Value::Measured {
+                        ns: 649_000_000,
+                        model_ns: 640_000_000,
+                    },
+                }],
+                fidelity: vec!["not measured".into()],
+            },
+        });
+        f[1].prediction = Some(Prediction {
+            kernel: "Linux 6.12".into(),
+            outcome: Outcome::Unavailable {
+                why: "this capture pruned no negative dentries it counted".into(),
+            },
+        });
+        let text = render(&f, false);
+        assert!(
+            text.contains(
+                "
+    predicted --variant baseline -> --variant kernel, the model calibrated on this capture (Linux
+              6.12: the capture's kernel is 6.12.9+bpo-cloud-amd64)
+              grace-period waits under namespace_unlock, in all: 2.31 s predicted -> 649 ms measured
+              (the calibrated model: 640 ms)
+              fitted: rcu_exp_ipi_ns = 2.1 ms (synchronize_rcu_expedited: 100 calls, mean 6.49 ms)
+              not fitted: no synchronize_rcu calls: tick_ns not fitted from RCU
+              fidelity: not measured
+"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.ends_with(
+                "    predicted no prediction: this capture pruned no negative dentries it counted\n"
+            ),
+            "{text}"
+        );
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! Two snapshots side by side: per probe, and per caller for grace-period waits, the
+//! Two snapshots side by side: which findings went away, which are new and which remain
+//! (with their impact A -> B); then per probe, and per caller for grace-period waits, the
 //! calls, mean, p50, p99 and total of A and of B, and the ratio B/A.
 //!
 //! The main use is a capture against a model run of the same workload, so a probe seen on
@@ -10,6 +11,7 @@ use std::fmt::Write as _;
 use crate::units;
 
 use super::table::{Align, Cell, Painter, Style, Table};
+use crate::findings::{self, Assessment, Finding};
 use crate::snapshot::{Latency, Probe, SeriesKey, Snapshot, SourceKind};
 
 /// A ratio B/A at or above this is drawn as a slowdown.
@@ -140,11 +142,29 @@ fn ratio_cell(
     Cell::styled(text, style)
 }
 
-/// Render `a` and `b` side by side; ANSI colour only when `color`.
+/// Render `a` and `b` side by side; ANSI colour only when `color`. Their findings are
+/// evaluated here, on the kernel each names.
 #[must_use]
 pub fn render(a: &Snapshot, b: &Snapshot, color: bool) -> String {
+    render_with_findings((a, None), (b, None), color)
+}
+
+/// Render `a` and `b` side by side, each with the findings made of it when given (a
+/// capture file's, evaluated with the settings read where it was taken), else evaluated
+/// here: which went away, which are new, which remain.
+#[must_use]
+pub fn render_with_findings(
+    (a, fa): (&Snapshot, Option<&Assessment>),
+    (b, fb): (&Snapshot, Option<&Assessment>),
+    color: bool,
+) -> String {
     let paint = Painter { color };
     let mut out = header(a, b, paint);
+    let of = |s: &Snapshot, f: Option<&Assessment>| {
+        f.map_or_else(|| findings::check(s), |f| f.findings.clone())
+    };
+    out.push('\n');
+    out.push_str(&findings_section(&of(a, fa), &of(b, fb), paint));
     let list = entries(a, b);
     if list.is_empty() {
         out.push_str("\n  no calls recorded on either side\n");
@@ -168,6 +188,90 @@ pub fn render(a: &Snapshot, b: &Snapshot, color: bool) -> String {
     }
     out.push_str(&table.render(paint, 2));
     out
+}
+
+/// The findings of A and B by rule: gone (A's only), new (B's only), and those on both
+/// sides with their impact A -> B; A's order (the costliest first), then B's new ones.
+fn findings_section(a: &[Finding], b: &[Finding], paint: Painter) -> String {
+    let mut out = paint.heading("findings (A -> B)");
+    if a.is_empty() && b.is_empty() {
+        out.push_str("  none on either side: no rule's threshold was passed\n");
+        return out;
+    }
+    let lost = |f: &Finding| {
+        let ns = units::ns(f.impact.lost_ns);
+        if f.impact.estimated {
+            format!("about {ns} to come")
+        } else {
+            format!("{ns} lost")
+        }
+    };
+    let mut lines: Vec<(&str, Style, String)> = Vec::new();
+    for fa in a {
+        match b.iter().find(|fb| fb.id == fa.id) {
+            None => lines.push((
+                "gone",
+                Style::Green,
+                format!("{} ({}): {} in A", fa.id, fa.severity.name(), lost(fa)),
+            )),
+            Some(fb) => {
+                let severity = if fa.severity == fb.severity {
+                    fa.severity.name().to_owned()
+                } else {
+                    format!("{} -> {}", fa.severity.name(), fb.severity.name())
+                };
+                let (ia, ib) = (fa.impact.lost_ns, fb.impact.lost_ns);
+                let style = ratio_style(Some(ia), Some(ib));
+                lines.push((
+                    "remains",
+                    if style == Style::Plain {
+                        Style::Yellow
+                    } else {
+                        style
+                    },
+                    format!(
+                        "{} ({severity}): {} -> {}, B/A {}",
+                        fa.id,
+                        lost(fa),
+                        lost(fb),
+                        impact_ratio(ia, ib)
+                    ),
+                ));
+            }
+        }
+    }
+    for fb in b.iter().filter(|fb| a.iter().all(|fa| fa.id != fb.id)) {
+        lines.push((
+            "new",
+            Style::Red,
+            format!("{} ({}): {} in B", fb.id, fb.severity.name(), lost(fb)),
+        ));
+    }
+    for (word, style, text) in lines {
+        let _ = writeln!(
+            out,
+            "  {}  {text}",
+            paint.paint(&format!("{word:<7}"), style)
+        );
+    }
+    out
+}
+
+/// B/A of two impacts: as the tables print ratios, but with two significant digits below
+/// a tenth, where a remedy's effect lands (100 s to 0.29 s is 0.0029, not 0.00).
+fn impact_ratio(a: u64, b: u64) -> String {
+    match units::ratio_value(Some(as_f64(a)), Some(as_f64(b))) {
+        Some(r) if r > 0.0 && r < 0.1 => {
+            #[expect(
+                clippy::cast_possible_truncation,
+                clippy::cast_sign_loss,
+                reason = "a small count of decimals"
+            )]
+            let digits = (1.0 - r.log10().floor()) as usize;
+            format!("{r:.digits$}×")
+        }
+        _ => ratio_cell_text(Some(a), Some(b)),
+    }
 }
 
 /// What A and B are, their wall times when they ran a command, and their losses.
@@ -399,6 +503,72 @@ mod tests {
         }
         let slower = render(&testdata::model_run(), &s, true);
         assert!(slower.contains("\x1b[31m"), "slowdowns are red");
+    }
+
+    /// 100 umounts by a command on `kernel`, each waiting `wait_ns` in `gp` under
+    /// `namespace_unlock`, in `wall_ns`.
+    fn umounts(kernel: &str, gp: Probe, wait_ns: u64, wall_ns: u64) -> Snapshot {
+        let mut s = testdata::empty();
+        s.meta.kernel = Some(kernel.into());
+        s.meta.duration_ns = wall_ns;
+        s.command = Some(crate::snapshot::CommandRun {
+            argv: vec!["sh".into()],
+            wall_ns,
+            exit_code: Some(0),
+            signal: None,
+            cgroup: None,
+        });
+        s.series_mut(SeriesKey::new(gp, 1).with_caller(Probe::NamespaceUnlock))
+            .record_n(wait_ns, 100);
+        s
+    }
+
+    #[test]
+    fn findings_that_went_away_are_new_or_remain() {
+        // A: 4.14's full grace periods, 2 s of 2.2 s. B: expedited, 150 ms of 400 ms, and
+        // 600,000 negative dentries left meanwhile.
+        let a = umounts("4.14.0", Probe::SynchronizeRcu, 20_000_000, 2_200_000_000);
+        let mut b = umounts(
+            "5.4.0",
+            Probe::SynchronizeRcuExpedited,
+            1_500_000,
+            400_000_000,
+        );
+        b.count(crate::snapshot::Counter::NegativeDentries, 1, 600_000);
+        let r = render(&a, &b, false);
+        assert!(
+            r.contains(
+                "findings (A -> B)\n  remains  umount-rcu-grace-period (critical -> info): \
+                 2.00 s lost -> 150 ms lost, B/A 0.075×\n  new      \
+                 negative-dentries-accumulating (info): about 113 ms to come in B\n"
+            ),
+            "{r}"
+        );
+        let r = render(&b, &a, false);
+        assert!(
+            r.contains(
+                "  remains  umount-rcu-grace-period (info -> critical): 150 ms lost -> 2.00 s \
+                 lost, B/A 13.3×\n  gone     negative-dentries-accumulating (info): about 113 \
+                 ms to come in A\n"
+            ),
+            "{r}"
+        );
+        // Findings a capture file carries win over evaluating afresh: they were made with
+        // the settings read on its host.
+        let stored = findings::Assessment {
+            kernel: findings::KernelInfo::from_release("4.14.0"),
+            findings: Vec::new(),
+        };
+        let r = render_with_findings((&a, Some(&stored)), (&a, None), false);
+        assert!(
+            r.contains("  new      umount-rcu-grace-period (critical)"),
+            "{r}"
+        );
+        let r = render(&testdata::empty(), &testdata::empty(), false);
+        assert!(
+            r.contains("findings (A -> B)\n  none on either side"),
+            "{r}"
+        );
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! - [`text`]: the report for a terminal (tables, bar histograms, losses);
 //! - [`compare`](mod@compare): two snapshots side by side with ratios B/A;
 //! - [`emit`]: either of the formats, written where [`Output`] says; the capture file
-//!   itself (written and read) is [`crate::capture_file`].
+//!   itself (written and read) is [`crate::capture_file`]. With findings
+//!   ([`emit_with_findings`]) the text leads with them and the capture file carries them.
 //!
 //! All of them take a [`Snapshot`] and nothing else, so they are tested on snapshots
 //! built in the tests.
@@ -13,6 +14,7 @@ use std::{
     path::PathBuf,
 };
 
+use crate::findings::Assessment;
 use crate::snapshot::{AttachState, Probe, Snapshot};
 
 pub mod bars;
@@ -58,9 +60,21 @@ pub enum EmitError {
 /// The report of `snapshot` in `format`; colour only for text and only when `color`.
 #[must_use]
 pub fn render(snapshot: &Snapshot, format: Format, color: bool) -> String {
+    render_with_findings(snapshot, None, format, color)
+}
+
+/// The report of `snapshot` with its findings (when given): first in the text, carried by
+/// the capture file.
+#[must_use]
+pub fn render_with_findings(
+    snapshot: &Snapshot,
+    findings: Option<&Assessment>,
+    format: Format,
+    color: bool,
+) -> String {
     match format {
-        Format::Text => text::render(snapshot, color),
-        Format::Json => crate::capture_file::to_string(snapshot),
+        Format::Text => text::render_with_findings(snapshot, findings, color),
+        Format::Json => crate::capture_file::to_string_with_findings(snapshot, findings),
     }
 }
 
@@ -71,14 +85,26 @@ pub fn render(snapshot: &Snapshot, format: Format, color: bool) -> String {
 /// When the output cannot be written. A closed pipe (`tracer report cap.json | head`) is
 /// not an error.
 pub fn emit(snapshot: &Snapshot, out: &Output) -> Result<(), EmitError> {
+    emit_with_findings(snapshot, None, out)
+}
+
+/// [`emit`], with the findings made of `snapshot` when given.
+///
+/// # Errors
+/// As [`emit`].
+pub fn emit_with_findings(
+    snapshot: &Snapshot,
+    findings: Option<&Assessment>,
+    out: &Output,
+) -> Result<(), EmitError> {
     if let Some(path) = &out.path {
-        let text = render(snapshot, out.format, false);
+        let text = render_with_findings(snapshot, findings, out.format, false);
         return std::fs::write(path, text).map_err(|error| EmitError::File {
             path: path.clone(),
             error,
         });
     }
-    let text = render(snapshot, out.format, crate::color_stdout());
+    let text = render_with_findings(snapshot, findings, out.format, crate::color_stdout());
     let mut stdout = io::stdout().lock();
     match stdout
         .write_all(text.as_bytes())

@@ -4,8 +4,8 @@
 //!
 //! - fentry/fexit on the syscall's wrapper (`__x64_sys_rmdir`), the default. While any
 //!   syscall tracepoint has a program, every syscall of every task on the host takes the
-//!   kernel's slow path (measured under icount: 129 to 169 more instructions per syscall,
-//!   +21% to +24%, on 5.10 to 7.3); a trampoline costs only the calls it traces. Nor does
+//!   kernel's slow path (a fifth more instructions per syscall under icount:
+//!   docs/benchmarks.md); a trampoline costs only the calls it traces. Nor does
 //!   the kernel skip these runs for preemption, as it skips syscall tracepoint programs since
 //!   6.13 (below).
 //! - kprobe/kretprobe on the same wrappers (`--attach kprobe`). A kprobe handler runs with

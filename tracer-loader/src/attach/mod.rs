@@ -132,10 +132,9 @@ pub fn attach_with_slow(
         return Err(e);
     }
     memlock::raise_limit();
-    // The kernel writes out its symbols (6.8 MB on Debian's 6.12) while the BTF is parsed
-    // and the object loaded, which need none of them. In a 2-CPU VM under TCG the symbols
-    // took 1.6 to 3.4 s to read and parse, the BTF and the object 2.9 to 4 s: at once, the
-    // first attach came 3.4 to 4.1 s after this point instead of 4.3 to 7.5 s.
+    // The kernel writes out its symbols (megabytes of text) while the BTF is parsed and the
+    // object loaded, which need none of them: each takes seconds in a small VM under
+    // emulation, so they are done at once, and the first attach comes that much sooner.
     let kallsyms = std::thread::Builder::new()
         .name("tracer-kallsyms".into())
         .spawn(Kallsyms::read);

@@ -16,6 +16,7 @@ pub mod perf_event;
 pub mod privileges;
 pub mod tracefs;
 
+use tracer_core::findings::{KernelFeatures, KernelInfo};
 use tracer_core::snapshot::DentryState;
 
 /// `/proc/sys/fs/dentry-state` now, if readable.
@@ -139,6 +140,34 @@ impl Preemption {
     }
 }
 
+/// The running kernel as the findings weigh it: its release and the settings that change
+/// the traced paths, each `None` where it cannot be read (a file absent on this kernel, or
+/// not readable here).
+#[must_use]
+pub fn kernel_info() -> KernelInfo {
+    let flag = |path: &str| std::fs::read_to_string(path).ok().as_deref().and_then(flag);
+    let preemption = Preemption::of_this_kernel();
+    let mut info =
+        kernel_release().map_or_else(KernelInfo::unknown, |r| KernelInfo::from_release(&r));
+    info.features = KernelFeatures {
+        preempt_rt: preemption.model.as_deref().map(|m| m == "rt"),
+        rcu_normal: flag("/sys/kernel/rcu_normal"),
+        rcu_expedited: flag("/sys/kernel/rcu_expedited"),
+        // Since 6.13 (fs/dcache.c); absent before.
+        dentry_negative: flag("/proc/sys/fs/dentry-negative"),
+    };
+    info
+}
+
+/// A `0`/`1` switch of sysfs or procfs.
+fn flag(text: &str) -> Option<bool> {
+    match text.trim() {
+        "0" => Some(false),
+        "1" => Some(true),
+        _ => None,
+    }
+}
+
 /// Whether this kernel can attach kprobes at all: it has the kprobe PMU, which
 /// `CONFIG_KPROBES` brings.
 #[must_use]
@@ -181,6 +210,21 @@ pub(crate) fn possible_cpus(list: &str) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn switches_read_as_the_kernel_writes_them() {
+        assert_eq!(flag("1\n"), Some(true));
+        assert_eq!(flag("0\n"), Some(false));
+        assert_eq!(flag(""), None);
+        assert_eq!(flag("yes"), None);
+        // This host's: a release, and what it could read (`None` where it could not).
+        let k = kernel_info();
+        assert_eq!(k.release, kernel_release());
+        assert_eq!(
+            k.features.rcu_normal.is_some(),
+            std::path::Path::new("/sys/kernel/rcu_normal").exists()
+        );
+    }
 
     #[test]
     fn preemption_model_is_read_where_the_kernel_says_it() {

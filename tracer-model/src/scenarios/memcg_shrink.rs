@@ -4,8 +4,10 @@
 use tracer_core::snapshot::Probe;
 
 use super::{
-    super::engine::Engine, Ctx, Figure, MemcgVariant, Outcome, Runner, Spec, Variant, secs,
+    spec::{Ctx, Figure, Outcome, Runner, Spec, secs},
+    variant::{MemcgVariant, Variant},
 };
+use crate::engine::Engine;
 use crate::{
     kernel::Kernel,
     params::{Memcg, MemcgSetup, Setup},

@@ -5,8 +5,10 @@
 use tracer_core::snapshot::Probe;
 
 use super::{
-    super::engine::Engine, Ctx, Figure, Outcome, RmdirVariant, Runner, Spec, Variant, secs,
+    spec::{Ctx, Figure, Outcome, Runner, Spec, secs},
+    variant::{RmdirVariant, Variant},
 };
+use crate::engine::Engine;
 use crate::{
     kernel::Kernel,
     params::{DentrySetup, Fs, GpCosts, LookupIn, Populate, Setup},

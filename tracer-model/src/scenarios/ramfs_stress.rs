@@ -5,8 +5,10 @@
 use tracer_core::snapshot::Probe;
 
 use super::{
-    super::engine::Engine, Ctx, Figure, Outcome, RamfsVariant, Runner, Spec, Variant, secs,
+    spec::{Ctx, Figure, Outcome, Runner, Spec, secs},
+    variant::{RamfsVariant, Variant},
 };
+use crate::engine::Engine;
 use crate::{
     kernel::Kernel,
     params::{RamfsSetup, Setup},
@@ -105,7 +107,7 @@ fn run(ctx: &Ctx, variant: RamfsVariant, p: &RamfsSetup) -> Outcome {
         list_lrus: w.lock(false),
     };
     // One iteration: mount (registers the superblock's shrinker), work, umount, with the
-    // kernel's namespace_unlock wait (expedited since 4.16).
+    // kernel's namespace_unlock wait (expedited since 5.0).
     let mut script = vec![Step::Cpu(p.ramfs.op_work_ns / 2)];
     script.extend(paths::register_shrinker(&p.sb, reg));
     script.push(Step::Cpu(p.ramfs.op_work_ns - p.ramfs.op_work_ns / 2));

@@ -5,8 +5,10 @@
 use tracer_core::snapshot::Probe;
 
 use super::{
-    super::engine::Engine, Ctx, Figure, Outcome, Runner, Spec, UmountVariant, Variant, secs,
+    spec::{Ctx, Figure, Outcome, Runner, Spec, secs},
+    variant::{UmountVariant, Variant},
 };
+use crate::engine::Engine;
 use crate::{
     kernel::Kernel,
     params::{Setup, UmountSetup},
@@ -17,16 +19,16 @@ use crate::{
 const VARIANTS: &[(Variant, &str)] = &[
     (
         Variant::Umount(UmountVariant::Kernel),
-        "namespace_unlock waits as the --kernel's code does (synchronize_rcu before 4.16, \
+        "namespace_unlock waits as the --kernel's code does (synchronize_rcu before 5.0, \
          synchronize_rcu_expedited since)",
     ),
     (
         Variant::Umount(UmountVariant::Baseline),
-        "what if namespace_unlock called synchronize_rcu (the code before 4.16)",
+        "what if namespace_unlock called synchronize_rcu (the code before 5.0)",
     ),
     (
         Variant::Umount(UmountVariant::Expedited),
-        "what if namespace_unlock called synchronize_rcu_expedited (4.16 and later)",
+        "what if namespace_unlock called synchronize_rcu_expedited (5.0 and later)",
     ),
 ];
 

@@ -9,9 +9,9 @@ use std::fmt;
 pub enum UmountVariant {
     /// As the `--kernel`'s code does.
     Kernel,
-    /// `synchronize_rcu` (the code before 4.16).
+    /// `synchronize_rcu` (the code before 5.0).
     Baseline,
-    /// `synchronize_rcu_expedited` (4.16 and later).
+    /// `synchronize_rcu_expedited` (5.0 and later).
     Expedited,
 }
 

@@ -1,4 +1,5 @@
-//! `tracer capture`: attach, wait (for a duration, Ctrl-C, or a command to exit), report.
+//! `tracer capture`: attach, wait (for a duration, Ctrl-C, or a command to exit), report:
+//! the findings first, each with the model's prediction, then the tables.
 
 use std::{
     ffi::OsStr,
@@ -360,7 +361,7 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
                 .map(|t| t.id),
         });
     }
-    args.out.emit(&snap)?;
+    report(args, &snap)?;
 
     Ok(match (outcome.ended, outcome.command) {
         (Ended::Signal(sig), _) => ExitCode::from(u8::try_from(128 + sig).unwrap_or(1)),
@@ -371,6 +372,14 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
         },
         _ => ExitCode::SUCCESS,
     })
+}
+
+/// Write the report: what is wrong first, on this kernel with the settings it has now, each
+/// remedy's prediction calibrated on this very capture.
+fn report(args: &Args, snap: &tracer_core::snapshot::Snapshot) -> anyhow::Result<()> {
+    let findings = tracer_model::predict::assess(snap, tracer_loader::host::kernel_info());
+    args.out.emit_with_findings(snap, &findings)?;
+    Ok(())
 }
 
 /// What the capture was, when and how long.

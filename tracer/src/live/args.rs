@@ -152,7 +152,7 @@ pub fn open(args: &LiveArgs, who: &str) -> anyhow::Result<(Box<dyn Source>, Opti
     if !(args.speed.is_finite() && args.speed > 0.0) {
         anyhow::bail!("--speed must be a positive number, got {}", args.speed);
     }
-    let opts = Options {
+    let mut opts = Options {
         interval: args.interval,
         max_cgroups: args.max_cgroups,
         slot_hold: args.hold,
@@ -167,14 +167,19 @@ pub fn open(args: &LiveArgs, who: &str) -> anyhow::Result<(Box<dyn Source>, Opti
         })?;
         Box::new(ModelSource::new(&prepared, args.speed))
     } else if let Some(path) = &args.replay {
-        let capture = tracer_core::capture_file::load(path)
+        let (capture, findings) = tracer_core::capture_file::load_with_findings(path)
             .with_context(|| format!("loading {} to replay", path.display()))?;
+        // The settings read where the capture was taken, when it says.
+        if let Some(f) = findings {
+            opts.kernel_features = f.kernel.features;
+        }
         Box::new(super::replay::ReplaySource::new(capture, path, args.speed))
     } else if let Some(cgroups) = args.synthetic {
         Box::new(SyntheticSource::new(cgroups, args.churn, args.speed, 1))
     } else {
         let wanted = args.kernel.wanted();
         let hierarchy = args.kernel.prepare_host()?;
+        opts.kernel_features = tracer_loader::host::kernel_info().features;
         let attached = args
             .kernel
             .attach(who, &wanted, tracer_loader::attach::MapReads::EveryInterval)?;

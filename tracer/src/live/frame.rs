@@ -5,6 +5,7 @@ use std::{sync::Arc, time::Duration};
 
 use tracer_core::{
     cost::ProgramCost,
+    findings::{Finding, KernelFeatures},
     snapshot::{CgroupId, Probe, SlowCall, Snapshot},
 };
 
@@ -120,6 +121,9 @@ pub struct Frame {
     pub forgotten_cgroups: u64,
     /// Tracer's own cost.
     pub cost: Cost,
+    /// What is wrong over the last minute ([`super::findings`]): the rules run on it at this
+    /// refresh, the costliest first.
+    pub findings: Arc<Vec<Finding>>,
     /// Set when the source failed: the loop stopped, this is why.
     pub error: Option<String>,
 }
@@ -167,6 +171,9 @@ pub struct Options {
     /// How long a removed cgroup stays in the table (default [`GONE_GRACE`]): as gone in
     /// the views, holding its slot unless another cgroup needs it.
     pub gone_grace: Duration,
+    /// What the findings know of the kernel's settings (the source's kernel's, read where
+    /// it runs; none known of a model or a synthetic load).
+    pub kernel_features: KernelFeatures,
 }
 
 impl Default for Options {
@@ -181,6 +188,7 @@ impl Default for Options {
             series_totals: true,
             slot_hold: GONE_GRACE,
             gone_grace: GONE_GRACE,
+            kernel_features: KernelFeatures::default(),
         }
     }
 }

@@ -3,7 +3,8 @@
 //!
 //! A source says what happened since it was last polled (a [`Delta`]); the loop keeps
 //! the rest: cumulative totals since start, short windows (10 s, 60 s) for percentiles,
-//! per-probe history for charts, the recent slow calls, and the cgroup table that keeps
+//! per-probe history for charts, the recent slow calls, the findings of the last minute
+//! ([`findings`]), and the cgroup table that keeps
 //! at most `--max-cgroups` cgroups by activity (the calls of the rest are filed under one
 //! `other` row as they come in, and removed cgroups leave after a grace period, their
 //! kernel map entries deleted), so memory stays flat over days of uptime and any cgroup
@@ -16,6 +17,7 @@
 
 mod args;
 mod engine;
+pub mod findings;
 mod frame;
 mod health;
 pub mod kernel;

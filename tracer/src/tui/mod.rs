@@ -53,6 +53,8 @@ pub enum ViewArg {
     Detail,
     /// Calls over the slow threshold.
     Slow,
+    /// What is wrong over the last minute.
+    Findings,
     /// No view: only the line per refresh (to time the live loop without the dashboard).
     None,
 }
@@ -64,6 +66,7 @@ impl ViewArg {
             ViewArg::Cgroups => Some(View::Cgroups),
             ViewArg::Detail => Some(View::Detail),
             ViewArg::Slow => Some(View::Slow),
+            ViewArg::Findings => Some(View::Findings),
             ViewArg::None => None,
         }
     }

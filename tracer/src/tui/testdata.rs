@@ -208,6 +208,8 @@ pub fn frame(seq: u64) -> Frame {
             pruned_under_lock_ns: Some(251_000_000),
         },
     ];
+    // As the loop makes them: on the last minute, here the test's whole span.
+    let findings = Arc::new(tracer_core::findings::check(&cumulative));
     Frame {
         seq,
         info: Arc::new(SourceInfo {
@@ -240,6 +242,7 @@ pub fn frame(seq: u64) -> Frame {
             process_cpu_percent: 0.4,
             rss_bytes: 12 * 1024 * 1024,
         },
+        findings,
         error: None,
     }
 }

@@ -53,37 +53,36 @@ impl Release {
 
     /// `YYYY-MM-DDTHH:MM:SSZ` of [`Release::epoch`].
     pub fn rfc3339(&self) -> String {
-        let (y, mo, d, h, mi, s) = civil(self.epoch);
-        format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z")
+        let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(self.epoch);
+        humantime::format_rfc3339_seconds(at).to_string()
     }
 
     /// `Fri, 04 Dec 2026 18:33:15 +0000` (a Debian changelog's date).
     pub fn rfc2822(&self) -> String {
+        // 1970-01-01 was a Thursday.
         const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
         const MONTHS: [&str; 12] = [
             "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
         ];
-        let (y, mo, d, h, mi, s) = civil(self.epoch);
+        let stamp = self.rfc3339();
+        let (date, time) = stamp
+            .trim_end_matches('Z')
+            .split_once('T')
+            .unwrap_or((&stamp, ""));
+        let mut ymd = date.splitn(3, '-');
+        let (y, mo, d) = (
+            ymd.next().unwrap_or(""),
+            ymd.next().unwrap_or(""),
+            ymd.next().unwrap_or(""),
+        );
         let weekday = DAYS[usize::try_from((self.epoch / 86_400) % 7).unwrap_or(0)];
-        let month = MONTHS[usize::try_from(mo - 1).unwrap_or(0)];
-        format!("{weekday}, {d:02} {month} {y:04} {h:02}:{mi:02}:{s:02} +0000")
+        let month = mo
+            .parse::<usize>()
+            .ok()
+            .and_then(|m| MONTHS.get(m.checked_sub(1)?))
+            .unwrap_or(&"Jan");
+        format!("{weekday}, {d} {month} {y} {time} +0000")
     }
-}
-
-/// (year, month, day, hour, minute, second) in UTC of seconds since the epoch.
-fn civil(epoch: u64) -> (i64, i64, i64, u64, u64, u64) {
-    let days = i64::try_from(epoch / 86_400).unwrap_or(0);
-    let secs = epoch % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day, secs / 3600, secs / 60 % 60, secs % 60)
 }
 
 /// The files a release is made of besides the binary, read once: the man pages and

@@ -14,17 +14,29 @@ use super::{
     bars,
     table::{Align, Cell, Painter, Style, Table},
 };
-use crate::snapshot::{AttachMethod, AttachState, Counter, Latency, Probe, Snapshot, SourceKind};
+use crate::findings::{Assessment, text as findings_text};
+use crate::snapshot::{Counter, Probe, Snapshot, SourceKind};
 
+mod cells;
 mod time;
 mod trust;
+
+use cells::{attach_how, max, mean, quantile};
 
 /// Render `s` as text; ANSI colour only when `color`.
 #[must_use]
 pub fn render(s: &Snapshot, color: bool) -> String {
+    render_with_findings(s, None, color)
+}
+
+/// Render `s` as text, with its findings (when given) before the tables: what is wrong
+/// comes before the numbers that show it.
+#[must_use]
+pub fn render_with_findings(s: &Snapshot, findings: Option<&Assessment>, color: bool) -> String {
     let p = Painter { color };
     let sections = [
         header(s, p),
+        findings.map_or_else(String::new, |a| findings_text::render(&a.findings, color)),
         time::command(s, p),
         time::grace_periods(s, p),
         time::inode_locks(s, p),
@@ -43,21 +55,6 @@ pub fn render(s: &Snapshot, color: bool) -> String {
         .filter(|x| !x.is_empty())
         .collect::<Vec<_>>()
         .join("\n")
-}
-
-/// A quantile, to the two digits its 12.5%-wide kernel bucket is good for.
-fn quantile(lat: &Latency, q: f64) -> String {
-    lat.quantile_ns(q)
-        .map_or_else(|| "—".to_owned(), units::ns_approx)
-}
-
-/// The longest call: exact, so shown to three digits.
-fn max(lat: &Latency) -> String {
-    lat.max_ns().map_or_else(|| "—".to_owned(), units::ns)
-}
-
-fn mean(lat: &Latency) -> String {
-    lat.mean_ns().map_or_else(|| "—".to_owned(), units::ns_f)
 }
 
 fn header(s: &Snapshot, p: Painter) -> String {
@@ -353,22 +350,6 @@ fn dentries(s: &Snapshot, p: Painter) -> String {
         out.push_str(&t.render(p, 2));
     }
     out
-}
-
-fn method_name(m: AttachMethod) -> &'static str {
-    match m {
-        AttachMethod::Kprobe => "kprobe",
-        AttachMethod::Fentry => "fentry",
-        AttachMethod::Tracepoint => "tracepoint",
-    }
-}
-
-fn attach_how(state: &AttachState) -> String {
-    match state {
-        AttachState::Attached { method, symbol } => format!("{} {symbol}", method_name(*method)),
-        AttachState::Modelled => "modelled".to_owned(),
-        _ => String::new(),
-    }
 }
 
 #[cfg(test)]

@@ -25,6 +25,33 @@ fn line_with<'a>(text: &'a str, words: &[&str]) -> &'a str {
 }
 
 #[test]
+fn findings_come_before_the_tables_and_only_when_given() {
+    let s = testdata::umount_capture();
+    let a = crate::findings::Assessment::of(&s, crate::findings::kernel_of(&s));
+    assert!(!a.findings.is_empty());
+    let r = render_with_findings(&s, Some(&a), false);
+    let at = |what: &str| {
+        r.find(what)
+            .unwrap_or_else(|| panic!("no {what:?} in\n{r}"))
+    };
+    assert!(at("tracer: capture") < at("\nfindings\n"));
+    assert!(at("\nfindings\n") < at("\ncommand  "));
+    assert!(at("\nfindings\n") < at("\nlatency"));
+    // The section is the findings' own rendering, whole.
+    assert!(r.contains(&crate::findings::text::render(&a.findings, false)));
+    // Evaluated, none found: said so, in the same place.
+    let none = crate::findings::Assessment {
+        kernel: a.kernel.clone(),
+        findings: Vec::new(),
+    };
+    let r = render_with_findings(&s, Some(&none), false);
+    assert!(r.contains("\nfindings\n  none: no rule's threshold was passed\n"));
+    // Without findings the report is as before: no section.
+    assert!(!render(&s, false).contains("\nfindings\n"));
+    assert_eq!(render(&s, false), render_with_findings(&s, None, false));
+}
+
+#[test]
 fn the_report_leads_with_the_command_and_where_its_time_went() {
     let r = render(&testdata::umount_capture(), false);
     assert!(

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::{max, mean, quantile};
+use super::cells::{max, mean, quantile};
 use crate::report::{
     bars,
     table::{Align, Cell, Painter, Style, Table},

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::attach_how;
+use super::cells::attach_how;
 use crate::report::table::{Align, Cell, Painter, Style, Table};
 use crate::snapshot::{AttachState, ProbeStatus, Snapshot};
 use crate::units;

@@ -156,13 +156,33 @@ pub(super) fn dentry_state(frame: &Frame, encoder: &mut DescriptorEncoder) -> fm
         ),
         (
             "tracer_dentry_state_nr_negative",
-            "Negative dentries (/proc/sys/fs/dentry-state nr_negative; 0 before Linux 5.8).",
+            "Negative dentries (/proc/sys/fs/dentry-state nr_negative; 0 before Linux 5.0).",
             now.nr_negative,
         ),
     ] {
         encoder
             .encode_descriptor(name, help, None, MetricType::Gauge)?
             .encode_gauge(&v)?;
+    }
+    Ok(())
+}
+
+/// `tracer_finding`: one series per finding active over the last minute, 1. Its labels are
+/// bounded: `id` is a rule's (five), `severity` one of three, and a rule makes at most one
+/// finding; a finding that is no longer active has no sample (its series goes stale).
+pub(super) fn findings(frame: &Frame, encoder: &mut DescriptorEncoder) -> fmt::Result {
+    let mut m = encoder.encode_descriptor(
+        "tracer_finding",
+        "1 for each finding active over the last minute (tracer top's Findings view, docs/findings.md): id is the rule, severity info, warning or critical.",
+        None,
+        MetricType::Gauge,
+    )?;
+    for f in frame.findings.iter() {
+        m.encode_family(&super::labels::FindingLabels {
+            id: Label::new(&f.id),
+            severity: Label::new(f.severity.name()),
+        })?
+        .encode_gauge(&1_i64)?;
     }
     Ok(())
 }

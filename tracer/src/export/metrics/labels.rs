@@ -91,6 +91,13 @@ pub(super) struct KindLabels {
     pub(super) kind: Label,
 }
 
+/// A finding's rule id (one of `findings::RULES`, so bounded) and its severity.
+#[derive(Debug, Clone, EncodeLabelSet)]
+pub(super) struct FindingLabels {
+    pub(super) id: Label,
+    pub(super) severity: Label,
+}
+
 #[derive(Debug, Clone, EncodeLabelSet)]
 pub(super) struct ProgramLabels {
     pub(super) program: Label,

@@ -274,6 +274,7 @@ impl Collector for FrameMetrics {
         families::latency(frame, self.native, &mut encoder)?;
         families::dentries(frame, &mut encoder)?;
         families::dentry_state(frame, &mut encoder)?;
+        families::findings(frame, &mut encoder)?;
         families::probes(frame, &mut encoder)?;
         families::losses(frame, &mut encoder)?;
         families::bpf_programs(frame, &mut encoder)?;

@@ -52,6 +52,7 @@ pub(crate) fn frame(snap: Snapshot) -> Frame {
         unnamed_cgroups: 0,
         forgotten_cgroups: 0,
         cost: Cost::default(),
+        findings: Arc::default(),
         error: None,
     }
 }
@@ -510,11 +511,55 @@ fn rich_frame(kind: SourceKindLive) -> Frame {
         ..Cost::default()
     };
     f.folded_cgroups = 1;
+    f.findings = Arc::new(storm_findings());
     f.info = Arc::new(SourceInfo {
         kind,
         ..(*f.info).clone()
     });
     f
+}
+
+/// The findings of 100 umounts on 4.14, each waiting a full grace period of 20 ms in a
+/// 2.2 s command, with 600,000 negative dentries left beside them: a critical finding and
+/// an info one.
+fn storm_findings() -> Vec<tracer_core::findings::Finding> {
+    let mut s = snapshot();
+    s.meta.kernel = Some("4.14.0".into());
+    s.meta.duration_ns = 2_200_000_000;
+    s.series_mut(SeriesKey::new(Probe::SynchronizeRcu, 1).with_caller(Probe::NamespaceUnlock))
+        .record_n(20_000_000, 100);
+    s.count(Counter::NegativeDentries, 1, 600_000);
+    tracer_core::findings::check(&s)
+}
+
+#[test]
+fn each_active_finding_is_one_series_with_its_rule_and_severity() {
+    let mut f = frame(snapshot());
+    let text = |f: &Frame| {
+        String::from_utf8(encode(Some(Arc::new(f.clone())), Format::Text, &Context::now()).unwrap())
+            .unwrap()
+    };
+    // None active: the family, without samples.
+    let none = text(&f);
+    assert!(none.contains("# TYPE tracer_finding gauge\n"), "{none}");
+    assert!(!none.contains("tracer_finding{"), "{none}");
+    f.findings = Arc::new(storm_findings());
+    let t = text(&f);
+    assert_eq!(
+        sample(&t, "tracer_finding", &[("id", "umount-rcu-grace-period"), ("severity", "critical")]),
+        Some(1.0),
+        "{t}"
+    );
+    assert_eq!(
+        sample(
+            &t,
+            "tracer_finding",
+            &[("id", "negative-dentries-accumulating"), ("severity", "info")]
+        ),
+        Some(1.0),
+        "{t}"
+    );
+    assert_eq!(t.matches("tracer_finding{").count(), 2, "{t}");
 }
 
 /// Families of a classic-text exposition, each with the label pairs of its samples.
@@ -601,7 +646,9 @@ fn the_docs_table_lists_every_exported_metric_and_label_value() {
                 wrong.push(format!("{family}: label {k} is not in its labels cell"));
             }
             let listed = match k.as_str() {
-                "kind" | "mode" | "state" => what_cell.contains(&format!("`{v}`")),
+                "kind" | "mode" | "state" | "id" | "severity" => {
+                    what_cell.contains(&format!("`{v}`"))
+                }
                 "probe" | "caller" => section.contains(&format!("`{v}`")),
                 _ => true,
             };

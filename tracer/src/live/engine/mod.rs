@@ -1,6 +1,6 @@
 //! The loop behind every live view: poll the source each interval, file each cgroup's
-//! calls under a label set ([`super::labels`]), keep totals, windows and history, publish
-//! a [`Frame`].
+//! calls under a label set ([`super::labels`]), keep totals, windows and history, evaluate
+//! the findings of the last minute ([`super::findings`]), publish a [`Frame`].
 
 use std::{
     collections::{BTreeMap, BTreeSet, VecDeque},
@@ -10,6 +10,7 @@ use std::{
 
 use tracer_core::{
     cost::{BpfCost, ProgramCost},
+    findings::{Finding, KernelInfo},
     snapshot::SlowCall,
     units::unix_now_ns,
 };
@@ -17,6 +18,7 @@ use tracer_core::{
 use crate::process::{process_cpu_seconds, rss_bytes};
 
 use super::{
+    findings::FindingsWindow,
     frame::{CgroupEntry, Control, Cost, Frame, History, MAX_INTERVAL, MIN_INTERVAL, Options},
     health::Health,
     labels::Labels,
@@ -271,6 +273,10 @@ pub struct Live {
     bpf_total: BTreeMap<String, ProgramCost>,
     cpu: CpuClock,
     cost: Cost,
+    /// The last minute's paths and counters, evaluated each refresh.
+    findings: FindingsWindow,
+    /// What that evaluation found, shared with the frames.
+    found: Arc<Vec<Finding>>,
 }
 
 impl Live {
@@ -307,6 +313,17 @@ impl Live {
             bpf_total: BTreeMap::new(),
             cpu: CpuClock::start(),
             cost: Cost::default(),
+            findings: FindingsWindow::new(
+                KernelInfo {
+                    features: opts.kernel_features,
+                    ..info
+                        .kernel
+                        .as_deref()
+                        .map_or_else(KernelInfo::unknown, KernelInfo::from_release)
+                },
+                empty,
+            ),
+            found: Arc::new(Vec::new()),
             info,
         }
     }
@@ -330,6 +347,8 @@ impl Live {
         self.slow.clear();
         self.bpf_total.clear();
         self.table.reset();
+        self.findings.reset();
+        self.found = Arc::new(Vec::new());
     }
 
     /// Take one interval's delta at `now`; returns the frame and the cgroups the source may
@@ -390,6 +409,7 @@ impl Live {
             .cgroup_names
             .retain(|id, _| live.contains_key(id));
         let last = Arc::new(last);
+        self.found = Arc::new(self.findings.add(&last, &self.cumulative.cgroups));
         self.cumulative.dentry_state = match (self.cumulative.dentry_state, last.dentry_state) {
             (Some((first, _)), Some((_, end))) => Some((first, end)),
             (_, d) => d,
@@ -532,6 +552,7 @@ impl Live {
             unnamed_cgroups: self.labels.unnamed_total(),
             forgotten_cgroups: self.labels.forgotten_total(),
             cost: self.cost.clone(),
+            findings: Arc::clone(&self.found),
             error: None,
         }
     }

@@ -58,6 +58,35 @@ mod apply {
     }
 
     #[test]
+    fn every_frame_carries_the_findings_of_the_last_minute_named_by_the_loop() {
+        let mut l = live(10);
+        // 600,000 negative dentries a second left in cgroup 3: 113 ms of pruning to come.
+        let f = l.apply(delta(&[3], 600_000), SEC).0;
+        assert_eq!(f.findings.len(), 1, "{:#?}", f.findings);
+        assert_eq!(f.findings[0].id, "negative-dentries-accumulating");
+        assert!(
+            f.findings[0].summary.contains("by unlink in /c3"),
+            "{}",
+            f.findings[0].summary
+        );
+        // A quiet minute later it has left the window, while the totals keep it.
+        let mut frame = None;
+        for i in 2..=61 {
+            frame = Some(l.apply(delta(&[3], 0), i * SEC).0);
+        }
+        let f = frame.unwrap();
+        assert!(f.findings.is_empty(), "{:#?}", f.findings);
+        assert_eq!(
+            f.cumulative.counter_total(Counter::NegativeDentries),
+            600_000
+        );
+        // A reset starts afresh.
+        l.apply(delta(&[3], 600_000), 62 * SEC);
+        l.reset();
+        assert!(l.frame().findings.is_empty());
+    }
+
+    #[test]
     fn totals_and_windows_add_up_over_intervals() {
         let mut l = live(10);
         let mut frame = None;

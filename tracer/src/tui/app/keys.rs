@@ -53,6 +53,7 @@ impl App {
             KeyCode::Char('2') => self.switch(View::Cgroups),
             KeyCode::Char('3') => self.switch(View::Detail),
             KeyCode::Char('4') => self.switch(View::Slow),
+            KeyCode::Char('5') => self.switch(View::Findings),
             KeyCode::Up | KeyCode::Char('k') => self.step(-1),
             KeyCode::Down | KeyCode::Char('j') => self.step(1),
             KeyCode::PageUp => self.step(-10),
@@ -127,6 +128,13 @@ impl App {
             self.step_detail(by.signum());
             return;
         }
+        if self.view == View::Findings {
+            // Scrolls the text; drawing keeps the last line in view.
+            let by = i64::try_from(by).unwrap_or(if by < 0 { i64::MIN } else { i64::MAX });
+            let to = i64::from(self.findings_scroll).saturating_add(by);
+            self.findings_scroll = u16::try_from(to.max(0)).unwrap_or(u16::MAX);
+            return;
+        }
         let Some(t) = self.view.table() else { return };
         let n = self.len(t);
         if n == 0 {
@@ -199,6 +207,7 @@ impl App {
                 caller: Callers::All,
                 cgroup: Some(c.cgroup),
             }),
+            View::Findings => None,
         };
         if let Some(t) = target {
             self.target = Some(t);

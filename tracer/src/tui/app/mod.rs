@@ -86,6 +86,8 @@ pub struct App {
     pub requested_slow_ns: Option<u64>,
     /// One line on what the last key did, until the next key.
     pub status: Option<String>,
+    /// The first line of the Findings view drawn (drawing keeps it within the text).
+    pub findings_scroll: u16,
     /// The Detail target's probe was picked from the 10 s window (the Cgroups view's
     /// frame had no 60 s one): pick it again from the first frame with the last minute.
     busiest_pending: bool,
@@ -126,6 +128,7 @@ impl App {
             requested_interval: None,
             requested_slow_ns: None,
             status: None,
+            findings_scroll: 0,
             busiest_pending: false,
         }
     }

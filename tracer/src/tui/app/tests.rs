@@ -30,7 +30,7 @@ fn cgroup_paths(app: &App) -> Vec<String> {
 fn tab_walks_the_views_and_wraps() {
     let mut app = app();
     let mut seen = vec![app.view];
-    for _ in 0..4 {
+    for _ in 0..5 {
         press(&mut app, KeyCode::Tab);
         seen.push(app.view);
     }
@@ -41,11 +41,12 @@ fn tab_walks_the_views_and_wraps() {
             View::Cgroups,
             View::Detail,
             View::Slow,
+            View::Findings,
             View::Probes
         ]
     );
     press(&mut app, KeyCode::BackTab);
-    assert_eq!(app.view, View::Slow);
+    assert_eq!(app.view, View::Findings);
 }
 
 #[test]

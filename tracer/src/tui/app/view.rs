@@ -16,11 +16,19 @@ pub enum View {
     Detail,
     /// Calls over the slow threshold.
     Slow,
+    /// What is wrong over the last minute: each finding whole, as a report prints it.
+    Findings,
 }
 
 impl View {
     /// Every view, in Tab order.
-    pub const ALL: [View; 4] = [View::Probes, View::Cgroups, View::Detail, View::Slow];
+    pub const ALL: [View; 5] = [
+        View::Probes,
+        View::Cgroups,
+        View::Detail,
+        View::Slow,
+        View::Findings,
+    ];
 
     /// Its tab title.
     #[must_use]
@@ -30,6 +38,7 @@ impl View {
             View::Cgroups => "Cgroups",
             View::Detail => "Detail",
             View::Slow => "Slow calls",
+            View::Findings => "Findings",
         }
     }
 
@@ -50,7 +59,7 @@ impl View {
             View::Probes => Some(Table::Probes),
             View::Cgroups => Some(Table::Cgroups),
             View::Slow => Some(Table::Slow),
-            View::Detail => None,
+            View::Detail | View::Findings => None,
         }
     }
 }

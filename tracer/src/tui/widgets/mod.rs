@@ -21,6 +21,7 @@ use tracer_core::units;
 
 pub mod columns;
 mod detail;
+mod findings;
 mod tables;
 mod theme;
 
@@ -30,9 +31,9 @@ use theme::Theme;
 /// (less those only wide terminals show). Narrower, columns would be dropped.
 pub const MIN_WIDTH: u16 = columns::MIN_WIDTH;
 
-/// The lowest terminal the dashboard draws on: the header (up to 5 lines), the tabs,
+/// The lowest terminal the dashboard draws on: the header (up to 6 lines), the tabs,
 /// the footer, and under a view's info line a table's header and three rows.
-pub const MIN_HEIGHT: u16 = 5 + 1 + 1 + 5;
+pub const MIN_HEIGHT: u16 = 6 + 1 + 1 + 5;
 
 impl Widget for &mut App {
     fn render(self, area: Rect, buf: &mut Buffer) {
@@ -84,6 +85,7 @@ impl Widget for &mut App {
                 View::Cgroups => tables::cgroups(self, f, body, buf, theme),
                 View::Slow => tables::slow(self, f, body, buf, theme),
                 View::Detail => detail::render(self, f, body, buf, theme),
+                View::Findings => findings::render(self, f, body, buf, theme),
             },
         }
         self.render_footer(foot, buf, theme);
@@ -266,6 +268,8 @@ fn header_lines<'a>(app: &App, frame: Option<&Frame>, theme: Theme) -> Vec<(Line
         1,
     )];
     lines.push((Line::from(attach_line(f)), 1));
+    // What is wrong comes before how the probes attached and what they cost.
+    lines.insert(1, (findings::header_line(&f.findings, theme), 1));
     let missing = not_attached(f);
     if !missing.is_empty() {
         // Why a probe is missing matters more than the rest of the header: two rows.
@@ -306,12 +310,13 @@ fn header_lines<'a>(app: &App, frame: Option<&Frame>, theme: Theme) -> Vec<(Line
 
 /// The key help, over the view.
 fn help(area: Rect, buf: &mut Buffer, theme: Theme) {
-    const KEYS: [(&str, &str); 16] = [
+    const KEYS: [(&str, &str); 17] = [
         (
             "↑ ↓  j k",
             "select a row (PgUp PgDn Home End); Detail: other probes",
         ),
-        ("Tab  Shift-Tab", "next / previous view (or 1-4)"),
+        ("Tab  Shift-Tab", "next / previous view (or 1-5)"),
+        ("5", "findings: what is wrong over the last minute, whole"),
         ("Enter", "detail of the selected row; again: back"),
         ("Esc", "back from detail; clear the filter"),
         ("s", "sort by the next column"),
@@ -328,7 +333,7 @@ fn help(area: Rect, buf: &mut Buffer, theme: Theme) {
         ("", "total: since start or reset"),
     ];
     let w = area.width.min(72);
-    let h = area.height.min(u16::try_from(KEYS.len()).unwrap_or(16) + 2);
+    let h = area.height.min(u16::try_from(KEYS.len()).unwrap_or(17) + 2);
     let popup = Rect {
         x: area.x + (area.width - w) / 2,
         y: area.y + (area.height - h) / 2,

@@ -498,7 +498,7 @@ fn below_the_minimum_size_a_screen_says_the_terminal_is_too_small() {
 
 #[test]
 fn at_the_minimum_size_every_view_draws_with_all_its_columns() {
-    assert_eq!((MIN_WIDTH, MIN_HEIGHT), (79, 12));
+    assert_eq!((MIN_WIDTH, MIN_HEIGHT), (79, 13));
     for view in View::ALL {
         let s = screen(&mut app_on(view), MIN_WIDTH, MIN_HEIGHT);
         assert!(!s.iter().any(|l| l.contains("too small")), "{s:#?}");
@@ -549,14 +549,14 @@ fn drawing_scrolls_the_table_state_to_the_selection_and_keys_move_the_selection(
     screen(&mut app, 80, 24);
     let state = &app.nav[Table::Cgroups as usize].state;
     assert_eq!(state.selected(), Some(n - 1), "drawing keeps the selection");
-    // 24 lines: 5 header, tabs, footer, the info line and the table header leave 15 rows.
-    assert_eq!(state.offset(), n - 15);
+    // 24 lines: 6 header, tabs, footer, the info line and the table header leave 14 rows.
+    assert_eq!(state.offset(), n - 14);
     // Up within the screen: no scroll; Home: back to the top.
     for _ in 0..10 {
         press(&mut app, KeyCode::Up);
     }
     screen(&mut app, 80, 24);
-    assert_eq!(app.nav[Table::Cgroups as usize].state.offset(), n - 15);
+    assert_eq!(app.nav[Table::Cgroups as usize].state.offset(), n - 14);
     press(&mut app, KeyCode::Home);
     let s = screen(&mut app, 80, 24);
     assert_eq!(app.nav[Table::Cgroups as usize].state.offset(), 0);
@@ -611,4 +611,83 @@ fn cgroups_show_their_pod_or_unit_where_named_and_filter_by_either() {
         .collect();
     assert!(rows > 1);
     assert_eq!(names, ["shop/cart-7d9f/cart"]);
+}
+
+
+#[test]
+fn the_header_says_what_is_wrong_over_the_last_minute() {
+    for (w, h) in SIZES {
+        let s = screen(&mut app_on(View::Probes), w, h);
+        // Second, under the title: the costliest finding's figures, every finding's id.
+        assert!(
+            s[1].starts_with(
+                "findings: warning umount-rcu-grace-period: 103.6% of the window in 85"
+            ),
+            "{s:#?}"
+        );
+    }
+    let s = screen(&mut app_on(View::Probes), 200, 50);
+    assert!(s[1].ends_with(" · last 60 s, every cgroup"), "{}", s[1]);
+    // None found: said so.
+    let mut frame = testdata::frame(1);
+    frame.findings = Arc::default();
+    let mut app = App::new(false);
+    app.on_frame(Arc::new(frame));
+    let s = screen(&mut app, 120, 30);
+    assert_eq!(s[1], "findings: none · last 60 s, every cgroup");
+}
+
+#[test]
+fn the_findings_view_shows_each_finding_whole_and_scrolls() {
+    let mut app = app_on(View::Findings);
+    let s = screen(&mut app, 120, 40);
+    line(&s, "1 finding over the last 60 s, every cgroup, evaluated each refresh");
+    let first = line(&s, "umount waits an expedited RCU grace period");
+    assert!(first.starts_with("  warning  "), "{first}");
+    line(&s, "synchronize_rcu_expedited ← namespace_unlock     85  1.04 s");
+    line(&s, "impact    1.04 s lost: 85 umount(2) calls on the host");
+    line(&s, "remedy    A lazy umount (umount -l)");
+    // On a screen too low for it, Down scrolls the text a line; End shows its last line,
+    // and no further; Home its first.
+    press(&mut app, KeyCode::Down);
+    let s = screen(&mut app, 120, 20);
+    assert!(!s.iter().any(|l| l.contains("umount waits an expedited")), "{s:#?}");
+    line(&s, "(synchronize_rcu_expedited), once per unmounted filesystem");
+    press(&mut app, KeyCode::End);
+    let s = screen(&mut app, 120, 20);
+    assert_eq!(s[s.len() - 2], "              time would leave", "{s:#?}");
+    press(&mut app, KeyCode::Home);
+    let s = screen(&mut app, 120, 20);
+    line(&s, "umount waits an expedited");
+    // The severity is in colour where colour is on.
+    let mut colour = app_on(View::Findings);
+    colour.color = true;
+    let (text, buf) = draw(&mut colour, 120, 40);
+    let y = text
+        .iter()
+        .position(|l| l.starts_with("  warning"))
+        .unwrap();
+    assert_eq!(buf[(2, u16::try_from(y).unwrap())].fg, Color::Yellow);
+    // Nothing found: said so.
+    let mut frame = testdata::frame(1);
+    frame.findings = Arc::default();
+    let mut app = App::new(false);
+    app.on_frame(Arc::new(frame));
+    app.view = View::Findings;
+    let s = screen(&mut app, 120, 30);
+    line(&s, "0 findings over the last 60 s");
+    line(&s, "none: no rule's threshold was passed");
+}
+
+#[test]
+fn five_and_tab_reach_the_findings_and_help_names_them() {
+    let mut app = app_on(View::Probes);
+    press(&mut app, KeyCode::Char('5'));
+    assert_eq!(app.view, View::Findings);
+    press(&mut app, KeyCode::Char('?'));
+    let s = screen(&mut app, 120, 40);
+    line(&s, "next / previous view (or 1-5)");
+    line(&s, "findings: what is wrong over the last minute, whole");
+    let s = screen(&mut app_on(View::Probes), 120, 40);
+    line(&s, "5 Findings");
 }

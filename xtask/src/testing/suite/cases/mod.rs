@@ -9,6 +9,7 @@ pub mod concurrency;
 pub mod counts;
 pub mod heal;
 pub mod kernel;
+pub mod lifecycle;
 pub mod live;
 pub mod locks;
 pub mod model;
@@ -68,6 +69,7 @@ pub const HARDEN: Group = Group {
     libraries: &[],
     cases: &[
         signals::SIGNALS,
+        lifecycle::LIFECYCLE,
         privilege::LEAST_PRIVILEGE,
         privilege::DEPLOY,
     ],

@@ -1,6 +1,11 @@
-//! What the model predicts for the workload a live view saw: the scenario that covers it, on
-//! the profile of the kernel the view watches (the live kernel's release, or the replayed
-//! capture's), calibrated on what was seen, run for the same number of operations.
+//! What the model predicts: for the workload a live view saw ([`predict`]), and for a
+//! finding's remedy ([`remedy`], in its own module: the what-if and what it is compared
+//! with, calibrated on the capture the finding was made of; [`assess`] evaluates a capture's
+//! findings and predicts each).
+//!
+//! For a live view: the scenario that covers it, on the profile of the kernel the view
+//! watches (the live kernel's release, or the replayed capture's), calibrated on what was
+//! seen, run for the same number of operations.
 //!
 //! The prediction is only as good as the calibration: the per-operation costs are fitted on
 //! the same window the prediction is shown beside, so agreement on those paths is by
@@ -14,6 +19,10 @@ use super::{
     calibrate, kernel,
     scenarios::{self, Scenario},
 };
+
+mod remedy;
+
+pub use remedy::{MIN_CALLS, assess, predict_missing, remedy};
 
 /// Most operations a prediction simulates (more would cost the live view's refresh).
 const MAX_OPS: u64 = 5_000;
