@@ -20,7 +20,9 @@ pub enum LoadError {
     )]
     NoPrivileges,
     /// The kernel refuses perf events, and so every kprobe and tracepoint, to this process.
-    #[error("{0}")]
+    // Transparent: the refusal is the whole sentence, and an error chain printed with
+    // `{:#}` would say it twice were it also this error's source.
+    #[error(transparent)]
     PerfEvents(#[from] perf_event::Refused),
     /// The kernel has no kprobe support.
     #[error(

@@ -703,7 +703,7 @@ mod tests {
         let v1: String = text
             .lines()
             .filter(|l| !l.contains("cgroup2"))
-            .map(|l| format!("{l}\n"))
+            .flat_map(|l| [l, "\n"])
             .collect();
         let v1 = mounted(&v1);
         assert_eq!(v1.root, None);

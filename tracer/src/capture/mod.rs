@@ -257,11 +257,10 @@ fn say_sampled_cost(attached: &probes::Attached) {
 pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
     let wanted = args.kernel.wanted();
     let hierarchy = args.kernel.prepare_host()?;
-    let cgroup_root = hierarchy.root.clone();
     let cgroup_filter = args
         .cgroup
         .as_deref()
-        .map(|path| cgroup::id_of(path, cgroup_root.as_deref()))
+        .map(|path| cgroup::id_of(path, hierarchy.root.as_deref()))
         .transpose()
         .map_err(anyhow::Error::msg)?;
     // Check the command before attaching anything, so a typo leaves no probe behind.
@@ -324,7 +323,7 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
     for (id, path) in std::mem::take(&mut events.cgroups_made) {
         cgroups.entry(id).or_insert(path);
     }
-    if let Some(root) = cgroup_root.as_deref() {
+    if let Some(root) = hierarchy.root.as_deref() {
         cgroups.extend(cgroup::walk(root));
     }
     let meta = meta(args, started_unix_ns, elapsed);

@@ -14,6 +14,7 @@ pub mod live;
 pub mod locks;
 pub mod model;
 pub mod names;
+pub mod nodes;
 pub mod privilege;
 pub mod scale;
 pub mod serve_churn;
@@ -59,6 +60,7 @@ pub const SUITE: Group = Group {
         live::LIVE,
         serve_churn::SERVE_CHURN,
         scale::SCALE,
+        nodes::NODES,
     ],
 };
 
