@@ -26,9 +26,10 @@ pub struct KernelArgs {
     /// /sys/kernel/btf/vmlinux: for kernels built without `CONFIG_DEBUG_INFO_BTF`.
     #[arg(long, value_name = "PATH")]
     pub btf: Option<PathBuf>,
-    /// Where the host's cgroup2 hierarchy is mounted (e.g. /host/sys/fs/cgroup in a
-    /// container, whose own /sys/fs/cgroup is its private cgroup namespace); default: the
-    /// cgroup2 mount in /proc/self/mountinfo.
+    /// Where the host's cgroup hierarchy is mounted (e.g. /host/sys/fs/cgroup in a
+    /// container, whose own /sys/fs/cgroup is its private cgroup namespace): a cgroup2
+    /// root, or a v1 host's directory of hierarchies (cgroup2 at its unified/, when
+    /// there); default: the cgroup2 mount in /proc/self/mountinfo.
     #[arg(long, value_name = "PATH")]
     pub cgroup_root: Option<PathBuf>,
     /// Where the host's `/` is seen for the names of pods and containers (its
@@ -65,16 +66,17 @@ impl KernelArgs {
             .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).max(1))
     }
 
-    /// The host's cgroup2 hierarchy, where there is one; `--btf` taken into use. Both are
-    /// read before anything attaches, so a bad path leaves no probe behind.
+    /// The host's cgroup hierarchy cgroups are named from (see [`cgroup::hierarchy`]);
+    /// `--btf` taken into use. Both are read before anything attaches, so a bad path leaves
+    /// no probe behind.
     ///
     /// # Errors
-    /// A `--cgroup-root` that is not a cgroup2 hierarchy.
-    pub fn prepare_host(&self) -> anyhow::Result<Option<PathBuf>> {
+    /// A `--cgroup-root` that is no cgroup hierarchy.
+    pub fn prepare_host(&self) -> anyhow::Result<cgroup::Hierarchy> {
         if let Some(path) = &self.btf {
             btf::use_file(path);
         }
-        cgroup::cgroup2_root(self.cgroup_root.as_deref()).map_err(anyhow::Error::msg)
+        cgroup::hierarchy(self.cgroup_root.as_deref()).map_err(anyhow::Error::msg)
     }
 
     /// Where the names of pods and containers are read.
@@ -108,8 +110,9 @@ impl KernelArgs {
         wanted: &[tracer_common::Probe],
         reads: probes::MapReads,
     ) -> anyhow::Result<tracer_loader::attached::Attached> {
-        // No privilege, no programs: one message, and no word of attaching before it.
-        probes::preflight_common()?;
+        // No privilege, no programs, perf events refused: one message, and no word of
+        // attaching before it.
+        probes::preflight_attach()?;
         eprintln!("{who}: attaching {} probes...", wanted.len());
         let begun = Instant::now();
         let attached = probes::attach_with_slow(

@@ -89,8 +89,9 @@ enum Cmd {
         #[arg(last = true)]
         args: Vec<String>,
     },
-    /// The `tracer serve` host cases alone (promtool, a real Prometheus, the dashboards),
-    /// against a given tracer binary.
+    /// The `tracer serve` host cases alone (promtool, a real Prometheus, the dashboards, the
+    /// Prometheus Operator's scrape configuration of the `PodMonitor`), against a given tracer
+    /// binary.
     ServeCheck {
         /// The tracer binary to check.
         #[arg(long)]
@@ -211,6 +212,7 @@ fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
         Cmd::ServeCheck { tracer } => {
             let mut tally = testing::harness::Tally::default();
             testing::host_serve::host_cases(&tracer, &mut tally);
+            testing::host_operator::host_cases(&tracer, &mut tally);
             Ok(exit_code(&tally))
         }
         Cmd::TopCheck { tracer } => {
@@ -377,6 +379,7 @@ fn test(
         testing::host::host_case(&tracer, &mut tally);
         testing::host::host_fault_cases(&tracer, &mut tally);
         testing::host_serve::host_cases(&tracer, &mut tally);
+        testing::host_operator::host_cases(&tracer, &mut tally);
         testing::host_harden::host_cases(&tracer, &mut tally);
         testing::host_top::top_cases(&tracer, &mut tally);
         testing::deploy::cases(&tools.kubernetes_validate, &mut tally);

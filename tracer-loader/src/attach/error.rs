@@ -1,7 +1,7 @@
 //! Why the probes could not be loaded at all, and why one program could not be loaded or
 //! attached.
 
-use crate::{sizing::SizingError, switches::SwitchError};
+use crate::{host::perf_event, sizing::SizingError, switches::SwitchError};
 
 /// Why the probes could not be loaded at all.
 #[derive(Debug, thiserror::Error)]
@@ -19,6 +19,11 @@ pub enum LoadError {
          `sudo setcap cap_bpf,cap_perfmon,cap_dac_read_search+ep $(command -v tracer)`"
     )]
     NoPrivileges,
+    /// The kernel refuses perf events, and so every kprobe and tracepoint, to this process.
+    // Transparent: the refusal is the whole sentence, and an error chain printed with
+    // `{:#}` would say it twice were it also this error's source.
+    #[error(transparent)]
+    PerfEvents(#[from] perf_event::Refused),
     /// The kernel has no kprobe support.
     #[error(
         "this kernel cannot attach kprobes: CONFIG_KPROBES is not set (no kprobe PMU under \

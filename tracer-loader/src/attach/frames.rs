@@ -24,6 +24,9 @@ const RETHOOK_SYMBOLS: [&str; 3] = [
 /// Why the programs get no frame marks (and trust frames as before).
 #[derive(Debug, thiserror::Error)]
 pub(super) enum MarkError {
+    /// The kernel showed this process no address at all: why, in a sentence.
+    #[error("/proc/kallsyms shows this process no kernel address: {0}")]
+    Hidden(String),
     /// A function attached by fentry has no single address.
     #[error("/proc/kallsyms shows no single address of {0}")]
     NoAddress(String),
@@ -58,6 +61,18 @@ fn frame_marks(
     states: &BTreeMap<Probe, AttachState>,
 ) -> Result<[u64; maps::FRAME_MARKS_LEN], MarkError> {
     let mut marks = [0; maps::FRAME_MARKS_LEN];
+    let attached = states.values().any(|s| {
+        matches!(
+            s,
+            AttachState::Attached {
+                method: AttachMethod::Fentry | AttachMethod::Kprobe,
+                ..
+            }
+        )
+    });
+    if attached && !kallsyms.is_empty() && !kallsyms.shows_addresses() {
+        return Err(MarkError::Hidden(crate::host::kallsyms::why_hidden_here()));
+    }
     for &probe in FUNCTIONS {
         let Some(AttachState::Attached { method, symbol }) = states.get(&probe) else {
             continue;
@@ -133,11 +148,19 @@ mod tests {
         states.insert(Probe::DDelete, attached(AttachMethod::Fentry, "d_delete"));
         let e = frame_marks(&k, &states).unwrap_err().to_string();
         assert!(e.contains("d_delete"), "{e}");
+        // Addresses hidden from this process: why, and what to grant.
         let hidden = Kallsyms::parse("0000000000000000 T vfs_rmdir\n");
         let only_kprobe =
             BTreeMap::from([(Probe::VfsRmdir, attached(AttachMethod::Kprobe, "vfs_rmdir"))]);
+        let e = frame_marks(&hidden, &only_kprobe).unwrap_err().to_string();
         assert!(
-            frame_marks(&hidden, &only_kprobe)
+            e.contains("shows this process no kernel address") && e.contains("CAP_SYSLOG"),
+            "{e}"
+        );
+        // Addresses shown, but no trampoline among them.
+        let no_trampoline = Kallsyms::parse("ffffffff81700000 T vfs_rmdir\n");
+        assert!(
+            frame_marks(&no_trampoline, &only_kprobe)
                 .unwrap_err()
                 .to_string()
                 .contains("trampoline")

@@ -47,7 +47,7 @@ use syscalls::SyscallsBy;
 /// # Errors
 /// The first missing prerequisite.
 pub fn preflight() -> Result<(), LoadError> {
-    preflight_common()?;
+    preflight_attach()?;
     kprobe_support()
 }
 
@@ -63,6 +63,19 @@ pub fn preflight_common() -> Result<(), LoadError> {
     if !privileges::has_tracing_privileges() {
         return Err(LoadError::NoPrivileges);
     }
+    Ok(())
+}
+
+/// What attaching needs beyond loading: [`preflight_common`], and a kernel that lets this
+/// process open the perf events every kprobe and tracepoint is (see
+/// [`host::perf_event`]): a host that refuses them stops tracer here, with one sentence
+/// naming the sysctl, rather than leaving it to run with only its fentry probes.
+///
+/// # Errors
+/// As [`preflight_common`], and [`LoadError::PerfEvents`].
+pub fn preflight_attach() -> Result<(), LoadError> {
+    preflight_common()?;
+    host::perf_event::check()?;
     Ok(())
 }
 
@@ -109,7 +122,7 @@ pub fn attach_with_slow(
     kernel_memory: u64,
     reads: MapReads,
 ) -> Result<Attached, LoadError> {
-    preflight_common()?;
+    preflight_attach()?;
     let cpus = sizing::possible_cpus().map_err(LoadError::Budget)?;
     let sizes = sizing::choose(cpus, kernel_memory).map_err(LoadError::Budget)?;
     let kprobes = kprobe_support();

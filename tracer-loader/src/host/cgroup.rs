@@ -30,30 +30,175 @@ pub fn find_cgroup2() -> Option<PathBuf> {
     cgroup2_mount(&std::fs::read_to_string("/proc/self/mountinfo").ok()?)
 }
 
-/// The root of the cgroup2 hierarchy cgroups are named under: `given` (`--cgroup-root`,
-/// where the host's hierarchy is mounted, e.g. `/host/sys/fs/cgroup` in a container whose
-/// own `/sys/fs/cgroup` is its private cgroup namespace), else the mount found in
-/// `/proc/self/mountinfo` (`Ok(None)` when there is none).
+/// The id `bpf_get_current_cgroup_id` gives a task in the cgroup2 hierarchy's root: its
+/// directory's inode number. On a host that mounts no cgroup2, every task is there.
+pub const ROOT_ID: u64 = 1;
+
+/// How the host's cgroups are laid out, as far as naming them goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// cgroup2 alone (the unified layout, systemd's default since 247).
+    Unified,
+    /// cgroup v1 hierarchies (named by their directories: `memory`, `cpu,cpuacct`,
+    /// `systemd`, ...) beside cgroup2, which is mounted at `unified` among them (systemd's
+    /// hybrid layout).
+    Hybrid {
+        /// The v1 hierarchies' directories.
+        v1: Vec<String>,
+    },
+    /// cgroup v1 alone: no cgroup2 hierarchy is mounted, so every task is in its root.
+    V1 {
+        /// The v1 hierarchies' directories.
+        v1: Vec<String>,
+    },
+    /// No cgroup filesystem is mounted at all.
+    None,
+}
+
+/// The host's cgroup2 hierarchy, which cgroups are named from, and the layout it is part of.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hierarchy {
+    /// Where the cgroup2 hierarchy is mounted; None where it is not.
+    pub root: Option<PathBuf>,
+    /// The layout found.
+    pub layout: Layout,
+}
+
+impl Hierarchy {
+    /// The paths of the cgroups there are now, by id: a walk of the cgroup2 tree, or, where
+    /// v1 alone is mounted, its root, where every task is.
+    #[must_use]
+    pub fn paths(&self) -> BTreeMap<u64, String> {
+        match (&self.root, &self.layout) {
+            (Some(root), _) => walk(root),
+            (None, Layout::V1 { .. }) => BTreeMap::from([(ROOT_ID, "/".to_owned())]),
+            (None, _) => BTreeMap::new(),
+        }
+    }
+
+    /// What cannot be told apart on this layout, in one sentence; None where nothing is
+    /// missing.
+    #[must_use]
+    pub fn missing(&self) -> Option<String> {
+        match &self.layout {
+            Layout::Unified | Layout::None => None,
+            Layout::Hybrid { v1 } => Some(format!(
+                "cgroup v1 hierarchies ({}) are mounted beside cgroup2 (the hybrid layout): \
+                 cgroups are named from the cgroup2 tree at {}, where a container runtime \
+                 using the cgroupfs driver leaves its containers in the cgroup of its own \
+                 service, and their calls are counted there (docs/names.md)",
+                v1.join(", "),
+                self.root
+                    .as_deref()
+                    .map_or_else(|| "?".into(), |r| r.display().to_string())
+            )),
+            Layout::V1 { v1 } => Some(format!(
+                "no cgroup2 hierarchy is mounted (cgroup v1 only: {}): the kernel gives every \
+                 task the cgroup2 root's id, so every call is counted under cgroup / and no \
+                 pod, container or unit can be told apart; boot the node with cgroup v2 \
+                 (systemd.unified_cgroup_hierarchy=1) to name them (docs/names.md)",
+                v1.join(", ")
+            )),
+        }
+    }
+}
+
+/// The cgroup hierarchies cgroups are named from: under `given` (`--cgroup-root`, where the
+/// host's `/sys/fs/cgroup` is mounted, e.g. `/host/sys/fs/cgroup` in a container whose own
+/// `/sys/fs/cgroup` is its private cgroup namespace), else as `/proc/self/mountinfo` shows
+/// them. Under `given`: a cgroup2 root is used as it is; a directory of cgroup v1
+/// hierarchies with cgroup2 at `unified` among them (the hybrid layout) gives that
+/// `unified`; one without (v1 alone) gives no cgroup2 root, and every call is the root's.
 ///
 /// # Errors
-/// When `given` is not the root of a cgroup2 hierarchy: not a directory, or without the
-/// `cgroup.controllers` and `cgroup.procs` files every cgroup2 directory has (a cgroup v1
-/// directory has no `cgroup.controllers`), or a cgroup under the root (it has
-/// `cgroup.events`, which the root lacks).
-pub fn cgroup2_root(given: Option<&Path>) -> Result<Option<PathBuf>, CgroupRootError> {
+/// When `given` is none of those: not a directory, a cgroup below the root (it has
+/// `cgroup.events`, which the root lacks), or a directory with neither the files every
+/// cgroup2 directory has (`cgroup.controllers`, `cgroup.procs`) nor a v1 hierarchy in it.
+pub fn hierarchy(given: Option<&Path>) -> Result<Hierarchy, CgroupRootError> {
     let Some(root) = given else {
-        return Ok(find_cgroup2());
+        return Ok(std::fs::read_to_string("/proc/self/mountinfo").map_or(
+            Hierarchy {
+                root: None,
+                layout: Layout::None,
+            },
+            |m| mounted(&m),
+        ));
     };
     if !root.is_dir() {
         return Err(CgroupRootError::NotADirectory(root.to_path_buf()));
     }
-    if !root.join("cgroup.controllers").is_file() || !root.join("cgroup.procs").is_file() {
+    if is_cgroup2(root) {
+        if root.join("cgroup.events").exists() {
+            return Err(CgroupRootError::NotTheRoot(root.to_path_buf()));
+        }
+        return Ok(Hierarchy {
+            root: Some(root.to_path_buf()),
+            layout: Layout::Unified,
+        });
+    }
+    let v1 = v1_hierarchies(root);
+    let unified = root.join("unified");
+    if is_cgroup2(&unified) && !unified.join("cgroup.events").exists() {
+        return Ok(Hierarchy {
+            root: Some(unified),
+            layout: Layout::Hybrid { v1 },
+        });
+    }
+    if v1.is_empty() {
         return Err(CgroupRootError::NotCgroup2(root.to_path_buf()));
     }
-    if root.join("cgroup.events").exists() {
-        return Err(CgroupRootError::NotTheRoot(root.to_path_buf()));
-    }
-    Ok(Some(root.to_path_buf()))
+    Ok(Hierarchy {
+        root: None,
+        layout: Layout::V1 { v1 },
+    })
+}
+
+/// Whether `dir` has the files every cgroup2 directory has (a v1 one has no
+/// `cgroup.controllers`).
+fn is_cgroup2(dir: &Path) -> bool {
+    dir.join("cgroup.controllers").is_file() && dir.join("cgroup.procs").is_file()
+}
+
+/// The directories under `root` that are cgroup v1 hierarchies (a `cgroup.procs` and no
+/// `cgroup.controllers`), sorted; the links a v1 layout makes between them (`cpu` to
+/// `cpu,cpuacct`) are not counted twice.
+fn v1_hierarchies(root: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter(|e| e.path().join("cgroup.procs").is_file() && !is_cgroup2(&e.path()))
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    out.sort();
+    out
+}
+
+/// The layout mountinfo text shows: the cgroup2 mount, and each v1 hierarchy by its
+/// mount point's last component.
+#[must_use]
+pub fn mounted(mountinfo: &str) -> Hierarchy {
+    let root = cgroup2_mount(mountinfo);
+    let mut v1: Vec<String> = mountinfo
+        .lines()
+        .filter_map(|line| {
+            let (left, right) = line.split_once(" - ")?;
+            (right.split_whitespace().next()? == "cgroup").then_some(())?;
+            let point = left.split_whitespace().nth(4)?;
+            Some(point.rsplit('/').next().unwrap_or(point).to_owned())
+        })
+        .collect();
+    v1.sort();
+    v1.dedup();
+    let layout = match (&root, v1.is_empty()) {
+        (Some(_), true) => Layout::Unified,
+        (Some(_), false) => Layout::Hybrid { v1 },
+        (None, false) => Layout::V1 { v1 },
+        (None, true) => Layout::None,
+    };
+    Hierarchy { root, layout }
 }
 
 /// Why a `--cgroup-root` is refused.
@@ -65,9 +210,10 @@ pub enum CgroupRootError {
         .0.display()
     )]
     NotADirectory(PathBuf),
-    /// A directory without the files every cgroup2 directory has.
+    /// A directory with neither the files every cgroup2 directory has nor a v1 hierarchy.
     #[error(
-        "--cgroup-root {}: not a cgroup2 hierarchy (no cgroup.controllers and cgroup.procs)",
+        "--cgroup-root {}: not a cgroup hierarchy (no cgroup.controllers and cgroup.procs, no \
+         cgroup2 at unified/, no cgroup v1 hierarchy in it); name the host's /sys/fs/cgroup",
         .0.display()
     )]
     NotCgroup2(PathBuf),
@@ -425,12 +571,12 @@ mod tests {
         let host = dir.join("host/sys/fs/cgroup");
         let child = host.join("kubepods.slice");
         std::fs::create_dir_all(&child).unwrap();
-        // Not there, then a directory that is no cgroup2 hierarchy.
-        let missing = cgroup2_root(Some(&dir.join("nowhere"))).unwrap_err();
+        // Not there, then a directory that is no cgroup hierarchy at all.
+        let missing = hierarchy(Some(&dir.join("nowhere"))).unwrap_err();
         assert!(missing.to_string().contains("not a directory"), "{missing}");
-        let plain = cgroup2_root(Some(&host)).unwrap_err();
+        let plain = hierarchy(Some(&host)).unwrap_err();
         assert!(
-            plain.to_string().contains("not a cgroup2 hierarchy"),
+            plain.to_string().contains("not a cgroup hierarchy"),
             "{plain}"
         );
         // The files of a cgroup2 root: accepted as given, and cgroups are named under it.
@@ -439,9 +585,17 @@ mod tests {
             std::fs::write(child.join(f), "").unwrap();
         }
         std::fs::write(child.join("cgroup.events"), "populated 1\n").unwrap();
-        assert_eq!(cgroup2_root(Some(&host)), Ok(Some(host.clone())));
+        let unified = hierarchy(Some(&host)).unwrap();
         assert_eq!(
-            walk(&host).into_values().collect::<Vec<_>>(),
+            unified,
+            Hierarchy {
+                root: Some(host.clone()),
+                layout: Layout::Unified
+            }
+        );
+        assert_eq!(unified.missing(), None);
+        assert_eq!(
+            unified.paths().into_values().collect::<Vec<_>>(),
             ["/", "/kubepods.slice"]
         );
         assert_eq!(
@@ -449,11 +603,76 @@ mod tests {
             std::fs::metadata(&child).unwrap().ino()
         );
         // A cgroup below the root is refused: its paths would not be the host's.
-        let below = cgroup2_root(Some(&child)).unwrap_err();
+        let below = hierarchy(Some(&child)).unwrap_err();
         assert!(below.to_string().contains("not the root"), "{below}");
         // Not given: the mount from mountinfo, as before.
-        assert_eq!(cgroup2_root(None), Ok(find_cgroup2()));
+        assert_eq!(hierarchy(None).unwrap().root, find_cgroup2());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A directory laid out as a v1 host's /sys/fs/cgroup: a hierarchy per directory, each
+    /// with a `cgroup.procs` and no `cgroup.controllers`, and a link between two.
+    fn v1_host(dir: &Path) {
+        for h in ["memory", "cpu,cpuacct", "systemd"] {
+            std::fs::create_dir_all(dir.join(h).join("kubepods")).unwrap();
+            std::fs::write(dir.join(h).join("cgroup.procs"), "").unwrap();
+        }
+        std::os::unix::fs::symlink("cpu,cpuacct", dir.join("cpu")).unwrap();
+    }
+
+    #[test]
+    fn a_hybrid_root_gives_its_unified_hierarchy_and_says_what_it_cannot_attribute() {
+        let dir = std::env::temp_dir().join(format!("tracer-cgroup-hybrid-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        v1_host(&dir);
+        let unified = dir.join("unified");
+        std::fs::create_dir_all(unified.join("system.slice")).unwrap();
+        for f in ["cgroup.controllers", "cgroup.procs"] {
+            std::fs::write(unified.join(f), "").unwrap();
+        }
+        let h = hierarchy(Some(&dir)).unwrap();
+        let paths = h.paths();
+        let missing = h.missing().unwrap_or_default();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(h.root, Some(unified.clone()));
+        assert_eq!(
+            h.layout,
+            Layout::Hybrid {
+                v1: vec!["cpu,cpuacct".into(), "memory".into(), "systemd".into()]
+            }
+        );
+        // Named from the unified tree, not the v1 ones.
+        assert_eq!(
+            paths.into_values().collect::<Vec<_>>(),
+            ["/", "/system.slice"]
+        );
+        for said in ["hybrid", "cgroupfs driver", &unified.display().to_string()] {
+            assert!(missing.contains(said), "{said:?} not in: {missing}");
+        }
+    }
+
+    #[test]
+    fn a_v1_root_names_every_call_the_root_s_and_says_so() {
+        let dir = std::env::temp_dir().join(format!("tracer-cgroup-v1-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        v1_host(&dir);
+        let h = hierarchy(Some(&dir));
+        std::fs::remove_dir_all(&dir).unwrap();
+        let h = h.unwrap();
+        assert_eq!(h.root, None);
+        assert_eq!(
+            h.paths(),
+            BTreeMap::from([(ROOT_ID, "/".to_owned())]),
+            "every task is in the root of the unmounted cgroup2 hierarchy"
+        );
+        let missing = h.missing().unwrap_or_default();
+        for said in [
+            "cgroup v1 only: cpu,cpuacct, memory, systemd",
+            "counted under cgroup /",
+            "systemd.unified_cgroup_hierarchy=1",
+        ] {
+            assert!(missing.contains(said), "{said:?} not in: {missing}");
+        }
     }
 
     #[test]
@@ -463,6 +682,7 @@ mod tests {
 33 25 0:28 / /sys/fs/cgroup ro shared:9 - tmpfs tmpfs ro,mode=755
 34 33 0:29 / /sys/fs/cgroup/unified rw,nosuid shared:10 - cgroup2 cgroup2 rw,nsdelegate
 35 33 0:30 / /sys/fs/cgroup/memory rw shared:11 - cgroup cgroup rw,memory
+36 33 0:31 / /sys/fs/cgroup/systemd rw shared:12 - cgroup cgroup rw,xattr,name=systemd
 ";
         assert_eq!(
             cgroup2_mount(text),
@@ -472,6 +692,28 @@ mod tests {
             cgroup2_mount("25 30 0:23 / /sys rw - sysfs sysfs rw\n"),
             None
         );
+        let hybrid = mounted(text);
+        assert_eq!(
+            hybrid.layout,
+            Layout::Hybrid {
+                v1: vec!["memory".into(), "systemd".into()]
+            }
+        );
+        // The same without cgroup2: v1 alone, every call the root's.
+        let v1: String = text
+            .lines()
+            .filter(|l| !l.contains("cgroup2"))
+            .flat_map(|l| [l, "\n"])
+            .collect();
+        let v1 = mounted(&v1);
+        assert_eq!(v1.root, None);
+        assert!(matches!(v1.layout, Layout::V1 { .. }));
+        assert_eq!(v1.paths().get(&ROOT_ID).map(String::as_str), Some("/"));
+        let only2 = mounted("34 33 0:29 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n");
+        assert_eq!(only2.layout, Layout::Unified);
+        assert_eq!(only2.missing(), None);
+        let none = mounted("25 30 0:23 / /sys rw - sysfs sysfs rw\n");
+        assert_eq!((none.layout.clone(), none.paths().len()), (Layout::None, 0));
     }
 
     #[test]

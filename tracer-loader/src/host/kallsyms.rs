@@ -103,6 +103,13 @@ impl Kallsyms {
         self.addresses.get(name).copied().filter(|a| *a != 0)
     }
 
+    /// Whether the kernel showed this process any address (it shows zeros to a reader it
+    /// hides them from: see [`why_hidden`]).
+    #[must_use]
+    pub fn shows_addresses(&self) -> bool {
+        self.addresses.values().any(|a| *a != 0)
+    }
+
     /// Where to attach for the function `name`.
     #[must_use]
     pub fn resolve(&self, name: &str) -> Resolution {
@@ -125,6 +132,48 @@ impl Kallsyms {
             many => Resolution::Ambiguous(many.len()),
         }
     }
+}
+
+/// Why the kernel shows a reader without `CAP_SYSLOG` no address, from
+/// `kernel.kptr_restrict` and `kernel.perf_event_paranoid` (None: unreadable), as its
+/// `kallsyms_show_value` decides (`kernel/ksyms_common.c`): at `kptr_restrict` 0 every
+/// reader sees them while `perf_event_paranoid` is at most 1, else only one holding
+/// `CAP_SYSLOG` does; at 1 only one holding `CAP_SYSLOG`; at 2 none. Capabilities are those
+/// of the process that opened `/proc/kallsyms`.
+#[must_use]
+pub fn why_hidden(kptr_restrict: Option<i32>, paranoid: Option<i32>) -> String {
+    const GRANT: &str = "grant tracer CAP_SYSLOG (the systemd unit and the DaemonSet of deploy/ \
+                         do; it is dropped with the others once the probes are attached)";
+    match (kptr_restrict, paranoid) {
+        (Some(k), _) if k >= 2 => format!(
+            "kernel.kptr_restrict is {k}, under which the kernel shows kernel addresses to no \
+             process; at 1 it shows them to a process holding CAP_SYSLOG"
+        ),
+        (Some(1), _) => format!(
+            "kernel.kptr_restrict is 1, under which the kernel shows kernel addresses only to \
+             a process holding CAP_SYSLOG: {GRANT}"
+        ),
+        (_, Some(p)) if p > 1 => format!(
+            "kernel.perf_event_paranoid is {p}, above 1, under which the kernel shows kernel \
+             addresses only to a process holding CAP_SYSLOG: {GRANT}"
+        ),
+        _ => format!(
+            "the kernel shows kernel addresses only to a process holding CAP_SYSLOG: {GRANT}"
+        ),
+    }
+}
+
+/// [`why_hidden`] on this host's settings.
+#[must_use]
+pub fn why_hidden_here() -> String {
+    let read = |name: &str| {
+        std::fs::read_to_string(format!("/proc/sys/kernel/{name}"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    };
+    why_hidden(read("kptr_restrict"), read("perf_event_paranoid"))
 }
 
 /// `isra.0`, `constprop.0`, `part.0`, `cold` and their combinations.
@@ -220,6 +269,31 @@ ffffffffc0000000 t loop_configure\t[loop]
         let hidden = Kallsyms::parse("0000000000000000 T vfs_rmdir\n");
         assert!(hidden.has("vfs_rmdir"));
         assert_eq!(hidden.address("vfs_rmdir"), None, "addresses hidden");
+    }
+
+    #[test]
+    fn hidden_addresses_are_explained_as_the_kernel_decides() {
+        assert!(Kallsyms::parse(SAMPLE).shows_addresses());
+        assert!(!Kallsyms::parse("0000000000000000 T vfs_rmdir\n").shows_addresses());
+        // Debian's default: kptr_restrict 0, perf_event_paranoid 3 (2 with 99-tracer.conf).
+        let paranoid = why_hidden(Some(0), Some(2));
+        assert!(
+            paranoid.contains("perf_event_paranoid is 2") && paranoid.contains("CAP_SYSLOG"),
+            "{paranoid}"
+        );
+        let restricted = why_hidden(Some(1), Some(-1));
+        assert!(
+            restricted.contains("kptr_restrict is 1")
+                && restricted.contains("grant tracer CAP_SYSLOG"),
+            "{restricted}"
+        );
+        // At 2 no capability helps: it says so rather than advise one.
+        let none = why_hidden(Some(2), Some(2));
+        assert!(
+            none.contains("to no process") && !none.contains("grant"),
+            "{none}"
+        );
+        assert!(why_hidden(None, None).contains("CAP_SYSLOG"));
     }
 
     #[test]

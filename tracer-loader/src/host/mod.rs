@@ -2,7 +2,8 @@
 //! version, its preemption model, whether it has kprobes, its CPUs,
 //! `/proc/sys/fs/dentry-state`; and, in the submodules, its symbols, its BTF and the layout
 //! the programs read from it, tracefs, its cgroups, the names of the pods, containers and
-//! units in them, this process's privileges and capabilities, and its locked-memory limit.
+//! units in them, this process's privileges and capabilities, whether the kernel lets it
+//! open perf events, and its locked-memory limit.
 
 pub mod btf;
 pub mod caps;
@@ -11,6 +12,7 @@ pub mod kallsyms;
 pub mod layout;
 pub mod memlock;
 pub mod names;
+pub mod perf_event;
 pub mod privileges;
 pub mod tracefs;
 

@@ -256,11 +256,11 @@ fn say_sampled_cost(attached: &probes::Attached) {
 /// When the probes cannot be loaded or the report cannot be written.
 pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
     let wanted = args.kernel.wanted();
-    let cgroup_root = args.kernel.prepare_host()?;
+    let hierarchy = args.kernel.prepare_host()?;
     let cgroup_filter = args
         .cgroup
         .as_deref()
-        .map(|path| cgroup::id_of(path, cgroup_root.as_deref()))
+        .map(|path| cgroup::id_of(path, hierarchy.root.as_deref()))
         .transpose()
         .map_err(anyhow::Error::msg)?;
     // Check the command before attaching anything, so a typo leaves no probe behind.
@@ -280,12 +280,12 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
     let mut attached = args
         .kernel
         .attach("tracer", &wanted, probes::MapReads::AtEnd)?;
-    for w in &attached.warnings {
+    for w in attached.warnings.iter().chain(&hierarchy.missing()) {
         eprintln!("tracer: warning: {w}");
     }
     say_what_did_not_attach(&attached.states);
 
-    let mut cgroups = cgroup_root.as_deref().map(cgroup::walk).unwrap_or_default();
+    let mut cgroups = hierarchy.paths();
     let dentry_start = tracer_loader::host::read_dentry_state();
     // The span is the recording's: from the programs' first recorded run to their last, the
     // window the slow calls' rate limit and every count apply to.
@@ -323,7 +323,7 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
     for (id, path) in std::mem::take(&mut events.cgroups_made) {
         cgroups.entry(id).or_insert(path);
     }
-    if let Some(root) = cgroup_root.as_deref() {
+    if let Some(root) = hierarchy.root.as_deref() {
         cgroups.extend(cgroup::walk(root));
     }
     let meta = meta(args, started_unix_ns, elapsed);

@@ -178,14 +178,14 @@ pub fn open(args: &LiveArgs, who: &str) -> anyhow::Result<(Box<dyn Source>, Opti
         Box::new(SyntheticSource::new(cgroups, args.churn, args.speed, 1))
     } else {
         let wanted = args.kernel.wanted();
-        let cgroup_root = args.kernel.prepare_host()?;
+        let hierarchy = args.kernel.prepare_host()?;
         opts.kernel_features = tracer_loader::host::kernel_info().features;
         let attached = args
             .kernel
             .attach(who, &wanted, tracer_loader::attach::MapReads::EveryInterval)?;
         Box::new(super::kernel::KernelSource::new(
             attached,
-            cgroup_root,
+            hierarchy,
             args.kernel.name_sources(),
         ))
     };

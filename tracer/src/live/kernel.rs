@@ -55,16 +55,17 @@ pub struct KernelSource {
 
 impl KernelSource {
     /// The source of probes `attached` for reads every interval; cgroups are named by
-    /// their paths under `cgroup_root` (see [`cgroup::cgroup2_root`]) and what runs in them
-    /// from `names` (see [`names::Resolver`]).
+    /// their paths in `hierarchy` (see [`cgroup::hierarchy`]) and what runs in them from
+    /// `names` (see [`names::Resolver`]).
     #[must_use]
     pub fn new(
         attached: probes::Attached,
-        cgroup_root: Option<PathBuf>,
+        hierarchy: cgroup::Hierarchy,
         names: names::Sources,
     ) -> Self {
         let mut warnings = attached.warnings.clone();
         warnings.extend(tracer_core::report::not_attached(&attached.states));
+        warnings.extend(hierarchy.missing());
         if !attached.cgroup_events {
             warnings.push(
                 "cgroups are named by walking the cgroup2 tree (the cgroup tracepoints did not \
@@ -81,7 +82,8 @@ impl KernelSource {
             warnings,
         };
         let meta = meta(&info, 0);
-        let known = cgroup_root.as_deref().map(cgroup::walk).unwrap_or_default();
+        let known = hierarchy.paths();
+        let cgroup_root = hierarchy.root;
         let mut names = names::Resolver::new(names);
         for (id, path) in &known {
             names.learn(*id, path);

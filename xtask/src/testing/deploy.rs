@@ -195,8 +195,8 @@ fn verify_unit(unit: &Path) -> Verdict {
 /// Settings that raise the security rating but break tracer: `ProtectKernelTunables=`
 /// makes `/proc/kallsyms` inaccessible, `ProtectProc=invisible` and `ProcSubset=pid` hide
 /// other processes and `/proc/kallsyms`, `PrivateUsers=` makes its capabilities count in a
-/// user namespace only (not for `bpf()`).
-const BREAKS_TRACER: [(&str, &str); 5] = [
+/// user namespace only (not for `bpf()`), `ProtectKernelLogs=` drops `CAP_SYSLOG`.
+const BREAKS_TRACER: [(&str, &str); 6] = [
     (
         "ProtectKernelTunables=yes",
         "makes /proc/kallsyms inaccessible",
@@ -205,14 +205,18 @@ const BREAKS_TRACER: [(&str, &str); 5] = [
     ("ProtectProc=noaccess", "hides other processes' threads"),
     ("ProcSubset=pid", "hides /proc/kallsyms"),
     (
+        "ProtectKernelLogs=yes",
+        "drops CAP_SYSLOG, and /proc/kallsyms hides the kernel's addresses",
+    ),
+    (
         "PrivateUsers=yes",
         "confines its capabilities to a user namespace",
     ),
 ];
 /// What the unit must grant (docs/production.md).
 const NEEDED: [&str; 4] = [
-    "AmbientCapabilities=CAP_BPF CAP_PERFMON CAP_DAC_READ_SEARCH",
-    "CapabilityBoundingSet=CAP_BPF CAP_PERFMON CAP_DAC_READ_SEARCH",
+    "AmbientCapabilities=CAP_BPF CAP_PERFMON CAP_DAC_READ_SEARCH CAP_SYSLOG",
+    "CapabilityBoundingSet=CAP_BPF CAP_PERFMON CAP_DAC_READ_SEARCH CAP_SYSLOG",
     "LimitMEMLOCK=infinity",
     "NoNewPrivileges=yes",
 ];

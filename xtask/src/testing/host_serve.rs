@@ -34,13 +34,19 @@ const NEGATIVES: u64 = 20_000;
 const D_DELETES: u64 = NEGATIVES + 1;
 
 /// One `tracer serve` target.
-struct Target {
-    name: &'static str,
-    addr: String,
+pub(crate) struct Target {
+    pub(crate) name: &'static str,
+    pub(crate) addr: String,
     _child: Guard,
 }
 
-fn start_serve(tracer: &Path, name: &'static str, source: &[&str]) -> Result<Target, String> {
+/// `tracer serve` with `source` (its flags) on a free loopback port, once it answers with
+/// its first refresh.
+pub(crate) fn start_serve(
+    tracer: &Path,
+    name: &'static str,
+    source: &[&str],
+) -> Result<Target, String> {
     let port = free_port().map_err(|e| e.to_string())?;
     let addr = format!("127.0.0.1:{port}");
     // What tracer says goes to a file, to be shown when it does not come up.
@@ -95,7 +101,7 @@ fn start_prometheus(targets: &[&Target], native: bool) -> Result<Prometheus, Str
 }
 
 /// Write the capture of one model run to a temporary file; tracer serve replays it.
-fn model_capture(tracer: &Path, name: &str, args: &[&str]) -> Result<PathBuf, String> {
+pub(crate) fn model_capture(tracer: &Path, name: &str, args: &[&str]) -> Result<PathBuf, String> {
     let file =
         std::env::temp_dir().join(format!("tracer-serve-{}-{name}.json", std::process::id()));
     let out = Command::new(tracer)
@@ -195,7 +201,7 @@ fn dashboard_exprs() -> Result<Vec<(String, String)>, String> {
             let e = e
                 .replace("$__rate_interval", "1m")
                 .replace("$__range", "1m")
-                .replace("$instance", ".*")
+                .replace("$node", ".*")
                 .replace("$cgroup", ".*")
                 .replace("$pod", ".+")
                 .replace("$probe", ".*");

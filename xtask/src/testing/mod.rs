@@ -8,7 +8,11 @@
 //! - [`host_serve`], [`host_top`], [`host_harden`]: the host cases of `tracer serve`
 //!   (promtool, a real Prometheus, the dashboards), of `tracer top` in a real terminal, and
 //!   of hardening (the exporter under abuse, bad input, least privilege).
+//! - [`host_operator`]: a real Prometheus scraping `tracer serve` through the scrape
+//!   configuration the Prometheus Operator makes of `deploy/kubernetes/`'s `PodMonitor`.
 //! - [`deploy`]: the checks of what a fleet deploys (`deploy/`): rules, unit, manifests.
+//! - [`manifests`]: what the cases read of `deploy/kubernetes/` (the `DaemonSet`'s
+//!   arguments and capabilities, the `PodMonitor`'s endpoint).
 //! - [`release`]: what `cargo xtask dist` writes: lintian, the image's labels, two equal
 //!   runs, and the .deb and image run on Debian 12 under systemd.
 //! - [`suite`]: one VM per kernel running the script its cases make; the cases and the checks of
@@ -21,8 +25,10 @@ pub(crate) mod deploy;
 pub(crate) mod harness;
 pub(crate) mod host;
 pub(crate) mod host_harden;
+pub(crate) mod host_operator;
 pub(crate) mod host_serve;
 pub(crate) mod host_top;
+pub(crate) mod manifests;
 pub(crate) mod prometheus;
 pub(crate) mod release;
 pub(crate) mod suite;

@@ -2,6 +2,7 @@
 //! host and in the VM; and the free port a server under test listens on.
 
 use std::{
+    fmt::Write as _,
     net::TcpListener,
     path::PathBuf,
     process::{Child, Command, Stdio},
@@ -126,17 +127,36 @@ impl Prometheus {
     }
 
     fn start(addrs: &[String], tag: &str, native: bool) -> Result<Prometheus, String> {
+        // Each target a node of its own, named by its address, as a static job labels its
+        // targets (docs/deploy.md): the rules and dashboards aggregate and join by node.
+        let targets = addrs.iter().fold(String::new(), |mut out, a| {
+            let _ = writeln!(out, "      - targets: ['{a}']\n        labels: {{node: '{a}'}}");
+            out
+        });
+        let config = format!(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: tracer\n    static_configs:\n{targets}"
+        );
+        Self::with_config(tag, &config, &[], native)
+    }
+
+    /// A Prometheus of configuration `config` (`prometheus.yml`), beside which `files`
+    /// (name, text) are written first: a `file_sd` target list, say, named by its file name
+    /// alone, as Prometheus resolves it against the configuration's directory.
+    pub(crate) fn with_config(
+        tag: &str,
+        config: &str,
+        files: &[(&str, &str)],
+        native: bool,
+    ) -> Result<Prometheus, String> {
         let dir = std::env::temp_dir().join(format!(
             "tracer-serve-prometheus-{}-{tag}",
             std::process::id()
         ));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-        let list: Vec<String> = addrs.iter().map(|a| format!("'{a}'")).collect();
-        let config = format!(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: tracer\n    static_configs:\n      - targets: [{}]\n",
-            list.join(", ")
-        );
+        for (name, text) in files {
+            std::fs::write(dir.join(name), text).map_err(|e| format!("{name}: {e}"))?;
+        }
         std::fs::write(dir.join("prometheus.yml"), config).map_err(|e| e.to_string())?;
         let port = free_port().map_err(|e| e.to_string())?;
         let child = Command::new("prometheus")
@@ -187,6 +207,28 @@ impl Prometheus {
             return Err(format!("query {expr}: {}", v["error"]));
         }
         Ok(v["data"].take())
+    }
+
+    /// The values of `label` among the series `selector` selects (what Grafana's
+    /// `label_values(SELECTOR, LABEL)` asks), sorted.
+    pub(crate) fn label_values(&self, label: &str, selector: &str) -> Result<Vec<String>, String> {
+        let out = Command::new("curl")
+            .args(["-sS", "--fail", "--max-time", "10", "-G", "--data-urlencode"])
+            .arg(format!("match[]={selector}"))
+            .arg(format!("{}/api/v1/label/{label}/values", self.url))
+            .output()
+            .map_err(|e| format!("curl: {e}"))?;
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .map_err(|e| format!("label values of {label} in {selector}: {e}"))?;
+        if v["status"] != "success" {
+            return Err(format!("label values of {label} in {selector}: {}", v["error"]));
+        }
+        let mut values: Vec<String> = v["data"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_owned)).collect())
+            .unwrap_or_default();
+        values.sort();
+        Ok(values)
     }
 
     /// An instant query: each result series' labels (JSON) and value.

@@ -21,7 +21,10 @@ use std::{
 
 use anyhow::Context as _;
 
-use super::harness::{Tally, Verdict};
+use super::{
+    harness::{Tally, Verdict},
+    manifests::{DaemonSet, daemonset},
+};
 use crate::{
     dist::{self, Artifacts},
     initramfs,
@@ -51,9 +54,9 @@ StandardError=journal+console
 /// What systemd itself makes at the first start of a `DynamicUser=` unit and keeps, empty,
 /// until the next boot: no file of the package, nor its state.
 const SYSTEMD_RUNTIME: [&str; 1] = ["/run/systemd/dynamic-uid"];
-/// The capabilities' bits of the `DaemonSet`'s `add:` list, as /proc/PID/status shows them:
-/// `DAC_READ_SEARCH` (2), `SYS_RESOURCE` (24), `PERFMON` (38), `BPF` (39).
-const DAEMONSET_CAPS: u64 = (1 << 2) | (1 << 24) | (1 << 38) | (1 << 39);
+/// What tracer warns when the kernel programs get no frame marks (the kernel hid its
+/// addresses): with the capabilities deploy/ grants, it must not.
+const FRAME_WARNING: &str = "a caller frame left by a return the kernel missed";
 /// The pod the image case names: the guest script's.
 const POD: [(&str, &str); 3] = [
     ("namespace", "shop"),
@@ -209,54 +212,6 @@ fn reproducible(made: &Artifacts, redo: impl FnOnce() -> anyhow::Result<Artifact
         Ok(format!("equal: {}", list.join(", ")))
     } else {
         Err(format!("first:\n{first}second:\n{second}"))
-    }
-}
-
-/// What the release cases read of `deploy/kubernetes/20-daemonset.yaml`.
-struct DaemonSet {
-    image: String,
-    args: Vec<String>,
-    /// The capabilities it adds, in capsh's names (`cap_bpf`).
-    caps: Vec<String>,
-}
-
-/// The container's `image:`, its `args:` and its `capabilities: add:` lists.
-fn daemonset() -> Result<DaemonSet, String> {
-    let path = util::workspace_root().join("deploy/kubernetes/20-daemonset.yaml");
-    let text = fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(parse_daemonset(&text))
-}
-
-fn parse_daemonset(text: &str) -> DaemonSet {
-    let lines: Vec<&str> = text.lines().collect();
-    let list_after = |key: &str| -> Vec<String> {
-        let Some(at) = lines.iter().position(|l| l.trim() == key) else {
-            return Vec::new();
-        };
-        let indent = lines[at].len() - lines[at].trim_start().len();
-        lines[at + 1..]
-            .iter()
-            .filter(|l| !l.trim_start().starts_with('#'))
-            .take_while(|l| {
-                let i = l.len() - l.trim_start().len();
-                i > indent || (i == indent && l.trim_start().starts_with("- "))
-            })
-            .filter_map(|l| l.trim().strip_prefix("- "))
-            .map(|v| v.trim().to_owned())
-            .collect()
-    };
-    DaemonSet {
-        image: lines
-            .iter()
-            .find_map(|l| l.trim().strip_prefix("image: "))
-            .unwrap_or_default()
-            .trim()
-            .to_owned(),
-        args: list_after("args:"),
-        caps: list_after("add:")
-            .iter()
-            .map(|c| format!("cap_{}", c.to_ascii_lowercase()))
-            .collect(),
     }
 }
 
@@ -439,7 +394,7 @@ fn image_files(
         0o644,
         format!("{}\n", argv.join("\n")).as_bytes(),
     )?;
-    w.file("/image/caps", 0o644, ds.caps.join(",").as_bytes())?;
+    w.file("/image/caps", 0o644, ds.capsh_caps().join(",").as_bytes())?;
     let rootfs = bundle.join("rootfs");
     let mut stack = vec![rootfs.clone()];
     let mut entries = Vec::new();
@@ -753,7 +708,7 @@ fn judge(
             })(),
         ),
         (
-            "journalctl -u tracer: no entry at warning or above, and every warning of tracer's quoted and explained in docs/deploy.md",
+            "journalctl -u tracer: no entry at warning or above, every warning of tracer's quoted and explained in docs/deploy.md, and none of a caller frame (CAP_SYSLOG shows it the kernel's addresses)",
             (|| {
                 let warnings = read(files, "journal_warnings.txt")?;
                 let flagged: Vec<&str> =
@@ -774,9 +729,15 @@ fn judge(
                     .filter(|l| !docs.contains(**l))
                     .copied()
                     .collect();
-                if !flagged.is_empty() || !unexplained.is_empty() {
+                let frames: Vec<&str> = said
+                    .iter()
+                    .filter(|l| l.contains(FRAME_WARNING))
+                    .copied()
+                    .collect();
+                if !flagged.is_empty() || !unexplained.is_empty() || !frames.is_empty() {
                     return Err(format!(
-                        "at warning or above: {flagged:?}; not in docs/deploy.md: {unexplained:?}"
+                        "at warning or above: {flagged:?}; not in docs/deploy.md: {unexplained:?}; \
+                         the frame marks not set: {frames:?}"
                     ));
                 }
                 let kinds: Vec<String> = said
@@ -819,9 +780,16 @@ fn judge(
             })(),
         ),
         (
-            "the image (umoci-unpacked) as the DaemonSet runs it: its args, uid 0 with its 4 capabilities and no_new_privs, a container cgroup of a kubelet pod, names the pod and counts its 200 vfs_rmdir and rmdir",
+            "the image (umoci-unpacked) as the DaemonSet runs it: its args, uid 0 with its capabilities alone and no_new_privs, a container cgroup of a kubelet pod, names the pod and counts its 200 vfs_rmdir and rmdir, no warning of a caller frame",
             (|| {
                 let proc = read(files, "image_proc.txt")?;
+                let caps = ds
+                    .cap_mask()
+                    .ok_or_else(|| format!("a capability of the DaemonSet's not known here: {:?}", ds.caps))?;
+                let log = read(files, "image_serve.log")?;
+                if let Some(line) = log.lines().find(|l| l.contains(FRAME_WARNING)) {
+                    return Err(format!("the frame marks not set: {line}"));
+                }
                 let cgroup = read(files, "image_cgroup.txt")?;
                 let cgroup = format!("/{}", cgroup.trim());
                 let field = |k: &str| {
@@ -835,11 +803,11 @@ fn judge(
                 let want_cmd = format!("/usr/bin/tracer serve {}", ds.args.join(" "));
                 if field("Uid:").split_whitespace().next() != Some("0")
                     || field("NoNewPrivs:") != "1"
-                    || bnd & !DAEMONSET_CAPS != 0
+                    || bnd & !caps != 0
                     || cmdline != want_cmd
                 {
                     return Err(format!(
-                        "want uid 0, NoNewPrivs 1, CapBnd within {DAEMONSET_CAPS:x}, `{want_cmd}`:\n{proc}"
+                        "want uid 0, NoNewPrivs 1, CapBnd within {caps:x}, `{want_cmd}`:\n{proc}"
                     ));
                 }
                 let s = metrics("image.metrics")?;
@@ -876,32 +844,6 @@ fn read(files: &BTreeMap<String, PathBuf>, name: &str) -> Result<String, String>
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_daemonsets_image_args_and_capabilities_are_read() {
-        let ds = parse_daemonset(include_str!("../../../deploy/kubernetes/20-daemonset.yaml"));
-        assert_eq!(ds.image, format!("{}:{}", dist::IMAGE, dist::VERSION));
-        assert_eq!(
-            ds.args,
-            [
-                "--listen",
-                "0.0.0.0:29110",
-                "--cgroup-root",
-                "/host/sys/fs/cgroup",
-                "--names-root",
-                "/host"
-            ]
-        );
-        assert_eq!(
-            ds.caps,
-            [
-                "cap_bpf",
-                "cap_perfmon",
-                "cap_dac_read_search",
-                "cap_sys_resource"
-            ]
-        );
-    }
 
     #[test]
     fn scrapes_are_read_by_name_and_labels() {

@@ -374,7 +374,7 @@ pub(super) fn source_info(frame: &Frame, encoder: &mut DescriptorEncoder) -> fmt
 /// for each cgroup of the table with anything known of what runs in it; only the labels
 /// known are set (a label is never empty), and a plain cgroup has no series. Prometheus
 /// joins it as kube-state-metrics' info metrics are joined:
-/// `* on (instance, cgroup) group_left (namespace, pod) tracer_cgroup_info`.
+/// `* on (node, cgroup) group_left (namespace, pod) tracer_cgroup_info`.
 pub(super) fn cgroup_info(frame: &Frame, encoder: &mut DescriptorEncoder) -> fmt::Result {
     // One series per path: a cgroup removed and made again under the same path keeps the
     // names of the one alive.

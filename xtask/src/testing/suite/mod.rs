@@ -75,6 +75,8 @@ pub fn vm_suite(
     let release = kernel.release.clone().unwrap_or_default();
     let version = kernel::version_of(&release).unwrap_or((0, 0));
     let mut files = SUITE.guest_files(version);
+    // The DaemonSet's capabilities and arguments, and setpriv, for the node cases.
+    files.extend(cases::nodes::guest_files()?);
     // bpftrace, the peer whose counts tracer's must equal in the same boot (setup installs it).
     files.extend(vm::host_program(BPFTRACE)?);
     // inotifywait, whose watches make the kernel wait for SRCU when removed.
@@ -99,6 +101,9 @@ pub fn vm_suite(
     } else {
         format!("sh {}\n", SUITE.script)
     };
+    // setpriv and its libraries come with both the node and the hardening cases: once.
+    let mut named = std::collections::BTreeSet::new();
+    files.retain(|(name, _, _)| named.insert(name.clone()));
     let spec = vm::Spec {
         kernel,
         tracer: Some(tracer),

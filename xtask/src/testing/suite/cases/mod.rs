@@ -15,6 +15,7 @@ pub mod live;
 pub mod locks;
 pub mod model;
 pub mod names;
+pub mod nodes;
 pub mod privilege;
 pub mod scale;
 pub mod serve_churn;
@@ -61,6 +62,7 @@ pub const SUITE: Group = Group {
         live::LIVE,
         serve_churn::SERVE_CHURN,
         scale::SCALE,
+        nodes::NODES,
     ],
 };
 

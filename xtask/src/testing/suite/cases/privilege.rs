@@ -433,6 +433,6 @@ mod tests {
 
     #[test]
     fn the_units_capabilities_become_setpriv_s() {
-        assert_eq!(setpriv_caps(UNIT), "+bpf,+perfmon,+dac_read_search");
+        assert_eq!(setpriv_caps(UNIT), "+bpf,+perfmon,+dac_read_search,+syslog");
     }
 }
