@@ -15,11 +15,11 @@ use std::{
 
 use tracer_core::{
     findings::Assessment,
-    snapshot::{AttachMethod, Snapshot},
+    snapshot::{AttachMethod, Probe, Snapshot},
 };
 
 use super::{
-    capture::{check_capture, load_assessed, parse_reference},
+    capture::{attached_with_all, check_capture, load_assessed, parse_reference},
     results::{Files, Results, capture_files},
 };
 use crate::testing::{
@@ -271,6 +271,24 @@ impl<'a> Judge<'a> {
         let reads: Vec<&str> = reads.iter().map(String::as_str).collect();
         let version = self.version;
         self.verdict(mode, name, &reads, |r| check_capture(r, stem, version, &f));
+    }
+
+    /// A capture verdict of every attach mode: the capture `{stem}_{mode}` judged by `f`
+    /// after checking that the probe it `needs` attached with the mode's method (and no
+    /// function probe with another).
+    pub fn each_mode(
+        &self,
+        name: &str,
+        stem: &str,
+        needs: Probe,
+        f: fn(&Snapshot, (u32, u32)) -> Verdict,
+    ) {
+        for (mode, method) in MODES {
+            self.capture(mode, name, &format!("{stem}_{mode}"), |s, v| {
+                attached_with_all(s, method, needs)?;
+                f(s, v)
+            });
+        }
     }
 
     /// A verdict on the capture `stem` and the findings `tracer capture` wrote into it,

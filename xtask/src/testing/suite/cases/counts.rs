@@ -10,30 +10,12 @@ use crate::testing::{
     harness::{Verdict, ms},
     suite::{
         capture::{
-            Callers, attached, attached_with_all, callers, dentries, exact, parse_reference,
-            ref_exact, teardown_probes,
+            Callers, attached, callers, dentries, exact, parse_reference, ref_exact,
+            teardown_probes,
         },
-        case::{Judge, MODES, On, VmCase},
+        case::{On, VmCase},
     },
 };
-
-/// A capture case of every attach mode: the capture `{stem}_{mode}` judged by `f` after
-/// checking that the probe it `needs` attached with the mode's method (and no function
-/// probe with another).
-fn each_mode(
-    j: &Judge<'_>,
-    name: &str,
-    stem: &str,
-    needs: Probe,
-    f: fn(&Snapshot, (u32, u32)) -> Verdict,
-) {
-    for (mode, method) in MODES {
-        j.capture(mode, name, &format!("{stem}_{mode}"), |s, v| {
-            attached_with_all(s, method, needs)?;
-            f(s, v)
-        });
-    }
-}
 
 /// 200 mkdir + rmdir.
 pub const RMDIR: VmCase = VmCase {
@@ -52,15 +34,13 @@ done
             "rmdir",
             |hits, _| ref_exact(hits, "vfs_rmdir", 200),
         );
-        each_mode(
-            j,
+        j.each_mode(
             "rmdir x200: tracer counts vfs_rmdir = 200",
             "rmdir",
             Probe::VfsRmdir,
             |s, _| exact(s, Probe::VfsRmdir, 200),
         );
-        each_mode(
-            j,
+        j.each_mode(
             "rmdir x200: callers are the innermost traced functions (d_delete and shrink_dcache_parent in vfs_rmdir; vfs_rmdir, rmdir and the lock hold in none)",
             "rmdir",
             Probe::VfsRmdir,
@@ -104,15 +84,13 @@ fi
                     .map_err(|e| r.with_log("ext2.log", r.with_log("unlink.ref.log", e)))
             },
         );
-        each_mode(
-            j,
+        j.each_mode(
             "unlink x100 (ext2): tracer counts d_delete = 100",
             "unlink",
             Probe::DDelete,
             |s, _| exact(s, Probe::DDelete, 100),
         );
-        each_mode(
-            j,
+        j.each_mode(
             "unlink x100 (ext2): 100 negative dentries left cached",
             "unlink",
             Probe::DDelete,
@@ -138,15 +116,13 @@ done
             "tmpfs",
             ref_tmpfs,
         );
-        each_mode(
-            j,
+        j.each_mode(
             "tmpfs mount+umount x50: tracer counts 50 shrinker teardowns, 50 expedited RCU waits",
             "tmpfs",
             Probe::SynchronizeRcuExpedited,
             tmpfs,
         );
-        each_mode(
-            j,
+        j.each_mode(
             "tmpfs mount+umount x50: callers (the wait in namespace_unlock, the teardown in deactivate_locked_super, umount in none; no wait inside a wait)",
             "tmpfs",
             Probe::SynchronizeRcuExpedited,
@@ -167,8 +143,7 @@ for how in kprobe fentry; do
 done
 ",
     judge: |j| {
-        each_mode(
-            j,
+        j.each_mode(
             "unlink x100 (tmpfs): no negative dentry left, 100 dropped",
             "unlink_tmpfs",
             Probe::DDelete,
@@ -194,8 +169,7 @@ for how in kprobe fentry; do
 done
 "#,
     judge: |j| {
-        each_mode(
-            j,
+        j.each_mode(
             "rm -r by unlinkat (GNU rm, 30 files in 10 directories in one): rmdir(2) = 11, unlink(2) = 30, vfs_rmdir = 11, d_delete = 41",
             "unlinkat",
             Probe::VfsRmdir,

@@ -31,17 +31,12 @@ for how in kprobe fentry; do
 done
 "#,
     judge: |j| {
-        for (mode, method) in MODES {
-            j.capture(
-                mode,
-                "missed returns (5 of 10 vfs_rmdir returns skipped by a test knob), then unlinks on the same thread: each stale call discarded and reported once, no later call with its start time or caller",
-                &format!("heal_{mode}"),
-                |s, v| {
-                    attached_with_all(s, method, Probe::VfsRmdir)?;
-                    healed(s, v)
-                },
-            );
-        }
+        j.each_mode(
+            "missed returns (5 of 10 vfs_rmdir returns skipped by a test knob), then unlinks on the same thread: each stale call discarded and reported once, no later call with its start time or caller",
+            "heal",
+            Probe::VfsRmdir,
+            healed,
+        );
     },
 };
 
@@ -60,17 +55,12 @@ for how in kprobe fentry; do
 done
 "#,
     judge: |j| {
-        for (mode, method) in MODES {
-            j.capture(
-                mode,
-                "missed returns at a thread's exit (10 rmdirs by a process each, 5 vfs_rmdir returns skipped by a test knob, no syscall after them): each discarded and reported once as its thread exits",
-                &format!("heal_exit_{mode}"),
-                |s, v| {
-                    attached_with_all(s, method, Probe::VfsRmdir)?;
-                    healed_at_exit(s, v)
-                },
-            );
-        }
+        j.each_mode(
+            "missed returns at a thread's exit (10 rmdirs by a process each, 5 vfs_rmdir returns skipped by a test knob, no syscall after them): each discarded and reported once as its thread exits",
+            "heal_exit",
+            Probe::VfsRmdir,
+            healed_at_exit,
+        );
     },
 };
 

@@ -10,8 +10,8 @@ use super::findings;
 use crate::testing::{
     harness::{CANNOT, Verdict, ms},
     suite::{
-        capture::{attached, attached_with_all},
-        case::{MODES, On, VmCase},
+        capture::attached,
+        case::{On, VmCase},
     },
 };
 
@@ -52,17 +52,12 @@ if [ -d /mnt/ext2 ]; then
 fi
 "#,
     judge: |j| {
-        for (mode, method) in MODES {
-            j.capture(
-                mode,
-                "4 lookups blocked on the parent's lock while rmdir prunes: 4 waits in their cgroup, each close to the hold, 4 waiters blocked in the holder's",
-                &format!("lockwait_{mode}"),
-                |s, v| {
-                    attached_with_all(s, method, Probe::VfsRmdir)?;
-                    lock_waits(s, v)
-                },
-            );
-        }
+        j.each_mode(
+            "4 lookups blocked on the parent's lock while rmdir prunes: 4 waits in their cgroup, each close to the hold, 4 waiters blocked in the holder's",
+            "lockwait",
+            Probe::VfsRmdir,
+            lock_waits,
+        );
     },
 };
 

@@ -12,7 +12,7 @@ use super::findings::fact;
 use crate::testing::{
     harness::Verdict,
     suite::{
-        capture::{attached, attached_with_all, teardown_probes},
+        capture::{attached, teardown_probes},
         case::{MODES, On, VmCase},
         results::Results,
     },
@@ -34,17 +34,12 @@ else
 fi
 ",
     judge: |j| {
-        for (mode, method) in MODES {
-            j.capture(
-                mode,
-                "umount x300: 300 shrinker teardowns and grace-period waits, their share of the wall time",
-                &format!("umount300_{mode}"),
-                |s, v| {
-                    attached_with_all(s, method, Probe::SynchronizeRcuExpedited)?;
-                    umount300(s, v)
-                },
-            );
-        }
+        j.each_mode(
+            "umount x300: 300 shrinker teardowns and grace-period waits, their share of the wall time",
+            "umount300",
+            Probe::SynchronizeRcuExpedited,
+            umount300,
+        );
         for (mode, _) in MODES {
             j.assessed(
                 mode,
