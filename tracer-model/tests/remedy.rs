@@ -166,6 +166,58 @@ fn with_the_fix_the_what_if_is_the_normal_wait_and_the_kernels_own_is_measured()
 }
 
 #[test]
+fn under_rcu_normal_the_expedited_waits_are_fitted_as_normal_ones_and_the_expedited_predicted() {
+    // 6.12 with rcu_normal set: namespace_unlock enters synchronize_rcu_expedited, which
+    // waits a normal grace period. The model's baseline (normal waits) is that run; its
+    // probes name the wait as the kernel's do.
+    let normal = model(
+        "umount",
+        Some("baseline"),
+        Kernel::V6_12,
+        &[("mounts", "300")],
+    );
+    let mut s = normal.clone();
+    let series = std::mem::take(&mut s.series);
+    for (mut k, lat) in series {
+        if k.probe == Probe::SynchronizeRcu && k.caller == Some(Probe::NamespaceUnlock) {
+            k.probe = Probe::SynchronizeRcuExpedited;
+        }
+        s.series.entry(k).or_default().merge(&lat);
+    }
+    let mut kernel = findings::kernel_of(&s);
+    kernel.features.rcu_normal = Some(true);
+    let a = predict::assess(&s, kernel);
+    let f = a
+        .findings
+        .iter()
+        .find(|f| f.id == "umount-rcu-grace-period")
+        .expect("the grace-period finding");
+    assert!(f.what.contains("rcu_normal is set"), "{}", f.what);
+    let p = f.prediction.as_ref().expect("a prediction");
+    let (figures, fitted, _, fidelity) = made(p);
+    // The normal waits fit the tick, and they are the capture's own (baseline); this
+    // kernel's expedited wait, with rcu_normal at 0, is the prediction.
+    assert!(fitted.contains(&"tick_ns"), "{fitted:?}");
+    let (ns, model_ns) = measured(figures[0].against);
+    assert_eq!(ns, f.impact.lost_ns);
+    assert!(within(model_ns, ns, 0.05), "{model_ns} vs {ns}");
+    let expedited = model("umount", None, Kernel::V6_12, &[("mounts", "300")])
+        .probe_by_caller(Probe::SynchronizeRcuExpedited, Some(Probe::NamespaceUnlock))
+        .sum_ns();
+    let what_if = prediction(figures[0].variant);
+    assert!(within(what_if, expedited, 0.1), "{what_if} vs {expedited}");
+    assert!(what_if * 10 < ns, "{what_if} vs {ns}");
+    assert!(
+        fidelity[0].starts_with("expedited grace periods predicted from normal ones"),
+        "{fidelity:?}"
+    );
+    // Without rcu_normal known, the same waits are taken for the expedited ones their
+    // probe names: the finding then has no rcu_normal to blame.
+    let (f, _) = predicted(&s, "umount-rcu-grace-period");
+    assert!(!f.what.contains("rcu_normal"), "{}", f.what);
+}
+
+#[test]
 fn the_rmdir_of_ten_million_predicts_the_ls_no_longer_waits() {
     let s = model("negative-dentry-rmdir", None, Kernel::V6_12, &[]);
     let (_, p) = predicted(&s, "rmdir-prune-under-inode-lock");

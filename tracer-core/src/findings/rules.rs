@@ -306,7 +306,10 @@ fn umount_grace_period(c: &Ctx) -> Option<Finding> {
     if !notable(total, share) {
         return None;
     }
-    let full = normal.sum_ns() >= expedited.sum_ns();
+    // Under rcu_normal, synchronize_rcu_expedited runs a normal grace period
+    // (kernel/rcu/tree_exp.h): the waits are full ones whatever the probe's name.
+    let undone = c.kernel.features.rcu_normal == Some(true);
+    let full = undone || normal.sum_ns() >= expedited.sum_ns();
     let severity = match (full, share.percent >= DOMINANT_PERCENT) {
         (true, true) => Severity::Critical,
         (true, false) | (false, true) => Severity::Warning,
@@ -335,12 +338,16 @@ fn umount_grace_period(c: &Ctx) -> Option<Finding> {
     };
     let fact = c.fact_seen(&kernel::NAMESPACE_UNLOCK_EXPEDITED, seen);
     let has = fact.present == Presence::Yes;
-    let left = (has && !full).then(|| umount_left(c, &expedited, waits));
+    let left = (has && (undone || !full)).then(|| umount_left(c, &expedited, waits));
     let remedy = umount_remedy(c, has, waits);
     Some(Finding {
         id: "umount-rcu-grace-period".into(),
         severity,
-        what: if full {
+        what: if has && undone {
+            "umount waits a full RCU grace period in namespace_unlock \
+             (synchronize_rcu_expedited, run as a normal grace period because rcu_normal is \
+             set), once per unmounted filesystem"
+        } else if full {
             "umount waits a full RCU grace period in namespace_unlock (synchronize_rcu), once \
              per unmounted filesystem"
         } else {
@@ -389,18 +396,21 @@ fn umount_grace_period(c: &Ctx) -> Option<Finding> {
 /// What is left of umount's cost on a kernel whose `namespace_unlock` waits expedited.
 fn umount_left(c: &Ctx, expedited: &Latency, waits: u64) -> String {
     let mean = units::ns(expedited.sum_ns() / expedited.count().max(1));
+    let features = c.kernel.features;
+    if features.rcu_normal == Some(true) {
+        return format!(
+            "rcu_normal is set, so each umount's expedited wait runs as a normal grace period \
+             ({mean} on average here) and the 5.0 change is undone; with rcu_normal at 0, each \
+             of the {waits} umounts would still wait one expedited grace period, and umounts \
+             running at once queue for each other's grace periods"
+        );
+    }
     let mut left = format!(
         "each umount still waits one expedited grace period ({mean} on average here): {waits} \
          umounts wait {waits} times, and umounts running at once queue for each other's grace \
          periods"
     );
-    let features = c.kernel.features;
-    if features.rcu_normal == Some(true) {
-        left.push_str(
-            "; rcu_normal is set, so these waits run as normal grace periods and the 5.0 change \
-             is undone",
-        );
-    } else if features.preempt_rt == Some(true) {
+    if features.preempt_rt == Some(true) {
         left.push_str(
             "; a PREEMPT_RT kernel sets rcu_normal once boot completes \
              (rcupdate.rcu_normal_after_boot, forced to 1 unless the kernel has \
@@ -415,15 +425,27 @@ fn umount_left(c: &Ctx, expedited: &Latency, waits: u64) -> String {
 fn umount_remedy(c: &Ctx, has: bool, waits: u64) -> Remedy {
     let mounts = format!("mounts={waits}");
     if has {
-        let mut text = "A lazy umount (umount -l) of the mounts' common parent waits one grace \
-                        period for the whole tree instead of one per mount."
-            .to_owned();
-        if c.kernel.features.rcu_normal == Some(true) {
-            text.push_str(
-                " Writing 0 to /sys/kernel/rcu_normal gives umount its expedited grace period \
-                 back, where the host's real-time latency allows it.",
-            );
-        }
+        let lazy = "A lazy umount (umount -l) of the mounts' common parent waits one grace \
+                    period for the whole tree instead of one per mount.";
+        let undone = c.kernel.features.rcu_normal == Some(true);
+        let (text, compare) = if undone {
+            (
+                format!(
+                    "Writing 0 to /sys/kernel/rcu_normal (and leaving rcupdate.rcu_normal off \
+                     the kernel's command line) gives umount its expedited grace period back, \
+                     where the host's real-time latency allows it. {lazy}"
+                ),
+                "the wait under namespace_unlock and umount(2)'s total: the expedited grace \
+                 period this kernel waits with rcu_normal at 0, against the normal ones \
+                 rcu_normal gives it",
+            )
+        } else {
+            (
+                lazy.to_owned(),
+                "umount(2)'s total with this kernel's expedited wait against the normal one it \
+                 replaced; with --set tasks=1, what unmounting one at a time would leave",
+            )
+        };
         return Remedy {
             text,
             model: Some(ModelRun {
@@ -431,10 +453,7 @@ fn umount_remedy(c: &Ctx, has: bool, waits: u64) -> Remedy {
                 variant: "kernel".into(),
                 against: "baseline".into(),
                 set: vec![mounts],
-                compare: "umount(2)'s total with this kernel's expedited wait against the \
-                          normal one it replaced; with --set tasks=1, what unmounting one at a \
-                          time would leave"
-                    .into(),
+                compare: compare.into(),
             }),
         };
     }

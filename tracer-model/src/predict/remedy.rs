@@ -13,7 +13,8 @@
 
 use tracer_core::{
     findings::{
-        Assessment, Figure, Finding, Fitted, KernelInfo, ModelRun, Outcome, Prediction, Value,
+        Assessment, Figure, Finding, Fitted, KernelFeatures, KernelInfo, ModelRun, Outcome,
+        Prediction, Value,
     },
     snapshot::{CgroupId, Latency, Probe, SeriesKey, Snapshot},
     units,
@@ -52,14 +53,19 @@ pub fn assess(snapshot: &Snapshot, kernel: KernelInfo) -> Assessment {
 /// prediction yet.
 pub fn predict_missing(snapshot: &Snapshot, a: &mut Assessment) {
     for f in a.findings.iter_mut().filter(|f| f.prediction.is_none()) {
-        f.prediction = remedy(snapshot, f);
+        f.prediction = remedy(snapshot, f, a.kernel.features);
     }
 }
 
 /// What the model predicts of `finding`'s remedy, calibrated on `capture` (the snapshot the
-/// finding was made of); `None` when the remedy names no model run.
+/// finding was made of, on a kernel with `features`); `None` when the remedy names no
+/// model run.
 #[must_use]
-pub fn remedy(capture: &Snapshot, finding: &Finding) -> Option<Prediction> {
+pub fn remedy(
+    capture: &Snapshot,
+    finding: &Finding,
+    features: KernelFeatures,
+) -> Option<Prediction> {
     let run = finding.remedy.model.as_ref()?;
     let unavailable = |kernel: String, why: String| Prediction {
         kernel,
@@ -86,7 +92,15 @@ pub fn remedy(capture: &Snapshot, finding: &Finding) -> Option<Prediction> {
         None,
         scenario.spec().kernel,
     );
-    let outcome = Plan::new(capture, scenario, kernel, run).and_then(|plan| plan.predict(finding));
+    // Under rcu_normal the kernel's synchronize_rcu_expedited waits a normal grace period
+    // (kernel/rcu/tree_exp.h), so the capture's waits are fitted as the normal ones they
+    // were, and the code the model follows is the kernel's with rcu_normal at 0.
+    let undone = features.rcu_normal == Some(true)
+        && matches!(scenario, Scenario::Umount | Scenario::UmountStorm);
+    let relabelled = undone.then(|| as_normal_grace_periods(capture));
+    let capture = relabelled.as_ref().unwrap_or(capture);
+    let outcome = Plan::new(capture, scenario, kernel, run)
+        .and_then(|plan| plan.rcu_normal(undone).predict(finding));
     Some(Prediction {
         kernel: why,
         outcome: outcome.unwrap_or_else(|why| Outcome::Unavailable { why }),
@@ -107,6 +121,58 @@ struct Plan<'a> {
     /// The cgroup of the capture's command, when it had one of its own: only its calls are
     /// the workload's (as calibration fits them).
     own: Option<CgroupId>,
+    /// The kernel ran with `rcu_normal` set: its expedited waits were normal grace periods.
+    rcu_normal: bool,
+}
+
+/// How far the model's figures on umount's grace periods are known to agree with a
+/// kernel's: `seen` is the wait the capture shows, `kinds` those of both variants run.
+fn umount_fidelity(seen: Gp, kinds: &[Gp], kernel: Kernel) -> Vec<String> {
+    let mut fidelity = Vec::new();
+    if seen == Gp::Normal && kinds.contains(&Gp::Expedited) {
+        fidelity.push(row_fidelity(
+            Scenario::Umount,
+            claims::STORM_EXPEDITED,
+            "expedited grace periods predicted from normal ones",
+        ));
+        fidelity.push(
+            "the expedited grace period's own costs (rcu_exp_base_ns, rcu_exp_idle_ns, \
+             rcu_exp_ipi_ns) are the scenario's, a real host's: a capture of normal waits \
+             cannot fit them, and where IPIs and wakeups cost more than there (an emulated \
+             machine, an overcommitted host) the prediction is low by as much"
+                .into(),
+        );
+    }
+    if seen == Gp::Expedited && kinds.contains(&Gp::Normal) {
+        fidelity.push(
+            "normal grace periods predicted from a capture of expedited ones: not measured \
+             (their length rests on tick_ns and first_fqs_jiffies, which a capture without \
+             synchronize_rcu cannot fit)"
+                .into(),
+        );
+    }
+    if seen == Gp::Expedited {
+        fidelity.push(model_fit_fidelity(
+            MODEL_FIT_EXPEDITED,
+            kernel,
+            "this kernel's own expedited waits at another size or parallelism",
+        ));
+    }
+    fidelity
+}
+
+/// `capture` with each `synchronize_rcu_expedited` under `namespace_unlock` named as the
+/// normal grace period it waited under `rcu_normal`.
+fn as_normal_grace_periods(capture: &Snapshot) -> Snapshot {
+    let mut s = capture.clone();
+    let series = std::mem::take(&mut s.series);
+    for (mut k, lat) in series {
+        if k.probe == Probe::SynchronizeRcuExpedited && k.caller == Some(Probe::NamespaceUnlock) {
+            k.probe = Probe::SynchronizeRcu;
+        }
+        s.series.entry(k).or_default().merge(&lat);
+    }
+    s
 }
 
 /// A calibrated model run on both variants.
@@ -137,7 +203,16 @@ impl<'a> Plan<'a> {
             against,
             setup,
             own: capture.command.as_ref().and_then(|c| c.cgroup),
+            rcu_normal: false,
         })
+    }
+
+    /// The same plan for a kernel that ran with `rcu_normal` set (or not).
+    fn rcu_normal(self, set: bool) -> Self {
+        Self {
+            rcu_normal: set,
+            ..self
+        }
     }
 
     fn predict(self, finding: &Finding) -> Result<Outcome, String> {
@@ -217,7 +292,13 @@ impl<'a> Plan<'a> {
         } else {
             (Gp::Expedited, normal.count())
         };
-        if seen != profile.namespace_gp || other > 0 {
+        // rcu_normal makes this kernel's code wait normal grace periods, whatever its own.
+        let expected = if self.rcu_normal {
+            Gp::Normal
+        } else {
+            profile.namespace_gp
+        };
+        if seen != expected || other > 0 {
             return Err(format!(
                 "this capture's namespace_unlock waits in {}, but Linux {}'s code, which the \
                  model follows for this kernel, waits in {}: the kernel runs code no profile \
@@ -270,30 +351,8 @@ impl<'a> Plan<'a> {
                 mirrors,
             ));
         }
-        let mut fidelity = Vec::new();
-        let kinds: Vec<Gp> = [self.against, self.variant].map(gp_of).to_vec();
-        if seen == Gp::Normal && kinds.contains(&Gp::Expedited) {
-            fidelity.push(row_fidelity(
-                Scenario::Umount,
-                claims::STORM_EXPEDITED,
-                "expedited grace periods predicted from normal ones",
-            ));
-        }
-        if seen == Gp::Expedited && kinds.contains(&Gp::Normal) {
-            fidelity.push(
-                "normal grace periods predicted from a capture of expedited ones: not measured \
-                 (their length rests on tick_ns and first_fqs_jiffies, which a capture without \
-                 synchronize_rcu cannot fit)"
-                    .into(),
-            );
-        }
-        if seen == Gp::Expedited {
-            fidelity.push(model_fit_fidelity(
-                MODEL_FIT_EXPEDITED,
-                self.kernel,
-                "this kernel's own expedited waits at another size or parallelism",
-            ));
-        }
+        let kinds = [self.against, self.variant].map(gp_of);
+        let fidelity = umount_fidelity(seen, &kinds, self.kernel);
         Ok(self.outcome(&ran, figures, machine_note(&ran.setup), fidelity))
     }
 
