@@ -306,7 +306,7 @@ pub(super) fn goals(worst: &Worst) -> String {
         .map_or_else(|| "?".to_owned(), |s| format!("{s:.2}"));
     let _ = writeln!(
         out,
-        "  raw, for reference: worst tracer/bpftrace per call {raw}; worst workload traced/untraced under the default attach {traced}; one-call threads' added instructions tracer/bpftrace {first}; every row of at least {MIN_CALLS} calls within {all_rows}% over the boots"
+        "  for reference: worst raw tracer/bpftrace per call {raw}; worst workload traced/untraced under the default attach {traced}; one-call threads' added instructions tracer/bpftrace {first}; every row of at least {MIN_CALLS} calls within {all_rows}% over the boots"
     );
     out
 }
@@ -1135,7 +1135,7 @@ mod tests {
             "{text}"
         );
         assert!(
-            line("raw, for reference")
+            line("for reference")
                 .contains("one-call threads' added instructions tracer/bpftrace not measured")
         );
     }
