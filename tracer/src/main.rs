@@ -246,4 +246,25 @@ mod tests {
             "{text}"
         );
     }
+
+    #[test]
+    fn capture_keeps_bpf_statistics_on_unless_told_and_the_flag_stays_out_of_help() {
+        let capture = |line: &str| match Cli::try_parse_from(words(line)).unwrap().command {
+            Command::Capture(args) => args,
+            other => panic!("{other:?}"),
+        };
+        assert!(!capture("tracer capture -- true").no_bpf_stats);
+        assert!(capture("tracer capture --no-bpf-stats -- true").no_bpf_stats);
+        let mut help = Vec::new();
+        Cli::command()
+            .find_subcommand_mut("capture")
+            .unwrap()
+            .write_long_help(&mut help)
+            .unwrap();
+        let help = String::from_utf8(help).unwrap();
+        assert!(
+            help.contains("--duration") && !help.contains("no-bpf-stats"),
+            "{help}"
+        );
+    }
 }

@@ -44,6 +44,12 @@ pub struct Args {
     pub kernel: KernelArgs,
     #[command(flatten)]
     pub out: OutputArgs,
+    /// Leave the kernel's BPF run-time statistics off: every program run then skips the two
+    /// clock reads and the update they cost, as it does under `serve` and `top`, and the
+    /// snapshot has no own-cost figures. For timing a workload under tracer alike with
+    /// other tools (`cargo xtask bench overhead`).
+    #[arg(long, hide = true)]
+    pub no_bpf_stats: bool,
     /// Command to run under the capture; the capture ends when it exits.
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -250,6 +256,15 @@ fn say_sampled_cost(attached: &probes::Attached) {
     );
 }
 
+/// The kernel's BPF run-time statistics for the capture: on, unless `--no-bpf-stats`.
+fn bpf_stats(args: &Args) -> collect::BpfStats {
+    if args.no_bpf_stats {
+        collect::BpfStats::Unavailable("left off (--no-bpf-stats)".to_owned())
+    } else {
+        collect::BpfStats::enable()
+    }
+}
+
 /// Run a capture.
 ///
 /// # Errors
@@ -272,7 +287,7 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
     }
 
     // Before attaching, so every run of the programs (and tracer's loading) is counted.
-    let (cpu_start, bpf_stats) = (process_cpu_seconds(), collect::BpfStats::enable());
+    let (cpu_start, bpf_stats) = (process_cpu_seconds(), bpf_stats(args));
     if let collect::BpfStats::Unavailable(why) = &bpf_stats {
         log::info!("no BPF run-time statistics: {why}");
     }

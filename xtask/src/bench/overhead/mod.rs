@@ -23,7 +23,7 @@ mod figures;
 mod report;
 
 use figures::{BootFigures, HOST_FILE, read_boot};
-use report::{Worst, last_line, report};
+use report::{Worst, goals, last_line, report};
 
 /// What the overhead benchmark takes.
 #[derive(Debug, clap::Args)]
@@ -125,6 +125,9 @@ pub fn run(args: &OverheadArgs, kernels: &Path, tracer: &Path) -> anyhow::Result
             ok &= one_ok;
             print!("{text}");
         }
+        if worst.icount {
+            print!("{}", goals(&worst));
+        }
         println!("{}", last_line(&worst));
         return Ok(if ok {
             ExitCode::SUCCESS
@@ -176,6 +179,9 @@ pub fn run(args: &OverheadArgs, kernels: &Path, tracer: &Path) -> anyhow::Result
         let (text, fine) = report(&kernel.name, &boots, &mut worst);
         ok &= fine;
         print!("{text}");
+    }
+    if worst.icount {
+        print!("{}", goals(&worst));
     }
     println!("{}", last_line(&worst));
     Ok(if ok {

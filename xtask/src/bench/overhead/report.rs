@@ -8,7 +8,7 @@ use std::{
 };
 
 use super::figures::{
-    BootFigures, ModeFigures, Point, Row, SYSCALLS, WORKLOADS, clocksource_problem,
+    BootFigures, FIRST, ModeFigures, Point, Row, SYSCALLS, WORKLOADS, clocksource_problem,
 };
 use crate::bench::stats::stats_of;
 
@@ -29,6 +29,23 @@ pub(super) struct Worst {
     pub(super) workload: Option<(f64, String)>,
     /// The largest spread over the boots, in %, of the rows of >= 100 calls.
     pub(super) spread: Option<f64>,
+    /// Net of the floor, (tracer - empty) / (bpftrace - empty) per call of one function's
+    /// entry and exit together, function, kernel, mode (functions of >= 100 calls; lock
+    /// waits are judged against the empty program instead).
+    pub(super) net: Option<(f64, String, String, String)>,
+    /// A workload's added guest instructions, tracer's over the peer's, and which workload
+    /// on which kernel and mode (not [`SYSCALLS`] nor [`FIRST`]).
+    pub(super) added: Option<(f64, String)>,
+    /// The one-call threads' added guest instructions, tracer's over the peer's.
+    pub(super) first: Option<(f64, String)>,
+    /// mkdir+rmdir's guest instructions under tracer over untraced, and where.
+    pub(super) rmdir: Option<(f64, String)>,
+    /// A lock-contention program of tracer's over the empty program on the same
+    /// tracepoint, and which (every row).
+    pub(super) lock: Option<(f64, String)>,
+    /// The largest spread over the boots, in %, of the entry and exit pairs of >= 100 calls
+    /// in the workloads of one thread.
+    pub(super) one_thread: Option<f64>,
 }
 
 /// Rows with fewer calls are left out of the last line's worst figures.
@@ -105,6 +122,26 @@ impl Worst {
         self.function = slot.map(|(r, (p, k, m))| (r, p, k, m));
     }
 
+    fn net(&mut self, net: f64, calls: u64, what: &str, kernel: &str, mode: &str) {
+        if calls < MIN_CALLS {
+            return;
+        }
+        let mut slot = self.net.take().map(|(r, p, k, m)| (r, (p, k, m)));
+        keep_max(&mut slot, net, || {
+            (what.to_owned(), kernel.to_owned(), mode.to_owned())
+        });
+        self.net = slot.map(|(r, (p, k, m))| (r, p, k, m));
+    }
+
+    fn one_thread(&mut self, workload: &str, spread: f64, calls: u64) {
+        if calls >= MIN_CALLS
+            && !TWO_CPU_WORKLOADS.contains(&workload)
+            && self.one_thread.is_none_or(|s| spread > s)
+        {
+            self.one_thread = Some(spread);
+        }
+    }
+
     fn spread(&mut self, spread: f64, calls: u64) {
         if calls >= MIN_CALLS && self.spread.is_none_or(|s| spread > s) {
             self.spread = Some(spread);
@@ -145,6 +182,11 @@ pub(super) fn max_spread(figs: &[Fig]) -> Option<f64> {
         .fold(None, |m, s| Some(m.map_or(s, |m: f64| m.max(s))))
 }
 
+/// A ratio as the tables show it.
+fn show_ratio(r: Option<f64>) -> String {
+    r.map_or_else(|| "-".to_owned(), |r| format!("{r:.2}"))
+}
+
 pub(super) fn show_spread(s: Option<f64>) -> String {
     s.map_or_else(|| "-".to_owned(), |s| format!("{s:.2}%"))
 }
@@ -157,11 +199,116 @@ pub(super) fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     }
 }
 
+/// Tracer's figure over the peer's, each net of a floor both pay: (tracer - floor) /
+/// (peer - floor), where all three are known and the peer is above the floor. Per call the
+/// floor is the empty program on the same point; per workload run, the untraced run.
+pub(super) fn net_ratio(tracer: Option<f64>, peer: Option<f64>, floor: Option<f64>) -> Option<f64> {
+    let floor = floor?;
+    ratio(Some(tracer? - floor), Some(peer? - floor))
+}
+
 /// One function's entry and exit rows of one boot together: calls (the entry's) and the
-/// tracer's and the peer's figures summed, where both rows have them.
-pub(super) fn together(entry: &Row, exit: &Row) -> (u64, [Option<f64>; 2]) {
+/// tracer's, the peer's and the empty program's figures summed, where both rows have them.
+pub(super) fn together(entry: &Row, exit: &Row) -> (u64, [Option<f64>; 3]) {
     let sum = |i: usize| Some(entry.per_call[i]? + exit.per_call[i]?);
-    (entry.calls, [sum(0), sum(1)])
+    (entry.calls, [sum(0), sum(1), sum(3)])
+}
+
+/// The goals the figures are judged on (under icount), each on its worst figure over every
+/// kernel and mode reported.
+pub(super) const NET_PER_CALL_GOAL: f64 = 0.50;
+pub(super) const ADDED_GOAL: f64 = 0.45;
+pub(super) const RMDIR_GOAL: f64 = 1.15;
+pub(super) const LOCK_GOAL: f64 = 1.25;
+
+/// One goal's verdict on its worst figure: met when at most the limit.
+pub(super) fn judge(worst: Option<f64>, limit: f64) -> &'static str {
+    match worst {
+        Some(w) if w <= limit => "met",
+        Some(_) => "NOT met",
+        None => "not measured",
+    }
+}
+
+/// The goals, each with its limit, its worst figure, where that was, and its verdict.
+pub(super) fn goals(worst: &Worst) -> String {
+    let show = |w: Option<(f64, &str)>, digits: usize| {
+        w.map_or_else(|| "?".to_owned(), |(v, at)| format!("{v:.digits$} ({at})"))
+    };
+    let net = worst
+        .net
+        .as_ref()
+        .map(|(r, p, k, m)| (*r, format!("{p}, kernel {k}, mode {m}")));
+    let pair = |w: &Option<(f64, String)>| w.as_ref().map(|(v, at)| (*v, at.clone()));
+    let lines = [
+        (
+            format!(
+                "per traced call, net of the empty program: tracer/bpftrace at most {NET_PER_CALL_GOAL:.2} on every function of at least {MIN_CALLS} calls, both attach modes"
+            ),
+            net,
+            NET_PER_CALL_GOAL,
+            2,
+        ),
+        (
+            format!(
+                "workloads: tracer's added instructions at most {ADDED_GOAL:.2}x bpftrace's (traced - untraced)"
+            ),
+            pair(&worst.added),
+            ADDED_GOAL,
+            2,
+        ),
+        (
+            format!("mkdir+rmdir under tracer at most {RMDIR_GOAL:.2}x untraced"),
+            pair(&worst.rmdir),
+            RMDIR_GOAL,
+            3,
+        ),
+        (
+            format!(
+                "lock-contention programs at most {LOCK_GOAL:.2}x the empty program (every row)"
+            ),
+            pair(&worst.lock),
+            LOCK_GOAL,
+            2,
+        ),
+        (
+            format!(
+                "every entry and exit pair of at least {MIN_CALLS} calls in the workloads of one thread within {MAX_SPREAD}% over the boots"
+            ),
+            worst.one_thread.map(|s| (s, "spread in %".to_owned())),
+            MAX_SPREAD,
+            2,
+        ),
+    ];
+    let mut out = String::from("goals (worst over every kernel and mode reported):\n");
+    for (what, w, limit, digits) in lines {
+        let _ = writeln!(
+            out,
+            "  {}: {what}: worst {}",
+            judge(w.as_ref().map(|(v, _)| *v), limit),
+            show(w.as_ref().map(|(v, at)| (*v, at.as_str())), digits)
+        );
+    }
+    let raw = worst.function.as_ref().map_or_else(
+        || "?".to_owned(),
+        |(r, p, k, m)| format!("{r:.2} ({p}, kernel {k}, mode {m})"),
+    );
+    let traced = worst
+        .workload
+        .as_ref()
+        .map_or_else(|| "?".to_owned(), |(r, w)| format!("{r:.3} ({w})"));
+    let first = worst.first.as_ref().map_or_else(
+        || "not measured".to_owned(),
+        |(r, w)| format!("{r:.2} ({w})"),
+    );
+    let all_rows = worst
+        .spread
+        .map_or_else(|| "?".to_owned(), |s| format!("{s:.2}"));
+    let _ = writeln!(
+        out,
+        "  for reference: worst raw tracer/bpftrace per call {raw}; worst workload traced/untraced under the default attach {traced}; one-call threads' added instructions tracer/bpftrace {first}; every row of at least {MIN_CALLS} calls within {all_rows}% over the boots"
+    );
+    out
 }
 
 /// The report of one kernel's boots, and whether its figures are what they claim to be.
@@ -341,12 +488,13 @@ impl<'a> Report<'a> {
         let boots_n = self.boots.len();
         let _ = writeln!(
             self.out,
-            "  {:<32} {:>7} {:>9} {:>9} {:>6} {:>9} {:>9} {:>7} {:>7}   ({runs} runs{})",
+            "  {:<32} {:>7} {:>9} {:>9} {:>6} {:>6} {:>9} {:>9} {:>7} {:>7}   ({runs} runs{})",
             "program",
             "calls",
             "tracer",
             "bpftrace",
             "ratio",
+            "net",
             "count()",
             "floor",
             "x floor",
@@ -373,8 +521,17 @@ impl<'a> Report<'a> {
         // Each function's entry and exit together: what one traced call costs.
         let _ = writeln!(
             self.out,
-            "  {:<32} {:>7} {:>9} {:>9} {:>6} {:>27} {:>7}",
-            "entry+exit together", "calls", "tracer", "bpftrace", "ratio", "", "spread"
+            "  {:<32} {:>7} {:>9} {:>9} {:>6} {:>6} {:>9} {:>9} {:>7} {:>7}",
+            "entry+exit together",
+            "calls",
+            "tracer",
+            "bpftrace",
+            "ratio",
+            "net",
+            "",
+            "floor",
+            "",
+            "spread"
         );
         let targets: BTreeSet<&str> = points.iter().map(|p| p.target.as_str()).collect();
         for target in targets {
@@ -406,8 +563,17 @@ impl<'a> Report<'a> {
             )
         };
         let ratios = [per_boot(&traced), per_boot(&peer)];
+        // Per boot, then the median: tracer's added guest time over the peer's.
+        let added = Fig::of(
+            &traced
+                .iter()
+                .zip(&peer)
+                .zip(&untraced)
+                .map(|((t, p), u)| net_ratio(*t, *p, *u))
+                .collect::<Vec<_>>(),
+        );
         if self.icount {
-            self.instructions(mode, w, figs, ratios);
+            self.instructions(mode, w, figs, ratios, added);
         } else {
             self.rate(w, figs, worst);
         }
@@ -422,18 +588,35 @@ impl<'a> Report<'a> {
             && self.exact
             && mode == default_mode
             && workload != SYSCALLS
+            && workload != FIRST
             && let Some(r) = ratios[0].median
         {
             let mut slot = worst.workload.take();
             keep_max(&mut slot, r, || format!("{workload} on {}", self.kernel));
             worst.workload = slot;
         }
+        if !(self.icount && self.exact) {
+            return;
+        }
+        let at = || format!("{workload} on {}, {mode}", self.kernel);
+        if let Some(a) = added.median {
+            match workload {
+                SYSCALLS => {}
+                FIRST => keep_max(&mut worst.first, a, at),
+                _ => keep_max(&mut worst.added, a, at),
+            }
+        }
+        if workload == "rmdir"
+            && let Some(r) = ratios[0].median
+        {
+            keep_max(&mut worst.rmdir, r, at);
+        }
     }
 
     /// Under icount: the workload's instructions per run untraced, under tracer and under
     /// the peer (`figs`), with tracer's and the peer's over untraced (`ratios`); for the
     /// syscalls workload, what one syscall tracer does not trace pays.
-    fn instructions(&mut self, mode: &str, w: usize, figs: [Fig; 3], ratios: [Fig; 2]) {
+    fn instructions(&mut self, mode: &str, w: usize, figs: [Fig; 3], ratios: [Fig; 2], added: Fig) {
         let (workload, ops, what) = WORKLOADS[w];
         let unit = self.unit;
         let [u_fig, t_fig, p_fig] = figs;
@@ -457,6 +640,28 @@ impl<'a> Report<'a> {
         {
             self.spread_rows
                 .push(format!("{mode} {workload} guest time per run: {s:.2}%"));
+        }
+        if let (Some(u), Some(t), Some(p)) = (u_fig.median, t_fig.median, p_fig.median) {
+            let _ = writeln!(
+                self.out,
+                "  added over untraced: tracer {:+.3}M, bpftrace peer {:+.3}M; tracer/bpftrace {}",
+                (t - u) / 1e3,
+                (p - u) / 1e3,
+                added
+                    .median
+                    .map_or_else(|| "-".to_owned(), |a| format!("{a:.2}"))
+            );
+            if workload == FIRST {
+                #[expect(clippy::cast_precision_loss, reason = "a count for display")]
+                let per_thread = |x: f64| x * 1e3 / ops as f64;
+                let _ = writeln!(
+                    self.out,
+                    "  a one-call thread's whole life: {:.0} {unit} untraced, {:+.0} under tracer --attach {mode}, {:+.0} under the bpftrace peer",
+                    per_thread(u),
+                    per_thread(t - u),
+                    per_thread(p - u)
+                );
+            }
         }
         if workload == SYSCALLS
             && let (Some(u), Some(t)) = (u_fig.median, t_fig.median)
@@ -552,11 +757,27 @@ impl<'a> Report<'a> {
         });
         let [mine, peer, count, floor] = figs.map(|f| f.median);
         let r = ratio(mine, peer);
+        let net = net_ratio(mine, peer, floor);
         let row_spread = max_spread(&figs);
         if let Some(r) = r
             && self.counts()
         {
             worst.program(r, calls, point, self.kernel, mode);
+        }
+        // Every lock-wait row, however few its calls: the program's cost is flat per call
+        // (no lock registered, no work), and the workloads of one thread contend rarely.
+        if point.target == "lock_contention"
+            && self.icount
+            && self.exact
+            && let Some(x) = ratio(mine, floor)
+        {
+            keep_max(&mut worst.lock, x, || {
+                format!(
+                    "{} in {workload}, kernel {}, mode {mode}",
+                    point.show(),
+                    self.kernel
+                )
+            });
         }
         if let Some(s) = row_spread
             && self.counts()
@@ -570,12 +791,13 @@ impl<'a> Report<'a> {
             }
         }
         let line = format!(
-            "  {:<32} {:>7} {:>9} {:>9} {:>6} {:>9} {:>9} {:>7} {:>7}",
+            "  {:<32} {:>7} {:>9} {:>9} {:>6} {:>6} {:>9} {:>9} {:>7} {:>7}",
             point.show(),
             calls,
             self.fig(mine),
             self.fig(peer),
-            r.map_or_else(|| "-".to_owned(), |r| format!("{r:.2}")),
+            show_ratio(r),
+            show_ratio(net),
             self.fig(count),
             self.fig(floor),
             ratio(mine, floor).map_or_else(|| "-".to_owned(), |r| format!("{r:.1}")),
@@ -599,7 +821,7 @@ impl<'a> Report<'a> {
             exit,
         };
         let (entry, exit) = (side(false), side(true));
-        let per_boot: Vec<Option<(u64, [Option<f64>; 2])>> = rows
+        let per_boot: Vec<Option<(u64, [Option<f64>; 3])>> = rows
             .iter()
             .map(|boot_rows| {
                 let boot = (*boot_rows)?;
@@ -615,7 +837,7 @@ impl<'a> Report<'a> {
             .map(|(c, _)| *c)
             .min()
             .unwrap_or(0);
-        let figs: [Fig; 2] = std::array::from_fn(|i| {
+        let figs: [Fig; 3] = std::array::from_fn(|i| {
             Fig::of(
                 &per_boot
                     .iter()
@@ -624,8 +846,28 @@ impl<'a> Report<'a> {
             )
         });
         let r = ratio(figs[0].median, figs[1].median);
+        let net = net_ratio(figs[0].median, figs[1].median, figs[2].median);
+        // Whether the pair reproduced: tracer's and the peer's figures.
+        let pair_spread = max_spread(&figs[..2]);
         if self.counts() {
-            self.reproduced.add(workload, calls, max_spread(&figs));
+            self.reproduced.add(workload, calls, pair_spread);
+        }
+        if self.icount && self.exact {
+            if let Some(s) = pair_spread {
+                worst.one_thread(workload, s, calls);
+            }
+            // Lock waits are judged against the empty program, not the peer.
+            if let Some(net) = net
+                && target != "lock_contention"
+            {
+                worst.net(
+                    net,
+                    calls,
+                    &format!("{target} entry+exit in {workload}"),
+                    self.kernel,
+                    mode,
+                );
+            }
         }
         if let Some(r) = r
             && self.icount
@@ -640,14 +882,17 @@ impl<'a> Report<'a> {
             );
         }
         let line = format!(
-            "  {:<32} {:>7} {:>9} {:>9} {:>6} {:>27} {:>7}",
+            "  {:<32} {:>7} {:>9} {:>9} {:>6} {:>6} {:>9} {:>9} {:>7} {:>7}",
             target,
             calls,
             self.fig(figs[0].median),
             self.fig(figs[1].median),
-            r.map_or_else(|| "-".to_owned(), |r| format!("{r:.2}")),
+            show_ratio(r),
+            show_ratio(net),
             "",
-            show_spread(max_spread(&figs))
+            self.fig(figs[2].median),
+            "",
+            show_spread(pair_spread)
         );
         let _ = writeln!(self.out, "{line}");
     }
@@ -658,7 +903,7 @@ impl<'a> Report<'a> {
         let boots_n = self.boots.len();
         let _ = writeln!(
             self.out,
-            "columns: {} per call of tracer's program, of the bpftrace peer doing the same job (start times by thread, hist() per cgroup and probe, d_delete outcomes), of bpftrace's bare count(), of an empty program on the same point, each the median of its runs{} (calls: all runs); ratio = tracer/bpftrace; spread = the largest (max-min)/median over the boots of the row's figures; {}",
+            "columns: {} per call of tracer's program, of the bpftrace peer doing the same job (start times by thread, hist() per cgroup and probe, d_delete outcomes), of bpftrace's bare count(), of an empty program on the same point, each the median of its runs{} (calls: all runs), read with the kernel's BPF run-time statistics on for every tool alike; ratio = tracer/bpftrace; net = (tracer - floor)/(bpftrace - floor), the floor both pay left out; spread = the largest (max-min)/median over the boots of the row's figures; {}; {}",
             self.unit,
             if boots_n > 1 {
                 " then of the boots"
@@ -666,9 +911,14 @@ impl<'a> Report<'a> {
                 ""
             },
             if self.icount {
-                "guest time per run = median of the timed runs, traced/untraced its ratio"
+                "guest time per run = median of the timed runs, traced/untraced its ratio, added = traced - untraced"
             } else {
                 "ops/s = median of the timed runs"
+            },
+            if self.boots.iter().all(|b| b.timed_stats_off) {
+                "the timed runs with the statistics off for every tool"
+            } else {
+                "the timed runs under tracer with the statistics ON (files of an earlier version: tracer's guest time pays them, the peer's does not)"
             }
         );
         if boots_n <= 1 {
@@ -711,19 +961,23 @@ pub(super) fn last_line(worst: &Worst) -> String {
 
 /// The last line under `--icount`.
 pub(super) fn last_line_icount(worst: &Worst) -> String {
-    let function = worst.function.as_ref().map_or_else(
+    let net = worst.net.as_ref().map_or_else(
         || "? (program ?, kernel ?, mode ?)".to_owned(),
         |(r, p, k, m)| format!("{r:.2} (program {p}, kernel {k}, mode {m})"),
     );
-    let workload = worst
-        .workload
+    let first = worst.first.as_ref().map_or_else(
+        || "first call not measured".to_owned(),
+        |(r, _)| format!("first call {r:.2}"),
+    );
+    let added = worst
+        .added
         .as_ref()
         .map_or_else(|| "? (?)".to_owned(), |(r, w)| format!("{r:.2} ({w})"));
-    let spread = worst
-        .spread
+    let one_thread = worst
+        .one_thread
         .map_or_else(|| "?".to_owned(), |s| format!("{s:.2}"));
     format!(
-        "overhead: worst tracer/bpftrace instructions per call {function}; worst workload traced/untraced {workload}; rows reproducible within {spread}%"
+        "overhead: worst net tracer/bpftrace per call {net}; {first}; worst workload added-instruction ratio {added}; one-thread rows within {one_thread}%"
     )
 }
 
@@ -789,23 +1043,219 @@ mod tests {
         };
         assert_eq!(
             last_line(&w),
-            "overhead: worst tracer/bpftrace instructions per call ? (program ?, kernel ?, mode ?); worst workload traced/untraced ? (?); rows reproducible within ?%"
+            "overhead: worst net tracer/bpftrace per call ? (program ?, kernel ?, mode ?); first call not measured; worst workload added-instruction ratio ? (?); one-thread rows within ?%"
         );
-        w.function = Some((
+        w.net = Some((
             0.8765,
             "vfs_rmdir entry+exit in rmdir".to_owned(),
             "6.12".to_owned(),
             "fentry".to_owned(),
         ));
+        w.added = Some((0.4321, "unlink on 6.12, kprobe".to_owned()));
+        w.first = Some((0.614, "first on 6.12, fentry".to_owned()));
+        w.one_thread = Some(0.126);
+        // The raw figures are not the last line's.
+        w.function = Some((
+            9.0,
+            "d_delete entry+exit in unlink".to_owned(),
+            "6.1".to_owned(),
+            "kprobe".to_owned(),
+        ));
         w.workload = Some((1.2345, "unlink on 6.12".to_owned()));
-        w.spread = Some(0.126);
+        w.spread = Some(7.0);
         assert_eq!(
             last_line(&w),
-            "overhead: worst tracer/bpftrace instructions per call 0.88 (program vfs_rmdir entry+exit in rmdir, kernel 6.12, mode fentry); worst workload traced/untraced 1.23 (unlink on 6.12); rows reproducible within 0.13%"
+            "overhead: worst net tracer/bpftrace per call 0.88 (program vfs_rmdir entry+exit in rmdir, kernel 6.12, mode fentry); first call 0.61; worst workload added-instruction ratio 0.43 (unlink on 6.12, kprobe); one-thread rows within 0.13%"
         );
         // Without --icount, today's line.
         w.icount = false;
         assert!(last_line(&w).starts_with("overhead: worst tracer/bpftrace ns per call ?"));
+    }
+
+    #[test]
+    fn the_net_ratio_leaves_out_the_floor_both_pay() {
+        // 6.12's kprobe shrink_dcache_parent: 1169.7 and 1896.9 instructions, 102 the empty
+        // program's: 0.617 raw, 0.595 net.
+        let net = net_ratio(Some(1169.7), Some(1896.9), Some(102.0)).unwrap();
+        assert!((net - 1067.7 / 1794.9).abs() < 1e-12, "{net}");
+        assert_eq!(format!("{net:.3}"), "0.595");
+        // A workload: 110 and 120 against 100 untraced is half the peer's added.
+        assert_eq!(net_ratio(Some(110.0), Some(120.0), Some(100.0)), Some(0.5));
+        // No floor, no peer, or a peer not above the floor: no figure.
+        assert_eq!(net_ratio(Some(110.0), Some(120.0), None), None);
+        assert_eq!(net_ratio(Some(110.0), None, Some(100.0)), None);
+        assert_eq!(net_ratio(Some(110.0), Some(100.0), Some(100.0)), None);
+        // Tracer under the floor (noise) shows as such rather than as 0.
+        assert_eq!(net_ratio(Some(90.0), Some(120.0), Some(100.0)), Some(-0.5));
+    }
+
+    #[test]
+    fn goals_are_met_at_their_limit_and_say_what_was_not_measured() {
+        assert_eq!(judge(Some(0.50), NET_PER_CALL_GOAL), "met");
+        assert_eq!(judge(Some(0.501), NET_PER_CALL_GOAL), "NOT met");
+        assert_eq!(judge(None, NET_PER_CALL_GOAL), "not measured");
+        let mut w = Worst {
+            icount: true,
+            ..Worst::default()
+        };
+        w.net = Some((
+            0.62,
+            "vfs_rmdir entry+exit in rmdir".to_owned(),
+            "6.1".to_owned(),
+            "kprobe".to_owned(),
+        ));
+        w.added = Some((0.30, "unlink on 6.1, fentry".to_owned()));
+        w.rmdir = Some((1.151, "rmdir on 6.1, kprobe".to_owned()));
+        w.lock = Some((
+            1.1,
+            "lock_contention entry in lock, kernel 6.1, mode fentry".to_owned(),
+        ));
+        let text = goals(&w);
+        let line = |start: &str| {
+            text.lines()
+                .find(|l| l.contains(start))
+                .unwrap_or_else(|| panic!("no {start}: {text}"))
+                .to_owned()
+        };
+        assert_eq!(
+            line("per traced call"),
+            "  NOT met: per traced call, net of the empty program: tracer/bpftrace at most 0.50 on every function of at least 100 calls, both attach modes: worst 0.62 (vfs_rmdir entry+exit in rmdir, kernel 6.1, mode kprobe)"
+        );
+        assert!(
+            line("added instructions").starts_with("  met: ")
+                && line("added instructions").ends_with("worst 0.30 (unlink on 6.1, fentry)")
+        );
+        assert!(
+            line("mkdir+rmdir").starts_with("  NOT met: ")
+                && line("mkdir+rmdir").ends_with("worst 1.151 (rmdir on 6.1, kprobe)")
+        );
+        assert!(line("lock-contention").starts_with("  met: "));
+        // One boot: no spread, so not measured, never met.
+        assert!(
+            line("within 2% over the boots").starts_with("  not measured: "),
+            "{text}"
+        );
+        assert!(
+            line("for reference")
+                .contains("one-call threads' added instructions tracer/bpftrace not measured")
+        );
+    }
+
+    /// A boot of 6.1 under kprobes: lock waits in the lock workload, a one-call thread's
+    /// rmdir in `first`, too few calls of `d_delete` in unlink, and each workload's guest
+    /// time under each tool.
+    fn judged_boot() -> BootFigures {
+        let at = |w: &str| WORKLOADS.iter().position(|x| x.0 == w).unwrap();
+        let row = |target: &str, exit, calls, tracer: f64, peer: f64| {
+            (
+                Point {
+                    target: target.to_owned(),
+                    exit,
+                },
+                Row {
+                    calls,
+                    per_call: [Some(tracer), Some(peer), Some(300.0), Some(100.0)],
+                },
+            )
+        };
+        let wait = |exit, calls, tracer| row("lock_contention", exit, calls, tracer, 110.0);
+        let span = |w: &str, row: &str, us: f64| ((w.to_owned(), row.to_owned()), us);
+        BootFigures {
+            header: "kernel 6.1".to_owned(),
+            clocksource: "tsc".to_owned(),
+            icount: true,
+            timed_stats_off: true,
+            modes: BTreeMap::from([(
+                "kprobe",
+                ModeFigures {
+                    runs: 3,
+                    rows: BTreeMap::from([
+                        (
+                            at("lock"),
+                            // 9 calls on the exit side: judged all the same.
+                            BTreeMap::from([wait(false, 500, 120.0), wait(true, 9, 130.0)]),
+                        ),
+                        (
+                            at(FIRST),
+                            BTreeMap::from([
+                                row("vfs_rmdir", false, 100, 300.0, 500.0),
+                                row("vfs_rmdir", true, 100, 300.0, 500.0),
+                            ]),
+                        ),
+                        (
+                            at("unlink"),
+                            // 99 calls: left out of the net per-call figure.
+                            BTreeMap::from([
+                                row("d_delete", false, 99, 900.0, 500.0),
+                                row("d_delete", true, 99, 900.0, 500.0),
+                            ]),
+                        ),
+                    ]),
+                    ..ModeFigures::default()
+                },
+            )]),
+            spans: BTreeMap::from([
+                span("unlink", "none", 100_000.0),
+                span("unlink", "tracer-kprobe", 104_000.0),
+                span("unlink", "bpftrace-kprobe", 110_000.0),
+                span("lock", "none", 50_000.0),
+                span("lock", "tracer-kprobe", 51_000.0),
+                span("lock", "bpftrace-kprobe", 52_000.0),
+                span(FIRST, "none", 200_000.0),
+                span(FIRST, "tracer-kprobe", 203_000.0),
+                span(FIRST, "bpftrace-kprobe", 205_000.0),
+                span(SYSCALLS, "none", 10_000.0),
+                span(SYSCALLS, "tracer-kprobe", 20_000.0),
+                span(SYSCALLS, "bpftrace-kprobe", 11_000.0),
+            ]),
+            ..BootFigures::default()
+        }
+    }
+
+    #[test]
+    fn workloads_are_judged_on_added_instructions_and_lock_waits_on_the_empty_program() {
+        let mut w = Worst {
+            icount: true,
+            ..Worst::default()
+        };
+        let (text, ok) = report("6.1", &[judged_boot()], &mut w);
+        assert!(ok, "{text}");
+        assert_eq!(
+            w.lock,
+            Some((
+                1.3,
+                "lock_contention exit in lock, kernel 6.1, mode kprobe".to_owned()
+            ))
+        );
+        // unlink's 4,000 added against 10,000, lock's 1,000 against 2,000; the syscalls
+        // workload (10x) and the one-call threads are not the goal's workloads.
+        assert_eq!(w.added, Some((0.5, "lock on 6.1, kprobe".to_owned())));
+        assert_eq!(w.first, Some((0.6, "first on 6.1, kprobe".to_owned())));
+        assert!(
+            text.contains("a one-call thread's whole life: 2000000 instr untraced, +30000 under tracer --attach kprobe, +50000 under the bpftrace peer"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "added over untraced: tracer +4.000M, bpftrace peer +10.000M; tracer/bpftrace 0.40"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("the timed runs with the statistics off for every tool"),
+            "{text}"
+        );
+        // (600 - 200) / (1000 - 200); the lock waits' pair, (250 - 200) / (220 - 200) = 2.5,
+        // is judged against the empty program, not the peer.
+        assert_eq!(
+            w.net,
+            Some((
+                0.5,
+                "vfs_rmdir entry+exit in first".to_owned(),
+                "6.1".to_owned(),
+                "kprobe".to_owned()
+            ))
+        );
     }
 
     #[test]
@@ -887,6 +1337,18 @@ mod tests {
         let (r, p, _, _) = w.function.clone().unwrap();
         assert!((r - 1004.0 / 2000.0).abs() < 1e-9);
         assert_eq!(p, "vfs_rmdir entry+exit in rmdir");
+        // Net of the empty program's 100 + 100.
+        let (net, what, kernel, mode) = w.net.clone().unwrap();
+        assert!((net - 804.0 / 1800.0).abs() < 1e-9, "{net}");
+        assert_eq!(
+            (what.as_str(), kernel.as_str(), mode.as_str()),
+            ("vfs_rmdir entry+exit in rmdir", "6.12", "fentry")
+        );
+        // The pair's tracer figures 1000, 1004, 1008, the peer's 2000: 0.8% apart.
+        assert!((w.one_thread.unwrap() - 8.0 / 1004.0 * 100.0).abs() < 1e-9);
+        assert_eq!(w.rmdir, Some((1.1, "rmdir on 6.12, fentry".to_owned())));
+        // No peer timed: no added ratio.
+        assert_eq!(w.added, None);
         assert_eq!(w.workload, Some((1.1, "rmdir on 6.12".to_owned())));
         // vfs_rmdir entry: (408 - 400) / 404.
         assert!((w.spread.unwrap() - 8.0 / 404.0 * 100.0).abs() < 1e-9);
