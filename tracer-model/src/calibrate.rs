@@ -749,9 +749,18 @@ mod command {
         // The model so fitted spends in deactivate_locked_super what the capture did.
         let mut p = base;
         cal.apply(&mut p);
-        let s = scenarios::simulate(Scenario::Umount, UmountVariant::Kernel, &p, Kernel::V6_12, 1)
-            .snapshot;
-        let dls = s.probe_total(Probe::DeactivateLockedSuper).mean_ns().unwrap();
+        let s = scenarios::simulate(
+            Scenario::Umount,
+            UmountVariant::Kernel,
+            &p,
+            Kernel::V6_12,
+            1,
+        )
+        .snapshot;
+        let dls = s
+            .probe_total(Probe::DeactivateLockedSuper)
+            .mean_ns()
+            .unwrap();
         assert!((7_000.0..9_000.0).contains(&dls), "{dls}");
     }
 }
