@@ -7,10 +7,13 @@
 //! each pair (on the capture's kernel, `--kernel auto`) and runs it for the second. The
 //! structure must agree exactly (the same probes, callers and call counts where the
 //! workload fixes them); the times are a benchmark: predicted/measured per path, the median
-//! over the runs, against the goal of 2x.
+//! over the runs, against the goal of 2x. Under `--icount` both captures of a pair count
+//! guest instructions, so the host's load is out of the ratio and the goals rise: every
+//! pair within 2x, and each path's median within 1.25x.
 
 use std::{
     collections::BTreeMap,
+    fmt::Write as _,
     fs,
     path::{Path, PathBuf},
     process::ExitCode,
@@ -91,6 +94,98 @@ fn kept(name: &str) -> PathBuf {
     util::target_dir().join("vm-model").join(name)
 }
 
+/// Written by the host beside a boot's captures: `icount yes|no`, so that `--saved` judges
+/// them by the goals of the clock they were made under.
+const HOST_FILE: &str = "bench.host";
+
+/// Refuse what cannot be run, before anything is set up or built.
+///
+/// # Errors
+/// `--icount` with `--kvm`.
+pub fn check(icount: bool, kvm: bool) -> anyhow::Result<()> {
+    if icount && kvm {
+        anyhow::bail!(
+            "--icount with --kvm: QEMU counts guest instructions (-icount) only under TCG \
+             emulation, never under KVM; drop --kvm to count instructions, or --icount to time"
+        );
+    }
+    Ok(())
+}
+
+/// What a kernel's times are judged against: under icount every pair within 2x and each
+/// path's median within 1.25x; without it, each path's median within 2x.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Goals {
+    icount: bool,
+}
+
+impl Goals {
+    /// The widest a single pair's ratio may be, when every pair is held to it.
+    const PAIR: f64 = 2.0;
+
+    /// The widest a path's median may be.
+    fn median(self) -> f64 {
+        if self.icount { 1.25 } else { 2.0 }
+    }
+
+    /// `median` as the report prints it.
+    fn median_name(self) -> &'static str {
+        if self.icount { "1.25x" } else { "2x" }
+    }
+}
+
+/// Whether `ratio` is within `factor` either way.
+fn within(ratio: f64, factor: f64) -> bool {
+    (1.0 / factor..=factor).contains(&ratio)
+}
+
+/// One kernel's times against its goals.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Tally {
+    /// Paths whose median met the goal.
+    medians: usize,
+    /// Paths with times on both sides.
+    paths: usize,
+    /// Single pairs' ratios within 2x.
+    pairs_within: usize,
+    /// Single pairs' ratios.
+    pairs: usize,
+}
+
+impl std::ops::AddAssign for Tally {
+    fn add_assign(&mut self, o: Self) {
+        self.medians += o.medians;
+        self.paths += o.paths;
+        self.pairs_within += o.pairs_within;
+        self.pairs += o.pairs;
+    }
+}
+
+impl Tally {
+    /// Whether the times met every goal.
+    fn met(self, goals: Goals) -> bool {
+        self.medians == self.paths && (!goals.icount || self.pairs_within == self.pairs)
+    }
+
+    /// What the kernel's line and the last line say of it.
+    fn line(self, goals: Goals) -> String {
+        let medians = format!(
+            "{} of {} paths within {}",
+            self.medians,
+            self.paths,
+            goals.median_name()
+        );
+        if goals.icount {
+            format!(
+                "{medians} at the median, {} of {} pairs within 2x (icount)",
+                self.pairs_within, self.pairs
+            )
+        } else {
+            medians
+        }
+    }
+}
+
 /// `cargo xtask bench model-fit [--kernel K] [--runs N]`: one boot per kernel, `runs` pairs
 /// of captures in it, kept under `target/vm-model/KERNEL` (the run before under
 /// `KERNEL.prev`) so that `--saved` can predict them again.
@@ -103,7 +198,10 @@ pub fn model_fit(
     which: kernel::Kernels,
     runs: usize,
     qemu: &vm::QemuArgs,
+    icount: bool,
 ) -> anyhow::Result<ExitCode> {
+    check(icount, qemu.kvm)?;
+    let goals = Goals { icount };
     let mut ok = true;
     let mut tallies = Vec::new();
     for s in which.series() {
@@ -123,16 +221,23 @@ pub fn model_fit(
             )],
             timeout: Duration::from_secs(qemu.timeout),
             kvm: qemu.kvm,
-            icount: false,
+            icount,
             max_cpus: None,
             interactive: false,
             forward: None,
-            out_dir,
+            out_dir: out_dir.clone(),
         };
         let outcome = vm::boot(&spec)?;
+        let host = out_dir.join(HOST_FILE);
+        fs::write(
+            &host,
+            format!("icount {}\n", if icount { "yes" } else { "no" }),
+        )
+        .with_context(|| format!("writing {}", host.display()))?;
         println!(
-            "==== bench model-fit [{}]: {runs} runs, VM done after {:.1} s ====",
+            "==== bench model-fit [{}]: {runs} runs{}, VM done after {:.1} s ====",
             kernel.name,
+            if icount { " under icount" } else { "" },
             outcome.total.as_secs_f64()
         );
         if let Some(why) = &outcome.failure {
@@ -140,9 +245,9 @@ pub fn model_fit(
             ok = false;
         }
         let files: BTreeMap<String, PathBuf> = outcome.files.into_iter().collect();
-        let (pass, tally) = report_kernel(&files, runs);
+        let (pass, tally) = report_kernel(&kernel.name, &files, runs, goals);
         ok &= pass;
-        tallies.push((kernel.name.clone(), tally));
+        tallies.push((kernel.name.clone(), goals, tally));
     }
     println!("{}", summary(&tallies));
     Ok(if ok {
@@ -153,11 +258,16 @@ pub fn model_fit(
 }
 
 /// `cargo xtask bench model-fit --saved`: the same report from the captures the last run
-/// kept, without a VM.
+/// kept, without a VM, judged by the goals of the clock they were made under (`icount`
+/// only for captures kept before the host said which).
 ///
 /// # Errors
 /// When no capture of a kernel asked for was kept.
-pub fn model_fit_saved(which: kernel::Kernels, runs: usize) -> anyhow::Result<ExitCode> {
+pub fn model_fit_saved(
+    which: kernel::Kernels,
+    runs: usize,
+    icount: bool,
+) -> anyhow::Result<ExitCode> {
     let mut ok = true;
     let mut tallies = Vec::new();
     for s in which.series() {
@@ -174,14 +284,21 @@ pub fn model_fit_saved(which: kernel::Kernels, runs: usize) -> anyhow::Result<Ex
             .filter_map(Result::ok)
             .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
             .collect();
+        let goals = Goals {
+            icount: files
+                .get(HOST_FILE)
+                .and_then(|p| fs::read_to_string(p).ok())
+                .map_or(icount, |h| h.lines().any(|l| l == "icount yes")),
+        };
         println!(
-            "==== bench model-fit [{}]: {runs} runs, from the captures in {} ====",
+            "==== bench model-fit [{}]: {runs} runs{}, from the captures in {} ====",
             s.name,
+            if goals.icount { " under icount" } else { "" },
             dir.display()
         );
-        let (pass, tally) = report_kernel(&files, runs);
+        let (pass, tally) = report_kernel(s.name, &files, runs, goals);
         ok &= pass;
-        tallies.push((s.name.to_owned(), tally));
+        tallies.push((s.name.to_owned(), goals, tally));
     }
     println!("{}", summary(&tallies));
     Ok(if ok {
@@ -191,26 +308,39 @@ pub fn model_fit_saved(which: kernel::Kernels, runs: usize) -> anyhow::Result<Ex
     })
 }
 
-/// Every pair of one kernel's captures: whether the structure held, and how many paths
-/// (of how many with times on both sides) were within 2x at the median.
-fn report_kernel(files: &BTreeMap<String, PathBuf>, runs: usize) -> (bool, (usize, usize)) {
+/// Every pair of one kernel's captures: whether the structure held, and its times against
+/// the goals, which its own line (the kernel's last) says.
+fn report_kernel(
+    name: &str,
+    files: &BTreeMap<String, PathBuf>,
+    runs: usize,
+    goals: Goals,
+) -> (bool, Tally) {
     let version = kernel_version(files);
     let mut ok = true;
-    let (mut within, mut paths) = (0, 0);
+    let mut tally = Tally::default();
     for pair in PAIRS {
-        let (pass, (w, n)) = report(pair, files, runs, version);
+        let (pass, t) = report(pair, files, runs, version, goals);
         ok &= pass;
-        within += w;
-        paths += n;
+        tally += t;
     }
-    (ok, (within, paths))
+    println!(
+        "  {name}: {}: {}",
+        tally.line(goals),
+        if tally.met(goals) {
+            "goal met"
+        } else {
+            "GOAL MISSED"
+        }
+    );
+    (ok, tally)
 }
 
-/// The last line: paths within 2x, per kernel.
-fn summary(tallies: &[(String, (usize, usize))]) -> String {
+/// The last line: each kernel's times against its goals.
+fn summary(tallies: &[(String, Goals, Tally)]) -> String {
     let parts: Vec<String> = tallies
         .iter()
-        .map(|(k, (w, n))| format!("{k}: {w} of {n} paths within 2x"))
+        .map(|(k, goals, t)| format!("{k}: {}", t.line(*goals)))
         .collect();
     format!(
         "model-fit (median predicted/measured): {}",
@@ -244,13 +374,14 @@ fn own(s: &Snapshot, probe: Probe, caller: Option<Probe>) -> (u64, u64) {
 }
 
 /// One pair over every run: structure verdicts, then the median time ratio per path and
-/// its spread; returns whether the structure held and (paths within 2x, paths timed).
+/// its spread against the goals; returns whether the structure held and the times' tally.
 fn report(
     pair: &Pair,
     files: &BTreeMap<String, PathBuf>,
     runs: usize,
     version: (u32, u32),
-) -> (bool, (usize, usize)) {
+    goals: Goals,
+) -> (bool, Tally) {
     println!("  {}", pair.name);
     let mut ok = true;
     let mut fixed: Vec<(Probe, Option<Probe>)> = pair.fixed.to_vec();
@@ -291,7 +422,7 @@ fn report(
             }
         }
     }
-    let (mut within, mut timed) = (0, 0);
+    let mut tally = Tally::default();
     for (&(probe, caller), r) in paths.iter().zip(&mut ratios) {
         let name = format!(
             "{} from {}",
@@ -304,13 +435,24 @@ fn report(
         }
         r.sort_by(f64::total_cmp);
         let median = r[r.len() / 2];
-        timed += 1;
-        let goal = if (0.5..=2.0).contains(&median) {
-            within += 1;
-            "within 2x"
+        tally.paths += 1;
+        let mut goal = if within(median, goals.median()) {
+            tally.medians += 1;
+            format!("within {}", goals.median_name())
         } else {
-            "OUTSIDE 2x"
+            format!("OUTSIDE {}", goals.median_name())
         };
+        let pairs_within = r.iter().filter(|&&x| within(x, Goals::PAIR)).count();
+        tally.pairs += r.len();
+        tally.pairs_within += pairs_within;
+        if goals.icount && pairs_within < r.len() {
+            let _ = write!(
+                goal,
+                ", {} of {} pairs OUTSIDE 2x",
+                r.len() - pairs_within,
+                r.len()
+            );
+        }
         println!(
             "    {name:<52} predicted/measured {median:>6.2} (median of {}, spread {:.2}-{:.2}) {goal}",
             r.len(),
@@ -318,7 +460,7 @@ fn report(
             r[r.len() - 1]
         );
     }
-    (ok, (within, timed))
+    (ok, tally)
 }
 
 /// Calibrate on `{fit}{run}.json`, run the model for `{check}{run}.json`.
@@ -343,4 +485,51 @@ fn predict(
     };
     let predicted = tracer_model::run(&run).map_err(|e| format!("model: {e:#}"))?;
     Ok((measured, predicted))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tally(medians: usize, paths: usize, pairs_within: usize, pairs: usize) -> Tally {
+        Tally {
+            medians,
+            paths,
+            pairs_within,
+            pairs,
+        }
+    }
+
+    #[test]
+    fn under_icount_the_median_is_held_to_1_25x_either_way() {
+        let icount = Goals { icount: true };
+        assert!(within(1.25, icount.median()) && within(0.8, icount.median()));
+        assert!(!within(1.26, icount.median()) && !within(0.79, icount.median()));
+        // Without icount the old goal stays.
+        let tcg = Goals { icount: false };
+        assert!(within(1.9, tcg.median()) && within(0.51, tcg.median()));
+        assert!(!within(2.01, tcg.median()) && !within(0.49, tcg.median()));
+    }
+
+    #[test]
+    fn under_icount_one_pair_outside_2x_misses_the_goal() {
+        let icount = Goals { icount: true };
+        assert!(tally(10, 10, 30, 30).met(icount));
+        assert!(!tally(10, 10, 29, 30).met(icount));
+        assert!(!tally(9, 10, 30, 30).met(icount));
+        assert_eq!(
+            tally(9, 10, 29, 30).line(icount),
+            "9 of 10 paths within 1.25x at the median, 29 of 30 pairs within 2x (icount)"
+        );
+        // Without icount single pairs are not judged.
+        let tcg = Goals { icount: false };
+        assert!(tally(10, 10, 29, 30).met(tcg));
+        assert_eq!(tally(10, 10, 29, 30).line(tcg), "10 of 10 paths within 2x");
+    }
+
+    #[test]
+    fn icount_is_refused_with_kvm() {
+        assert!(check(true, true).is_err());
+        assert!(check(true, false).is_ok() && check(false, true).is_ok());
+    }
 }
