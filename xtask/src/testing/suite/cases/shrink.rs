@@ -75,7 +75,7 @@ if [ -d /mnt/ext2 ] && grep -qw memory /sys/fs/cgroup/cgroup.controllers; then
         mkdir -p /sys/fs/cgroup/shrink_mc$i /mnt/ext2/shrink_mc$i && echo 256K > /sys/fs/cgroup/shrink_mc$i/memory.high
         i=$((i+1))
     done
-    i=0; while [ $i -lt 20 ]; do mount -t tmpfs none /mnt/sh/$i; i=$((i+1)); done
+    i=0; while [ $i -lt 20 ]; do mkdir -p /mnt/sh/$i && mount -t tmpfs none /mnt/sh/$i; i=$((i+1)); done
     rm -f /tmp/shrink.stop
     i=0; while [ $i -lt 50 ]; do
         sh -c "echo \$\$ > /sys/fs/cgroup/shrink_mc$i/cgroup.procs && k=0 && while [ ! -e /tmp/shrink.stop ]; do [ -e /mnt/ext2/shrink_mc$i/n\$k ]; k=\$((k+1)); done" &
