@@ -68,31 +68,35 @@ pub const MEMCG_SHRINK: VmCase = VmCase {
     workload: r#"
 if [ -d /mnt/ext2 ] && grep -qw memory /sys/fs/cgroup/cgroup.controllers; then
     echo +memory > /sys/fs/cgroup/cgroup.subtree_control
-    # 256K: a memcg's negative dentries pass it within seconds, and from then on every
+    # 128K: a memcg's negative dentries pass it within seconds, and from then on every
     # charge over it reclaims (shrink_slab_memcg, with shrinker_rwsem before 6.7); the
     # shells' own pages were charged before they moved in.
     i=0; while [ $i -lt 50 ]; do
-        mkdir -p /sys/fs/cgroup/shrink_mc$i /mnt/ext2/shrink_mc$i && echo 256K > /sys/fs/cgroup/shrink_mc$i/memory.high
+        mkdir -p /sys/fs/cgroup/shrink_mc$i /mnt/ext2/shrink_mc$i && echo 128K > /sys/fs/cgroup/shrink_mc$i/memory.high
         i=$((i+1))
     done
     i=0; while [ $i -lt 20 ]; do mkdir -p /mnt/sh/$i && mount -t tmpfs none /mnt/sh/$i; i=$((i+1)); done
-    rm -f /tmp/shrink.stop
+    rm -f /tmp/shrink.stop /tmp/memcg_shrink.pids
     i=0; while [ $i -lt 50 ]; do
         sh -c "echo \$\$ > /sys/fs/cgroup/shrink_mc$i/cgroup.procs && k=0 && while [ ! -e /tmp/shrink.stop ]; do [ -e /mnt/ext2/shrink_mc$i/n\$k ]; k=\$((k+1)); done" &
+        echo $! >> /tmp/memcg_shrink.pids
         i=$((i+1))
     done
     # The umounts start once every memcg reclaims (60 s at most), so the command's wall
-    # time is theirs alone.
+    # time is theirs alone; the loops stop while tracer attaches (50 of them would starve
+    # it) and go on as the command's first step.
     j=0
     while [ $j -lt 120 ] && cat /sys/fs/cgroup/shrink_mc*/memory.events | grep -q '^high 0$'; do
         sleep 0.5; j=$((j+1))
     done
+    kill -STOP $(cat /tmp/memcg_shrink.pids)
     : > /tmp/memcg_shrink.before
     i=0; while [ $i -lt 50 ]; do
         echo "$(sed -n 's/^high //p' /sys/fs/cgroup/shrink_mc$i/memory.events)" >> /tmp/memcg_shrink.before
         i=$((i+1))
     done
-    capture memcg_shrink 'i=0; while [ $i -lt 20 ]; do umount /mnt/sh/$i || exit 1; i=$((i+1)); done' --attach kprobe
+    capture memcg_shrink 'kill -CONT $(cat /tmp/memcg_shrink.pids); i=0; while [ $i -lt 20 ]; do umount /mnt/sh/$i || exit 1; i=$((i+1)); done' --attach kprobe
+    kill -CONT $(cat /tmp/memcg_shrink.pids)
     : > /tmp/memcg_shrink.events
     i=0; while [ $i -lt 50 ]; do
         c=/sys/fs/cgroup/shrink_mc$i
