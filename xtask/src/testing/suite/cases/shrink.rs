@@ -95,8 +95,8 @@ if [ -d /mnt/ext2 ] && grep -qw memory /sys/fs/cgroup/cgroup.controllers; then
         echo "$(sed -n 's/^high //p' /sys/fs/cgroup/shrink_mc$i/memory.events)" >> /tmp/memcg_shrink.before
         i=$((i+1))
     done
-    capture memcg_shrink 'kill -CONT $(cat /tmp/memcg_shrink.pids); i=0; while [ $i -lt 20 ]; do umount /mnt/sh/$i || exit 1; i=$((i+1)); done' --attach kprobe
-    kill -CONT $(cat /tmp/memcg_shrink.pids)
+    # The loops stop again as the umounts end: the counts read after are the umounts'.
+    capture memcg_shrink 'kill -CONT $(cat /tmp/memcg_shrink.pids); i=0; while [ $i -lt 20 ]; do umount /mnt/sh/$i || break; i=$((i+1)); done; kill -STOP $(cat /tmp/memcg_shrink.pids); [ $i = 20 ]' --attach kprobe
     : > /tmp/memcg_shrink.events
     i=0; while [ $i -lt 50 ]; do
         c=/sys/fs/cgroup/shrink_mc$i
@@ -104,6 +104,7 @@ if [ -d /mnt/ext2 ] && grep -qw memory /sys/fs/cgroup/cgroup.controllers; then
         i=$((i+1))
     done
     touch /tmp/shrink.stop
+    kill -CONT $(cat /tmp/memcg_shrink.pids)
     wait
     i=0; while [ $i -lt 50 ]; do rmdir /sys/fs/cgroup/shrink_mc$i; i=$((i+1)); done
     emit memcg_shrink.events /tmp/memcg_shrink.events
