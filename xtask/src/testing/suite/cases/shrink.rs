@@ -68,11 +68,11 @@ pub const MEMCG_SHRINK: VmCase = VmCase {
     workload: r#"
 if [ -d /mnt/ext2 ] && grep -qw memory /sys/fs/cgroup/cgroup.controllers; then
     echo +memory > /sys/fs/cgroup/cgroup.subtree_control
-    # 128K: a memcg's negative dentries pass it within seconds, and from then on every
-    # charge over it reclaims (shrink_slab_memcg, with shrinker_rwsem before 6.7); the
-    # shells' own pages were charged before they moved in.
+    # 256K: a memcg's negative dentries pass it within seconds, and from then on every
+    # charge over it reclaims (shrink_slab_memcg, with shrinker_rwsem before 6.7). At 128K
+    # a shell's own pages kept each memcg over it, throttled rather than reclaiming.
     i=0; while [ $i -lt 50 ]; do
-        mkdir -p /sys/fs/cgroup/shrink_mc$i /mnt/ext2/shrink_mc$i && echo 128K > /sys/fs/cgroup/shrink_mc$i/memory.high
+        mkdir -p /sys/fs/cgroup/shrink_mc$i /mnt/ext2/shrink_mc$i && echo 256K > /sys/fs/cgroup/shrink_mc$i/memory.high
         i=$((i+1))
     done
     i=0; while [ $i -lt 20 ]; do mkdir -p /mnt/sh/$i && mount -t tmpfs none /mnt/sh/$i; i=$((i+1)); done
