@@ -70,7 +70,7 @@ if [ -d /mnt/ext2 ] && grep -qw memory /sys/fs/cgroup/cgroup.controllers; then
     echo +memory > /sys/fs/cgroup/cgroup.subtree_control
     # 256K: a memcg's negative dentries pass it within seconds, and from then on every
     # charge over it reclaims (shrink_slab_memcg, with shrinker_rwsem before 6.7). At 128K
-    # a shell's own pages kept each memcg over it, throttled rather than reclaiming.
+    # the loops spent their time throttled over it and the umounts ran as if alone.
     i=0; while [ $i -lt 50 ]; do
         mkdir -p /sys/fs/cgroup/shrink_mc$i /mnt/ext2/shrink_mc$i && echo 256K > /sys/fs/cgroup/shrink_mc$i/memory.high
         i=$((i+1))
