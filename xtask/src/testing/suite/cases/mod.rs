@@ -19,6 +19,7 @@ pub mod nodes;
 pub mod privilege;
 pub mod scale;
 pub mod serve_churn;
+pub mod shrink;
 pub mod signals;
 pub mod slow;
 pub mod srcu;
@@ -57,6 +58,8 @@ pub const SUITE: Group = Group {
         umount::UMOUNT300,
         locks::NEGATIVE_DENTRIES,
         findings::ORDINARY,
+        shrink::SHRINK_CHURN,
+        shrink::MEMCG_SHRINK,
         bpftrace::BPFTRACE,
         model::CALIBRATION,
         live::LIVE,
