@@ -82,11 +82,12 @@ if [ -d /mnt/ext2 ] && grep -qw memory /sys/fs/cgroup/cgroup.controllers; then
         echo $! >> /tmp/memcg_shrink.pids
         i=$((i+1))
     done
-    # The umounts start once every memcg reclaims (60 s at most), so the command's wall
-    # time is theirs alone; the loops stop while tracer attaches (50 of them would starve
-    # it) and go on as the command's first step.
+    # The umounts start once every memcg reclaims (alone, 25-40 s; 240 s at most, for a
+    # host busy with other guests), so the command's wall time is theirs alone; the loops
+    # stop while tracer attaches (50 of them would starve it) and go on as the command's
+    # first step.
     j=0
-    while [ $j -lt 120 ] && cat /sys/fs/cgroup/shrink_mc*/memory.events | grep -q '^high 0$'; do
+    while [ $j -lt 480 ] && cat /sys/fs/cgroup/shrink_mc*/memory.events | grep -q '^high 0$'; do
         sleep 0.5; j=$((j+1))
     done
     kill -STOP $(cat /tmp/memcg_shrink.pids)
