@@ -417,6 +417,24 @@ impl Snapshot {
         self.total_where(|k| k.probe == probe && k.caller == caller)
     }
 
+    /// Name the calls of `from` made from inside `caller` as calls of `to`, each cgroup's
+    /// merged into what `to` already had there: what a kernel setting makes one function
+    /// do another's wait (`rcu_normal` turns `synchronize_rcu_expedited` into a normal
+    /// grace period).
+    pub fn rename_calls(&mut self, from: Probe, caller: Option<Probe>, to: Probe) {
+        let moved: Vec<SeriesKey> = self
+            .series
+            .keys()
+            .filter(|k| k.probe == from && k.caller == caller)
+            .copied()
+            .collect();
+        for k in moved {
+            if let Some(lat) = self.series.remove(&k) {
+                self.series_mut(SeriesKey { probe: to, ..k }).merge(&lat);
+            }
+        }
+    }
+
     /// All calls of series matching `pred`, merged.
     #[must_use]
     pub fn total_where(&self, pred: impl Fn(&SeriesKey) -> bool) -> Latency {
@@ -611,6 +629,28 @@ mod tests {
             started_unix_ns: 0,
             duration_ns: 1_000,
         }
+    }
+
+    #[test]
+    fn renamed_calls_merge_into_the_other_probes_and_leave_the_rest() {
+        let mut s = Snapshot::new(meta());
+        let exp =
+            SeriesKey::new(Probe::SynchronizeRcuExpedited, 3).with_caller(Probe::NamespaceUnlock);
+        let normal = SeriesKey::new(Probe::SynchronizeRcu, 3).with_caller(Probe::NamespaceUnlock);
+        let elsewhere = SeriesKey::new(Probe::SynchronizeRcuExpedited, 3);
+        s.record(exp, 5_000);
+        s.record(exp, 7_000);
+        s.record(normal, 1_000);
+        s.record(elsewhere, 2_000);
+        s.rename_calls(
+            Probe::SynchronizeRcuExpedited,
+            Some(Probe::NamespaceUnlock),
+            Probe::SynchronizeRcu,
+        );
+        assert!(!s.series.contains_key(&exp));
+        let merged = &s.series[&normal];
+        assert_eq!((merged.count(), merged.sum_ns()), (3, 13_000));
+        assert_eq!(s.series[&elsewhere].count(), 1);
     }
 
     #[test]

@@ -170,20 +170,17 @@ fn under_rcu_normal_the_expedited_waits_are_fitted_as_normal_ones_and_the_expedi
     // 6.12 with rcu_normal set: namespace_unlock enters synchronize_rcu_expedited, which
     // waits a normal grace period. The model's baseline (normal waits) is that run; its
     // probes name the wait as the kernel's do.
-    let normal = model(
+    let mut s = model(
         "umount",
         Some("baseline"),
         Kernel::V6_12,
         &[("mounts", "300")],
     );
-    let mut s = normal.clone();
-    let series = std::mem::take(&mut s.series);
-    for (mut k, lat) in series {
-        if k.probe == Probe::SynchronizeRcu && k.caller == Some(Probe::NamespaceUnlock) {
-            k.probe = Probe::SynchronizeRcuExpedited;
-        }
-        s.series.entry(k).or_default().merge(&lat);
-    }
+    s.rename_calls(
+        Probe::SynchronizeRcu,
+        Some(Probe::NamespaceUnlock),
+        Probe::SynchronizeRcuExpedited,
+    );
     let mut kernel = findings::kernel_of(&s);
     kernel.features.rcu_normal = Some(true);
     let a = predict::assess(&s, kernel);

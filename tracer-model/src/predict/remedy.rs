@@ -165,13 +165,11 @@ fn umount_fidelity(seen: Gp, kinds: &[Gp], kernel: Kernel) -> Vec<String> {
 /// normal grace period it waited under `rcu_normal`.
 fn as_normal_grace_periods(capture: &Snapshot) -> Snapshot {
     let mut s = capture.clone();
-    let series = std::mem::take(&mut s.series);
-    for (mut k, lat) in series {
-        if k.probe == Probe::SynchronizeRcuExpedited && k.caller == Some(Probe::NamespaceUnlock) {
-            k.probe = Probe::SynchronizeRcu;
-        }
-        s.series.entry(k).or_default().merge(&lat);
-    }
+    s.rename_calls(
+        Probe::SynchronizeRcuExpedited,
+        Some(Probe::NamespaceUnlock),
+        Probe::SynchronizeRcu,
+    );
     s
 }
 

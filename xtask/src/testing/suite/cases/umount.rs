@@ -399,12 +399,11 @@ mod tests {
         p.set("mounts", "300").unwrap();
         let mut s =
             scenarios::simulate(sc, sc.variant("baseline").unwrap(), &p, Kernel::V6_12, 1).snapshot;
-        for (mut k, lat) in std::mem::take(&mut s.series) {
-            if k.probe == Probe::SynchronizeRcu && k.caller == Some(Probe::NamespaceUnlock) {
-                k.probe = Probe::SynchronizeRcuExpedited;
-            }
-            s.series.entry(k).or_default().merge(&lat);
-        }
+        s.rename_calls(
+            Probe::SynchronizeRcu,
+            Some(Probe::NamespaceUnlock),
+            Probe::SynchronizeRcuExpedited,
+        );
         let mut kernel = findings::kernel_of(&s);
         kernel.features.rcu_normal = Some(set);
         let a = predict::assess(&s, kernel);
