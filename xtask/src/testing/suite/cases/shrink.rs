@@ -276,6 +276,7 @@ fn rwsem_gates(
             && (cgroup.is_none() || Some(k.cgroup) == cgroup)
     });
     let own_ns = t.sum_ns().saturating_sub(nested.sum_ns());
+    let least_mean = lock_waited_ns()?;
     let mean = own_ns / umounts;
     let share = percent(own_ns, wall);
     let seen = format!(
@@ -285,16 +286,16 @@ fn rwsem_gates(
         ms(mean),
         findings::NOTABLE_PERCENT,
         ms_text(findings::NOTICEABLE_NS),
-        ms_text(lock_waited_ns()?)
+        ms_text(least_mean)
     );
     let past = share >= findings::NOTABLE_PERCENT
         && own_ns >= findings::NOTICEABLE_NS
-        && mean >= lock_waited_ns()?;
+        && mean >= least_mean;
     let Some(f) = assessed.get("shrinker-rwsem-contention") else {
         // A margin for rounding: well past every gate, a miss.
         if share >= findings::NOTABLE_PERCENT * 1.2
             && own_ns >= findings::NOTICEABLE_NS * 6 / 5
-            && mean >= lock_waited_ns()? * 6 / 5
+            && mean >= least_mean * 6 / 5
         {
             return Err(format!("{seen}: past the gates, yet no finding"));
         }
