@@ -64,6 +64,13 @@ pub(super) const MAX_SPREAD: f64 = 2.0;
 /// others run one thread.
 pub(super) const TWO_CPU_WORKLOADS: [&str; 2] = ["ramfs", "lock"];
 
+/// Whether `workload`'s rows are judged per call: not those of two vCPUs
+/// ([`TWO_CPU_WORKLOADS`]), nor [`FIRST`]'s, whose calls are each a thread's first and only
+/// one, judged by the whole life of such a thread.
+fn judged_per_call(workload: &str) -> bool {
+    workload != FIRST && !TWO_CPU_WORKLOADS.contains(&workload)
+}
+
 /// How many pairs of entry and exit of at least [`MIN_CALLS`] calls spread at most
 /// [`MAX_SPREAD`] over the boots, of how many: in the workloads of one thread, then in
 /// [`TWO_CPU_WORKLOADS`].
@@ -861,10 +868,11 @@ impl<'a> Report<'a> {
                 worst.one_thread(workload, s, calls);
             }
             // Lock waits are judged against the empty program, not the peer; the two-vCPU
-            // workloads' calls are reported, not judged.
+            // workloads' calls are reported, not judged; the one-call threads' are judged
+            // as a whole life, on their own row.
             if let Some(net) = net
                 && target != "lock_contention"
-                && !TWO_CPU_WORKLOADS.contains(&workload)
+                && judged_per_call(workload)
             {
                 worst.net(
                     net,
@@ -878,7 +886,7 @@ impl<'a> Report<'a> {
         if let Some(r) = r
             && self.icount
             && self.exact
-            && !TWO_CPU_WORKLOADS.contains(&workload)
+            && judged_per_call(workload)
         {
             worst.function(
                 r,
@@ -1190,6 +1198,14 @@ mod tests {
                         ),
                         (
                             at(FIRST),
+                            // Each a thread's first call: judged on its own row.
+                            BTreeMap::from([
+                                row("sys_rmdir", false, 100, 900.0, 500.0),
+                                row("sys_rmdir", true, 100, 900.0, 500.0),
+                            ]),
+                        ),
+                        (
+                            at("rmdir"),
                             BTreeMap::from([
                                 row("vfs_rmdir", false, 100, 300.0, 500.0),
                                 row("vfs_rmdir", true, 100, 300.0, 500.0),
@@ -1260,12 +1276,12 @@ mod tests {
         );
         // (600 - 200) / (1000 - 200); the lock waits' pair, (250 - 200) / (220 - 200) = 2.5,
         // is judged against the empty program, not the peer; the two writers' d_delete, 10x
-        // the peer, is not judged, raw or net.
+        // the peer, and the one-call threads' sys_rmdir, 2x, are not judged, raw or net.
         assert_eq!(
             w.net,
             Some((
                 0.5,
-                "vfs_rmdir entry+exit in first".to_owned(),
+                "vfs_rmdir entry+exit in rmdir".to_owned(),
                 "6.1".to_owned(),
                 "kprobe".to_owned()
             ))
@@ -1273,7 +1289,7 @@ mod tests {
         assert!(
             w.function
                 .as_ref()
-                .is_some_and(|f| !f.1.contains("in lock")),
+                .is_some_and(|f| f.1 == "vfs_rmdir entry+exit in rmdir"),
             "{:?}",
             w.function
         );
