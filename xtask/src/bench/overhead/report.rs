@@ -231,6 +231,8 @@ pub(super) const NET_PER_CALL_GOAL: f64 = 0.50;
 pub(super) const ADDED_GOAL: f64 = 0.45;
 pub(super) const RMDIR_GOAL: f64 = 1.15;
 pub(super) const LOCK_GOAL: f64 = 1.25;
+/// A one-call thread's whole life (`FIRST`): tracer's added instructions over the peer's.
+pub(super) const FIRST_GOAL: f64 = 1.0;
 
 /// One goal's verdict on its worst figure: met when at most the limit.
 pub(super) fn judge(worst: Option<f64>, limit: f64) -> &'static str {
@@ -258,6 +260,14 @@ pub(super) fn goals(worst: &Worst) -> String {
             ),
             net,
             NET_PER_CALL_GOAL,
+            2,
+        ),
+        (
+            format!(
+                "a one-call thread's whole life: tracer's added instructions at most {FIRST_GOAL:.2}x bpftrace's"
+            ),
+            pair(&worst.first),
+            FIRST_GOAL,
             2,
         ),
         (
@@ -1137,14 +1147,25 @@ mod tests {
             "  NOT met: per traced call, net of the empty program: tracer/bpftrace at most 0.50 on every function of at least 100 calls in the workloads of one thread, both attach modes: worst 0.62 (vfs_rmdir entry+exit in rmdir, kernel 6.1, mode kprobe)"
         );
         assert!(
-            line("added instructions").starts_with("  met: ")
-                && line("added instructions").ends_with("worst 0.30 (unlink on 6.1, fentry)")
+            line("workloads: tracer's added").starts_with("  met: ")
+                && line("workloads: tracer's added").ends_with("worst 0.30 (unlink on 6.1, fentry)")
         );
         assert!(
             line("mkdir+rmdir").starts_with("  NOT met: ")
                 && line("mkdir+rmdir").ends_with("worst 1.151 (rmdir on 6.1, kprobe)")
         );
         assert!(line("lock-contention").starts_with("  met: "));
+        assert!(
+            line("one-call thread's whole life").starts_with("  not measured: "),
+            "{text}"
+        );
+        w.first = Some((1.01, "first on 6.1, fentry".to_owned()));
+        assert!(
+            goals(&w)
+                .contains("  NOT met: a one-call thread's whole life: tracer's added instructions at most 1.00x bpftrace's: worst 1.01 (first on 6.1, fentry)"),
+            "{}",
+            goals(&w)
+        );
         // One boot: no spread, so not measured, never met.
         assert!(
             line("within 2% over the boots").starts_with("  not measured: "),
