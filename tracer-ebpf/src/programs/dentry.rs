@@ -20,7 +20,7 @@ use crate::{
     },
     helpers::{read_u32, read_u64},
     programs::{fentry_place, kprobe_place},
-    record::{count, lose_because},
+    record::lose_because,
 };
 
 function_probe!(
@@ -118,24 +118,26 @@ fn dentry_fields(dentry: u64) -> Option<(u64, u32, u64)> {
     Some((word(inode_at)?, flags, word(pprev_at)?))
 }
 
-/// `d_delete(dentry)` returned: did it leave a cached negative dentry, or drop it?
+/// `d_delete(dentry)` returned: did it leave a cached negative dentry, or drop it? The
+/// answer goes into the call's `HIST` key, where userspace counts it per cgroup; `None`
+/// when not classified.
 #[inline(always)]
-fn after_d_delete(call: &Call) {
-    let (dentry, cgroup) = (call.dentry, call.cgroup);
+fn after_d_delete(call: &Call) -> Option<CounterId> {
+    let dentry = call.dentry;
     if global(&OFFSETS_VALID) == 0 || dentry == 0 {
-        return;
+        return None;
     }
     let Some((inode, flags, pprev)) = dentry_fields(dentry) else {
         lose_because(Loss::DentryReadFailures, dentry);
-        return;
+        return None;
     };
     // Negative and still hashed, on a filesystem that keeps unused dentries: it stays in
     // the dcache (ext4, xfs, ...). tmpfs and ramfs free it at the last dput: through
     // DCACHE_OP_DELETE up to 6.x, DCACHE_DONTCACHE on 7.x.
     let dies = unsafe { core::ptr::read_volatile(&DCACHE_DIES_AT_DPUT) };
     if inode == 0 && pprev != 0 && flags & dies == 0 {
-        count(CounterId::NegativeDentries, cgroup);
+        Some(CounterId::NegativeDentries)
     } else {
-        count(CounterId::DroppedDentries, cgroup);
+        Some(CounterId::DroppedDentries)
     }
 }
