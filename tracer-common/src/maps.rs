@@ -118,7 +118,8 @@ pub const FRAME_MARK_RETHOOK: usize = FRAME_MARKS_LEN - 1;
 /// [`FRAME_MARKS`] index of where an fentry program finds its function's return address:
 /// how many bytes past the context's last argument ([`FENTRY_CALLED`] or
 /// [`FENTRY_JUMPED`]), 0 until the first fentry program of a marked function has found out
-/// by looking (the programs write it; userspace writes 0).
+/// by looking (the programs write it; userspace writes 0), or [`FENTRY_TRUSTED`] (written
+/// by userspace) where no return of a function attached by fentry can be missed.
 pub const FRAME_MARK_FENTRY_RETURN: usize = FRAME_MARKS_LEN - 2;
 const _: () = assert!((crate::probe::PROBE_COUNT as usize) < FRAME_MARK_FENTRY_RETURN);
 /// The function calls its trampoline (Linux 5.10 to 6.18 on x86-64): below its return
@@ -130,6 +131,14 @@ pub const FENTRY_CALLED: u64 = 24;
 /// is 8 bytes nearer, and only the word there tells an active call, as the thread's state
 /// keeps it ([`Thread::frame_word`]).
 pub const FENTRY_JUMPED: u64 = 16;
+/// At [`FRAME_MARK_FENTRY_RETURN`]: every traced function is attached by fentry and the
+/// kernel does not preempt kernel code (`none` or `voluntary` preemption), so no fexit
+/// program's run is skipped and no frame is left by a missed return: the programs note no
+/// place on the stack and read none (`settle_frames` trusts a frame without a place).
+/// Userspace writes it, and writes 0 again if the kernel is switched to a model that
+/// preempts; not one of the layouts' bits, so a mask of those never yields it.
+pub const FENTRY_TRUSTED: u64 = 1;
+const _: () = assert!(FENTRY_TRUSTED & (FENTRY_CALLED | FENTRY_JUMPED) == 0);
 /// Whether `word`, the word below a call's return address on the stack, is the fentry
 /// trampoline's return into the function at `function`: 5 bytes past its start (the
 /// patched call), 9 with an `endbr64` first. It is while the call is active.

@@ -32,3 +32,21 @@ pub(crate) fn read_u64(addr: u64) -> Option<u64> {
 pub(crate) fn read_u32(addr: u64) -> Option<u32> {
     unsafe { bpf_probe_read_kernel(addr as *const u32) }.ok()
 }
+
+/// The word at `offset` in a kernel object an fentry or fexit program was given as a typed
+/// argument (`object`: a BTF pointer to the verifier), loaded directly rather than through
+/// a helper call: the verifier checks the access against the object's type, and the kernel
+/// turns a faulting load into 0. Only for such arguments: the verifier refuses a plain
+/// number as an address.
+#[inline(always)]
+pub(crate) fn load_u64(object: u64, offset: u64) -> u64 {
+    // SAFETY: a load the kernel guards (see above); it never faults the program.
+    unsafe { core::ptr::read_volatile((object + offset) as *const u64) }
+}
+
+/// [`load_u64`] of a 32-bit field.
+#[inline(always)]
+pub(crate) fn load_u32(object: u64, offset: u64) -> u32 {
+    // SAFETY: as in `load_u64`.
+    unsafe { core::ptr::read_volatile((object + offset) as *const u32) }
+}

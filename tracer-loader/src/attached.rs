@@ -6,14 +6,16 @@
 use std::collections::BTreeMap;
 
 use aya::Ebpf;
-use tracer_common::Probe;
+use tracer_common::{Probe, maps};
 use tracer_core::{
     cost::{ProgramCost, SampledCost},
     snapshot::{AttachState, CgroupId, Meta, SlowCall, Snapshot},
 };
 
 use crate::{
+    attach::frames::FrameTrust,
     forget,
+    host::Preemption,
     kernel_log::KernelLog,
     kprobe_links::KprobeLink,
     read::{self, CgroupEvent, CollectError, Programs, misses},
@@ -46,6 +48,9 @@ pub struct Attached {
     /// When recording started (`RECORDING` set): the start of the span the maps hold, and
     /// of the slow calls' rate limit's window.
     pub recording_since: RecordingSince,
+    /// The frame marks as written without trust, and whether the programs trust frames
+    /// (None: no marks were written).
+    frames: Option<([u64; maps::FRAME_MARKS_LEN], FrameTrust)>,
 }
 
 /// What attaching came to, beside the loaded object and the kprobes' links.
@@ -62,6 +67,8 @@ pub(crate) struct Outcome {
     pub sizes: Sizes,
     /// When recording started.
     pub recording_since: RecordingSince,
+    /// The frame marks written, and the programs' trust in frames.
+    pub frames: Option<([u64; maps::FRAME_MARKS_LEN], FrameTrust)>,
 }
 
 impl Attached {
@@ -79,6 +86,7 @@ impl Attached {
             kernel_log,
             sizes,
             recording_since,
+            frames,
         } = outcome;
         Attached {
             ebpf,
@@ -90,6 +98,7 @@ impl Attached {
             sizes,
             misses_before_recording,
             recording_since,
+            frames,
         }
     }
 
@@ -101,6 +110,33 @@ impl Attached {
             kprobe_links: &self.kprobe_links,
             misses_before_recording: self.misses_before_recording,
         }
+    }
+
+    /// Where the programs trust caller frames because the kernel's preemption model, which
+    /// can be changed while they run, does not preempt kernel code
+    /// ([`FrameTrust::WhileModel`]): read the model again, and if it now preempts (or no
+    /// longer shows), make the programs check frames against the stack from now on. A
+    /// frame made while trusted stays trusted until its call returns or the thread's next
+    /// syscall. Reading one small file; called at each reading of the maps.
+    ///
+    /// # Errors
+    /// When the frame marks cannot be written: frames are still trusted then.
+    pub fn recheck_frame_trust(&mut self) -> Result<(), SwitchError> {
+        let Some((marks, FrameTrust::WhileModel)) = self.frames else {
+            return Ok(());
+        };
+        let model = Preemption::in_force();
+        if model.as_deref().is_some_and(Preemption::never_preempts) {
+            return Ok(());
+        }
+        switches::set_frame_marks(&mut self.ebpf, &marks)?;
+        self.frames = Some((marks, FrameTrust::Checked));
+        log::warn!(
+            "the kernel's preemption model is now {}: caller frames are checked against \
+             the stack from here on, as a preempted fexit program can miss a return",
+            model.as_deref().unwrap_or("not shown")
+        );
+        Ok(())
     }
 
     /// Read the maps: latency series per (probe, caller, cgroup), event counters, losses and

@@ -13,12 +13,12 @@ use tracer_common::{
 };
 
 use crate::{
-    calls::{Call, exit_hooks, on_entry},
+    calls::{exit_hooks, on_entry},
     globals::{
         DCACHE_DIES_AT_DPUT, DENTRY_D_FLAGS, DENTRY_D_HASH_PPREV, DENTRY_D_INODE, OFFSETS_VALID,
         global,
     },
-    helpers::{read_u32, read_u64},
+    helpers::{load_u32, load_u64, read_u32, read_u64},
     programs::{fentry_place, kprobe_place},
     record::lose_because,
 };
@@ -31,7 +31,8 @@ function_probe!(
     shrink_dcache_parent_fentry,
     shrink_dcache_parent_fexit
 );
-// d_delete reads its argument at entry: the dentry, whose outcome its return classifies.
+// Under kprobes d_delete's entry keeps its argument, the dentry whose outcome its return
+// classifies: a kretprobe is not given the arguments.
 
 #[kprobe]
 pub fn d_delete_entry(ctx: ProbeContext) -> u32 {
@@ -43,31 +44,32 @@ pub fn d_delete_entry(ctx: ProbeContext) -> u32 {
 }
 
 #[kretprobe]
-#[expect(
-    clippy::redundant_closure,
-    reason = "passed as a function item, it is called through an FnOnce shim that LLVM does not inline"
-)]
 pub fn d_delete_exit(_ctx: RetProbeContext) -> u32 {
-    exit_hooks(Probe::DDelete, |call| after_d_delete(call));
-    0
-}
-
-#[fentry]
-pub fn d_delete_fentry(ctx: FEntryContext) -> u32 {
-    let dentry = ctx.arg::<u64>(0);
-    on_entry(Probe::DDelete, fentry_place(&ctx, 1, Probe::DDelete), |t| {
-        t.d_delete_dentry = dentry;
+    exit_hooks(Probe::DDelete, |call| {
+        after_d_delete(call.dentry, || dentry_fields(call.dentry))
     });
     0
 }
 
+// Under fentry the exit is given the dentry itself, a typed argument: nothing is kept at
+// entry, and its fields are loaded directly, with no helper call.
+
+#[fentry]
+pub fn d_delete_fentry(ctx: FEntryContext) -> u32 {
+    on_entry(
+        Probe::DDelete,
+        fentry_place(&ctx, 1, Probe::DDelete),
+        |_| {},
+    );
+    0
+}
+
 #[fexit]
-#[expect(
-    clippy::redundant_closure,
-    reason = "passed as a function item, it is called through an FnOnce shim that LLVM does not inline"
-)]
-pub fn d_delete_fexit(_ctx: FExitContext) -> u32 {
-    exit_hooks(Probe::DDelete, |call| after_d_delete(call));
+pub fn d_delete_fexit(ctx: FExitContext) -> u32 {
+    let dentry = ctx.arg::<u64>(0);
+    exit_hooks(Probe::DDelete, |_| {
+        after_d_delete(dentry, || Some(typed_dentry_fields(dentry)))
+    });
     0
 }
 
@@ -118,16 +120,29 @@ fn dentry_fields(dentry: u64) -> Option<(u64, u32, u64)> {
     Some((word(inode_at)?, flags, word(pprev_at)?))
 }
 
-/// `d_delete(dentry)` returned: did it leave a cached negative dentry, or drop it? The
-/// answer goes into the call's `HIST` key, where userspace counts it per cgroup; `None`
-/// when not classified.
+/// [`dentry_fields`] of a dentry an fentry or fexit program was given as a typed argument:
+/// three loads the verifier checks against `struct dentry`.
 #[inline(always)]
-fn after_d_delete(call: &Call) -> Option<CounterId> {
-    let dentry = call.dentry;
+fn typed_dentry_fields(dentry: u64) -> (u64, u32, u64) {
+    (
+        load_u64(dentry, global(&DENTRY_D_INODE)),
+        load_u32(dentry, global(&DENTRY_D_FLAGS)),
+        load_u64(dentry, global(&DENTRY_D_HASH_PPREV)),
+    )
+}
+
+/// `d_delete(dentry)` returned: did it leave a cached negative dentry, or drop it? `fields`
+/// reads the dentry's (see [`dentry_fields`]). The answer goes into the call's `HIST` key,
+/// where userspace counts it per cgroup; `None` when not classified.
+#[inline(always)]
+fn after_d_delete(
+    dentry: u64,
+    fields: impl FnOnce() -> Option<(u64, u32, u64)>,
+) -> Option<CounterId> {
     if global(&OFFSETS_VALID) == 0 || dentry == 0 {
         return None;
     }
-    let Some((inode, flags, pprev)) = dentry_fields(dentry) else {
+    let Some((inode, flags, pprev)) = fields() else {
         lose_because(Loss::DentryReadFailures, dentry);
         return None;
     };

@@ -24,13 +24,22 @@ use crate::{
 #[tracepoint]
 pub fn contention_begin(ctx: TracePointContext) -> u32 {
     // Every contended lock on the host comes here: one load when no rmdir is in flight.
-    if !gate_open(false) {
-        return 0;
+    // The rest is a function of its own (a BPF call), so that this program's own frame
+    // saves no registers and reserves no stack: its prologue and epilogue are most of what
+    // a closed gate costs.
+    if gate_open(false) {
+        contention_begun(ctx);
     }
+    0
+}
+
+/// [`contention_begin`] with an rmdir in flight.
+#[inline(never)]
+fn contention_begun(ctx: TracePointContext) {
     let lock: u64 = unsafe { ctx.read_at(8) }.unwrap_or(0);
     // Two array reads for a lock no rmdir holds, as most are.
     let Some(holder) = slot_of(lock).map(|s| unsafe { *s }) else {
-        return 0;
+        return;
     };
     let pid_tgid = bpf_get_current_pid_tgid();
     if holder.tid != tid_of(pid_tgid) && holds(holder.tid, lock) {
@@ -48,16 +57,22 @@ pub fn contention_begin(ctx: TracePointContext) -> u32 {
             count(CounterId::LockWaitersBlocked, holder.cgroup);
         }
     }
-    0
 }
 
 /// `lock:contention_end(lock_addr, ret)`.
 #[tracepoint]
 pub fn contention_end(ctx: TracePointContext) -> u32 {
-    // Only a thread whose wait contention_begin timed has anything to close.
-    if !gate_open(true) {
-        return 0;
+    // Only a thread whose wait contention_begin timed has anything to close (a function of
+    // its own, as in `contention_begin`).
+    if gate_open(true) {
+        contention_ended(ctx);
     }
+    0
+}
+
+/// [`contention_end`] with a wait in flight.
+#[inline(never)]
+fn contention_ended(ctx: TracePointContext) {
     let lock: u64 = unsafe { ctx.read_at(8) }.unwrap_or(0);
     // Only the end of the wait contention_begin chose to time, on the same lock: a waiter
     // for an i_rwsem also contends on the way for other locks (the rwsem's wait_lock,
@@ -66,13 +81,12 @@ pub fn contention_end(ctx: TracePointContext) -> u32 {
         .get_ptr_mut(current_tid())
         .map(|t| unsafe { &mut *t })
     else {
-        return 0;
+        return;
     };
     if lock == 0 || t.lock_wait_addr != lock {
-        return 0;
+        return;
     }
     t.lock_wait_addr = 0;
     gate(true, u64::MAX);
     exit_hooks(Probe::InodeLockWait, |_| {});
-    0
 }

@@ -9,7 +9,10 @@ use aya_ebpf::{
 };
 use tracer_common::{
     Probe,
-    maps::{FENTRY_CALLED, FENTRY_JUMPED, FRAME_MARK_FENTRY_RETURN, FramePlace, returns_into},
+    maps::{
+        FENTRY_CALLED, FENTRY_JUMPED, FENTRY_TRUSTED, FRAME_MARK_FENTRY_RETURN, FramePlace,
+        returns_into,
+    },
 };
 
 use crate::{
@@ -34,11 +37,16 @@ pub(crate) fn kprobe_place(ctx: &ProbeContext) -> FramePlace {
 /// trampoline's frame pointer and, where the function calls its trampoline rather than
 /// jumping there, that call's return into the function. Which of the two the kernel does
 /// is found once, by the first program of a function whose address is known to look
-/// ([`FENTRY_CALLED`], [`FENTRY_JUMPED`]); until then, not known.
+/// ([`FENTRY_CALLED`], [`FENTRY_JUMPED`]); until then, not known. Not known either where
+/// userspace trusts every frame ([`FENTRY_TRUSTED`]).
 #[inline(always)]
 pub(crate) fn fentry_place(ctx: &FEntryContext, args: u64, probe: Probe) -> FramePlace {
-    let past_args = ctx.as_ptr() as u64 + 8 * args;
     let mut layout = frame_mark(FRAME_MARK_FENTRY_RETURN);
+    // No return can be missed: the frame needs no place, and nothing is read.
+    if layout == FENTRY_TRUSTED {
+        return FramePlace::NONE;
+    }
+    let past_args = ctx.as_ptr() as u64 + 8 * args;
     if layout == 0 {
         let function = frame_mark(usize::from(probe.id()));
         if function == 0 {

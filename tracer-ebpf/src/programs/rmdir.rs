@@ -16,7 +16,7 @@ use crate::{
     globals::{
         DENTRY_D_INODE, INODE_I_RWSEM, OFFSETS_VALID, VFS_RMDIR_ARGS, VFS_RMDIR_DIR_ARG, global,
     },
-    helpers::read_u64,
+    helpers::{load_u64, read_u64},
     maps::THREADS,
     programs::{fentry_place, kprobe_place},
     record::{lose, lose_because},
@@ -35,7 +35,9 @@ pub fn vfs_rmdir_entry(ctx: ProbeContext) -> u32 {
     } else {
         (args[1], args[2])
     };
-    vfs_rmdir_entered(dir, dentry, kprobe_place(&ctx));
+    vfs_rmdir_entered(dir, kprobe_place(&ctx), || {
+        read_u64(dentry + global(&DENTRY_D_INODE)).unwrap_or(0)
+    });
     0
 }
 
@@ -50,10 +52,19 @@ pub fn vfs_rmdir_fentry(ctx: FEntryContext) -> u32 {
     // A read past the function's arguments is refused; the verifier follows only the
     // branch the read-only global takes.
     let at = fentry_place(&ctx, global(&VFS_RMDIR_ARGS), Probe::VfsRmdir);
+    // Each branch reads its own arguments: one choosing an argument's index makes a
+    // context access at a variable offset, which the verifier refuses. The dentry is a
+    // typed argument: its inode is one load, no helper call.
     if global(&VFS_RMDIR_DIR_ARG) == 0 {
-        vfs_rmdir_entered(ctx.arg::<u64>(0), ctx.arg::<u64>(1), at);
+        let dentry = ctx.arg::<u64>(1);
+        vfs_rmdir_entered(ctx.arg::<u64>(0), at, || {
+            load_u64(dentry, global(&DENTRY_D_INODE))
+        });
     } else {
-        vfs_rmdir_entered(ctx.arg::<u64>(1), ctx.arg::<u64>(2), at);
+        let dentry = ctx.arg::<u64>(2);
+        vfs_rmdir_entered(ctx.arg::<u64>(1), at, || {
+            load_u64(dentry, global(&DENTRY_D_INODE))
+        });
     }
     0
 }
@@ -66,9 +77,10 @@ pub fn vfs_rmdir_fexit(_ctx: FExitContext) -> u32 {
 
 /// `vfs_rmdir([idmap,] dir, dentry)` entered: register the parent's and the victim's
 /// `i_rwsem`, so waits on them can be told apart from other lock contention. The thread's
-/// state, which timing the call looks up anyway, keeps what it registered.
+/// state, which timing the call looks up anyway, keeps what it registered. `victim_inode`
+/// reads the removed dentry's inode (0 where unreadable).
 #[inline(always)]
-fn before_vfs_rmdir(t: &mut Thread, tid: u32, dir: u64, dentry: u64) {
+fn before_vfs_rmdir(t: &mut Thread, tid: u32, dir: u64, victim_inode: impl FnOnce() -> u64) {
     // A return the kernel missed (kretprobes cap returns in flight) left this thread's
     // last registration behind: drop it before it is overwritten and forgotten.
     unregister_rmdir_locks(t, tid);
@@ -76,7 +88,7 @@ fn before_vfs_rmdir(t: &mut Thread, tid: u32, dir: u64, dentry: u64) {
         return;
     }
     let rwsem = global(&INODE_I_RWSEM);
-    let victim = read_u64(dentry + global(&DENTRY_D_INODE)).unwrap_or(0);
+    let victim = victim_inode();
     t.rmdir = RmdirLocks {
         parent: dir + rwsem,
         victim: if victim == 0 { 0 } else { victim + rwsem },
@@ -102,9 +114,9 @@ fn before_vfs_rmdir(t: &mut Thread, tid: u32, dir: u64, dentry: u64) {
 }
 
 /// `vfs_rmdir` entered: its locks registered and its start timed, with one lookup of the
-/// thread's state.
+/// thread's state. `victim_inode` as in [`before_vfs_rmdir`].
 #[inline(always)]
-fn vfs_rmdir_entered(dir: u64, dentry: u64, place: FramePlace) {
+fn vfs_rmdir_entered(dir: u64, place: FramePlace, victim_inode: impl FnOnce() -> u64) {
     let pid_tgid = bpf_get_current_pid_tgid();
     let t0 = unsafe { bpf_ktime_get_ns() };
     let tid = tid_of(pid_tgid);
@@ -121,7 +133,7 @@ fn vfs_rmdir_entered(dir: u64, dentry: u64, place: FramePlace) {
     };
     // Before this call's locks are registered: a stale vfs_rmdir's are unregistered.
     settle_frames(t, tid, place.at);
-    before_vfs_rmdir(t, tid, dir, dentry);
+    before_vfs_rmdir(t, tid, dir, victim_inode);
     if !is_self(pid_tgid) {
         let _ = entered(Probe::VfsRmdir, Some(t), t0, place, timed);
     }

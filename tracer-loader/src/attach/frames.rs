@@ -9,7 +9,7 @@ use tracer_common::{FUNCTIONS, Probe, maps};
 use tracer_core::snapshot::{AttachMethod, AttachState};
 
 use crate::{
-    host::kallsyms::Kallsyms,
+    host::{Preemption, kallsyms::Kallsyms},
     switches::{self, SwitchError},
 };
 
@@ -41,7 +41,61 @@ pub(super) enum MarkError {
     Set(SwitchError),
 }
 
-/// Give the programs the frame marks of the probes as attached (`states`).
+/// Whether the programs check a caller's frame against the stack, or trust it
+/// ([`maps::FENTRY_TRUSTED`]): a frame is left behind only by a return the kernel missed.
+/// Under fentry the kernel misses an fexit program's run only where that program can be
+/// preempted mid-run, on the same CPU as another run of it (the trampoline's recursion
+/// check); none of the traced functions is called from an interrupt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FrameTrust {
+    /// Frames are checked: a function is attached by kprobe (kretprobes can miss returns),
+    /// the kernel preempts kernel code, or what it does is not known.
+    Checked,
+    /// Every traced function is attached by fentry, and the kernel was built without
+    /// preemption: trusted for as long as the programs run.
+    Built,
+    /// Every traced function is attached by fentry, and the kernel, which chooses its
+    /// preemption model at boot or run time (`PREEMPT_DYNAMIC`), runs `none` or
+    /// `voluntary`: trusted while it does ([`crate::Attached::recheck_frame_trust`]).
+    WhileModel,
+}
+
+/// [`FrameTrust`] of the probes as attached (`states`) on a kernel whose symbols are
+/// `kallsyms` and whose preemption model in force is `model` (debugfs; None where it does
+/// not say). `misses_returns`: the test knob skips return programs' runs, as a kernel that
+/// misses returns does.
+fn frame_trust(
+    kallsyms: &Kallsyms,
+    states: &BTreeMap<Probe, AttachState>,
+    model: Option<&str>,
+    misses_returns: bool,
+) -> FrameTrust {
+    let method = |p: &Probe| match states.get(p) {
+        Some(AttachState::Attached { method, .. }) => Some(*method),
+        _ => None,
+    };
+    let methods: Vec<AttachMethod> = FUNCTIONS.iter().filter_map(method).collect();
+    if misses_returns
+        || methods.is_empty()
+        || methods.iter().any(|m| *m != AttachMethod::Fentry)
+        || kallsyms.is_empty()
+    {
+        return FrameTrust::Checked;
+    }
+    // `preempt_schedule` exists only in kernels built with preemption (CONFIG_PREEMPTION),
+    // `sched_dynamic_update` only where the model can change (CONFIG_PREEMPT_DYNAMIC).
+    if !kallsyms.has("preempt_schedule") {
+        return FrameTrust::Built;
+    }
+    if kallsyms.has("sched_dynamic_update") && model.is_some_and(Preemption::never_preempts) {
+        return FrameTrust::WhileModel;
+    }
+    FrameTrust::Checked
+}
+
+/// Give the programs the frame marks of the probes as attached (`states`), and tell them
+/// to trust frames where no return can be missed ([`FrameTrust`]). The marks written are
+/// returned with the trust, to be written again if that ends.
 ///
 /// # Errors
 /// A mark is not known, or the map cannot be written.
@@ -49,9 +103,21 @@ pub(super) fn set(
     ebpf: &mut Ebpf,
     kallsyms: &Kallsyms,
     states: &BTreeMap<Probe, AttachState>,
-) -> Result<(), MarkError> {
-    let marks = frame_marks(kallsyms, states)?;
-    switches::set_frame_marks(ebpf, &marks).map_err(MarkError::Set)
+    misses_returns: bool,
+) -> Result<([u64; maps::FRAME_MARKS_LEN], FrameTrust), MarkError> {
+    let mut marks = frame_marks(kallsyms, states)?;
+    let model = Preemption::in_force();
+    let trust = frame_trust(kallsyms, states, model.as_deref(), misses_returns);
+    log::debug!(
+        "caller frames: {trust:?} (preemption model in force: {})",
+        model.as_deref().unwrap_or("not shown")
+    );
+    let written = marks;
+    if trust != FrameTrust::Checked {
+        marks[maps::FRAME_MARK_FENTRY_RETURN] = maps::FENTRY_TRUSTED;
+    }
+    switches::set_frame_marks(ebpf, &marks).map_err(MarkError::Set)?;
+    Ok((written, trust))
 }
 
 /// Each function attached by fentry, its address; for those attached by kprobes, the
@@ -165,5 +231,79 @@ mod tests {
                 .to_string()
                 .contains("trampoline")
         );
+    }
+
+    #[test]
+    fn frames_are_trusted_only_where_every_function_is_fentry_and_nothing_preempts_it() {
+        let attached = |method, symbol: &str| AttachState::Attached {
+            method,
+            symbol: symbol.to_owned(),
+        };
+        let fentry = BTreeMap::from([
+            (Probe::VfsRmdir, attached(AttachMethod::Fentry, "vfs_rmdir")),
+            (Probe::DDelete, attached(AttachMethod::Fentry, "d_delete")),
+        ]);
+        // Linux 5.10 as Debian builds it: voluntary, no preemption code at all.
+        let built = Kallsyms::parse("ffffffff81700000 T vfs_rmdir\n");
+        // 6.1 to 7.3: PREEMPT_DYNAMIC, the model chosen at boot or run time.
+        let dynamic = Kallsyms::parse(
+            "ffffffff81700000 T vfs_rmdir\n\
+             ffffffff81100000 T preempt_schedule\n\
+             ffffffff81200000 T sched_dynamic_update\n",
+        );
+        // Built with CONFIG_PREEMPT, the model fixed.
+        let fixed = Kallsyms::parse(
+            "ffffffff81700000 T vfs_rmdir\n\
+             ffffffff81100000 T preempt_schedule\n",
+        );
+        assert_eq!(frame_trust(&built, &fentry, None, false), FrameTrust::Built);
+        for model in ["none", "voluntary"] {
+            assert_eq!(
+                frame_trust(&dynamic, &fentry, Some(model), false),
+                FrameTrust::WhileModel,
+                "{model}"
+            );
+        }
+        // Models that preempt a program mid-run, or one debugfs does not show.
+        for model in [Some("full"), Some("lazy"), Some("rt"), None] {
+            assert_eq!(
+                frame_trust(&dynamic, &fentry, model, false),
+                FrameTrust::Checked,
+                "{model:?}"
+            );
+        }
+        assert_eq!(
+            frame_trust(&fixed, &fentry, Some("voluntary"), false),
+            FrameTrust::Checked,
+            "a fixed preemptible build, whatever a stale file says"
+        );
+        // The test knob misses returns as a kernel can: frames are checked.
+        assert_eq!(
+            frame_trust(&built, &fentry, None, true),
+            FrameTrust::Checked
+        );
+        // Symbols not shown: nothing known of the kernel.
+        assert_eq!(
+            frame_trust(&Kallsyms::parse(""), &fentry, Some("none"), false),
+            FrameTrust::Checked
+        );
+        // One function by kprobe: its kretprobe can miss a return.
+        let mut mixed = fentry.clone();
+        mixed.insert(
+            Probe::ShrinkDcacheParent,
+            attached(AttachMethod::Kprobe, "shrink_dcache_parent"),
+        );
+        assert_eq!(
+            frame_trust(&built, &mixed, None, false),
+            FrameTrust::Checked
+        );
+        // No function attached (syscalls and tracepoints alone): nothing to trust.
+        let none = BTreeMap::from([(
+            Probe::VfsRmdir,
+            AttachState::Absent {
+                symbol: "vfs_rmdir".to_owned(),
+            },
+        )]);
+        assert_eq!(frame_trust(&built, &none, None, false), FrameTrust::Checked);
     }
 }

@@ -28,6 +28,9 @@ pub(super) struct Loaded {
     pub kernel_log: KernelLog,
     /// Whether the kernel's struct offsets were found (else a warning says what is lost).
     pub offsets_valid: bool,
+    /// Whether the test knob makes return programs skip runs, as a kernel that misses
+    /// returns does.
+    pub misses_returns: bool,
     /// The entries the resizable maps were given, and their memory.
     pub sizes: Sizes,
     /// The kernel's BTF as aya reads it, for fentry (none under `--attach kprobe`).
@@ -87,6 +90,7 @@ pub(super) fn load(
         ebpf,
         kernel_log,
         offsets_valid,
+        misses_returns: test_misses.is_some(),
         sizes,
         aya_btf,
         tracefs,

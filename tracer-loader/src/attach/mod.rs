@@ -11,7 +11,7 @@
 
 mod error;
 mod fentry;
-mod frames;
+pub(crate) mod frames;
 pub(crate) mod functions;
 mod kprobe;
 pub(crate) mod load;
@@ -166,13 +166,17 @@ pub fn attach_with_slow(
         &probes,
         &mut warnings,
     )?;
-    if let Err(why) = frames::set(&mut loaded.ebpf, &kallsyms, &states) {
-        warnings.push(format!(
-            "a caller frame left by a return the kernel missed is dropped only at the \
-             thread's next syscall, work item or exit, not as soon as the stack shows it \
-             gone: {why}"
-        ));
-    }
+    let frames = match frames::set(&mut loaded.ebpf, &kallsyms, &states, loaded.misses_returns) {
+        Ok(set) => Some(set),
+        Err(why) => {
+            warnings.push(format!(
+                "a caller frame left by a return the kernel missed is dropped only at the \
+                 thread's next syscall, work item or exit, not as soon as the stack shows it \
+                 gone: {why}"
+            ));
+            None
+        }
+    };
     // Only now, with every program in place, do the programs start recording.
     let recording_since = start_recording(&mut loaded.ebpf, &mut warnings)?;
     let Loaded {
@@ -191,6 +195,7 @@ pub fn attach_with_slow(
             kernel_log,
             sizes,
             recording_since,
+            frames,
         },
     ))
 }

@@ -42,6 +42,9 @@ pub fn kernel_version(release: &str) -> Option<(u32, u32)> {
     Some((major, minor))
 }
 
+/// Where a kernel built with `PREEMPT_DYNAMIC` shows, and takes, its preemption model.
+const DEBUGFS_PREEMPT: &str = "/sys/kernel/debug/sched/preempt";
+
 /// The running kernel's preemption model, as far as it can be learned.
 ///
 /// fentry trampolines run their programs with only migration disabled: under the `full`
@@ -62,13 +65,10 @@ impl Preemption {
     #[must_use]
     pub fn of_this_kernel() -> Preemption {
         let read = |p: &str| std::fs::read_to_string(p).ok();
-        if let Some(model) = read("/sys/kernel/debug/sched/preempt")
-            .as_deref()
-            .and_then(Self::from_debugfs)
-        {
+        if let Some(model) = Self::in_force() {
             return Preemption {
                 model: Some(model),
-                source: "/sys/kernel/debug/sched/preempt",
+                source: DEBUGFS_PREEMPT,
             };
         }
         if let Some(model) = read("/proc/cmdline").as_deref().and_then(|c| {
@@ -97,6 +97,22 @@ impl Preemption {
                 .and_then(Self::from_version),
             source: "the kernel's version string",
         }
+    }
+
+    /// The model in force on a kernel that chooses it at boot or run time
+    /// (`PREEMPT_DYNAMIC`), as debugfs shows it; None where it does not.
+    #[must_use]
+    pub fn in_force() -> Option<String> {
+        std::fs::read_to_string(DEBUGFS_PREEMPT)
+            .ok()
+            .as_deref()
+            .and_then(Self::from_debugfs)
+    }
+
+    /// Whether `model` runs kernel code without preempting it.
+    #[must_use]
+    pub fn never_preempts(model: &str) -> bool {
+        matches!(model, "none" | "voluntary")
     }
 
     /// `none voluntary (full) lazy`: the model in parentheses.

@@ -145,8 +145,12 @@ impl Events {
         Ok(())
     }
 
-    /// Take what the kernel sent since the last drain.
+    /// Take what the kernel sent since the last drain, and see that the programs' trust in
+    /// caller frames still holds.
     fn drain(&mut self, attached: &mut probes::Attached, slow: bool) {
+        if let Err(e) = attached.recheck_frame_trust() {
+            log::debug!("caller frames: {e}");
+        }
         if attached.cgroup_events {
             match attached.drain_cgroup_events() {
                 Ok(events) => {

@@ -305,6 +305,9 @@ impl Source for KernelSource {
     fn poll(&mut self, elapsed: Duration) -> anyhow::Result<Delta> {
         let duration_ns = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
         self.attached.kernel_log.drain();
+        if let Err(e) = self.attached.recheck_frame_trust() {
+            log::debug!("caller frames: {e}");
+        }
         let reading = self.attached.read_raw(meta(&self.info, 0))?;
         let mut snap = reading.since(&self.previous);
         snap.meta = meta(&self.info, duration_ns);
