@@ -8,14 +8,16 @@ pub const HIST: &str = "HIST";
 /// found `HIST` full. Totals stay exact past `HIST`'s capacity; only the per-cgroup detail
 /// of those calls is lost (they are reported as folded into `other`, not as lost).
 pub const HIST_OVERFLOW: &str = "HIST_OVERFLOW";
-/// Array of u64 per [`CounterId`]: events that found `COUNTERS` full.
+/// Array of u64 per [`CounterId`]: events that found `COUNTERS` full, and those counted in
+/// a `HIST` key ([`HistKey::event`]) whose call found `HIST` full.
 pub const COUNTER_OVERFLOW: &str = "COUNTER_OVERFLOW";
 /// Per-CPU array indexed by probe id: [`ProbeCounters`].
 pub const PROBE_COUNTERS: &str = "PROBE_COUNTERS";
 /// LRU hash: thread id -> [`Thread`], the traced calls in flight on each thread.
 pub const THREADS: &str = "THREADS";
-/// Hash shared by all CPUs: [`CounterKey`] -> events (negative dentries, ...), added
-/// atomically. Sized at load time.
+/// Hash shared by all CPUs: [`CounterKey`] -> events (lock waiters blocked), added
+/// atomically. Sized at load time. `d_delete`'s outcomes are not here but in its calls'
+/// `HIST` keys ([`HistKey`]).
 pub const COUNTERS: &str = "COUNTERS";
 /// Array of [`RmdirSlot`]s: the inode locks `vfs_rmdir` calls in flight hold, each in one of
 /// two slots its address hashes to (`tracer-ebpf`'s `slots_of`), so registering, finding
@@ -227,6 +229,14 @@ pub const SLOW_CALLS_BURST: u64 = 100;
 pub const SLOW_CALL_COST_NS: u64 = 1_000_000_000 / SLOW_CALLS_PER_S;
 
 /// Key of one histogram bucket. The bucket is the last field, as `ebpf_exporter` does.
+///
+/// `bucket` also carries the event a call caused, for the probes whose return classifies
+/// it (`d_delete`: a negative dentry kept, or the dentry dropped), so that one `HIST`
+/// lookup both records the call and counts the event in its cgroup: bits below
+/// [`HistKey::EVENT_SHIFT`] are the bucket index, the bits above are 0 for no event, else
+/// its [`CounterId`] plus one. A (cgroup, probe, caller) may so have a key per event in the same
+/// bucket: userspace counts each event from its keys' calls and merges the keys into one
+/// histogram. Every other probe's keys are their bucket index alone.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct HistKey {
@@ -236,8 +246,43 @@ pub struct HistKey {
     pub probe: u16,
     /// Innermost enclosing traced function on the same thread, or [`crate::NO_CALLER`].
     pub caller: u16,
-    /// Bucket index ([`crate::bucket_of`]).
+    /// Bucket index ([`crate::bucket_of`]), and above [`HistKey::EVENT_SHIFT`] the calls'
+    /// event ([`HistKey::bucket_with`]).
     pub bucket: u32,
+}
+
+const _: () = assert!(crate::hist::BUCKETS <= 1 << HistKey::EVENT_SHIFT);
+
+impl HistKey {
+    /// The bits of [`HistKey::bucket`] below this one hold the bucket index (there are
+    /// [`crate::hist::BUCKETS`]), the bits from it up the event.
+    pub const EVENT_SHIFT: u32 = 16;
+
+    /// [`HistKey::bucket`] of calls in bucket `index` that caused `event`.
+    #[inline(always)]
+    #[must_use]
+    pub const fn bucket_with(index: u32, event: Option<CounterId>) -> u32 {
+        match event {
+            Some(e) => index | (e as u32 + 1) << Self::EVENT_SHIFT,
+            None => index,
+        }
+    }
+
+    /// The bucket index ([`crate::bucket_of`]), without the event.
+    #[inline(always)]
+    #[must_use]
+    pub const fn bucket_index(&self) -> u32 {
+        self.bucket & ((1 << Self::EVENT_SHIFT) - 1)
+    }
+
+    /// The event the key's calls caused, if any.
+    #[must_use]
+    pub const fn event(&self) -> Option<CounterId> {
+        match self.bucket >> Self::EVENT_SHIFT {
+            0 => None,
+            n => CounterId::from_id(n - 1),
+        }
+    }
 }
 
 /// Count, sum, min and max of the latencies in nanoseconds of one histogram bucket's calls,
@@ -460,7 +505,8 @@ impl FramePlace {
     pub const NONE: FramePlace = FramePlace { at: 0, word: 0 };
 }
 
-/// Event counters kept per cgroup in `COUNTERS`.
+/// Event counters kept per cgroup: in `COUNTERS`, or for `d_delete`'s outcomes in its calls'
+/// `HIST` keys ([`HistKey::event`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]
 pub enum CounterId {
@@ -471,6 +517,19 @@ pub enum CounterId {
     /// A task began to wait for an inode lock a `vfs_rmdir` holds: counted in the cgroup of
     /// the thread holding it, so a cgroup's row shows the waiters its removals blocked.
     LockWaitersBlocked = 2,
+}
+
+impl CounterId {
+    /// The counter of an id (`CounterId as u32`), if there is one.
+    #[must_use]
+    pub const fn from_id(id: u32) -> Option<CounterId> {
+        match id {
+            0 => Some(CounterId::NegativeDentries),
+            1 => Some(CounterId::DroppedDentries),
+            2 => Some(CounterId::LockWaitersBlocked),
+            _ => None,
+        }
+    }
 }
 
 /// Key of one event counter.
@@ -886,6 +945,37 @@ mod tests {
                 .all(|f| u32::from(f.id()) < crate::probe::FUNCTION_COUNT)
         );
         assert_eq!(COUNTER_KINDS, CounterId::LockWaitersBlocked as u32 + 1);
+    }
+
+    #[test]
+    fn a_hist_keys_bucket_carries_its_calls_event_above_the_index() {
+        use crate::hist::BUCKETS;
+        let key = |bucket| HistKey {
+            cgroup: 7,
+            probe: crate::Probe::DDelete.id(),
+            caller: crate::NO_CALLER,
+            bucket,
+        };
+        let events = [
+            None,
+            Some(CounterId::NegativeDentries),
+            Some(CounterId::DroppedDentries),
+        ];
+        for index in [0, 1, BUCKETS / 2, BUCKETS - 1] {
+            let buckets = events.map(|e| HistKey::bucket_with(index, e));
+            for (e, b) in events.iter().zip(buckets) {
+                assert_eq!(key(b).bucket_index(), index);
+                assert_eq!(key(b).event(), *e);
+            }
+            // Without an event the key is the bucket index alone (every other probe's).
+            assert_eq!(buckets[0], index);
+            // Each event its own key, in the same bucket.
+            assert!(buckets[0] != buckets[1] && buckets[1] != buckets[2]);
+        }
+        for id in 0..COUNTER_KINDS {
+            assert_eq!(CounterId::from_id(id).map(|c| c as u32), Some(id));
+        }
+        assert_eq!(CounterId::from_id(COUNTER_KINDS), None);
     }
 
     #[test]

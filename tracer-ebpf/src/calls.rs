@@ -9,8 +9,8 @@ use aya_ebpf::helpers::{
 use tracer_common::{
     NO_CALLER, Probe, ProbeKind,
     maps::{
-        BEGUN_UNRECORDED, COST_RUN_CAP_NS, FramePlace, Frames, Loss, NOT_PRUNED, SETTLE_ENTERED,
-        SETTLE_RETURNED, SLOW_PRUNED, SlowCallEvent, Thread, cost_sampled,
+        BEGUN_UNRECORDED, COST_RUN_CAP_NS, CounterId, FramePlace, Frames, Loss, NOT_PRUNED,
+        SETTLE_ENTERED, SETTLE_RETURNED, SLOW_PRUNED, SlowCallEvent, Thread, cost_sampled,
     },
     probe::timed_slot,
 };
@@ -33,6 +33,29 @@ pub(crate) struct Call {
     pub(crate) dentry: u64,
     pub(crate) cgroup: u64,
     delta: u64,
+}
+
+/// What a probe's exit hook gives for its call before the call is recorded: the event the
+/// call caused, which goes into its `HIST` key
+/// ([`tracer_common::maps::HistKey::bucket_with`]). `()` for none, what every probe's hook
+/// but `d_delete`'s returns: a constant, so their keys stay the bucket index alone at no
+/// cost.
+pub(crate) trait CallEvent {
+    fn event(self) -> Option<CounterId>;
+}
+
+impl CallEvent for () {
+    #[inline(always)]
+    fn event(self) -> Option<CounterId> {
+        None
+    }
+}
+
+impl CallEvent for Option<CounterId> {
+    #[inline(always)]
+    fn event(self) -> Option<CounterId> {
+        self
+    }
 }
 
 /// A traced function, syscall or lock wait was entered by the current thread. One map
@@ -171,9 +194,15 @@ pub(crate) fn entered(
     true
 }
 
-/// The current thread returned from `probe` at `now`: record its latency.
+/// The current thread returned from `probe` at `now`: record its latency, keyed with the
+/// event `hook` (the probe's own) finds the call caused.
 #[inline(always)]
-fn on_exit(probe: Probe, thread: Option<&'static mut Thread>, now: u64) -> Option<Call> {
+fn on_exit<E: CallEvent>(
+    probe: Probe,
+    thread: Option<&'static mut Thread>,
+    now: u64,
+    hook: impl FnOnce(&Call) -> E,
+) -> Option<Call> {
     let slot = timed_slot(usize::from(probe.id()));
     let bit = 1u64 << probe.id();
     let start = thread.as_ref().map_or(0, |t| t.start_ns[slot]);
@@ -223,7 +252,8 @@ fn on_exit(probe: Probe, thread: Option<&'static mut Thread>, now: u64) -> Optio
         cgroup: unsafe { bpf_get_current_cgroup_id() },
         delta: now.saturating_sub(start),
     };
-    if !record(call.cgroup, probe.id(), call.caller, call.delta) {
+    let event = hook(&call).event();
+    if !record(call.cgroup, probe.id(), call.caller, call.delta, event) {
         add(&raw mut c.folded, 1);
     }
     // The pruning a vfs_rmdir did under its locks, for its slow-call event.
@@ -280,14 +310,15 @@ fn slow_call(probe: Probe, call: &Call, now: u64, pruned: u64) {
 }
 
 /// The current thread returned from `probe`: unless a test knob skips the return, its call
-/// is recorded, and `after` (the probe's own) is given it ([`exited`]).
+/// is given to `hook` (the probe's own), then recorded with the event the hook gives
+/// ([`exited`]).
 #[inline(always)]
-pub(crate) fn exit_hooks(probe: Probe, after: impl FnOnce(&Call)) {
+pub(crate) fn exit_hooks<E: CallEvent>(probe: Probe, hook: impl FnOnce(&Call) -> E) {
     if test_missed(probe) {
         return;
     }
     if let Some((t0, thread)) = returning() {
-        exited(probe, thread, t0, after);
+        exited(probe, thread, t0, hook);
     }
 }
 
@@ -307,21 +338,20 @@ pub(crate) fn returning() -> Option<(u64, Option<&'static mut Thread>)> {
 }
 
 /// [`exit_hooks`] of a thread other than tracer's, whose state the caller looked up, at
-/// `t0`. A call recorded is given to `after`, the probe's own, before the run's own time is
-/// taken.
+/// `t0`. A call to be recorded is given to `hook`, the probe's own, whose event goes into
+/// its key, before the run's own time is taken.
 #[inline(always)]
-pub(crate) fn exited(
+pub(crate) fn exited<E: CallEvent>(
     probe: Probe,
     thread: Option<&'static mut Thread>,
     t0: u64,
-    after: impl FnOnce(&Call),
+    hook: impl FnOnce(&Call) -> E,
 ) {
-    let Some(call) = on_exit(probe, thread, t0) else {
-        return;
-    };
     // The spans derived from vfs_rmdir's and shrink_dcache_parent's calls (inode lock held,
     // pruning under it) are their calls' series, renamed by userspace: nothing to record.
-    after(&call);
+    if on_exit(probe, thread, t0, hook).is_none() {
+        return;
+    }
     // Timed to here, a run counted in `exits`; the lookup only in a run that times itself.
     if cost_sampled(t0)
         && let Some(c) = counters(probe)

@@ -79,16 +79,25 @@ pub(crate) fn lose_because(loss: Loss, detail: u64) {
 }
 
 /// Add one call to its histogram bucket, which keeps the count, sum, min and max of its
-/// calls: one lookup, or a lookup and an insert for a bucket's first call. False when `HIST`
-/// is full: the call went to `HIST_OVERFLOW` (its cgroup not kept), and the caller counts
-/// it as folded.
+/// calls: one lookup, or a lookup and an insert for a bucket's first call. The `event` the
+/// call caused, if any, is in the key ([`HistKey::bucket_with`]), so that lookup counts it
+/// in the call's cgroup too. False when `HIST` is full: the call went to `HIST_OVERFLOW`
+/// and its event to `COUNTER_OVERFLOW` (their cgroup not kept), and the caller counts the
+/// call as folded.
 #[inline(always)]
-pub(crate) fn record(cgroup: u64, probe: u16, caller: u16, delta: u64) -> bool {
+pub(crate) fn record(
+    cgroup: u64,
+    probe: u16,
+    caller: u16,
+    delta: u64,
+    event: Option<CounterId>,
+) -> bool {
+    let index = bucket_of(delta);
     let key = HistKey {
         cgroup,
         probe,
         caller,
-        bucket: bucket_of(delta),
+        bucket: HistKey::bucket_with(index, event),
     };
     if let Some(b) = HIST.get_ptr_mut(key) {
         add_call(b, delta);
@@ -112,14 +121,14 @@ pub(crate) fn record(cgroup: u64, probe: u16, caller: u16, delta: u64) -> bool {
             }
             // Made and deleted (its cgroup removed) in between: the overflow keeps it.
             None => {
-                overflow(key, delta);
+                overflow(probe, caller, index, delta, event);
                 false
             }
         },
         // Full (E2BIG) or out of memory: the call still counts, in its (probe, caller)'s
         // overflow histogram.
         Err(_) => {
-            overflow(key, delta);
+            overflow(probe, caller, index, delta, event);
             false
         }
     }
@@ -144,11 +153,17 @@ fn add_call(b: *mut Stat, delta: u64) {
     add(&raw mut s.count, 1);
 }
 
-/// Record a call that found `HIST` full in its (probe, caller, bucket)'s overflow slot.
+/// Record a call that found `HIST` full in its (probe, caller, bucket)'s overflow slot,
+/// and count its event, if any, as [`count`] does an event that found `COUNTERS` full.
 #[inline(always)]
-fn overflow(key: HistKey, delta: u64) {
-    if let Some(b) = HIST_OVERFLOW.get_ptr_mut(overflow_index(key.probe, key.caller, key.bucket)) {
+fn overflow(probe: u16, caller: u16, bucket: u32, delta: u64, event: Option<CounterId>) {
+    if let Some(b) = HIST_OVERFLOW.get_ptr_mut(overflow_index(probe, caller, bucket)) {
         add_call(b, delta);
+    }
+    if let Some(e) = event
+        && let Some(n) = COUNTER_OVERFLOW.get_ptr_mut(e as u32)
+    {
+        add(n, 1);
     }
 }
 

@@ -20,7 +20,7 @@ use crate::{
     },
     helpers::{load_u32, load_u64, read_u32, read_u64},
     programs::{fentry_place, kprobe_place},
-    record::{count, lose_because},
+    record::lose_because,
 };
 
 function_probe!(
@@ -46,7 +46,7 @@ pub fn d_delete_entry(ctx: ProbeContext) -> u32 {
 #[kretprobe]
 pub fn d_delete_exit(_ctx: RetProbeContext) -> u32 {
     exit_hooks(Probe::DDelete, |call| {
-        after_d_delete(call.cgroup, call.dentry, || dentry_fields(call.dentry));
+        after_d_delete(call.dentry, || dentry_fields(call.dentry))
     });
     0
 }
@@ -67,8 +67,8 @@ pub fn d_delete_fentry(ctx: FEntryContext) -> u32 {
 #[fexit]
 pub fn d_delete_fexit(ctx: FExitContext) -> u32 {
     let dentry = ctx.arg::<u64>(0);
-    exit_hooks(Probe::DDelete, |call| {
-        after_d_delete(call.cgroup, dentry, || Some(typed_dentry_fields(dentry)));
+    exit_hooks(Probe::DDelete, |_| {
+        after_d_delete(dentry, || Some(typed_dentry_fields(dentry)))
     });
     0
 }
@@ -131,24 +131,28 @@ fn typed_dentry_fields(dentry: u64) -> (u64, u32, u64) {
     )
 }
 
-/// `d_delete(dentry)` returned, in `cgroup`: did it leave a cached negative dentry, or drop
-/// it? `fields` reads the dentry's (see [`dentry_fields`]).
+/// `d_delete(dentry)` returned: did it leave a cached negative dentry, or drop it? `fields`
+/// reads the dentry's (see [`dentry_fields`]). The answer goes into the call's `HIST` key,
+/// where userspace counts it per cgroup; `None` when not classified.
 #[inline(always)]
-fn after_d_delete(cgroup: u64, dentry: u64, fields: impl FnOnce() -> Option<(u64, u32, u64)>) {
+fn after_d_delete(
+    dentry: u64,
+    fields: impl FnOnce() -> Option<(u64, u32, u64)>,
+) -> Option<CounterId> {
     if global(&OFFSETS_VALID) == 0 || dentry == 0 {
-        return;
+        return None;
     }
     let Some((inode, flags, pprev)) = fields() else {
         lose_because(Loss::DentryReadFailures, dentry);
-        return;
+        return None;
     };
     // Negative and still hashed, on a filesystem that keeps unused dentries: it stays in
     // the dcache (ext4, xfs, ...). tmpfs and ramfs free it at the last dput: through
     // DCACHE_OP_DELETE up to 6.x, DCACHE_DONTCACHE on 7.x.
     let dies = unsafe { core::ptr::read_volatile(&DCACHE_DIES_AT_DPUT) };
     if inode == 0 && pprev != 0 && flags & dies == 0 {
-        count(CounterId::NegativeDentries, cgroup);
+        Some(CounterId::NegativeDentries)
     } else {
-        count(CounterId::DroppedDentries, cgroup);
+        Some(CounterId::DroppedDentries)
     }
 }

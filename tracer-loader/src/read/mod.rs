@@ -126,29 +126,45 @@ fn read_with(
 /// A series being read: its (bucket, calls) pairs and their total.
 type BucketsAndTotal = (Vec<(u32, u64)>, Stat);
 
-/// `HIST` into latency series: a series' buckets, and its count, sum, min and max from
-/// theirs.
+/// `HIST` into latency series and the events counted in its keys ([`add_hist`]).
 fn read_series(
     ebpf: &Ebpf,
     snap: &mut Snapshot,
     known: impl Fn(u64) -> u64,
 ) -> Result<(), CollectError> {
     let hist: HashMap<_, HistKey, Stat> = hash(ebpf, maps::HIST)?;
+    let rows = hist
+        .iter()
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| CollectError::Map(maps::HIST, e))?;
+    add_hist(snap, rows, known);
+    Ok(())
+}
+
+/// `HIST`'s entries into latency series: a series' buckets, and its count, sum, min and
+/// max from theirs. A key's event (`d_delete`'s outcome, [`HistKey::event`]) is counted
+/// once per call in the key's cgroup, and the keys of a (cgroup, probe, caller) that differ
+/// only by their event are one histogram.
+fn add_hist(
+    snap: &mut Snapshot,
+    rows: impl IntoIterator<Item = (HistKey, Stat)>,
+    known: impl Fn(u64) -> u64,
+) {
     let mut series: BTreeMap<(u64, u16, u16), BucketsAndTotal> = BTreeMap::new();
-    for item in &hist {
-        let (key, bucket) = item.map_err(|e| CollectError::Map(maps::HIST, e))?;
+    for (key, bucket) in rows {
         if bucket.count == 0 {
             continue;
+        }
+        if let Some(counter) = key.event().and_then(|e| counter_of(e as u32)) {
+            snap.count(counter, known(key.cgroup), bucket.count);
         }
         let (buckets, total) = series
             .entry((key.cgroup, key.probe, key.caller))
             .or_insert_with(|| (Vec::new(), EMPTY_STAT));
-        buckets.push((key.bucket, bucket.count));
+        buckets.push((key.bucket_index(), bucket.count));
         *total = merge_stats(*total, bucket);
     }
-
     add_series(snap, series, known);
-    Ok(())
 }
 
 /// `HIST_OVERFLOW`, the calls that found `HIST` full, into series of [`OTHER_CGROUP`]. Only
@@ -539,6 +555,95 @@ mod tests {
         let series = merge_stats(bucket, stat(4, 6_000, 1_100, 1_900));
         assert_eq!(series, stat(7, 6_310, 97, 1_900));
         assert_eq!(merge_stats(EMPTY_STAT, EMPTY_STAT).count, 0);
+    }
+
+    #[test]
+    fn d_deletes_outcomes_are_counted_per_cgroup_from_one_histogram_per_caller() {
+        use tracer_core::snapshot::SourceKind;
+        let (a, b, removed) = (101, 202, 303);
+        let known = |id| if id == removed { GONE_CGROUP } else { id };
+        let (neg, dropped) = (
+            Some(CounterId::NegativeDentries),
+            Some(CounterId::DroppedDentries),
+        );
+        // (cgroup, probe, caller, latency, outcome) of each call. 120 and 125 ns share a
+        // bucket, kept and dropped; 130 ns is a dentry that could not be read.
+        let calls = [
+            (a, Probe::DDelete, None, 120, neg),
+            (a, Probe::DDelete, None, 125, dropped),
+            (a, Probe::DDelete, None, 130, None),
+            (a, Probe::DDelete, None, 5_000, neg),
+            (a, Probe::DDelete, Some(Probe::VfsRmdir), 2_000, dropped),
+            (b, Probe::DDelete, None, 700, neg),
+            (b, Probe::DDelete, None, 700, neg),
+            (removed, Probe::DDelete, None, 900, dropped),
+            (a, Probe::VfsRmdir, None, 50_000, None),
+        ];
+        // The entries the kernel programs make of them: a key per (cgroup, probe, caller,
+        // bucket, outcome).
+        let mut hist: BTreeMap<HistKey, Stat> = BTreeMap::new();
+        for (cgroup, probe, caller, ns, event) in calls {
+            let key = HistKey {
+                cgroup,
+                probe: probe.id(),
+                caller: caller.map_or(NO_CALLER, Probe::id),
+                bucket: HistKey::bucket_with(tracer_common::bucket_of(ns), event),
+            };
+            let s = hist.entry(key).or_insert(EMPTY_STAT);
+            *s = merge_stats(
+                *s,
+                Stat {
+                    count: 1,
+                    sum_ns: ns,
+                    min_ns: ns,
+                    max_ns: ns,
+                },
+            );
+        }
+        assert_eq!(hist.len(), 8, "the 120 and 125 ns calls have a key each");
+        let meta = || Meta {
+            source: SourceKind::Kernel,
+            description: "capture".to_owned(),
+            kernel: None,
+            started_unix_ns: 0,
+            duration_ns: 1_000_000_000,
+        };
+        let mut snap = Snapshot::new(meta());
+        add_hist(&mut snap, hist, known);
+
+        let counted = |counter, cgroup| snap.counters.get(&(counter, cgroup)).copied();
+        assert_eq!(counted(Counter::NegativeDentries, a), Some(2));
+        assert_eq!(counted(Counter::DroppedDentries, a), Some(2));
+        assert_eq!(counted(Counter::NegativeDentries, b), Some(2));
+        assert_eq!(counted(Counter::DroppedDentries, b), None);
+        assert_eq!(counted(Counter::DroppedDentries, GONE_CGROUP), Some(1));
+        // The unread dentry is neither outcome; the other probe's call no event.
+        assert_eq!(snap.counter_total(Counter::NegativeDentries), 4);
+        assert_eq!(snap.counter_total(Counter::DroppedDentries), 3);
+        assert_eq!(snap.counters.len(), 4);
+
+        // One histogram per (cgroup, probe, caller), as if the outcomes were not keyed.
+        let ours = snap.series_mut(SeriesKey::new(Probe::DDelete, a)).clone();
+        assert_eq!(
+            (ours.count(), ours.sum_ns(), ours.min_ns(), ours.max_ns()),
+            (4, 5_375, Some(120), Some(5_000))
+        );
+        let per_bucket: Vec<u64> = ours.buckets().map(|(_, _, n)| n).collect();
+        assert_eq!(
+            per_bucket,
+            [2, 1, 1],
+            "120 and 125 ns in one bucket whatever their outcome, 130 ns and 5 us in others"
+        );
+        let mut plain = Snapshot::new(meta());
+        for (cgroup, probe, caller, ns, _) in calls {
+            let key = SeriesKey {
+                probe,
+                caller,
+                cgroup: known(cgroup),
+            };
+            plain.record(key, ns);
+        }
+        assert_eq!(snap.series, plain.series);
     }
 
     #[test]

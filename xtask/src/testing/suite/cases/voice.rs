@@ -7,7 +7,7 @@ use tracer_core::snapshot::{AttachMethod, Counter, Loss, OTHER_CGROUP, Probe, Sn
 use crate::testing::{
     harness::Verdict,
     suite::{
-        capture::{attached_with_all, dentries, exact, load_capture},
+        capture::{attached_with_all, exact, load_capture},
         case::{MODES, On, VmCase},
         results::{Results, capture_files},
     },
@@ -35,19 +35,19 @@ unset TRACER_MAP_ENTRIES
     },
 };
 
-/// `COUNTERS` of one entry under 20 unlinks on ext2, then 30 on tmpfs.
+/// `HIST` and `COUNTERS` of one entry under 20 unlinks on ext2, then 30 on tmpfs.
 pub const COUNTERS: VmCase = VmCase {
-    heading: "the kernel programs' own voice: COUNTERS of 1 entry, 20 unlinks on ext2 then 30 on tmpfs, --verbose",
+    heading: "the kernel programs' own voice: HIST and COUNTERS of 1 entry, 20 unlinks on ext2 then 30 on tmpfs, --verbose",
     on: On::Every,
     workload: r#"
-# The ext2 unlinks' negative dentries take the one entry (the workload's cgroup, negative);
-# the tmpfs unlinks' dropped dentries find the map full.
+# d_delete's outcome is counted in its call's HIST key: with one entry, nearly every call
+# and its outcome find the map full.
 voice_files='i=0; while [ $i -lt 20 ]; do touch /mnt/ext2/kept/v$i || exit 1; i=$((i+1)); done; i=0; while [ $i -lt 30 ]; do touch /tmp/vc/v$i || exit 1; i=$((i+1)); done'
 voice_unlinks='i=0; while [ $i -lt 20 ]; do rm /mnt/ext2/kept/v$i || exit 1; i=$((i+1)); done; i=0; while [ $i -lt 30 ]; do rm /tmp/vc/v$i || exit 1; i=$((i+1)); done'
 mkdir -p /tmp/vc
 for how in kprobe fentry; do
     if [ -d /mnt/ext2/kept ] && sh -c "$voice_files"; then
-        export TRACER_MAP_ENTRIES=COUNTERS=1
+        export TRACER_MAP_ENTRIES=HIST=1,COUNTERS=1
         capture voice_counters_$how "$voice_unlinks" --attach $how --verbose
         unset TRACER_MAP_ENTRIES
     fi
@@ -59,7 +59,7 @@ done
             let reads = capture_files(&stem);
             j.verdict(
                 mode,
-                "COUNTERS of 1 entry, 20 unlinks on ext2 then 30 on tmpfs: d_delete = 50, the 20 negative dentries in the workload's cgroup, the 30 dropped ones that found the map full under `other`, nothing lost",
+                "HIST and COUNTERS of 1 entry, 20 unlinks on ext2 then 30 on tmpfs: d_delete = 50, 20 negative and 30 dropped dentries, each cgroup's (the workload's, `other`) as many as its d_delete calls, those that found HIST full under `other`, nothing lost",
                 &reads.iter().map(String::as_str).collect::<Vec<_>>(),
                 |r| voice_counters(r, &stem, method),
             );
@@ -89,34 +89,65 @@ pub fn voice(files: &Results<'_>) -> Verdict {
     ))
 }
 
-/// Unlinks in the `voice_counters` workload on ext2: their negative dentries take the one
-/// entry of `COUNTERS`.
+/// Unlinks in the `voice_counters` workload on ext2: each leaves a negative dentry.
 const VOICE_KEPT: u64 = 20;
 
-/// Unlinks after them on tmpfs: their dropped dentries find `COUNTERS` full.
+/// Unlinks after them on tmpfs: each drops its dentry.
 const VOICE_DROPPED: u64 = 30;
 
-/// `TRACER_MAP_ENTRIES=COUNTERS=1 tracer capture --verbose` of 20 unlinks on ext2, then 30
-/// on tmpfs: `d_delete`'s exit program says once why an event counter could not be added
-/// (E2BIG), the report counts one counter drop per tmpfs unlink and `--verbose` explains
-/// them, and what fitted is still counted exactly (every `d_delete` timed, the 20 negative
-/// dentries in the workload's cgroup).
+/// `TRACER_MAP_ENTRIES=HIST=1,COUNTERS=1 tracer capture --verbose` of 20 unlinks on ext2,
+/// then 30 on tmpfs: every `d_delete` is timed and its outcome counted, in the cgroup its
+/// call is in (the workload's, or `other` for the calls that found `HIST` full), so each
+/// cgroup has as many outcomes as `d_delete` calls; nothing is lost and the kernel programs
+/// say nothing.
 pub fn voice_counters(files: &Results<'_>, file: &str, method: AttachMethod) -> Verdict {
     let s = load_capture(files, file)?;
     attached_with_all(&s, method, Probe::DDelete)?;
     exact(&s, Probe::DDelete, VOICE_KEPT + VOICE_DROPPED)?;
-    // The ext2 unlinks' counter took the one entry; the tmpfs ones found the map full and
-    // still count, under `other`: nothing lost, nothing said.
-    let kept = dentries(&s, VOICE_KEPT, 0)?;
-    let other = s
-        .counters
-        .get(&(Counter::DroppedDentries, OTHER_CGROUP))
-        .copied()
-        .unwrap_or(0);
-    if other != VOICE_DROPPED {
+    let (negative, dropped) = (
+        s.counter_total(Counter::NegativeDentries),
+        s.counter_total(Counter::DroppedDentries),
+    );
+    if (negative, dropped) != (VOICE_KEPT, VOICE_DROPPED) {
         return Err(format!(
-            "dropped_dentries under `other` = {other}, expected the {VOICE_DROPPED} that found \
-             COUNTERS full; {kept}"
+            "negative_dentries = {negative}, dropped_dentries = {dropped} in all; expected \
+             {VOICE_KEPT} and {VOICE_DROPPED}"
+        ));
+    }
+    let own = s
+        .command
+        .as_ref()
+        .and_then(|c| c.cgroup)
+        .ok_or("the workload had no cgroup of its own")?;
+    let mut seen = Vec::new();
+    for (name, cgroup) in [("the workload's cgroup", own), ("`other`", OTHER_CGROUP)] {
+        let calls = s
+            .total_where(|k| k.probe == Probe::DDelete && k.cgroup == cgroup)
+            .count();
+        let get = |c| s.counters.get(&(c, cgroup)).copied().unwrap_or(0);
+        let (n, d) = (
+            get(Counter::NegativeDentries),
+            get(Counter::DroppedDentries),
+        );
+        if n + d != calls {
+            return Err(format!(
+                "{name}: d_delete = {calls}, but negative_dentries = {n} and dropped_dentries \
+                 = {d}: an outcome is not where its call is"
+            ));
+        }
+        seen.push(format!(
+            "{name}: d_delete = {calls}, {n} negative, {d} dropped"
+        ));
+    }
+    let folded = s.probes.get(&Probe::DDelete).map_or(0, |st| st.folded);
+    let other = s
+        .total_where(|k| k.probe == Probe::DDelete && k.cgroup == OTHER_CGROUP)
+        .count();
+    if folded == 0 || folded != other {
+        return Err(format!(
+            "d_delete folded = {folded}, d_delete under `other` = {other}: HIST of one entry \
+             must fold calls, each under `other`; {}",
+            seen.join("; ")
         ));
     }
     if let Some(n) = s.losses.get(&Loss::CounterDrops) {
@@ -130,9 +161,7 @@ pub fn voice_counters(files: &Results<'_>, file: &str, method: AttachMethod) -> 
             "the kernel programs spoke of a loss there is not: {l}"
         ));
     }
-    Ok(format!(
-        "{kept} in the workload's cgroup; dropped_dentries = {other} under `other`, no loss"
-    ))
+    Ok(format!("{}; no loss", seen.join("; ")))
 }
 
 /// The one message the kernel programs (target `tracer::kernel`) wrote in `log`, which
