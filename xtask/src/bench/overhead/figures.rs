@@ -367,6 +367,9 @@ pub(super) struct ModeFigures {
     /// Workload (index into [`WORKLOADS`]) -> attach point -> row; a workload with no row
     /// had no tracer program run.
     pub(super) rows: BTreeMap<usize, BTreeMap<Point, Row>>,
+    /// Where the peer ran and tracer did not ([`missing`]): the mode's figures are not
+    /// tracer's whole cost.
+    pub(super) missing: Vec<String>,
 }
 
 /// One boot's figures, read from its result files.
@@ -500,6 +503,9 @@ fn read_mode(
         let Some(mine) = costs.get("tracer") else {
             continue;
         };
+        figures
+            .missing
+            .extend(missing(mine, costs.get("peer"), workload));
         for (point, run) in mine {
             if run.calls == 0 {
                 continue;
@@ -524,6 +530,33 @@ fn read_mode(
         }
     }
     Some(figures)
+}
+
+/// The peer doing the same job runs at these points, with at least this many calls, where a
+/// tracer program must run too.
+const PEER_CALLS_NEEDING_TRACER: u64 = 10;
+
+/// The points where the peer ran at least [`PEER_CALLS_NEEDING_TRACER`] calls and tracer's
+/// program ran none, in `workload`: a tracer program not attached (refused by the
+/// verifier, say), whose absence would make every figure of the workload look cheaper.
+fn missing(
+    mine: &BTreeMap<Point, Pass>,
+    peer: Option<&BTreeMap<Point, Pass>>,
+    workload: &str,
+) -> Vec<String> {
+    peer.into_iter()
+        .flatten()
+        .filter(|(point, run)| {
+            run.calls >= PEER_CALLS_NEEDING_TRACER && mine.get(*point).is_none_or(|r| r.calls == 0)
+        })
+        .map(|(point, run)| {
+            format!(
+                "{workload}: no tracer program ran at {} where the peer ran {} calls",
+                point.show(),
+                run.calls
+            )
+        })
+        .collect()
 }
 
 /// Whose each program of one attach mode's measuring is, and where it runs.
@@ -675,6 +708,41 @@ pub(super) fn spans(marks: &[Mark]) -> BTreeMap<(String, String), f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_point_the_peer_ran_and_tracer_did_not_is_named() {
+        let at = |target: &str, exit| Point {
+            target: target.to_owned(),
+            exit,
+        };
+        let ran = |calls| Pass {
+            calls,
+            ns: Some(500.0),
+        };
+        let mine = BTreeMap::from([
+            (at("vfs_rmdir", false), ran(2000)),
+            (at("d_delete", true), ran(0)),
+        ]);
+        let peer = BTreeMap::from([
+            (at("vfs_rmdir", false), ran(2000)),
+            (at("d_delete", true), ran(2000)),
+            (at("d_delete", false), ran(2000)),
+            // A handful of calls (a stray umount): not enough to ask for tracer's.
+            (at("namespace_unlock", false), ran(3)),
+        ]);
+        assert_eq!(
+            missing(&mine, Some(&peer), "rmdir"),
+            [
+                "rmdir: no tracer program ran at d_delete entry where the peer ran 2000 calls",
+                "rmdir: no tracer program ran at d_delete exit where the peer ran 2000 calls",
+            ]
+        );
+        assert!(
+            missing(&mine, None, "rmdir").is_empty(),
+            "no peer (5.10): nothing to compare"
+        );
+        assert!(missing(&peer, Some(&peer), "rmdir").is_empty());
+    }
 
     #[test]
     fn attach_points_come_from_perf_and_links() {

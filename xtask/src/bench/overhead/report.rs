@@ -339,7 +339,7 @@ pub(super) fn report(kernel: &str, boots: &[BootFigures], worst: &mut Worst) -> 
         r.mode(mode, worst);
     }
     r.footer();
-    (r.out, r.exact)
+    (r.out, r.exact && r.complete)
 }
 
 /// One kernel's report as it is written: the text so far, and what its tables share.
@@ -355,6 +355,8 @@ struct Report<'a> {
     out: String,
     /// The notes printed so far (each once).
     notes: BTreeSet<String>,
+    /// Whether tracer's programs ran wherever the peer's did: else the run fails.
+    complete: bool,
     /// Rows whose figures spread more than [`MAX_SPREAD`] over the boots.
     spread_rows: Vec<String>,
     reproduced: Reproduced,
@@ -372,6 +374,7 @@ impl<'a> Report<'a> {
             unit: "ns",
             out: String::new(),
             notes: BTreeSet::new(),
+            complete: true,
             spread_rows: Vec::new(),
             reproduced: Reproduced::default(),
         };
@@ -489,6 +492,12 @@ impl<'a> Report<'a> {
             for note in &m.notes {
                 if self.notes.insert(format!("{mode} {note}")) {
                     let _ = writeln!(self.out, "note: {note}");
+                }
+            }
+            for gap in &m.missing {
+                if self.notes.insert(format!("{mode} {gap}")) {
+                    let _ = writeln!(self.out, "NOT tracer's whole cost: {gap}");
+                    self.complete = false;
                 }
             }
         }
@@ -1148,7 +1157,8 @@ mod tests {
         );
         assert!(
             line("workloads: tracer's added").starts_with("  met: ")
-                && line("workloads: tracer's added").ends_with("worst 0.30 (unlink on 6.1, fentry)")
+                && line("workloads: tracer's added")
+                    .ends_with("worst 0.30 (unlink on 6.1, fentry)")
         );
         assert!(
             line("mkdir+rmdir").starts_with("  NOT met: ")
