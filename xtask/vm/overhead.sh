@@ -267,6 +267,9 @@ scripts() {
 # is attached. Under emulation compiling alone takes minutes, so the wait is long, but
 # bounded. Its pid in /tmp/pid.ROLE.MODE; 0 when it failed to start (the console says how).
 start() {
+    # Emptied first: the background job opens its output after the fork, and a wait that
+    # ran before then would read an earlier start's `ready` and time runs during compiling.
+    : > /tmp/$1.$2.out
     $bpftrace /tmp/$1.$2.bt > /tmp/$1.$2.out 2>&1 &
     pid=$!
     k=0
