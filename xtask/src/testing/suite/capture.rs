@@ -8,7 +8,9 @@ use std::{
 };
 
 use tracer_core::findings::Assessment;
-use tracer_core::snapshot::{AttachMethod, AttachState, Counter, Loss, Probe, ProbeKind, Snapshot};
+use tracer_core::snapshot::{
+    AttachMethod, AttachState, CgroupId, Counter, Loss, Probe, ProbeKind, Snapshot,
+};
 
 use super::results::Results;
 use crate::testing::harness::{CANNOT, Verdict};
@@ -30,6 +32,17 @@ pub fn attached_with_all(s: &Snapshot, method: AttachMethod, needs: Probe) -> Re
     attached_with(s, needs, method)
 }
 
+/// The cgroup the capture's command ran in, its own.
+///
+/// # Errors
+/// The command had none (it ran in tracer's).
+pub fn own_cgroup(s: &Snapshot) -> Result<CgroupId, String> {
+    s.command
+        .as_ref()
+        .and_then(|c| c.cgroup)
+        .ok_or_else(|| "the workload had no cgroup of its own".to_owned())
+}
+
 /// `(probe, caller, calls)` a workload must show in its own cgroup.
 pub type Callers<'a> = &'a [(Probe, Option<Probe>, u64)];
 
@@ -37,11 +50,7 @@ pub type Callers<'a> = &'a [(Probe, Option<Probe>, u64)];
 /// caller for those probes; and nowhere is a grace-period wait the caller of another, or a
 /// syscall or a derived span anyone's caller.
 pub fn callers(s: &Snapshot, want: Callers<'_>) -> Verdict {
-    let own = s
-        .command
-        .as_ref()
-        .and_then(|c| c.cgroup)
-        .ok_or("the workload had no cgroup of its own")?;
+    let own = own_cgroup(s)?;
     let mut seen = Vec::new();
     for &(probe, caller, n) in want {
         let got = s
@@ -76,11 +85,7 @@ pub fn callers(s: &Snapshot, want: Callers<'_>) -> Verdict {
 
 /// `d_delete` outcomes of the workload: `negative` kept in the dcache, `dropped`.
 pub fn dentries(s: &Snapshot, negative: u64, dropped: u64) -> Verdict {
-    let own = s
-        .command
-        .as_ref()
-        .and_then(|c| c.cgroup)
-        .ok_or("the workload had no cgroup of its own")?;
+    let own = own_cgroup(s)?;
     let get = |c: Counter| s.counters.get(&(c, own)).copied().unwrap_or(0);
     let (n, d) = (
         get(Counter::NegativeDentries),

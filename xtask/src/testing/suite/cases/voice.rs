@@ -7,7 +7,7 @@ use tracer_core::snapshot::{AttachMethod, Counter, Loss, OTHER_CGROUP, Probe, Sn
 use crate::testing::{
     harness::Verdict,
     suite::{
-        capture::{attached_with_all, exact, load_capture},
+        capture::{attached_with_all, exact, load_capture, own_cgroup},
         case::{MODES, On, VmCase},
         results::{Results, capture_files},
     },
@@ -114,11 +114,7 @@ pub fn voice_counters(files: &Results<'_>, file: &str, method: AttachMethod) -> 
              {VOICE_KEPT} and {VOICE_DROPPED}"
         ));
     }
-    let own = s
-        .command
-        .as_ref()
-        .and_then(|c| c.cgroup)
-        .ok_or("the workload had no cgroup of its own")?;
+    let own = own_cgroup(&s)?;
     let mut seen = Vec::new();
     for (name, cgroup) in [("the workload's cgroup", own), ("`other`", OTHER_CGROUP)] {
         let calls = s
