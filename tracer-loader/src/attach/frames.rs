@@ -94,8 +94,9 @@ fn frame_trust(
 }
 
 /// Give the programs the frame marks of the probes as attached (`states`), and tell them
-/// to trust frames where no return can be missed ([`FrameTrust`]). The marks written are
-/// returned with the trust, to be written again if that ends.
+/// to trust frames where no return can be missed ([`FrameTrust`]) on a kernel of
+/// `preemption` (as read before loading). The marks written are returned with the trust,
+/// to be written again if that ends.
 ///
 /// # Errors
 /// A mark is not known, or the map cannot be written.
@@ -103,14 +104,15 @@ pub(super) fn set(
     ebpf: &mut Ebpf,
     kallsyms: &Kallsyms,
     states: &BTreeMap<Probe, AttachState>,
+    preemption: &Preemption,
     misses_returns: bool,
 ) -> Result<([u64; maps::FRAME_MARKS_LEN], FrameTrust), MarkError> {
     let mut marks = frame_marks(kallsyms, states)?;
-    let model = Preemption::in_force();
-    let trust = frame_trust(kallsyms, states, model.as_deref(), misses_returns);
+    let model = preemption.shown_in_force();
+    let trust = frame_trust(kallsyms, states, model, misses_returns);
     log::debug!(
         "caller frames: {trust:?} (preemption model in force: {})",
-        model.as_deref().unwrap_or("not shown")
+        model.unwrap_or("not shown")
     );
     let written = marks;
     if trust != FrameTrust::Checked {

@@ -166,7 +166,13 @@ pub fn attach_with_slow(
         &probes,
         &mut warnings,
     )?;
-    let frames = match frames::set(&mut loaded.ebpf, &kallsyms, &states, loaded.misses_returns) {
+    let frames = match frames::set(
+        &mut loaded.ebpf,
+        &kallsyms,
+        &states,
+        &preempts,
+        loaded.misses_returns,
+    ) {
         Ok(set) => Some(set),
         Err(why) => {
             warnings.push(format!(

@@ -109,6 +109,14 @@ impl Preemption {
             .and_then(Self::from_debugfs)
     }
 
+    /// The model in force as [`Preemption::in_force`] read it, when this was read there.
+    #[must_use]
+    pub fn shown_in_force(&self) -> Option<&str> {
+        (self.source == DEBUGFS_PREEMPT)
+            .then_some(self.model.as_deref())
+            .flatten()
+    }
+
     /// Whether `model` runs kernel code without preempting it.
     #[must_use]
     pub fn never_preempts(model: &str) -> bool {
@@ -268,6 +276,19 @@ mod tests {
         assert_eq!(
             Preemption::from_version("#1 SMP PREEMPT Mon").as_deref(),
             Some("full")
+        );
+        // Only a model debugfs showed is the one in force; a built default is not.
+        let read = |model: &str, source| Preemption {
+            model: Some(model.to_owned()),
+            source,
+        };
+        assert_eq!(
+            read("voluntary", DEBUGFS_PREEMPT).shown_in_force(),
+            Some("voluntary")
+        );
+        assert_eq!(
+            read("voluntary", "the kernel's config").shown_in_force(),
+            None
         );
     }
 }
