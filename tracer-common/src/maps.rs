@@ -374,7 +374,8 @@ pub struct Thread {
     /// `bpf_ktime_get_ns` at each timed probe's entry, at [`crate::probe::timed_slot`] of
     /// its id; 0 when not in flight.
     pub start_ns: [u64; crate::probe::TIMED_COUNT as usize],
-    /// `d_delete`'s dentry argument, for its exit.
+    /// `d_delete`'s dentry argument, for its exit under kprobes (a kretprobe is not given
+    /// the arguments; an fexit program is).
     pub d_delete_dentry: u64,
     /// The address of the inode lock the thread waits for (`inode_lock_wait` in flight),
     /// so that only the end of that wait closes it; 0 when none.
