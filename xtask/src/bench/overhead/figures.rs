@@ -51,9 +51,11 @@ pub(super) const WORKLOADS: [(&str, u64, &str); 7] = [
 /// every task on the host pays. Not one of the goals' workloads.
 pub(super) const SYSCALLS: &str = "syscalls";
 
-/// The workload of one-call threads: its guest time traced over untraced is the whole life
-/// of a thread whose one traced call is its first, the cost no per-call median of a busy
-/// thread shows. Reported as the first call's figure, not one of the goals' workloads.
+/// The workload of one-call threads: the whole life of a thread whose one traced call is
+/// its first, the cost no per-call median of a busy thread shows. Its programs' instructions
+/// per thread are the first call's figure; its guest time per thread, traced over
+/// untraced, is printed beside for reference. Not one of the goals' added-instruction
+/// workloads.
 pub(super) const FIRST: &str = "first";
 
 /// Sent by the guest: how it timed the workloads, [`TIMED_STATS_OFF`] its line when no
