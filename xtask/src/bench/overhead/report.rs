@@ -50,6 +50,11 @@ pub(super) struct Worst {
     /// The largest spread over the boots, in %, of the entry and exit pairs of >= 100 calls
     /// in the workloads of one thread.
     pub(super) one_thread: Option<f64>,
+    /// Where [`Worst::one_thread`] was, and the largest spread of tracer's own figure of
+    /// such a pair, and where: whether a pair that did not reproduce was tracer's or the
+    /// peer's.
+    pub(super) one_thread_at: Option<String>,
+    pub(super) one_thread_tracer: Option<(f64, String)>,
 }
 
 /// Rows with fewer calls are left out of the last line's worst figures.
@@ -148,12 +153,25 @@ impl Worst {
         self.net = slot.map(|(r, (p, k, m))| (r, p, k, m));
     }
 
-    fn one_thread(&mut self, workload: &str, spread: f64, calls: u64) {
-        if calls >= MIN_CALLS
-            && !TWO_CPU_WORKLOADS.contains(&workload)
-            && self.one_thread.is_none_or(|s| spread > s)
-        {
+    /// A pair of the workloads of one thread: its spread over the boots (the larger of
+    /// tracer's and the peer's), and tracer's own.
+    fn one_thread(
+        &mut self,
+        workload: &str,
+        spread: f64,
+        tracer: Option<f64>,
+        calls: u64,
+        at: impl Fn() -> String,
+    ) {
+        if calls < MIN_CALLS || TWO_CPU_WORKLOADS.contains(&workload) {
+            return;
+        }
+        if self.one_thread.is_none_or(|s| spread > s) {
             self.one_thread = Some(spread);
+            self.one_thread_at = Some(at());
+        }
+        if let Some(t) = tracer {
+            keep_max(&mut self.one_thread_tracer, t, at);
         }
     }
 
@@ -318,7 +336,12 @@ pub(super) fn goals(worst: &Worst) -> String {
             format!(
                 "every entry and exit pair of at least {MIN_CALLS} calls in the workloads of one thread within {MAX_SPREAD}% over the boots"
             ),
-            worst.one_thread.map(|s| (s, "spread in %".to_owned())),
+            worst.one_thread.map(|s| {
+                (
+                    s,
+                    format!("%, {}", worst.one_thread_at.as_deref().unwrap_or("?")),
+                )
+            }),
             MAX_SPREAD,
             2,
         ),
@@ -347,9 +370,13 @@ pub(super) fn goals(worst: &Worst) -> String {
     let all_rows = worst
         .spread
         .map_or_else(|| "?".to_owned(), |s| format!("{s:.2}"));
+    let tracer_pairs = worst
+        .one_thread_tracer
+        .as_ref()
+        .map_or_else(|| "?".to_owned(), |(s, at)| format!("{s:.2}% ({at})"));
     let _ = writeln!(
         out,
-        "  for reference: worst raw tracer/bpftrace per call {raw}; worst workload traced/untraced under the default attach {traced}; one-call threads' added instructions over the whole workload (the processes' own noise in it) tracer/bpftrace {first}; every row of at least {MIN_CALLS} calls within {all_rows}% over the boots"
+        "  for reference: worst raw tracer/bpftrace per call {raw}; worst workload traced/untraced under the default attach {traced}; one-call threads' added instructions over the whole workload (the processes' own noise in it) tracer/bpftrace {first}; every row of at least {MIN_CALLS} calls within {all_rows}% over the boots; tracer's own figure of every pair of the workloads of one thread within {tracer_pairs}"
     );
     out
 }
@@ -955,7 +982,12 @@ impl<'a> Report<'a> {
         }
         if self.icount && self.exact {
             if let Some(s) = pair_spread {
-                worst.one_thread(workload, s, calls);
+                worst.one_thread(workload, s, figs[0].spread, calls, || {
+                    format!(
+                        "{target} entry+exit in {workload}, kernel {}, mode {mode}",
+                        self.kernel
+                    )
+                });
             }
             // Lock waits are judged against the empty program, not the peer; the two-vCPU
             // workloads' calls are reported, not judged; the one-call threads' are judged
@@ -1507,6 +1539,14 @@ mod tests {
         );
         // The pair's tracer figures 1000, 1004, 1008, the peer's 2000: 0.8% apart.
         assert!((w.one_thread.unwrap() - 8.0 / 1004.0 * 100.0).abs() < 1e-9);
+        // Tracer's own figure moved as much: the spread is tracer's, and said where.
+        let (own, at) = w.one_thread_tracer.clone().unwrap();
+        assert!((own - 8.0 / 1004.0 * 100.0).abs() < 1e-9);
+        assert_eq!(
+            at,
+            "vfs_rmdir entry+exit in rmdir, kernel 6.12, mode fentry"
+        );
+        assert_eq!(w.one_thread_at.as_deref(), Some(at.as_str()));
         assert_eq!(w.rmdir, Some((1.1, "rmdir on 6.12, fentry".to_owned())));
         // No peer timed: no added ratio.
         assert_eq!(w.added, None);
