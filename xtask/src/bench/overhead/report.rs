@@ -339,7 +339,7 @@ pub(super) fn goals(worst: &Worst) -> String {
             worst.one_thread.map(|s| {
                 (
                     s,
-                    format!("%, {}", worst.one_thread_at.as_deref().unwrap_or("?")),
+                    format!("in %: {}", worst.one_thread_at.as_deref().unwrap_or("?")),
                 )
             }),
             MAX_SPREAD,
