@@ -37,7 +37,7 @@ pub(super) struct Worst {
     /// on which kernel and mode (not [`SYSCALLS`] nor [`FIRST`]).
     pub(super) added: Option<(f64, String)>,
     /// A one-call thread's traced calls as its programs count them (entry, exit, the state
-    /// made and freed), tracer's over the peer's, and where: [`Report::first_life`].
+    /// made and freed), tracer's over the peer's, and where: [`Report::programs`].
     pub(super) first: Option<(f64, String)>,
     /// The one-call threads' added guest instructions over the whole workload, tracer's
     /// over the peer's: printed for reference, the processes' own noise in it.
