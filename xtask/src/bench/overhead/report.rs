@@ -48,12 +48,10 @@ pub(super) struct Worst {
     /// tracepoint, and which (every row).
     pub(super) lock: Option<(f64, String)>,
     /// The largest spread over the boots, in %, of the entry and exit pairs of >= 100 calls
-    /// in the workloads of one thread.
-    pub(super) one_thread: Option<f64>,
-    /// Where [`Worst::one_thread`] was, and the largest spread of tracer's own figure of
-    /// such a pair, and where: whether a pair that did not reproduce was tracer's or the
-    /// peer's.
-    pub(super) one_thread_at: Option<String>,
+    /// in the workloads of one thread, and which pair.
+    pub(super) one_thread: Option<(f64, String)>,
+    /// The largest spread of tracer's own figure of such a pair, and which: whether a pair
+    /// that did not reproduce was tracer's or the peer's.
     pub(super) one_thread_tracer: Option<(f64, String)>,
     /// tracer/bpftrace per call of an entry of threads that have their state, and where
     /// (entries of >= 100 calls in the workloads of one thread, not [`WITH_FIRST_CALLS`]).
@@ -169,10 +167,7 @@ impl Worst {
         if calls < MIN_CALLS || TWO_CPU_WORKLOADS.contains(&workload) {
             return;
         }
-        if self.one_thread.is_none_or(|s| spread > s) {
-            self.one_thread = Some(spread);
-            self.one_thread_at = Some(at());
-        }
+        keep_max(&mut self.one_thread, spread, &at);
         if let Some(t) = tracer {
             keep_max(&mut self.one_thread_tracer, t, at);
         }
@@ -250,12 +245,13 @@ pub(super) fn together(entry: &Row, exit: &Row) -> (u64, [Option<f64>; 3]) {
     (entry.calls, [sum(0), sum(1), sum(3)])
 }
 
-/// One tool's programs over a workload's threads: the calls of every row (all `runs`)
-/// times the tool's cost per call, over the `runs x ops` threads made; `None` where the
-/// tool ran at no row. The peer's calls are taken as tracer's: both run on the same calls.
-fn program_life(rows: &BTreeMap<Point, Row>, tool: usize, runs: usize, ops: u64) -> Option<f64> {
+/// One tool's programs per operation of a workload (per thread in `first`): the calls of
+/// every row (all `runs`) times the tool's cost per call, over the `runs x ops` operations;
+/// `None` where the tool ran at no row. The peer's calls are taken as tracer's: both run on
+/// the same calls.
+fn programs_per_op(rows: &BTreeMap<Point, Row>, tool: usize, runs: usize, ops: u64) -> Option<f64> {
     #[expect(clippy::cast_precision_loss, reason = "counts for a figure")]
-    let threads = runs as f64 * ops as f64;
+    let operations = runs as f64 * ops as f64;
     let costs: Vec<f64> = rows
         .values()
         .filter_map(|r| {
@@ -264,7 +260,7 @@ fn program_life(rows: &BTreeMap<Point, Row>, tool: usize, runs: usize, ops: u64)
             Some(calls * r.per_call[tool]?)
         })
         .collect();
-    (threads > 0.0 && !costs.is_empty()).then(|| costs.iter().sum::<f64>() / threads)
+    (operations > 0.0 && !costs.is_empty()).then(|| costs.iter().sum::<f64>() / operations)
 }
 
 /// The goals the figures are judged on (under icount), each on its worst figure over every
@@ -354,12 +350,10 @@ pub(super) fn goals(worst: &Worst) -> String {
             format!(
                 "every entry and exit pair of at least {MIN_CALLS} calls in the workloads of one thread within {MAX_SPREAD}% over the boots"
             ),
-            worst.one_thread.map(|s| {
-                (
-                    s,
-                    format!("in %: {}", worst.one_thread_at.as_deref().unwrap_or("?")),
-                )
-            }),
+            worst
+                .one_thread
+                .as_ref()
+                .map(|(s, at)| (*s, format!("in %: {at}"))),
             MAX_SPREAD,
             2,
         ),
@@ -658,20 +652,20 @@ impl<'a> Report<'a> {
         worst: &mut Worst,
     ) {
         let (workload, ops, _) = WORKLOADS[w];
-        let lives: Vec<[Option<f64>; 2]> = self
+        let per_op: Vec<[Option<f64>; 2]> = self
             .boots
             .iter()
             .zip(rows)
             .map(|(b, rows)| {
                 let runs = b.modes.get(mode).map_or(0, |m| m.runs);
                 rows.map_or([None, None], |rows| {
-                    [0, 1].map(|tool| program_life(rows, tool, runs, ops))
+                    [0, 1].map(|tool| programs_per_op(rows, tool, runs, ops))
                 })
             })
             .collect();
-        let tracer = Fig::of(&lives.iter().map(|l| l[0]).collect::<Vec<_>>());
-        let peer = Fig::of(&lives.iter().map(|l| l[1]).collect::<Vec<_>>());
-        let ratios = Fig::of(&lives.iter().map(|l| ratio(l[0], l[1])).collect::<Vec<_>>());
+        let tracer = Fig::of(&per_op.iter().map(|l| l[0]).collect::<Vec<_>>());
+        let peer = Fig::of(&per_op.iter().map(|l| l[1]).collect::<Vec<_>>());
+        let ratios = Fig::of(&per_op.iter().map(|l| ratio(l[0], l[1])).collect::<Vec<_>>());
         let unit = self.unit;
         let what = if workload == FIRST {
             format!(
@@ -1165,7 +1159,8 @@ pub(super) fn last_line_icount(worst: &Worst) -> String {
         .map_or_else(|| "? (?)".to_owned(), |(r, w)| format!("{r:.2} ({w})"));
     let one_thread = worst
         .one_thread
-        .map_or_else(|| "?".to_owned(), |s| format!("{s:.2}"));
+        .as_ref()
+        .map_or_else(|| "?".to_owned(), |(s, _)| format!("{s:.2}"));
     format!(
         "overhead: worst net tracer/bpftrace per call {net}; {first}; worst workload added-instruction ratio {added}; one-thread rows within {one_thread}%"
     )
@@ -1243,7 +1238,7 @@ mod tests {
         ));
         w.added = Some((0.4321, "unlink on 6.12, kprobe".to_owned()));
         w.first = Some((0.614, "first on 6.12, fentry".to_owned()));
-        w.one_thread = Some(0.126);
+        w.one_thread = Some((0.126, "vfs_rmdir entry+exit in rmdir".to_owned()));
         // The raw figures are not the last line's.
         w.function = Some((
             9.0,
@@ -1651,7 +1646,8 @@ mod tests {
             ("vfs_rmdir entry+exit in rmdir", "6.12", "fentry")
         );
         // The pair's tracer figures 1000, 1004, 1008, the peer's 2000: 0.8% apart.
-        assert!((w.one_thread.unwrap() - 8.0 / 1004.0 * 100.0).abs() < 1e-9);
+        let (spread, pair) = w.one_thread.clone().unwrap();
+        assert!((spread - 8.0 / 1004.0 * 100.0).abs() < 1e-9);
         // Tracer's own figure moved as much: the spread is tracer's, and said where.
         let (own, at) = w.one_thread_tracer.clone().unwrap();
         assert!((own - 8.0 / 1004.0 * 100.0).abs() < 1e-9);
@@ -1659,7 +1655,7 @@ mod tests {
             at,
             "vfs_rmdir entry+exit in rmdir, kernel 6.12, mode fentry"
         );
-        assert_eq!(w.one_thread_at.as_deref(), Some(at.as_str()));
+        assert_eq!(pair, at);
         assert_eq!(w.rmdir, Some((1.1, "rmdir on 6.12, fentry".to_owned())));
         // No peer timed: no added ratio.
         assert_eq!(w.added, None);
