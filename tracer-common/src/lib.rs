@@ -15,6 +15,7 @@
 pub mod hist;
 pub mod maps;
 pub mod probe;
+pub mod ptrauth;
 
 pub use hist::{BUCKETS, bucket_bounds, bucket_of};
 pub use probe::{FUNCTIONS, NO_CALLER, PROBES, Probe, ProbeKind};

@@ -19,7 +19,7 @@ pub enum ProbeKind {
 #[repr(u16)]
 pub enum Probe {
     /// SRCU grace-period wait; `unregister_shrinker` waited on it with the SRCU shrinker change
-    /// of the 6.4 development cycle (the -88.8% ramfs regression). Measured: Debian's 6.1 and
+    /// of 6.4-rc1..rc5, reverted before 6.4 (the ramfs regression). Measured: Debian's 6.1 and
     /// 6.12 do not call it on umount.
     SynchronizeSrcu = 0,
     /// Expedited SRCU grace-period wait.

@@ -83,7 +83,7 @@ pub(crate) fn on_entry(probe: Probe, place: FramePlace, hook: impl FnOnce(&mut T
         if matches!(probe.kind(), ProbeKind::Syscall) {
             heal(t, tid);
         } else if matches!(probe.kind(), ProbeKind::Function) {
-            settle_frames(t, tid, place.at);
+            settle_frames(t, tid, place);
         }
         let _ = entered(probe, Some(t), t0, place, hook);
         return;

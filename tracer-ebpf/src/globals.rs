@@ -116,9 +116,14 @@ pub(crate) static CGROUP_TP_ROOT: u32 = 8;
 pub(crate) static CGROUP_TP_ID: u32 = 16;
 #[unsafe(no_mangle)]
 pub(crate) static CGROUP_TP_PATH: u32 = 24;
-/// Offset of the third syscall argument in `struct pt_regs` (x86-64: `dx`), from BTF.
+/// Offset of the third syscall argument in `struct pt_regs`, from BTF (x86-64: `dx`; arm64:
+/// `regs[2]`).
 #[unsafe(no_mangle)]
-pub(crate) static PT_REGS_ARG3: u32 = 96;
+pub(crate) static PT_REGS_ARG3: u32 = if cfg!(bpf_target_arch = "aarch64") {
+    16
+} else {
+    96
+};
 
 /// One of the `u32` globals above, read volatile, widened to the u64 the programs compute in.
 #[inline(always)]

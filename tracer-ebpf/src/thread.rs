@@ -6,9 +6,11 @@
 use tracer_common::{
     Probe,
     maps::{
-        FRAME_MARK_RETHOOK, FRAME_PLACES, FramePlace, Frames, NOT_PRUNED, Thread, returns_into,
+        FRAME_MARK_PAC_MASK, FRAME_MARK_RETHOOK, FRAME_PLACES, FramePlace, Frames, NOT_PRUNED,
+        Thread, returns_into,
     },
     probe::{ENCLOSES_NONE, FUNCTION_COUNT, PROBE_COUNT, timed_slot},
+    ptrauth::strip_kernel_pac,
 };
 
 use crate::{
@@ -65,7 +67,8 @@ pub(crate) fn heal(t: &mut Thread, tid: u32) {
     }
 }
 
-/// A traced function is entered with its return address at `at` on the thread's stack:
+/// A traced function is entered with its return address at `entering.at` on the thread's
+/// stack (on arm64: with that stack pointer, and its frame pointer at `entering.chain`):
 /// drop the frames it cannot be inside, each left by a return the kernel missed. A frame of
 /// a function that calls no traced function ([`Probe::encloses_none`]) cannot enclose it.
 /// Of the others, only a frame whose place on the stack is above `at`, and whose call the
@@ -74,7 +77,8 @@ pub(crate) fn heal(t: &mut Thread, tid: u32) {
 /// once, as a syscall's entry counts what it discards. No read when the thread has no
 /// frame, one 8-byte read when one encloses the call.
 #[inline(always)]
-pub(crate) fn settle_frames(t: &mut Thread, tid: u32, at: u64) {
+pub(crate) fn settle_frames(t: &mut Thread, tid: u32, entering: FramePlace) {
+    let at = entering.at;
     let mut i = 0;
     while i < FRAME_PLACES {
         let Some(top) = t.frames.top() else {
@@ -90,7 +94,7 @@ pub(crate) fn settle_frames(t: &mut Thread, tid: u32, at: u64) {
         if place.at == 0 || at == 0 {
             return;
         }
-        if at < place.at && frame_still_active(top, place) {
+        if at < place.at && frame_still_active(top, place, entering.chain) {
             return;
         }
         discard_top_frame(t, tid, top);
@@ -102,9 +106,10 @@ pub(crate) fn settle_frames(t: &mut Thread, tid: u32, at: u64) {
 /// (`tracer_common::maps::FRAME_MARKS`): under fentry, where the function called its
 /// trampoline, the word below its return address is the trampoline's return into the
 /// function; where it jumped there, the return address is as it was at the call's entry;
-/// under kprobes, the kretprobe return trampoline stands in the return address's place.
+/// under kprobes, the kretprobe return trampoline stands in the return address's place (on
+/// arm64, in the call's frame record, found up the frame records from `chain`).
 #[inline(always)]
-fn frame_still_active(probe: u16, place: FramePlace) -> bool {
+fn frame_still_active(probe: u16, place: FramePlace, chain: u64) -> bool {
     // An unreadable word is no evidence the call returned.
     if place.word != 0 {
         return read_u64(place.at).is_none_or(|w| w == place.word);
@@ -117,10 +122,54 @@ fn frame_still_active(probe: u16, place: FramePlace) -> bool {
         return read_u64(place.at - 8).is_none_or(|w| returns_into(w, function));
     }
     if rethook != 0 {
-        return read_u64(place.at).is_none_or(|w| w == rethook);
+        return saved_return(place.at, chain)
+            .is_none_or(|w| strip_kernel_pac(w, frame_mark(FRAME_MARK_PAC_MASK)) == rethook);
     }
     // Marks not written (userspace could not learn them): frames are trusted.
     true
+}
+
+/// The return address of the call whose return address's place is `at`, as the stack holds
+/// it now (None: not readable). x86-64: the word there.
+#[cfg(not(bpf_target_arch = "aarch64"))]
+#[inline(always)]
+fn saved_return(at: u64, _chain: u64) -> Option<u64> {
+    read_u64(at)
+}
+
+/// How many frame records [`saved_return`] walks up on arm64: a traced call nests in
+/// another through a few untraced ones at most (`d_delete` in `vfs_rmdir` directly,
+/// `synchronize_rcu_expedited` in `namespace_unlock` through one or two).
+#[cfg(bpf_target_arch = "aarch64")]
+const FRAME_WALK: usize = 8;
+
+/// arm64: the return address saved in the frame record of the call that began with stack
+/// pointer `at`, walking up the frame records from `chain` (the entering call's frame
+/// pointer: its caller's record, `{previous record, return address}`). That call's record
+/// is the one below `at` whose previous record lies at or above it (its caller's frame).
+/// None where the walk does not reach it: an unreadable or broken chain, or a call deeper
+/// than [`FRAME_WALK`] records, is no evidence that the call returned.
+#[cfg(bpf_target_arch = "aarch64")]
+#[inline(always)]
+fn saved_return(at: u64, chain: u64) -> Option<u64> {
+    let mut record = chain;
+    let mut i = 0;
+    while i < FRAME_WALK {
+        if record == 0 || record >= at {
+            return None;
+        }
+        let previous = read_u64(record)?;
+        if previous >= at {
+            return read_u64(record + 8);
+        }
+        // Records go up the stack; anything else is not a chain.
+        if previous <= record {
+            return None;
+        }
+        record = previous;
+        i += 1;
+    }
+    None
 }
 
 /// `probe`'s bit in [`Thread::in_flight`] (none for an id out of range).

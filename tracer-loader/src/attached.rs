@@ -12,10 +12,11 @@ use tracer_core::{
     snapshot::{AttachState, CgroupId, Meta, SlowCall, Snapshot},
 };
 
+use tracer_host::Preemption;
+
 use crate::{
     attach::frames::FrameTrust,
     forget,
-    host::Preemption,
     kernel_log::KernelLog,
     kprobe_links::KprobeLink,
     read::{self, CgroupEvent, CollectError, Programs, misses},

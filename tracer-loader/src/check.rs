@@ -4,13 +4,12 @@
 use aya::{Ebpf, programs::KProbe};
 use tracer_common::{FUNCTIONS, Probe};
 
-use crate::{
-    attach::{self, AttachError, LoadError, functions, load::EBPF_OBJECT, program},
-    host::{
-        kallsyms::{Kallsyms, Resolution},
-        memlock,
-    },
+use tracer_host::{
+    kallsyms::{Kallsyms, Resolution},
+    memlock,
 };
+
+use crate::attach::{self, AttachError, LoadError, functions, load::EBPF_OBJECT, program};
 
 /// One probe's readiness on this kernel, without attaching: its symbol, and whether its
 /// kprobe programs pass the verifier.

@@ -75,7 +75,7 @@ mod kernel {
     use crate::attach as probes;
 
     #[test]
-    #[ignore = "needs root and a kernel that loads BPF programs"]
+    #[ignore = "root-only: attaches BPF programs (run in a guest by cargo xtask test)"]
     fn forgetting_cgroups_deletes_exactly_their_entries() {
         let mut a = probes::attach(&[Probe::SysRmdir], probes::AttachMode::Auto).unwrap();
         let ebpf = a.ebpf_mut();
@@ -121,7 +121,7 @@ mod kernel {
     }
 
     #[test]
-    #[ignore = "needs root and a kernel that loads BPF programs"]
+    #[ignore = "root-only: attaches BPF programs (run in a guest by cargo xtask test)"]
     fn forgetting_threads_deletes_exactly_those_that_exited() {
         let mut a = probes::attach(&[Probe::SysRmdir], probes::AttachMode::Auto).unwrap();
         // Thread ids above any pid_max (4,194,304 at most): no live thread has them.

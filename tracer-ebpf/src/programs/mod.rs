@@ -22,12 +22,32 @@ use crate::{
 
 /// Where the traced function's return address is on the stack as a kprobe at its first
 /// instruction runs: the stack pointer then.
+#[cfg(not(bpf_target_arch = "aarch64"))]
 #[inline(always)]
 pub(crate) fn kprobe_place(ctx: &ProbeContext) -> FramePlace {
     FramePlace {
         // SAFETY: the program's context, the registers at the probe.
         at: unsafe { (*ctx.regs).rsp },
         word: 0,
+        chain: 0,
+    }
+}
+
+/// arm64: as a kprobe at the traced function's first instruction runs, its return address
+/// is in x30, not on the stack; the prologue saves it (signed) in the function's frame
+/// record, below the stack pointer at entry. So the place is that stack pointer, which
+/// orders calls as on x86-64, and the frame pointer (x29, the caller's frame record) is
+/// where this call's check of the frames it may be inside walks up from
+/// ([`crate::thread::settle_frames`]).
+#[cfg(bpf_target_arch = "aarch64")]
+#[inline(always)]
+pub(crate) fn kprobe_place(ctx: &ProbeContext) -> FramePlace {
+    // SAFETY: the program's context, the registers at the probe.
+    let regs = unsafe { &*ctx.regs };
+    FramePlace {
+        at: regs.sp,
+        word: 0,
+        chain: regs.regs[29],
     }
 }
 
@@ -39,8 +59,18 @@ pub(crate) fn kprobe_place(ctx: &ProbeContext) -> FramePlace {
 /// is found once, by the first program of a function whose address is known to look
 /// ([`FENTRY_CALLED`], [`FENTRY_JUMPED`]); until then, not known. Not known either where
 /// userspace trusts every frame ([`FENTRY_TRUSTED`]).
+///
+/// arm64: not known. The function branches to its trampoline with its return address in
+/// x9, and the trampoline saves it in frame records of its own, at offsets that depend on
+/// how many arguments and registers it saves and on the kernel's release: nothing an fentry
+/// program finds from its context as on x86-64. Frames of functions attached by fentry are
+/// trusted there until the thread's next syscall entry or return, work item or exit
+/// (userspace says so where a return can be missed).
 #[inline(always)]
 pub(crate) fn fentry_place(ctx: &FEntryContext, args: u64, probe: Probe) -> FramePlace {
+    if cfg!(bpf_target_arch = "aarch64") {
+        return FramePlace::NONE;
+    }
     let mut layout = frame_mark(FRAME_MARK_FENTRY_RETURN);
     // No return can be missed: the frame needs no place, and nothing is read.
     if layout == FENTRY_TRUSTED {
@@ -69,12 +99,16 @@ pub(crate) fn fentry_place(ctx: &FEntryContext, args: u64, probe: Probe) -> Fram
     // A function that encloses no traced call is never checked as a caller: its place
     // only bounds what may enclose it, and needs no word.
     if layout == FENTRY_CALLED || probe.encloses_none() {
-        return FramePlace { at, word: 0 };
+        return FramePlace {
+            at,
+            word: 0,
+            chain: 0,
+        };
     }
     // Only the return address itself tells later that this call is still active: not
     // readable, the place is not known.
     match read_u64(at) {
-        Some(word) if word != 0 => FramePlace { at, word },
+        Some(word) if word != 0 => FramePlace { at, word, chain: 0 },
         _ => FramePlace::NONE,
     }
 }

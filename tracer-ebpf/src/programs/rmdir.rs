@@ -132,7 +132,7 @@ fn vfs_rmdir_entered(dir: u64, place: FramePlace, victim_inode: impl FnOnce() ->
         return;
     };
     // Before this call's locks are registered: a stale vfs_rmdir's are unregistered.
-    settle_frames(t, tid, place.at);
+    settle_frames(t, tid, place);
     before_vfs_rmdir(t, tid, dir, victim_inode);
     if !is_self(pid_tgid) {
         let _ = entered(Probe::VfsRmdir, Some(t), t0, place, timed);

@@ -2,7 +2,8 @@
 //! with `AT_REMOVEDIR`), end to end. Each by three pairs of programs, of which userspace
 //! attaches one:
 //!
-//! - fentry/fexit on the syscall's wrapper (`__x64_sys_rmdir`), the default. While any
+//! - fentry/fexit on the syscall's wrapper (`__x64_sys_rmdir`; arm64, which has no rmdir or
+//!   unlink syscall, only `unlinkat`: `__arm64_sys_unlinkat`), the default. While any
 //!   syscall tracepoint has a program, every syscall of every task on the host takes the
 //!   kernel's slow path (a fifth more instructions per syscall under icount:
 //!   docs/benchmarks.md); a trampoline costs only the calls it traces. Nor does
@@ -132,7 +133,8 @@ impl SyscallArgs for TracePointContext {
     }
 }
 
-/// `__x64_sys_*(regs)`: the syscall's own arguments are in the user's registers.
+/// `__x64_sys_*(regs)`, `__arm64_sys_*(regs)`: the syscall's own arguments are in the
+/// user's registers.
 impl SyscallArgs for ProbeContext {
     #[inline(always)]
     fn third_arg(&self) -> u64 {
@@ -141,7 +143,7 @@ impl SyscallArgs for ProbeContext {
     }
 }
 
-/// `__x64_sys_*(regs)`, as its kprobe above.
+/// `__x64_sys_*(regs)`, `__arm64_sys_*(regs)`, as its kprobe above.
 impl SyscallArgs for FEntryContext {
     #[inline(always)]
     fn third_arg(&self) -> u64 {

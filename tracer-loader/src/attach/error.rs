@@ -1,7 +1,9 @@
 //! Why the probes could not be loaded at all, and why one program could not be loaded or
 //! attached.
 
-use crate::{host::perf_event, sizing::SizingError, switches::SwitchError};
+use tracer_host::perf_event;
+
+use crate::{sizing::SizingError, switches::SwitchError};
 
 /// Why the probes could not be loaded at all.
 #[derive(Debug, thiserror::Error)]

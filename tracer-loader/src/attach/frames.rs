@@ -5,13 +5,12 @@
 use std::collections::BTreeMap;
 
 use aya::Ebpf;
-use tracer_common::{FUNCTIONS, Probe, maps};
+use tracer_common::{FUNCTIONS, Probe, maps, ptrauth};
 use tracer_core::snapshot::{AttachMethod, AttachState};
 
-use crate::{
-    host::{Preemption, kallsyms::Kallsyms},
-    switches::{self, SwitchError},
-};
+use tracer_host::{Preemption, arch::Arch, kallsyms::Kallsyms};
+
+use crate::switches::{self, SwitchError};
 
 /// The kernel return trampolines of kretprobes: Linux 5.10's, 5.11 to 5.18's, and since
 /// (rethook).
@@ -30,6 +29,12 @@ pub(super) enum MarkError {
     /// A function attached by fentry has no single address.
     #[error("/proc/kallsyms shows no single address of {0}")]
     NoAddress(String),
+    /// arm64: the kernel's VA size, which its return addresses are signed above, not known.
+    #[error(
+        "/proc/kallsyms shows no kernel text address (_text, _etext) to read arm64's \
+         virtual address size from, which signed return addresses are stripped by"
+    )]
+    NoVaSize,
     /// No kretprobe return trampoline is known.
     #[error(
         "/proc/kallsyms shows no address of the kretprobe return trampoline ({})",
@@ -107,7 +112,7 @@ pub(super) fn set(
     preemption: &Preemption,
     misses_returns: bool,
 ) -> Result<([u64; maps::FRAME_MARKS_LEN], FrameTrust), MarkError> {
-    let mut marks = frame_marks(kallsyms, states)?;
+    let mut marks = frame_marks(Arch::THIS, kallsyms, states)?;
     let model = preemption.shown_in_force();
     let trust = frame_trust(kallsyms, states, model, misses_returns);
     log::debug!(
@@ -124,7 +129,10 @@ pub(super) fn set(
 
 /// Each function attached by fentry, its address; for those attached by kprobes, the
 /// kretprobe return trampoline's. An error when one is not known.
+/// On arm64 (`arch`), with the return addresses' signature mask
+/// ([`maps::FRAME_MARK_PAC_MASK`]) where a kretprobe's trampoline is compared with them.
 fn frame_marks(
+    arch: Option<Arch>,
     kallsyms: &Kallsyms,
     states: &BTreeMap<Probe, AttachState>,
 ) -> Result<[u64; maps::FRAME_MARKS_LEN], MarkError> {
@@ -139,7 +147,7 @@ fn frame_marks(
         )
     });
     if attached && !kallsyms.is_empty() && !kallsyms.shows_addresses() {
-        return Err(MarkError::Hidden(crate::host::kallsyms::why_hidden_here()));
+        return Err(MarkError::Hidden(tracer_host::kallsyms::why_hidden_here()));
     }
     for &probe in FUNCTIONS {
         let Some(AttachState::Attached { method, symbol }) = states.get(&probe) else {
@@ -156,12 +164,63 @@ fn frame_marks(
                     .iter()
                     .find_map(|s| kallsyms.address(s))
                     .ok_or(MarkError::NoTrampoline)?;
+                marks[maps::FRAME_MARK_PAC_MASK] = pac_mask(arch, kallsyms)?;
             }
             AttachMethod::Kprobe | AttachMethod::Tracepoint => {}
         }
     }
     log::debug!("frame marks: {marks:x?}");
     Ok(marks)
+}
+
+/// The bits a return address read from a frame record is stripped of before it is
+/// compared with a kernel address: on arm64, whose kernels sign return addresses
+/// (`ARM64_PTR_AUTH_KERNEL`), every bit above the VA size that the kernel's text shows
+/// (`tracer_common::ptrauth`); on a kernel that signs nothing those bits are set already
+/// and stripping changes nothing. 0 elsewhere.
+fn pac_mask(arch: Option<Arch>, kallsyms: &Kallsyms) -> Result<u64, MarkError> {
+    if arch != Some(Arch::Aarch64) {
+        return Ok(0);
+    }
+    let text: Vec<u64> = ["_text", "_etext"]
+        .iter()
+        .filter_map(|s| kallsyms.address(s))
+        .collect();
+    let va_bits = ptrauth::text_va_bits(&text).ok_or(MarkError::NoVaSize)?;
+    Ok(ptrauth::kernel_pac_mask(va_bits))
+}
+
+/// What to warn of where caller frames are checked but some cannot be, on `arch`: on arm64
+/// an fentry program finds no return address to check (the trampoline keeps it in frame
+/// records of its own), so the frames of functions attached by fentry are trusted until
+/// the thread's next syscall, work item or exit. None where every frame is checked or
+/// none can be left behind ([`FrameTrust`] other than `Checked`).
+pub(super) fn unchecked_frames(
+    arch: Option<Arch>,
+    states: &BTreeMap<Probe, AttachState>,
+    trust: FrameTrust,
+) -> Option<String> {
+    if arch != Some(Arch::Aarch64) || trust != FrameTrust::Checked {
+        return None;
+    }
+    let fentry: Vec<&str> = FUNCTIONS
+        .iter()
+        .filter_map(|p| match states.get(p) {
+            Some(AttachState::Attached {
+                method: AttachMethod::Fentry,
+                symbol,
+            }) => Some(symbol.as_str()),
+            _ => None,
+        })
+        .collect();
+    (!fentry.is_empty()).then(|| {
+        format!(
+            "on arm64 a caller frame of a function attached by fentry ({}) cannot be checked \
+             against the stack: one left by a return the kernel missed is dropped only at \
+             the thread's next syscall, work item or exit (`--attach kprobe` checks them)",
+            fentry.join(", ")
+        )
+    })
 }
 
 #[cfg(test)]
@@ -196,7 +255,7 @@ mod tests {
                 },
             ),
         ]);
-        let marks = frame_marks(&k, &states).unwrap();
+        let marks = frame_marks(Some(Arch::X86_64), &k, &states).unwrap();
         assert_eq!(
             marks[usize::from(Probe::NamespaceUnlock.id())],
             0xffff_ffff_8120_0010
@@ -209,18 +268,22 @@ mod tests {
         assert_eq!(marks.iter().filter(|m| **m != 0).count(), 2);
         // A kprobe needs the return trampoline, not the function's address.
         states.insert(Probe::VfsRmdir, attached(AttachMethod::Kprobe, "vfs_rmdir"));
-        let marks = frame_marks(&k, &states).unwrap();
+        let marks = frame_marks(Some(Arch::X86_64), &k, &states).unwrap();
         assert_eq!(marks[usize::from(Probe::VfsRmdir.id())], 0);
         assert_eq!(marks[maps::FRAME_MARK_RETHOOK], 0xffff_ffff_8105_0000);
         // One mark not known: none at all, and why.
         states.insert(Probe::DDelete, attached(AttachMethod::Fentry, "d_delete"));
-        let e = frame_marks(&k, &states).unwrap_err().to_string();
+        let e = frame_marks(Some(Arch::X86_64), &k, &states)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("d_delete"), "{e}");
         // Addresses hidden from this process: why, and what to grant.
         let hidden = Kallsyms::parse("0000000000000000 T vfs_rmdir\n");
         let only_kprobe =
             BTreeMap::from([(Probe::VfsRmdir, attached(AttachMethod::Kprobe, "vfs_rmdir"))]);
-        let e = frame_marks(&hidden, &only_kprobe).unwrap_err().to_string();
+        let e = frame_marks(Some(Arch::X86_64), &hidden, &only_kprobe)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("shows this process no kernel address") && e.contains("CAP_SYSLOG"),
             "{e}"
@@ -228,7 +291,7 @@ mod tests {
         // Addresses shown, but no trampoline among them.
         let no_trampoline = Kallsyms::parse("ffffffff81700000 T vfs_rmdir\n");
         assert!(
-            frame_marks(&no_trampoline, &only_kprobe)
+            frame_marks(Some(Arch::X86_64), &no_trampoline, &only_kprobe)
                 .unwrap_err()
                 .to_string()
                 .contains("trampoline")
@@ -307,5 +370,79 @@ mod tests {
             },
         )]);
         assert_eq!(frame_trust(&built, &none, None, false), FrameTrust::Checked);
+    }
+
+    #[test]
+    fn arm64_kprobe_frames_get_the_mask_that_strips_signed_return_addresses() {
+        let attached = |method, symbol: &str| AttachState::Attached {
+            method,
+            symbol: symbol.to_owned(),
+        };
+        let k = Kallsyms::parse(
+            "ffff800008010000 T _text
+\
+             ffff800008a1c000 T vfs_rmdir
+\
+             ffff800008020300 T arch_rethook_trampoline
+\
+             ffff800009200000 T _etext
+",
+        );
+        let states =
+            BTreeMap::from([(Probe::VfsRmdir, attached(AttachMethod::Kprobe, "vfs_rmdir"))]);
+        let marks = frame_marks(Some(Arch::Aarch64), &k, &states).unwrap();
+        assert_eq!(marks[maps::FRAME_MARK_RETHOOK], 0xffff_8000_0802_0300);
+        let mask = marks[maps::FRAME_MARK_PAC_MASK];
+        assert_eq!(mask, 0xffff_0000_0000_0000, "48-bit VA: GENMASK(63, 48)");
+        // What the programs do with a frame record's saved return address: signed by the
+        // function's prologue, it strips to the trampoline's address.
+        let signed = 0x1d9b_8000_0802_0300;
+        assert_eq!(
+            ptrauth::strip_kernel_pac(signed, mask),
+            marks[maps::FRAME_MARK_RETHOOK]
+        );
+        // On x86-64 nothing is signed, and no mask is written.
+        let x86 = frame_marks(Some(Arch::X86_64), &k, &states).unwrap();
+        assert_eq!(x86[maps::FRAME_MARK_PAC_MASK], 0);
+        // No text address to read the VA size from: why.
+        let no_text = Kallsyms::parse(
+            "ffff800008a1c000 T vfs_rmdir\nffff800008020300 T arch_rethook_trampoline\n",
+        );
+        let e = frame_marks(Some(Arch::Aarch64), &no_text, &states)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("virtual address size"), "{e}");
+    }
+
+    #[test]
+    fn arm64_says_which_fentry_frames_it_cannot_check() {
+        let attached = |method, symbol: &str| AttachState::Attached {
+            method,
+            symbol: symbol.to_owned(),
+        };
+        let fentry = BTreeMap::from([
+            (Probe::VfsRmdir, attached(AttachMethod::Fentry, "vfs_rmdir")),
+            (Probe::DDelete, attached(AttachMethod::Kprobe, "d_delete")),
+        ]);
+        let why = unchecked_frames(Some(Arch::Aarch64), &fentry, FrameTrust::Checked).unwrap();
+        assert!(
+            why.contains("arm64") && why.contains("(vfs_rmdir)") && !why.contains("d_delete"),
+            "{why}"
+        );
+        // x86-64 checks them; a kernel where no return is missed needs no check.
+        assert_eq!(
+            unchecked_frames(Some(Arch::X86_64), &fentry, FrameTrust::Checked),
+            None
+        );
+        assert_eq!(
+            unchecked_frames(Some(Arch::Aarch64), &fentry, FrameTrust::Built),
+            None
+        );
+        let kprobes =
+            BTreeMap::from([(Probe::VfsRmdir, attached(AttachMethod::Kprobe, "vfs_rmdir"))]);
+        assert_eq!(
+            unchecked_frames(Some(Arch::Aarch64), &kprobes, FrameTrust::Checked),
+            None
+        );
     }
 }

@@ -8,13 +8,12 @@ use tracer_common::Probe;
 use tracer_core::snapshot::{AttachMethod, AttachState};
 
 use super::{fentry, kprobe, mode::AttachMode, tracepoint};
-use crate::{
-    host::{
-        kallsyms::{Kallsyms, Resolution},
-        tracefs,
-    },
-    kprobe_links::KprobeLink,
+use tracer_host::{
+    kallsyms::{Kallsyms, Resolution},
+    tracefs,
 };
+
+use crate::kprobe_links::KprobeLink;
 
 /// Probes whose function the compiler may split, with callers calling the split-off body
 /// (`vfs_rmdir.part.0` on Debian's 5.10): attached to that body where it exists.

@@ -9,10 +9,9 @@ use aya::{
 use tracer_common::Probe;
 
 use super::{error::AttachError, program};
-use crate::{
-    host::{kallsyms::Kallsyms, possible_cpus},
-    kprobe_links::KprobeLink,
-};
+use tracer_host::{kallsyms::Kallsyms, possible_cpus};
+
+use crate::kprobe_links::KprobeLink;
 
 /// Load and attach `<name>_entry`/`_exit` (kprobe/kretprobe) on `symbol`; on failure
 /// nothing stays attached.
@@ -101,7 +100,7 @@ fn take_link(program: &mut KProbe, id: KProbeLinkId) -> Option<KprobeLink> {
 
 /// Say (`--verbose`) where the loss `kprobe_misses` cannot be known.
 pub(super) fn note_misses_unreported() {
-    if !crate::host::kprobe_misses_reported() {
+    if !tracer_host::kprobe_misses_reported() {
         log::info!(
             "this kernel's kprobe links do not report missed hits (Linux >= 6.7 does): \
              kprobe_misses stays 0 here"

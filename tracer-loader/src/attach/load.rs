@@ -5,12 +5,13 @@ use aya::{Ebpf, EbpfLoader};
 use tracer_common::{Probe, maps};
 
 use super::{error::LoadError, mode::AttachMode};
+use tracer_host::{
+    btf::{self, BtfError},
+    layout::kernel_layout,
+    tracefs::{self, FormatError, TracefsError},
+};
+
 use crate::{
-    host::{
-        btf::{self, BtfError},
-        layout::kernel_layout,
-        tracefs::{self, FormatError, TracefsError},
-    },
     kernel_log::KernelLog,
     sizing::{self, Sizes},
     switches, test_knobs,

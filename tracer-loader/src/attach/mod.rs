@@ -32,9 +32,10 @@ pub use self::{
     select::{ProbeSelection, SelectError},
 };
 pub use crate::attached::Attached;
+use tracer_host::{Preemption, kallsyms::Kallsyms, memlock, privileges};
+
 use crate::{
     attached::Outcome,
-    host::{self, Preemption, kallsyms::Kallsyms, memlock, privileges},
     kprobe_links::KprobeLink,
     settle::{self, RecordingSince},
     sizing,
@@ -68,24 +69,24 @@ pub fn preflight_common() -> Result<(), LoadError> {
 
 /// What attaching needs beyond loading: [`preflight_common`], and a kernel that lets this
 /// process open the perf events every kprobe and tracepoint is (see
-/// [`host::perf_event`]): a host that refuses them stops tracer here, with one sentence
+/// [`tracer_host::perf_event`]): a host that refuses them stops tracer here, with one sentence
 /// naming the sysctl, rather than leaving it to run with only its fentry probes.
 ///
 /// # Errors
 /// As [`preflight_common`], and [`LoadError::PerfEvents`].
 pub fn preflight_attach() -> Result<(), LoadError> {
     preflight_common()?;
-    host::perf_event::check()?;
+    tracer_host::perf_event::check()?;
     Ok(())
 }
 
 /// Whether this kernel can attach kprobes at all.
 pub(crate) fn kprobe_support() -> Result<(), LoadError> {
-    if host::kprobes_supported() {
+    if tracer_host::kprobes_supported() {
         Ok(())
     } else {
         Err(LoadError::NoKprobes {
-            config: host::kernel_config_says("CONFIG_KPROBES"),
+            config: tracer_host::kernel_config_says("CONFIG_KPROBES"),
         })
     }
 }
@@ -173,7 +174,14 @@ pub fn attach_with_slow(
         &preempts,
         loaded.misses_returns,
     ) {
-        Ok(set) => Some(set),
+        Ok(set) => {
+            if let Some(why) =
+                frames::unchecked_frames(tracer_host::arch::Arch::THIS, &states, set.1)
+            {
+                warnings.push(why);
+            }
+            Some(set)
+        }
         Err(why) => {
             warnings.push(format!(
                 "a caller frame left by a return the kernel missed is dropped only at the \

@@ -3,7 +3,7 @@
 
 use std::{fmt, str::FromStr};
 
-use crate::host::Preemption;
+use tracer_host::Preemption;
 
 /// How function probes are hooked.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -150,7 +150,7 @@ pub(super) fn effective_mode(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::kernel_version;
+    use tracer_host::kernel_version;
 
     #[test]
     fn auto_takes_kprobes_where_programs_are_preempted_unless_the_maps_are_read_live() {

@@ -3,8 +3,14 @@
 //! `/proc/sys/fs/dentry-state`; and, in the submodules, its symbols, its BTF and the layout
 //! the programs read from it, tracefs, its cgroups, the names of the pods, containers and
 //! units in them, this process's privileges and capabilities, whether the kernel lets it
-//! open perf events, and its locked-memory limit.
+//! open perf events, its locked-memory limit, and a process's `/proc/PID/stat`.
+//!
+//! No aya and no kernel programs here: these are read from procfs, sysfs, tracefs and the
+//! kernel's BTF (and two trial system calls, in [`caps`] and [`perf_event`]), so that what
+//! needs only a host fact, as xtask does, neither builds the kernel programs nor links aya;
+//! tracer-loader loads and attaches them.
 
+pub mod arch;
 pub mod btf;
 pub mod caps;
 pub mod cgroup;
@@ -14,6 +20,7 @@ pub mod memlock;
 pub mod names;
 pub mod perf_event;
 pub mod privileges;
+pub mod stat;
 pub mod tracefs;
 
 use tracer_core::findings::{KernelFeatures, KernelInfo};
@@ -223,7 +230,8 @@ pub fn kprobe_misses_reported() -> bool {
 }
 
 /// How many CPUs a `/sys/devices/system/cpu/possible` list (`0-3,8`) names.
-pub(crate) fn possible_cpus(list: &str) -> Option<u32> {
+#[must_use]
+pub fn possible_cpus(list: &str) -> Option<u32> {
     list.trim().split(',').try_fold(0u32, |n, range| {
         let (a, b) = range.split_once('-').unwrap_or((range, range));
         let (a, b) = (a.parse::<u32>().ok()?, b.parse::<u32>().ok()?);

@@ -12,14 +12,13 @@
 
 use std::io;
 
+use caps::Capability;
+
 /// `kernel.perf_event_paranoid`.
 const PARANOID: &str = "/proc/sys/kernel/perf_event_paranoid";
 
 /// The highest value at which `CAP_PERFMON` opens kernel probes on every kernel.
 pub const NEEDED: i32 = 2;
-
-/// `CAP_SYS_ADMIN`, which opens perf events at every level.
-const CAP_SYS_ADMIN: u32 = 21;
 
 /// This kernel refuses `perf_event_open()` to this process.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -84,15 +83,9 @@ pub fn paranoid() -> Option<i32> {
     std::fs::read_to_string(PARANOID).ok()?.trim().parse().ok()
 }
 
-/// Whether `CAP_SYS_ADMIN` is in this process's effective set (`/proc/self/status`).
+/// Whether `CAP_SYS_ADMIN` is in this thread's effective set.
 fn has_sys_admin() -> bool {
-    std::fs::read_to_string("/proc/self/status").is_ok_and(|status| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("CapEff:"))
-            .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
-            .is_some_and(|eff| eff & (1 << CAP_SYS_ADMIN) != 0)
-    })
+    crate::caps::effective().is_ok_and(|effective| effective.contains(&Capability::CAP_SYS_ADMIN))
 }
 
 /// Open, then close, a software event that counts nothing (`PERF_COUNT_SW_DUMMY`) on this

@@ -88,6 +88,17 @@ pub fn drop_all_but_needed() -> Result<String, CapsError> {
     Ok("dropped every capability now that the probes are attached".to_owned())
 }
 
+/// This thread's effective set, through capget: what the kernel checks its next system
+/// call against. The one reader of this process's capabilities ([`crate::privileges`] and
+/// [`crate::perf_event`] ask it), per thread as the kernel keeps them, where
+/// `/proc/self/status` shows the main thread's.
+///
+/// # Errors
+/// When capget fails.
+pub fn effective() -> Result<CapsHashSet, CapsError> {
+    caps::read(None, CapSet::Effective).map_err(CapsError::Get)
+}
+
 /// This thread's effective and permitted sets, as `/proc/self/status` would show them.
 ///
 /// # Errors

@@ -5,7 +5,10 @@
 
 use tracer_common::maps;
 
-use super::btf::{Btf, BtfError};
+use crate::{
+    arch::Arch,
+    btf::{Btf, BtfError},
+};
 
 /// The globals the programs read the kernel's layout from.
 #[derive(Debug, PartialEq, Eq)]
@@ -61,13 +64,18 @@ pub fn kernel_layout(raw: Result<&[u8], &BtfError>) -> Result<KernelLayout, BtfE
         maps::VFS_RMDIR_DIR_ARG,
         rmdir_dir_arg(rmdir_params, &mut assumed),
     ));
-    // The third syscall argument in the user's registers (x86-64's `dx`), which the
-    // unlinkat kprobe and fentry read its flags from.
-    match btf.offset_of("pt_regs", "dx") {
-        Ok(off) => globals.push((maps::PT_REGS_ARG3, off)),
-        Err(e) => assumed.push(format!(
-            "pt_regs.dx is not in this kernel's BTF ({e}): assumed at offset 96 (x86-64)"
-        )),
+    // The third syscall argument in the user's registers (x86-64's `dx`, arm64's x2), which
+    // the unlinkat kprobe and fentry read its flags from.
+    if let Some(arch) = Arch::THIS {
+        let (member, past, fallback) = arch.pt_regs_arg3();
+        match btf.offset_of("pt_regs", member) {
+            Ok(off) => globals.push((maps::PT_REGS_ARG3, off + past)),
+            Err(e) => assumed.push(format!(
+                "pt_regs.{member} is not in this kernel's BTF ({e}): assumed the third \
+                 syscall argument at offset {fallback} ({})",
+                arch.name()
+            )),
+        }
     }
     Ok(KernelLayout { globals, assumed })
 }
@@ -122,7 +130,7 @@ mod tests {
 
     #[test]
     fn this_kernels_layout_has_the_dcache_flags_that_drop_dentries() {
-        let raw = super::super::btf::read_sys_fs();
+        let raw = crate::btf::read_sys_fs();
         let layout = kernel_layout(raw.as_deref()).unwrap();
         let global = |name| {
             layout
