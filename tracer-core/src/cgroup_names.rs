@@ -3,7 +3,7 @@
 //! with the names the node adds (namespace, pod, container), as every view shows them.
 //!
 //! Pure: a path in, facts out. The names a path does not carry (a pod's name, a
-//! container's) are looked up on the node by `tracer-loader`'s `host::names`.
+//! container's) are looked up on the node by `tracer-host`'s `names`.
 //!
 //! Layouts recognised (cgroup v2; `<id>` is 64 hex digits, `<uid>` a pod UID):
 //!

@@ -44,6 +44,17 @@ fn bounds(bucket: u16) -> (u64, u64) {
     bucket_bounds(u32::from(bucket))
 }
 
+/// The calls of bucket `b` (holding `n`) counted at or below `ns`, when `ns` is below its
+/// high bound: a linear share, rounded down, of those above its low bound.
+fn share_le(b: u16, n: u64, ns: u64) -> u64 {
+    let (lo, hi) = bounds(b);
+    if lo >= ns {
+        return 0;
+    }
+    let share = u128::from(n) * u128::from(ns - lo) / u128::from(hi - lo);
+    u64::try_from(share).unwrap_or(u64::MAX)
+}
+
 /// Where bucket `b` is in `buckets`, searching from `*i` on (and moving `*i` there).
 fn find_from(buckets: &[Bucket], i: &mut usize, b: u16) -> Option<usize> {
     let j = buckets[*i..].binary_search_by_key(&b, |x| x.0).ok()?;
@@ -337,18 +348,34 @@ impl Latency {
     pub fn count_le(&self, ns: u64) -> u64 {
         let mut total = 0u64;
         for &(b, n) in &self.buckets {
-            let (lo, hi) = bounds(b);
-            if hi <= ns {
+            if bounds(b).1 <= ns {
                 total = total.saturating_add(n);
             } else {
-                if lo < ns {
-                    let share = u128::from(n) * u128::from(ns - lo) / u128::from(hi - lo);
-                    total = total.saturating_add(u64::try_from(share).unwrap_or(u64::MAX));
-                }
-                break;
+                return total.saturating_add(share_le(b, n, ns));
             }
         }
         total
+    }
+
+    /// [`Latency::count_le`] at each of `ns`, which must be ascending, in one pass over the
+    /// buckets (a scrape reads 16 bounds of each of thousands of series).
+    #[must_use]
+    pub fn count_le_each<const N: usize>(&self, ns: &[u64; N]) -> [u64; N] {
+        debug_assert!(ns.is_sorted(), "ascending bounds");
+        let mut out = [0; N];
+        let (mut below, mut i) = (0u64, 0);
+        for (slot, &at) in out.iter_mut().zip(ns) {
+            while let Some(&(b, n)) = self.buckets.get(i) {
+                if bounds(b).1 > at {
+                    break;
+                }
+                below = below.saturating_add(n);
+                i += 1;
+            }
+            let share = self.buckets.get(i).map_or(0, |&(b, n)| share_le(b, n, at));
+            *slot = below.saturating_add(share);
+        }
+        out
     }
 
     /// Approximate heap memory of the series, in bytes (the buckets; the struct itself is
@@ -828,6 +855,48 @@ mod tests {
         let one = recorded(&[1_000, 1_001, 1_003]);
         let v = one.quantile_ns(0.5).unwrap();
         assert!((1_000..=1_003).contains(&v), "{v}");
+    }
+
+    #[test]
+    fn count_le_each_is_count_le_at_every_bound() {
+        let mut lat = Latency::new();
+        for (k, ns) in [
+            0_u64,
+            1,
+            7,
+            900,
+            1_024,
+            5_000,
+            65_537,
+            1 << 30,
+            u64::MAX / 2,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            lat.record_n(ns, k as u64 + 1);
+        }
+        // Bucket bounds and values inside buckets (a linear share), below, between and
+        // above every call.
+        let at = [
+            0,
+            1,
+            5,
+            8,
+            1_000,
+            1_024,
+            3_000,
+            65_536,
+            100_000,
+            1 << 31,
+            u64::MAX,
+        ];
+        let each = lat.count_le_each(&at);
+        for (i, &ns) in at.iter().enumerate() {
+            assert_eq!(each[i], lat.count_le(ns), "at {ns} ns");
+        }
+        assert_eq!(each[at.len() - 1], lat.count());
+        assert_eq!(Latency::new().count_le_each(&at), [0; 11]);
     }
 
     #[test]

@@ -750,7 +750,11 @@ mod tests {
         );
         assert_eq!(
             crate::findings::kernel::NR_NEGATIVE.since,
-            crate::findings::Since::Version { major: 5, minor: 0 }
+            crate::findings::Since::Version {
+                major: 5,
+                minor: 0,
+                read_through: (7, 3)
+            }
         );
     }
 

@@ -10,6 +10,7 @@
 use std::fmt::Write as _;
 
 use tracer_core::{
+    findings::MIN_PRUNED_PER_CALL,
     snapshot::{CgroupId, Counter, Latency, Probe, Snapshot},
     units,
 };
@@ -429,7 +430,20 @@ impl Fitter<'_> {
             .dentry_state
             .map_or(0, |(a, b)| a.nr_negative.saturating_sub(b.nr_negative));
         let pruned = made.max(dropped);
-        if sdp.count() > 0 && pruned > 0 {
+        // Time over dentries is a cost per dentry only where the dentries are most of each
+        // call: small prunes are mostly each call's own fixed cost, which would be multiplied
+        // by every dentry of a prediction.
+        let per_call = pruned / sdp.count().max(1);
+        if sdp.count() > 0 && pruned > 0 && per_call < MIN_PRUNED_PER_CALL {
+            self.cal.notes.push(format!(
+                "prune_ns not fitted: shrink_dcache_parent's {} calls pruned {per_call} negative \
+                 dentries each on average ({pruned} in all over {}), fewer than \
+                 {MIN_PRUNED_PER_CALL}: each call's own fixed cost, not the dentries, is most of \
+                 that time",
+                sdp.count(),
+                units::ns(sdp.sum_ns())
+            ));
+        } else if sdp.count() > 0 && pruned > 0 {
             let v = (sdp.sum_ns() / pruned).max(1);
             self.fit(
                 "prune_ns",
@@ -586,6 +600,38 @@ mod tests {
             calibrate(&c, &base(), Kernel::V6_12).get("prune_ns"),
             Some(500)
         );
+    }
+
+    #[test]
+    fn prunes_whose_fixed_cost_dominates_fit_no_cost_per_dentry() {
+        // A build on 6.12: 120 small prunes, 3.72 ms in all, beside 120 negative dentries
+        // made: 31 µs "per dentry", each call's own cost, not the dentries'.
+        let mut c = capture();
+        let key = SeriesKey::new(Probe::ShrinkDcacheParent, 1).with_caller(Probe::VfsRmdir);
+        c.series_mut(key).record_n(31_000, 120);
+        c.count(Counter::NegativeDentries, 1, 120);
+        let cal = calibrate(&c, &base(), Kernel::V6_12);
+        assert_eq!(cal.get("prune_ns"), None);
+        let note = cal
+            .notes
+            .iter()
+            .find(|n| n.starts_with("prune_ns not fitted"))
+            .expect("a note says why");
+        assert!(
+            note.contains("120 calls pruned 1 negative dentries each on average"),
+            "{note}"
+        );
+        // At a thousand a call the same calls do fit: 120,000 dentries, 31 ns each.
+        c.count(Counter::NegativeDentries, 1, 120_000 - 120);
+        assert_eq!(
+            calibrate(&c, &base(), Kernel::V6_12).get("prune_ns"),
+            Some(31)
+        );
+        // One fewer dentry and it does not.
+        let mut c2 = capture();
+        c2.series_mut(key).record_n(31_000, 120);
+        c2.count(Counter::NegativeDentries, 1, 119_999);
+        assert_eq!(calibrate(&c2, &base(), Kernel::V6_12).get("prune_ns"), None);
     }
 
     #[test]

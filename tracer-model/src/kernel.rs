@@ -429,7 +429,7 @@ mod tests {
             // namespace_unlock, whatever the flags (the model has no lazy umount).
             assert_ne!(LAZY_UMOUNT_DEFERRED.since.presence(v), Presence::Yes, "{k}");
         }
-        let Since::Version { major, minor } = NAMESPACE_UNLOCK_EXPEDITED.since else {
+        let Since::Version { major, minor, .. } = NAMESPACE_UNLOCK_EXPEDITED.since else {
             panic!("the expedited umount is dated by a release");
         };
         assert_eq!(EXPEDITED_UMOUNT, (major, minor));

@@ -11,6 +11,8 @@
 //! ([`crate::findings::Assessment`]: the kernel they were evaluated for and each finding
 //! with the model's prediction), so that `tracer report` shows what `tracer capture`
 //! found; a file without them (older, or a model run's) has its findings evaluated afresh.
+//! Since version 5 each finding carries its confidence; a version 4 file's read as not
+//! recorded.
 //!
 //! Here: the format's name and version, its records and errors, and the entry points;
 //! `write` turns a snapshot into records and text, `read` checks records and builds

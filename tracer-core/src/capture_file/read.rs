@@ -14,7 +14,7 @@ use super::{
     },
 };
 use crate::cgroup_names::{Qos, Runtime};
-use crate::findings::{Assessment, Finding};
+use crate::findings::{Assessment, Confidence, Finding};
 use crate::snapshot::{
     AttachMethod, AttachState, BpfUsage, CgroupNames, CommandRun, DentryState, Latency, Loss, Meta,
     Probe, ProbeStatus, SeriesKey, SlowCall, Snapshot, SourceKind,
@@ -30,17 +30,24 @@ pub(super) fn snapshot(text: &str) -> Result<(Snapshot, Option<Assessment>), Par
     // Findings are a version 4 record: an older file's field of that name is not ours.
     let findings = file.findings.take().filter(|_| version >= 4);
     let snapshot = build(file, version)?;
-    let findings = findings.map(assessment).transpose()?;
+    let findings = findings.map(|f| assessment(f, version)).transpose()?;
     Ok((snapshot, findings))
 }
 
-/// The findings record, each finding checked on its own.
-fn assessment(rec: FindingsRec) -> Result<Assessment, ParseError> {
+/// The findings record, each finding checked on its own. A version 4 finding has no
+/// confidence: it reads as one not recorded, never as a guess.
+fn assessment(rec: FindingsRec, version: u64) -> Result<Assessment, ParseError> {
     let findings = rec
         .findings
         .into_iter()
         .enumerate()
-        .map(|(i, v)| {
+        .map(|(i, mut v)| {
+            if let (true, Some(obj)) = (version < 5, v.as_object_mut()) {
+                obj.entry("confidence").or_insert_with(|| {
+                    serde_json::to_value(Confidence::not_recorded())
+                        .unwrap_or(serde_json::Value::Null)
+                });
+            }
             serde_json::from_value::<Finding>(v)
                 .map_err(|e| record("findings", i)(RecordError::Finding(e.to_string())))
         })

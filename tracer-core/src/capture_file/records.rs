@@ -9,7 +9,7 @@ use crate::snapshot::{CgroupId, Counter};
 /// The `format` field of every capture file.
 pub const FORMAT: &str = "tracer-capture";
 /// The schema version this tracer writes and the newest it reads.
-pub const VERSION: u64 = 4;
+pub const VERSION: u64 = 5;
 
 #[derive(Serialize, Deserialize)]
 pub(super) struct CaptureFile {
@@ -38,8 +38,10 @@ pub(super) struct CaptureFile {
     /// span; absent when not measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) process_cpu_attach_ns: Option<u64>,
-    /// Since version 4: the findings made of the snapshot; absent when none were evaluated
-    /// (a model run's file), present with an empty list when no rule's threshold was passed.
+    /// Since version 4: the findings made of the snapshot (since version 5 each with its
+    /// confidence, and each setting with what the list says of it); absent when none were
+    /// evaluated (a model run's file), present with an empty list when no rule's threshold was
+    /// passed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) findings: Option<FindingsRec>,
 }

@@ -276,7 +276,7 @@ fn corrupt_and_foreign_files_are_named_as_such() {
 fn future_versions_are_refused_before_their_fields_are_read() {
     assert_eq!(
         load_err(r#"{"format": "tracer-capture", "version": 7, "everything": "renamed"}"#),
-        "capture file version 7 is newer than this tracer understands (4)"
+        "capture file version 7 is newer than this tracer understands (5)"
     );
     // Past u64, a JSON reader holds the number as a float: 1e23 is not what was written.
     for huge in ["100000000000000000000000", "18446744073709551616", "1e300"] {
@@ -284,7 +284,7 @@ fn future_versions_are_refused_before_their_fields_are_read() {
             load_err(&format!(
                 r#"{{"format": "tracer-capture", "version": {huge}}}"#
             )),
-            "invalid capture file version: a number above 2^64-1 (this tracer reads 1 to 4)"
+            "invalid capture file version: a number above 2^64-1 (this tracer reads 1 to 5)"
         );
     }
     for bad in ["0", "-1", "1.5"] {
@@ -464,7 +464,7 @@ fn load_errors_start_with_the_file_name() {
     assert_eq!(
         msg,
         format!(
-            "{}: capture file version 7 is newer than this tracer understands (4)",
+            "{}: capture file version 7 is newer than this tracer understands (5)",
             path.display()
         )
     );
@@ -621,6 +621,51 @@ mod findings {
         let (back, found) = from_str_with_findings(&v.to_string()).unwrap();
         assert_eq!(back, s);
         assert_eq!(found, None);
+    }
+
+    /// A version 4 file with findings (a umount on 6.12 and negative dentries), as a
+    /// version 4 tracer wrote it: no confidence, no advice on its settings.
+    const V4: &str = include_str!("v4-findings.json");
+
+    #[test]
+    fn version_4_findings_read_with_their_confidence_not_recorded() {
+        use crate::findings::{Advice, Certainty, Confidence};
+        assert!(V4.contains(r#""version": 4"#) && !V4.contains("confidence"));
+        let (s, found) = from_str_with_findings(V4).unwrap_or_else(|e| panic!("{e}"));
+        let a = found.expect("a version 4 file's findings are read");
+        let ids: Vec<&str> = a.findings.iter().map(|f| f.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            ["umount-rcu-grace-period", "negative-dentries-accumulating"]
+        );
+        for f in &a.findings {
+            assert_eq!(f.confidence, Confidence::not_recorded(), "{}", f.id);
+            assert_eq!(f.confidence.certainty, Certainty::NotRecorded);
+            assert!(!f.kernel.tunables.is_empty(), "{}", f.id);
+            for t in &f.kernel.tunables {
+                assert_eq!(t.advice, Advice::Exists, "{}", t.name);
+            }
+        }
+        assert_eq!(s.counter_total(Counter::NegativeDentries), 600_000);
+        // The report says it was not recorded, not a guess.
+        let printed = crate::findings::text::render(&a.findings, false);
+        assert!(
+            printed.contains("    certainty not recorded: the file was written before"),
+            "{printed}"
+        );
+        // Written back, it is the current version, with what was read.
+        let text = to_string_with_findings(&s, Some(&a));
+        assert!(text.contains(&format!(r#""version": {VERSION}"#)));
+        assert!(text.contains(r#""certainty": "not_recorded""#), "{text}");
+        assert_eq!(from_str_with_findings(&text).unwrap().1, Some(a));
+        // A version 5 finding without its confidence is not one.
+        let mut v: serde_json::Value = serde_json::from_str(V4).unwrap();
+        v["version"] = 5.into();
+        let err = from_str(&v.to_string()).unwrap_err().to_string();
+        assert!(
+            err.starts_with("findings 0: missing field `confidence`"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! rows, counters and kernel facts they put in a finding.
 
 use super::{
-    finding::{Evidence, FactStatus, Share, TunableStatus, Whole},
+    finding::{Advice, Evidence, FactStatus, Share, TunableStatus, Whole},
     kernel::{self, Basis, KernelInfo, Presence},
 };
 use crate::snapshot::{CgroupId, Counter, Latency, Probe, SeriesKey, Snapshot};
@@ -185,14 +185,15 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// A tunable as it stands for this kernel.
-    pub(super) fn tunable(&self, t: &kernel::Tunable) -> TunableStatus {
+    /// A tunable as it stands for this kernel, and what the settings list says of it.
+    pub(super) fn tunable(&self, t: &kernel::Tunable, advice: Advice) -> TunableStatus {
         TunableStatus {
             name: t.name.to_owned(),
             effect: t.effect.to_owned(),
             since: t.since,
             source: t.source.to_owned(),
             present: t.since.presence(self.kernel.version),
+            advice,
         }
     }
 }

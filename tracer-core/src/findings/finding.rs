@@ -45,6 +45,9 @@ pub struct Finding {
     pub evidence: Vec<Evidence>,
     /// The time it cost, and on what.
     pub impact: Impact,
+    /// How sure the finding is of its cause and its cost, and why (since capture-file
+    /// version 5; a finding read from an older file says it was not recorded).
+    pub confidence: Confidence,
     /// What this kernel has of the changes the threads discuss.
     pub kernel: KernelStatus,
     /// What would help.
@@ -147,6 +150,71 @@ pub struct Impact {
     pub estimated: bool,
 }
 
+/// How a finding knows what it says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Certainty {
+    /// The cost is the traced calls' own time, on the path that has the cause.
+    Measured,
+    /// The time is measured, but its cause is inferred: the time holds other waits tracer
+    /// does not tell apart (for a CPU, for another lock).
+    Inferred,
+    /// A forecast from counts and a per-item cost taken from elsewhere.
+    Estimated,
+    /// Written by a tracer that recorded no confidence (a capture file before version 5).
+    NotRecorded,
+}
+
+impl Certainty {
+    /// As a report says it.
+    #[must_use]
+    pub const fn word(self) -> &'static str {
+        match self {
+            Certainty::Measured => "measured",
+            Certainty::Inferred => "inferred",
+            Certainty::Estimated => "estimated",
+            Certainty::NotRecorded => "not recorded",
+        }
+    }
+}
+
+/// How sure a finding is, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Confidence {
+    /// How the finding knows its cost and cause.
+    pub certainty: Certainty,
+    /// Why: what was measured, and what is inferred or taken from elsewhere.
+    pub why: String,
+}
+
+impl Confidence {
+    /// The confidence of a finding read from a file that recorded none.
+    #[must_use]
+    pub fn not_recorded() -> Self {
+        Self {
+            certainty: Certainty::NotRecorded,
+            why: "the file was written before capture-file version 5, which added it".into(),
+        }
+    }
+}
+
+/// What a finding's settings list says of a setting: the list states what the kernel has,
+/// and never reads as advice; a setting that helps is offered in the remedy, with its
+/// conditions.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Advice {
+    /// Whether it exists, nothing more (and what a file before version 5 holds).
+    #[default]
+    Exists,
+    /// It makes the finding's cost worse where set: "leave it off".
+    LeaveOff,
+    /// It is set on this kernel, and it is the finding's cause.
+    IsTheCause,
+    /// The remedy offers it, with the conditions under which it is safe.
+    InRemedy,
+}
+
 /// A kernel fact as it stands for this kernel.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FactStatus {
@@ -179,6 +247,9 @@ pub struct TunableStatus {
     pub source: String,
     /// Whether this kernel has it.
     pub present: Presence,
+    /// What the settings list says of it (since capture-file version 5).
+    #[serde(default)]
+    pub advice: Advice,
 }
 
 /// What this kernel has of the changes a finding's threads discuss.

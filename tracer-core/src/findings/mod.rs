@@ -16,22 +16,28 @@ use serde::{Deserialize, Serialize};
 use crate::snapshot::Snapshot;
 
 mod ctx;
+mod dcache;
 mod finding;
 pub mod kernel;
+mod limits;
 mod rules;
 pub mod text;
+mod wording;
 
 #[cfg(test)]
 mod tests;
 
 pub use finding::{
-    Evidence, FactStatus, Figure, Finding, Fitted, Impact, KernelStatus, ModelRun, Outcome,
-    Prediction, Remedy, Severity, Share, TunableStatus, Value, Whole,
+    Advice, Certainty, Confidence, Evidence, FactStatus, Figure, Finding, Fitted, Impact,
+    KernelStatus, ModelRun, Outcome, Prediction, Remedy, Severity, Share, TunableStatus, Value,
+    Whole,
 };
 pub use kernel::{Basis, KernelFeatures, KernelInfo, KernelVersion, Presence, Since};
 pub use rules::{
-    DOMINANT_PERCENT, Limit, NOTABLE_PERCENT, NOTICEABLE_NS, RULES, Rule, Seed, Threshold, rule,
+    DOMINANT_PERCENT, Limit, MIN_PRUNED_PER_CALL, NOTABLE_PERCENT, NOTICEABLE_NS, RULES, Rule,
+    Seed, Threshold, rule,
 };
+pub use wording::{DENTRY_NEGATIVE_COST, LAZY_UMOUNT_CONDITIONS};
 
 /// The findings of a snapshot as they were made: on which kernel (with the settings read
 /// then), each with the model's prediction where one was made. A capture file carries it

@@ -7,29 +7,23 @@
 
 use super::{
     ctx::Ctx,
-    finding::{Evidence, Finding, Impact, KernelStatus, ModelRun, Remedy, Severity, Share},
+    finding::{
+        Certainty, Confidence, Evidence, Finding, Impact, KernelStatus, ModelRun, Remedy, Severity,
+        Share,
+    },
     kernel::{self, Fact, Presence, Tunable},
+    wording::{LAZY_UMOUNT_CONDITIONS, umount_tunables},
 };
 use crate::{
-    snapshot::{Counter, Latency, Probe},
+    snapshot::{Latency, Probe},
     units,
 };
 
-/// Below a tenth of the wall time (or window) a cost is no finding.
-pub const NOTABLE_PERCENT: f64 = 10.0;
-/// From half of the wall time (or window) a cost dominates the work.
-pub const DOMINANT_PERCENT: f64 = 50.0;
-/// The least time, in all, that is a finding; also the least single stall.
-pub const NOTICEABLE_NS: u64 = 100_000_000;
-/// The least share of the inode-lock holds that pruning took for a wait to count as its.
-pub const PRUNING_HELD_PERCENT: f64 = 50.0;
-/// A stall of seconds: the seed thread's `ls` behind a rmdir.
-pub const STALL_NS: u64 = 1_000_000_000;
-/// A mean own time of `unregister_shrinker` past which it waited for `shrinker_rwsem`.
-pub const LOCK_WAITED_NS: u64 = 1_000_000;
-/// What pruning one negative dentry costs under the inode locks: 1.892 s for 10 million in
-/// the seed thread (Linus Torvalds' dirtest on ext4).
-pub const PRUNE_NS_EACH: u64 = 189;
+use super::dcache::{negative_dentries, prune_under_inode_lock};
+pub use super::limits::{
+    DOMINANT_PERCENT, LOCK_WAITED_NS, MIN_PRUNED_PER_CALL, NOTABLE_PERCENT, NOTICEABLE_NS,
+    PRUNING_HELD_PERCENT, STALL_NS,
+};
 
 /// A threshold's value.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -128,8 +122,8 @@ const DOMINANT: Threshold = Threshold {
     limit: Limit::Percent(DOMINANT_PERCENT),
     why: "From half on, removing the cost at least doubles the speed. The seed threads' cases \
           are there: the 2017 storm (over 99% of 100 s in grace periods) and stress-ng ramfs \
-          with synchronize_srcu in unregister_shrinker (2,811 ops/s against 12,916: 78% of \
-          each iteration was the wait).",
+          with synchronize_srcu in unregister_shrinker (2,811 ops/s against 12,916 in Qi Zheng's \
+          own run: 78% of each iteration was the wait).",
 };
 
 const LOCK_WAITED: Threshold = Threshold {
@@ -187,9 +181,11 @@ const STORM: Seed = Seed {
 
 const RAMFS: Seed = Seed {
     thread: "\"make unregistration of super_block shrinker more faster\", Qi Zheng, 2023",
-    figure: "stress-ng ramfs -88.8% ops/s (12,916 to 2,811) with synchronize_srcu in \
-             unregister_shrinker; 11,834 with synchronize_srcu_expedited; 13,824 with the \
-             finalize deferred to destroy_super_work",
+    figure: "stress-ng ramfs 12,916 to 2,811 ops/s (-78.2%) with synchronize_srcu in \
+             unregister_shrinker in Qi Zheng's own run (the kernel test robot's, on another \
+             machine, -88.8%); in his run 11,834 with synchronize_srcu_expedited, and 13,824 \
+             with Kirill Tkhai's 2018 RFC deferring the finalize to destroy_super_work, rebased \
+             on next-20230525 and never merged",
 };
 
 const MEMCG: Seed = Seed {
@@ -201,8 +197,9 @@ const MEMCG: Seed = Seed {
 const DENTRIES: Seed = Seed {
     thread: "\"vfs: move dentry shrinking outside the inode lock in 'rmdir()'\", Linus Torvalds \
              and Yafang Shao, 2024",
-    figure: "rmdir of a directory with 10 million negative dentries: 1.892 s on ext4, 0.001 s \
-             on tmpfs; an `ls` of the parent waits while the pruning holds the inode locks",
+    figure: "rmdir of a directory with 10 million negative dentries (of failed lookups): 1.892 \
+             s on a filesystem the mail does not name, 0.001 s on tmpfs; an `ls` of the parent \
+             waits while the pruning holds the inode locks",
 };
 
 const GRACE_PERIODS: [Probe; 4] = [
@@ -309,7 +306,11 @@ fn umount_grace_period(c: &Ctx) -> Option<Finding> {
     // Under rcu_normal, synchronize_rcu_expedited runs a normal grace period
     // (kernel/rcu/tree_exp.h): the waits are full ones whatever the probe's name.
     let undone = c.kernel.features.rcu_normal == Some(true);
-    let full = undone || normal.sum_ns() >= expedited.sum_ns();
+    // Under rcu_expedited (rcu_normal unset: it wins) synchronize_rcu itself waits an
+    // expedited grace period (its rcu_gp_is_expedited() test, kernel::RCU_EXPEDITED): a
+    // kernel before 5.0 so set waits as a later one does.
+    let sped = !undone && c.kernel.features.rcu_expedited == Some(true);
+    let full = undone || (!sped && normal.sum_ns() >= expedited.sum_ns());
     let severity = match (full, share.percent >= DOMINANT_PERCENT) {
         (true, true) => Severity::Critical,
         (true, false) | (false, true) => Severity::Warning,
@@ -350,6 +351,9 @@ fn umount_grace_period(c: &Ctx) -> Option<Finding> {
         } else if full {
             "umount waits a full RCU grace period in namespace_unlock (synchronize_rcu), once \
              per unmounted filesystem"
+        } else if normal.sum_ns() >= expedited.sum_ns() {
+            "umount waits an expedited RCU grace period in namespace_unlock (synchronize_rcu, \
+             run expedited because rcu_expedited is set), once per unmounted filesystem"
         } else {
             "umount waits an expedited RCU grace period in namespace_unlock \
              (synchronize_rcu_expedited), once per unmounted filesystem"
@@ -374,24 +378,34 @@ fn umount_grace_period(c: &Ctx) -> Option<Finding> {
             facts: vec![fact, c.fact(&kernel::LAZY_UMOUNT_DEFERRED)],
             // The settings that matter to this kernel's code: expediting what is not, or
             // what undoes the expedited wait.
-            tunables: if has {
-                &[
-                    kernel::RCU_NORMAL,
-                    kernel::RCU_NORMAL_AFTER_BOOT,
-                    kernel::LAZY_UMOUNT_TREE,
-                ][..]
-            } else {
-                &[kernel::RCU_EXPEDITED, kernel::LAZY_UMOUNT_TREE][..]
-            }
-            .iter()
-            .map(|t| c.tunable(t))
-            .collect(),
+            // A lazy umount is not listed: it is an action, offered in the remedy with its
+            // conditions, never as a setting.
+            tunables: umount_tunables(c, has, undone),
             left,
         },
         remedy,
+        confidence: Confidence {
+            certainty: Certainty::Measured,
+            why: if undone {
+                "the waits are timed inside synchronize_rcu and synchronize_rcu_expedited called \
+                 from namespace_unlock; that they ran as normal grace periods is read from \
+                 /sys/kernel/rcu_normal, not from the probes, which name the function entered"
+            } else {
+                "the waits are timed inside synchronize_rcu and synchronize_rcu_expedited called \
+                 from namespace_unlock, umount's own path: the cost is their time"
+            }
+            .into(),
+        },
         prediction: None,
     })
 }
+
+/// What the kernel does with expedited waits asked for at once: read in
+/// `kernel/rcu/tree_exp.h` (`exp_funnel_lock`) at 5.10.223, 6.1.176, 6.12.95 and 7.3.4 (the
+/// provenance stays here and in docs/findings.md, out of the lines an operator reads).
+const SHARED: &str = "umounts running at once share them: exp_funnel_lock lets a caller whose \
+                      grace period another has already asked for wait for that one, so each \
+                      waits at most for the grace period in flight and its own";
 
 /// What is left of umount's cost on a kernel whose `namespace_unlock` waits expedited.
 fn umount_left(c: &Ctx, expedited: &Latency, waits: u64) -> String {
@@ -401,14 +415,12 @@ fn umount_left(c: &Ctx, expedited: &Latency, waits: u64) -> String {
         return format!(
             "rcu_normal is set, so each umount's expedited wait runs as a normal grace period \
              ({mean} on average here) and the 5.0 change is undone; with rcu_normal at 0, each \
-             of the {waits} umounts would still wait one expedited grace period, and umounts \
-             running at once queue for each other's grace periods"
+             of the {waits} umounts would still wait one expedited grace period, {SHARED}"
         );
     }
     let mut left = format!(
         "each umount still waits one expedited grace period ({mean} on average here): {waits} \
-         umounts wait {waits} times, and umounts running at once queue for each other's grace \
-         periods"
+         umounts wait {waits} times; {SHARED}"
     );
     if features.preempt_rt == Some(true) {
         left.push_str(
@@ -425,8 +437,10 @@ fn umount_left(c: &Ctx, expedited: &Latency, waits: u64) -> String {
 fn umount_remedy(c: &Ctx, has: bool, waits: u64) -> Remedy {
     let mounts = format!("mounts={waits}");
     if has {
-        let lazy = "A lazy umount (umount -l) of the mounts' common parent waits one grace \
-                    period for the whole tree instead of one per mount.";
+        let lazy = format!(
+            "A lazy umount (umount -l) of the mounts' common parent waits one grace period for \
+             the whole tree instead of one per mount. {LAZY_UMOUNT_CONDITIONS}"
+        );
         let undone = c.kernel.features.rcu_normal == Some(true);
         let (text, compare) = if undone {
             (
@@ -441,7 +455,7 @@ fn umount_remedy(c: &Ctx, has: bool, waits: u64) -> Remedy {
             )
         } else {
             (
-                lazy.to_owned(),
+                lazy,
                 "umount(2)'s total with this kernel's expedited wait against the normal one it \
                  replaced; with --set tasks=1, what unmounting one at a time would leave",
             )
@@ -467,8 +481,9 @@ fn umount_remedy(c: &Ctx, has: bool, waits: u64) -> Remedy {
     Remedy {
         text: format!(
             "Kernels from 5.0 on wait an expedited grace period here: the 2017 thread's 5,000 \
-             umounts took 0.6 s instead of 100 s. On this kernel, {knob}; a lazy umount \
-             (umount -l) of the mounts' common parent waits once for the whole tree."
+             umounts took 0.6 s instead of 100 s. On this kernel, {knob}. A lazy umount \
+             (umount -l) of the mounts' common parent waits once for the whole tree. \
+             {LAZY_UMOUNT_CONDITIONS}"
         ),
         model: Some(ModelRun {
             scenario: "umount".into(),
@@ -513,11 +528,13 @@ fn shrinker_grace_period(c: &Ctx) -> Option<Finding> {
     if supers.count() > 0 {
         evidence.push(c.row(Probe::DeactivateLockedSuper, None, cgroup, &supers));
     }
-    let kind = if matches!(gp, Probe::SynchronizeSrcu | Probe::SynchronizeSrcuExpedited) {
-        "an SRCU"
-    } else {
-        "an RCU"
-    };
+    let is_srcu = |p: &Probe| matches!(p, Probe::SynchronizeSrcu | Probe::SynchronizeSrcuExpedited);
+    let kind = if is_srcu(gp) { "an SRCU" } else { "an RCU" };
+    // The fact is the SRCU wait in unregister_shrinker: only such a wait shows it; any other
+    // leaves it to the version.
+    let srcu_seen = waits
+        .iter()
+        .any(|(gp, t, _)| is_srcu(gp) && *t == Probe::UnregisterShrinker);
     Some(Finding {
         id: "shrinker-teardown-grace-period".into(),
         severity: if share.percent >= DOMINANT_PERCENT {
@@ -542,7 +559,8 @@ fn shrinker_grace_period(c: &Ctx) -> Option<Finding> {
             lost_ns: total,
             on: format!(
                 "{}: a loop that mounts and unmounts, as stress-ng's ramfs stressor does, runs \
-                 that much slower (-88.8% ops/s in the seed thread)",
+                 that much slower (12,916 to 2,811 ops/s, -78.2%, in Qi Zheng's own run of the \
+                 seed thread; -88.8% in the kernel test robot's, on another machine)",
                 c.calls_of(calls, "superblock teardowns after umount(2)")
             ),
             estimated: false,
@@ -550,19 +568,14 @@ fn shrinker_grace_period(c: &Ctx) -> Option<Finding> {
         kernel: KernelStatus {
             release: c.kernel.release.clone(),
             facts: vec![
-                c.fact_seen(&kernel::SHRINKER_SRCU, Some(true)),
+                c.fact_seen(&kernel::SHRINKER_SRCU, srcu_seen.then_some(true)),
                 c.fact(&kernel::SHRINKER_FREE),
             ],
             tunables: Vec::new(),
             left: None,
         },
         remedy: Remedy {
-            text: "No release read waits here: up to 6.6 unregister_shrinker takes \
-                   shrinker_rwsem, from 6.7 shrinker_free frees the shrinker by call_rcu; no \
-                   setting changes the wait. The thread moved it to a workqueue (the finalize \
-                   deferred to destroy_super_work: 13,824 ops/s against 2,811 with the wait); \
-                   synchronize_srcu_expedited got 11,834 but was set aside for its CPU cost."
-                .into(),
+            text: shrinker_remedy(srcu_seen),
             model: Some(ModelRun {
                 scenario: "ramfs-stress".into(),
                 variant: "deferred-finalize".into(),
@@ -571,8 +584,33 @@ fn shrinker_grace_period(c: &Ctx) -> Option<Finding> {
                 compare: "ops_per_s and the grace-period wait per umount".into(),
             }),
         },
+        confidence: Confidence {
+            certainty: Certainty::Measured,
+            why: "the waits are timed inside the grace-period wait the shrinker teardown calls: \
+                  the cost is their time"
+                .into(),
+        },
         prediction: None,
     })
+}
+
+/// The remedy of a shrinker teardown's grace-period wait: what the releases read do, and where
+/// the SRCU wait of the 6.4 development cycle was seen, that no release has it.
+fn shrinker_remedy(srcu_seen: bool) -> String {
+    format!(
+        "No release read waits here: up to 6.6 unregister_shrinker takes shrinker_rwsem, from \
+         6.7 shrinker_free frees the shrinker by call_rcu; no setting changes the wait. {} \
+         Kirill Tkhai's 2018 RFC, which deferred the wait to a workqueue (13,824 ops/s against \
+         2,811 in Qi Zheng's run, rebased on next-20230525), was never merged; \
+         synchronize_srcu_expedited got 11,834 but was set aside for its CPU cost.",
+        if srcu_seen {
+            "This SRCU wait was in 6.4-rc1 to 6.4-rc5 only (f95bdb700bc6, reverted by \
+             71c3ad65fabe before 6.4), in linux-next and in kernels that backported it: run a \
+             released kernel."
+        } else {
+            "A kernel that waits here carries a change no release read has."
+        }
+    )
 }
 
 fn shrinker_rwsem(c: &Ctx) -> Option<Finding> {
@@ -640,7 +678,8 @@ fn shrinker_rwsem(c: &Ctx) -> Option<Finding> {
         },
         remedy: Remedy {
             text: "From 6.7 on memcg slab shrink reads the shrinkers under RCU and the teardown \
-                   is shrinker_free: shrinker_rwsem is gone. No setting changes the lock; on \
+                   is shrinker_free: shrinker_rwsem became shrinker_mutex, which registration and \
+                   shrinker_free still take but reclaim does not. No setting changes the lock; on \
                    this kernel, fewer filesystems mounted and unmounted while memcgs reclaim \
                    means fewer writers."
                 .into(),
@@ -654,257 +693,14 @@ fn shrinker_rwsem(c: &Ctx) -> Option<Finding> {
                     .into(),
             }),
         },
-        prediction: None,
-    })
-}
-
-/// At most this many rows per cgroup list in the evidence.
-const CGROUP_ROWS: usize = 3;
-
-fn prune_under_inode_lock(c: &Ctx) -> Option<Finding> {
-    // Host-wide: the task holding the lock and the tasks waiting for it are anyone's.
-    let prune = c.host_calls(|k| k.probe == Probe::PruneUnderInodeLock);
-    let hold = c.host_calls(|k| k.probe == Probe::InodeLockHold);
-    let wait = c.host_calls(|k| k.probe == Probe::InodeLockWait);
-    let prune_max = prune.max_ns().unwrap_or(0);
-    let wait_max = wait.max_ns().unwrap_or(0);
-    // A wait is the pruning's when the pruning is most of the time the locks were held.
-    #[expect(clippy::cast_precision_loss, reason = "a share")]
-    let pruning_held = prune.count() > 0
-        && prune.sum_ns() as f64 * 100.0 >= hold.sum_ns() as f64 * PRUNING_HELD_PERCENT;
-    if prune_max < NOTICEABLE_NS && !(wait_max >= NOTICEABLE_NS && pruning_held) {
-        return None;
-    }
-    let severity = if wait_max >= STALL_NS {
-        Severity::Critical
-    } else if wait_max >= NOTICEABLE_NS {
-        Severity::Warning
-    } else {
-        Severity::Info
-    };
-    let evidence = prune_evidence(c, &prune, &hold, &wait);
-    let on = if wait.count() > 0 {
-        format!(
-            "{} waits of other tasks for the locks ({} in all, the longest {}), and the rmdir \
-             calls themselves, which pruned for {}",
-            wait.count(),
-            units::ns(wait.sum_ns()),
-            units::ns(wait_max),
-            units::ns(prune.sum_ns())
-        )
-    } else {
-        format!(
-            "the rmdir calls themselves, which pruned for {} (no other task waited)",
-            units::ns(prune.sum_ns())
-        )
-    };
-    let negatives = prune_max / prune_ns_each(c);
-    Some(Finding {
-        id: "rmdir-prune-under-inode-lock".into(),
-        severity,
-        what: "rmdir prunes the removed directory's negative dentries (shrink_dcache_parent) \
-               with its inode lock and its parent's held, so lookups of the parent wait"
-            .into(),
-        summary: format!(
-            "the longest prune under the locks {}, the longest wait of another task {}",
-            units::ns(prune_max),
-            units::ns(wait_max)
-        ),
-        evidence,
-        impact: Impact {
-            lost_ns: wait.sum_ns().saturating_add(prune.sum_ns()),
-            on,
-            estimated: false,
-        },
-        kernel: KernelStatus {
-            release: c.kernel.release.clone(),
-            facts: vec![
-                c.fact(&kernel::RMDIR_PRUNE_AFTER_UNLOCK),
-                c.fact(&kernel::D_DELETE_UNHASH),
-            ],
-            tunables: vec![c.tunable(&kernel::DENTRY_NEGATIVE)],
-            left: None,
-        },
-        remedy: Remedy {
-            text: format!(
-                "No release read (through 6.19) prunes outside the locks. Keep negative \
-                 dentries from piling up in directories that get removed: {} A tmpfs keeps \
-                 none.",
-                dentry_negative_advice(c)
-            ),
-            model: Some(ModelRun {
-                scenario: "negative-dentry-rmdir".into(),
-                variant: "prune-after-unlock".into(),
-                against: "prune-under-lock".into(),
-                set: vec![format!("negatives={negatives}")],
-                compare: "the rmdir's time and the longest inode_lock_wait of the `ls` beside it"
-                    .into(),
-            }),
-        },
-        prediction: None,
-    })
-}
-
-/// What pruning one dentry cost here, as the model's `--calibrate` fits its `prune_ns`:
-/// `shrink_dcache_parent`'s time over the negative dentries the snapshot saw made (or
-/// `nr_negative` fall), where it saw both; else the seed thread's [`PRUNE_NS_EACH`]. The
-/// remedy's `--set negatives=N` is then as many as the calibrated model prunes in the
-/// longest prune seen.
-fn prune_ns_each(c: &Ctx) -> u64 {
-    let sdp = c.calls(|k| k.probe == Probe::ShrinkDcacheParent);
-    let made = c.s.counter_total(Counter::NegativeDentries);
-    let dropped =
-        c.s.dentry_state
-            .map_or(0, |(a, b)| a.nr_negative.saturating_sub(b.nr_negative));
-    match made.max(dropped) {
-        n if sdp.count() > 0 && n > 0 => (sdp.sum_ns() / n).max(1),
-        _ => PRUNE_NS_EACH,
-    }
-}
-
-/// The pruning, the holds and the waits on the whole host, then who pruned and who waited
-/// by cgroup, and whose removals blocked how many waiters.
-fn prune_evidence(c: &Ctx, prune: &Latency, hold: &Latency, wait: &Latency) -> Vec<Evidence> {
-    let mut evidence = Vec::new();
-    for (probe, lat) in [
-        (Probe::PruneUnderInodeLock, prune),
-        (Probe::InodeLockHold, hold),
-        (Probe::InodeLockWait, wait),
-    ] {
-        if lat.count() > 0 {
-            evidence.push(c.row(probe, None, None, lat));
-        }
-    }
-    for probe in [Probe::PruneUnderInodeLock, Probe::InodeLockWait] {
-        let per = c.by_cgroup(probe);
-        if per.len() > 1 {
-            for (id, lat) in per.iter().take(CGROUP_ROWS) {
-                evidence.push(c.row(probe, None, Some(c.s.cgroup_label(*id)), lat));
-            }
-        }
-    }
-    for (id, n) in c
-        .counter_by_cgroup(Counter::LockWaitersBlocked)
-        .into_iter()
-        .take(CGROUP_ROWS)
-    {
-        evidence.push(Evidence::Counter {
-            counter: Counter::LockWaitersBlocked.name().into(),
-            cgroup: Some(c.s.cgroup_label(id)),
-            count: n,
-            per_s: c.per_s(n),
-        });
-    }
-    evidence
-}
-
-/// What to say of `fs.dentry-negative` on this kernel.
-fn dentry_negative_advice(c: &Ctx) -> &'static str {
-    match (
-        kernel::DENTRY_NEGATIVE.since.presence(c.kernel.version),
-        c.kernel.features.dentry_negative,
-    ) {
-        (_, Some(true)) => {
-            "fs.dentry-negative is already 1, so these come from failed lookups, which it does \
-             not cover."
-        }
-        (Presence::Yes, _) => {
-            "fs.dentry-negative=1 (this kernel has it) stops unlink from leaving them; those of \
-             failed lookups stay."
-        }
-        (Presence::No, _) => {
-            "this kernel has no fs.dentry-negative (6.13 and later: unlink then leaves none; \
-             failed lookups still do)."
-        }
-        (Presence::Unknown, _) => {
-            "on 6.13 and later, fs.dentry-negative=1 stops unlink from leaving them; those of \
-             failed lookups stay."
-        }
-    }
-}
-
-fn negative_dentries(c: &Ctx) -> Option<Finding> {
-    let per = c.counter_by_cgroup(Counter::NegativeDentries);
-    let top = per.first().map_or(0, |x| x.1);
-    let growth =
-        c.s.dentry_state
-            .map_or(0, |(a, b)| b.nr_negative.saturating_sub(a.nr_negative));
-    let most = top.max(growth);
-    let prune_ns = most.saturating_mul(PRUNE_NS_EACH);
-    if prune_ns < NOTICEABLE_NS {
-        return None;
-    }
-    let mut evidence: Vec<Evidence> = per
-        .iter()
-        .take(CGROUP_ROWS)
-        .map(|(id, n)| Evidence::Counter {
-            counter: Counter::NegativeDentries.name().into(),
-            cgroup: Some(c.s.cgroup_label(*id)),
-            count: *n,
-            per_s: c.per_s(*n),
-        })
-        .collect();
-    if let Some((a, b)) = c.s.dentry_state {
-        evidence.push(Evidence::DentryState {
-            nr_negative_start: a.nr_negative,
-            nr_negative_end: b.nr_negative,
-        });
-    }
-    let whose = if top >= growth {
-        per.first()
-            .map(|(id, _)| format!("by unlink in {}", c.s.cgroup_label(*id)))
-            .unwrap_or_default()
-    } else {
-        "on the host (nr_negative's growth)".to_owned()
-    };
-    Some(Finding {
-        id: "negative-dentries-accumulating".into(),
-        severity: if prune_ns >= STALL_NS {
-            Severity::Warning
-        } else {
-            Severity::Info
-        },
-        what: "negative dentries accumulate: each removed name stays cached, and removing \
-               their directory prunes them all under its inode locks"
-            .into(),
-        summary: format!(
-            "{most} negative dentries made {whose}: about {} to prune",
-            units::ns(prune_ns)
-        ),
-        evidence,
-        impact: Impact {
-            lost_ns: prune_ns,
-            on: format!(
-                "a later rmdir of their directory, which prunes them with its inode locks held \
-                 ({PRUNE_NS_EACH} ns each: 10 million took 1.892 s in the seed thread), and the \
-                 lookups of its parent that wait meanwhile"
-            ),
-            estimated: true,
-        },
-        kernel: KernelStatus {
-            release: c.kernel.release.clone(),
-            facts: vec![
-                c.fact(&kernel::D_DELETE_UNHASH),
-                c.fact(&kernel::RMDIR_PRUNE_AFTER_UNLOCK),
-                c.fact(&kernel::NR_NEGATIVE),
-            ],
-            tunables: vec![c.tunable(&kernel::DENTRY_NEGATIVE)],
-            left: None,
-        },
-        remedy: Remedy {
-            text: format!(
-                "Keep them out of directories that get removed while others look them up: {}",
-                dentry_negative_advice(c)
-            ),
-            model: Some(ModelRun {
-                scenario: "negative-dentry-rmdir".into(),
-                variant: "prune-under-lock".into(),
-                against: "prune-after-unlock".into(),
-                set: vec![format!("negatives={most}")],
-                compare: "what removing their directory would cost: the rmdir's time and the \
-                          `ls` waits beside it, as the kernel prunes and as Linus's patch would"
-                    .into(),
-            }),
+        confidence: Confidence {
+            certainty: Certainty::Inferred,
+            why: "unregister_shrinker's own time (its grace-period waits taken out) is measured; \
+                  that it went to waiting for shrinker_rwsem is inferred from its mean, past 1 \
+                  ms where its own work takes microseconds. That time also holds any wait for a \
+                  CPU (a writer woken with the lock still waits to run), which tracer does not \
+                  tell apart from the lock's, and reclaim, the lock's readers, is not traced"
+                .into(),
         },
         prediction: None,
     })

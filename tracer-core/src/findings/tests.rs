@@ -143,7 +143,14 @@ fn the_readme_capture_on_6_12_is_the_fix_and_what_is_left() {
         (expedited.present, expedited.basis),
         (Presence::Yes, Basis::Seen)
     );
-    assert_eq!(expedited.since, Since::Version { major: 5, minor: 0 });
+    assert_eq!(
+        expedited.since,
+        Since::Version {
+            major: 5,
+            minor: 0,
+            read_through: (7, 3)
+        }
+    );
     assert_eq!(fact(f, "lazy_umount_deferred").present, Presence::No);
     let left = f.kernel.left.as_deref().unwrap();
     assert!(
@@ -164,15 +171,30 @@ fn the_readme_capture_on_6_12_is_the_fix_and_what_is_left() {
         f.impact.on,
         "the command's 100 umount(2) calls, each returned only after its grace period"
     );
-    let settings: Vec<&str> = f.kernel.tunables.iter().map(|t| t.name.as_str()).collect();
+    // The settings that undo the fix are listed to be left off; the lazy umount is no
+    // setting: the remedy offers it, with its conditions.
+    let settings: Vec<(&str, Advice)> = f
+        .kernel
+        .tunables
+        .iter()
+        .map(|t| (t.name.as_str(), t.advice))
+        .collect();
     assert_eq!(
         settings,
         [
-            "rcupdate.rcu_normal=1 (boot) or /sys/kernel/rcu_normal",
-            "rcupdate.rcu_normal_after_boot (boot)",
-            "umount -l PARENT (MNT_DETACH) of the mounts' common parent"
+            (
+                "rcupdate.rcu_normal=1 (boot) or /sys/kernel/rcu_normal",
+                Advice::LeaveOff
+            ),
+            ("rcupdate.rcu_normal_after_boot (boot)", Advice::LeaveOff),
         ]
     );
+    assert!(
+        f.remedy.text.contains(LAZY_UMOUNT_CONDITIONS),
+        "{}",
+        f.remedy.text
+    );
+    assert_eq!(f.confidence.certainty, Certainty::Measured);
 }
 
 #[test]
@@ -242,6 +264,52 @@ fn the_2017_storm_on_4_14_lacks_the_fix_and_names_the_expedited_variant() {
     let text = &f[0].remedy.text;
     assert!(text.contains("rcu_expedited is already set here"), "{text}");
     assert!(!text.contains("rcupdate.rcu_expedited=1"), "{text}");
+}
+
+#[test]
+fn before_5_0_rcu_expedited_makes_the_waits_expedited_and_the_grade_says_so() {
+    // 100 synchronize_rcu waits of 5 ms in a 1 s command on 4.19: half the wall.
+    let mut s = command("4.19.0", S, Some(7));
+    umounts(&mut s, Probe::SynchronizeRcu, 7, 100, 5 * MS);
+    let mut k = KernelInfo::from_release("4.19.0");
+    let f = evaluate(&s, &k);
+    assert_eq!(f[0].severity, Severity::Critical, "full grace periods");
+    // With rcu_expedited, synchronize_rcu waits expedited: graded as the expedited waits of
+    // 5.0 and later are (a warning from half), in words that agree with the remedy.
+    k.features.rcu_expedited = Some(true);
+    let f = evaluate(&s, &k);
+    let f = only(&f, "umount-rcu-grace-period");
+    assert_eq!(f.severity, Severity::Warning);
+    assert_eq!(
+        f.what,
+        "umount waits an expedited RCU grace period in namespace_unlock (synchronize_rcu, run \
+         expedited because rcu_expedited is set), once per unmounted filesystem"
+    );
+    assert!(
+        f.remedy.text.contains("these waits run expedited"),
+        "{}",
+        f.remedy.text
+    );
+    // Just under half of the wall: info, as expedited waits are.
+    s.command.as_mut().unwrap().wall_ns = S + 1;
+    assert_eq!(evaluate(&s, &k)[0].severity, Severity::Info);
+    // rcu_normal wins over rcu_expedited: full grace periods again.
+    k.features.rcu_normal = Some(true);
+    s.command.as_mut().unwrap().wall_ns = S;
+    assert_eq!(evaluate(&s, &k)[0].severity, Severity::Critical);
+}
+
+#[test]
+fn what_is_left_says_concurrent_umounts_share_their_expedited_grace_periods() {
+    let mut s = command("6.12.9", S, Some(7));
+    umounts(&mut s, Probe::SynchronizeRcuExpedited, 7, 100, 2 * MS);
+    let f = check(&s);
+    let left = f[0].kernel.left.as_deref().unwrap();
+    assert!(
+        left.contains("exp_funnel_lock") && left.contains("the grace period in flight and its own"),
+        "{left}"
+    );
+    assert!(!left.contains("queue for each other"), "{left}");
 }
 
 #[test]
@@ -384,12 +452,92 @@ fn the_ramfs_regression_names_the_deferred_finalize() {
         _ => None,
     });
     assert_eq!(rate.map(f64::round), Some(2_811.0));
+    // The figure is Qi Zheng's own run, the robot's beside it; the fix is the revert.
+    assert!(
+        f.impact.on.contains("-78.2%, in Qi Zheng's own run"),
+        "{}",
+        f.impact.on
+    );
+    assert!(
+        f.remedy
+            .text
+            .contains("reverted by 71c3ad65fabe before 6.4")
+            && f.remedy.text.contains("run a released kernel"),
+        "{}",
+        f.remedy.text
+    );
+    assert!(f.remedy.text.contains("never merged"), "{}", f.remedy.text);
+}
+
+#[test]
+fn the_ramfs_seed_figures_are_each_whose_run_they_are() {
+    // Qi Zheng's stress-ng runs in the seed thread: 12,915.89 ops/s before f95bdb700bc6,
+    // 2,811.08 with it.
+    let drop = (2_811.08_f64 / 12_915.89 - 1.0) * 100.0;
+    let figure = rule("shrinker-teardown-grace-period").unwrap().seeds[0].figure;
+    assert!(figure.contains(&format!("({drop:.1}%)")), "{figure}");
+    assert!(figure.contains("Qi Zheng's own run"), "{figure}");
+    assert!(figure.contains("the kernel test robot's, on another machine, -88.8%"));
+    assert!(figure.contains("Kirill Tkhai's 2018 RFC") && figure.contains("never merged"));
+    // Linus's mail names no filesystem for the 1.892 s.
+    let dentries = rule("rmdir-prune-under-inode-lock").unwrap().seeds[0].figure;
+    assert!(
+        dentries.contains("1.892 s") && !dentries.contains("ext4"),
+        "{dentries}"
+    );
+}
+
+#[test]
+fn only_an_srcu_wait_in_unregister_shrinker_shows_the_srcu_change() {
+    // An RCU wait in shrinker_free is a finding, but says nothing of the SRCU change.
+    let mut s = command("6.12.9", S, Some(3));
+    calls(
+        &mut s,
+        Probe::SynchronizeRcu,
+        Some(Probe::ShrinkerFree),
+        3,
+        100,
+        5 * MS,
+    );
+    let f = check(&s);
+    let f = only(&f, "shrinker-teardown-grace-period");
+    let srcu = fact(f, "unregister_shrinker_srcu");
+    assert_eq!((srcu.present, srcu.basis), (Presence::No, Basis::Version));
+    assert!(
+        !f.remedy.text.contains("run a released kernel"),
+        "{}",
+        f.remedy.text
+    );
+    // On the newest release read, absent too; past it, not known.
+    let f = evaluate(&s, &KernelInfo::from_release("7.3.4+deb13-cloud-amd64"));
+    assert_eq!(
+        fact(&f[0], "unregister_shrinker_srcu").present,
+        Presence::No
+    );
+    assert_eq!(fact(&f[0], "shrinker_free").present, Presence::Yes);
+    let f = evaluate(&s, &KernelInfo::from_release("7.4.0"));
+    let srcu = fact(&f[0], "unregister_shrinker_srcu");
+    assert_eq!(
+        (srcu.present, srcu.basis),
+        (Presence::Unknown, Basis::Version)
+    );
+    assert_eq!(fact(&f[0], "shrinker_free").present, Presence::Unknown);
 }
 
 // --- shrinker-rwsem-contention -------------------------------------------------------
 
 #[test]
 fn unregister_shrinker_waiting_for_shrinker_rwsem_at_and_around_the_thresholds() {
+    // From 6.7 the lock is a mutex the teardown still takes; reclaim no longer does.
+    let mut s = command("6.1.0-18-amd64", S, Some(3));
+    calls(&mut s, Probe::UnregisterShrinker, None, 3, 100, 5 * MS);
+    let text = check(&s)[0].remedy.text.clone();
+    assert!(
+        text.contains("shrinker_rwsem became shrinker_mutex"),
+        "{text}"
+    );
+    assert!(!text.contains("is gone"), "{text}");
+
     let f = |n: u64, each_ns: u64, wall_ns: u64| {
         let mut s = command("6.1.0-18-amd64", wall_ns, Some(3));
         calls(
@@ -559,17 +707,33 @@ fn the_seeds_rmdir_of_ten_million_negatives_is_critical_on_every_kernel_read() {
         count: 1,
         per_s: Some(0.05),
     }));
-    // Past the newest release read, whether the pruning moved is not known.
+    // On the newest release read (Debian's 7.3.4) the sysctl is there and the pruning has
+    // not moved.
     let f = evaluate(&s, &KernelInfo::from_release("7.3.4+deb13-cloud-amd64"));
+    assert_eq!(f[0].kernel.tunables[0].present, Presence::Yes);
     assert_eq!(
         fact(&f[0], "rmdir_prune_after_unlock").present,
-        Presence::Unknown
+        Presence::No
     );
-    assert_eq!(f[0].kernel.tunables[0].present, Presence::Yes);
     assert!(
         f[0].remedy
             .text
             .contains("fs.dentry-negative=1 (this kernel has it)")
+    );
+    // Past the newest release read, whether the pruning moved is not known, nor whether
+    // the sysctl is still there.
+    let f = evaluate(&s, &KernelInfo::from_release("7.4.0"));
+    assert_eq!(
+        fact(&f[0], "rmdir_prune_after_unlock").present,
+        Presence::Unknown
+    );
+    assert_eq!(f[0].kernel.tunables[0].present, Presence::Unknown);
+    assert!(
+        f[0].remedy
+            .text
+            .contains("on 6.13 and later, fs.dentry-negative=1 stops unlink"),
+        "{}",
+        f[0].remedy.text
     );
 }
 
@@ -643,6 +807,27 @@ fn negative_dentries_of_failed_lookups_show_in_dentry_state_only() {
         "600000 negative dentries made on the host (nr_negative's growth): about 113 ms to prune"
     );
     assert_eq!(fact(f, "dentry_state_nr_negative").present, Presence::Yes);
+    // What was measured is the host's count: no directory of theirs, and not unlink's.
+    assert!(
+        f.what.contains("by failed lookups and removed names"),
+        "{}",
+        f.what
+    );
+    assert!(!f.impact.on.contains("their directory"), "{}", f.impact.on);
+    assert!(
+        f.impact
+            .on
+            .contains("nr_negative is the host's count and says nothing of how they are spread"),
+        "{}",
+        f.impact.on
+    );
+    assert!(
+        f.confidence
+            .why
+            .contains("nr_negative at the start and the end"),
+        "{}",
+        f.confidence.why
+    );
     // A shrinking count is no pile.
     s.dentry_state = Some((state(605_000), state(5_000)));
     assert!(check(&s).is_empty());
@@ -813,9 +998,236 @@ fn findings_round_trip_through_json() {
     );
     assert!(json.contains(r#""severity":"critical""#), "{json}");
     assert!(
-        json.contains(r#""since":{"kind":"version","major":5,"minor":0}"#),
+        json.contains(r#""since":{"kind":"version","major":5,"minor":0,"read_through":[7,3]}"#),
         "{json}"
     );
     let bad = json.replace("\"namespace_unlock\"", "\"namespace_lock\"");
     assert!(serde_json::from_str::<Vec<Finding>>(&bad).is_err());
+}
+
+// --- remedies that must be safe ------------------------------------------------------
+
+/// `text` with its runs of whitespace made one space: a wrapped report, compared as words.
+fn words(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The umount finding on `release` with `features`: 300 umounts of 5 ms waits in a 1 s
+/// command, in `wait`.
+fn umount_finding(release: &str, features: KernelFeatures, wait: Probe) -> Finding {
+    let mut s = command(release, S, Some(7));
+    umounts(&mut s, wait, 7, 100, 5 * MS);
+    let k = KernelInfo {
+        features,
+        ..KernelInfo::from_release(release)
+    };
+    let f = evaluate(&s, &k);
+    only(&f, "umount-rcu-grace-period").clone()
+}
+
+#[test]
+fn every_lazy_umount_offered_carries_its_conditions_whole() {
+    let normal = KernelFeatures {
+        rcu_normal: Some(true),
+        ..KernelFeatures::default()
+    };
+    let cases = [
+        // The fix, its expedited wait seen; the fix undone by rcu_normal; no fix.
+        umount_finding(
+            "6.12.9",
+            KernelFeatures::default(),
+            Probe::SynchronizeRcuExpedited,
+        ),
+        umount_finding("6.12.9", normal, Probe::SynchronizeRcuExpedited),
+        umount_finding("4.19.0", KernelFeatures::default(), Probe::SynchronizeRcu),
+    ];
+    for f in &cases {
+        let printed = words(&text::render(std::slice::from_ref(f), false));
+        assert!(printed.contains("umount -l"), "{printed}");
+        // Every offer of it, in the remedy, carries the conditions; no other line offers it.
+        assert_eq!(
+            printed.matches("umount -l").count(),
+            printed.matches(&words(LAZY_UMOUNT_CONDITIONS)).count(),
+            "{printed}"
+        );
+        for needed in [
+            "never /",
+            "peer mounts",
+            "alive while anything still holds it",
+            "no error of its teardown",
+            "tracer does not know the mount points",
+        ] {
+            assert!(printed.contains(needed), "{needed}: {printed}");
+        }
+        assert!(
+            f.kernel.tunables.iter().all(|t| !t.name.contains("umount")),
+            "the lazy umount is no setting: {:?}",
+            f.kernel.tunables
+        );
+    }
+}
+
+#[test]
+fn no_harmful_setting_is_printed_as_an_action() {
+    // rcu_normal and rcu_normal_after_boot undo the fix: listed to be left off where not
+    // set, as the cause where set, and never in a remedy as something to set.
+    let off = umount_finding(
+        "6.12.9",
+        KernelFeatures::default(),
+        Probe::SynchronizeRcuExpedited,
+    );
+    let printed = text::render(std::slice::from_ref(&off), false);
+    assert!(
+        words(&printed).contains(
+            "setting: rcupdate.rcu_normal=1 (boot) or /sys/kernel/rcu_normal (exists; leave it \
+             off)"
+        ),
+        "{printed}"
+    );
+    assert!(
+        words(&printed)
+            .contains("setting: rcupdate.rcu_normal_after_boot (boot) (exists; leave it off)"),
+        "{printed}"
+    );
+    assert!(!printed.contains("(on this kernel)"), "{printed}");
+    let set = umount_finding(
+        "6.12.9",
+        KernelFeatures {
+            rcu_normal: Some(true),
+            ..KernelFeatures::default()
+        },
+        Probe::SynchronizeRcuExpedited,
+    );
+    assert_eq!(set.kernel.tunables[0].advice, Advice::IsTheCause);
+    assert!(
+        words(&text::render(std::slice::from_ref(&set), false))
+            .contains("/sys/kernel/rcu_normal (set on this kernel: the cause above)")
+    );
+    // Where the version does not say whether it exists, it is still to be left off.
+    let unknown = umount_finding(
+        "7.3.4",
+        KernelFeatures::default(),
+        Probe::SynchronizeRcuExpedited,
+    );
+    for t in &unknown.kernel.tunables {
+        assert_eq!(t.advice, Advice::LeaveOff, "{}", t.name);
+    }
+    for f in [&off, &set, &unknown] {
+        let remedy = &f.remedy.text;
+        for harmful in [
+            "rcu_normal=1",
+            "rcu_normal_after_boot",
+            "Write 1",
+            "writing 1",
+        ] {
+            assert!(!remedy.contains(harmful), "{harmful}: {remedy}");
+        }
+    }
+    // What the remedy does offer for rcu_normal where it is set is turning it off.
+    assert!(
+        set.remedy
+            .text
+            .starts_with("Writing 0 to /sys/kernel/rcu_normal"),
+        "{}",
+        set.remedy.text
+    );
+    // Without the fix, rcu_expedited is offered with its host-wide cost.
+    let old = umount_finding("4.19.0", KernelFeatures::default(), Probe::SynchronizeRcu);
+    assert!(
+        old.remedy.text.contains(
+            "expedites every synchronize_rcu of the host, this one included, at a CPU cost \
+                 on every CPU"
+        ),
+        "{}",
+        old.remedy.text
+    );
+    assert_eq!(old.kernel.tunables[0].advice, Advice::InRemedy);
+}
+
+#[test]
+fn fs_dentry_negative_is_offered_only_with_its_2024_revert() {
+    // A prune on 7.3 (the sysctl exists), on a kernel of unknown version (it may), on 6.12
+    // (it does not), and where it is already set.
+    let finding = |k: &KernelInfo| {
+        let mut s = host("6.12.9", 20 * S);
+        rmdir(&mut s, 1_892 * MS, 1, 1_891 * MS);
+        s.count(Counter::NegativeDentries, 40, 6_000_000);
+        evaluate(&s, k)
+    };
+    let mut set = KernelInfo::from_release("7.3.4");
+    set.features.dentry_negative = Some(true);
+    for (k, offered) in [
+        (KernelInfo::from_release("7.3.4"), true),
+        (KernelInfo::unknown(), true),
+        (KernelInfo::from_release("6.12.9"), false),
+        (set, false),
+    ] {
+        let found = finding(&k);
+        assert_eq!(found.len(), 2, "{:?}", ids(&found));
+        for f in &found {
+            let remedy = &f.remedy.text;
+            assert_eq!(
+                remedy.contains("fs.dentry-negative=1"),
+                offered,
+                "{:?}: {remedy}",
+                k.release
+            );
+            // Wherever it is offered, the revert and its regression come with it.
+            assert_eq!(remedy.contains(DENTRY_NEGATIVE_COST), offered, "{remedy}");
+            let advice = f.kernel.tunables[0].advice;
+            assert_eq!(advice == Advice::InRemedy, offered, "{advice:?}");
+        }
+    }
+    // The commits it names are the ones the tool's data records for that change.
+    for id in ["681ce8623567", "4a4be1ad3a6e", "-7.4% filebench"] {
+        assert!(DENTRY_NEGATIVE_COST.contains(id), "{id}");
+        assert!(kernel::D_DELETE_UNHASH.commit.contains(id), "{id}");
+    }
+}
+
+#[test]
+fn every_finding_says_how_sure_it_is_and_why() {
+    let mut s = host("6.4.0", 60 * S);
+    umounts(&mut s, Probe::SynchronizeRcuExpedited, 1, 10_000, 2 * MS);
+    srcu_teardowns(&mut s, 1, 10_000, 2 * MS);
+    calls(
+        &mut s,
+        Probe::UnregisterShrinker,
+        Some(Probe::DeactivateLockedSuper),
+        2,
+        10_000,
+        2 * MS,
+    );
+    rmdir(&mut s, 3 * S, 1, 2 * S);
+    s.count(Counter::NegativeDentries, 40, 6_000_000);
+    let f = check(&s);
+    assert_eq!(f.len(), RULES.len());
+    let sure = |id: &str| {
+        let x = f.iter().find(|x| x.id == id).unwrap();
+        assert!(x.confidence.why.len() > 60, "{id}: {}", x.confidence.why);
+        x.confidence.certainty
+    };
+    assert_eq!(sure("umount-rcu-grace-period"), Certainty::Measured);
+    assert_eq!(sure("shrinker-teardown-grace-period"), Certainty::Measured);
+    assert_eq!(sure("rmdir-prune-under-inode-lock"), Certainty::Measured);
+    assert_eq!(sure("negative-dentries-accumulating"), Certainty::Estimated);
+    // The lock is inferred from unregister_shrinker's time, which holds CPU waits too.
+    assert_eq!(sure("shrinker-rwsem-contention"), Certainty::Inferred);
+    let rwsem = f
+        .iter()
+        .find(|x| x.id == "shrinker-rwsem-contention")
+        .unwrap();
+    assert!(
+        rwsem.confidence.why.contains("any wait for a CPU"),
+        "{}",
+        rwsem.confidence.why
+    );
+    // The report prints it under the impact.
+    let printed = text::render(&f, false);
+    assert_eq!(
+        printed.matches("\n    certainty ").count(),
+        RULES.len(),
+        "{printed}"
+    );
+    assert!(printed.contains("    certainty inferred: unregister_shrinker's own time"));
 }

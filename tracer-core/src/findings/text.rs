@@ -9,8 +9,8 @@ use std::fmt::Write as _;
 
 use super::{
     finding::{
-        Evidence, FactStatus, Finding, Outcome, Prediction, Remedy, Severity, TunableStatus, Value,
-        Whole,
+        Advice, Confidence, Evidence, FactStatus, Finding, Outcome, Prediction, Remedy, Severity,
+        TunableStatus, Value, Whole,
     },
     kernel::{Basis, Presence},
 };
@@ -138,6 +138,7 @@ fn finding(out: &mut String, f: &Finding, color: bool) {
     } else {
         block(out, "impact", &format!("{lost} lost: {}", f.impact.on));
     }
+    certainty(out, &f.confidence);
     kernel(out, f.kernel.release.as_deref(), &f.kernel.facts);
     if let Some(left) = &f.kernel.left {
         more(out, &format!("left: {left}"));
@@ -286,12 +287,29 @@ fn kernel(out: &mut String, release: Option<&str>, facts: &[FactStatus]) {
     }
 }
 
+/// How sure the finding is, and why.
+fn certainty(out: &mut String, c: &Confidence) {
+    block(
+        out,
+        "certainty",
+        &format!("{}: {}", c.certainty.word(), c.why),
+    );
+}
+
+/// The settings that change the path: whether each exists here, and never as advice. A
+/// setting the remedy offers is offered there, with its conditions.
 fn tunables(out: &mut String, tunables: &[TunableStatus]) {
     for t in tunables {
-        let here = match t.present {
-            Presence::Yes => "on this kernel".to_owned(),
-            Presence::No => format!("not on this kernel, {}", t.since),
-            Presence::Unknown => format!("{}", t.since),
+        let here = match (t.present, t.advice) {
+            (_, Advice::IsTheCause) => "set on this kernel: the cause above".to_owned(),
+            (Presence::No, _) => format!("not on this kernel, {}", t.since),
+            (Presence::Yes, Advice::LeaveOff) => "exists; leave it off".to_owned(),
+            (Presence::Yes, Advice::InRemedy) => "exists; see the remedy for when".to_owned(),
+            (Presence::Yes, Advice::Exists) => "exists".to_owned(),
+            (Presence::Unknown, Advice::LeaveOff) => {
+                "whether it exists here is not known; leave it off where it does".to_owned()
+            }
+            (Presence::Unknown, _) => "whether it exists here is not known".to_owned(),
         };
         more(out, &format!("setting: {} ({here}): {}", t.name, t.effect));
     }
@@ -444,53 +462,64 @@ findings
       umount                                        /tracer-capture-352    100  701 ms    31.4%  7.01 ms  7.0 ms  7.01 ms
     impact    649 ms lost: the command's 100 umount(2) calls, each returned only after its grace
               period
+    certainty measured: the waits are timed inside synchronize_rcu and synchronize_rcu_expedited
+              called from namespace_unlock, umount's own path: the cost is their time
     kernel    6.12.9+bpo-cloud-amd64: namespace_unlock waits in synchronize_rcu_expedited instead of
-              synchronize_rcu: yes (since 5.0, seen in this snapshot)
+              synchronize_rcu: yes (since 5.0, read through 7.3, seen in this snapshot)
               a lazy umount (MNT_DETACH) no longer waits the grace period in namespace_unlock: no
-              (in no release through 6.19)
+              (in no release through 7.3)
               left: each umount still waits one expedited grace period (6.49 ms on average here):
-              100 umounts wait 100 times, and umounts running at once queue for each other's grace
-              periods
-              setting: rcupdate.rcu_normal=1 (boot) or /sys/kernel/rcu_normal (on this kernel):
-              every synchronize_rcu_expedited waits a normal grace period: namespace_unlock's
+              100 umounts wait 100 times; umounts running at once share them: exp_funnel_lock lets a
+              caller whose grace period another has already asked for wait for that one, so each
+              waits at most for the grace period in flight and its own
+              setting: rcupdate.rcu_normal=1 (boot) or /sys/kernel/rcu_normal (exists; leave it
+              off): every synchronize_rcu_expedited waits a normal grace period: namespace_unlock's
               expedited wait is undone
-              setting: rcupdate.rcu_normal_after_boot (boot) (on this kernel): rcu_normal from the
-              end of boot on; CONFIG_PREEMPT_RT kernels set it to 1, and offer the parameter only
-              with CONFIG_NO_HZ_FULL (6.12.0, 6.19.0); 0 by default on 5.0.1
-              setting: umount -l PARENT (MNT_DETACH) of the mounts' common parent (on this kernel):
-              umount_tree gathers the parent and every mount below it, and namespace_unlock waits
-              one grace period for all of them instead of one per umount
+              setting: rcupdate.rcu_normal_after_boot (boot) (exists; leave it off): rcu_normal from
+              the end of boot on; on recent kernels CONFIG_PREEMPT_RT sets it to 1 and offers the
+              parameter only with CONFIG_NO_HZ_FULL
     remedy    A lazy umount (umount -l) of the mounts' common parent waits one grace period for the
-              whole tree instead of one per mount.
+              whole tree instead of one per mount. Only where that parent is itself a mount you mean
+              to remove, never / and never a parent other work still uses: a lazy umount also
+              detaches the parent's peer mounts (mount propagation), keeps each filesystem alive
+              while anything still holds it open, and reports no error of its teardown. tracer does
+              not know the mount points: check them before running it.
               model: tracer model umount --calibrate CAPTURE --set mounts=100 --variant kernel,
               against --variant baseline: compare umount(2)'s total with this kernel's expedited
               wait against the normal one it replaced; with --set tasks=1, what unmounting one at a
               time would leave
 
-  info     negative dentries accumulate: each removed name stays cached, and removing their
-           directory prunes them all under its inode locks
+  info     negative dentries accumulate: each name removed (d_delete) stays cached as a negative
+           dentry, and a directory holding many prunes them all under its inode locks when it is
+           removed
            600000 negative dentries made by unlink in /es: about 113 ms to prune
     evidence
       negative_dentries in /es: 600000 (240000/s)
-    impact    about 113 ms to come: a later rmdir of their directory, which prunes them with its
-              inode locks held (189 ns each: 10 million took 1.892 s in the seed thread), and the
-              lookups of its parent that wait meanwhile
+    impact    about 113 ms to come: a later rmdir of a directory holding them, which prunes them
+              with its inode locks held (189 ns each: 10 million took 1.892 s in the seed thread),
+              and the lookups of its parent that wait meanwhile; this much only if one directory
+              holds them all (how they are spread is not measured)
+    certainty estimated: the count is measured (d_delete leaving removed names negative, by cgroup);
+              the time is that count at the seed thread's 189 ns each, not a time measured here, and
+              how many any one directory holds is not measured: it is what one rmdir would cost if
+              one directory held them all
     kernel    6.12.9+bpo-cloud-amd64: d_delete unhashes the dentry of every removed file, so unlink
-              leaves no negative dentry: no (in no release through 6.19)
+              leaves no negative dentry: no (in no release through 7.3)
               vfs_rmdir prunes the removed directory's child dentries after dropping the inode
-              locks: no (in no release through 6.19)
+              locks: no (in no release through 7.3)
               /proc/sys/fs/dentry-state's fifth number counts the unused negative dentries: yes
-              (since 5.0)
-              setting: sysctl fs.dentry-negative=1 (not on this kernel, since 6.13): d_delete
-              unhashes the dentry of a removed file instead of leaving it negative (negative
-              dentries of failed lookups are kept as before)
+              (since 5.0, read through 7.3)
+              setting: sysctl fs.dentry-negative=1 (not on this kernel, since 6.13, read through
+              7.3): d_delete unhashes the dentry of a removed file instead of leaving it negative
+              (negative dentries of failed lookups are kept as before)
     remedy    Keep them out of directories that get removed while others look them up: this kernel
               has no fs.dentry-negative (6.13 and later: unlink then leaves none; failed lookups
               still do).
               model: tracer model negative-dentry-rmdir --calibrate CAPTURE --set negatives=600000
               --variant prune-under-lock, against --variant prune-after-unlock: compare what
-              removing their directory would cost: the rmdir's time and the `ls` waits beside it, as
-              the kernel prunes and as Linus's patch would
+              removing one directory holding them all would cost: the rmdir's time and the `ls`
+              waits beside it, as the kernel prunes and as a hypothetical kernel with Linus's patch
+              (not merged) would
 ";
         assert_eq!(render(&umount_capture(), false), expected);
     }
@@ -512,19 +541,24 @@ findings
       inode_lock_waiters_blocked in /es: 2 (0.07/s)
     impact    4.94 s lost: 2 waits of other tasks for the locks (3.05 s in all, the longest 1.85 s),
               and the rmdir calls themselves, which pruned for 1.89 s
+    certainty measured: the pruning is timed inside shrink_dcache_parent under the inode locks, and
+              the other tasks' waits for those locks at the kernel's lock:contention tracepoints:
+              the cost is their time
     kernel    6.1.0-18-amd64: vfs_rmdir prunes the removed directory's child dentries after dropping
-              the inode locks: no (in no release through 6.19)
+              the inode locks: no (in no release through 7.3)
               d_delete unhashes the dentry of every removed file, so unlink leaves no negative
-              dentry: no (in no release through 6.19)
-              setting: sysctl fs.dentry-negative=1 (not on this kernel, since 6.13): d_delete
-              unhashes the dentry of a removed file instead of leaving it negative (negative
-              dentries of failed lookups are kept as before)
-    remedy    No release read (through 6.19) prunes outside the locks. Keep negative dentries from
+              dentry: no (in no release through 7.3)
+              setting: sysctl fs.dentry-negative=1 (not on this kernel, since 6.13, read through
+              7.3): d_delete unhashes the dentry of a removed file instead of leaving it negative
+              (negative dentries of failed lookups are kept as before)
+    remedy    No release read (through 7.3) prunes outside the locks. Keep negative dentries from
               piling up in directories that get removed: this kernel has no fs.dentry-negative (6.13
               and later: unlink then leaves none; failed lookups still do). A tmpfs keeps none.
               model: tracer model negative-dentry-rmdir --calibrate CAPTURE --set negatives=10010582
               --variant prune-after-unlock, against --variant prune-under-lock: compare the rmdir's
-              time and the longest inode_lock_wait of the `ls` beside it
+              time and the longest inode_lock_wait of the `ls` beside it, as the kernel prunes and
+              as it would with the pruning after the unlock (a hypothetical kernel: Linus's patch
+              was not merged)
 ";
         assert_eq!(render(&rmdir_capture(), false), expected);
     }

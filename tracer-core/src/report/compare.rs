@@ -571,23 +571,52 @@ mod tests {
         );
     }
 
+    /// What a reader of the sample comparison (a capture against its model run) checks:
+    /// each probe both sides ran has its calls, mean and total as B over A, and the wall
+    /// times theirs, as the two snapshots hold them.
+    #[test]
+    fn each_probe_both_sides_ran_shows_its_ratios_b_over_a() {
+        let (a, b) = (testdata::umount_capture(), testdata::model_run());
+        let r = render(&a, &b, false);
+        let of = |x: f64, y: f64| format!("{:.2}×", y / x);
+        #[expect(clippy::cast_precision_loss, reason = "ratios of test figures")]
+        let ratio = |x: u64, y: u64| of(x as f64, y as f64);
+        let wall = |s: &Snapshot| s.command.as_ref().map_or(0, |c| c.wall_ns);
+        assert!(
+            r.contains(&format!("B/A {}\n", ratio(wall(&a), wall(&b)))),
+            "{r}"
+        );
+        let mut compared = 0;
+        for probe in a.probes_seen() {
+            let (la, lb) = (a.probe_total(probe), b.probe_total(probe));
+            if lb.count() == 0 {
+                continue;
+            }
+            let [_, _, row] = rows_of(&r, probe.name());
+            assert_eq!(row[0], "B/A", "{}", probe.name());
+            assert_eq!(
+                row[1],
+                ratio(la.count(), lb.count()),
+                "{} calls",
+                probe.name()
+            );
+            let means = (la.mean_ns().unwrap(), lb.mean_ns().unwrap());
+            assert_eq!(row[2], of(means.0, means.1), "{} mean", probe.name());
+            assert_eq!(
+                row[5],
+                ratio(la.sum_ns(), lb.sum_ns()),
+                "{} total",
+                probe.name()
+            );
+            compared += 1;
+        }
+        // synchronize_rcu, unregister_shrinker, deactivate_locked_super.
+        assert_eq!(compared, 3, "{r}");
+    }
+
     #[test]
     fn two_empty_snapshots() {
         let r = render(&testdata::empty(), &testdata::empty(), false);
         assert!(r.ends_with("no calls recorded on either side\n"), "{r}");
-    }
-}
-
-#[cfg(test)]
-mod sample {
-    /// `cargo test -p tracer --lib report::compare::sample -- --ignored --nocapture`
-    #[test]
-    #[ignore = "prints a sample comparison"]
-    fn print_sample_comparison() {
-        use crate::testdata;
-        print!(
-            "{}",
-            super::render(&testdata::umount_capture(), &testdata::model_run(), false)
-        );
     }
 }

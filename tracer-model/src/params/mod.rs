@@ -328,7 +328,7 @@ group! {
         /// failed lookups (Linus's dirtest).
         populate: Populate [Choice] = Populate::Unlink;
         /// CPU time per unlink or failed lookup while populating (12.6 s / 10 million failed
-        /// opens on ext4 in the thread).
+        /// opens in the thread).
         populate_ns: u64 [Ns] = 1_260;
         /// `shrink_dcache_parent` cost per negative child (rmdir of 10 million took 1.892 s).
         prune_ns: u64 [Ns] = 189;

@@ -484,15 +484,62 @@ fn a_killed_command_and_an_empty_snapshot() {
     assert!(!e.contains("command"));
 }
 
-mod sample {
-    /// `cargo test -p tracer-core --lib report::text::tests::sample -- --nocapture --ignored`
-    /// prints a report of the test capture.
-    #[test]
-    #[ignore = "prints a sample report"]
-    fn print_sample_report() {
-        print!(
+/// What a reader of the sample report (the test capture) checks: the sections in the
+/// order they are read, each probe's calls in the latency table as the capture holds them,
+/// and each histogram's bars adding up to the calls its heading states.
+#[test]
+fn the_sample_report_agrees_with_its_capture_section_by_section() {
+    let s = testdata::umount_capture();
+    let r = render(&s, false);
+    let mut at = 0;
+    for heading in [
+        "\ncommand  ",
+        "\nwhere its time went\n",
+        "\ngrace-period waits by caller",
+        "\npruning under inode locks",
+        "\nlatency per probe",
+        "\nprobes\n",
+        "\nlosses\n",
+    ] {
+        let found = r[at..]
+            .find(heading)
+            .unwrap_or_else(|| panic!("no {heading:?} after byte {at} in\n{r}"));
+        at += found + heading.len();
+    }
+    let table = section(&r, "latency per probe: whole host");
+    for probe in s.probes_seen() {
+        let row = line_with(table, &[probe.name()]);
+        let calls = row.split_whitespace().nth(1).unwrap();
+        assert_eq!(
+            calls,
+            s.probe_total(probe).count().to_string(),
             "{}",
-            super::render(&crate::testdata::umount_capture(), false)
+            probe.name()
         );
     }
+    let mut histograms = 0;
+    for block in r.split("\n\n") {
+        let mut lines = block.lines();
+        let Some(head) = lines.next() else { continue };
+        let Some((_, after)) = head.split_once("  ") else {
+            continue;
+        };
+        let Some(calls) = after.split_once(" calls, p50 ").map(|(n, _)| n.trim()) else {
+            continue;
+        };
+        let bars: u64 = lines
+            .map(|l| {
+                let mut words = l.split_whitespace().rev();
+                let _share = words.next();
+                words.next().unwrap().parse::<u64>().unwrap()
+            })
+            .sum();
+        assert_eq!(bars.to_string(), calls, "{block}");
+        histograms += 1;
+    }
+    assert_eq!(
+        histograms,
+        s.probes_seen().len(),
+        "one histogram a probe:\n{r}"
+    );
 }
