@@ -17,6 +17,7 @@ use std::{
 fn main() {
     println!("cargo:rerun-if-env-changed=SOURCE_DATE_EPOCH");
     println!("cargo:rerun-if-env-changed=TRACER_BUILD_REVISION");
+    println!("cargo:rerun-if-env-changed=TRACER_BUILD_STD");
     let manifest_dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
     // Rerun when HEAD moves (a commit, a checkout), not on every change of the tree: a
     // rerun recompiles this crate.
@@ -47,6 +48,35 @@ fn main() {
     println!("cargo:rustc-env=TRACER_REVISION={revision}");
     println!("cargo:rustc-env=TRACER_BUILD_DATE={date}");
     println!("cargo:rustc-env=TRACER_RUSTC={rustc}");
+    println!("cargo:rustc-env=TRACER_TOOLCHAIN={}", toolchain(&rustc));
+    let features = env::var("CARGO_CFG_TARGET_FEATURE").unwrap_or_default();
+    let linkage = if features.split(',').any(|f| f == "crt-static") {
+        "static"
+    } else {
+        "dynamic"
+    };
+    println!("cargo:rustc-env=TRACER_LINKAGE={linkage}");
+}
+
+/// The toolchain's channel, from rustc's version (`1.97.0-nightly (...)`), and, where the
+/// standard library was built from source (`TRACER_BUILD_STD`, set by `cargo xtask build`
+/// for arm64, which it cross-builds with `-Zbuild-std`), which of it.
+fn toolchain(rustc: &str) -> String {
+    let release = rustc.split_whitespace().next().unwrap_or("");
+    let channel = ["nightly", "beta", "dev"]
+        .into_iter()
+        .find(|c| release.ends_with(&format!("-{c}")))
+        .unwrap_or(if rustc == "unknown" {
+            "unknown"
+        } else {
+            "stable"
+        });
+    match env::var("TRACER_BUILD_STD") {
+        Ok(std) if !std.trim().is_empty() => {
+            format!("{channel}, standard library built from source (-Zbuild-std={std})")
+        }
+        _ => channel.to_owned(),
+    }
 }
 
 /// What `git ARGS` prints in `dir`, trimmed; None outside a work tree or without git.
@@ -67,7 +97,17 @@ fn git_watch(dir: &Path) -> Vec<PathBuf> {
     let path_of = |p: &str| git(dir, &["rev-parse", "--git-path", p]).map(|g| dir.join(g));
     let mut paths = vec![path_of("HEAD"), path_of("packed-refs")];
     if let Some(branch) = git(dir, &["symbolic-ref", "-q", "HEAD"]) {
-        paths.push(path_of(&branch).and_then(|p| p.parent().map(Path::to_path_buf)));
+        // The branch's own ref file where it has one: its directory changes with every
+        // branch's commit (each worktree's too), which would rebuild this crate each time.
+        // A packed ref has no file, and cargo reruns on every build for a missing path: its
+        // directory then, which changes when the file appears.
+        paths.push(path_of(&branch).and_then(|p| {
+            if p.exists() {
+                Some(p)
+            } else {
+                p.parent().map(Path::to_path_buf)
+            }
+        }));
     }
     paths.into_iter().flatten().filter(|p| p.exists()).collect()
 }

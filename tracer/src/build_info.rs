@@ -12,6 +12,24 @@ pub const REVISION: &str = env!("TRACER_REVISION");
 pub const DATE: &str = env!("TRACER_BUILD_DATE");
 /// `rustc --version` without its leading `rustc `: `1.95.0 (59807616e 2026-04-14)`.
 pub const RUSTC: &str = env!("TRACER_RUSTC");
+/// The toolchain's channel, and whether the standard library was built from source: `stable`
+/// for x86-64; `nightly, standard library built from source (-Zbuild-std=std,panic_abort)`
+/// for arm64, which `cargo xtask build` cross-builds so.
+pub const TOOLCHAIN: &str = env!("TRACER_TOOLCHAIN");
+/// The architecture the binary runs on, as `uname -m` names it (`x86_64`, `aarch64`): the
+/// `arch` label of `tracer_build_info`, so a mixed fleet tells its nodes apart.
+pub const ARCH: &str = std::env::consts::ARCH;
+/// `static` (the C library linked in, as `cargo xtask build` makes it) or `dynamic`.
+pub const LINKAGE: &str = env!("TRACER_LINKAGE");
+
+/// The architecture line of `--version`: `aarch64 (arm64), static`.
+#[must_use]
+pub fn architecture() -> String {
+    match tracer_host::arch::Arch::THIS {
+        Some(arch) => format!("{ARCH} ({}), {LINKAGE}", arch.name()),
+        None => format!("{ARCH}, {LINKAGE}"),
+    }
+}
 
 /// The rustc release alone (`1.95.0`), the `rustc` label of `tracer_build_info`.
 #[must_use]
@@ -25,7 +43,8 @@ pub static SHORT: LazyLock<String> = LazyLock::new(|| format!("{VERSION} ({REVIS
 /// `tracer --version`: everything that tells two builds apart, one item a line.
 pub static LONG: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "{VERSION}\nrevision         {REVISION}\nbuild date       {DATE}\nrustc            {RUSTC}\nkernel programs  sha256:{}",
+        "{VERSION}\nrevision         {REVISION}\nbuild date       {DATE}\nrustc            {RUSTC}\ntoolchain        {TOOLCHAIN}\narchitecture     {}\nkernel programs  sha256:{}",
+        architecture(),
         tracer_loader::KERNEL_PROGRAMS_SHA256
     )
 });
@@ -42,6 +61,8 @@ mod tests {
             ("date", DATE),
             ("rustc", rustc_release()),
             ("kernel programs", tracer_loader::KERNEL_PROGRAMS_SHA256),
+            ("toolchain", TOOLCHAIN),
+            ("linkage", LINKAGE),
         ] {
             assert!(!value.trim().is_empty(), "{name} is empty");
         }
@@ -50,9 +71,36 @@ mod tests {
             "{DATE}"
         );
         assert!(
-            LONG.starts_with(VERSION) && LONG.lines().count() == 5,
+            LONG.starts_with(VERSION) && LONG.lines().count() == 7,
             "{}",
             *LONG
         );
+    }
+
+    #[test]
+    fn the_version_names_the_architecture_and_toolchain_built_for() {
+        let line = |name: &str| {
+            LONG.lines()
+                .find_map(|l| l.strip_prefix(name))
+                .map_or_else(|| panic!("no {name} line: {}", *LONG), str::trim)
+        };
+        let arch = line("architecture");
+        assert!(arch.starts_with(std::env::consts::ARCH), "{arch}");
+        assert!(arch.contains(if cfg!(target_arch = "aarch64") {
+            "(arm64)"
+        } else {
+            "(x86-64)"
+        }));
+        // The rustc line and the toolchain line agree on the channel.
+        let channel = if RUSTC
+            .split_whitespace()
+            .next()
+            .is_some_and(|r| r.ends_with("-nightly"))
+        {
+            "nightly"
+        } else {
+            "stable"
+        };
+        assert!(line("toolchain").starts_with(channel), "{}", *LONG);
     }
 }

@@ -9,8 +9,8 @@ use std::{
 
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use tracer_core::{snapshot::AttachState, units::parse_duration};
+use tracer_host::{btf, cgroup, names};
 use tracer_loader::attach::{self as probes, AttachMode, ProbeSelection};
-use tracer_loader::host::{btf, cgroup, names};
 
 /// Which probes attach, how, and what the kernel side may use.
 #[derive(Debug, Clone, clap::Args)]

@@ -189,7 +189,7 @@ fn negative_value(argv: &[String]) -> Option<(&str, &str)> {
 
 /// `tracer probes`: what would attach here, and why not.
 fn probes() -> anyhow::Result<ExitCode> {
-    use tracer_loader::host::kallsyms::Resolution;
+    use tracer_host::kallsyms::Resolution;
     let (checks, verdict) = tracer_loader::check::probes()?;
     println!("{:<28} {:<40} programs", "probe", "kernel symbol");
     for c in &checks {

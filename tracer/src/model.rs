@@ -82,7 +82,7 @@ pub fn main(args: &Args, out: &OutputArgs) -> anyhow::Result<ExitCode> {
         print!("{}", model::fidelity::render(&model::fidelity::table()));
         return Ok(ExitCode::SUCCESS);
     }
-    let prepared = model::prepare(&args.run(tracer_loader::host::kernel_release())?)?;
+    let prepared = model::prepare(&args.run(tracer_host::kernel_release())?)?;
     let started = Instant::now();
     let outcome = prepared.run(false);
     let wall = started.elapsed();

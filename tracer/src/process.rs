@@ -1,53 +1,11 @@
 //! What this process itself costs and when it started: its CPU time, memory and start
 //! time, which `capture` reports and the live sinks show and export. `/proc/self/stat` is
-//! read here and nowhere else.
+//! parsed by [`tracer_host::stat`], here and in the benchmarks alike.
 
 use std::sync::OnceLock;
 
-/// The fields of `/proc/self/stat` tracer uses, by their numbers in proc(5).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Stat {
-    /// Field 14, `utime`: user CPU time, clock ticks.
-    pub utime_ticks: u64,
-    /// Field 15, `stime`: system CPU time, clock ticks.
-    pub stime_ticks: u64,
-    /// Field 22, `starttime`: start after boot, clock ticks.
-    pub start_ticks: u64,
-    /// Field 23, `vsize`: virtual memory size, bytes.
-    pub vsize_bytes: u64,
-}
-
-impl Stat {
-    /// This process's, now.
-    #[must_use]
-    pub fn read() -> Option<Self> {
-        Self::parse(&std::fs::read_to_string("/proc/self/stat").ok()?)
-    }
-
-    /// Parse a `/proc/PID/stat` line. The command name (field 2) is in parentheses and
-    /// may hold spaces and parentheses itself: the fields are counted after its last `)`.
-    #[must_use]
-    pub fn parse(line: &str) -> Option<Self> {
-        let (_, rest) = line.rsplit_once(')')?;
-        // `rest` starts at field 3 (state).
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        let field = |n: usize| fields.get(n - 3)?.parse::<u64>().ok();
-        Some(Stat {
-            utime_ticks: field(14)?,
-            stime_ticks: field(15)?,
-            start_ticks: field(22)?,
-            vsize_bytes: field(23)?,
-        })
-    }
-}
-
-/// Clock ticks per second, as `/proc` counts them.
-fn ticks_per_second() -> u64 {
-    // SAFETY: sysconf has no preconditions.
-    u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) })
-        .unwrap_or(100)
-        .max(1)
-}
+pub use tracer_host::stat::Stat;
+use tracer_host::stat::ticks_per_second;
 
 /// User + system CPU seconds of this process.
 #[must_use]
@@ -96,31 +54,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn stat_fields_are_counted_after_the_command_name() {
-        // A command name with a space and a parenthesis, as a thread may name itself.
-        let line = "4242 (tracer (x) y) S 1 4242 4242 0 -1 4194560 900 0 0 0 \
-                    37 12 0 0 20 0 3 0 123456 98765432 1500 18446744073709551615";
-        let s = Stat::parse(line).unwrap();
-        assert_eq!(
-            s,
-            Stat {
-                utime_ticks: 37,
-                stime_ticks: 12,
-                start_ticks: 123_456,
-                vsize_bytes: 98_765_432,
-            }
-        );
-        assert_eq!(Stat::parse("4242 (cut short) S 1"), None);
-        assert_eq!(Stat::parse("no parenthesis"), None);
-    }
-
-    #[test]
     fn this_process_started_before_now_and_after_boot() {
         let start = start_unix_ns().unwrap();
         let now = tracer_core::units::unix_now_ns();
         assert!(start <= now, "start {start} after now {now}");
         // The test binary started well within a day.
-        assert!(now - start < 86_400 * 1_000_000_000, "start {start}, now {now}");
+        assert!(
+            now - start < 86_400 * 1_000_000_000,
+            "start {start}, now {now}"
+        );
         assert_eq!(start_unix_ns(), Some(start), "the same instant every time");
         assert!(process_cpu_seconds() > 0.0);
     }

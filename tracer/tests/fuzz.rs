@@ -33,7 +33,8 @@ use tracer_core::{
     snapshot::{CommandRun, Probe, Snapshot},
     units::{parse_duration, parse_nonzero_duration},
 };
-use tracer_loader::{attach::ProbeSelection, host::btf::Btf};
+use tracer_host::btf::Btf;
+use tracer_loader::attach::ProbeSelection;
 use tracer_model as model;
 
 /// Counts inputs and keeps the slowest one's time.

@@ -16,8 +16,8 @@ use tokio::signal::unix::{SignalKind, signal};
 use tracer_core::report;
 use tracer_core::snapshot::{AttachState, CommandRun, Meta, SourceKind};
 use tracer_core::units::parse_duration;
+use tracer_host::{cgroup, names};
 use tracer_loader::attach as probes;
-use tracer_loader::host::{cgroup, names};
 use tracer_loader::read as collect;
 
 use crate::{kernel_args::KernelArgs, output::OutputArgs, process::process_cpu_seconds};
@@ -305,7 +305,7 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
     say_what_did_not_attach(&attached.states);
 
     let mut cgroups = hierarchy.paths();
-    let dentry_start = tracer_loader::host::read_dentry_state();
+    let dentry_start = tracer_host::read_dentry_state();
     // The span is the recording's: from the programs' first recorded run to their last, the
     // window the slow calls' rate limit and every count apply to.
     let started_unix_ns = attached.recording_since.unix_ns;
@@ -365,7 +365,7 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
         snap.counters.retain(|(_, c), _| *c == id);
         snap.slow_calls.retain(|c| c.cgroup == id);
     }
-    snap.dentry_state = dentry_start.zip(tracer_loader::host::read_dentry_state());
+    snap.dentry_state = dentry_start.zip(tracer_host::read_dentry_state());
     // Also when a signal ended the capture: the command was stopped and waited for.
     if let Some((status, wall)) = outcome.command {
         snap.command = Some(CommandRun {
@@ -395,7 +395,7 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
 /// Write the report: what is wrong first, on this kernel with the settings it has now, each
 /// remedy's prediction calibrated on this very capture.
 fn report(args: &Args, snap: &tracer_core::snapshot::Snapshot) -> anyhow::Result<()> {
-    let findings = tracer_model::predict::assess(snap, tracer_loader::host::kernel_info());
+    let findings = tracer_model::predict::assess(snap, tracer_host::kernel_info());
     args.out.emit_with_findings(snap, &findings)?;
     Ok(())
 }
@@ -413,7 +413,7 @@ fn meta(args: &Args, started_unix_ns: u64, elapsed: Duration) -> Meta {
     Meta {
         source: SourceKind::Kernel,
         description,
-        kernel: tracer_loader::host::kernel_release(),
+        kernel: tracer_host::kernel_release(),
         started_unix_ns,
         duration_ns: u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX),
     }

@@ -8,7 +8,8 @@
 //! attached, and a port below 1024 is bound while the capabilities last); the probes
 //! attach and recording starts (said on stderr); every capability is dropped; the loop
 //! starts, and the service manager hears `READY=1` with the first refresh. SIGHUP is
-//! logged and changes nothing (the flags are read once). A loop whose refreshes are late
+//! logged and changes nothing (the flags are read once; a `--web.config.file` is read again
+//! when it changes, [`http::web`]). A loop whose refreshes are late
 //! is not up for the scrapes nor ready; one that fails, panics or stays silent long enough
 //! to be taken for hung ([`live::hung_after`]) is dead, and the process exits non-zero
 //! [`exit_grace`] later, so that systemd or the kubelet starts it afresh.
@@ -48,6 +49,12 @@ pub struct Args {
     /// The HTTP side.
     #[command(flatten)]
     pub http: HttpArgs,
+    /// Also export a latency histogram per cgroup (`tracer_cgroup_latency_seconds`, per
+    /// probe, caller and cgroup): a pod's own percentiles, at 19 series per histogram in
+    /// the text formats (one as a native histogram). Without it, a cgroup has counters
+    /// (calls and their seconds, per probe) and the histograms are the node's.
+    #[arg(long)]
+    pub cgroup_histograms: bool,
 }
 
 /// Run `tracer serve` until SIGINT or SIGTERM, or until its source is down; the probes
@@ -58,6 +65,13 @@ pub struct Args {
 /// down (after [`exit_grace`]).
 pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
     raise_fd_limit(args.http.max_connections);
+    // Before the port and the probes: a web config that cannot be used is one line and
+    // exit 1 with nothing bound or attached.
+    let web = args.http.web_config()?;
+    metrics::Shape {
+        cgroup_histograms: args.cgroup_histograms,
+    }
+    .set();
     // First: a port that is taken must not cost an attach (under `Restart=`, one every few
     // seconds), and a port below 1024 needs CAP_NET_BIND_SERVICE, dropped below.
     let listener = bind(args.http.listen)?;
@@ -69,7 +83,7 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
     }
     // Before any other thread exists: capabilities are per thread, and the live loop and
     // the runtime's workers inherit what this one keeps.
-    match tracer_loader::host::caps::drop_all_but_needed() {
+    match tracer_host::caps::drop_all_but_needed() {
         Ok(said) => eprintln!("tracer serve: {said}"),
         Err(e) => eprintln!("tracer serve: warning: capabilities not dropped: {e}"),
     }
@@ -88,6 +102,7 @@ pub fn main(args: &Args) -> anyhow::Result<ExitCode> {
         handle.frames.clone(),
         Some(Arc::clone(&handle.health)),
         &args.http,
+        web,
     ));
     // The watcher of the source's health goes first: detaching takes seconds without a
     // refresh, which is no news to anyone.
@@ -140,6 +155,11 @@ pub struct HttpArgs {
     /// Time a whole request may take, reading the response included (e.g. 10s).
     #[arg(long, default_value = "10s", value_parser = tracer_core::units::parse_nonzero_duration)]
     pub request_timeout: Duration,
+    /// TLS and basic auth, in the Prometheus exporter toolkit's web config format (as
+    /// `node_exporter`'s): read at start, and again when it or a file it names changes. The
+    /// probes /-/ready and /-/healthy need no credentials (docs/metrics.md).
+    #[arg(long = "web.config.file", value_name = "FILE")]
+    pub web_config_file: Option<std::path::PathBuf>,
 }
 
 /// Parse `--listen`: `IP:PORT` (`[IPv6]:PORT` for IPv6), or `localhost:PORT` for
@@ -172,6 +192,17 @@ pub fn parse_listen(s: &str) -> Result<SocketAddr, String> {
 }
 
 impl HttpArgs {
+    /// The web config `--web.config.file` names, read; none without the flag.
+    ///
+    /// # Errors
+    /// When it cannot be read or used, saying why on one line.
+    pub fn web_config(&self) -> anyhow::Result<Option<Arc<http::web::WebConfig>>> {
+        let Some(path) = &self.web_config_file else {
+            return Ok(None);
+        };
+        Ok(Some(Arc::new(http::web::WebConfig::load(path)?)))
+    }
+
     /// The limits these options set.
     #[must_use]
     pub fn limits(&self) -> http::Limits {
@@ -204,14 +235,17 @@ pub async fn serve_frames(
     frames: watch::Receiver<Option<Arc<Frame>>>,
     health: Option<Arc<Health>>,
     args: &HttpArgs,
+    web: Option<Arc<http::web::WebConfig>>,
 ) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::from_std(listener).context("listening")?;
     let local = listener.local_addr().unwrap_or(args.listen);
-    eprintln!("tracer serve: metrics at http://{local}/metrics");
-    if !local.ip().is_loopback() {
+    let tls = web.as_ref().is_some_and(|w| w.tls());
+    let scheme = if tls { "https" } else { "http" };
+    eprintln!("tracer serve: metrics at {scheme}://{local}/metrics");
+    if !local.ip().is_loopback() && !tls {
         eprintln!(
-            "tracer serve: listening beyond loopback, without TLS or authentication: \
-             put a TLS or authenticating proxy in front (see docs/metrics.md)"
+            "tracer serve: listening beyond loopback, without TLS: give --web.config.file, or \
+             put a TLS-terminating proxy in front (see docs/metrics.md)"
         );
     }
     let exporter = Arc::new(match &health {
@@ -232,7 +266,7 @@ pub async fn serve_frames(
         let why = stop.await;
         let _ = stopped_tx.send(why);
     };
-    http::serve(listener, exporter, args.limits(), stop)
+    http::serve_with(listener, exporter, args.limits(), web, stop)
         .await
         .context("serving HTTP")?;
     match stopped_rx.await {

@@ -162,7 +162,7 @@ pub fn open(args: &LiveArgs, who: &str) -> anyhow::Result<(Box<dyn Source>, Opti
     };
     let source: Box<dyn Source> = if let Some(scenario) = &args.model {
         let prepared = model::prepare(&model::Run {
-            host_kernel: tracer_loader::host::kernel_release(),
+            host_kernel: tracer_host::kernel_release(),
             ..model::Run::named(scenario, args.variant.as_deref(), &args.set)?
         })?;
         Box::new(ModelSource::new(&prepared, args.speed))
@@ -179,7 +179,7 @@ pub fn open(args: &LiveArgs, who: &str) -> anyhow::Result<(Box<dyn Source>, Opti
     } else {
         let wanted = args.kernel.wanted();
         let hierarchy = args.kernel.prepare_host()?;
-        opts.kernel_features = tracer_loader::host::kernel_info().features;
+        opts.kernel_features = tracer_host::kernel_info().features;
         let attached = args
             .kernel
             .attach(who, &wanted, tracer_loader::attach::MapReads::EveryInterval)?;

@@ -237,40 +237,4 @@ mod tests {
         assert_eq!(w.window.meta.duration_ns, S);
         assert!(w.window.counters.is_empty());
     }
-
-    /// `cargo test --release -p tracer --lib live::findings::tests::cost -- --ignored
-    /// --nocapture`: a refresh's evaluation against the 10 s window's own work on the same
-    /// interval (summing it per row and adding it), at 1,000 cgroups of ten probes each.
-    #[test]
-    #[ignore = "prints a ratio against the window's own work"]
-    fn cost() {
-        let mut s = second(0, 0);
-        for cg in 1..=1_000 {
-            for (i, p) in tracer_core::snapshot::PROBES.iter().take(10).enumerate() {
-                s.series_mut(SeriesKey::new(*p, cg))
-                    .record_n(1_000 * (i as u64 + 1), 3);
-            }
-            s.count(Counter::NegativeDentries, cg, 5);
-        }
-        let named = BTreeMap::new();
-        let runs = 300;
-        let mut w = window();
-        let t = std::time::Instant::now();
-        for _ in 0..runs {
-            std::hint::black_box(w.add(&s, &named));
-        }
-        let findings = t.elapsed();
-        let mut ten = crate::live::window::Window::default();
-        let t = std::time::Instant::now();
-        for _ in 0..runs {
-            ten.add(&crate::live::window::Rows::of(&s));
-        }
-        let rows = t.elapsed();
-        println!(
-            "findings window: {:.1} us per refresh; the 10 s window's: {:.1} us; ratio {:.2}",
-            findings.as_secs_f64() * 1e6 / f64::from(runs),
-            rows.as_secs_f64() * 1e6 / f64::from(runs),
-            findings.as_secs_f64() / rows.as_secs_f64()
-        );
-    }
 }

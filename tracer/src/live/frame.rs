@@ -119,6 +119,10 @@ pub struct Frame {
     /// Label sets forgotten since the loop started (more were parked than the table
     /// keeps): their paths' later calls go to `other`.
     pub forgotten_cgroups: u64,
+    /// The calls of the label sets out of `cumulative` now (parked or forgotten), per
+    /// (probe, caller): with `cumulative`'s series, all calls since the start (or the last
+    /// reset), which a node's total must count even after a cgroup's label set left.
+    pub departed: Arc<super::labels::Departed>,
     /// Tracer's own cost.
     pub cost: Cost,
     /// What is wrong over the last minute ([`super::findings`]): the rules run on it at this

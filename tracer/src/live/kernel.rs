@@ -18,9 +18,9 @@ use super::source::{Delta, Source, SourceInfo, SourceKindLive};
 use tracer_core::snapshot::{
     AttachState, CgroupId, DentryState, GONE_CGROUP, Meta, Snapshot, SourceKind,
 };
+use tracer_host::cgroup;
+use tracer_host::names;
 use tracer_loader::attach as probes;
-use tracer_loader::host::cgroup;
-use tracer_loader::host::names;
 use tracer_loader::read as collect;
 
 /// How often the known cgroups are checked for removal when the kernel does not say.
@@ -73,7 +73,7 @@ impl KernelSource {
                     .to_owned(),
             );
         }
-        let kernel = tracer_loader::host::kernel_release();
+        let kernel = tracer_host::kernel_release();
         let info = SourceInfo {
             kind: SourceKindLive::Kernel,
             description: format!("live on {}", host_name()),
@@ -91,7 +91,7 @@ impl KernelSource {
         Self {
             bpf_before: BTreeMap::new(),
             previous: Snapshot::new(meta),
-            dentry: tracer_loader::host::read_dentry_state(),
+            dentry: tracer_host::read_dentry_state(),
             attached,
             info,
             cgroup_root,
@@ -313,7 +313,7 @@ impl Source for KernelSource {
         snap.meta = meta(&self.info, duration_ns);
         self.previous = reading;
         self.forget_removed();
-        let dentry = tracer_loader::host::read_dentry_state();
+        let dentry = tracer_host::read_dentry_state();
         snap.dentry_state = self.dentry.zip(dentry);
         self.dentry = dentry.or(self.dentry);
 
@@ -372,5 +372,152 @@ impl Source for KernelSource {
         if let Err(e) = self.attached.set_slow_threshold(ns) {
             log::warn!("setting the slow-call threshold: {e}");
         }
+    }
+}
+
+/// On a real kernel: root, and a kernel that loads BPF programs (tracepoints suffice, no
+/// kprobes). Run in a guest by `cargo xtask test --kernel 6.12 --case guest::root_only`, or
+/// here as root: `cargo test -p tracer --lib live::kernel::on_a_kernel -- --ignored`.
+#[cfg(test)]
+mod on_a_kernel {
+    use std::{os::unix::fs::MetadataExt as _, path::Path, process::Command};
+
+    use tracer_core::snapshot::Probe;
+    use tracer_loader::attach::{AttachMode, MapReads};
+
+    use super::*;
+
+    /// mkdir+rmdir pairs the child makes: a count no other process makes in a new cgroup.
+    const RMDIRS: u64 = 37;
+
+    /// A source of the rmdir(2) probe, as `tracer top` and `serve` open one.
+    fn source() -> KernelSource {
+        let hierarchy = cgroup::hierarchy(None).expect("the cgroup hierarchy is read");
+        let attached = probes::attach_with_slow(
+            &[Probe::SysRmdir],
+            AttachMode::Auto,
+            0,
+            64 << 20,
+            MapReads::EveryInterval,
+        )
+        .expect("the rmdir(2) probe attaches");
+        KernelSource::new(attached, hierarchy, names::Sources::default())
+    }
+
+    /// A child process that moves itself into cgroup `dir`, then makes `RMDIRS` mkdir+rmdir
+    /// pairs in a fresh directory (this process's own calls are not traced).
+    fn rmdirs_in(dir: &Path) {
+        let work = std::env::temp_dir().join(format!("tracer-live-{}", std::process::id()));
+        std::fs::create_dir_all(&work).unwrap();
+        let script = format!(
+            "echo $$ > {}/cgroup.procs && cd {} && i=0; while [ $i -lt {RMDIRS} ]; do mkdir d$i && rmdir d$i || exit 1; i=$((i+1)); done",
+            dir.display(),
+            work.display()
+        );
+        let status = Command::new("sh").args(["-c", &script]).status().unwrap();
+        assert!(status.success(), "the child's loop: {status}");
+        std::fs::remove_dir(&work).unwrap();
+    }
+
+    /// A cgroup of its own under the cgroup2 root; its id and path as tracer names it.
+    fn new_cgroup(name: &str) -> (std::path::PathBuf, CgroupId, String) {
+        let root = cgroup::hierarchy(None)
+            .unwrap()
+            .root
+            .expect("a cgroup2 tree is mounted");
+        let dir = root.join(format!("{name}-{}", std::process::id()));
+        std::fs::create_dir(&dir).unwrap();
+        let id = std::fs::metadata(&dir).unwrap().ino();
+        let path = format!("/{}", dir.file_name().unwrap().to_string_lossy());
+        (dir, id, path)
+    }
+
+    fn rmdirs_of(snap: &Snapshot, id: CgroupId) -> u64 {
+        snap.total_where(|k| k.probe == Probe::SysRmdir && k.cgroup == id)
+            .count()
+    }
+
+    #[test]
+    #[ignore = "root-only: attaches BPF programs (run in a guest by cargo xtask test)"]
+    fn a_cgroup_made_after_the_start_is_counted_exactly_under_its_path() {
+        let mut source = source();
+        source.set_slow_threshold(1);
+        // The loop `top` and `serve` read their frames from.
+        let mut live = crate::live::Live::new(
+            std::sync::Arc::new(source.info()),
+            &crate::live::Options::default(),
+        );
+        let second = 1_000_000_000;
+        let _ = live.apply(source.poll(Duration::from_secs(1)).unwrap(), second);
+        let (dir, id, path) = new_cgroup("tracer-live");
+        rmdirs_in(&dir);
+        let delta = source.poll(Duration::from_secs(1)).unwrap();
+        std::fs::remove_dir(&dir).unwrap();
+        assert!(
+            delta.cgroups_made.contains(&(id, path.clone())),
+            "{path} (id {id}) learned: {:?}",
+            delta.cgroups_made
+        );
+        assert_eq!(rmdirs_of(&delta.snapshot, id), RMDIRS);
+        let (frame, _) = live.apply(delta.clone(), 2 * second);
+        let entry = frame.cgroups.get(&id).expect("a row for the cgroup");
+        assert_eq!(&*entry.path, path, "the row is named by its path");
+        assert_eq!(
+            rmdirs_of(&frame.cumulative, id),
+            RMDIRS,
+            "{path} since start"
+        );
+        // Every call was slower than 1 ns: each reported with its cgroup, or counted as not
+        // reported (the ring is rate-limited).
+        let reported = delta
+            .slow
+            .iter()
+            .filter(|c| c.cgroup == id && c.probe == Probe::SysRmdir)
+            .count();
+        assert!(reported > 0, "no slow rmdir(2) of {path}: {:?}", delta.slow);
+        assert!(
+            delta.slow.iter().all(|c| c.pid != std::process::id()),
+            "this process's own calls are not traced"
+        );
+        // The next poll holds no call of it: what the kernel counted was handed once.
+        let next = source.poll(Duration::from_secs(1)).unwrap();
+        assert_eq!(rmdirs_of(&next.snapshot, id), 0);
+    }
+
+    #[test]
+    #[ignore = "root-only: attaches BPF programs (run in a guest by cargo xtask test)"]
+    fn a_removed_cgroup_is_reported_and_its_kernel_entries_forgotten() {
+        let mut source = source();
+        if !source.attached.cgroup_events {
+            // Without the cgroup tracepoints, removals are seen by walking every 5 s.
+            source.last_removal_check = Instant::now()
+                .checked_sub(REMOVAL_CHECK)
+                .expect("up for 5 s");
+        }
+        let _ = source.poll(Duration::from_secs(1)).unwrap();
+        let (dir, id, path) = new_cgroup("tracer-gone");
+        rmdirs_in(&dir);
+        let counted = source.poll(Duration::from_secs(1)).unwrap();
+        assert_eq!(rmdirs_of(&counted.snapshot, id), RMDIRS, "{path}");
+        std::fs::remove_dir(&dir).unwrap();
+        if !source.attached.cgroup_events {
+            source.last_removal_check = Instant::now()
+                .checked_sub(REMOVAL_CHECK)
+                .expect("up for 5 s");
+        }
+        let removed = source.poll(Duration::from_secs(1)).unwrap();
+        assert_eq!(removed.cgroups_removed, vec![id], "{path} removed");
+        // The poll after the removal deletes its entries from the kernel's maps.
+        let _ = source.poll(Duration::from_secs(1)).unwrap();
+        let raw = source.attached.read_raw(meta(&source.info, 0)).unwrap();
+        assert_eq!(
+            rmdirs_of(&raw, id),
+            0,
+            "the kernel still holds {path}'s calls"
+        );
+        assert!(
+            raw.counters.keys().all(|(_, c)| *c != id),
+            "the kernel still holds {path}'s counters"
+        );
     }
 }

@@ -29,7 +29,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use tracer_core::snapshot::{CgroupId, Counter, GONE_CGROUP, Latency, OTHER_CGROUP, Snapshot};
+use tracer_core::snapshot::{
+    CgroupId, Counter, GONE_CGROUP, Latency, OTHER_CGROUP, Probe, SeriesKey, Snapshot,
+};
 
 use super::window::Window;
 
@@ -84,7 +86,7 @@ pub type LabelId = CgroupId;
 struct Parked {
     /// Its place in [`Labels::parked_order`].
     order: (bool, u64, LabelId),
-    series: Vec<(tracer_core::snapshot::SeriesKey, Latency)>,
+    series: Vec<(SeriesKey, Latency)>,
     counters: Vec<(Counter, u64)>,
 }
 
@@ -115,7 +117,14 @@ pub struct Labels {
     next_spare: LabelId,
     /// Cgroups whose calls went to `other` because their path was not known.
     unnamed: u64,
+    /// The calls of every label set out of the totals (parked or forgotten), per (probe,
+    /// caller): a node's total is the totals' plus these, so it never decreases when a
+    /// label set leaves.
+    departed: Departed,
 }
+
+/// Calls per (probe, caller) of the label sets that left the totals.
+pub type Departed = BTreeMap<(Probe, Option<Probe>), Latency>;
 
 impl Labels {
     /// Label sets for a table of `slots` slots (that many are parked at most).
@@ -133,6 +142,7 @@ impl Labels {
             forgotten: Forgotten::new(slots),
             next_spare: OTHER_CGROUP - 1,
             unnamed: 0,
+            departed: Departed::new(),
         }
     }
 
@@ -169,6 +179,11 @@ impl Labels {
         };
         if let Some(p) = self.parked.remove(&label) {
             self.parked_order.remove(&p.order);
+            for (k, lat) in &p.series {
+                if let Some(d) = self.departed.get_mut(&(k.probe, k.caller)) {
+                    d.subtract(lat);
+                }
+            }
             totals.series.extend(p.series);
             for (c, n) in p.counters {
                 totals.count(c, label, n);
@@ -239,6 +254,10 @@ impl Labels {
             .into_iter()
             .filter_map(|(k, lat)| match parked.get_mut(&k.cgroup) {
                 Some(p) => {
+                    self.departed
+                        .entry((k.probe, k.caller))
+                        .or_default()
+                        .merge(&lat);
                     p.series.push((k, lat));
                     None
                 }
@@ -295,6 +314,13 @@ impl Labels {
     #[must_use]
     pub fn parked(&self) -> usize {
         self.parked.len()
+    }
+
+    /// The calls of the label sets out of the totals now (parked, or forgotten since the
+    /// last reset), per (probe, caller).
+    #[must_use]
+    pub fn departed(&self) -> &Departed {
+        &self.departed
     }
 
     /// Forget every label set (a reset: totals start afresh, so no path's history is left
@@ -387,6 +413,40 @@ mod tests {
         assert_eq!(l.route(102, Some("/pod2"), &mut t), OTHER_CGROUP);
         assert_eq!(l.forgotten_total(), 11 - PARKED_PER_SLOT as u64);
         assert!(l.may_hold("/never-seen"));
+    }
+
+    #[test]
+    fn the_calls_of_label_sets_out_of_the_totals_are_kept_per_probe_and_caller() {
+        let mut l = Labels::new(1);
+        let mut t = totals();
+        // All calls, the totals' and the departed ones', per (probe, caller).
+        let all = |l: &Labels, t: &Snapshot| {
+            let departed = l
+                .departed()
+                .get(&(Probe::VfsRmdir, None))
+                .map_or(0, Latency::count);
+            t.probe_total(Probe::VfsRmdir).count() + departed
+        };
+        let mut made = 0;
+        for id in 1..=10u64 {
+            let label = l.route(id, Some(&format!("/pod{id}")), &mut t);
+            for _ in 0..id {
+                t.record(SeriesKey::new(Probe::VfsRmdir, label), 1_000);
+            }
+            made += id;
+            l.release(&[(id, true)], id, &mut t, &mut Window::default());
+            assert_eq!(all(&l, &t), made, "pod {id} parked");
+        }
+        assert!(
+            l.forgotten_total() > 0,
+            "some forgotten, their calls still counted"
+        );
+        // A parked one taken back: its calls are the totals' again, counted once.
+        let back = l.route(100, Some("/pod10"), &mut t);
+        assert_eq!(t.total_where(|k| k.cgroup == back).count(), 10);
+        assert_eq!(all(&l, &t), made);
+        l.reset();
+        assert!(l.departed().is_empty(), "a reset starts the totals afresh");
     }
 
     #[test]

@@ -234,6 +234,7 @@ pub fn frame(seq: u64) -> Frame {
         folded_cgroups: 2,
         unnamed_cgroups: 0,
         forgotten_cgroups: 0,
+        departed: std::sync::Arc::default(),
         cost: Cost {
             bpf_ns_per_s: Some(1_200_000.0),
             bpf_timed_one_in: Some(64),

@@ -10,6 +10,13 @@
 //! response included; and at most `max_connections` are open, a connection past that
 //! being closed as soon as it is accepted.
 //!
+//! With `--web.config.file` ([`web`]), connections speak TLS and requests carry basic auth,
+//! all but the probes' (a kubelet's probe carries no credentials, and they say no more than
+//! up or down). The TLS handshake counts against the header timeout: a client has
+//! `header_read_timeout` from accept for its handshake and request headers together. A
+//! client speaking plain HTTP to a TLS port is told so in plain HTTP (400), as Go's servers
+//! do, and the connection closed.
+//!
 //! A frame is encoded once (and gzipped once for the clients that take gzip, as
 //! Prometheus does), when first scraped, and every scrape of it gets the same bytes; while
 //! a newer frame is being encoded, scrapes get the previous one's (at most one refresh
@@ -47,6 +54,8 @@ use tokio::{
 
 use super::metrics::{self, Context, Format, ProcSelf};
 use crate::live::{Frame, Health, Liveness};
+
+pub mod web;
 
 /// Limits that keep a slow or hostile client from holding the server or its memory.
 #[derive(Clone, Debug)]
@@ -166,8 +175,11 @@ fn accepts_gzip(header: Option<&str>) -> bool {
 }
 
 /// gzip at the fastest level: a scrape of 500 cgroups is about 10 MB of text that
-/// compresses some twentyfold, and it is compressed once per refresh.
-fn gzip(body: &[u8]) -> Bytes {
+/// compresses some twentyfold, and it is compressed once per refresh. A higher level
+/// saves bytes on every scrape but lands later: level 6 made 12.5 MB 0.49 MB rather than
+/// 0.63 MB in about three times the time, and on a loaded host scrapes then waited for
+/// late encodings up to [`STALE_AFTER`] (results/serve/runs.md, 2026-12-06).
+pub(crate) fn gzip(body: &[u8]) -> Bytes {
     use std::io::Write as _;
     let mut enc = flate2::write::GzEncoder::new(
         Vec::with_capacity(body.len() / 8),
@@ -438,10 +450,33 @@ fn not_allowed() -> Response<Full<Bytes>> {
     r
 }
 
+/// The web config a request is checked against: the server's, and what it said when the
+/// connection was accepted.
+type Gate = Option<(Arc<web::WebConfig>, Arc<web::Loaded>)>;
+
 async fn handle(
     exporter: Arc<Exporter>,
+    gate: Gate,
     req: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
+    let path = req.uri().path();
+    let probe_path = path == READY || path == HEALTHY;
+    if let Some((web, loaded)) = gate.as_ref().filter(|(_, l)| l.needs_auth())
+        && !probe_path
+    {
+        let authorization = req.headers().get(header::AUTHORIZATION);
+        if !web
+            .allows(loaded, authorization.map(header::HeaderValue::as_bytes))
+            .await
+        {
+            let mut r = plain(StatusCode::UNAUTHORIZED, "unauthorized\n");
+            r.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                header::HeaderValue::from_static("Basic realm=\"tracer\""),
+            );
+            return Ok(r);
+        }
+    }
     let page = match req.uri().path() {
         "/metrics" => Page::Metrics,
         "/" => Page::Index,
@@ -548,6 +583,21 @@ pub async fn serve(
     limits: Limits,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
+    serve_with(listener, exporter, limits, None, shutdown).await
+}
+
+/// Serve `exporter` on `listener` until `shutdown` completes, with TLS and basic auth as
+/// `web` says (none without it).
+///
+/// # Errors
+/// Never for a client's doing; only when accepting fails for good.
+pub async fn serve_with(
+    listener: TcpListener,
+    exporter: Arc<Exporter>,
+    limits: Limits,
+    web: Option<Arc<web::WebConfig>>,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
     let connections = Arc::new(Semaphore::new(limits.max_connections));
     let mut builder = http1::Builder::new();
     builder
@@ -580,15 +630,75 @@ pub async fn serve(
         };
         let exporter = exporter.clone();
         let builder = builder.clone();
-        let request_timeout = limits.request_timeout;
+        let web = web.clone();
+        let limits = limits.clone();
         tokio::spawn(async move {
-            let service = service_fn(move |req| handle(exporter.clone(), req));
-            let conn = builder.serve_connection(TokioIo::new(stream), service);
+            let deadline = tokio::time::Instant::now() + limits.header_read_timeout;
             // Errors are the client's (a reset, a bad request, a timeout): nothing to do.
-            let _ = tokio::time::timeout(request_timeout, conn).await;
+            let _ = tokio::time::timeout(
+                limits.request_timeout,
+                connection(stream, exporter, builder, web, deadline),
+            )
+            .await;
             drop(permit);
         });
     }
+}
+
+/// Serve one connection, its TLS handshake and request headers done by `deadline`.
+async fn connection(
+    stream: tokio::net::TcpStream,
+    exporter: Arc<Exporter>,
+    mut builder: http1::Builder,
+    web: Option<Arc<web::WebConfig>>,
+    deadline: tokio::time::Instant,
+) {
+    let loaded = web.as_ref().map(|w| w.current());
+    let tls = loaded.as_ref().and_then(|l| l.tls.clone());
+    let gate: Gate = web.zip(loaded);
+    let service = service_fn(move |req| handle(exporter.clone(), gate.clone(), req));
+    let Some(tls) = tls else {
+        let _ = builder
+            .serve_connection(TokioIo::new(stream), service)
+            .await;
+        return;
+    };
+    // A TLS record starts with its type, 22 for a handshake; an HTTP request with a
+    // letter.
+    let mut first = [0u8; 1];
+    match tokio::time::timeout_at(deadline, stream.peek(&mut first)).await {
+        Ok(Ok(1)) if first[0] == 22 => {}
+        Ok(Ok(1)) => return plain_to_tls(stream).await,
+        _ => return,
+    }
+    let Ok(Ok(stream)) = tokio::time::timeout_at(
+        deadline,
+        tokio_rustls::TlsAcceptor::from(tls).accept(stream),
+    )
+    .await
+    else {
+        return;
+    };
+    // What is left of the header timeout once the handshake is done.
+    let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+    builder.header_read_timeout(left.max(Duration::from_millis(1)));
+    let _ = builder
+        .serve_connection(TokioIo::new(stream), service)
+        .await;
+}
+
+/// Tell a client that sent plain HTTP to a TLS port what to do, without reading its
+/// request.
+async fn plain_to_tls(mut stream: tokio::net::TcpStream) {
+    use tokio::io::AsyncWriteExt as _;
+    const BODY: &str = "this port speaks TLS: use https://\n";
+    let response = format!(
+        "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{BODY}",
+        BODY.len()
+    );
+    let _ = stream.write_all(response.as_bytes()).await;
+    let _ = stream.shutdown().await;
 }
 
 #[cfg(test)]

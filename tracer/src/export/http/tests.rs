@@ -91,12 +91,12 @@ fn body(response: &str) -> &str {
     response.split_once("\r\n\r\n").map_or("", |(_, b)| b)
 }
 
-/// The latest frame's `tracer_latency_seconds_count` of `/a` and `tracer_source_up`, as
+/// The latest frame's node-wide `tracer_latency_seconds_count` and `tracer_source_up`, as
 /// a scrape now answers.
 async fn scraped(exporter: &Arc<Exporter>) -> (Option<f64>, Option<f64>) {
     let body = exporter.scrape(super::Format::Text, false).await.unwrap();
     let text = String::from_utf8_lossy(&body);
-    let labels = [("probe", "vfs_rmdir"), ("caller", "none"), ("cgroup", "/a")];
+    let labels = [("probe", "vfs_rmdir"), ("caller", "none")];
     (
         sample(&text, "tracer_latency_seconds_count", &labels),
         sample(&text, "tracer_source_up", &[]),
@@ -172,7 +172,7 @@ async fn a_failed_encoding_answers_500_once_and_the_next_scrape_is_fresh(fault: 
     assert!(body(&failed).contains("encoding the metrics failed"), "{failed}");
 
     // The next scrape encodes refresh 5 afresh: neither refresh 1's bytes nor a hang.
-    let labels = [("probe", "vfs_rmdir"), ("caller", "none"), ("cgroup", "/a")];
+    let labels = [("probe", "vfs_rmdir"), ("caller", "none")];
     let next = exchange(addr, get).await;
     assert_eq!(status(&next), Some(200), "{next}");
     assert_eq!(
@@ -204,7 +204,7 @@ async fn metrics_in_the_format_asked_and_an_index_page() {
         header(&text, "content-type"),
         Some("text/plain; version=0.0.4; charset=utf-8")
     );
-    let labels = [("probe", "vfs_rmdir"), ("caller", "none"), ("cgroup", "/a")];
+    let labels = [("probe", "vfs_rmdir"), ("caller", "none")];
     assert_eq!(
         sample(body(&text), "tracer_latency_seconds_count", &labels),
         Some(1.0)

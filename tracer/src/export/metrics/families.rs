@@ -15,9 +15,10 @@ use tracer_core::{
 };
 
 use super::labels::{
-    AttachLabels, BUCKET_BOUNDS_NS, CgroupLabels, KindLabels, Label, NO_CALLER, ProbeInfoLabels,
-    ProbeLabels, ProbeLossLabels, ProgramLabels, SeriesLabels, SourceLabels, cgroup_label,
-    latency_rows, mode_state_symbol,
+    AttachLabels, BUCKET_BOUNDS_NS, CgroupLabels, KindLabels, Label, NO_CALLER, NodeSeriesLabels,
+    ProbeCgroupLabels, ProbeInfoLabels, ProbeLabels, ProbeLossLabels, ProgramLabels, SeriesLabels,
+    SourceLabels, cgroup_calls_rows, cgroup_label, latency_rows, mode_state_symbol,
+    node_latency_rows,
 };
 use crate::live::{Frame, SourceKindLive};
 
@@ -26,61 +27,155 @@ use crate::live::{Frame, SourceKindLive};
     clippy::cast_precision_loss,
     reason = "nanosecond counts to seconds, for Prometheus"
 )]
-fn seconds(ns: u64) -> f64 {
+pub(super) fn seconds(ns: u64) -> f64 {
     ns as f64 / 1e9
 }
 
-/// `tracer_latency_seconds`: one histogram per (probe, caller, cgroup), with its native
-/// buckets where the format carries them (`native`).
+/// A family's name (without its unit) and help, for both of its encoders: this module's,
+/// through prometheus-client, and [`super::exposition`]'s.
+pub(super) struct Descriptor {
+    pub(super) name: &'static str,
+    pub(super) help: &'static str,
+}
+
+/// `tracer_latency_seconds`.
+pub(super) const LATENCY: Descriptor = Descriptor {
+    name: "tracer_latency",
+    help: "Latency of each traced path on this node, per probe and caller (the innermost traced function around the call, or none), every cgroup's calls together.",
+};
+
+/// `tracer_cgroup_latency_seconds`.
+pub(super) const CGROUP_LATENCY: Descriptor = Descriptor {
+    name: "tracer_cgroup_latency",
+    help: "Latency of each traced path, per probe, caller (the innermost traced function around the call, or none) and cgroup (--cgroup-histograms).",
+};
+
+/// `tracer_cgroup_calls_total`.
+pub(super) const CGROUP_CALLS: Descriptor = Descriptor {
+    name: "tracer_cgroup_calls",
+    help: "Calls of each probe per cgroup, over all callers (the count of tracer_cgroup_latency_seconds).",
+};
+
+/// `tracer_cgroup_call_seconds_total`.
+pub(super) const CGROUP_CALL_SECONDS: Descriptor = Descriptor {
+    name: "tracer_cgroup_call",
+    help: "Time spent in the calls of each probe per cgroup, over all callers (the sum of tracer_cgroup_latency_seconds).",
+};
+
+/// `tracer_latency_seconds`: the node's histogram per (probe, caller), every cgroup's
+/// calls together, with its native buckets where the format carries them (`native`).
 pub(super) fn latency(frame: &Frame, native: bool, encoder: &mut DescriptorEncoder) -> fmt::Result {
     let mut m = encoder.encode_descriptor(
-        "tracer_latency",
-        "Latency of each traced path, per probe, caller (the innermost traced function around the call, or none) and cgroup.",
+        LATENCY.name,
+        LATENCY.help,
         Some(&Unit::Seconds),
         MetricType::Histogram,
     )?;
-    let bounds: Vec<f64> = BUCKET_BOUNDS_NS
-        .iter()
-        .map(|&b| seconds(b))
-        .chain([f64::INFINITY])
-        .collect();
-    for ((probe, caller, cgroup), b) in latency_rows(frame) {
+    for ((probe, caller), b) in node_latency_rows(frame, native) {
+        let labels = NodeSeriesLabels {
+            probe: Label::new(probe.name()),
+            caller: Label::new(caller.map_or(NO_CALLER, Probe::name)),
+        };
+        histogram(&mut m.encode_family(&labels)?, &b, native)?;
+    }
+    Ok(())
+}
+
+/// `tracer_cgroup_latency_seconds` (`--cgroup-histograms`): one histogram per (probe,
+/// caller, cgroup).
+pub(super) fn cgroup_latency(
+    frame: &Frame,
+    native: bool,
+    encoder: &mut DescriptorEncoder,
+) -> fmt::Result {
+    let mut m = encoder.encode_descriptor(
+        CGROUP_LATENCY.name,
+        CGROUP_LATENCY.help,
+        Some(&Unit::Seconds),
+        MetricType::Histogram,
+    )?;
+    for ((probe, caller, cgroup), b) in latency_rows(frame, native) {
         let labels = SeriesLabels {
             probe: Label::new(probe.name()),
             caller: Label::new(caller.map_or(NO_CALLER, Probe::name)),
-            cgroup: Label::new(&cgroup),
+            cgroup: Label::new(cgroup),
         };
-        let buckets: Vec<(f64, u64)> = bounds.iter().copied().zip(b.per_bucket).collect();
-        let sum = seconds(b.sum_ns);
-        let mut family = m.encode_family(&labels)?;
-        if !native {
-            // A text format: the classic buckets only.
-            family.encode_histogram::<NoLabelSet>(sum, b.count, &buckets, None)?;
-            continue;
-        }
-        let nb = NativeBuckets::of(&b.latency);
-        family.encode_histogram_with_native::<NoLabelSet>(
-            sum,
-            b.count,
-            &buckets,
-            None,
-            NativeHistogram {
-                schema: SCHEMA,
-                zero_threshold: ZERO_THRESHOLD_S,
-                zero_count: nb.zero_count,
-                negative: NativeHistogramBuckets {
-                    spans: &[],
-                    deltas: &[],
-                },
-                positive: NativeHistogramBuckets {
-                    spans: &nb.spans,
-                    deltas: &nb.deltas,
-                },
-                // Every counter's and histogram's start is set on the whole encoding, as
-                // the process's (see `protobuf`).
-                created: None,
+        histogram(&mut m.encode_family(&labels)?, &b, native)?;
+    }
+    Ok(())
+}
+
+/// One histogram: the classic buckets, and the native ones where the format carries them.
+fn histogram(
+    family: &mut prometheus_client::encoding::MetricEncoder<'_>,
+    b: &super::labels::Buckets,
+    native: bool,
+) -> fmt::Result {
+    let bounds = BUCKET_BOUNDS_NS
+        .iter()
+        .map(|&b| seconds(b))
+        .chain([f64::INFINITY]);
+    let buckets: Vec<(f64, u64)> = bounds.zip(b.per_bucket).collect();
+    let sum = seconds(b.sum_ns);
+    if !native {
+        // A text format: the classic buckets only.
+        return family.encode_histogram::<NoLabelSet>(sum, b.count, &buckets, None);
+    }
+    let nb = NativeBuckets::of(&b.latency);
+    family.encode_histogram_with_native::<NoLabelSet>(
+        sum,
+        b.count,
+        &buckets,
+        None,
+        NativeHistogram {
+            schema: SCHEMA,
+            zero_threshold: ZERO_THRESHOLD_S,
+            zero_count: nb.zero_count,
+            negative: NativeHistogramBuckets {
+                spans: &[],
+                deltas: &[],
             },
-        )?;
+            positive: NativeHistogramBuckets {
+                spans: &nb.spans,
+                deltas: &nb.deltas,
+            },
+            // Every counter's and histogram's start is set on the whole encoding, as
+            // the process's (see `protobuf`).
+            created: None,
+        },
+    )
+}
+
+/// `tracer_cgroup_calls_total` and `tracer_cgroup_call_seconds_total`: each cgroup's
+/// calls and the time they took, per probe: its mean latency and its share of time, at a
+/// series each per probe.
+pub(super) fn cgroup_calls(frame: &Frame, encoder: &mut DescriptorEncoder) -> fmt::Result {
+    let rows = cgroup_calls_rows(frame);
+    let mut m = encoder.encode_descriptor(
+        CGROUP_CALLS.name,
+        CGROUP_CALLS.help,
+        None,
+        MetricType::Counter,
+    )?;
+    for ((probe, cgroup), (calls, _)) in &rows {
+        m.encode_family(&ProbeCgroupLabels {
+            probe: Label::new(probe.name()),
+            cgroup: Label::new(cgroup),
+        })?
+        .encode_counter::<NoLabelSet, _, u64>(calls, None)?;
+    }
+    let mut m = encoder.encode_descriptor(
+        CGROUP_CALL_SECONDS.name,
+        CGROUP_CALL_SECONDS.help,
+        Some(&Unit::Seconds),
+        MetricType::Counter,
+    )?;
+    for ((probe, cgroup), (_, ns)) in &rows {
+        m.encode_family(&ProbeCgroupLabels {
+            probe: Label::new(probe.name()),
+            cgroup: Label::new(cgroup),
+        })?
+        .encode_counter::<NoLabelSet, _, f64>(&seconds(*ns), None)?;
     }
     Ok(())
 }
@@ -89,8 +184,8 @@ pub(super) fn latency(frame: &Frame, native: bool, encoder: &mut DescriptorEncod
 pub(super) fn dentries(frame: &Frame, encoder: &mut DescriptorEncoder) -> fmt::Result {
     // A cgroup with any d_delete outcome gets both counters, zero included, so "negative
     // versus dropped" always has both sides.
-    let mut outcomes: BTreeMap<String, [u64; 2]> = BTreeMap::new();
-    let mut blocked: BTreeMap<String, u64> = BTreeMap::new();
+    let mut outcomes: BTreeMap<&str, [u64; 2]> = BTreeMap::new();
+    let mut blocked: BTreeMap<&str, u64> = BTreeMap::new();
     for ((c, id), n) in &frame.cumulative.counters {
         let slot = match c {
             Counter::NegativeDentries => 0,
@@ -424,19 +519,21 @@ pub(super) fn cgroup_info(frame: &Frame, encoder: &mut DescriptorEncoder) -> fmt
     Ok(())
 }
 
-/// `tracer_build_info{version, revision, rustc} 1`: which build a node runs, as every
-/// exporter says it (`node_exporter_build_info`), joinable on `instance`.
+/// `tracer_build_info{version, revision, rustc, arch} 1`: which build a node runs, as every
+/// exporter says it (`node_exporter_build_info`), joinable on `instance`; `arch` as `uname
+/// -m` names it (`node_uname_info`'s `machine`), so a mixed fleet tells its nodes apart.
 pub(super) fn build_info(encoder: &mut DescriptorEncoder) -> fmt::Result {
     use crate::build_info;
     let labels = [
         ("version", Label::new(build_info::VERSION)),
         ("revision", Label::new(build_info::REVISION)),
         ("rustc", Label::new(build_info::rustc_release())),
+        ("arch", Label::new(build_info::ARCH)),
     ];
     encoder
         .encode_descriptor(
             "tracer_build_info",
-            "Always 1: the version, git revision and rustc release of the tracer binary serving.",
+            "Always 1: the version, git revision, rustc release and architecture of the tracer binary serving.",
             None,
             MetricType::Gauge,
         )?

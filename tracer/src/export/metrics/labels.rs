@@ -57,6 +57,20 @@ pub(super) struct SeriesLabels {
     pub(super) cgroup: Label,
 }
 
+/// A node's histogram: no cgroup.
+#[derive(Debug, Clone, EncodeLabelSet)]
+pub(super) struct NodeSeriesLabels {
+    pub(super) probe: Label,
+    pub(super) caller: Label,
+}
+
+/// A cgroup's counters of one probe.
+#[derive(Debug, Clone, EncodeLabelSet)]
+pub(super) struct ProbeCgroupLabels {
+    pub(super) probe: Label,
+    pub(super) cgroup: Label,
+}
+
 #[derive(Debug, Clone, EncodeLabelSet)]
 pub(super) struct CgroupLabels {
     pub(super) cgroup: Label,
@@ -127,6 +141,17 @@ pub struct Buckets {
 impl Buckets {
     /// Add a latency distribution.
     pub fn add(&mut self, lat: &Latency) {
+        self.add_classic(lat);
+        if self.latency.count() == 0 {
+            self.latency.clone_from(lat);
+        } else {
+            self.latency.merge(lat);
+        }
+    }
+
+    /// Add a latency distribution's classic buckets, count and sum only: what a text
+    /// format shows, `latency` left as it is (no native histogram is made of it).
+    pub fn add_classic(&mut self, lat: &Latency) {
         let below = buckets_of(lat);
         let mut finite = 0;
         for (mine, n) in self.per_bucket.iter_mut().zip(below) {
@@ -139,10 +164,14 @@ impl Buckets {
         self.per_bucket[inf] += lat.count().saturating_sub(finite);
         self.count += lat.count();
         self.sum_ns = self.sum_ns.saturating_add(lat.sum_ns());
-        if self.latency.count() == 0 {
-            self.latency.clone_from(lat);
+    }
+
+    /// [`Buckets::add`] where `native`, else [`Buckets::add_classic`].
+    fn add_for(&mut self, lat: &Latency, native: bool) {
+        if native {
+            self.add(lat);
         } else {
-            self.latency.merge(lat);
+            self.add_classic(lat);
         }
     }
 
@@ -156,10 +185,10 @@ impl Buckets {
 /// The calls of `lat` in each finite exposed bucket, from the kernel's buckets: every
 /// exposed bound is a bound of theirs, so [`Latency::count_le`] is exact there.
 pub(super) fn buckets_of(lat: &Latency) -> [u64; BUCKET_BOUNDS_NS.len()] {
-    let mut out = [0; BUCKET_BOUNDS_NS.len()];
+    let mut out = lat.count_le_each(&BUCKET_BOUNDS_NS);
     let mut below = 0;
-    for (slot, &bound) in out.iter_mut().zip(&BUCKET_BOUNDS_NS) {
-        let le = lat.count_le(bound);
+    for slot in &mut out {
+        let le = *slot;
         *slot = le.saturating_sub(below);
         below = le;
     }
@@ -168,33 +197,72 @@ pub(super) fn buckets_of(lat: &Latency) -> [u64; BUCKET_BOUNDS_NS.len()] {
 
 /// The `cgroup` label of a label set: its path (fixed for the label set's life), `other`
 /// or `gone`; never empty.
-pub(super) fn cgroup_label(frame: &Frame, id: CgroupId) -> String {
+pub(super) fn cgroup_label(frame: &Frame, id: CgroupId) -> &str {
     match id {
-        OTHER_CGROUP => OTHER.to_owned(),
-        GONE_CGROUP => GONE.to_owned(),
+        OTHER_CGROUP => OTHER,
+        GONE_CGROUP => GONE,
         _ => match frame.cumulative.cgroups.get(&id) {
-            Some(path) if !path.is_empty() => path.clone(),
+            Some(path) if !path.is_empty() => path,
             // Not filed by the live loop (a snapshot built elsewhere): the table's path.
             _ => frame
                 .cgroups
                 .get(&id)
-                .map(|e| e.path.to_string())
+                .map(|e| &*e.path)
                 .filter(|p| !p.is_empty())
-                .unwrap_or_else(|| OTHER.to_owned()),
+                .unwrap_or(OTHER),
         },
     }
 }
 
-/// The latency histograms, one per (probe, caller, cgroup path). The live loop files a
-/// path's calls under one label set; series of different ids with one path (a snapshot
+/// The latency histograms, one per (probe, caller, cgroup path), each row's merged
+/// distribution kept only where `native` (the protobuf format) asks. The live loop files
+/// a path's calls under one label set; series of different ids with one path (a snapshot
 /// from elsewhere) are summed: one label set, one series.
 #[must_use]
-pub fn latency_rows(frame: &Frame) -> BTreeMap<(Probe, Option<Probe>, String), Buckets> {
-    let mut rows: BTreeMap<(Probe, Option<Probe>, String), Buckets> = BTreeMap::new();
+pub fn latency_rows(
+    frame: &Frame,
+    native: bool,
+) -> BTreeMap<(Probe, Option<Probe>, &str), Buckets> {
+    let mut rows: BTreeMap<(Probe, Option<Probe>, &str), Buckets> = BTreeMap::new();
     for (key, lat) in &frame.cumulative.series {
         rows.entry((key.probe, key.caller, cgroup_label(frame, key.cgroup)))
             .or_default()
-            .add(lat);
+            .add_for(lat, native);
+    }
+    rows
+}
+
+/// The node's latency histograms, one per (probe, caller): every cgroup's calls, those of
+/// label sets that left the totals included (`frame.departed`), so that none decreases
+/// when a cgroup's label set is parked or forgotten. `native` as for [`latency_rows`].
+#[must_use]
+pub fn node_latency_rows(frame: &Frame, native: bool) -> BTreeMap<(Probe, Option<Probe>), Buckets> {
+    let mut rows: BTreeMap<(Probe, Option<Probe>), Buckets> = BTreeMap::new();
+    for (key, lat) in &frame.cumulative.series {
+        rows.entry((key.probe, key.caller))
+            .or_default()
+            .add_for(lat, native);
+    }
+    for (key, lat) in frame.departed.iter() {
+        if lat.count() > 0 {
+            rows.entry(*key).or_default().add_for(lat, native);
+        }
+    }
+    rows
+}
+
+/// Each cgroup's calls and their total time (ns), per (probe, cgroup path), over all
+/// callers: the `count` and `sum` of its latency histograms, so they keep those
+/// histograms' guarantees (a label set's totals only grow, and never take in another's).
+#[must_use]
+pub fn cgroup_calls_rows(frame: &Frame) -> BTreeMap<(Probe, &str), (u64, u64)> {
+    let mut rows: BTreeMap<(Probe, &str), (u64, u64)> = BTreeMap::new();
+    for (key, lat) in &frame.cumulative.series {
+        let row = rows
+            .entry((key.probe, cgroup_label(frame, key.cgroup)))
+            .or_default();
+        row.0 += lat.count();
+        row.1 = row.1.saturating_add(lat.sum_ns());
     }
     rows
 }

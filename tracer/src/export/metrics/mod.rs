@@ -9,13 +9,14 @@
 //! `_count`), and, in the protobuf format, also as a native histogram of schema 3
 //! ([`tracer_core::native_histogram`]).
 
-use std::{fmt, sync::Arc};
+use std::{
+    fmt,
+    sync::{Arc, OnceLock},
+};
 
 use prometheus_client::{
     collector::Collector,
-    encoding::{
-        DescriptorEncoder, NoLabelSet, prometheus_protobuf, text,
-    },
+    encoding::{DescriptorEncoder, NoLabelSet, prometheus_protobuf, text},
     metrics::MetricType,
     registry::Registry,
 };
@@ -122,6 +123,37 @@ impl Context {
     }
 }
 
+/// Which series a scrape holds beyond the node's: chosen once, by `tracer serve`'s flags.
+///
+/// At the defaults a node's latency histograms are per (probe, caller), and each cgroup
+/// has counters only (calls and their time, per probe): a scrape's series then grow with
+/// the cgroups by a few per probe, not by a histogram's buckets each.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Shape {
+    /// Also a latency histogram per (probe, caller, cgroup),
+    /// `tracer_cgroup_latency_seconds` (`--cgroup-histograms`): a pod's own percentiles,
+    /// for 19 series each in the text formats (1 as a native histogram).
+    pub cgroup_histograms: bool,
+}
+
+/// The shape of this process's scrapes: set once before the first, from the flags.
+static SHAPE: OnceLock<Shape> = OnceLock::new();
+
+impl Shape {
+    /// Make `self` the shape of every scrape this process answers (a process serves one
+    /// shape: a series that came and went with a setting would read as churn). False when
+    /// one was set before.
+    pub fn set(self) -> bool {
+        SHAPE.set(self).is_ok()
+    }
+
+    /// The shape set, else the defaults.
+    #[must_use]
+    pub fn current() -> Self {
+        SHAPE.get().copied().unwrap_or_default()
+    }
+}
+
 /// An encoding failed: a collector refused a value, or the format could not be written.
 /// The scrape is answered 500 (an empty 200 would read as a scrape with no series) and
 /// counted in `tracer_scrape_errors_total`.
@@ -143,11 +175,20 @@ impl std::error::Error for EncodeError {}
 /// When the encoding fails, which the tests' frames never make it.
 #[must_use]
 pub fn render(frame: Option<Arc<Frame>>, format: Format) -> String {
-    let bytes = encode(frame, format, &Context::now()).expect("the frame encodes");
+    render_shaped(frame, format, Shape::current())
+}
+
+/// [`render`] in `shape`.
+///
+/// # Panics
+/// When the encoding fails, which the tests' frames never make it.
+#[must_use]
+pub fn render_shaped(frame: Option<Arc<Frame>>, format: Format, shape: Shape) -> String {
+    let bytes = encode_shaped(frame, format, &Context::now(), shape).expect("the frame encodes");
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
-/// Encode `frame` in `format`, in `ctx`.
+/// Encode `frame` in `format`, in `ctx`, in this process's [`Shape`].
 ///
 /// # Errors
 /// When prometheus-client refuses the encoding.
@@ -156,21 +197,83 @@ pub fn encode(
     format: Format,
     ctx: &Context,
 ) -> Result<Vec<u8>, EncodeError> {
+    encode_shaped(frame, format, ctx, Shape::current())
+}
+
+/// [`encode`] in `shape`.
+///
+/// # Errors
+/// When prometheus-client refuses the encoding.
+pub fn encode_shaped(
+    frame: Option<Arc<Frame>>,
+    format: Format,
+    ctx: &Context,
+    shape: Shape,
+) -> Result<Vec<u8>, EncodeError> {
+    let collector = |frame, parts| FrameMetrics {
+        frame,
+        ctx: *ctx,
+        native: format == Format::Protobuf,
+        shape,
+        parts,
+    };
+    if format == Format::Protobuf {
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(collector(frame, Parts::All)));
+        return protobuf(&registry, ctx.started_unix_ns);
+    }
+    let dialect = match format {
+        Format::Text => exposition::Dialect::Text,
+        Format::OpenMetrics | Format::Protobuf => exposition::Dialect::OpenMetrics,
+    };
+    // prometheus-client writes the families before and after those with a series per
+    // cgroup, which are written directly (`exposition`), in the same bytes it would.
+    let encoded = |frame, parts, eof: bool| -> Result<String, EncodeError> {
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(collector(frame, parts)));
+        let mut out = String::new();
+        let done = if eof {
+            text::encode(&mut out, &registry)
+        } else {
+            text::encode_registry(&mut out, &registry)
+        };
+        done.map_err(|e| EncodeError(e.to_string()))?;
+        Ok(match dialect {
+            exposition::Dialect::Text => openmetrics_to_text(&out),
+            exposition::Dialect::OpenMetrics => out,
+        })
+    };
+    let mut out = encoded(frame.clone(), Parts::Head, false)?;
+    if let Some(frame) = &frame {
+        exposition::per_cgroup_families(frame, shape.cgroup_histograms, dialect, &mut out);
+    }
+    out.push_str(&encoded(frame, Parts::Tail, true)?);
+    Ok(out.into_bytes())
+}
+
+/// [`encode_shaped`] in a text format, every family through prometheus-client's text
+/// encoder: the reference the direct encoding is held to, byte for byte.
+#[cfg(test)]
+pub(crate) fn encode_reference(
+    frame: Option<Arc<Frame>>,
+    format: Format,
+    ctx: &Context,
+    shape: Shape,
+) -> String {
     let mut registry = Registry::default();
     registry.register_collector(Box::new(FrameMetrics {
         frame,
         ctx: *ctx,
-        native: format == Format::Protobuf,
+        native: false,
+        shape,
+        parts: Parts::All,
     }));
-    if format == Format::Protobuf {
-        return protobuf(&registry, ctx.started_unix_ns);
-    }
     let mut out = String::new();
-    text::encode(&mut out, &registry).map_err(|e| EncodeError(e.to_string()))?;
-    Ok(match format {
-        Format::Text => openmetrics_to_text(&out).into_bytes(),
-        Format::OpenMetrics | Format::Protobuf => out.into_bytes(),
-    })
+    text::encode(&mut out, &registry).expect("the frame encodes");
+    match format {
+        Format::Text => openmetrics_to_text(&out),
+        Format::OpenMetrics | Format::Protobuf => out,
+    }
 }
 
 /// The protobuf format, length-delimited, every counter and histogram with the start time
@@ -246,10 +349,55 @@ struct FrameMetrics {
     ctx: Context,
     /// Whether the format carries native histograms (else their buckets are not computed).
     native: bool,
+    shape: Shape,
+    parts: Parts,
+}
+
+/// Which of a frame's families a [`FrameMetrics`] encodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Parts {
+    /// Every one, in order.
+    All,
+    /// Those before the families with a series per cgroup ([`exposition`]).
+    Head,
+    /// Those after them.
+    Tail,
 }
 
 impl Collector for FrameMetrics {
     fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
+        if self.parts != Parts::Tail {
+            self.encode_head(&mut encoder)?;
+        }
+        let Some(frame) = &self.frame else {
+            return Ok(());
+        };
+        if self.parts == Parts::All {
+            families::latency(frame, self.native, &mut encoder)?;
+            families::cgroup_calls(frame, &mut encoder)?;
+            if self.shape.cgroup_histograms {
+                families::cgroup_latency(frame, self.native, &mut encoder)?;
+            }
+        }
+        if self.parts == Parts::Head {
+            return Ok(());
+        }
+        families::dentries(frame, &mut encoder)?;
+        families::dentry_state(frame, &mut encoder)?;
+        families::findings(frame, &mut encoder)?;
+        families::probes(frame, &mut encoder)?;
+        families::losses(frame, &mut encoder)?;
+        families::bpf_programs(frame, &mut encoder)?;
+        process::encode_process(frame, &self.ctx.proc, &mut encoder)?;
+        families::cgroups(frame, &mut encoder)?;
+        families::source_info(frame, &mut encoder)?;
+        families::cgroup_info(frame, &mut encoder)
+    }
+}
+
+impl FrameMetrics {
+    /// The families every scrape has, a frame or not.
+    fn encode_head(&self, encoder: &mut DescriptorEncoder) -> fmt::Result {
         let up = !self.ctx.source_down && self.frame.as_ref().is_some_and(|f| f.error.is_none());
         encoder
             .encode_descriptor(
@@ -267,24 +415,11 @@ impl Collector for FrameMetrics {
                 MetricType::Counter,
             )?
             .encode_counter::<NoLabelSet, _, u64>(&self.ctx.scrape_errors, None)?;
-        families::build_info(&mut encoder)?;
-        let Some(frame) = &self.frame else {
-            return Ok(());
-        };
-        families::latency(frame, self.native, &mut encoder)?;
-        families::dentries(frame, &mut encoder)?;
-        families::dentry_state(frame, &mut encoder)?;
-        families::findings(frame, &mut encoder)?;
-        families::probes(frame, &mut encoder)?;
-        families::losses(frame, &mut encoder)?;
-        families::bpf_programs(frame, &mut encoder)?;
-        process::encode_process(frame, &self.ctx.proc, &mut encoder)?;
-        families::cgroups(frame, &mut encoder)?;
-        families::source_info(frame, &mut encoder)?;
-        families::cgroup_info(frame, &mut encoder)
+        families::build_info(encoder)
     }
 }
 
+mod exposition;
 mod families;
 mod labels;
 mod process;
@@ -292,6 +427,7 @@ mod process;
 pub(crate) mod tests;
 
 pub use labels::{
-    BUCKET_BOUNDS_NS, Buckets, GONE, NO_CALLER, NO_SYMBOL, NONE, OTHER, latency_rows,
+    BUCKET_BOUNDS_NS, Buckets, GONE, NO_CALLER, NO_SYMBOL, NONE, OTHER, cgroup_calls_rows,
+    latency_rows, node_latency_rows,
 };
 pub use process::ProcSelf;

@@ -51,6 +51,7 @@ pub(crate) fn frame(snap: Snapshot) -> Frame {
         folded_cgroups: 0,
         unnamed_cgroups: 0,
         forgotten_cgroups: 0,
+        departed: Arc::default(),
         cost: Cost::default(),
         findings: Arc::default(),
         error: None,
@@ -94,8 +95,7 @@ pub(crate) fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<
                     got.iter().any(|(gk, gv)| {
                         gk == k
                             && (gv == v
-                                || (*k == "le"
-                                    && gv.parse::<f64>().ok() == v.parse::<f64>().ok()))
+                                || (*k == "le" && gv.parse::<f64>().ok() == v.parse::<f64>().ok()))
                     })
                 });
             same.then(|| value.parse().ok()).flatten()
@@ -116,30 +116,49 @@ fn histogram_has_exact_count_sum_and_cumulative_buckets() {
     for ns in [500, 2_000, 3_000, 1_000_000, 100_000_000_000] {
         s.record(key, ns);
     }
-    let out = render(Some(Arc::new(frame(s))), Format::OpenMetrics);
-    let labels = [
+    let out = render_shaped(
+        Some(Arc::new(frame(s))),
+        Format::OpenMetrics,
+        Shape {
+            cgroup_histograms: true,
+        },
+    );
+    let node = [("probe", "vfs_rmdir"), ("caller", "none")];
+    let cgroup = [
         ("probe", "vfs_rmdir"),
         ("caller", "none"),
         ("cgroup", "/system.slice/a"),
     ];
-    assert_eq!(
-        sample(&out, "tracer_latency_seconds_count", &labels),
-        Some(5.0)
-    );
-    let sum = sample(&out, "tracer_latency_seconds_sum", &labels).unwrap();
-    assert!((sum - 100.001_005_5).abs() < 1e-9, "sum={sum}");
-    let bucket = |bound: &str| {
-        let mut l = labels.to_vec();
-        l.push(("le", bound));
-        sample(&out, "tracer_latency_seconds_bucket", &l)
-    };
-    // 500 ns < 1.024 us; 2 and 3 us < 4.096 us; 1 ms < 1.048576 ms; 100 s past 68.7 s.
-    assert_eq!(bucket(&le(1 << 10)), Some(1.0));
-    assert_eq!(bucket(&le(1 << 12)), Some(3.0));
-    assert_eq!(bucket(&le(1 << 18)), Some(3.0));
-    assert_eq!(bucket(&le(1 << 20)), Some(4.0));
-    assert_eq!(bucket(&le(1 << 36)), Some(4.0));
-    assert_eq!(bucket("+Inf"), Some(5.0));
+    // The node's histogram and the cgroup's (its only cgroup) are the same calls.
+    for (family, labels) in [
+        ("tracer_latency_seconds", &node[..]),
+        ("tracer_cgroup_latency_seconds", &cgroup[..]),
+    ] {
+        assert_eq!(
+            sample(&out, &format!("{family}_count"), labels),
+            Some(5.0),
+            "{family}"
+        );
+        let sum = sample(&out, &format!("{family}_sum"), labels).unwrap();
+        assert!((sum - 100.001_005_5).abs() < 1e-9, "{family}: sum={sum}");
+        let bucket = |bound: &str| {
+            let mut l = labels.to_vec();
+            l.push(("le", bound));
+            sample(&out, &format!("{family}_bucket"), &l)
+        };
+        // 500 ns < 1.024 us; 2 and 3 us < 4.096 us; 1 ms < 1.048576 ms; 100 s past 68.7 s.
+        assert_eq!(bucket(&le(1 << 10)), Some(1.0));
+        assert_eq!(bucket(&le(1 << 12)), Some(3.0));
+        assert_eq!(bucket(&le(1 << 18)), Some(3.0));
+        assert_eq!(bucket(&le(1 << 20)), Some(4.0));
+        assert_eq!(bucket(&le(1 << 36)), Some(4.0));
+        assert_eq!(bucket("+Inf"), Some(5.0));
+    }
+    // The cgroup's counters: its calls and their seconds, over all callers.
+    let pc = [("probe", "vfs_rmdir"), ("cgroup", "/system.slice/a")];
+    assert_eq!(sample(&out, "tracer_cgroup_calls_total", &pc), Some(5.0));
+    let secs = sample(&out, "tracer_cgroup_call_seconds_total", &pc).unwrap();
+    assert!((secs - 100.001_005_5).abs() < 1e-9, "seconds={secs}");
 }
 
 #[test]
@@ -168,11 +187,17 @@ fn other_row_and_same_path_cgroups_are_one_series_each() {
             .with_caller(Probe::NamespaceUnlock),
         5_000_000,
     );
-    let out = render(Some(Arc::new(frame(s))), Format::Text);
+    let out = render_shaped(
+        Some(Arc::new(frame(s))),
+        Format::Text,
+        Shape {
+            cgroup_histograms: true,
+        },
+    );
     let count = |probe, caller, cgroup| {
         sample(
             &out,
-            "tracer_latency_seconds_count",
+            "tracer_cgroup_latency_seconds_count",
             &[("probe", probe), ("caller", caller), ("cgroup", cgroup)],
         )
     };
@@ -183,10 +208,34 @@ fn other_row_and_same_path_cgroups_are_one_series_each() {
         Some(1.0)
     );
     assert_eq!(
-        out.matches("tracer_latency_seconds_count{probe=\"d_delete\"")
+        out.matches("tracer_cgroup_latency_seconds_count{probe=\"d_delete\"")
             .count(),
         2
     );
+    let calls = |probe, cgroup| {
+        sample(
+            &out,
+            "tracer_cgroup_calls_total",
+            &[("probe", probe), ("cgroup", cgroup)],
+        )
+    };
+    assert_eq!(calls("d_delete", "/a"), Some(2.0));
+    assert_eq!(calls("d_delete", "other"), Some(1.0));
+    assert_eq!(out.matches("tracer_cgroup_calls_total{").count(), 3);
+    // The node's: one series per (probe, caller), every cgroup's calls.
+    let node = |probe, caller| {
+        sample(
+            &out,
+            "tracer_latency_seconds_count",
+            &[("probe", probe), ("caller", caller)],
+        )
+    };
+    assert_eq!(node("d_delete", "none"), Some(3.0));
+    assert_eq!(
+        node("synchronize_rcu_expedited", "namespace_unlock"),
+        Some(1.0)
+    );
+    assert_eq!(out.matches("tracer_latency_seconds_count{").count(), 2);
 }
 
 #[test]
@@ -373,6 +422,7 @@ fn the_build_is_named_from_the_first_scrape_on() {
         ("version", env!("CARGO_PKG_VERSION")),
         ("revision", crate::build_info::REVISION),
         ("rustc", crate::build_info::rustc_release()),
+        ("arch", std::env::consts::ARCH),
     ];
     assert_eq!(
         sample(&out, "tracer_build_info", &labels),
@@ -546,7 +596,11 @@ fn each_active_finding_is_one_series_with_its_rule_and_severity() {
     f.findings = Arc::new(storm_findings());
     let t = text(&f);
     assert_eq!(
-        sample(&t, "tracer_finding", &[("id", "umount-rcu-grace-period"), ("severity", "critical")]),
+        sample(
+            &t,
+            "tracer_finding",
+            &[("id", "umount-rcu-grace-period"), ("severity", "critical")]
+        ),
         Some(1.0),
         "{t}"
     );
@@ -554,7 +608,10 @@ fn each_active_finding_is_one_series_with_its_rule_and_severity() {
         sample(
             &t,
             "tracer_finding",
-            &[("id", "negative-dentries-accumulating"), ("severity", "info")]
+            &[
+                ("id", "negative-dentries-accumulating"),
+                ("severity", "info")
+            ]
         ),
         Some(1.0),
         "{t}"
@@ -564,8 +621,7 @@ fn each_active_finding_is_one_series_with_its_rule_and_severity() {
 
 /// Families of a classic-text exposition, each with the label pairs of its samples.
 fn families(text: &str) -> BTreeMap<String, std::collections::BTreeSet<(String, String)>> {
-    let mut out: BTreeMap<String, std::collections::BTreeSet<(String, String)>> =
-        BTreeMap::new();
+    let mut out: BTreeMap<String, std::collections::BTreeSet<(String, String)>> = BTreeMap::new();
     let mut current = String::new();
     for line in text.lines() {
         if let Some(rest) = line.strip_prefix("# TYPE ") {
@@ -619,12 +675,16 @@ fn the_docs_table_lists_every_exported_metric_and_label_value() {
             scrape_errors: 1,
             ..Context::now()
         };
-        let text = encode(Some(Arc::new(rich_frame(kind))), Format::Text, &ctx).unwrap();
-        for (family, pairs) in families(&String::from_utf8_lossy(&text)) {
-            exported
-                .entry(family)
-                .or_insert_with(std::collections::BTreeSet::new)
-                .extend(pairs);
+        for cgroup_histograms in [false, true] {
+            let shape = Shape { cgroup_histograms };
+            let frame = Some(Arc::new(rich_frame(kind)));
+            let text = encode_shaped(frame, Format::Text, &ctx, shape).unwrap();
+            for (family, pairs) in families(&String::from_utf8_lossy(&text)) {
+                exported
+                    .entry(family)
+                    .or_insert_with(std::collections::BTreeSet::new)
+                    .extend(pairs);
+            }
         }
     }
     let mut wrong = Vec::new();
@@ -728,25 +788,50 @@ fn cgroup_info_names_pods_and_units_and_leaves_plain_cgroups_out() {
     assert_eq!(info.len(), 2, "{info:?}");
 }
 
-#[test]
-fn series_count_is_bounded_by_buckets_per_label_set() {
-    let mut s = snapshot();
-    s.cgroups.insert(1, "/a".into());
-    s.record(SeriesKey::new(Probe::SysUnlink, 1), 10);
-    let out = render(Some(Arc::new(frame(s))), Format::Text);
-    let lines = out
-        .lines()
-        .filter(|l| l.starts_with("tracer_latency_seconds"))
-        .count();
-    // Buckets (finite and +Inf), then _sum and _count.
-    assert_eq!(lines, BUCKET_BOUNDS_NS.len() + 1 + 2);
+/// Samples of a text scrape whose name starts with `prefix`.
+fn lines_of(out: &str, prefix: &str) -> usize {
+    out.lines().filter(|l| l.starts_with(prefix)).count()
 }
 
+#[test]
+fn at_the_defaults_a_cgroup_costs_two_series_per_probe_not_a_histogram() {
+    let per_histogram = BUCKET_BOUNDS_NS.len() + 1 + 2;
+    for cgroups in [1_u64, 50] {
+        let mut s = snapshot();
+        for id in 1..=cgroups {
+            s.cgroups.insert(id, format!("/c{id}"));
+            s.record(SeriesKey::new(Probe::SysUnlink, id), 10);
+            s.record(
+                SeriesKey::new(Probe::ShrinkDcacheParent, id).with_caller(Probe::VfsRmdir),
+                10,
+            );
+        }
+        let frame = Some(Arc::new(frame(s)));
+        let out = render_shaped(frame.clone(), Format::Text, Shape::default());
+        // The node's: two histograms, whatever the cgroups; buckets (finite and +Inf),
+        // then _sum and _count.
+        assert_eq!(lines_of(&out, "tracer_latency_seconds"), 2 * per_histogram);
+        assert_eq!(lines_of(&out, "tracer_cgroup_latency_seconds"), 0);
+        let n = usize::try_from(cgroups).unwrap();
+        assert_eq!(lines_of(&out, "tracer_cgroup_calls_total{"), 2 * n);
+        assert_eq!(lines_of(&out, "tracer_cgroup_call_seconds_total{"), 2 * n);
+        // With --cgroup-histograms, a histogram per (probe, caller, cgroup) besides.
+        let on = Shape {
+            cgroup_histograms: true,
+        };
+        let out = render_shaped(frame, Format::Text, on);
+        assert_eq!(lines_of(&out, "tracer_latency_seconds"), 2 * per_histogram);
+        assert_eq!(
+            lines_of(&out, "tracer_cgroup_latency_seconds"),
+            2 * n * per_histogram
+        );
+    }
+}
 
 mod churn {
     use std::{collections::BTreeMap, sync::Arc};
 
-    use super::super::{Format, render};
+    use super::super::{Format, Shape, render_shaped};
     use crate::live::{Delta, Live, OTHER_CGROUP, Options, SourceInfo, SourceKindLive};
     use tracer_core::snapshot::{CgroupId, Counter, Meta, Probe, SeriesKey, Snapshot, SourceKind};
 
@@ -851,6 +936,10 @@ mod churn {
         clippy::float_cmp,
         reason = "call counts, far below 2^52, exact in f64"
     )]
+    #[expect(
+        clippy::too_many_lines,
+        reason = "one scenario, its checks in the order its scrapes are read"
+    )]
     fn under_churn_no_counter_ever_decreases_and_each_counts_its_own_calls() {
         let info = Arc::new(SourceInfo {
             kind: SourceKindLive::Kernel,
@@ -881,7 +970,10 @@ mod churn {
                 *sent.entry(path).or_default() += n;
             }
             let (frame, _) = live.apply(delta, i * SEC);
-            let scrape = counters(&render(Some(Arc::new(frame)), Format::Text));
+            let on = Shape {
+                cgroup_histograms: true,
+            };
+            let scrape = counters(&render_shaped(Some(Arc::new(frame)), Format::Text, on));
             for (series, v) in &scrape {
                 assert!(
                     cgroup_of(series) != Some(""),
@@ -900,7 +992,7 @@ mod churn {
         let rmdirs = |cgroup: &str| {
             last.iter()
                 .filter(|(s, _)| {
-                    s.starts_with("tracer_latency_seconds_count{")
+                    s.starts_with("tracer_cgroup_calls_total{")
                         && s.contains("probe=\"vfs_rmdir\"")
                         && cgroup_of(s) == Some(cgroup)
                 })
@@ -908,14 +1000,28 @@ mod churn {
                 .sum::<f64>()
         };
         let want = |path: &str| sent[path] as f64;
-        // Every call counted once over the series, whichever label sets they went to.
+        // Every call counted once over the series, whichever label sets they went to:
+        // the cgroups' counters and histograms alike.
         let all: f64 = sent.values().sum::<u64>() as f64;
-        let exported: f64 = last
+        for family in [
+            "tracer_cgroup_calls_total{",
+            "tracer_cgroup_latency_seconds_count{",
+        ] {
+            let exported: f64 = last
+                .iter()
+                .filter(|(s, _)| s.starts_with(family))
+                .map(|(_, v)| *v)
+                .sum();
+            assert_eq!(exported, all, "{family}");
+        }
+        // The node's histogram holds every call at the last refresh, those of label sets
+        // parked or forgotten included (its only series: one probe, no caller).
+        let node: Vec<f64> = last
             .iter()
             .filter(|(s, _)| s.starts_with("tracer_latency_seconds_count{"))
             .map(|(_, v)| *v)
-            .sum();
-        assert_eq!(exported, all);
+            .collect();
+        assert_eq!(node, vec![all]);
         let negative: f64 = last
             .iter()
             .filter(|(s, _)| s.starts_with("tracer_negative_dentries_total{"))
@@ -962,8 +1068,8 @@ mod protobuf {
     };
     use prost::Message as _;
 
-    use super::super::{Context, Format, encode};
     use super as tests;
+    use super::super::{Context, Format, Shape, encode_shaped};
     use tracer_core::{
         native_histogram::{NativeBuckets, SCHEMA, index_of_ns},
         snapshot::{Probe, SeriesKey},
@@ -1011,17 +1117,30 @@ mod protobuf {
         }
         let lat = s.series[&key].clone();
         let ctx = Context::now();
-        let bytes = encode(Some(Arc::new(tests::frame(s))), Format::Protobuf, &ctx).unwrap();
+        let on = Shape {
+            cgroup_histograms: true,
+        };
+        let frame = Some(Arc::new(tests::frame(s)));
+        let bytes = encode_shaped(frame, Format::Protobuf, &ctx, on).unwrap();
         let families = decode(&bytes);
-        let latency = families
-            .iter()
-            .find(|f| f.name == "tracer_latency_seconds")
-            .expect("the latency family");
+        let family = |name: &str| {
+            families
+                .iter()
+                .find(|f| f.name == name)
+                .unwrap_or_else(|| panic!("{name}"))
+        };
+        // The node's histogram holds the same calls as the cgroup's, its only one.
+        let node = family("tracer_latency_seconds");
+        assert_eq!(node.r#type, ProtoType::Histogram as i32);
+        let node = node.metric[0].histogram.as_ref().unwrap();
+        assert_eq!((node.sample_count, node.schema), (1_000, SCHEMA));
+        let latency = family("tracer_cgroup_latency_seconds");
         assert_eq!(latency.r#type, ProtoType::Histogram as i32);
         let m = &latency.metric[0];
         assert_eq!(label(m, "cgroup"), Some("/system.slice/a\"b"), "verbatim");
         let h = m.histogram.as_ref().unwrap();
         assert_eq!(h.sample_count, 1_000);
+        assert_eq!(node.positive_delta, h.positive_delta);
         assert_eq!(h.schema, SCHEMA);
         assert!(!h.bucket.is_empty(), "the classic buckets too");
         // Every counter and histogram starts when this process did: Prometheus tells a
@@ -1048,9 +1167,15 @@ mod protobuf {
             .and_then(|f| f.metric[0].gauge.as_ref())
             .map(|g| g.value)
             .expect("process_start_time_seconds");
-        #[expect(clippy::cast_precision_loss, reason = "seconds since the epoch, to the tick")]
+        #[expect(
+            clippy::cast_precision_loss,
+            reason = "seconds since the epoch, to the tick"
+        )]
         let from_ts = want.seconds as f64 + f64::from(want.nanos) / 1e9;
-        assert!((process_start - from_ts).abs() < 1e-6, "{process_start} against {from_ts}");
+        assert!(
+            (process_start - from_ts).abs() < 1e-6,
+            "{process_start} against {from_ts}"
+        );
         let native = NativeBuckets {
             zero_count: h.zero_count,
             spans: h
@@ -1083,7 +1208,7 @@ mod every_source {
 
     use clap::Parser as _;
 
-    use super::super::{Context, Format, encode};
+    use super::super::{Context, Format, Shape, encode_shaped};
     use crate::live::{Live, LiveArgs, open};
 
     #[derive(clap::Parser)]
@@ -1133,10 +1258,8 @@ mod every_source {
             tracer_core::snapshot::SeriesKey::new(tracer_core::snapshot::Probe::VfsRmdir, 3),
             9_000,
         );
-        let path = std::env::temp_dir().join(format!(
-            "tracer-bare-capture-{}.json",
-            std::process::id()
-        ));
+        let path =
+            std::env::temp_dir().join(format!("tracer-bare-capture-{}.json", std::process::id()));
         let json = tracer_core::report::render(&s, tracer_core::report::Format::Json, false);
         std::fs::write(&path, json).unwrap();
         path
@@ -1161,17 +1284,131 @@ mod every_source {
                 frame = Some(live.apply(delta, 1_700_000_000_000_000_000 + i).0);
             }
             let frame = Arc::new(frame.unwrap());
-            for format in [Format::Text, Format::OpenMetrics] {
-                let text = encode(Some(frame.clone()), format, &Context::now()).unwrap();
+            let shapes = [false, true].map(|cgroup_histograms| Shape { cgroup_histograms });
+            for (format, shape) in [Format::Text, Format::OpenMetrics]
+                .into_iter()
+                .flat_map(|f| shapes.map(|s| (f, s)))
+            {
+                let text =
+                    encode_shaped(Some(frame.clone()), format, &Context::now(), shape).unwrap();
                 let text = String::from_utf8(text).unwrap();
                 let values = label_values(&text);
                 assert!(values.len() > 50, "{mode:?}: {} label values", values.len());
                 for (line, value) in values {
-                    assert!(!value.is_empty(), "{mode:?} {format:?}: an empty label in {line}");
+                    assert!(
+                        !value.is_empty(),
+                        "{mode:?} {format:?}: an empty label in {line}"
+                    );
                 }
                 assert!(text.contains("tracer_source_info{"), "{mode:?}");
             }
         }
         std::fs::remove_file(capture).unwrap();
+    }
+}
+
+/// The text formats write the families with a series per cgroup directly: byte for byte
+/// what prometheus-client's text encoder writes for them.
+mod direct {
+    use std::sync::Arc;
+
+    use super::super::{Context, Format, Shape, encode_reference, encode_shaped};
+    use super::{frame, rich_frame, snapshot};
+    use crate::live::SourceKindLive;
+    use tracer_core::snapshot::{Latency, Probe, SeriesKey};
+
+    fn same_bytes(frame: Option<&Arc<crate::live::Frame>>, what: &str) {
+        let ctx = Context::now();
+        for format in [Format::Text, Format::OpenMetrics] {
+            for cgroup_histograms in [false, true] {
+                let shape = Shape { cgroup_histograms };
+                let direct = encode_shaped(frame.cloned(), format, &ctx, shape).unwrap();
+                let direct = String::from_utf8(direct).unwrap();
+                let reference = encode_reference(frame.cloned(), format, &ctx, shape);
+                if direct != reference {
+                    let at = direct
+                        .lines()
+                        .zip(reference.lines())
+                        .position(|(a, b)| a != b);
+                    panic!(
+                        "{what}, {format:?}, {shape:?}: the direct encoding differs at line {at:?}: \
+                         {:?} against {:?}",
+                        at.and_then(|i| direct.lines().nth(i)),
+                        at.and_then(|i| reference.lines().nth(i)),
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_family_is_written_as_prometheus_client_writes_it() {
+        same_bytes(None, "no frame yet");
+        same_bytes(
+            Some(&Arc::new(rich_frame(SourceKindLive::Kernel))),
+            "a rich frame",
+        );
+        // Label values to escape, an empty path, sums and bounds of every magnitude.
+        let mut s = snapshot();
+        s.cgroups.insert(9, "/we\"ird\\na\nme λ".into());
+        s.cgroups.insert(10, String::new());
+        for (i, ns) in [1_u64, 999, 1_024, 123_456_789, 7 << 40, u64::MAX / 4]
+            .into_iter()
+            .enumerate()
+        {
+            let probes = tracer_common::probe::PROBES;
+            let key = SeriesKey::new(probes[i % probes.len()], 9 + u64::from(i % 2 == 1));
+            s.record(key, ns);
+            s.record(key.with_caller(Probe::VfsRmdir), ns / 3 + 1);
+        }
+        let empty = SeriesKey::new(Probe::DDelete, 9);
+        s.series.insert(empty, Latency::new());
+        same_bytes(Some(&Arc::new(frame(s))), "escapes and magnitudes");
+    }
+
+    #[test]
+    fn the_bench_frame_is_written_as_prometheus_client_writes_it() {
+        same_bytes(
+            Some(&Arc::new(super::profile::bench_frame())),
+            "the bench's frame",
+        );
+    }
+}
+
+mod profile {
+    use std::{sync::Arc, time::Duration};
+
+    use crate::live::{
+        Frame, Live, Options, Source as _, SourceInfo, SourceKindLive, synthetic::SyntheticSource,
+    };
+
+    /// The frame `bench serve` scrapes: `--synthetic 500 --max-cgroups 500 --hold 1s`
+    /// (10 cgroups replaced a second), after a minute.
+    pub(crate) fn bench_frame() -> Frame {
+        let info = Arc::new(SourceInfo {
+            kind: SourceKindLive::Model,
+            description: "synthetic".into(),
+            host: "h".into(),
+            kernel: None,
+            warnings: Vec::new(),
+        });
+        let opts = Options {
+            max_cgroups: 500,
+            windows: false,
+            slot_hold: Duration::from_secs(1),
+            gone_grace: Duration::from_secs(1),
+            ..Options::default()
+        };
+        let mut live = Live::new(info, &opts);
+        let mut src = SyntheticSource::new(500, 10.0, 1.0, 1);
+        let mut frame = None;
+        for i in 1..=60u64 {
+            let d = src.poll(Duration::from_secs(1)).unwrap();
+            frame = Some(
+                live.apply(d, 1_700_000_000_000_000_000 + i * 1_000_000_000)
+                    .0,
+            );
+        }
+        frame.unwrap()
     }
 }

@@ -551,6 +551,7 @@ impl Live {
             folded_cgroups: self.table.folded(),
             unnamed_cgroups: self.labels.unnamed_total(),
             forgotten_cgroups: self.labels.forgotten_total(),
+            departed: Arc::new(self.labels.departed().clone()),
             cost: self.cost.clone(),
             findings: Arc::clone(&self.found),
             error: None,
