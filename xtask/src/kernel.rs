@@ -7,14 +7,16 @@ use std::{
 
 use anyhow::{Context as _, bail};
 
+use crate::arch::Arch;
+
 /// A kernel series the tests boot, and where Debian ships it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Series {
     /// What `--kernel` takes and what prefixes console lines: `6.1`.
     pub name: &'static str,
-    /// The Debian suites that carry its `linux-image-cloud-amd64` (`-security` suites come
-    /// from the machine's security mirror). Setup asks apt about them with a private state,
-    /// so the machine's own sources stay as they are.
+    /// The Debian suites that carry its `linux-image-cloud-amd64` and `-arm64` (`-security`
+    /// suites come from the machine's security mirror). Setup asks apt about them with a
+    /// private state, so the machine's own sources stay as they are.
     pub suites: &'static [&'static str],
 }
 
@@ -90,11 +92,14 @@ impl Kernels {
 /// A kernel ready to boot.
 #[derive(Clone, Debug)]
 pub struct Kernel {
-    /// Short name for console prefixes and result directories (`6.1`, or a file name).
+    /// Short name for console prefixes and result directories (`6.1`, `arm64-6.1`, or a
+    /// file name).
     pub name: String,
+    /// What it runs on, and so which QEMU boots it.
+    pub arch: Arch,
     /// `uname -r` of the kernel, when known.
     pub release: Option<String>,
-    /// The bzImage.
+    /// The kernel image (a bzImage on amd64, an `Image` on arm64).
     pub vmlinuz: PathBuf,
     /// `loop.ko`, uncompressed, when the kernel has loop as a module.
     pub loop_ko: Option<PathBuf>,
@@ -126,6 +131,15 @@ pub const NET_MODULES: [&str; 8] = [
 /// Name of the file in a kernel directory that marks it complete (written last).
 pub const RELEASE_FILE: &str = "release";
 
+/// Where `arch`'s kernels are cached under the kernels' directory `kernels`: amd64's in it,
+/// as before arm64 came, every other architecture's in a directory named as Debian names it.
+pub fn dir_of(kernels: &Path, arch: Arch) -> PathBuf {
+    match arch {
+        Arch::X86_64 => kernels.to_path_buf(),
+        Arch::Aarch64 => kernels.join(arch.debian()),
+    }
+}
+
 /// The complete cached kernel of `series` under `kernels`, if any: a directory named by
 /// its release (`6.1.0-57-cloud-amd64`) holding the release file.
 pub fn cached(kernels: &Path, series: Series) -> Option<PathBuf> {
@@ -142,23 +156,31 @@ pub fn cached(kernels: &Path, series: Series) -> Option<PathBuf> {
     found.pop()
 }
 
-/// Resolve `--kernel`: a series name (from the cache), a kernel directory laid out like
-/// the cache's, or a bzImage file (booted without modules).
+/// Resolve `--kernel` for amd64: see [`resolve_for`].
 pub fn resolve(spec: &str, kernels: &Path) -> anyhow::Result<Kernel> {
+    resolve_for(spec, kernels, Arch::X86_64)
+}
+
+/// Resolve `--kernel` for `arch`: a series name (from the cache under `kernels`, the
+/// kernels' directory), a kernel directory laid out like the cache's, or a kernel image
+/// file (booted without modules).
+pub fn resolve_for(spec: &str, kernels: &Path, arch: Arch) -> anyhow::Result<Kernel> {
     if let Some(series) = Series::by_name(spec) {
-        let dir = cached(kernels, series).with_context(|| {
+        let kernels = dir_of(kernels, arch);
+        let dir = cached(&kernels, series).with_context(|| {
             format!(
-                "kernel {spec} is not in {}: run `cargo xtask setup`",
+                "{} kernel {spec} is not in {}: run `cargo xtask setup`",
+                arch.debian(),
                 kernels.display()
             )
         })?;
-        let mut k = from_dir(&dir)?;
-        series.name.clone_into(&mut k.name);
+        let mut k = from_dir(&dir, arch)?;
+        k.name = arch.lane(series.name);
         return Ok(k);
     }
     let path = Path::new(spec);
     if path.is_dir() {
-        return from_dir(path);
+        return from_dir(path, arch);
     }
     if path.is_file() {
         let name = path
@@ -166,6 +188,7 @@ pub fn resolve(spec: &str, kernels: &Path) -> anyhow::Result<Kernel> {
             .map_or_else(|| spec.to_owned(), |n| n.to_string_lossy().into_owned());
         return Ok(Kernel {
             name,
+            arch,
             release: None,
             vmlinuz: path.to_path_buf(),
             loop_ko: None,
@@ -173,12 +196,12 @@ pub fn resolve(spec: &str, kernels: &Path) -> anyhow::Result<Kernel> {
         });
     }
     bail!(
-        "--kernel {spec}: neither a kernel series ({}), a kernel directory nor a bzImage file",
+        "--kernel {spec}: neither a kernel series ({}), a kernel directory nor a kernel image file",
         names()
     )
 }
 
-fn from_dir(dir: &Path) -> anyhow::Result<Kernel> {
+fn from_dir(dir: &Path, arch: Arch) -> anyhow::Result<Kernel> {
     let vmlinuz = dir.join("vmlinuz");
     if !vmlinuz.is_file() {
         bail!("{} has no vmlinuz", dir.display());
@@ -200,6 +223,7 @@ fn from_dir(dir: &Path) -> anyhow::Result<Kernel> {
     );
     Ok(Kernel {
         name,
+        arch,
         release,
         vmlinuz,
         loop_ko,

@@ -1,8 +1,10 @@
 //! `cargo xtask`: set up this machine, build the static tracer, boot real kernels under
 //! QEMU, and run every test. Each command runs `setup` first (cheap once done).
 
+mod arch;
 mod bench;
 mod dist;
+mod exposition;
 mod initramfs;
 mod kernel;
 mod lint;
@@ -34,7 +36,13 @@ enum Cmd {
     /// Install what building and the VM tests need (idempotent; prints each step).
     Setup,
     /// Build the static tracer with its kernel programs embedded; prints its path.
-    Build,
+    Build {
+        /// The architecture to build for: `x86_64` (amd64) on the stable toolchain, or `aarch64`
+        /// (arm64), cross-built on the nightly toolchain with `-Zbuild-std` and Debian's
+        /// aarch64-linux-gnu-gcc (`cargo xtask setup` installs it).
+        #[arg(long, value_enum, default_value_t)]
+        arch: arch::Arch,
+    },
     /// The release in target/dist: the Debian package, the OCI image archive, the tarball
     /// and SHA256SUMS, byte for byte the same for one commit.
     Dist,
@@ -43,9 +51,17 @@ enum Cmd {
     /// Exits with the command's status, or 125 when the VM failed.
     Vm {
         /// 5.10, 6.1, 6.12, 7.3 (the cached Debian cloud kernels), a kernel directory or a
-        /// bzImage.
+        /// kernel image.
         #[arg(long)]
         kernel: String,
+        /// The kernel's architecture: `x86_64` (amd64) under qemu-system-x86_64, or `aarch64`
+        /// (arm64) under qemu-system-aarch64.
+        #[arg(long, value_enum, default_value_t)]
+        arch: arch::Arch,
+        /// Boot without tracer: the guest's busybox alone (to try a kernel, or the VM's
+        /// plumbing, before a tracer for its architecture is built).
+        #[arg(long)]
+        no_tracer: bool,
         #[command(flatten)]
         qemu: QemuArgs,
         /// Give the guest a network card and forward 127.0.0.1:HOST here to its port GUEST
@@ -56,6 +72,12 @@ enum Cmd {
         /// 1 ns per guest instruction, so a program's run time is its instruction count.
         #[arg(long, conflicts_with = "kvm")]
         icount: bool,
+        /// Also build the root-only test binaries (static, `cargo test --no-run`) and put
+        /// them in the guest at /guest-tests/tracer_loader and /guest-tests/tracer: run one
+        /// with `--ignored` and a libtest name filter, e.g. `-- /guest-tests/tracer_loader
+        /// --ignored forget`.
+        #[arg(long)]
+        guest_tests: bool,
         /// The command to run in the guest (default: a shell on a terminal).
         #[arg(last = true)]
         command: Vec<String>,
@@ -65,21 +87,11 @@ enum Cmd {
     Lint,
     /// The lint, unit tests, the host cases (with the checks of `deploy/`), then the VM suite on each kernel (on 6.12 with
     /// the hardening cases in the same boot).
-    Test {
-        /// 5.10, 6.1, 6.12, 7.3 or all.
-        #[arg(long, default_value = "all", value_parser = kernel::Kernels::parse)]
-        kernel: kernel::Kernels,
-        /// Leave out `cargo test --workspace`.
-        #[arg(long)]
-        skip_unit: bool,
-        /// Kernels' VMs booted at once. A TCG guest keeps under one host core busy on
-        /// average (its cases wait on sleeps, scrapes and refreshes), so two share a 2-core
-        /// host with little loss: a 6.12 suite used 21 CPU-minutes in 25.5 minutes.
-        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=4))]
-        jobs: u8,
-        #[command(flatten)]
-        qemu: QemuArgs,
-    },
+    ///
+    /// With `--case`, only the VM cases named, in one boot per kernel, with the fixtures
+    /// they declare (the cases' audit, setup and the static tracer's build still run first):
+    /// the lint, the unit tests, the host cases and the release are skipped.
+    Test(TestArgs),
     /// Set up, build and run tracer: on this host when it has kprobes, else a demo in a
     /// 6.12 VM (umount of 100 tmpfs under `tracer capture`).
     Run {
@@ -114,6 +126,10 @@ enum Cmd {
     /// The checks of `deploy/` alone: `promtool check/test rules` on the Prometheus rules,
     /// `systemd-analyze verify/security` on the unit, `kubernetes-validate` on the manifests.
     DeployCheck,
+    /// Build the arm64 tracer and check it on this host: a static `AArch64` executable, whose
+    /// `--version` under qemu-aarch64-static names aarch64 (its kernel side needs an arm64
+    /// VM).
+    Arm64Check,
     /// The release cases alone: `dist`, lintian, the image's labels, a second `dist` equal
     /// to the first, and Debian 12 under systemd installing the .deb and running the image.
     ReleaseCheck {
@@ -134,6 +150,42 @@ enum Cmd {
         #[command(subcommand)]
         what: bench::Bench,
     },
+}
+
+/// What `cargo xtask test` runs, and how.
+#[derive(Debug, clap::Args)]
+struct TestArgs {
+    /// 5.10, 6.1, 6.12, 7.3 or all.
+    #[arg(long, default_value = "all", value_parser = kernel::Kernels::parse)]
+    kernel: kernel::Kernels,
+    /// The architecture of the kernels booted: `x86_64` (amd64) or `aarch64` (arm64, its lane's
+    /// cases alone: `--list --arch aarch64` lists them). Without it, amd64's kernels, and
+    /// with every kernel the arm64 kernels the whole run includes (docs/tests.md).
+    #[arg(long, value_enum)]
+    arch: Option<arch::Arch>,
+    /// Leave out `cargo test --workspace`.
+    #[arg(long)]
+    skip_unit: bool,
+    /// Run only the VM cases of this name (`counts::rmdir`) or pattern (`counts::*`,
+    /// `*rmdir?`); may be given more than once. `--list` lists the names. Skips the
+    /// lint, the unit tests, the host cases and the release.
+    #[arg(long = "case", value_name = "NAME")]
+    cases: Vec<String>,
+    /// With `--case`: count only the verdicts of this attach mode (the workloads still
+    /// run every mode they loop over).
+    #[arg(long, requires = "cases", value_parser = ["kprobe", "fentry", "auto", "reference"])]
+    mode: Option<String>,
+    /// Print the VM cases (those `--case` selects, if given): name, script, kernels,
+    /// fixtures, timeout, heading; nothing runs.
+    #[arg(long)]
+    list: bool,
+    /// Kernels' VMs booted at once. A TCG guest keeps under one host core busy on
+    /// average (its cases wait on sleeps, scrapes and refreshes), so two share a 2-core
+    /// host with little loss: a 6.12 suite used 21 CPU-minutes in 25.5 minutes.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=4))]
+    jobs: u8,
+    #[command(flatten)]
+    qemu: QemuArgs,
 }
 
 fn main() -> ExitCode {
@@ -166,9 +218,9 @@ fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
             lint::lint(&mut tally)?;
             Ok(exit_code(&tally))
         }
-        Cmd::Build => {
+        Cmd::Build { arch } => {
             let tools = setup::setup()?;
-            let bin = tracer_build::build(&tools)?;
+            let bin = tracer_build::build_for(&tools, arch)?;
             println!("{}", bin.display());
             Ok(ExitCode::SUCCESS)
         }
@@ -182,32 +234,21 @@ fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
         }
         Cmd::Vm {
             kernel,
+            arch,
+            no_tracer,
             qemu,
             forward,
             icount,
+            guest_tests,
             command,
-        } => {
-            let tools = setup::setup()?;
-            let tracer = tracer_build::build(&tools)?;
-            let kernel = kernel::resolve(&kernel, &tools.kernels)?;
-            let (command, interactive) = vm::command_line(&command);
-            let how = Boot {
-                interactive,
-                forward,
-                icount,
-            };
-            let outcome = boot(&kernel, &tracer, command, &qemu, &how)?;
-            Ok(match (outcome.failure, outcome.exit) {
-                (None, Some(rc)) => ExitCode::from(u8::try_from(rc).unwrap_or(1)),
-                _ => ExitCode::from(VM_FAILED),
-            })
-        }
-        Cmd::Test {
-            kernel,
-            skip_unit,
-            jobs,
-            qemu,
-        } => test(kernel, skip_unit, usize::from(jobs), &qemu),
+        } => vm_command(
+            (&kernel, arch),
+            no_tracer,
+            &qemu,
+            (forward, icount, guest_tests),
+            &command,
+        ),
+        Cmd::Test(args) => test_command(args),
         Cmd::Run { qemu, args } => run_main(&qemu, args),
         Cmd::ServeCheck { tracer } => {
             let mut tally = testing::harness::Tally::default();
@@ -229,6 +270,12 @@ fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
             let kubernetes_validate = setup::deploy_tools()?;
             let mut tally = testing::harness::Tally::default();
             testing::deploy::cases(&kubernetes_validate, &mut tally);
+            Ok(exit_code(&tally))
+        }
+        Cmd::Arm64Check => {
+            let tools = setup::setup()?;
+            let mut tally = testing::harness::Tally::default();
+            testing::host_arm64::cases(&tools, &mut tally);
             Ok(exit_code(&tally))
         }
         Cmd::ReleaseCheck { qemu } => {
@@ -274,11 +321,17 @@ struct Boot {
     forward: Option<(u16, u16)>,
     /// Guest clocks counting instructions.
     icount: bool,
+    /// Files beside the peers': guest path, mode, contents.
+    files: Vec<(String, u32, Vec<u8>)>,
 }
 
 /// The programs the suite's cases run beside tracer (bpftrace, inotifywait) and bpftool, where the host
-/// has them (`cargo xtask setup`), so a case can be tried by hand in `xtask vm`.
-fn peers() -> Vec<(String, u32, Vec<u8>)> {
+/// has them (`cargo xtask setup`), so a case can be tried by hand in `xtask vm`; on arm64,
+/// bpftool, the one of them setup unpacks from Debian's arm64 packages.
+fn peers(arch: arch::Arch) -> Vec<(String, u32, Vec<u8>)> {
+    if arch != arch::Arch::X86_64 {
+        return vm::program(arch, "/usr/sbin/bpftool").unwrap_or_default();
+    }
     [
         testing::suite::BPFTRACE,
         testing::suite::INOTIFYWAIT,
@@ -291,9 +344,14 @@ fn peers() -> Vec<(String, u32, Vec<u8>)> {
     .collect()
 }
 
+/// The static tracer for `arch`'s guests, built.
+fn tracer_for(tools: &setup::Tools, arch: arch::Arch) -> anyhow::Result<PathBuf> {
+    tracer_build::build_for(tools, arch)
+}
+
 fn boot(
     kernel: &kernel::Kernel,
-    tracer: &std::path::Path,
+    tracer: Option<&std::path::Path>,
     command: String,
     qemu: &QemuArgs,
     how: &Boot,
@@ -302,12 +360,15 @@ fn boot(
         interactive,
         forward,
         icount,
+        ref files,
     } = *how;
+    let mut all = peers(kernel.arch);
+    all.extend(files.iter().cloned());
     let spec = vm::Spec {
         kernel,
-        tracer: Some(tracer),
+        tracer,
         command,
-        files: peers(),
+        files: all,
         timeout: Duration::from_secs(qemu.timeout),
         kvm: qemu.kvm,
         icount,
@@ -332,113 +393,372 @@ fn boot(
 /// one kernel is enough for what they check, and each boot of them costs minutes.
 const HARDEN_KERNEL: &str = "6.12";
 
+/// `cargo xtask test`: the list of `--list`, or the run.
+fn test_command(args: TestArgs) -> anyhow::Result<ExitCode> {
+    let selection = testing::suite::select::Selection::new(&args.cases, args.mode)?;
+    if args.list {
+        for line in testing::suite::select::list(&selection, args.arch.unwrap_or_default()) {
+            println!("{line}");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    test(
+        (args.kernel, args.arch),
+        args.skip_unit,
+        &selection,
+        usize::from(args.jobs),
+        &args.qemu,
+    )
+}
+
+/// The arm64 kernels whose lanes the whole `cargo xtask test` runs beside amd64's, in the
+/// time one of amd64's two VM lanes would otherwise idle: 6.12, the one whose lane runs
+/// every arm64 case (fentry, serve under churn, signals), 722 s on a loaded host. The others
+/// run with `--arch aarch64 --kernel K`. docs/tests.md says why.
+const ARM64_IN_WHOLE_RUN: &[&str] = &["6.12"];
+
+/// The lanes `--kernel` and `--arch` name: amd64's kernels without `--arch`, and with
+/// every kernel, [`ARM64_IN_WHOLE_RUN`] too. The longest boot (the hardening cases') first,
+/// so that the lanes end together; arm64's last, in the time the lane that ends first would
+/// idle.
+fn lanes(which: kernel::Kernels, arch: Option<arch::Arch>) -> Vec<(arch::Arch, kernel::Series)> {
+    let series = which.series();
+    let of = |a: arch::Arch| series.iter().map(move |s| (a, *s));
+    let mut lanes: Vec<_> = match arch {
+        Some(a) => of(a).collect(),
+        None => of(arch::Arch::X86_64)
+            .chain(of(arch::Arch::Aarch64).filter(|(_, s)| {
+                which == kernel::Kernels::All && ARM64_IN_WHOLE_RUN.contains(&s.name)
+            }))
+            .collect(),
+    };
+    lanes.sort_by_key(|(a, s)| (*a != arch::Arch::X86_64, s.name != HARDEN_KERNEL));
+    lanes
+}
+
 fn test(
-    which: kernel::Kernels,
+    (which, arch): (kernel::Kernels, Option<arch::Arch>),
     skip_unit: bool,
+    selection: &testing::suite::select::Selection,
     jobs: usize,
     qemu: &QemuArgs,
 ) -> anyhow::Result<ExitCode> {
-    let mut series = which.series();
+    let lanes = lanes(which, arch);
     let mut tally = testing::harness::Tally::default();
     if !vm_cases_agree(&mut tally) {
         return Ok(exit_code(&tally));
     }
-    // Phase times, printed at the end: the budget is 40 min from a fresh machine, 12 with caches.
+    // Phase times, printed at the end: the budget is 60 min from a fresh machine.
     let mut phases = Phases::default();
     let tools = phases.time("setup", setup::setup)?;
-    phases.time("lint", || {
-        if let Err(e) = lint::lint(&mut tally) {
-            tally.record("lint", "cargo xtask lint runs", &Err(format!("{e:#}")));
+    // Cases by name, or the arm64 lane (`--arch aarch64`): their VMs alone, after the tracer
+    // they run is built.
+    let whole = selection.is_all() && arch != Some(arch::Arch::Aarch64);
+    let wants = |a: arch::Arch| lanes.iter().any(|(l, _)| *l == a);
+    let (x86, arm64) = (
+        whole || wants(arch::Arch::X86_64),
+        whole || wants(arch::Arch::Aarch64),
+    );
+    std::thread::scope(|scope| {
+        // The arm64 tracer builds beside the host's phases, from their start: in a target
+        // directory of its own with the nightly (no lock shared with the amd64 builds), on
+        // the cores the host cases leave idle while they wait on scrapes and terminals.
+        let arm64 = arm64.then(|| {
+            scope.spawn(|| {
+                let start = std::time::Instant::now();
+                (tracer_for(&tools, arch::Arch::Aarch64), start.elapsed())
+            })
+        });
+        let host = x86
+            .then(|| {
+                host_side(
+                    &tools,
+                    (whole, skip_unit),
+                    (&lanes, selection),
+                    &mut phases,
+                    &mut tally,
+                )
+            })
+            .transpose();
+        let tracer_arm64 = arm64.map(|h| {
+            let (built, took) = h.join().expect("the arm64 build panicked");
+            phases.beside("build (arm64)", took);
+            arm64_recorded(built, took, whole, &mut tally)
+        });
+        let (Ok(host), Ok(tracer_arm64)) = (host, tracer_arm64.transpose()) else {
+            tally.finish();
+            return Ok(ExitCode::FAILURE);
+        };
+        let vms = Vms {
+            tracer: host.as_ref().map(|h| h.tracer.as_path()),
+            tracer_arm64: tracer_arm64.as_deref(),
+            guest_tests: host.as_ref().map_or(&[][..], |h| &h.guest_tests),
+        };
+        // The release's VM boots Debian 12's own kernel: with every kernel, or with that one.
+        let release = host
+            .as_ref()
+            .and_then(|h| h.made.as_ref())
+            .filter(|_| match which {
+                kernel::Kernels::All => true,
+                kernel::Kernels::One(s) => s.name == testing::release::KERNEL,
+            });
+        let queue = Job::queue(&lanes, release, &tools)?;
+        let timeout = (Duration::from_secs(qemu.timeout), qemu.kvm);
+        let (written, took) = phases.time("VMs", || {
+            run_vms(queue, jobs, &vms, (&tools, timeout, selection), &mut tally)
+        })?;
+        phases.within(took);
+        for path in written {
+            println!(
+                "per-case results (one JSON line a case): {}",
+                path.display()
+            );
         }
-    });
-    if !skip_unit {
+        println!("time: {}", phases.summary());
+        Ok(exit_code(&tally))
+    })
+}
+
+/// What the VM lanes boot with: each architecture's tracer (where built) and amd64's
+/// root-only test binaries.
+struct Vms<'a> {
+    tracer: Option<&'a std::path::Path>,
+    tracer_arm64: Option<&'a std::path::Path>,
+    guest_tests: &'a [(String, PathBuf)],
+}
+
+/// What the host side made: amd64's tracer, its root-only test binaries and the release.
+struct Host {
+    tracer: PathBuf,
+    guest_tests: Vec<(String, PathBuf)>,
+    made: Option<dist::Artifacts>,
+}
+
+/// The lint, the unit tests (`whole` runs, unless `skip_unit`), amd64's tracer, the
+/// root-only test binaries where a lane runs them, and (`whole` runs) the release and the
+/// host cases, each a phase; Err when the tracer did not build (said in `tally`).
+fn host_side(
+    tools: &setup::Tools,
+    (whole, skip_unit): (bool, bool),
+    (lanes, selection): (
+        &[(arch::Arch, kernel::Series)],
+        &testing::suite::select::Selection,
+    ),
+    phases: &mut Phases,
+    tally: &mut testing::harness::Tally,
+) -> Result<Host, ()> {
+    if whole {
+        phases.time("lint", || {
+            if let Err(e) = lint::lint(tally) {
+                tally.record("lint", "cargo xtask lint runs", &Err(format!("{e:#}")));
+            }
+        });
+    }
+    if whole && !skip_unit {
         let verdict = phases.time("unit tests", testing::host::unit_tests);
         tally.record("host", "unit tests (cargo test --workspace)", &verdict);
     }
-    let tracer = match phases.time("build", || tracer_build::build(&tools)) {
-        Ok(bin) => {
-            tally.record(
-                "host",
-                "static tracer builds",
-                &Ok(bin.display().to_string()),
-            );
-            bin
-        }
-        Err(e) => {
-            tally.record("host", "static tracer builds", &Err(format!("{e:#}")));
-            tally.finish();
-            return Ok(ExitCode::FAILURE);
-        }
-    };
-    // The release an operator installs, checked on this host here and on Debian 12 in a
-    // VM lane below.
-    let made = phases.time("dist", || {
-        testing::release::make_recorded(&tracer, &mut tally)
-    });
-    phases.time("host cases", || {
-        testing::host::host_case(&tracer, &mut tally);
-        testing::host::host_fault_cases(&tracer, &mut tally);
-        testing::host_serve::host_cases(&tracer, &mut tally);
-        testing::host_operator::host_cases(&tracer, &mut tally);
-        testing::host_harden::host_cases(&tracer, &mut tally);
-        testing::host_top::top_cases(&tracer, &mut tally);
-        testing::deploy::cases(&tools.kubernetes_validate, &mut tally);
-        if let Some(made) = &made {
-            testing::release::host_cases(made, || dist::remake(&tools), &mut tally);
-        }
-    });
-    // The longest boot (the hardening cases') first, so that the lanes end together.
-    series.sort_by_key(|s| s.name != HARDEN_KERNEL);
-    // The release's VM boots Debian 12's own kernel: with every kernel, or with that one.
-    let release = made
-        .as_ref()
-        .filter(|_| match which {
-            kernel::Kernels::All => true,
-            kernel::Kernels::One(s) => s.name == testing::release::KERNEL,
-        });
-    let vms = Job::queue(&series, release, &tools)?;
-    let lanes = jobs.min(vms.len()).max(1);
-    let queue = std::sync::Mutex::new(vms.into_iter());
-    let timeout = Duration::from_secs(qemu.timeout);
-    let done = phases.time("VMs", || {
-        std::thread::scope(|scope| {
-            let lanes: Vec<_> = (0..lanes)
-                .map(|_| {
-                    scope.spawn(|| {
-                        let mut tally = testing::harness::Tally::default();
-                        let mut took = Vec::new();
-                        loop {
-                            let next = queue.lock().map(|mut q| q.next()).ok().flatten();
-                            let start = std::time::Instant::now();
-                            let Some(job) = next else { break };
-                            let (name, run) =
-                                job.run(&tracer, &tools, timeout, qemu.kvm, &mut tally);
-                            took.push((name, start.elapsed()));
-                            if let Err(e) = run {
-                                return (tally, took, Err(e));
-                            }
+    let tracer = build_recorded(tools, arch::Arch::X86_64, phases, tally).map_err(|_| ())?;
+    let amd64: Vec<kernel::Series> = lanes
+        .iter()
+        .filter(|(a, _)| *a == arch::Arch::X86_64)
+        .map(|(_, s)| *s)
+        .collect();
+    let made = whole
+        .then(|| host_phases(tools, &tracer, phases, tally))
+        .flatten();
+    // After the host phases: the release's second dist cleans the tracer crate's artifacts
+    // (its test binary among them) to build it again.
+    let guest_tests = guest_tests(selection, &amd64, tools, phases, tally);
+    Ok(Host {
+        tracer,
+        guest_tests,
+        made,
+    })
+}
+
+/// The arm64 tracer's build recorded, and in `whole` runs its host checks (the ELF header,
+/// `--version` under user-mode emulation).
+fn arm64_recorded(
+    built: anyhow::Result<PathBuf>,
+    took: Duration,
+    whole: bool,
+    tally: &mut testing::harness::Tally,
+) -> anyhow::Result<PathBuf> {
+    tally.record(
+        "host",
+        "static arm64 tracer builds (beside the host phases)",
+        &built
+            .as_ref()
+            .map(|bin| format!("{} in {:.0} s", bin.display(), took.as_secs_f64()))
+            .map_err(|e| format!("{e:#}")),
+    );
+    let bin = built?;
+    if whole {
+        testing::host_arm64::check(&bin, took, tally);
+    }
+    Ok(bin)
+}
+
+/// Boot the `queue`'s VMs, `jobs` at once; the per-case results files they wrote, and each
+/// VM's time.
+fn run_vms(
+    queue: Vec<Job<'_>>,
+    jobs: usize,
+    vms: &Vms<'_>,
+    (tools, timeout, selection): (
+        &setup::Tools,
+        (Duration, bool),
+        &testing::suite::select::Selection,
+    ),
+    tally: &mut testing::harness::Tally,
+) -> anyhow::Result<(Vec<PathBuf>, Timed)> {
+    let lanes = jobs.min(queue.len()).max(1);
+    let queue = std::sync::Mutex::new(queue.into_iter());
+    let done = std::thread::scope(|scope| {
+        let lanes: Vec<_> = (0..lanes)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut tally = testing::harness::Tally::default();
+                    let mut took = Vec::new();
+                    let mut written = Vec::new();
+                    loop {
+                        let next = queue.lock().map(|mut q| q.next()).ok().flatten();
+                        let start = std::time::Instant::now();
+                        let Some(job) = next else { break };
+                        let (name, run) = job.run(vms, tools, timeout, selection, &mut tally);
+                        took.push((name, start.elapsed()));
+                        match run {
+                            Ok(Some(path)) => written.push(path),
+                            Ok(None) => {}
+                            Err(e) => return (tally, took, written, Err(e)),
                         }
-                        (tally, took, Ok(()))
-                    })
+                    }
+                    (tally, took, written, Ok(()))
                 })
-                .collect();
-            lanes
-                .into_iter()
-                .map(|l| l.join().expect("a VM lane panicked"))
-                .collect::<Vec<_>>()
-        })
+            })
+            .collect();
+        lanes
+            .into_iter()
+            .map(|l| l.join().expect("a VM lane panicked"))
+            .collect::<Vec<_>>()
     });
     let mut failure = None;
-    for (lane, took, run) in done {
+    let mut written = Vec::new();
+    let mut took_all = Vec::new();
+    for (lane, took, paths, run) in done {
         tally.merge(&lane);
-        phases.within(took);
+        took_all.extend(took);
+        written.extend(paths);
         failure = failure.or(run.err());
     }
-    if let Some(e) = failure {
-        return Err(e);
+    failure.map_or(Ok((written, took_all)), Err)
+}
+
+/// The root-only test binaries (libtest name, path), built where a boot of `series` runs
+/// the case that runs them; none else, or when they do not build (said in `tally`).
+fn guest_tests(
+    selection: &testing::suite::select::Selection,
+    series: &[kernel::Series],
+    tools: &setup::Tools,
+    phases: &mut Phases,
+    tally: &mut testing::harness::Tally,
+) -> Vec<(String, PathBuf)> {
+    let root_only = &testing::suite::cases::guest::ROOT_ONLY;
+    let runs = series
+        .iter()
+        .any(|s| kernel::version_of(s.name).is_some_and(|v| root_only.on.includes(v)));
+    if !selection.selects(root_only) || !runs {
+        return Vec::new();
     }
-    println!("time: {}", phases.summary());
-    Ok(exit_code(&tally))
+    let built = phases.time("test binaries", || tracer_build::guest_tests(tools));
+    tally.record(
+        "host",
+        "root-only test binaries build (static, cargo test --no-run)",
+        &built
+            .as_ref()
+            .map(|bins| format!("{} binaries", bins.len()))
+            .map_err(|e| format!("{e:#}")),
+    );
+    built.unwrap_or_default()
+}
+
+/// `cargo xtask vm`: boot `kernel` of `arch` with tracer (unless `no_tracer`), the
+/// root-only test binaries if asked, and run `command` there; its exit status.
+fn vm_command(
+    (kernel, arch): (&str, arch::Arch),
+    no_tracer: bool,
+    qemu: &QemuArgs,
+    (forward, icount, guest_tests): (Option<(u16, u16)>, bool, bool),
+    command: &[String],
+) -> anyhow::Result<ExitCode> {
+    let tools = setup::setup()?;
+    let tracer = (!no_tracer).then(|| tracer_for(&tools, arch)).transpose()?;
+    let kernel = kernel::resolve_for(kernel, &tools.kernels, arch)?;
+    let (command, interactive) = vm::command_line(command);
+    let files = if guest_tests {
+        testing::suite::guest_tests(&tracer_build::guest_tests(&tools)?)?
+    } else {
+        Vec::new()
+    };
+    let how = Boot {
+        interactive,
+        forward,
+        icount,
+        files,
+    };
+    let outcome = boot(&kernel, tracer.as_deref(), command, qemu, &how)?;
+    Ok(match (outcome.failure, outcome.exit) {
+        (None, Some(rc)) => ExitCode::from(u8::try_from(rc).unwrap_or(1)),
+        _ => ExitCode::from(VM_FAILED),
+    })
+}
+
+/// The tracer for `arch`, built as a phase and recorded.
+fn build_recorded(
+    tools: &setup::Tools,
+    arch: arch::Arch,
+    phases: &mut Phases,
+    tally: &mut testing::harness::Tally,
+) -> anyhow::Result<PathBuf> {
+    let (phase, what) = match arch {
+        arch::Arch::X86_64 => ("build", "static tracer builds"),
+        arch::Arch::Aarch64 => ("build (arm64)", "static arm64 tracer builds"),
+    };
+    let built = phases.time(phase, || tracer_for(tools, arch));
+    tally.record(
+        "host",
+        what,
+        &built
+            .as_ref()
+            .map(|bin| bin.display().to_string())
+            .map_err(|e| format!("{e:#}")),
+    );
+    built
+}
+
+/// The release (made, and checked on this host here; on Debian 12 in a VM lane after) and
+/// the host cases, each a phase; the release, when made.
+fn host_phases(
+    tools: &setup::Tools,
+    tracer: &std::path::Path,
+    phases: &mut Phases,
+    tally: &mut testing::harness::Tally,
+) -> Option<dist::Artifacts> {
+    let made = phases.time("dist", || testing::release::make_recorded(tracer, tally));
+    phases.time("host cases", || {
+        testing::host::host_case(tracer, tally);
+        testing::host::host_fault_cases(tracer, tally);
+        testing::host_serve::host_cases(tracer, tally);
+        testing::host_operator::host_cases(tracer, tally);
+        testing::host_harden::host_cases(tracer, tally);
+        testing::host_top::top_cases(tracer, tally);
+        testing::deploy::cases(&tools.kubernetes_validate, tally);
+        if let Some(made) = &made {
+            testing::release::host_cases(made, || dist::remake(tools), tally);
+        }
+    });
+    made
 }
 
 /// The VM cases' workloads and judges checked against each other, before anything is set
@@ -466,13 +786,13 @@ impl<'a> Job<'a> {
     /// Each kernel's suite, in `series`' order, and Debian 12 with the release second, so
     /// that one lane takes it while the other runs the longest suite.
     fn queue(
-        series: &[kernel::Series],
+        lanes: &[(arch::Arch, kernel::Series)],
         release: Option<&'a dist::Artifacts>,
         tools: &setup::Tools,
     ) -> anyhow::Result<Vec<Job<'a>>> {
-        let mut vms = series
+        let mut vms = lanes
             .iter()
-            .map(|s| kernel::resolve(s.name, &tools.kernels).map(Job::Suite))
+            .map(|(a, s)| kernel::resolve_for(s.name, &tools.kernels, *a).map(Job::Suite))
             .collect::<anyhow::Result<Vec<_>>>()?;
         if let Some(made) = release {
             let kernel = kernel::resolve(testing::release::KERNEL, &tools.kernels)?;
@@ -481,42 +801,68 @@ impl<'a> Job<'a> {
         Ok(vms)
     }
 
-    /// Boot and judge; the lane's name for the timing line, and whether the VM could run.
+    /// Boot and judge with the tracer of the kernel's architecture (amd64's, and arm64's
+    /// where built), QEMU's timeout and whether with KVM; the lane's name for the timing
+    /// line, and whether the VM could run, with the per-case results file it wrote.
     fn run(
         self,
-        tracer: &std::path::Path,
+        vms: &Vms<'_>,
         tools: &setup::Tools,
-        timeout: Duration,
-        kvm: bool,
+        (timeout, kvm): (Duration, bool),
+        selection: &testing::suite::select::Selection,
         tally: &mut testing::harness::Tally,
-    ) -> (String, anyhow::Result<()>) {
+    ) -> (String, anyhow::Result<Option<PathBuf>>) {
         match self {
             Job::Suite(kernel) => {
                 let harden = kernel.name == HARDEN_KERNEL;
-                let run = testing::suite::vm_suite(&kernel, tracer, timeout, kvm, harden, tally);
+                let tracer = match kernel.arch {
+                    arch::Arch::X86_64 => vms.tracer,
+                    arch::Arch::Aarch64 => vms.tracer_arm64,
+                };
+                let Some(tracer) = tracer else {
+                    let e = anyhow::anyhow!("no tracer built for {}", kernel.name);
+                    return (format!("VM {}", kernel.name), Err(e));
+                };
+                // The root-only tests are amd64's binaries.
+                let guest_tests = match kernel.arch {
+                    arch::Arch::X86_64 => vms.guest_tests,
+                    arch::Arch::Aarch64 => &[],
+                };
+                let built = testing::suite::Built {
+                    tracer,
+                    guest_tests,
+                };
+                let run = testing::suite::vm_suite(
+                    &kernel, &built, timeout, kvm, harden, selection, tally,
+                );
                 (format!("VM {}", kernel.name), run)
             }
             Job::Release(kernel, made) => {
                 let run =
-                    testing::release::vm(&kernel, made, &tools.debian_rootfs, timeout, kvm, tally);
+                    testing::release::vm(&kernel, made, &tools.debian_rootfs, timeout, kvm, tally)
+                        .map(|()| None);
                 ("VM release (Debian 12)".to_owned(), run)
             }
         }
     }
 }
 
+/// Named wall times.
+type Timed = Vec<(String, Duration)>;
+
 /// Wall time per phase of a command, and of the parts run at once within a phase.
 #[derive(Default)]
 struct Phases {
-    phases: Vec<(String, Duration)>,
-    within: Vec<(String, Duration)>,
+    steps: Timed,
+    within: Timed,
+    beside: Timed,
 }
 
 impl Phases {
     fn time<T>(&mut self, name: &str, f: impl FnOnce() -> T) -> T {
         let start = std::time::Instant::now();
         let out = f();
-        self.phases.push((name.to_owned(), start.elapsed()));
+        self.steps.push((name.to_owned(), start.elapsed()));
         out
     }
 
@@ -525,8 +871,13 @@ impl Phases {
         self.within.extend(parts);
     }
 
+    /// Work that ran beside the phases (not added to the total).
+    fn beside(&mut self, name: &str, took: Duration) {
+        self.beside.push((name.to_owned(), took));
+    }
+
     fn summary(&self) -> String {
-        let total: Duration = self.phases.iter().map(|(_, d)| *d).sum();
+        let total: Duration = self.steps.iter().map(|(_, d)| *d).sum();
         let list = |v: &[(String, Duration)]| {
             v.iter()
                 .map(|(n, d)| format!("{n} {:.0} s", d.as_secs_f64()))
@@ -538,9 +889,14 @@ impl Phases {
         } else {
             format!(" (at once: {})", list(&self.within))
         };
+        let beside = if self.beside.is_empty() {
+            String::new()
+        } else {
+            format!("; beside them: {}", list(&self.beside))
+        };
         format!(
-            "{}{within} (total {:.0} s)",
-            list(&self.phases),
+            "{}{within}{beside} (total {:.0} s)",
+            list(&self.steps),
             total.as_secs_f64()
         )
     }
@@ -581,7 +937,7 @@ fn run_main(qemu: &QemuArgs, args: Vec<String>) -> anyhow::Result<ExitCode> {
             let kernel = kernel::resolve("6.12", &tools.kernels)?;
             let outcome = boot(
                 &kernel,
-                &tracer,
+                Some(&tracer),
                 include_str!("../vm/demo.sh").to_owned(),
                 qemu,
                 &Boot::default(),
@@ -592,5 +948,35 @@ fn run_main(qemu: &QemuArgs, args: Vec<String>) -> anyhow::Result<ExitCode> {
                 ExitCode::FAILURE
             })
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lanes_are_amd64_s_unless_arch_says_and_the_hardening_kernel_first() {
+        let names = |l: Vec<(arch::Arch, kernel::Series)>| -> Vec<String> {
+            l.into_iter().map(|(a, s)| a.lane(s.name)).collect()
+        };
+        let whole = names(lanes(kernel::Kernels::All, None));
+        assert_eq!(whole[0], HARDEN_KERNEL);
+        assert!(
+            whole[..4].iter().all(|n| !n.starts_with("arm64")),
+            "{whole:?}"
+        );
+        // Every arm64 kernel of the whole run comes after amd64's.
+        assert_eq!(whole.len(), 4 + ARM64_IN_WHOLE_RUN.len());
+        let twelve = kernel::Kernels::parse("6.12").unwrap();
+        assert_eq!(
+            names(lanes(twelve, Some(arch::Arch::Aarch64))),
+            ["arm64-6.12"]
+        );
+        assert_eq!(names(lanes(twelve, None)), ["6.12"]);
+        assert_eq!(
+            names(lanes(kernel::Kernels::All, Some(arch::Arch::Aarch64))),
+            ["arm64-6.12", "arm64-5.10", "arm64-6.1", "arm64-7.3"]
+        );
     }
 }

@@ -3,17 +3,24 @@
 //! so every other command can call this and pay only for the checks.
 
 use std::{
-    fmt::Write as _,
     fs,
     os::unix::fs::symlink,
     path::{Path, PathBuf},
     process::Command,
 };
 
-use anyhow::{Context as _, anyhow, bail};
+use anyhow::{Context as _, bail};
+
+mod apt;
+mod debian;
+
+use apt::{apt_get, apt_source_files, debian_source, doing, require_root};
+pub use debian::guest_root;
+use debian::{KernelApt, fetch_guest_programs, fetch_kernel, machine_mirrors, sources_for};
 
 use crate::{
-    kernel::{self, RELEASE_FILE, SERIES, Series},
+    arch::{ARCHES, Arch},
+    kernel::SERIES,
     util::{self, output, run},
 };
 
@@ -23,7 +30,8 @@ const BPF_LINKER_VERSION: &str = "0.13.0";
 /// schemas of Kubernetes up to 1.37 and validates against the newest by default.
 const KUBERNETES_VALIDATE_VERSION: &str = "1.37.0";
 /// Debian packages the VM tests and the host need. QEMU is handled apart (it must come
-/// from backports: bookworm's 7.2 crashes booting 6.12 under TCG).
+/// from backports: bookworm's 7.2 crashes booting 6.12 under TCG), and so are the arm64
+/// guest's programs (Debian's arm64 packages, unpacked under the cache).
 const APT_PACKAGES: [&str; 15] = [
     "busybox-static",
     "bpftrace",
@@ -51,6 +59,14 @@ const APT_PACKAGES: [&str; 15] = [
     "skopeo",
     "umoci",
 ];
+/// What `cargo xtask build --arch aarch64` needs beyond the nightly's rust-src: Debian's
+/// cross C compiler (the linker), the C library for arm64 (linked in statically), and
+/// qemu-user-static, which runs the arm64 binary on this host for the suite's quick checks.
+pub const CROSS_PACKAGES: [&str; 3] = [
+    "gcc-aarch64-linux-gnu",
+    "libc6-dev-arm64-cross",
+    "qemu-user-static",
+];
 /// The suite QEMU 10 comes from.
 const BACKPORTS: &str = "bookworm-backports";
 /// The sources file setup adds when the machine has no backports suite yet.
@@ -60,7 +76,8 @@ const BACKPORTS_SOURCES: &str = "/etc/apt/sources.list.d/tracer-backports.source
 pub struct Tools {
     /// The directory holding `bpf-linker`, to put on PATH for the build.
     pub bpf_linker_bin: PathBuf,
-    /// Where the kernels are cached, one directory per release.
+    /// Where the kernels are cached, one directory per release (amd64's; arm64's in
+    /// `arm64/` below it: [`crate::kernel::dir_of`]).
     pub kernels: PathBuf,
     /// The `kubernetes-validate` executable the deploy cases run.
     pub kubernetes_validate: PathBuf,
@@ -78,20 +95,35 @@ pub fn setup() -> anyhow::Result<Tools> {
     let bpf_linker_bin = step(&format!("bpf-linker {BPF_LINKER_VERSION}"), || {
         bpf_linker(&cache)
     })?;
-    step("qemu-system-x86 10 (bookworm-backports)", || qemu(&mut apt))?;
+    for arch in ARCHES {
+        let (_, package) = arch.qemu();
+        step(&format!("{package} 10 (bookworm-backports)"), || {
+            qemu(&mut apt, arch)
+        })?;
+    }
     step(&format!("packages {}", APT_PACKAGES.join(" ")), || {
         packages(&mut apt)
     })?;
+    step(
+        &format!("aarch64 cross build {}", CROSS_PACKAGES.join(" ")),
+        || cross_packages(&mut apt),
+    )?;
     let kubernetes_validate = kubernetes_validate_step(&cache)?;
     let kernels = cache.join("kernels");
     let kernel_apt = KernelApt {
         dir: cache.join("apt"),
     };
-    for series in SERIES {
-        step(&format!("kernel {}", series.name), || {
-            fetch_kernel(&kernel_apt, &kernels, series)
-        })?;
+    for arch in ARCHES {
+        for series in SERIES {
+            step(&format!("kernel {}", arch.lane(series.name)), || {
+                fetch_kernel(&kernel_apt, &kernels, series, arch)
+            })?;
+        }
     }
+    // Bookworm's packages, as this host's programs are: the arm64 state of 6.1's suites.
+    step("arm64 guest programs (Debian's arm64 packages)", || {
+        fetch_guest_programs(&kernel_apt, SERIES[1], Arch::Aarch64)
+    })?;
     let debian_rootfs = step("Debian 12 root file system (mmdebstrap)", || {
         debian_rootfs(&cache)
     })?;
@@ -137,6 +169,7 @@ fn debian_rootfs(cache: &Path) -> anyhow::Result<(PathBuf, String)> {
         sources_for(
             &mirrors,
             &["bookworm", "bookworm-updates", "bookworm-security"],
+            Arch::X86_64,
         )?,
     )?;
     let root = work.join("root");
@@ -224,11 +257,6 @@ fn step<T>(name: &str, f: impl FnOnce() -> anyhow::Result<(T, String)>) -> anyho
         }
         Err(e) => Err(e.context(format!("setup: {name} failed"))),
     }
-}
-
-/// Print progress inside a step before a slow action.
-fn doing(name: &str, what: &str) {
-    println!("setup: {name} ... {what}");
 }
 
 fn rust_src() -> anyhow::Result<((), String)> {
@@ -339,21 +367,6 @@ impl Apt {
     }
 }
 
-fn apt_get() -> Command {
-    let mut cmd = Command::new("apt-get");
-    cmd.args(["-q", "-o", "Dpkg::Use-Pty=0"])
-        .env("DEBIAN_FRONTEND", "noninteractive");
-    cmd
-}
-
-fn require_root(what: &str) -> anyhow::Result<()> {
-    if util::is_root() {
-        Ok(())
-    } else {
-        bail!("{what} needs root: run `cargo xtask setup` as root once")
-    }
-}
-
 /// Installed version of each package (None: not installed).
 fn installed(packages: &[&str]) -> Vec<Option<String>> {
     // dpkg-query exits non-zero when one package is unknown, but still prints the others.
@@ -382,9 +395,10 @@ fn upstream_major(version: &str) -> Option<u32> {
     upstream.split('.').next()?.parse().ok()
 }
 
-fn qemu(apt: &mut Apt) -> anyhow::Result<((), String)> {
-    const PKG: &str = "qemu-system-x86";
-    if let Some(Some(v)) = installed(&[PKG]).pop()
+/// QEMU 10 for `arch`'s guests.
+fn qemu(apt: &mut Apt, arch: Arch) -> anyhow::Result<((), String)> {
+    let (_, package) = arch.qemu();
+    if let Some(Some(v)) = installed(&[package]).pop()
         && upstream_major(&v).is_some_and(|m| m >= 10)
     {
         return Ok(((), format!("already installed ({v})")));
@@ -393,8 +407,8 @@ fn qemu(apt: &mut Apt) -> anyhow::Result<((), String)> {
     if add_backports()? {
         apt.updated = false;
     }
-    doing("qemu-system-x86 10 (bookworm-backports)", "installing");
-    apt.install(Some(BACKPORTS), &[PKG])?;
+    doing(&format!("{package} 10 (bookworm-backports)"), "installing");
+    apt.install(Some(BACKPORTS), &[package])?;
     Ok(((), "installed".into()))
 }
 
@@ -410,6 +424,25 @@ fn packages(apt: &mut Apt) -> anyhow::Result<((), String)> {
     }
     require_root("installing packages")?;
     doing("packages", &format!("installing {}", missing.join(" ")));
+    apt.install(None, &missing)?;
+    Ok(((), "installed".into()))
+}
+
+fn cross_packages(apt: &mut Apt) -> anyhow::Result<((), String)> {
+    let missing: Vec<&str> = CROSS_PACKAGES
+        .iter()
+        .zip(installed(&CROSS_PACKAGES))
+        .filter(|(_, v)| v.is_none())
+        .map(|(p, _)| *p)
+        .collect();
+    if missing.is_empty() {
+        return Ok(((), "already installed".into()));
+    }
+    require_root("installing the aarch64 cross tools")?;
+    doing(
+        "aarch64 cross build",
+        &format!("installing {}", missing.join(" ")),
+    );
     apt.install(None, &missing)?;
     Ok(((), "installed".into()))
 }
@@ -440,21 +473,6 @@ fn add_backports() -> anyhow::Result<bool> {
     Ok(true)
 }
 
-/// The machine's apt source files (`sources.list` and `sources.list.d/*.{list,sources}`).
-fn apt_source_files() -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = fs::read_dir("/etc/apt/sources.list.d")
-        .map(|entries| {
-            entries
-                .filter_map(Result::ok)
-                .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|e| e == "sources" || e == "list"))
-                .collect()
-        })
-        .unwrap_or_default();
-    files.push(PathBuf::from("/etc/apt/sources.list"));
-    files
-}
-
 /// Whether a sources text (deb822 or one-line format) enables `suite`.
 fn mentions_suite(text: &str, suite: &str) -> bool {
     text.lines()
@@ -463,421 +481,9 @@ fn mentions_suite(text: &str, suite: &str) -> bool {
         .any(|l| l.split_whitespace().any(|w| w == suite))
 }
 
-/// The URIs (and keyring) of the stanza that serves `suite`, in deb822 or one-line format.
-fn debian_source(text: &str, suite: &str) -> Option<(String, String)> {
-    const KEYRING: &str = "/usr/share/keyrings/debian-archive-keyring.gpg";
-    for stanza in text.split("\n\n") {
-        let field = |name: &str| {
-            stanza.lines().find_map(|l| {
-                l.strip_prefix(name)
-                    .and_then(|r| r.strip_prefix(':'))
-                    .map(str::trim)
-            })
-        };
-        if let (Some(uris), Some(suites)) = (field("URIs"), field("Suites"))
-            && suites.split_whitespace().any(|s| s == suite)
-        {
-            return Some((
-                uris.to_owned(),
-                field("Signed-By").unwrap_or(KEYRING).to_owned(),
-            ));
-        }
-    }
-    text.lines().find_map(|l| {
-        let words: Vec<&str> = l
-            .split_whitespace()
-            .filter(|w| !w.starts_with('['))
-            .collect();
-        (words.first() == Some(&"deb") && words.get(2) == Some(&suite))
-            .then(|| (words[1].to_owned(), KEYRING.to_owned()))
-    })
-}
-
-fn fetch_kernel(apt: &KernelApt, kernels: &Path, series: Series) -> anyhow::Result<((), String)> {
-    if let Some(dir) = kernel::cached(kernels, series) {
-        let name = dir
-            .file_name()
-            .unwrap_or_default()
-            .to_string_lossy()
-            .into_owned();
-        return Ok(((), format!("already cached ({name})")));
-    }
-    require_root("fetching kernels")?;
-    let state = apt.state(series)?;
-    let package = resolve_kernel_package(&state, series)?;
-    let release = package
-        .strip_prefix("linux-image-")
-        .context("unexpected package name")?
-        .to_owned();
-    if !release.starts_with(&format!("{}.", series.name)) {
-        bail!("{package} is not a {} kernel", series.name);
-    }
-    // In Debian's newer packaging (7.3's) the image package holds no files: the kernel is
-    // in linux-binary-R, its config in linux-base-R and its modules in linux-modules-R.
-    let mut packages = vec![package.clone()];
-    for part in ["binary", "base", "modules"] {
-        let name = format!("linux-{part}-{release}");
-        if state.knows(&name) {
-            packages.push(name);
-        }
-    }
-    doing(
-        &format!("kernel {}", series.name),
-        &format!("downloading {}", packages.join(" ")),
-    );
-    let work = kernels.join(format!(".work-{release}"));
-    let _ = fs::remove_dir_all(&work);
-    fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
-    // As root, apt would try to drop to its sandbox user, which cannot write into our cache.
-    run(state
-        .apt_get()
-        .arg("download")
-        .args(&packages)
-        .current_dir(&work))?;
-    let root = work.join("root");
-    for entry in fs::read_dir(&work)?.filter_map(Result::ok) {
-        let deb = entry.path();
-        if deb.extension().is_some_and(|e| e == "deb") {
-            run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&root))?;
-        }
-    }
-
-    let out = work.join("out");
-    fs::create_dir_all(&out)?;
-    // /boot/NAME-R in the older packaging, /usr/lib/modules/R/NAME in the newer.
-    let modules_dir = ["lib/modules", "usr/lib/modules"]
-        .iter()
-        .map(|m| root.join(m).join(&release))
-        .find(|p| p.is_dir())
-        .context("the package has no lib/modules/RELEASE directory")?;
-    for name in ["vmlinuz", "System.map", "config"] {
-        let src = [
-            root.join("boot").join(format!("{name}-{release}")),
-            modules_dir.join(name),
-        ]
-        .into_iter()
-        .find(|p| p.is_file())
-        .with_context(|| format!("the packages {} hold no {name}", packages.join(" ")))?;
-        fs::copy(&src, out.join(name)).with_context(|| format!("copying {}", src.display()))?;
-    }
-    // Loop is a module in Debian's kernels; ext4 on a loop device is where the tests keep
-    // negative dentries (tmpfs drops them).
-    let modules = modules_dir.join("kernel");
-    let config = fs::read_to_string(out.join("config"))?;
-    if !copy_module(&modules.join("drivers/block/loop.ko"), &out.join("loop.ko"))?
-        && !config.lines().any(|l| l == "CONFIG_BLK_DEV_LOOP=y")
-    {
-        bail!("{release} has neither loop.ko nor CONFIG_BLK_DEV_LOOP=y");
-    }
-    // A virtio network card, for the tests that scrape a guest's `tracer serve` from here.
-    let net = out.join(kernel::NET_DIR);
-    fs::create_dir_all(&net)?;
-    let mut order = String::new();
-    for m in kernel::NET_MODULES {
-        let name = Path::new(m).file_name().unwrap_or_default();
-        if copy_module(&modules.join(m), &net.join(name))? {
-            order.push_str(&name.to_string_lossy());
-            order.push('\n');
-        }
-    }
-    fs::write(net.join(kernel::NET_ORDER), order)?;
-    // Written last: a directory without it is an interrupted fetch.
-    fs::write(out.join(RELEASE_FILE), format!("{release}\n"))?;
-    let dest = kernels.join(&release);
-    let _ = fs::remove_dir_all(&dest);
-    fs::rename(&out, &dest).with_context(|| format!("moving into {}", dest.display()))?;
-    fs::remove_dir_all(&work).with_context(|| format!("removing {}", work.display()))?;
-    Ok(((), format!("cached ({release})")))
-}
-
-/// The private apt states setup looks kernels up in, one per series, under the cache.
-struct KernelApt {
-    dir: PathBuf,
-}
-
-/// An apt state of its own: the suites of one series, lists refreshed when it was made.
-struct AptState {
-    root: PathBuf,
-}
-
-impl KernelApt {
-    /// A state for `series`'s suites with fresh lists, from the machine's Debian mirrors.
-    fn state(&self, series: Series) -> anyhow::Result<AptState> {
-        let root = self.dir.join(series.name);
-        let parts = root.join("sources.list.d");
-        for dir in [
-            parts.clone(),
-            root.join("lists/partial"),
-            root.join("cache/archives/partial"),
-        ] {
-            fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-        }
-        let mirrors = machine_mirrors()?;
-        fs::write(
-            parts.join("kernel.sources"),
-            sources_for(&mirrors, series.suites)?,
-        )
-        .with_context(|| format!("writing {}", parts.display()))?;
-        let state = AptState { root };
-        println!(
-            "setup: apt-get update ({}, apt state of its own)",
-            series.suites.join(" ")
-        );
-        run(state.apt_get().arg("update"))?;
-        Ok(state)
-    }
-}
-
-impl AptState {
-    /// apt's options for this state: its own sources, lists and cache, and no installed
-    /// packages (the machine's dpkg status does not matter for downloads).
-    fn options(&self) -> Vec<String> {
-        let d = self.root.display();
-        vec![
-            "-o".into(),
-            "Dir::Etc::sourcelist=/dev/null".into(),
-            "-o".into(),
-            format!("Dir::Etc::sourceparts={d}/sources.list.d"),
-            "-o".into(),
-            format!("Dir::State::Lists={d}/lists"),
-            "-o".into(),
-            format!("Dir::Cache={d}/cache"),
-            "-o".into(),
-            "Dir::State::status=/dev/null".into(),
-            // Root may write here; apt's sandbox user may not.
-            "-o".into(),
-            "APT::Sandbox::User=root".into(),
-        ]
-    }
-
-    fn apt_get(&self) -> Command {
-        let mut cmd = apt_get();
-        cmd.args(self.options());
-        cmd
-    }
-
-    fn apt_cache(&self) -> Command {
-        let mut cmd = Command::new("apt-cache");
-        cmd.args(self.options());
-        cmd
-    }
-
-    /// Whether the suites have a package of this name.
-    fn knows(&self, package: &str) -> bool {
-        self.apt_cache()
-            .args(["show", "--no-all-versions", package])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    }
-}
-
-/// The machine's Debian mirrors: `(URIs, Signed-By)` of its main archive and, when it has
-/// one, of its security archive.
-struct Mirrors {
-    main: (String, String),
-    security: Option<(String, String)>,
-}
-
-fn machine_mirrors() -> anyhow::Result<Mirrors> {
-    let texts: Vec<String> = apt_source_files()
-        .into_iter()
-        .filter_map(|p| fs::read_to_string(p).ok())
-        .collect();
-    let main = texts
-        .iter()
-        .find_map(|t| debian_source(t, "bookworm"))
-        .context("no Debian source for bookworm found under /etc/apt to copy the mirror from")?;
-    let security = texts
-        .iter()
-        .find_map(|t| debian_source(t, "bookworm-security"));
-    Ok(Mirrors { main, security })
-}
-
-/// A deb822 sources text for `suites`: `-security` ones from the security mirror (left out
-/// when the machine has none: the main suite still has an older point release).
-fn sources_for(mirrors: &Mirrors, suites: &[&str]) -> anyhow::Result<String> {
-    let mut text =
-        String::from("# Written by `cargo xtask setup`: where a test kernel comes from.\n");
-    let (security, main): (Vec<&str>, Vec<&str>) =
-        suites.iter().partition(|s| s.ends_with("-security"));
-    for (mirror, list) in [
-        (Some(&mirrors.main), main),
-        (mirrors.security.as_ref(), security),
-    ] {
-        if let (Some((uris, signed_by)), false) = (mirror, list.is_empty()) {
-            let _ = write!(
-                text,
-                "\nTypes: deb\nURIs: {uris}\nSuites: {}\nComponents: main\nSigned-By: {signed_by}\n",
-                list.join(" ")
-            );
-        }
-    }
-    if !text.contains("Suites:") {
-        bail!("no mirror for {}", suites.join(" "));
-    }
-    Ok(text)
-}
-
-/// Copy module `ko` (or, failing that, decompress `ko.xz`) to `to`; whether there was one.
-fn copy_module(ko: &Path, to: &Path) -> anyhow::Result<bool> {
-    if ko.is_file() {
-        fs::copy(ko, to).with_context(|| format!("copying {}", ko.display()))?;
-        return Ok(true);
-    }
-    let mut xz = ko.as_os_str().to_owned();
-    xz.push(".xz");
-    let xz = PathBuf::from(xz);
-    if !xz.is_file() {
-        return Ok(false);
-    }
-    let out = fs::File::create(to).with_context(|| format!("creating {}", to.display()))?;
-    let status = Command::new("xz")
-        .arg("-dc")
-        .arg(&xz)
-        .stdout(out)
-        .status()
-        .context("running xz")?;
-    if !status.success() {
-        bail!("xz -dc {} failed ({status})", xz.display());
-    }
-    Ok(true)
-}
-
-/// The versioned image package (`linux-image-6.1.0-57-cloud-amd64`) that the newest
-/// `linux-image-cloud-amd64` meta package of `series` in its suites depends on.
-fn resolve_kernel_package(state: &AptState, series: Series) -> anyhow::Result<String> {
-    const META: &str = "linux-image-cloud-amd64";
-    let policy = output(state.apt_cache().args(["policy", META]))?;
-    let version = newest_of_series(&policy_versions(&policy), series.name).ok_or_else(|| {
-        anyhow!(
-            "{} list no {META} of Linux {} (apt-cache policy: {})",
-            series.suites.join(" "),
-            series.name,
-            policy.trim()
-        )
-    })?;
-    let depends = output(
-        state
-            .apt_cache()
-            .args(["depends", &format!("{META}={version}")]),
-    )?;
-    depends
-        .lines()
-        .find_map(|l| {
-            l.trim()
-                .strip_prefix("Depends: ")
-                .filter(|d| d.starts_with("linux-image-"))
-        })
-        .map(str::to_owned)
-        .with_context(|| format!("{META}={version} depends on no linux-image package"))
-}
-
-/// The first (newest) of `versions` that is Linux `series` (`6.1` takes 6.1.x, not 6.12.x).
-fn newest_of_series(versions: &[String], series: &str) -> Option<String> {
-    let prefix = format!("{series}.");
-    versions
-        .iter()
-        .find(|v| {
-            v.split_once(':')
-                .map_or(v.as_str(), |(_, v)| v)
-                .starts_with(&prefix)
-        })
-        .cloned()
-}
-
-/// The versions in an `apt-cache policy` version table, highest first (apt's order).
-fn policy_versions(policy: &str) -> Vec<String> {
-    policy
-        .lines()
-        .skip_while(|l| !l.trim_start().starts_with("Version table:"))
-        .skip(1)
-        // Version lines: "     6.1.192-3 500" or " *** 6.1.192-3 500"; origin lines start with a priority.
-        .filter_map(|l| {
-            let words: Vec<&str> = l.split_whitespace().filter(|w| *w != "***").collect();
-            match words.as_slice() {
-                [version, priority]
-                    if priority.parse::<i32>().is_ok() && !version.starts_with('/') =>
-                {
-                    Some((*version).to_owned())
-                }
-                _ => None,
-            }
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const POLICY: &str = "linux-image-cloud-amd64:
-  Installed: (none)
-  Candidate: 6.1.192-3
-  Version table:
-     6.12.95-1~bpo12+1 100
-        100 http://mirror.invalid/debian bookworm-backports/main amd64 Packages
-     6.1.192-3 500
-        500 http://mirror.invalid/debian-security bookworm-security/main amd64 Packages
- *** 6.1.176-1 500
-        500 http://mirror.invalid/debian bookworm/main amd64 Packages
-        100 /var/lib/dpkg/status
-";
-
-    #[test]
-    fn policy_versions_lists_the_version_table() {
-        assert_eq!(
-            policy_versions(POLICY),
-            ["6.12.95-1~bpo12+1", "6.1.192-3", "6.1.176-1"]
-        );
-    }
-
-    #[test]
-    fn a_series_takes_its_own_newest_version() {
-        let versions = policy_versions(POLICY);
-        assert_eq!(
-            newest_of_series(&versions, "6.12").as_deref(),
-            Some("6.12.95-1~bpo12+1")
-        );
-        assert_eq!(
-            newest_of_series(&versions, "6.1").as_deref(),
-            Some("6.1.192-3")
-        );
-        assert_eq!(newest_of_series(&versions, "7.3"), None);
-    }
-
-    #[test]
-    fn kernel_sources_put_security_suites_on_the_security_mirror() {
-        let key = "/k.gpg".to_owned();
-        let mirrors = Mirrors {
-            main: ("http://mirror.invalid/debian".into(), key.clone()),
-            security: Some(("http://mirror.invalid/debian-security".into(), key)),
-        };
-        let text = sources_for(&mirrors, &["bullseye", "bullseye-security"]).unwrap();
-        let stanzas: Vec<&str> = text.split("\n\n").skip(1).collect();
-        assert_eq!(stanzas.len(), 2, "{text}");
-        assert_eq!(
-            debian_source(stanzas[0], "bullseye").unwrap().0,
-            "http://mirror.invalid/debian"
-        );
-        assert_eq!(
-            debian_source(stanzas[1], "bullseye-security").unwrap().0,
-            "http://mirror.invalid/debian-security"
-        );
-        // Without a security mirror the main suite is still asked; a security suite alone
-        // has nowhere to come from.
-        let main_only = Mirrors {
-            security: None,
-            ..mirrors
-        };
-        let text = sources_for(&main_only, &["bullseye", "bullseye-security"]).unwrap();
-        assert!(
-            text.contains("Suites: bullseye\n") && !text.contains("-security"),
-            "{text}"
-        );
-        assert!(sources_for(&main_only, &["bullseye-security"]).is_err());
-    }
 
     #[test]
     fn upstream_major_skips_the_epoch() {

@@ -88,41 +88,36 @@ pub fn output(cmd: &mut Command) -> anyhow::Result<String> {
 /// Whether an ELF file has no program interpreter, i.e. runs without a dynamic loader
 /// (a static or static-pie executable): the guest has no libraries.
 pub fn is_static_elf(path: &Path) -> anyhow::Result<bool> {
-    const PT_INTERP: u32 = 3;
+    Ok(elf_facts(path)?.is_static)
+}
+
+/// What an executable's ELF headers say of where it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ElfFacts {
+    /// The machine it is for (`e_machine`).
+    pub machine: object::Architecture,
+    /// No program interpreter (`PT_INTERP`): a static or static-pie executable.
+    pub is_static: bool,
+}
+
+/// [`ElfFacts`] of the 64-bit little-endian ELF file at `path` (what x86-64 and aarch64 run).
+pub fn elf_facts(path: &Path) -> anyhow::Result<ElfFacts> {
+    use object::{
+        Object as _,
+        read::elf::{ElfFile64, ProgramHeader as _},
+    };
     let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    let u16_at = |o: usize| {
-        bytes
-            .get(o..o + 2)
-            .map(|b| u16::from_le_bytes([b[0], b[1]]))
-    };
-    let u32_at = |o: usize| {
-        bytes
-            .get(o..o + 4)
-            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-    };
-    let u64_at = |o: usize| {
-        bytes
-            .get(o..o + 8)
-            .and_then(|b| b.try_into().ok())
-            .map(u64::from_le_bytes)
-    };
-    // ELF64 little-endian only: that is all x86_64 runs.
-    if bytes.get(..6) != Some(b"\x7fELF\x02\x01".as_slice()) {
-        bail!("{} is not a 64-bit little-endian ELF file", path.display());
-    }
-    let (Some(phoff), Some(phentsize), Some(phnum)) = (u64_at(0x20), u16_at(0x36), u16_at(0x38))
-    else {
-        bail!("{}: truncated ELF header", path.display());
-    };
-    let phoff = usize::try_from(phoff).context("program header offset")?;
-    for i in 0..usize::from(phnum) {
-        let p_type =
-            u32_at(phoff + i * usize::from(phentsize)).context("truncated program header")?;
-        if p_type == PT_INTERP {
-            return Ok(false);
-        }
-    }
-    Ok(true)
+    let elf = ElfFile64::<object::LittleEndian>::parse(bytes.as_slice())
+        .with_context(|| format!("{} is not a 64-bit little-endian ELF file", path.display()))?;
+    let endian = elf.endian();
+    let is_static = !elf
+        .elf_program_headers()
+        .iter()
+        .any(|p| p.p_type(endian) == object::elf::PT_INTERP);
+    Ok(ElfFacts {
+        machine: elf.architecture(),
+        is_static,
+    })
 }
 
 /// Quote `arg` for a POSIX shell.
@@ -156,5 +151,13 @@ mod tests {
         let me = std::env::current_exe().unwrap();
         assert!(!is_static_elf(&me).unwrap());
         assert!(is_static_elf(Path::new("/proc/self/cmdline")).is_err());
+        assert_eq!(
+            elf_facts(&me).unwrap().machine,
+            if cfg!(target_arch = "x86_64") {
+                object::Architecture::X86_64
+            } else {
+                object::Architecture::Aarch64
+            }
+        );
     }
 }

@@ -17,7 +17,7 @@ use std::{
 
 use anyhow::{Context as _, bail};
 
-use crate::{initramfs, kernel::Kernel, util};
+use crate::{arch::Arch, initramfs, kernel::Kernel, setup, util};
 
 /// Console lines kept for a failure report.
 const TAIL_LINES: usize = 40;
@@ -70,6 +70,9 @@ pub struct Outcome {
     pub boot: Option<Duration>,
     /// QEMU start to QEMU exit.
     pub total: Duration,
+    /// The console's headings, `WORD: [T s] TEXT` (the suite's `say`), in order: where the
+    /// guest's time went.
+    pub marks: Vec<String>,
 }
 
 impl Outcome {
@@ -79,13 +82,38 @@ impl Outcome {
     }
 }
 
+/// Where the guest's scripts read which serial port carries results (`/dev/ttyS1`): the
+/// port's name is the architecture's.
+pub const GUEST_RESULTS_PORT: &str = "/etc/results-port";
+
+/// The static busybox for `arch`'s guests: this host's (busybox-static), or arm64's from
+/// Debian's arm64 package (`cargo xtask setup` unpacks it).
+fn busybox(arch: Arch) -> anyhow::Result<PathBuf> {
+    let path = match setup::guest_root(arch)? {
+        None => PathBuf::from("/bin/busybox"),
+        Some(root) => root.join("bin/busybox"),
+    };
+    if !path.is_file() {
+        bail!(
+            "no {} busybox at {}: run `cargo xtask setup`",
+            arch.debian(),
+            path.display()
+        );
+    }
+    if !util::is_static_elf(&path)? {
+        bail!(
+            "{} is not static: install busybox-static (`cargo xtask setup`)",
+            path.display()
+        );
+    }
+    Ok(path)
+}
+
 /// Build the initramfs for `spec`; returns its path.
 fn build_initramfs(spec: &Spec<'_>) -> anyhow::Result<PathBuf> {
     let path = spec.out_dir.join("initramfs.cpio.gz");
-    let busybox = Path::new("/bin/busybox");
-    if !util::is_static_elf(busybox)? {
-        bail!("/bin/busybox is not static: install busybox-static (`cargo xtask setup`)");
-    }
+    let arch = spec.kernel.arch;
+    let busybox = busybox(arch)?;
     let mut w = initramfs::create(&path)?;
     for dir in BASE_DIRS {
         w.dir(dir)?;
@@ -94,7 +122,12 @@ fn build_initramfs(spec: &Spec<'_>) -> anyhow::Result<PathBuf> {
     w.file(
         "/bin/busybox",
         0o755,
-        &fs::read(busybox).context("reading /bin/busybox")?,
+        &fs::read(&busybox).with_context(|| format!("reading {}", busybox.display()))?,
+    )?;
+    w.file(
+        GUEST_RESULTS_PORT,
+        0o644,
+        format!("{}\n", arch.results_port()).as_bytes(),
     )?;
     w.file("/init", 0o755, include_bytes!("../vm/init.sh"))?;
     // `emit NAME FILE`: how guest scripts send result files to the host.
@@ -230,6 +263,58 @@ const BASE_DIRS: [&str; 10] = [
     "/etc",
 ];
 
+/// A program for `arch`'s guests at `path`, with its shared libraries, as initramfs files:
+/// on amd64 this host's ([`host_program`]); on arm64 the file at `path` in the arm64 guest
+/// programs `cargo xtask setup` unpacks from Debian's packages, with every library those
+/// packages hold (what `ldd` would name cannot be asked of an arm64 program here; they are a
+/// few MiB).
+///
+/// # Errors
+/// When the program or one of its libraries cannot be read, or arm64's were not unpacked.
+pub fn program(arch: Arch, path: &str) -> anyhow::Result<Vec<(String, u32, Vec<u8>)>> {
+    let Some(root) = setup::guest_root(arch)? else {
+        return host_program(path);
+    };
+    let file = root.join(path.trim_start_matches('/'));
+    let mut files = vec![(
+        path.to_owned(),
+        0o755,
+        fs::read(&file).with_context(|| {
+            format!(
+                "reading {} (the {} guest's {path}: `cargo xtask setup`)",
+                file.display(),
+                arch.debian()
+            )
+        })?,
+    )];
+    let triplet = format!("{}-linux-gnu", arch.name());
+    for dir in ["lib", "usr/lib"].map(|d| format!("{d}/{triplet}")) {
+        let Ok(entries) = fs::read_dir(root.join(&dir)) else {
+            continue;
+        };
+        let mut names: Vec<String> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains(".so"))
+            .collect();
+        names.sort();
+        for name in names {
+            let lib = root.join(&dir).join(&name);
+            // Read through symlinks; the guest gets the file at the name the loader asks for.
+            if lib.is_file() {
+                let data = fs::read(&lib).with_context(|| format!("reading {}", lib.display()))?;
+                files.push((format!("/{dir}/{name}"), 0o755, data));
+            }
+        }
+    }
+    // The dynamic loader, where the programs' headers name it.
+    let loader = format!("lib/ld-linux-{}.so.1", arch.name());
+    let data = fs::read(root.join(&loader))
+        .with_context(|| format!("reading {}", root.join(&loader).display()))?;
+    files.push((format!("/{loader}"), 0o755, data));
+    Ok(files)
+}
+
 /// A program of this host with every shared library `ldd` names, as initramfs files at
 /// the same paths, so the guest can run it (bpftrace, for comparisons in the same boot).
 ///
@@ -260,12 +345,25 @@ pub fn host_program(path: &str) -> anyhow::Result<Vec<(String, u32, Vec<u8>)>> {
 
 /// The QEMU command line: TCG unless asked for KVM, no network (or one forwarded port),
 /// the console on standard output and the results port into `results`.
-fn qemu_command(spec: &Spec<'_>, initrd: &Path, results: &Path) -> Command {
-    let mut qemu = Command::new("qemu-system-x86_64");
+fn qemu_command(spec: &Spec<'_>, initrd: &Path, results: &Path, extra: &str) -> Command {
+    let arch = spec.kernel.arch;
+    let (program, _) = arch.qemu();
+    let mut qemu = Command::new(program);
+    if arch == Arch::Aarch64 {
+        // virt with a GICv3, which takes more than the 8 CPUs of a GICv2 (`maxcpus`);
+        // `pauth-impdef`: QEMU's own pointer-authentication cipher, much cheaper to emulate
+        // than the architected QARMA that Debian's kernels would otherwise pay for on every
+        // signed return.
+        qemu.args(["-M", "virt,gic-version=3"]);
+    }
+    let cpu = match arch {
+        Arch::X86_64 => "max",
+        Arch::Aarch64 => "max,pauth-impdef=on",
+    };
     if spec.kvm {
         qemu.args(["-accel", "kvm", "-cpu", "host"]);
     } else {
-        qemu.args(["-accel", "tcg", "-cpu", "max"]);
+        qemu.args(["-accel", "tcg", "-cpu", cpu]);
         if spec.icount {
             qemu.args(["-icount", "shift=0,sleep=off,align=off"]);
         }
@@ -274,20 +372,24 @@ fn qemu_command(spec: &Spec<'_>, initrd: &Path, results: &Path) -> Command {
     let smp = spec
         .max_cpus
         .map_or_else(|| "2".to_owned(), |n| format!("2,maxcpus={n}"));
+    // Under icount every vCPU's TSC is the one instruction clock, synchronized by
+    // construction; 5.10 and 6.1 still judge TSCs without `constant_tsc` on a multi-CPU
+    // non-Intel machine (TCG's `max`) unsynchronized and fall back to HPET, whose reads make
+    // `run_time_ns` no instruction count. `tsc=reliable` says so (x86 alone has TSCs).
+    let tsc = if spec.icount && !spec.kvm && arch == Arch::X86_64 {
+        " tsc=reliable"
+    } else {
+        ""
+    };
     qemu.args(["-smp", &smp, "-m", "2048", "-kernel"])
         .arg(&spec.kernel.vmlinuz)
         .arg("-initrd")
         .arg(initrd)
-        // Under icount every vCPU's TSC is the one instruction clock, synchronized by
-        // construction; 5.10 and 6.1 still judge TSCs without `constant_tsc` on a
-        // multi-CPU non-Intel machine (TCG's `max`) unsynchronized and fall back to HPET,
-        // whose reads make `run_time_ns` no instruction count. `tsc=reliable` says so.
         .arg("-append")
-        .arg(if spec.icount && !spec.kvm {
-            "console=ttyS0 quiet panic=-1 tsc=reliable"
-        } else {
-            "console=ttyS0 quiet panic=-1"
-        })
+        .arg(
+            format!("console={} quiet panic=-1{tsc} {extra}", arch.console())
+                .trim_end(),
+        )
         // Not -nographic: it claims stdio for a monitor mux, which the console needs, and
         // its monitor would take Ctrl-A from an interactive guest.
         .args(["-display", "none", "-monitor", "none", "-no-reboot", "-nic"])
@@ -298,6 +400,7 @@ fn qemu_command(spec: &Spec<'_>, initrd: &Path, results: &Path) -> Command {
             ),
             None => "none".to_owned(),
         })
+        // Two serial ports: the console, and the results (a second PL011 on arm64's virt).
         .args(["-serial", "stdio", "-serial"])
         .arg(format!("file:{}", results.display()));
     if spec.interactive {
@@ -326,16 +429,24 @@ pub struct Prebuilt<'a> {
 pub fn boot_prebuilt(spec: &Spec<'_>, prebuilt: &Prebuilt<'_>) -> anyhow::Result<Outcome> {
     fs::create_dir_all(&spec.out_dir)
         .with_context(|| format!("creating {}", spec.out_dir.display()))?;
-    Ok(run_qemu(spec, prebuilt.initrd, Some(prebuilt))?.0)
+    Ok(run_qemu(spec, prebuilt.initrd, Some(prebuilt), "")?.0)
 }
 
 /// Boot, run, collect. Errors only when QEMU cannot be started; a guest that fails is
 /// an [`Outcome`] with `failure` set.
 pub fn boot(spec: &Spec<'_>) -> anyhow::Result<Outcome> {
+    boot_appending(spec, "")
+}
+
+/// [`boot`] with kernel parameters `extra` after the usual ones.
+///
+/// # Errors
+/// When QEMU cannot be started.
+pub fn boot_appending(spec: &Spec<'_>, extra: &str) -> anyhow::Result<Outcome> {
     fs::create_dir_all(&spec.out_dir)
         .with_context(|| format!("creating {}", spec.out_dir.display()))?;
     let initrd = build_initramfs(spec)?;
-    let (outcome, died_early) = run_qemu(spec, &initrd, None)?;
+    let (outcome, died_early) = run_qemu(spec, &initrd, None, extra)?;
     let Some(why) = died_early else {
         return Ok(outcome);
     };
@@ -347,7 +458,7 @@ pub fn boot(spec: &Spec<'_>) -> anyhow::Result<Outcome> {
         "{} | {why} before the guest's /init spoke: booting once more",
         spec.kernel.name
     );
-    Ok(run_qemu(spec, &initrd, None)?.0)
+    Ok(run_qemu(spec, &initrd, None, extra)?.0)
 }
 
 /// One QEMU run; also, when QEMU died of a signal or the guest kernel panicked before the
@@ -356,12 +467,13 @@ fn run_qemu(
     spec: &Spec<'_>,
     initrd: &Path,
     prebuilt: Option<&Prebuilt<'_>>,
+    extra: &str,
 ) -> anyhow::Result<(Outcome, Option<&'static str>)> {
     let results = spec.out_dir.join("results.txt");
     let _ = fs::remove_file(&results);
     let prefix = spec.kernel.name.clone();
 
-    let mut qemu = qemu_command(spec, initrd, &results);
+    let mut qemu = qemu_command(spec, initrd, &results, extra);
     if let Some(p) = prebuilt {
         // QEMU takes the last -m and -append given.
         qemu.args(["-m", &p.memory_mib.to_string(), "-append", p.append]);
@@ -374,12 +486,14 @@ fn run_qemu(
     let tail = Arc::new(Mutex::new(VecDeque::with_capacity(TAIL_LINES)));
     let booted = Arc::new(Mutex::new(None));
     let panicked = Arc::new(AtomicBool::new(false));
+    let marks = Arc::new(Mutex::new(Vec::new()));
     let reader = child.stdout.take().map(|stdout| {
         let console = Console {
             prefix: prefix.clone(),
             tail: Arc::clone(&tail),
             booted: Arc::clone(&booted),
             panicked: Arc::clone(&panicked),
+            marks: Arc::clone(&marks),
             start,
         };
         thread::spawn(move || console.stream(stdout))
@@ -447,6 +561,7 @@ fn run_qemu(
             files,
             boot,
             total,
+            marks: marks.lock().map(|m| m.clone()).unwrap_or_default(),
         },
         died_early,
     ))
@@ -502,6 +617,8 @@ struct Console {
     booted: Arc<Mutex<Option<Duration>>>,
     /// Whether the kernel said it panicked (the panic line can scroll out of the tail).
     panicked: Arc<AtomicBool>,
+    /// Headings, `WORD: [T s] TEXT`.
+    marks: Arc<Mutex<Vec<String>>>,
     start: Instant,
 }
 
@@ -526,6 +643,11 @@ impl Console {
             if line.contains("Kernel panic") {
                 self.panicked.store(true, Ordering::Relaxed);
             }
+            if is_mark(&line)
+                && let Ok(mut m) = self.marks.lock()
+            {
+                m.push(line.clone());
+            }
             println!("{} | {line}", self.prefix);
             if let Ok(mut t) = self.tail.lock() {
                 if t.len() == TAIL_LINES {
@@ -537,7 +659,18 @@ impl Console {
     }
 }
 
-/// What the guest wrote to /dev/ttyS1.
+/// Whether a console line is a heading of the suite's `say`: `WORD: [T s] TEXT`.
+fn is_mark(line: &str) -> bool {
+    line.split_once(": [").is_some_and(|(word, rest)| {
+        !word.is_empty()
+            && word.chars().all(|c| c.is_ascii_alphanumeric())
+            && rest
+                .split_once(" s] ")
+                .is_some_and(|(t, _)| t.parse::<f64>().is_ok())
+    })
+}
+
+/// What the guest wrote to its results port (`/dev/ttyS1`, `/dev/ttyAMA1`).
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Results {
     /// `=== FILE name ===` ... `=== END name ===` blocks.

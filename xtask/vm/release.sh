@@ -71,7 +71,7 @@ echo "workload exit $?" > $r/workload.log
 i=0
 while [ $i -lt 120 ]; do
     scrape > $r/workload.metrics
-    grep -q '^tracer_latency_seconds_count{probe="vfs_rmdir",[^}]*cgroup="/release-wl"} 200$' $r/workload.metrics && break
+    grep -q '^tracer_cgroup_calls_total{probe="vfs_rmdir",[^}]*cgroup="/release-wl"} 200$' $r/workload.metrics && break
     sleep 0.5; i=$((i+1))
 done
 bpftool prog show > $r/progs_running.txt 2>&1
@@ -212,7 +212,7 @@ EOF
     i=0
     while [ $i -lt 120 ]; do
         nsenter -t "$pid" -n curl -s --max-time 10 http://127.0.0.1:29110/metrics > $r/image.metrics 2>&1
-        grep -q '^tracer_latency_seconds_count{probe="vfs_rmdir",[^}]*cgroup="/'"$ctr"'"} 200$' $r/image.metrics && break
+        grep -q '^tracer_cgroup_calls_total{probe="vfs_rmdir",[^}]*cgroup="/'"$ctr"'"} 200$' $r/image.metrics && break
         sleep 0.5; i=$((i+1))
     done
     kill -TERM "$pid"

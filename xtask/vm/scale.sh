@@ -148,7 +148,7 @@ scale_serve() {
         k=0
         while [ ! -e /tmp/$name.stop ]; do
             wget -q -O - http://127.0.0.1:29118/metrics 2>/dev/null \
-                | grep -E '^tracer_latency_seconds_count\{.*probe="(vfs_rmdir|rmdir|unlink)"' \
+                | grep -E '^tracer_cgroup_calls_total\{.*probe="(vfs_rmdir|rmdir|unlink)"' \
                 | sed "s/^/$k /" >> /tmp/$name.samples
             k=$((k+1))
             sleep 1

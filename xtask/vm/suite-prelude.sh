@@ -6,7 +6,7 @@
 # Most workloads run under the kernel's own kprobe events (tracefs), which proves the
 # expected counts independently of tracer, then under `tracer capture --attach kprobe`
 # and `--attach fentry` (files NAME_kprobe, NAME_fentry), and under bpftrace.
-# Results go to the host through `emit` (/bin/emit: framed blocks on /dev/ttyS1).
+# Results go to the host through `emit` (/bin/emit: framed blocks on the second serial port).
 
 tracing=/sys/kernel/tracing
 # Where vfs_rmdir's calls arrive, as tracer chooses: its split-off body where the compiler
@@ -15,6 +15,14 @@ rmdir_sym=vfs_rmdir
 if [ "$(grep -c ' vfs_rmdir\.part\.[0-9]*$' /proc/kallsyms)" = 1 ]; then
     rmdir_sym=$(sed -n 's/.* \(vfs_rmdir\.part\.[0-9]*\)$/\1/p' /proc/kallsyms)
 fi
+
+# The prefix of this architecture's syscall wrappers, as kprobes see them. arm64 has no
+# rmdir(2), unlink(2) or mkdir(2), only unlinkat(2) and mkdirat(2); its kernel builds
+# __arm64_sys_rmdir all the same, and nothing calls it.
+case $(uname -m) in
+aarch64) sys=__arm64_sys_ ;;
+*) sys=__x64_sys_ ;;
+esac
 
 # The workloads run again under bpftrace, one per capture so counts don't mix.
 rmdir_workload='cd /tmp/rmdir && i=0; while [ $i -lt 200 ]; do mkdir d$i && rmdir d$i || exit 1; i=$((i+1)); done'

@@ -35,14 +35,24 @@ pub enum Bench {
         #[arg(long, default_value_t = 4)]
         speed: u32,
     },
+    /// A refresh of the live loop at 1,000 cgroups x 10 probes, in-process: the findings'
+    /// evaluation against the 10 s window's work on the same second, a refresh's apply
+    /// against the source's poll that made it (`cargo bench -p tracer --bench live`).
+    Live {
+        /// Refreshes timed per figure.
+        #[arg(long, default_value_t = 300)]
+        refreshes: u32,
+    },
     /// Wall time of the model's large scenarios on one core, against the time simulated.
     Model {
         /// Runs per scenario (the median is shown).
         #[arg(long, default_value_t = 5)]
         runs: usize,
     },
-    /// `tracer serve` under 50 concurrent scrapers and hostile clients, 500 cgroups x 10
-    /// probes: scrape latency p50/p99, failed scrapes, server CPU.
+    /// `tracer serve`, this build against the previous release in one run, under 50
+    /// concurrent scrapers and hostile clients, 500 cgroups x 10 probes, at the defaults and
+    /// with the per-cgroup histograms, in each format Prometheus asks for: series, bytes,
+    /// p50/p99, and this build's over the previous release's.
     Serve(serve_load::ServeArgs),
     /// The model calibrated on one capture predicts another of another size and parallelism
     /// in a VM: structure checked, predicted/measured time per path (median over runs).
@@ -75,10 +85,9 @@ pub struct ModelFitArgs {
 }
 /// Run one benchmark.
 pub fn run(bench: &Bench) -> anyhow::Result<ExitCode> {
-    if let Bench::Serve(args) = bench
-        && let Some(tracer) = &args.tracer
-    {
-        return serve_load::run(tracer, args);
+    if let Bench::Serve(args) = bench {
+        // Sets up and builds only what it is not given.
+        return serve_load::main(args);
     }
     if let Bench::Overhead(args) = bench {
         // Refused before anything is set up or built.
@@ -104,12 +113,16 @@ pub fn run(bench: &Bench) -> anyhow::Result<ExitCode> {
         }
     }
     let tools = setup::setup()?;
+    if let Bench::Live { refreshes } = bench {
+        // The loop in-process: no tracer binary, no VM.
+        return tracer_build::bench_live(&tools, *refreshes).map(|()| ExitCode::SUCCESS);
+    }
     let tracer = tracer_build::build(&tools)?;
     match bench {
         Bench::Startup(args) => vm_bench(Mode::Startup, args, &tools.kernels, &tracer),
         Bench::Overhead(args) => overhead::run(args, &tools.kernels, &tracer),
         Bench::Model { runs } => model::model(&tracer, (*runs).max(1)),
-        Bench::Serve(args) => serve_load::run(&tracer, args),
+        Bench::Live { .. } | Bench::Serve(_) => unreachable!("run above"),
         Bench::Top { speed } => top_cost::top(&tracer, *speed).map(|()| ExitCode::SUCCESS),
         Bench::Soak(a) => soak::run(&tracer, &tools.kernels, a),
         Bench::Scale(a) => scale::run(&tools.kernels, &tracer, a),

@@ -1,13 +1,20 @@
-//! `cargo xtask bench serve`: `tracer serve` under 50 concurrent scrapers for 60 s, fed a
-//! synthetic load of 500 cgroups on 10 probes (all kept by name), while hostile clients
-//! push at it: slow-drip requests, oversized headers and 1,000 idle connections. Prints
-//! scrape latency p50/p99, failed scrapes, the server's CPU and the series a scrape holds;
-//! the last line is `serve: p99 X ms, p50 Y ms, errors Z, cpu W%, series S`.
+//! `cargo xtask bench serve`: this build's `tracer serve` against the previous release's
+//! ([`PREVIOUS_RELEASE`], built from this repository's history), in one run, each fed a
+//! synthetic load of 500 cgroups on 10 probes (all kept by name) and scraped by 50
+//! concurrent scrapers while hostile clients push at it: slow-drip requests, oversized
+//! headers and 1,000 idle connections. Two settings: each binary at its defaults, and the
+//! per-cgroup histograms on (this build's `--cgroup-histograms`; the previous release had
+//! them always). In each, every format a Prometheus asks for (text, `OpenMetrics`, protobuf,
+//! and `OpenMetrics` gzipped as Prometheus 2.x scrapes), the two binaries' turns
+//! interleaved: series, bytes, p50 and p99 of each, and this build's over the previous
+//! release's. The last line is `serve: defaults p99 X ms (Yx the previous release), ...`
+//! with the goals held or not; the exit status is non-zero when one is not.
 
 use std::{
+    fmt::Write as _,
     io::{Read as _, Write as _},
     net::{SocketAddr, TcpStream},
-    path::Path,
+    path::{Path, PathBuf},
     process::{Command, Stdio},
     sync::{
         Arc,
@@ -18,6 +25,12 @@ use std::{
 };
 
 use anyhow::{Context as _, bail};
+use tracer_host::stat::{Stat, ticks_per_second};
+
+use crate::{
+    setup,
+    tracer_build::{self, PREVIOUS_RELEASE},
+};
 
 /// Concurrent scrapers.
 pub const SCRAPERS: usize = 50;
@@ -25,23 +38,88 @@ pub const SCRAPERS: usize = 50;
 pub const IDLE: usize = 1_000;
 /// Cgroups of the synthetic load, all exported by name.
 pub const CGROUPS: usize = 500;
-/// The issue's goal for the scrape latency p99.
-const GOAL_P99_MS: f64 = 50.0;
+/// Probes of the synthetic load.
+const PROBES: usize = 10;
+/// The issue's goal at the defaults: this build's p99 at most this times the previous
+/// release's.
+const GOAL_DEFAULTS: f64 = 0.25;
+/// The issue's goal with the per-cgroup histograms on.
+const GOAL_CGROUP_HISTOGRAMS: f64 = 0.8;
 /// What Prometheus 2.x sends.
 const PROMETHEUS_ACCEPT: &str = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
 
 /// Options of `bench serve`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServeArgs {
-    /// Seconds of load.
+    /// Seconds of load per binary, setting and format (2 x 2 x 4 turns).
     #[arg(long, default_value_t = 60)]
     pub seconds: u64,
     /// Cgroups replaced per second in the synthetic load.
     #[arg(long, default_value_t = 10.0)]
     pub churn: f64,
-    /// A tracer binary to run (default: set up and build the static one).
+    /// This build's tracer binary (default: set up and build the static one).
     #[arg(long)]
-    pub tracer: Option<std::path::PathBuf>,
+    pub tracer: Option<PathBuf>,
+    /// The previous release's tracer binary (default: build it from its commit in this
+    /// repository's history, once; kept under target/previous/COMMIT).
+    #[arg(long)]
+    pub previous: Option<PathBuf>,
+}
+
+/// A format a scrape asks for, as a Prometheus asks for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Ask {
+    /// The classic text format (`text/plain;version=0.0.4`).
+    Text,
+    /// What Prometheus 2.x asks for, without gzip.
+    OpenMetrics,
+    /// What Prometheus asks for with native histograms on (without gzip).
+    Protobuf,
+    /// What Prometheus 2.x asks for, with the `Accept-Encoding: gzip` it always sends.
+    OpenMetricsGzip,
+}
+
+/// Every format, in the order they are measured and shown.
+const ASKS: [Ask; 4] = [
+    Ask::Text,
+    Ask::OpenMetrics,
+    Ask::Protobuf,
+    Ask::OpenMetricsGzip,
+];
+
+impl Ask {
+    fn name(self) -> &'static str {
+        match self {
+            Ask::Text => "text",
+            Ask::OpenMetrics => "openmetrics",
+            Ask::Protobuf => "protobuf",
+            Ask::OpenMetricsGzip => "openmetrics+gzip",
+        }
+    }
+
+    fn accept(self) -> &'static str {
+        match self {
+            Ask::Text => "text/plain;version=0.0.4",
+            Ask::OpenMetrics | Ask::OpenMetricsGzip => PROMETHEUS_ACCEPT,
+            Ask::Protobuf => {
+                "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited"
+            }
+        }
+    }
+
+    fn gzip(self) -> bool {
+        self == Ask::OpenMetricsGzip
+    }
+
+    /// The media type an answer must have: a server that answered another format would be
+    /// measured for what was not asked.
+    fn content_type(self) -> &'static str {
+        match self {
+            Ask::Text => "text/plain",
+            Ask::OpenMetrics | Ask::OpenMetricsGzip => "application/openmetrics-text",
+            Ask::Protobuf => "application/vnd.google.protobuf",
+        }
+    }
 }
 
 /// Kill and reap the server when done, whatever happens.
@@ -56,16 +134,10 @@ impl Drop for Server {
 
 /// CPU seconds (user + system) of a process, from /proc/PID/stat.
 fn cpu_seconds(pid: u32) -> anyhow::Result<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    // Fields after the command name (which may hold spaces) start after the last ')'.
-    let rest = stat.rsplit_once(')').context("malformed stat")?.1;
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: f64 = f.get(11).context("no utime")?.parse::<f64>()?
-        + f.get(12).context("no stime")?.parse::<f64>()?;
-    // SAFETY: sysconf reads a constant.
-    #[expect(clippy::cast_precision_loss, reason = "clock ticks per second")]
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    Ok(ticks / hz)
+    let stat = Stat::of(pid).with_context(|| format!("reading /proc/{pid}/stat"))?;
+    #[expect(clippy::cast_precision_loss, reason = "clock ticks, for a figure")]
+    let s = (stat.utime_ticks + stat.stime_ticks) as f64 / ticks_per_second() as f64;
+    Ok(s)
 }
 
 /// Raise this process's open-file limit: 1,000 idle connections and the scrapers need it.
@@ -83,17 +155,28 @@ pub(crate) fn raise_fd_limit() {
     }
 }
 
-/// One scrape as Prometheus makes it (`OpenMetrics`, gzip): the time to the last byte and
-/// the body, or why it failed.
+/// One scrape as Prometheus 2.x makes it (`OpenMetrics`, gzip): the time to the last byte
+/// and the body, or why it failed.
 pub(crate) fn scrape(addr: SocketAddr) -> Result<(Duration, Vec<u8>), String> {
+    scrape_as(addr, Ask::OpenMetricsGzip)
+}
+
+/// One scrape asking for `ask`: the time to the last byte and the body, or why it failed.
+pub(crate) fn scrape_as(addr: SocketAddr, ask: Ask) -> Result<(Duration, Vec<u8>), String> {
     let start = Instant::now();
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(10))
         .map_err(|e| format!("connect: {e}"))?;
     s.set_read_timeout(Some(Duration::from_secs(10)))
         .map_err(|e| e.to_string())?;
+    let encoding = if ask.gzip() {
+        "Accept-Encoding: gzip\r\n"
+    } else {
+        ""
+    };
     write!(
         s,
-        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nAccept: {PROMETHEUS_ACCEPT}\r\nAccept-Encoding: gzip\r\n\r\n"
+        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nAccept: {}\r\n{encoding}\r\n",
+        ask.accept()
     )
     .map_err(|e| format!("send: {e}"))?;
     let mut answer = Vec::with_capacity(1 << 20);
@@ -109,15 +192,28 @@ pub(crate) fn scrape(addr: SocketAddr) -> Result<(Duration, Vec<u8>), String> {
         .position(|w| w == b"\r\n\r\n")
         .ok_or("answer: no end of headers")?;
     let head = String::from_utf8_lossy(&answer[..split]).to_ascii_lowercase();
-    let length: Option<usize> = head
-        .lines()
-        .find_map(|l| l.strip_prefix("content-length:"))
-        .and_then(|v| v.trim().parse().ok());
+    let header = |name: &str| {
+        head.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(str::trim)
+    };
+    let length: Option<usize> = header("content-length:").and_then(|v| v.parse().ok());
     let body = answer.split_off(split + 4);
     // Complete: as long as announced (checking the gzip stream on every scrape would
-    // measure the client; one scrape is unzipped and checked whole before the run).
-    if length != Some(body.len()) || !head.contains("content-encoding: gzip") {
+    // measure the client; one scrape of each format is decoded and checked whole before
+    // its turn).
+    if length != Some(body.len()) {
         return Err(format!("truncated: {} bytes of {length:?}", body.len()));
+    }
+    if (header("content-encoding:") == Some("gzip")) != ask.gzip()
+        || !header("content-type:").is_some_and(|t| t.starts_with(ask.content_type()))
+    {
+        return Err(format!(
+            "format: asked {}, answered {:?} {:?}",
+            ask.name(),
+            header("content-type:"),
+            header("content-encoding:")
+        ));
     }
     Ok((took, body))
 }
@@ -136,12 +232,131 @@ pub(crate) fn percentile(sorted: &[Duration], q: f64) -> f64 {
     sorted[i].as_secs_f64() * 1e3
 }
 
-/// Run the benchmark against the tracer binary at `tracer`.
-///
-/// # Errors
-/// When the server cannot be started or never serves the load.
-pub fn run(tracer: &Path, args: &ServeArgs) -> anyhow::Result<std::process::ExitCode> {
-    raise_fd_limit();
+/// The series a scrape's body holds, as a Prometheus stores them: in the text formats every
+/// sample line is one (a histogram's buckets, `_sum` and `_count` each); in the protobuf
+/// format every metric is one (a histogram is one native histogram). None when the body is
+/// not whole: an `OpenMetrics` one without its `# EOF`, a protobuf one cut inside a message.
+fn series(ask: Ask, body: &[u8]) -> Option<usize> {
+    let text = match ask {
+        Ask::Protobuf => return protobuf_metrics(body),
+        Ask::OpenMetricsGzip => {
+            let mut text = String::new();
+            flate2::read::GzDecoder::new(body)
+                .read_to_string(&mut text)
+                .ok()?;
+            text
+        }
+        Ask::Text | Ask::OpenMetrics => String::from_utf8(body.to_vec()).ok()?,
+    };
+    if ask != Ask::Text && !text.ends_with("# EOF\n") {
+        return None;
+    }
+    crate::exposition::samples(&text).ok().map(|s| s.len())
+}
+
+/// A protobuf varint at `*at`, moving `*at` past it.
+fn varint(b: &[u8], at: &mut usize) -> Option<u64> {
+    let mut v = 0u64;
+    for shift in (0..64).step_by(7) {
+        let byte = *b.get(*at)?;
+        *at += 1;
+        v |= u64::from(byte & 0x7f) << shift;
+        if byte & 0x80 == 0 {
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// The metrics (field 4, `metric`) of a length-delimited stream of
+/// `io.prometheus.client.MetricFamily` messages; None when it does not parse whole.
+fn protobuf_metrics(body: &[u8]) -> Option<usize> {
+    let (mut at, mut metrics) = (0, 0);
+    while at < body.len() {
+        let len = usize::try_from(varint(body, &mut at)?).ok()?;
+        let family = body.get(at..at.checked_add(len)?)?;
+        at += len;
+        let mut i = 0;
+        while i < family.len() {
+            let key = varint(family, &mut i)?;
+            match key & 7 {
+                0 => {
+                    varint(family, &mut i)?;
+                }
+                1 => i += 8,
+                2 => {
+                    let n = usize::try_from(varint(family, &mut i)?).ok()?;
+                    i = i.checked_add(n)?;
+                    metrics += usize::from(key >> 3 == 4);
+                }
+                5 => i += 4,
+                _ => return None,
+            }
+        }
+        if i != family.len() {
+            return None;
+        }
+    }
+    Some(metrics)
+}
+
+/// Which binary a server runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Build {
+    /// [`PREVIOUS_RELEASE`].
+    Previous,
+    /// This build.
+    This,
+}
+
+/// What a run sets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Setting {
+    /// Each binary at its defaults.
+    Defaults,
+    /// The per-cgroup histograms on: this build's `--cgroup-histograms`, the previous
+    /// release's defaults (it had them always).
+    CgroupHistograms,
+}
+
+impl Setting {
+    fn name(self) -> &'static str {
+        match self {
+            Setting::Defaults => "defaults",
+            Setting::CgroupHistograms => "cgroup histograms",
+        }
+    }
+
+    /// The issue's goal for this build's p99 over the previous release's.
+    fn goal(self) -> f64 {
+        match self {
+            Setting::Defaults => GOAL_DEFAULTS,
+            Setting::CgroupHistograms => GOAL_CGROUP_HISTOGRAMS,
+        }
+    }
+
+    /// This build's flags beyond the load's.
+    fn flags(self, build: Build) -> &'static [&'static str] {
+        match (self, build) {
+            (Setting::CgroupHistograms, Build::This) => &["--cgroup-histograms"],
+            _ => &[],
+        }
+    }
+
+    /// The family with a series per (probe, cgroup) that `build` exports in this setting
+    /// (in the text format): the load is whole when nearly every pair has one.
+    fn per_cgroup_family(self, build: Build) -> &'static str {
+        match (build, self) {
+            // 0.1.0: the one latency histogram, per (probe, caller, cgroup).
+            (Build::Previous, _) => "tracer_latency_seconds_count{",
+            (Build::This, Setting::Defaults) => "tracer_cgroup_calls_total{",
+            (Build::This, Setting::CgroupHistograms) => "tracer_cgroup_latency_seconds_count{",
+        }
+    }
+}
+
+/// Start `tracer serve` on the synthetic load, on a free port of loopback.
+fn start(tracer: &Path, flags: &[&str], churn: f64) -> anyhow::Result<(Server, SocketAddr)> {
     let port = std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port();
@@ -149,129 +364,318 @@ pub fn run(tracer: &Path, args: &ServeArgs) -> anyhow::Result<std::process::Exit
     let child = Command::new(tracer)
         .args(["serve", "--synthetic"])
         .arg(CGROUPS.to_string())
-        .args(["--churn", &args.churn.to_string()])
+        .args(["--churn", &churn.to_string()])
         .args(["--max-cgroups"])
         .arg(CGROUPS.to_string())
         // A removed cgroup keeps its slot for the hold: at the default minute, the 10
         // cgroups replaced a second would hold every slot, and the live ones go to `other`.
         .args(["--hold", "1s"])
         .args(["--listen", &addr.to_string()])
+        .args(flags)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .with_context(|| format!("starting {} serve", tracer.display()))?;
-    let server = Server(child);
-    let pid = server.0.id();
-    let load = Load::wait_for(addr)?;
-    println!(
-        "serve: tracer serve --synthetic {CGROUPS} --max-cgroups {CGROUPS} --hold 1s: {} latency histograms; a scrape is {} bytes, {} gzipped; {} series (classic), {} with native histograms",
-        load.histograms, load.bytes, load.zipped, load.samples, load.native_series
-    );
+    Ok((Server(child), addr))
+}
+
+/// Wait for the load to fill: nearly every cgroup tracked by name, and nearly every
+/// (probe, cgroup) with a series of `family` (a removed cgroup holds its slot for the
+/// hold, 1 s, as the 10 a second replaced do; under churn the newest have not called every
+/// probe yet).
+fn wait_for(addr: SocketAddr, family: &str) -> anyhow::Result<()> {
+    let start = Instant::now();
+    loop {
+        if let Ok((_, body)) = scrape_as(addr, Ask::Text) {
+            let text = String::from_utf8_lossy(&body);
+            let n = text.lines().filter(|l| l.starts_with(family)).count();
+            let tracked = text
+                .lines()
+                .find_map(|l| l.strip_prefix("tracer_cgroups_tracked "))
+                .and_then(|n| n.trim().parse::<usize>().ok())
+                .is_some_and(|n| n >= CGROUPS * 95 / 100);
+            if tracked && n >= CGROUPS * PROBES * 99 / 100 {
+                return Ok(());
+            }
+        }
+        if start.elapsed() > Duration::from_mins(1) {
+            bail!(
+                "{addr} never exported {CGROUPS} cgroups x {PROBES} probes (99% of them) in {family}..}}"
+            );
+        }
+        thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// One binary's turn in one setting and format.
+struct Turn {
+    series: usize,
+    bytes: usize,
+    scrapes: usize,
+    per_second: f64,
+    p50: f64,
+    p99: f64,
+    max: f64,
+    errors: Vec<String>,
+    cpu_percent: f64,
+    /// What the hostile clients saw: see [`Hostile::stop`].
+    hostile: [u64; 3],
+}
+
+/// `seconds` of [`SCRAPERS`] scrapers asking for `ask` at the server `pid` serving at
+/// `addr`, with the hostile clients pushing at it.
+fn turn(addr: SocketAddr, pid: u32, ask: Ask, seconds: u64) -> anyhow::Result<Turn> {
+    let (_, body) = scrape_as(addr, ask)
+        .map_err(|e| anyhow::anyhow!("{addr}: a scrape in {}: {e}", ask.name()))?;
+    let series = series(ask, &body)
+        .with_context(|| format!("{addr}: a scrape in {} is not whole", ask.name()))?;
     let hostile = Hostile::start(addr);
     thread::sleep(Duration::from_secs(1));
-
     let cpu_before = cpu_seconds(pid)?;
     let wall = Instant::now();
-    let (mut times, errors) = scrape_for(addr, wall + Duration::from_secs(args.seconds));
+    let (mut times, errors) = scrape_for(addr, ask, wall + Duration::from_secs(seconds));
     let elapsed = wall.elapsed().as_secs_f64();
-    let cpu = (cpu_seconds(pid)? - cpu_before) / elapsed * 100.0;
+    let cpu_percent = (cpu_seconds(pid)? - cpu_before) / elapsed * 100.0;
     let hostile = hostile.stop();
-    drop(server);
-
     times.sort();
-    let (p50, p99) = (percentile(&times, 0.5), percentile(&times, 0.99));
-    println!(
-        "serve: {} scrapes by {SCRAPERS} scrapers in {elapsed:.1} s ({:.0}/s), max {:.1} ms",
-        times.len(),
-        f64::from(u32::try_from(times.len()).unwrap_or(u32::MAX)) / elapsed,
-        percentile(&times, 1.0)
-    );
-    println!(
-        "serve: hostile clients: {} slow drips cut off, {} oversized requests refused (431), {} idle connections closed by the server and reopened",
-        hostile[0], hostile[1], hostile[2]
-    );
-    let mut kinds: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
-    for e in &errors {
-        *kinds
-            .entry(e.split(':').next().unwrap_or("error"))
-            .or_default() += 1;
-    }
-    if !errors.is_empty() {
+    Ok(Turn {
+        series,
+        bytes: body.len(),
+        scrapes: times.len(),
+        per_second: f64::from(u32::try_from(times.len()).unwrap_or(u32::MAX)) / elapsed,
+        p50: percentile(&times, 0.5),
+        p99: percentile(&times, 0.99),
+        max: percentile(&times, 1.0),
+        errors,
+        cpu_percent,
+        hostile,
+    })
+}
+
+/// A setting's turns: per format, the previous release's and this build's.
+type Turns = Vec<(Ask, Turn, Turn)>;
+
+/// Both binaries in `setting`, served at once, their turns interleaved (which goes first
+/// alternates by format), so a change in the host's load falls on both alike.
+fn measure(
+    binaries: [(Build, &Path); 2],
+    setting: Setting,
+    args: &ServeArgs,
+) -> anyhow::Result<Turns> {
+    let mut servers = Vec::new();
+    for (build, path) in binaries {
+        let flags = setting.flags(build);
+        let (server, addr) = start(path, flags, args.churn)?;
         println!(
-            "serve: failed scrapes by kind: {kinds:?}; first: {}",
-            errors[0]
+            "serve: {} {}: {} serve --synthetic {CGROUPS} --max-cgroups {CGROUPS} --hold 1s --churn {}{}{} on {addr}",
+            setting.name(),
+            build_name(build),
+            path.display(),
+            args.churn,
+            if flags.is_empty() { "" } else { " " },
+            flags.join(" ")
+        );
+        servers.push((server, addr, setting.per_cgroup_family(build)));
+    }
+    for (_, addr, family) in &servers {
+        wait_for(*addr, family)?;
+    }
+    let mut turns = Vec::new();
+    for (i, ask) in ASKS.into_iter().enumerate() {
+        let mut pair: [Option<Turn>; 2] = [None, None];
+        for k in [i % 2, 1 - i % 2] {
+            let (server, addr, _) = &servers[k];
+            let t = turn(*addr, server.0.id(), ask, args.seconds)?;
+            println!(
+                "serve: {} {} {}: {} series, {} bytes, p50 {:.1} ms, p99 {:.1} ms, {} scrapes, {} failed",
+                setting.name(),
+                build_name(binaries[k].0),
+                ask.name(),
+                t.series,
+                t.bytes,
+                t.p50,
+                t.p99,
+                t.scrapes,
+                t.errors.len()
+            );
+            pair[k] = Some(t);
+        }
+        let [Some(previous), Some(this)] = pair else {
+            unreachable!("both turns ran")
+        };
+        turns.push((ask, previous, this));
+    }
+    Ok(turns)
+}
+
+fn build_name(build: Build) -> String {
+    match build {
+        Build::Previous => format!("tracer {}", PREVIOUS_RELEASE.version),
+        Build::This => "this build".to_owned(),
+    }
+}
+
+/// Set up and build what was not given, then run the benchmark.
+///
+/// # Errors
+/// When a binary cannot be built, a server cannot be started or never serves the load.
+pub fn main(args: &ServeArgs) -> anyhow::Result<std::process::ExitCode> {
+    let tools = if args.tracer.is_none() || args.previous.is_none() {
+        Some(setup::setup()?)
+    } else {
+        None
+    };
+    let previous = match (&args.previous, &tools) {
+        (Some(p), _) => p.clone(),
+        (None, Some(tools)) => tracer_build::previous(tools)?,
+        (None, None) => unreachable!("set up when a binary is not given"),
+    };
+    let tracer = match (&args.tracer, &tools) {
+        (Some(p), _) => p.clone(),
+        (None, Some(tools)) => tracer_build::build(tools)?,
+        (None, None) => unreachable!("set up when a binary is not given"),
+    };
+    run(&tracer, &previous, args)
+}
+
+/// Run the benchmark: this build's tracer at `tracer`, the previous release's at
+/// `previous`.
+///
+/// # Errors
+/// When a server cannot be started or never serves the load.
+pub fn run(
+    tracer: &Path,
+    previous: &Path,
+    args: &ServeArgs,
+) -> anyhow::Result<std::process::ExitCode> {
+    raise_fd_limit();
+    let binaries = [(Build::Previous, previous), (Build::This, tracer)];
+    let mut verdicts = Vec::new();
+    for setting in [Setting::Defaults, Setting::CgroupHistograms] {
+        let turns = measure(binaries, setting, args)?;
+        print_table(setting, &turns);
+        verdicts.push((setting, verdict(setting, &turns)));
+    }
+    let mut line = String::from("serve:");
+    let mut held = true;
+    for (i, (setting, v)) in verdicts.iter().enumerate() {
+        let _ = write!(
+            line,
+            "{} {} p99 {:.1} ms ({:.2}x the previous release, goal {}x: {})",
+            if i == 0 { "" } else { "," },
+            setting.name(),
+            v.p99,
+            v.ratio,
+            setting.goal(),
+            if v.held { "held" } else { "NOT held" }
+        );
+        held &= v.held;
+    }
+    if let Some((_, v)) = verdicts.first() {
+        let _ = write!(
+            line,
+            ", series {} ({:.2}x), failed scrapes {}",
+            v.series, v.series_ratio, v.failed
         );
     }
+    println!("{line}");
+    Ok(if held {
+        std::process::ExitCode::SUCCESS
+    } else {
+        std::process::ExitCode::FAILURE
+    })
+}
+
+/// How this build did in a setting, as Prometheus 2.x scrapes (`OpenMetrics`, gzip).
+struct Verdict {
+    p99: f64,
+    ratio: f64,
+    series: usize,
+    series_ratio: f64,
+    /// This build's failed scrapes, every format.
+    failed: usize,
+    /// The p99 ratio at most the goal, and no failed scrape of this build.
+    held: bool,
+}
+
+fn verdict(setting: Setting, turns: &Turns) -> Verdict {
+    let failed = turns.iter().map(|(_, _, t)| t.errors.len()).sum();
+    let (_, previous, this) = turns
+        .iter()
+        .find(|(ask, _, _)| *ask == Ask::OpenMetricsGzip)
+        .expect("every format was measured");
+    let ratio = this.p99 / previous.p99;
+    Verdict {
+        p99: this.p99,
+        ratio,
+        series: this.series,
+        series_ratio: ratio_of(this.series, previous.series),
+        failed,
+        held: ratio <= setting.goal() && failed == 0,
+    }
+}
+
+fn ratio_of(a: usize, b: usize) -> f64 {
+    let f = |n: usize| f64::from(u32::try_from(n).unwrap_or(u32::MAX));
+    f(a) / f(b)
+}
+
+/// A setting's figures as a markdown table: per format, each binary's row and this
+/// build's over the previous release's.
+fn print_table(setting: Setting, turns: &Turns) {
+    println!("serve: {}", setting.name());
     println!(
-        "serve: goal p99 under {GOAL_P99_MS} ms: {}",
-        if p99 < GOAL_P99_MS {
-            "held"
-        } else {
-            "NOT held"
+        "| format | binary | series | bytes | p50 | p99 | max | scrapes/s | failed | server CPU | slow drips cut | 431s | idle closed |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    for (ask, previous, this) in turns {
+        for (build, t) in [(Build::Previous, previous), (Build::This, this)] {
+            println!(
+                "| {} | {} | {} | {} | {:.1} ms | {:.1} ms | {:.0} ms | {:.0} | {} | {:.0}% | {} | {} | {} |",
+                ask.name(),
+                build_name(build),
+                t.series,
+                t.bytes,
+                t.p50,
+                t.p99,
+                t.max,
+                t.per_second,
+                t.errors.len(),
+                t.cpu_percent,
+                t.hostile[0],
+                t.hostile[1],
+                t.hostile[2]
+            );
         }
-    );
-    println!(
-        "serve: p99 {p99:.1} ms, p50 {p50:.1} ms, errors {}, cpu {cpu:.0}%, series {}",
-        errors.len(),
-        load.samples
-    );
-    Ok(std::process::ExitCode::SUCCESS)
-}
-
-/// What a scrape of the full load holds.
-struct Load {
-    /// Latency histograms.
-    histograms: usize,
-    /// Series to a Prometheus without native histograms (every sample).
-    samples: usize,
-    /// Series to one with them (a histogram's buckets, sum and count are one).
-    native_series: usize,
-    bytes: usize,
-    zipped: usize,
-}
-
-impl Load {
-    /// Wait for the load to fill: every cgroup on every probe.
-    fn wait_for(addr: SocketAddr) -> anyhow::Result<Load> {
-        let start = Instant::now();
-        loop {
-            if let Ok((_, body)) = scrape(addr) {
-                let mut text = String::new();
-                flate2::read::GzDecoder::new(&body[..])
-                    .read_to_string(&mut text)
-                    .context("unzipping a scrape")?;
-                let n = text
-                    .lines()
-                    .filter(|l| l.starts_with("tracer_latency_seconds_count{"))
-                    .count();
-                // Nearly every cgroup by name (a removed one holds its slot for the hold,
-                // 1 s, as the 10 a second replaced do); under churn the newest have not
-                // called every probe yet (a label set has the series of the calls filed
-                // under it since it came).
-                let tracked = text
-                    .lines()
-                    .find_map(|l| l.strip_prefix("tracer_cgroups_tracked "))
-                    .and_then(|n| n.parse::<usize>().ok())
-                    .is_some_and(|n| n >= CGROUPS * 95 / 100);
-                if tracked && n >= CGROUPS * 10 * 99 / 100 && text.ends_with("# EOF\n") {
-                    let samples = text.lines().filter(|l| !l.starts_with('#')).count();
-                    let latency = text
-                        .lines()
-                        .filter(|l| l.starts_with("tracer_latency_seconds_"))
-                        .count();
-                    return Ok(Load {
-                        histograms: n,
-                        samples,
-                        native_series: samples - latency + n,
-                        bytes: text.len(),
-                        zipped: body.len(),
-                    });
+        println!(
+            "| {} | new/old | {:.3}x | {:.3}x | {:.2}x | {:.2}x | {:.2}x | {:.2}x | | {:.2}x | | | |",
+            ask.name(),
+            ratio_of(this.series, previous.series),
+            ratio_of(this.bytes, previous.bytes),
+            this.p50 / previous.p50,
+            this.p99 / previous.p99,
+            this.max / previous.max,
+            this.per_second / previous.per_second,
+            this.cpu_percent / previous.cpu_percent
+        );
+    }
+    for (ask, previous, this) in turns {
+        for (build, t) in [(Build::Previous, previous), (Build::This, this)] {
+            if let Some(first) = t.errors.first() {
+                let mut kinds: std::collections::BTreeMap<&str, usize> =
+                    std::collections::BTreeMap::new();
+                for e in &t.errors {
+                    *kinds
+                        .entry(e.split(':').next().unwrap_or("error"))
+                        .or_default() += 1;
                 }
+                println!(
+                    "serve: {} {} {}: failed scrapes by kind: {kinds:?}; first: {first}",
+                    setting.name(),
+                    build_name(build),
+                    ask.name()
+                );
             }
-            if start.elapsed() > Duration::from_mins(1) {
-                bail!("tracer serve never exported {CGROUPS} cgroups x 10 probes (99% of them)");
-            }
-            thread::sleep(Duration::from_millis(500));
         }
     }
 }
@@ -369,15 +773,15 @@ impl Hostile {
     }
 }
 
-/// [`SCRAPERS`] scrapers at once until `deadline`: each scrape's time, each failure.
-fn scrape_for(addr: SocketAddr, deadline: Instant) -> (Vec<Duration>, Vec<String>) {
+/// [`SCRAPERS`] scrapers at once asking for `ask` until `deadline`: each scrape's time, each failure.
+fn scrape_for(addr: SocketAddr, ask: Ask, deadline: Instant) -> (Vec<Duration>, Vec<String>) {
     let scrapers: Vec<_> = (0..SCRAPERS)
         .map(|_| {
             thread::spawn(move || {
                 let mut times = Vec::new();
                 let mut errors = Vec::new();
                 while Instant::now() < deadline {
-                    match scrape(addr) {
+                    match scrape_as(addr, ask) {
                         Ok((t, _)) => times.push(t),
                         Err(e) => errors.push(e),
                     }
@@ -394,4 +798,88 @@ fn scrape_for(addr: SocketAddr, deadline: Instant) -> (Vec<Duration>, Vec<String
         errors.extend(e);
     }
     (times, errors)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A length-delimited protobuf field `field` holding `bytes`.
+    fn delimited(field: u8, bytes: &[u8]) -> Vec<u8> {
+        let mut v = vec![field << 3 | 2, u8::try_from(bytes.len()).expect("short")];
+        v.extend(bytes);
+        v
+    }
+
+    /// A `MetricFamily` named `name` of type `kind` with `metrics` metrics, each one
+    /// counter of one label, as a delimited stream holds it (its length first).
+    fn family(name: &str, kind: u8, metrics: usize) -> Vec<u8> {
+        let mut f = delimited(1, name.as_bytes());
+        f.extend([3 << 3, kind]);
+        for i in 0..metrics {
+            let label = [
+                delimited(1, b"probe"),
+                delimited(2, format!("p{i}").as_bytes()),
+            ]
+            .concat();
+            // A counter's value is a double (wire type 1): 8 bytes.
+            let counter = [vec![1 << 3 | 1], 42.0_f64.to_le_bytes().to_vec()].concat();
+            f.extend(delimited(
+                4,
+                &[delimited(1, &label), delimited(3, &counter)].concat(),
+            ));
+        }
+        let mut out = vec![u8::try_from(f.len()).expect("short")];
+        out.extend(f);
+        out
+    }
+
+    #[test]
+    fn a_protobuf_scrape_counts_one_series_per_metric() {
+        let body = [
+            family("tracer_cgroup_calls_total", 0, 3),
+            family("up", 1, 1),
+        ]
+        .concat();
+        assert_eq!(series(Ask::Protobuf, &body), Some(4));
+        // Cut inside the last message: not whole.
+        assert_eq!(series(Ask::Protobuf, &body[..body.len() - 3]), None);
+    }
+
+    #[test]
+    fn a_text_scrape_counts_its_sample_lines_and_openmetrics_needs_its_eof() {
+        let text = "# HELP up Up.\n# TYPE up gauge\nup 1\nx_bucket{le=\"1\"} 2\nx_count 2\n";
+        assert_eq!(series(Ask::Text, text.as_bytes()), Some(3));
+        assert_eq!(series(Ask::OpenMetrics, text.as_bytes()), None);
+        let whole = format!("{text}# EOF\n");
+        assert_eq!(series(Ask::OpenMetrics, whole.as_bytes()), Some(3));
+        let mut zipped = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        zipped.write_all(whole.as_bytes()).expect("gzip");
+        let zipped = zipped.finish().expect("gzip");
+        assert_eq!(series(Ask::OpenMetricsGzip, &zipped), Some(3));
+    }
+
+    #[test]
+    fn the_load_is_awaited_in_the_family_each_binary_exports_per_cgroup() {
+        // 0.1.0 had only the one histogram, with a cgroup label, at every setting.
+        for setting in [Setting::Defaults, Setting::CgroupHistograms] {
+            assert_eq!(
+                setting.per_cgroup_family(Build::Previous),
+                "tracer_latency_seconds_count{"
+            );
+            assert!(setting.flags(Build::Previous).is_empty());
+        }
+        assert_eq!(
+            Setting::Defaults.per_cgroup_family(Build::This),
+            "tracer_cgroup_calls_total{"
+        );
+        assert_eq!(
+            Setting::CgroupHistograms.flags(Build::This),
+            ["--cgroup-histograms"]
+        );
+        assert_eq!(
+            Setting::CgroupHistograms.per_cgroup_family(Build::This),
+            "tracer_cgroup_latency_seconds_count{"
+        );
+    }
 }

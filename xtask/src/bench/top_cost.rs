@@ -8,7 +8,6 @@
 //! core at 1 Hz, under 100 MiB and flat. Decides nothing: prints what it saw.
 
 use std::{
-    fs,
     io::{BufRead as _, BufReader},
     path::Path,
     process::{Command, Stdio},
@@ -16,6 +15,7 @@ use std::{
 };
 
 use anyhow::{Context as _, bail};
+use tracer_host::stat::{Stat, ticks_per_second};
 
 use crate::util;
 
@@ -47,28 +47,8 @@ struct Run {
 /// User + system CPU of this process's waited-for children, in clock ticks
 /// (`/proc/self/stat` fields 16 and 17).
 fn children_ticks() -> anyhow::Result<u64> {
-    let stat = fs::read_to_string("/proc/self/stat").context("reading /proc/self/stat")?;
-    // Fields after the command name, which is in parentheses and may hold spaces.
-    let rest = stat
-        .rsplit_once(')')
-        .map(|(_, r)| r)
-        .context("no `)` in /proc/self/stat")?;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // Field 3 (state) is fields[0]; cutime and cstime are fields 16 and 17.
-    let get = |n: usize| -> anyhow::Result<u64> {
-        fields
-            .get(n - 3)
-            .and_then(|v| v.parse().ok())
-            .with_context(|| format!("field {n} of /proc/self/stat"))
-    };
-    Ok(get(16)? + get(17)?)
-}
-
-fn clock_ticks_per_s() -> f64 {
-    util::output(Command::new("getconf").arg("CLK_TCK"))
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(100.0)
+    let stat = Stat::read().context("reading /proc/self/stat")?;
+    Ok(stat.cutime_ticks + stat.cstime_ticks)
 }
 
 /// `──── refresh 3/600 (#3) · Probes ───`: the refresh number `#3`.
@@ -141,7 +121,7 @@ fn run(tracer: &Path, pinned: bool, speed: u32, frames: u64, views: &str) -> any
         );
     }
     #[expect(clippy::cast_precision_loss, reason = "clock ticks, for a figure")]
-    let cpu_s = (children_ticks()? - ticks_before) as f64 / clock_ticks_per_s();
+    let cpu_s = (children_ticks()? - ticks_before) as f64 / ticks_per_second() as f64;
     Ok(Run {
         cpu_s,
         wall_s,

@@ -1,11 +1,11 @@
-//! Archives whose bytes depend on their content alone: a tar (ustar) with its members
+//! Archives whose bytes depend on their content alone: a tar (ustar, by the `tar` crate) with its members
 //! sorted, every parent directory listed before its children, owner root:root, one mtime;
 //! and gzip without a name or a time in its header. What `cargo xtask dist` writes the
 //! tarball and the image's layer and layout with.
 
 use std::{collections::BTreeMap, io::Write as _};
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 use flate2::{Compression, GzBuilder};
 
 /// A tree of files to archive, by path (no leading `/`, no trailing `/`).
@@ -34,66 +34,43 @@ impl Tree {
             .insert(path.to_owned(), Node::File { mode, data });
     }
 
-    /// The tree as a tar stream: members in byte order of their paths (so a directory comes
-    /// before what it holds), each with `mtime` and owner root:root (uid and gid 0).
+    /// The tree as a tar stream (ustar headers, by the `tar` crate): members in byte order
+    /// of their paths (so a directory comes before what it holds), each with `mtime` and
+    /// owner root:root (uid and gid 0).
     ///
     /// # Errors
-    /// When a path does not fit ustar's name and prefix fields.
+    /// When a path cannot be written into a header.
     pub fn tar(&self, mtime: u64) -> anyhow::Result<Vec<u8>> {
-        let mut out = Vec::new();
+        let mut out = tar::Builder::new(Vec::new());
         for (path, node) in &self.entries {
-            let (name, mode, data, kind): (String, u32, &[u8], u8) = match node {
-                Node::Dir => (format!("{path}/"), 0o755, &[], b'5'),
-                Node::File { mode, data } => (path.clone(), *mode, data, b'0'),
+            let (mode, data, kind): (u32, &[u8], _) = match node {
+                Node::Dir => (0o755, &[], tar::EntryType::Directory),
+                Node::File { mode, data } => (*mode, data, tar::EntryType::Regular),
             };
-            out.extend_from_slice(&header(&name, mode, data.len() as u64, mtime, kind)?);
-            out.extend_from_slice(data);
-            out.resize(out.len().next_multiple_of(512), 0);
+            let mut h = tar::Header::new_ustar();
+            h.set_entry_type(kind);
+            h.set_mode(mode);
+            h.set_uid(0);
+            h.set_gid(0);
+            h.set_username("root")?;
+            h.set_groupname("root")?;
+            h.set_mtime(mtime);
+            h.set_size(data.len() as u64);
+            // In the header's own fields (prefix and name), not a GNU long-name member.
+            h.set_path(path).with_context(|| format!("tar: {path}"))?;
+            if matches!(node, Node::Dir) {
+                // A directory's name ends in `/`, as GNU tar and dpkg-deb write it.
+                let name = &mut h.as_ustar_mut().context("ustar")?.name;
+                let end = name.iter().position(|&b| b == 0);
+                let slot = end.ok_or_else(|| anyhow::anyhow!("tar: {path}/: name too long"))?;
+                name[slot] = b'/';
+            }
+            h.set_cksum();
+            out.append(&h, data)
+                .with_context(|| format!("tar: {path}"))?;
         }
-        // The end of the archive: two zero blocks.
-        out.resize(out.len() + 1024, 0);
-        Ok(out)
+        out.into_inner().context("tar")
     }
-}
-
-/// One ustar header block.
-fn header(name: &str, mode: u32, size: u64, mtime: u64, kind: u8) -> anyhow::Result<[u8; 512]> {
-    let mut h = [0_u8; 512];
-    let (prefix, name) = split_name(name)?;
-    let put = |h: &mut [u8; 512], at: usize, bytes: &[u8]| {
-        h[at..at + bytes.len()].copy_from_slice(bytes);
-    };
-    put(&mut h, 0, name.as_bytes());
-    put(&mut h, 100, format!("{mode:07o}\0").as_bytes());
-    put(&mut h, 108, b"0000000\0");
-    put(&mut h, 116, b"0000000\0");
-    put(&mut h, 124, format!("{size:011o}\0").as_bytes());
-    put(&mut h, 136, format!("{mtime:011o}\0").as_bytes());
-    h[156] = kind;
-    put(&mut h, 257, b"ustar\x0000");
-    put(&mut h, 265, b"root");
-    put(&mut h, 297, b"root");
-    put(&mut h, 345, prefix.as_bytes());
-    // The checksum is the sum of the header's bytes with its own field read as spaces.
-    put(&mut h, 148, b"        ");
-    let sum: u32 = h.iter().map(|&b| u32::from(b)).sum();
-    put(&mut h, 148, format!("{sum:06o}\0 ").as_bytes());
-    Ok(h)
-}
-
-/// ustar's (prefix, name) of a path: the name alone when it fits 100 bytes, else split at a
-/// `/` so that the prefix fits 155.
-fn split_name(path: &str) -> anyhow::Result<(&str, &str)> {
-    if path.len() <= 100 {
-        return Ok(("", path));
-    }
-    for (i, _) in path.match_indices('/') {
-        let (prefix, rest) = (&path[..i], &path[i + 1..]);
-        if prefix.len() <= 155 && rest.len() <= 100 && !rest.is_empty() {
-            return Ok((prefix, rest));
-        }
-    }
-    bail!("{path}: too long for a ustar header")
 }
 
 /// `data` gzipped at the best level, with no file name and a zero time in the header (as
@@ -115,6 +92,9 @@ mod tests {
         let mut t = Tree::default();
         t.file("usr/share/doc/x/copyright", 0o644, b"c\n".to_vec());
         t.file("usr/bin/tracer", 0o755, vec![7; 700]);
+        // Longer than ustar's 100-byte name field.
+        let long = format!("a/{}/{}", "d".repeat(60), "f".repeat(90));
+        t.file(&long, 0o644, b"l\n".to_vec());
         let once = t.tar(1_764_873_195).unwrap();
         assert_eq!(once, t.tar(1_764_873_195).unwrap());
         assert_eq!(once.len() % 512, 0);
@@ -138,6 +118,9 @@ mod tests {
         assert_eq!(
             names,
             [
+                "a/",
+                &format!("a/{}/", "d".repeat(60)),
+                long.as_str(),
                 "usr/",
                 "usr/bin/",
                 "usr/bin/tracer",
@@ -155,14 +138,10 @@ mod tests {
             .collect();
         assert_eq!(tracer[..3], ["-rwxr-xr-x", "root/root", "700"], "{listing}");
         assert!(listing.contains("2025-12-04"), "{listing}");
-    }
-
-    #[test]
-    fn a_long_path_is_split_into_prefix_and_name() {
-        let long = format!("{}/{}", "d".repeat(120), "f".repeat(90));
-        let (prefix, name) = split_name(&long).unwrap();
-        assert_eq!((prefix.len(), name.len()), (120, 90));
-        assert!(split_name(&"x".repeat(300)).is_err());
+        // What ustar cannot hold is refused, not written another way.
+        let mut t = Tree::default();
+        t.file(&"x".repeat(300), 0o644, Vec::new());
+        assert!(t.tar(0).is_err());
     }
 
     #[test]

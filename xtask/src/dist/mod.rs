@@ -169,7 +169,6 @@ fn contents(tracer: &Path, release: &Release, work: &Path) -> anyhow::Result<Con
     })
 }
 
-
 /// `tracer-VERSION-x86_64-linux.tar.gz`: one folder of that name with `bin/tracer`, the
 /// man pages, the completions, `deploy/`, `dashboards/`, the licenses and the copyright.
 fn tarball_of(c: &Contents, release: &Release) -> anyhow::Result<Vec<u8>> {

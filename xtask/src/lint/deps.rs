@@ -13,6 +13,9 @@
 //!
 //! Nothing is compiled, so the kernel crate, which builds only for BPF, is read like the
 //! rest; a dependency named only in a doc test counts as unused.
+//!
+//! Also: no package depends on what [`FORBIDDEN`] keeps it from, directly or through
+//! another member of the workspace.
 
 use std::{collections::BTreeSet, path::Path};
 
@@ -23,6 +26,15 @@ const UNNAMED: [(&str, &str, &str); 1] = [(
     "tracer-ebpf",
     "a build-dependency so that cargo rebuilds the loader when the kernel programs change; \
      its build script builds them, nothing links them",
+)];
+
+/// Dependencies a package must not have, directly or through a workspace member:
+/// (package, dependency, why).
+pub const FORBIDDEN: [(&str, &str, &str); 1] = [(
+    "xtask",
+    "tracer-loader",
+    "its build script builds the kernel programs, with nightly and bpf-linker; xtask needs \
+     the host's facts alone, which tracer-host has",
 )];
 
 use super::source::{self, Read};
@@ -41,6 +53,8 @@ pub struct Package {
 pub struct Dependency {
     /// What its Cargo.toml calls it (the rename, where there is one).
     pub name: String,
+    /// The package it is, whatever its Cargo.toml calls it.
+    pub package: String,
     pub kind: Kind,
 }
 
@@ -109,6 +123,52 @@ pub fn unused(package: &Package, read: Read<'_>) -> Verdict {
     }
 }
 
+/// The verdict of each [`FORBIDDEN`] rule for `package`: (what it checks, verdict). The
+/// dependencies of `members` (the workspace's packages) are followed, but for their
+/// dev-dependencies, which a dependent never builds.
+pub fn forbidden(package: &Package, members: &[Package]) -> Vec<(String, Verdict)> {
+    FORBIDDEN
+        .iter()
+        .filter(|(p, _, _)| *p == package.name)
+        .map(|(_, banned, why)| {
+            let what = format!("{} does not depend on {banned}", package.name);
+            let verdict = match path_to(package, banned, members) {
+                None => Ok(format!("{banned} is not among its dependencies")),
+                Some(path) => Err(format!(
+                    "{} depends on {banned} ({}): {why}",
+                    package.name,
+                    path.join(" -> ")
+                )),
+            };
+            (what, verdict)
+        })
+        .collect()
+}
+
+/// The packages from `from` to `to`, both included, when `from` depends on `to`.
+fn path_to(from: &Package, to: &str, members: &[Package]) -> Option<Vec<String>> {
+    let mut seen = BTreeSet::new();
+    let mut stack = vec![(from, vec![from.name.clone()])];
+    while let Some((p, path)) = stack.pop() {
+        // The package's own dev-dependencies count (its tests build them); a dependency's
+        // do not.
+        let own = std::ptr::eq(p, from);
+        for d in p.dependencies.iter().filter(|d| own || d.kind != Kind::Dev) {
+            let mut next = path.clone();
+            next.push(d.package.clone());
+            if d.package == to {
+                return Some(next);
+            }
+            if let Some(m) = members.iter().find(|m| m.name == d.package)
+                && seen.insert(m.name.clone())
+            {
+                stack.push((m, next));
+            }
+        }
+    }
+    None
+}
+
 /// The first segments of every path the package's targets name, by who may use them.
 fn named(package: &Package, read: Read<'_>) -> Result<Named, String> {
     let mut named = Named::default();
@@ -151,16 +211,20 @@ pub fn packages(metadata: &serde_json::Value) -> Result<Vec<Package>, String> {
     for p in metadata["packages"].as_array().into_iter().flatten() {
         let mut dependencies = Vec::new();
         for d in p["dependencies"].as_array().into_iter().flatten() {
-            let name = match d["rename"].as_str() {
-                Some(r) => r.to_owned(),
-                None => str_of(&d["name"], "dependency name")?,
-            };
+            let package = str_of(&d["name"], "dependency name")?;
+            let name = d["rename"]
+                .as_str()
+                .map_or_else(|| package.clone(), str::to_owned);
             let kind = match d["kind"].as_str() {
                 Some("dev") => Kind::Dev,
                 Some("build") => Kind::Build,
                 _ => Kind::Normal,
             };
-            dependencies.push(Dependency { name, kind });
+            dependencies.push(Dependency {
+                name,
+                package,
+                kind,
+            });
         }
         let mut targets = Vec::new();
         for t in p["targets"].as_array().into_iter().flatten() {
@@ -199,6 +263,7 @@ mod tests {
                 .iter()
                 .map(|(n, k)| Dependency {
                     name: (*n).into(),
+                    package: (*n).into(),
                     kind: *k,
                 })
                 .collect(),
@@ -297,6 +362,100 @@ mod tests {
                 ("ab", Kind::Build)
             ]
         );
+        // A rename still says which package it is.
+        assert_eq!(p[0].dependencies[2].package, "aya-build");
         assert_eq!(p[0].targets[0].root, Path::new("/w/tracer/src/lib.rs"));
+    }
+
+    /// A dependency as a manifest declares it: its package, its rename, its table's kind.
+    type Declared<'a> = (&'a str, Option<&'a str>, Option<&'a str>);
+
+    /// `cargo metadata --no-deps` of packages with these dependencies: (name, dependencies).
+    fn members(manifests: &[(&str, &[Declared])]) -> Vec<Package> {
+        let packages: Vec<serde_json::Value> = manifests
+            .iter()
+            .map(|(name, deps)| {
+                let deps: Vec<serde_json::Value> = deps
+                    .iter()
+                    .map(|(d, rename, kind)| {
+                        serde_json::json!({"name": d, "rename": rename, "kind": kind})
+                    })
+                    .collect();
+                serde_json::json!({"name": name, "dependencies": deps, "targets": []})
+            })
+            .collect();
+        packages_of(&serde_json::json!({ "packages": packages }))
+    }
+
+    fn packages_of(metadata: &serde_json::Value) -> Vec<Package> {
+        packages(metadata).unwrap()
+    }
+
+    /// The verdict for xtask among `members`.
+    fn xtask_verdict(members: &[Package]) -> Verdict {
+        let xtask = members.iter().find(|p| p.name == "xtask").unwrap();
+        let mut verdicts = forbidden(xtask, members);
+        assert_eq!(verdicts.len(), 1);
+        let (what, verdict) = verdicts.remove(0);
+        assert_eq!(what, "xtask does not depend on tracer-loader");
+        verdict
+    }
+
+    #[test]
+    fn xtask_naming_the_loader_fails_directly_renamed_or_through_a_member() {
+        let host: (&str, &[_]) = ("tracer-host", &[("tracer-core", None, None)]);
+        let loader: (&str, &[_]) = ("tracer-loader", &[("tracer-host", None, None)]);
+        // Today's: the host facts alone.
+        let fine = members(&[
+            (
+                "xtask",
+                &[("tracer-host", None, None), ("anyhow", None, None)],
+            ),
+            host,
+            loader,
+        ]);
+        assert_eq!(
+            xtask_verdict(&fine),
+            Ok("tracer-loader is not among its dependencies".to_owned())
+        );
+        // `tracer-loader = { workspace = true }` in xtask's [dependencies].
+        let direct = members(&[("xtask", &[("tracer-loader", None, None)]), host, loader]);
+        let said = xtask_verdict(&direct).unwrap_err();
+        assert!(
+            said.starts_with("xtask depends on tracer-loader (xtask -> tracer-loader): "),
+            "{said}"
+        );
+        assert!(said.contains("builds the kernel programs"), "{said}");
+        // `loader = { package = "tracer-loader", ... }`, and in [build-dependencies].
+        let renamed = members(&[
+            ("xtask", &[("tracer-loader", Some("loader"), Some("build"))]),
+            loader,
+        ]);
+        assert!(xtask_verdict(&renamed).is_err());
+        // Through the tracer crate, which depends on the loader.
+        let through = members(&[
+            ("xtask", &[("tracer", None, None)]),
+            (
+                "tracer",
+                &[("tracer-host", None, None), ("tracer-loader", None, None)],
+            ),
+            host,
+            loader,
+        ]);
+        assert_eq!(
+            xtask_verdict(&through).unwrap_err().split(": ").next(),
+            Some("xtask depends on tracer-loader (xtask -> tracer -> tracer-loader)")
+        );
+        // xtask's own tests would build it; a member's tests are not built for xtask.
+        let own_tests = members(&[("xtask", &[("tracer-loader", None, Some("dev"))]), loader]);
+        assert!(xtask_verdict(&own_tests).is_err());
+        let members_tests = members(&[
+            ("xtask", &[("tracer-core", None, None)]),
+            ("tracer-core", &[("tracer-loader", None, Some("dev"))]),
+            loader,
+        ]);
+        assert!(xtask_verdict(&members_tests).is_ok());
+        // Other packages have no such rule.
+        assert!(forbidden(&direct[1], &direct).is_empty());
     }
 }

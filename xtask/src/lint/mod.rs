@@ -1,10 +1,14 @@
-//! `cargo xtask lint`: two checks of every crate of the workspace, read from the sources
+//! `cargo xtask lint`: checks of every crate of the workspace, read from the sources
 //! alone (syn parses them; nothing is built or installed), so they take seconds:
 //!
 //! - [`cycles`]: no import cycle between the modules of a crate, uses inside function
 //!   bodies included; one case per lib and bin target.
 //! - [`deps`]: every dependency a Cargo.toml declares is named by the code it is for; one
-//!   case per package.
+//!   case per package. And xtask does not depend on tracer-loader, whose build script builds
+//!   the kernel programs: one case ([`deps::FORBIDDEN`]).
+//!
+//! - [`size`]: no source file over 1,000 lines before its tests, no page of `docs/` over
+//!   600: one case.
 //!
 //! The crates are every member `cargo metadata` lists, so one added later is linted without
 //! a change here; the kernel crate too, which builds only for BPF but parses like the rest.
@@ -12,6 +16,7 @@
 
 mod cycles;
 mod deps;
+mod size;
 mod source;
 
 use std::path::Path;
@@ -53,7 +58,15 @@ pub fn lint(tally: &mut Tally) -> anyhow::Result<()> {
             &format!("no unused dependency in {}'s Cargo.toml", package.name),
             &deps::unused(package, &read),
         );
+        for (what, verdict) in deps::forbidden(package, &packages) {
+            tally.record("lint", &what, &verdict);
+        }
     }
+    tally.record(
+        "lint",
+        "files a newcomer can read: source and docs within their lengths",
+        &size::sizes(&root),
+    );
     Ok(())
 }
 

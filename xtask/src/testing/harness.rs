@@ -20,6 +20,11 @@ impl Tally {
         self.skipped += other.skipped;
     }
 
+    /// Passed, failed and skipped so far.
+    pub fn counts(&self) -> (usize, usize, usize) {
+        (self.passed, self.failed, self.skipped)
+    }
+
     /// Print one case's line.
     pub fn record(&mut self, scope: &str, case: &str, verdict: &Verdict) {
         match verdict {

@@ -14,15 +14,11 @@ use std::{
     net::{SocketAddr, TcpStream},
     path::Path,
     process::{Child, Command, Stdio},
-    sync::{
-        Arc, Mutex,
-        atomic::{AtomicBool, Ordering},
-    },
     thread,
     time::{Duration, Instant},
 };
 
-use super::{harness::Tally, prometheus::free_port};
+use super::{harness::Tally, prometheus::free_port, scraper::Scraper};
 use crate::bench::serve_load as bench_serve;
 
 const SCOPE: &str = "host harden";
@@ -94,70 +90,11 @@ fn start(tracer: &Path) -> Result<Server, String> {
     Ok(server)
 }
 
-/// Scrapes every 100 ms until stopped, at least once: each scrape's latency, or why it failed.
-struct Scraper {
-    stop: Arc<AtomicBool>,
-    seen: Arc<Mutex<Vec<Result<Duration, String>>>>,
-    thread: Option<thread::JoinHandle<()>>,
-}
-
-impl Scraper {
-    fn start(addr: SocketAddr) -> Self {
-        let stop = Arc::new(AtomicBool::new(false));
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let (s, v) = (stop.clone(), seen.clone());
-        // At least one scrape, however late the thread starts: on a loaded host it was
-        // first scheduled after the requests it was to run beside had all been answered.
-        let thread = thread::spawn(move || {
-            loop {
-                let r = bench_serve::scrape(addr).map(|(took, _)| took);
-                v.lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .push(r);
-                if s.load(Ordering::Relaxed) {
-                    break;
-                }
-                thread::sleep(Duration::from_millis(100));
-            }
-        });
-        Self {
-            stop,
-            seen,
-            thread: Some(thread),
-        }
-    }
-
-    /// Stop, and say how the scrapes went: all answered, with their p50 and max.
-    fn finish(mut self) -> Result<String, String> {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-        let seen = std::mem::take(
-            &mut *self
-                .seen
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        );
-        let failed: Vec<&String> = seen.iter().filter_map(|r| r.as_ref().err()).collect();
-        let mut ok: Vec<Duration> = seen
-            .iter()
-            .filter_map(|r| r.as_ref().ok().copied())
-            .collect();
-        ok.sort();
-        let figures = format!(
-            "scrapes answered {}/{}, p50 {:.1} ms, max {:.1} ms",
-            ok.len(),
-            seen.len(),
-            bench_serve::percentile(&ok, 0.5),
-            bench_serve::percentile(&ok, 1.0)
-        );
-        match failed.first() {
-            None if !ok.is_empty() => Ok(figures),
-            None => Err("no scrape was made".into()),
-            Some(first) => Err(format!("{figures}; first failure: {first}")),
-        }
-    }
+/// The scraper beside the hostile clients, as Prometheus 2.x scrapes.
+fn scraper(addr: SocketAddr) -> Scraper {
+    Scraper::start("scrapes", move || {
+        bench_serve::scrape(addr).map(|(took, _)| took)
+    })
 }
 
 /// Send `request` whole, close the sending side, read the answer: its status, or `None`
@@ -194,7 +131,7 @@ fn closed_within(s: &TcpStream, limit: Duration) -> bool {
 /// 1,000 connections that send nothing: held until the server cuts them at its header
 /// timeout, while the scraper goes on.
 fn idle(server: &Server) -> Result<String, String> {
-    let background = Scraper::start(server.addr);
+    let background = scraper(server.addr);
     let mut conns = Vec::with_capacity(IDLE);
     let mut fds_held = 0;
     for i in 0..IDLE {
@@ -227,7 +164,7 @@ fn idle(server: &Server) -> Result<String, String> {
 /// 50 clients sending a request head one byte every 200 ms, and 50 that send a whole
 /// request and never read the answer: each cut off by the server.
 fn slow(server: &Server) -> Result<String, String> {
-    let background = Scraper::start(server.addr);
+    let background = scraper(server.addr);
     let mut drips: Vec<TcpStream> = Vec::new();
     let mut readers: Vec<TcpStream> = Vec::new();
     for _ in 0..50 {
@@ -275,7 +212,7 @@ fn slow(server: &Server) -> Result<String, String> {
 
 /// Oversized heads, bodies, other paths and methods: each gets its status.
 fn hostile_requests(server: &Server) -> Result<String, String> {
-    let background = Scraper::start(server.addr);
+    let background = scraper(server.addr);
     let big_header = {
         let mut r = b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: ".to_vec();
         r.extend(std::iter::repeat_n(b'a', 64 * 1024));
@@ -578,6 +515,7 @@ pub fn host_cases(tracer: &Path, tally: &mut Tally) {
         );
     }
     bench_serve::raise_fd_limit();
+    super::host_tls::harden_cases(tracer, tally);
     let server = match start(tracer) {
         Ok(s) => s,
         Err(e) => {

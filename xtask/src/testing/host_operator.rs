@@ -25,7 +25,10 @@ use tracer_core::{
 
 use super::{
     harness::{Tally, Verdict},
-    host_serve::{Target, model_capture, start_serve},
+    host_serve::{
+        CGROUP_HISTOGRAM_FAMILY, CGROUP_HISTOGRAMS, SETTINGS, Setting, Target, model_capture,
+        start_serve,
+    },
     manifests::{PodMonitor, podmonitor},
     prometheus::Prometheus,
 };
@@ -45,13 +48,25 @@ const POD_UID: &str = "77777777-7777-4777-8777-777777777777";
 /// A systemd unit's cgroup beside it: a unit has no pod, and must not get tracer's.
 const UNIT: &str = "cron.service";
 
-/// The case, against the tracer binary at `tracer`.
+/// The case, against the tracer binary at `tracer`, at tracer serve's defaults and with
+/// `--cgroup-histograms`.
 pub(crate) fn host_cases(tracer: &Path, tally: &mut Tally) {
+    for setting in &SETTINGS {
+        host_case(tracer, setting, tally);
+    }
+}
+
+/// The case, with the target serving in `setting`.
+fn host_case(tracer: &Path, setting: &Setting, tally: &mut Tally) {
     let verdict = (|| {
         let pm = podmonitor()?;
         // kube-prometheus-stack's Prometheus selects the PodMonitors labelled with its
         // release alone.
-        if !pm.labels.iter().any(|(k, v)| k == "release" && !v.is_empty()) {
+        if !pm
+            .labels
+            .iter()
+            .any(|(k, v)| k == "release" && !v.is_empty())
+        {
             return Err(format!(
                 "the PodMonitor has no `release` label, which kube-prometheus-stack selects on: {:?}",
                 pm.labels
@@ -59,20 +74,23 @@ pub(crate) fn host_cases(tracer: &Path, tally: &mut Tally) {
         }
         let capture = workload_capture(tracer)?;
         let path = capture.to_string_lossy().into_owned();
-        let target = start_serve(tracer, "replay of a pod's capture", &["--replay", &path]);
+        let mut source = vec!["--replay", path.as_str()];
+        source.extend_from_slice(setting.flags);
+        let target = start_serve(tracer, "replay of a pod's capture", &source);
         let _ = std::fs::remove_file(&capture);
         let target = target?;
         let (config, targets) = operator_config(&pm, &target);
-        let prometheus = Prometheus::with_config(
-            "operator",
-            &config,
-            &[("targets.json", &targets)],
-            false,
-        )?;
-        judge(&prometheus, &pm)
+        let prometheus =
+            Prometheus::with_config("operator", &config, &[("targets.json", &targets)], false)?;
+        judge(&prometheus, &pm, setting)
     })();
+    let scope = if setting.flags.is_empty() {
+        SCOPE.to_owned()
+    } else {
+        format!("{SCOPE} {}", setting.flags.join(" "))
+    };
     tally.record(
-        SCOPE,
+        &scope,
         "Prometheus scraping tracer through the operator's configuration of the PodMonitor: up, the rules and the dashboard's pod queries name the workload's namespace, pod and container and the node, never tracer's pod",
         &verdict,
     );
@@ -101,13 +119,20 @@ fn workload_capture(tracer: &Path) -> Result<std::path::PathBuf, String> {
             POD_UID.replace('-', "_")
         ),
     );
-    s.cgroups
-        .insert(unit_id, format!("/system.slice/{UNIT}"));
+    s.cgroups.insert(unit_id, format!("/system.slice/{UNIT}"));
     let series: Vec<(SeriesKey, _)> = s
         .series
         .iter()
         .filter(|(k, _)| k.cgroup == pod_id)
-        .map(|(k, v)| (SeriesKey { cgroup: unit_id, ..*k }, v.clone()))
+        .map(|(k, v)| {
+            (
+                SeriesKey {
+                    cgroup: unit_id,
+                    ..*k
+                },
+                v.clone(),
+            )
+        })
         .collect();
     s.series.extend(series);
     let counters: Vec<((Counter, u64), u64)> = s
@@ -229,9 +254,18 @@ fn operator_config(pm: &PodMonitor, target: &Target) -> (String, String) {
         put("__meta_kubernetes_pod_container_port_number", port);
         put("__meta_kubernetes_pod_container_port_protocol", "TCP");
         put("__meta_kubernetes_pod_label_app_kubernetes_io_name", app);
-        put("__meta_kubernetes_pod_labelpresent_app_kubernetes_io_name", "true");
-        put("__meta_kubernetes_pod_label_app_kubernetes_io_component", "exporter");
-        put("__meta_kubernetes_pod_labelpresent_app_kubernetes_io_component", "true");
+        put(
+            "__meta_kubernetes_pod_labelpresent_app_kubernetes_io_name",
+            "true",
+        );
+        put(
+            "__meta_kubernetes_pod_label_app_kubernetes_io_component",
+            "exporter",
+        );
+        put(
+            "__meta_kubernetes_pod_labelpresent_app_kubernetes_io_component",
+            "true",
+        );
         serde_json::json!({"targets": [target.addr], "labels": l})
     };
     let targets = serde_json::json!([
@@ -260,7 +294,8 @@ fn names_the_workload(labels: &serde_json::Value, with_container: bool) -> bool 
     clippy::too_many_lines,
     reason = "one verdict, its checks in the order a reader of the scrape would make them"
 )]
-fn judge(prometheus: &Prometheus, pm: &PodMonitor) -> Verdict {
+fn judge(prometheus: &Prometheus, pm: &PodMonitor, setting: &Setting) -> Verdict {
+    let per_cgroup_histograms = setting.flags.contains(&CGROUP_HISTOGRAMS);
     let job = format!("{}/{}", pm.namespace, pm.name);
     // Two scrapes of the target (at the PodMonitor's interval) and the rules over them.
     let ready = format!(
@@ -269,7 +304,9 @@ fn judge(prometheus: &Prometheus, pm: &PodMonitor) -> Verdict {
     let mut waited = 0;
     while prometheus.query(&ready)?.is_empty() {
         if waited >= 120 {
-            return Err(format!("after {waited} s: no two scrapes and rules yet ({ready})"));
+            return Err(format!(
+                "after {waited} s: no two scrapes and rules yet ({ready})"
+            ));
         }
         sleep(Duration::from_secs(2));
         waited += 2;
@@ -309,7 +346,11 @@ fn judge(prometheus: &Prometheus, pm: &PodMonitor) -> Verdict {
     ] {
         let found = prometheus.query(&expr)?;
         if let Some((labels, _)) = found.first() {
-            return Err(format!("{expr}: {} series, e.g. {}", found.len(), show(labels)));
+            return Err(format!(
+                "{expr}: {} series, e.g. {}",
+                found.len(),
+                show(labels)
+            ));
         }
     }
     seen.push("no exported_* label, no series of tracer's pod".to_owned());
@@ -324,7 +365,10 @@ fn judge(prometheus: &Prometheus, pm: &PodMonitor) -> Verdict {
         _ => {
             return Err(format!(
                 "tracer_cgroup_info: want shop/cart-7d9f/cart on {NODE} and {UNIT} without a pod: {}",
-                info.iter().map(|(l, _)| show(l)).collect::<Vec<_>>().join(", ")
+                info.iter()
+                    .map(|(l, _)| show(l))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ));
         }
     }
@@ -336,28 +380,68 @@ fn judge(prometheus: &Prometheus, pm: &PodMonitor) -> Verdict {
         if rs.len() != 1 || !names_the_workload(&rs[0].0, false) {
             return Err(format!(
                 "{expr}: want one series of shop/cart-7d9f: {}",
-                rs.iter().map(|(l, _)| show(l)).collect::<Vec<_>>().join(", ")
+                rs.iter()
+                    .map(|(l, _)| show(l))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+    }
+    for expr in [
+        "namespace_pod_probe:tracer_cgroup_call_seconds:rate5m",
+        "namespace_pod_probe:tracer_cgroup_call_seconds:mean_rate5m",
+    ] {
+        let rs = prometheus.query(expr)?;
+        if rs.is_empty() || !rs.iter().all(|(l, _)| names_the_workload(l, false)) {
+            return Err(format!(
+                "{expr}: want series of shop/cart-7d9f alone: {}",
+                rs.iter()
+                    .map(|(l, _)| show(l))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+    }
+    // The p99 per cgroup: with the per-cgroup histograms only.
+    let gated = "node_probe_cgroup:tracer_cgroup_latency_seconds:p99_rate5m";
+    if !per_cgroup_histograms {
+        let rs = prometheus.query(gated)?;
+        if !rs.is_empty() {
+            return Err(format!(
+                "{gated}: {} series without {CGROUP_HISTOGRAMS}",
+                rs.len()
             ));
         }
     }
     for expr in [
         "node_cgroup:tracer_negative_dentries:rate5m",
         "node_probe_caller:tracer_latency_seconds:p99_rate5m",
-        "node_probe_cgroup:tracer_latency_seconds:p99_rate5m",
         "node_probe_caller:tracer_latency_seconds_count:rate5m",
-    ] {
+        "node_probe_cgroup:tracer_cgroup_calls:rate5m",
+        "node_probe_cgroup:tracer_cgroup_call_seconds:rate5m",
+    ]
+    .into_iter()
+    .chain(per_cgroup_histograms.then_some(gated))
+    {
         let rs = prometheus.query(expr)?;
         if rs.is_empty() || rs.iter().any(|(l, _)| l["node"] != NODE) {
             return Err(format!(
                 "{expr}: want series of node {NODE} alone: {}",
-                rs.iter().map(|(l, _)| show(l)).collect::<Vec<_>>().join(", ")
+                rs.iter()
+                    .map(|(l, _)| show(l))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ));
         }
     }
-    seen.push("namespace_pod:...{namespace=\"shop\", pod=\"cart-7d9f\"}; node_*:... {node=\"node-a\"}".into());
+    seen.push(
+        "namespace_pod:...{namespace=\"shop\", pod=\"cart-7d9f\"}; node_*:... {node=\"node-a\"}"
+            .into(),
+    );
     // The dashboard: its node and pod variables, and each of its queries by pod.
     let nodes = prometheus.label_values("node", "tracer_source_up")?;
-    let pods = prometheus.label_values("pod", &format!("tracer_cgroup_info{{node=~\"{NODE}\"}}"))?;
+    let pods =
+        prometheus.label_values("pod", &format!("tracer_cgroup_info{{node=~\"{NODE}\"}}"))?;
     if nodes != [NODE] || pods != [WORKLOAD[1].1] {
         return Err(format!(
             "the dashboard's variables: node {nodes:?} (want [{NODE}]), pod {pods:?} (want [{}])",
@@ -368,18 +452,37 @@ fn judge(prometheus: &Prometheus, pm: &PodMonitor) -> Verdict {
     if by_pod.is_empty() {
         return Err("no query of dashboards/tracer.json joins tracer_cgroup_info".into());
     }
+    let mut empty = 0;
     for expr in &by_pod {
         let rs = prometheus.query(expr)?;
+        if !per_cgroup_histograms && expr.contains(CGROUP_HISTOGRAM_FAMILY) {
+            if !rs.is_empty() {
+                return Err(format!(
+                    "dashboard: {expr}: {} series without {CGROUP_HISTOGRAMS}",
+                    rs.len()
+                ));
+            }
+            empty += 1;
+            continue;
+        }
         if rs.is_empty() || !rs.iter().all(|(l, _)| names_the_workload(l, false)) {
             return Err(format!(
                 "dashboard: {expr}: want series of shop/cart-7d9f: {}",
-                rs.iter().map(|(l, _)| show(l)).collect::<Vec<_>>().join(", ")
+                rs.iter()
+                    .map(|(l, _)| show(l))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ));
         }
     }
+    let note = if empty > 0 {
+        format!(" ({empty} on {CGROUP_HISTOGRAM_FAMILY}: no series without {CGROUP_HISTOGRAMS})")
+    } else {
+        String::new()
+    };
     seen.push(format!(
-        "the dashboard's variables node {nodes:?}, pod {pods:?}, and its {} queries by pod name shop/cart-7d9f",
-        by_pod.len()
+        "the dashboard's variables node {nodes:?}, pod {pods:?}, and its {} queries by pod name shop/cart-7d9f{note}",
+        by_pod.len() - empty
     ));
     Ok(seen.join("; "))
 }

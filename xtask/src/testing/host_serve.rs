@@ -7,6 +7,11 @@
 //! unlinks leaving negative dentries and one rmdir pruning them under the inode lock), and
 //! tracer live on this host (the syscall tracepoints attach even where kprobes cannot),
 //! which is the only one with `/proc/sys/fs/dentry-state` and kernel-program statistics.
+//!
+//! All of it twice: at tracer serve's defaults (the node's histograms, each cgroup's
+//! counters), then with `--cgroup-histograms` (a histogram per cgroup besides): each
+//! dashboard and recording-rule expression on the per-cgroup histograms returns a series
+//! with the flag and none without it, every other one a series in both.
 
 use std::{
     path::{Path, PathBuf},
@@ -26,7 +31,45 @@ use super::{
 };
 use crate::util;
 
-const SCOPE: &str = "host serve";
+/// What the targets serve: the flags given to each, and the scope its cases are named in.
+pub(crate) struct Setting {
+    pub(crate) scope: &'static str,
+    pub(crate) flags: &'static [&'static str],
+}
+
+/// tracer serve's defaults, then with a histogram per cgroup.
+pub(crate) const SETTINGS: [Setting; 2] = [
+    Setting {
+        scope: "host serve",
+        flags: &[],
+    },
+    Setting {
+        scope: "host serve --cgroup-histograms",
+        flags: &[CGROUP_HISTOGRAMS],
+    },
+];
+
+/// The flag of the per-cgroup histograms.
+pub(crate) const CGROUP_HISTOGRAMS: &str = "--cgroup-histograms";
+
+/// The family only `--cgroup-histograms` exports: an expression that reads it has series
+/// with that flag only.
+pub(crate) const CGROUP_HISTOGRAM_FAMILY: &str = "tracer_cgroup_latency_seconds";
+
+impl Setting {
+    fn cgroup_histograms(&self) -> bool {
+        self.flags.contains(&CGROUP_HISTOGRAMS)
+    }
+
+    /// `source` with this setting's flags.
+    fn args<'a>(&self, source: &[&'a str]) -> Vec<&'a str> {
+        source
+            .iter()
+            .copied()
+            .chain(self.flags.iter().copied())
+            .collect()
+    }
+}
 const UMOUNTS: u64 = 200;
 const NEGATIVES: u64 = 20_000;
 /// `d_delete` calls and negative dentries of the dentry scenario: the unlinks', and the
@@ -122,7 +165,8 @@ pub(crate) fn model_capture(tracer: &Path, name: &str, args: &[&str]) -> Result<
 }
 
 /// The expression of each recording rule of `deploy/prometheus/rules.yaml` on the latency
-/// histograms (the alerts read those; the classic and the native series differ there),
+/// histograms (the alerts read those; the classic and the native series differ there) and
+/// on the cgroups' counters,
 /// with the rule's name. A line reader, not YAML: each `- record:` is followed by `expr:`
 /// with the expression on the line or, after `|`, on the lines indented below.
 fn recording_rule_exprs() -> Result<Vec<(String, String)>, String> {
@@ -154,7 +198,16 @@ fn recording_rule_exprs() -> Result<Vec<(String, String)>, String> {
         } else {
             inline.to_owned()
         };
-        if expr.contains("tracer_latency_seconds") {
+        // Those that read the exported series only (the others read recording rules, which
+        // this Prometheus does not evaluate).
+        if [
+            "tracer_latency_seconds",
+            "tracer_cgroup_call",
+            CGROUP_HISTOGRAM_FAMILY,
+        ]
+        .iter()
+        .any(|m| expr.contains(m))
+        {
             out.push((format!("rules.yaml: {}", name.trim()), expr));
         }
     }
@@ -225,14 +278,14 @@ impl Drop for Replay {
     }
 }
 
-fn replay(tracer: &Path, name: &'static str, args: &[&str]) -> Replay {
+fn replay(tracer: &Path, name: &'static str, args: &[&str], setting: &Setting) -> Replay {
     match model_capture(tracer, name, args)
         .and_then(|file| name_as_a_pod(&file, name).map(|()| file))
     {
         Ok(file) => {
             let path = file.to_string_lossy().into_owned();
             Replay {
-                target: start_serve(tracer, name, &["--replay", &path]),
+                target: start_serve(tracer, name, &setting.args(&["--replay", &path])),
                 capture: tracer_core::capture_file::load(&file).map_err(|e| format!("{e:#}")),
                 file: Some(file),
             }
@@ -275,23 +328,38 @@ const UMOUNT_ARGS: [&str; 5] = [
 ];
 const DENTRY_ARGS: [&str; 3] = ["negative-dentry-rmdir", "--set", "negatives=20000"];
 
-/// The host cases of `tracer serve`, against the tracer binary at `tracer`.
+/// The host cases of `tracer serve`, against the tracer binary at `tracer`, in each
+/// [`SETTINGS`].
 pub fn host_cases(tracer: &Path, tally: &mut Tally) {
+    super::host_tls::serve_cases(tracer, tally);
+    for setting in &SETTINGS {
+        host_cases_in(tracer, setting, tally);
+    }
+}
+
+/// The host cases with the targets serving in `setting`.
+fn host_cases_in(tracer: &Path, setting: &Setting, tally: &mut Tally) {
+    let scope = setting.scope;
     let model = |name, args: &[&str]| {
         let mut source = vec!["--model"];
         source.extend_from_slice(args);
-        start_serve(tracer, name, &source)
+        start_serve(tracer, name, &setting.args(&source))
     };
     // The model plays its scenario again and again: rates for the dashboards. Replays of
     // one run of it stop at the run's totals: exact counts.
     let live = [
         model("model umount-storm", &UMOUNT_ARGS),
         model("model negative-dentry-rmdir", &DENTRY_ARGS),
-        start_serve(tracer, "live on this host", &[]),
-        start_serve(tracer, CHURN_NAME, &CHURN_ARGS),
+        start_serve(tracer, "live on this host", &setting.args(&[])),
+        start_serve(tracer, CHURN_NAME, &setting.args(&CHURN_ARGS)),
     ];
-    let umounts = replay(tracer, "replay of umount-storm", &UMOUNT_ARGS);
-    let dentries = replay(tracer, "replay of negative-dentry-rmdir", &DENTRY_ARGS);
+    let umounts = replay(tracer, "replay of umount-storm", &UMOUNT_ARGS, setting);
+    let dentries = replay(
+        tracer,
+        "replay of negative-dentry-rmdir",
+        &DENTRY_ARGS,
+        setting,
+    );
     let all: Vec<&Result<Target, String>> = live
         .iter()
         .chain([&umounts.target, &dentries.target])
@@ -299,11 +367,11 @@ pub fn host_cases(tracer: &Path, tally: &mut Tally) {
     for t in &all {
         match t {
             Ok(t) => tally.record(
-                SCOPE,
+                scope,
                 &format!("promtool check metrics passes on a scrape ({})", t.name),
                 &promtool(t),
             ),
-            Err(e) => tally.record(SCOPE, "tracer serve starts", &Err(e.clone())),
+            Err(e) => tally.record(scope, "tracer serve starts", &Err(e.clone())),
         }
     }
     let up: Vec<&Target> = all.iter().filter_map(|t| t.as_ref().ok()).collect();
@@ -314,15 +382,15 @@ pub fn host_cases(tracer: &Path, tally: &mut Tally) {
     // First a Prometheus with native histograms on (it gets the protobuf format and keeps
     // only the native buckets), then one without (the classic buckets): every check and
     // every dashboard expression against both.
-    with_native_histograms(&up, &checks, tally);
+    with_native_histograms(&up, &checks, setting, tally);
     let prometheus = match start_prometheus(&up, false) {
         Ok(p) => p,
         Err(e) => {
-            tally.record(SCOPE, "Prometheus scrapes tracer serve", &Err(e));
+            tally.record(scope, "Prometheus scrapes tracer serve", &Err(e));
             return;
         }
     };
-    with_classic_buckets(&prometheus, &checks, &dentries, tally);
+    with_classic_buckets(&prometheus, &checks, &dentries, setting, tally);
     if let Some(Ok(t)) = live
         .iter()
         .find(|t| t.as_ref().is_ok_and(|t| t.name == CHURN_NAME))
@@ -332,7 +400,7 @@ pub fn host_cases(tracer: &Path, tally: &mut Tally) {
         // leave after their grace period within the range).
         sleep(Duration::from_secs(CHURN_SECONDS));
         tally.record(
-            SCOPE,
+            scope,
             "under churn (evictions, removals past the grace period) no counter sample ever decreases",
             &never_decreases(&prometheus, &t.addr),
         );
@@ -344,21 +412,34 @@ type Fixed<'a> = [(&'a Replay, Probe, u64); 2];
 
 /// The replays' checks and every dashboard expression against a Prometheus with native
 /// histograms on.
-fn with_native_histograms(up: &[&Target], checks: &Fixed<'_>, tally: &mut Tally) {
+fn with_native_histograms(
+    up: &[&Target],
+    checks: &Fixed<'_>,
+    setting: &Setting,
+    tally: &mut Tally,
+) {
     match start_prometheus(up, true) {
         Ok(native) => {
             for (replayed, probe, fixed) in checks {
-                replay_checks(&native, replayed, *probe, *fixed, true, tally);
+                replay_checks(
+                    &native,
+                    replayed,
+                    *probe,
+                    *fixed,
+                    true,
+                    setting.scope,
+                    tally,
+                );
             }
             sleep(Duration::from_secs(3));
             tally.record(
-                SCOPE,
-                "every dashboard and latency recording-rule expression returns a series in Prometheus with native histograms",
-                &dashboards(&native),
+                setting.scope,
+                "every dashboard and recording-rule expression returns a series in Prometheus with native histograms (those on the per-cgroup histograms: with the flag only)",
+                &dashboards(&native, setting),
             );
         }
         Err(e) => tally.record(
-            SCOPE,
+            setting.scope,
             "Prometheus with native histograms scrapes tracer serve",
             &Err(e),
         ),
@@ -371,10 +452,12 @@ fn with_classic_buckets(
     prometheus: &Prometheus,
     checks: &Fixed<'_>,
     dentries: &Replay,
+    setting: &Setting,
     tally: &mut Tally,
 ) {
+    let scope = setting.scope;
     for (replayed, probe, fixed) in checks {
-        replay_checks(prometheus, replayed, *probe, *fixed, false, tally);
+        replay_checks(prometheus, replayed, *probe, *fixed, false, scope, tally);
     }
     let negatives = dentries.target.as_ref().map(|t| {
         format!(
@@ -388,7 +471,7 @@ fn with_classic_buckets(
             .settle(&expr, D_DELETES as f64, Duration::from_mins(1))
             .map(|v| format!("{expr} = {v}"));
         tally.record(
-            SCOPE,
+            scope,
             &format!(
                 "Prometheus: negative dentries equal the {NEGATIVES} unlinks and the removed directory"
             ),
@@ -404,16 +487,16 @@ fn with_classic_buckets(
         }
     });
     tally.record(
-        SCOPE,
+        scope,
         "tracer_cgroup_info names the replayed capture's cgroups as its file does",
         &named,
     );
     // Rates need two samples in their window: a few more scrapes.
     sleep(Duration::from_secs(3));
     tally.record(
-        SCOPE,
-        "every dashboard and latency recording-rule expression returns a series in Prometheus",
-        &dashboards(prometheus),
+        scope,
+        "every dashboard and recording-rule expression returns a series in Prometheus (those on the per-cgroup histograms: with the flag only)",
+        &dashboards(prometheus, setting),
     );
 }
 
@@ -452,28 +535,41 @@ fn never_decreases(prometheus: &Prometheus, addr: &str) -> Result<String, String
 }
 
 /// Each expression of `dashboards/*.json`, and of the recording rules, has a series in
-/// `prometheus`.
-fn dashboards(prometheus: &Prometheus) -> Result<String, String> {
+/// `prometheus`; but one on the per-cgroup histograms has none unless the targets serve
+/// them (`setting`).
+fn dashboards(prometheus: &Prometheus, setting: &Setting) -> Result<String, String> {
     let rules = recording_rule_exprs()?;
     dashboard_exprs().and_then(|mut exprs| {
         exprs.extend(rules);
-        let mut empty = Vec::new();
+        let mut wrong = Vec::new();
+        let mut gated = 0;
         for (file, expr) in &exprs {
+            let want = setting.cgroup_histograms() || !expr.contains(CGROUP_HISTOGRAM_FAMILY);
+            gated += usize::from(expr.contains(CGROUP_HISTOGRAM_FAMILY));
             match prometheus.query(expr) {
-                Ok(rs) if !rs.is_empty() => {}
-                Ok(_) => empty.push(format!("{file}: {expr} (no series)")),
-                Err(e) => empty.push(format!("{file}: {e}")),
+                Ok(rs) if rs.is_empty() != want => {}
+                Ok(_) if want => wrong.push(format!("{file}: {expr} (no series)")),
+                Ok(rs) => wrong.push(format!(
+                    "{file}: {expr} ({} series without {CGROUP_HISTOGRAMS})",
+                    rs.len()
+                )),
+                Err(e) => wrong.push(format!("{file}: {e}")),
             }
         }
         if exprs.is_empty() {
             Err("no expressions found in dashboards/*.json".into())
-        } else if empty.is_empty() {
+        } else if wrong.is_empty() {
+            let how = if setting.cgroup_histograms() {
+                "each with at least one series".to_owned()
+            } else {
+                format!("each with at least one series, but the {gated} on {CGROUP_HISTOGRAM_FAMILY} with none")
+            };
             Ok(format!(
-                "{} expressions (the dashboards' and the latency recording rules'), each with at least one series",
+                "{} expressions (the dashboards' and the recording rules' on latency and cgroups), {how}",
                 exprs.len()
             ))
         } else {
-            Err(empty.join("; "))
+            Err(wrong.join("; "))
         }
     })
 }
@@ -487,6 +583,7 @@ fn replay_checks(
     probe: Probe,
     fixed: u64,
     native: bool,
+    scope: &str,
     tally: &mut Tally,
 ) {
     let (Ok(t), Ok(capture)) = (&replayed.target, &replayed.capture) else {
@@ -550,7 +647,7 @@ fn replay_checks(
             ),
         )
     };
-    tally.record(SCOPE, &count_case, &verdict);
+    tally.record(scope, &count_case, &verdict);
     let verdict = own
         .quantile_ns(0.99)
         .ok_or_else(|| format!("no {} calls", probe.name()))
@@ -566,5 +663,5 @@ fn replay_checks(
                 p99_agrees(prom, own)
             }
         });
-    tally.record(SCOPE, &p99_case, &verdict);
+    tally.record(scope, &p99_case, &verdict);
 }

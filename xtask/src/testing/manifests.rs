@@ -2,10 +2,12 @@
 //! capabilities and memory limit, which the release's image case and the VM cases of nodes
 //! as clusters run them (`suite/cases/nodes.rs`) run tracer with; and the `PodMonitor`'s
 //! endpoint, from which the operator's scrape configuration is written
-//! (`host_operator.rs`). Line readers of the files as written, not YAML parsers: each test
-//! below pins what they read.
+//! (`host_operator.rs`). Read as YAML (serde-saphyr, as tracer reads its web config), into
+//! the few fields the cases use: the tests below pin what they read.
 
-use std::fs;
+use std::{collections::BTreeMap, fs, path::Path};
+
+use serde::Deserialize;
 
 use crate::util;
 
@@ -57,41 +59,66 @@ impl DaemonSet {
 /// Read `deploy/kubernetes/20-daemonset.yaml`.
 ///
 /// # Errors
-/// When it cannot be read.
+/// When it cannot be read, is not YAML, or has no container.
 pub(crate) fn daemonset() -> Result<DaemonSet, String> {
     let path = util::workspace_root().join("deploy/kubernetes/20-daemonset.yaml");
-    let text = fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(parse_daemonset(&text))
+    parse_daemonset(&read(&path)?).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// The items of the list under the first line `key` (its `- ` lines at or below its
-/// indent, comments skipped).
-fn list_after(lines: &[&str], key: &str) -> Vec<String> {
-    let Some(at) = lines.iter().position(|l| l.trim() == key) else {
-        return Vec::new();
-    };
-    let indent = lines[at].len() - lines[at].trim_start().len();
-    lines[at + 1..]
-        .iter()
-        .filter(|l| !l.trim_start().starts_with('#'))
-        .take_while(|l| {
-            let i = l.len() - l.trim_start().len();
-            i > indent || (i == indent && l.trim_start().starts_with("- "))
-        })
-        .filter_map(|l| l.trim().strip_prefix("- "))
-        .map(|v| v.trim().to_owned())
-        .collect()
+fn read(path: &Path) -> Result<String, String> {
+    fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// The value of the first `key: value` line after the first line `section` (e.g. `memory:`
-/// under `limits:`), comments skipped.
-fn value_after(lines: &[&str], section: &str, key: &str) -> Option<String> {
-    let at = lines.iter().position(|l| l.trim() == section)?;
-    lines[at + 1..]
-        .iter()
-        .filter(|l| !l.trim_start().starts_with('#'))
-        .find_map(|l| l.trim().strip_prefix(key))
-        .map(|v| v.trim().trim_matches('"').to_owned())
+/// The fields of a `DaemonSet` the cases use, by the Kubernetes API's names.
+#[derive(Deserialize)]
+struct DaemonSetYaml {
+    spec: DaemonSetSpec,
+}
+
+#[derive(Deserialize)]
+struct DaemonSetSpec {
+    template: PodTemplate,
+}
+
+#[derive(Deserialize)]
+struct PodTemplate {
+    spec: PodSpec,
+}
+
+#[derive(Deserialize)]
+struct PodSpec {
+    containers: Vec<Container>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Container {
+    name: String,
+    image: String,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    security_context: Option<SecurityContext>,
+    #[serde(default)]
+    resources: Option<Resources>,
+}
+
+#[derive(Deserialize)]
+struct SecurityContext {
+    #[serde(default)]
+    capabilities: Option<Capabilities>,
+}
+
+#[derive(Deserialize)]
+struct Capabilities {
+    #[serde(default)]
+    add: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct Resources {
+    #[serde(default)]
+    limits: BTreeMap<String, String>,
 }
 
 /// A Kubernetes quantity of bytes (`192Mi`, `1Gi`, `500M`, `1000`).
@@ -114,20 +141,30 @@ fn bytes(quantity: &str) -> Option<u64> {
     n.checked_mul(scale)
 }
 
-fn parse_daemonset(text: &str) -> DaemonSet {
-    let lines: Vec<&str> = text.lines().collect();
-    DaemonSet {
-        image: lines
-            .iter()
-            .filter(|l| !l.trim_start().starts_with('#'))
-            .find_map(|l| l.trim().strip_prefix("image: "))
-            .unwrap_or_default()
-            .trim()
-            .to_owned(),
-        args: list_after(&lines, "args:"),
-        caps: list_after(&lines, "add:"),
-        memory_limit: value_after(&lines, "limits:", "memory:").and_then(|q| bytes(&q)),
+/// The container named `tracer` (else the first) of a `DaemonSet`'s text.
+fn parse_daemonset(text: &str) -> Result<DaemonSet, String> {
+    let ds: DaemonSetYaml = serde_saphyr::from_str(text).map_err(|e| e.to_string())?;
+    let mut containers = ds.spec.template.spec.containers;
+    let at = containers
+        .iter()
+        .position(|c| c.name == "tracer")
+        .unwrap_or(0);
+    if containers.is_empty() {
+        return Err("no container".into());
     }
+    let c = containers.swap_remove(at);
+    Ok(DaemonSet {
+        image: c.image,
+        args: c.args,
+        caps: c
+            .security_context
+            .and_then(|s| s.capabilities)
+            .map(|c| c.add)
+            .unwrap_or_default(),
+        memory_limit: c
+            .resources
+            .and_then(|r| r.limits.get("memory").and_then(|q| bytes(q))),
+    })
 }
 
 /// What the operator's scrape configuration is made of, from
@@ -136,7 +173,7 @@ fn parse_daemonset(text: &str) -> DaemonSet {
 pub(crate) struct PodMonitor {
     pub(crate) name: String,
     pub(crate) namespace: String,
-    /// `spec.selector.matchLabels`, in order.
+    /// `spec.selector.matchLabels`, sorted by name.
     pub(crate) match_labels: Vec<(String, String)>,
     /// The endpoint's `port`, `path`, `interval` and `scrapeTimeout`.
     pub(crate) port: String,
@@ -146,7 +183,7 @@ pub(crate) struct PodMonitor {
     /// Its `relabelings`, each as Prometheus' `relabel_configs` entry in YAML flow style
     /// (`{source_labels: [...], target_label: node, action: replace}`).
     pub(crate) relabelings: Vec<String>,
-    /// `metadata.labels`, in order.
+    /// `metadata.labels`, sorted by name.
     pub(crate) labels: Vec<(String, String)>,
 }
 
@@ -156,118 +193,111 @@ pub(crate) struct PodMonitor {
 /// When it cannot be read, or lacks a field the configuration needs.
 pub(crate) fn podmonitor() -> Result<PodMonitor, String> {
     let path = util::workspace_root().join("deploy/kubernetes/40-podmonitor.yaml");
-    let text = fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    parse_podmonitor(&text).map_err(|e| format!("{}: {e}", path.display()))
+    parse_podmonitor(&read(&path)?).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// The `key: value` lines indented below the first line `section`.
-fn map_after(lines: &[&str], section: &str) -> Vec<(String, String)> {
-    let Some(at) = lines.iter().position(|l| l.trim() == section) else {
-        return Vec::new();
-    };
-    let indent = lines[at].len() - lines[at].trim_start().len();
-    lines[at + 1..]
-        .iter()
-        .filter(|l| !l.trim_start().starts_with('#') && !l.trim().is_empty())
-        .take_while(|l| l.len() - l.trim_start().len() > indent)
-        .filter_map(|l| l.trim().split_once(": "))
-        .map(|(k, v)| (k.to_owned(), v.trim().trim_matches('"').to_owned()))
-        .collect()
+/// The fields of a `PodMonitor` the cases use, by the CRD's names.
+#[derive(Deserialize)]
+struct PodMonitorYaml {
+    metadata: Metadata,
+    spec: PodMonitorSpec,
 }
 
-/// The operator's field names as Prometheus' (`sourceLabels` is `source_labels`).
-fn prometheus_key(key: &str) -> Option<&'static str> {
-    Some(match key {
-        "sourceLabels" => "source_labels",
-        "separator" => "separator",
-        "targetLabel" => "target_label",
-        "regex" => "regex",
-        "modulus" => "modulus",
-        "replacement" => "replacement",
-        "action" => "action",
-        _ => return None,
-    })
+#[derive(Deserialize)]
+struct Metadata {
+    name: String,
+    namespace: String,
+    #[serde(default)]
+    labels: BTreeMap<String, String>,
 }
 
-/// Each `relabelings:` item as a flow mapping of Prometheus' keys, in the order the
-/// operator writes them (`generateRelabelConfig`: `source_labels`, `separator`,
-/// `target_label`, `regex`, `modulus`, `replacement`, `action`).
-fn relabelings(lines: &[&str]) -> Result<Vec<String>, String> {
-    // The operator's order of the fields.
-    const ORDER: [&str; 7] = [
-        "source_labels",
-        "separator",
-        "target_label",
-        "regex",
-        "modulus",
-        "replacement",
-        "action",
-    ];
-    let Some(at) = lines.iter().position(|l| l.trim() == "relabelings:") else {
-        return Ok(Vec::new());
-    };
-    let indent = lines[at].len() - lines[at].trim_start().len();
-    let mut items: Vec<Vec<(&'static str, String)>> = Vec::new();
-    for line in lines[at + 1..]
-        .iter()
-        .filter(|l| !l.trim_start().starts_with('#') && !l.trim().is_empty())
-        .take_while(|l| l.len() - l.trim_start().len() > indent)
-    {
-        let trimmed = line.trim();
-        let field = if let Some(first) = trimmed.strip_prefix("- ") {
-            items.push(Vec::new());
-            first
-        } else {
-            trimmed
-        };
-        let (key, value) = field
-            .split_once(':')
-            .ok_or_else(|| format!("a relabeling line without a key: {line}"))?;
-        let key = prometheus_key(key.trim())
-            .ok_or_else(|| format!("a relabeling field the test does not know: {key}"))?;
-        let mut value = value.trim().to_owned();
-        if key == "action" {
-            value = value.to_ascii_lowercase();
-        }
-        items
-            .last_mut()
-            .ok_or_else(|| format!("a relabeling field before its item: {line}"))?
-            .push((key, value));
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PodMonitorSpec {
+    selector: Selector,
+    pod_metrics_endpoints: Vec<Endpoint>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Selector {
+    #[serde(default)]
+    match_labels: BTreeMap<String, String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Endpoint {
+    port: String,
+    path: String,
+    interval: String,
+    scrape_timeout: String,
+    #[serde(default)]
+    relabelings: Vec<Relabeling>,
+}
+
+/// One of the operator's `RelabelConfig`s; a field it does not know is refused, so the
+/// test never writes a configuration that silently lost one.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Relabeling {
+    source_labels: Option<Vec<String>>,
+    separator: Option<String>,
+    target_label: Option<String>,
+    regex: Option<String>,
+    modulus: Option<u64>,
+    replacement: Option<String>,
+    action: Option<String>,
+}
+
+impl Relabeling {
+    /// As a flow mapping of Prometheus' keys, in the order the operator writes them
+    /// (`generateRelabelConfig`: `source_labels`, `separator`, `target_label`, `regex`,
+    /// `modulus`, `replacement`, `action`), the action in lower case.
+    fn in_prometheus_words(&self) -> String {
+        let fields = [
+            (
+                "source_labels",
+                self.source_labels
+                    .as_ref()
+                    .map(|l| format!("[{}]", l.join(", "))),
+            ),
+            ("separator", self.separator.clone()),
+            ("target_label", self.target_label.clone()),
+            ("regex", self.regex.clone()),
+            ("modulus", self.modulus.map(|m| m.to_string())),
+            ("replacement", self.replacement.clone()),
+            (
+                "action",
+                self.action.as_ref().map(|a| a.to_ascii_lowercase()),
+            ),
+        ];
+        let set: Vec<String> = fields
+            .into_iter()
+            .filter_map(|(k, v)| v.map(|v| format!("{k}: {v}")))
+            .collect();
+        format!("{{{}}}", set.join(", "))
     }
-    Ok(items
-        .into_iter()
-        .map(|mut item| {
-            item.sort_by_key(|(k, _)| ORDER.iter().position(|o| o == k));
-            let fields: Vec<String> = item.iter().map(|(k, v)| format!("{k}: {v}")).collect();
-            format!("{{{}}}", fields.join(", "))
-        })
-        .collect())
 }
 
 fn parse_podmonitor(text: &str) -> Result<PodMonitor, String> {
-    let lines: Vec<&str> = text.lines().collect();
-    let scalar = |key: &str| {
-        lines
-            .iter()
-            .filter(|l| !l.trim_start().starts_with('#'))
-            .find_map(|l| {
-                let t = l.trim();
-                t.strip_prefix(key)
-                    .or_else(|| t.strip_prefix("- ").and_then(|t| t.strip_prefix(key)))
-            })
-            .map(|v| v.trim().trim_matches('"').to_owned())
-            .ok_or_else(|| format!("no `{key}` line"))
-    };
+    let pm: PodMonitorYaml = serde_saphyr::from_str(text).map_err(|e| e.to_string())?;
+    let [endpoint] = <[Endpoint; 1]>::try_from(pm.spec.pod_metrics_endpoints)
+        .map_err(|e| format!("{} podMetricsEndpoints, where the case writes one", e.len()))?;
     Ok(PodMonitor {
-        name: scalar("name:")?,
-        namespace: scalar("namespace:")?,
-        match_labels: map_after(&lines, "matchLabels:"),
-        port: scalar("port:")?,
-        path: scalar("path:")?,
-        interval: scalar("interval:")?,
-        scrape_timeout: scalar("scrapeTimeout:")?,
-        relabelings: relabelings(&lines)?,
-        labels: map_after(&lines, "labels:"),
+        name: pm.metadata.name,
+        namespace: pm.metadata.namespace,
+        match_labels: pm.spec.selector.match_labels.into_iter().collect(),
+        port: endpoint.port,
+        path: endpoint.path,
+        interval: endpoint.interval,
+        scrape_timeout: endpoint.scrape_timeout,
+        relabelings: endpoint
+            .relabelings
+            .iter()
+            .map(Relabeling::in_prometheus_words)
+            .collect(),
+        labels: pm.metadata.labels.into_iter().collect(),
     })
 }
 
@@ -277,7 +307,8 @@ mod tests {
 
     #[test]
     fn the_daemonsets_image_args_capabilities_and_limit_are_read() {
-        let ds = parse_daemonset(include_str!("../../../deploy/kubernetes/20-daemonset.yaml"));
+        let ds =
+            parse_daemonset(include_str!("../../../deploy/kubernetes/20-daemonset.yaml")).unwrap();
         assert_eq!(
             ds.image,
             format!("{}:{}", crate::dist::IMAGE, crate::dist::VERSION)
@@ -318,9 +349,14 @@ mod tests {
 
     #[test]
     fn the_podmonitors_endpoint_and_relabelings_are_read_in_prometheus_words() {
-        let pm = parse_podmonitor(include_str!("../../../deploy/kubernetes/40-podmonitor.yaml"))
-            .unwrap();
-        assert_eq!((pm.name.as_str(), pm.namespace.as_str()), ("tracer", "tracer"));
+        let pm = parse_podmonitor(include_str!(
+            "../../../deploy/kubernetes/40-podmonitor.yaml"
+        ))
+        .unwrap();
+        assert_eq!(
+            (pm.name.as_str(), pm.namespace.as_str()),
+            ("tracer", "tracer")
+        );
         assert_eq!(
             pm.match_labels,
             [("app.kubernetes.io/name".to_owned(), "tracer".to_owned())]
@@ -340,6 +376,41 @@ mod tests {
             pm.labels
                 .iter()
                 .any(|(k, v)| k == "release" && v == "kube-prometheus-stack")
+        );
+    }
+
+    #[test]
+    fn what_the_cases_cannot_use_is_refused_with_its_reason() {
+        // Not a DaemonSet's shape, and a pod without containers.
+        assert!(parse_daemonset("kind: DaemonSet\n").is_err());
+        let empty = "spec:\n  template:\n    spec:\n      containers: []\n";
+        assert_eq!(
+            parse_daemonset(empty).err().as_deref(),
+            Some("no container")
+        );
+        // The container named tracer is read, wherever it stands.
+        let two = "spec:\n  template:\n    spec:\n      containers:\n\
+                   \x20       - {name: sidecar, image: a}\n\
+                   \x20       - {name: tracer, image: b, args: [serve]}\n";
+        let ds = parse_daemonset(two).unwrap();
+        assert_eq!(
+            (ds.image.as_str(), ds.args.as_slice()),
+            ("b", &["serve".to_owned()][..])
+        );
+        assert_eq!((ds.caps.len(), ds.memory_limit), (0, None));
+        // A relabeling field the operator's scrape config would carry but the case would
+        // drop, and a second endpoint the case would not write.
+        let pm = include_str!("../../../deploy/kubernetes/40-podmonitor.yaml");
+        let unknown = pm.replace("action: labeldrop", "action: labeldrop\n          shiny: x");
+        let err = parse_podmonitor(&unknown).err().unwrap_or_default();
+        assert!(err.contains("shiny"), "{err}");
+        let twice = pm.replace(
+            "    - port: metrics\n",
+            "    - port: other\n      path: /\n      interval: 1s\n      scrapeTimeout: 1s\n    - port: metrics\n",
+        );
+        assert_eq!(
+            parse_podmonitor(&twice).err().as_deref(),
+            Some("2 podMetricsEndpoints, where the case writes one")
         );
     }
 }

@@ -28,22 +28,28 @@ pub(crate) fn free_port() -> anyhow::Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
-/// GET `url` with curl (the host has it; it keeps this crate free of an HTTP client).
+/// An HTTP agent whose every request ends within `seconds` (plain HTTP on loopback: a
+/// 4xx or 5xx answer is an error, as curl's `--fail` made it).
+fn agent(seconds: u64) -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .timeout_global(Some(Duration::from_secs(seconds)))
+        .build()
+        .into()
+}
+
+/// The body of a 2xx answer to `request`, or what failed.
+fn body(
+    what: &str,
+    request: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
+) -> Result<String, String> {
+    request
+        .and_then(|mut r| r.body_mut().read_to_string())
+        .map_err(|e| format!("{what}: {e}"))
+}
+
+/// GET `url`, asking for `accept`: the body of a 2xx answer within 10 s.
 pub(crate) fn get(url: &str, accept: &str) -> Result<String, String> {
-    let out = Command::new("curl")
-        .args(["-sS", "--fail", "--max-time", "10", "-H"])
-        .arg(format!("Accept: {accept}"))
-        .arg(url)
-        .output()
-        .map_err(|e| format!("curl: {e}"))?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    } else {
-        Err(format!(
-            "curl {url}: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
+    body(url, agent(10).get(url).header("Accept", accept).call())
 }
 
 /// Wait until `url` answers with a body holding `needle`, at most `limit`.
@@ -130,7 +136,10 @@ impl Prometheus {
         // Each target a node of its own, named by its address, as a static job labels its
         // targets (docs/deploy.md): the rules and dashboards aggregate and join by node.
         let targets = addrs.iter().fold(String::new(), |mut out, a| {
-            let _ = writeln!(out, "      - targets: ['{a}']\n        labels: {{node: '{a}'}}");
+            let _ = writeln!(
+                out,
+                "      - targets: ['{a}']\n        labels: {{node: '{a}'}}"
+            );
             out
         });
         let config = format!(
@@ -187,22 +196,15 @@ impl Prometheus {
         Ok(p)
     }
 
-    /// The API's answer to `expr` (`data`), within `max_time` seconds.
-    fn api(&self, expr: &str, max_time: &str) -> Result<serde_json::Value, String> {
-        let out = Command::new("curl")
-            .args(["-sS", "--fail", "--max-time", max_time, "--data-urlencode"])
-            .arg(format!("query={expr}"))
-            .arg(format!("{}/api/v1/query", self.url))
-            .output()
-            .map_err(|e| format!("curl: {e}"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "query {expr}: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
-        }
+    /// The API's answer to `expr` (`data`), within `seconds`.
+    fn api(&self, expr: &str, seconds: u64) -> Result<serde_json::Value, String> {
+        let url = format!("{}/api/v1/query", self.url);
+        let text = body(
+            &format!("query {expr}"),
+            agent(seconds).post(&url).send_form([("query", expr)]),
+        )?;
         let mut v: serde_json::Value =
-            serde_json::from_slice(&out.stdout).map_err(|e| format!("query {expr}: {e}"))?;
+            serde_json::from_str(&text).map_err(|e| format!("query {expr}: {e}"))?;
         if v["status"] != "success" {
             return Err(format!("query {expr}: {}", v["error"]));
         }
@@ -212,20 +214,24 @@ impl Prometheus {
     /// The values of `label` among the series `selector` selects (what Grafana's
     /// `label_values(SELECTOR, LABEL)` asks), sorted.
     pub(crate) fn label_values(&self, label: &str, selector: &str) -> Result<Vec<String>, String> {
-        let out = Command::new("curl")
-            .args(["-sS", "--fail", "--max-time", "10", "-G", "--data-urlencode"])
-            .arg(format!("match[]={selector}"))
-            .arg(format!("{}/api/v1/label/{label}/values", self.url))
-            .output()
-            .map_err(|e| format!("curl: {e}"))?;
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout)
-            .map_err(|e| format!("label values of {label} in {selector}: {e}"))?;
+        let what = format!("label values of {label} in {selector}");
+        let url = format!("{}/api/v1/label/{label}/values", self.url);
+        let text = body(&what, agent(10).get(&url).query("match[]", selector).call())?;
+        let v: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| format!("{what}: {e}"))?;
         if v["status"] != "success" {
-            return Err(format!("label values of {label} in {selector}: {}", v["error"]));
+            return Err(format!(
+                "label values of {label} in {selector}: {}",
+                v["error"]
+            ));
         }
         let mut values: Vec<String> = v["data"]
             .as_array()
-            .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_owned)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x.as_str().map(str::to_owned))
+                    .collect()
+            })
             .unwrap_or_default();
         values.sort();
         Ok(values)
@@ -233,7 +239,7 @@ impl Prometheus {
 
     /// An instant query: each result series' labels (JSON) and value.
     pub(crate) fn query(&self, expr: &str) -> Result<Vec<(serde_json::Value, f64)>, String> {
-        let data = self.api(expr, "10")?;
+        let data = self.api(expr, 10)?;
         Ok(data["result"]
             .as_array()
             .map(|rs| {
@@ -263,7 +269,7 @@ impl Prometheus {
     /// As [`Prometheus::samples`], each value with its timestamp (Unix seconds): every
     /// sample of one scrape has the scrape's.
     pub(crate) fn timed_samples(&self, expr: &str) -> Result<Vec<TimedSeries>, String> {
-        let data = self.api(expr, "30")?;
+        let data = self.api(expr, 30)?;
         if data["resultType"] != "matrix" {
             return Err(format!(
                 "query {expr}: {} is not a matrix",

@@ -27,6 +27,7 @@ use super::{
 };
 use crate::{
     dist::{self, Artifacts},
+    exposition::{Sample, samples},
     initramfs,
     kernel::Kernel,
     util, vm,
@@ -433,41 +434,11 @@ fn image_files(
     Ok(())
 }
 
-/// One sample of an exposition: its name, labels and value.
-struct Sample {
-    name: String,
-    labels: BTreeMap<String, String>,
-    value: f64,
-}
-
-fn samples(text: &str) -> Vec<Sample> {
-    text.lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-        .filter_map(|l| {
-            let (series, value) = l.rsplit_once(' ')?;
-            let (name, labels) = series.split_once('{').unwrap_or((series, "}"));
-            let labels = labels
-                .trim_end_matches('}')
-                .split("\",")
-                .filter_map(|kv| {
-                    let (k, v) = kv.split_once("=\"")?;
-                    Some((k.to_owned(), v.trim_end_matches('"').to_owned()))
-                })
-                .collect();
-            Some(Sample {
-                name: name.to_owned(),
-                labels,
-                value: value.parse().ok()?,
-            })
-        })
-        .collect()
-}
-
 /// The calls of `probe` in `cgroup`, over every caller.
 fn calls(s: &[Sample], probe: &str, cgroup: &str) -> f64 {
     s.iter()
         .filter(|x| {
-            x.name == "tracer_latency_seconds_count"
+            x.name == "tracer_cgroup_calls_total"
                 && x.labels.get("probe").map(String::as_str) == Some(probe)
                 && x.labels.get("cgroup").map(String::as_str) == Some(cgroup)
         })
@@ -546,7 +517,7 @@ fn judge(
     revision: &str,
     ds: &DaemonSet,
 ) -> Vec<(&'static str, Verdict)> {
-    let metrics = |name: &str| read(files, name).map(|t| samples(&t));
+    let metrics = |name: &str| read(files, name).and_then(|t| samples(&t));
     let journal = read(files, "journal.txt").unwrap_or_default();
     let short_rev = &revision[..12.min(revision.len())];
     vec![
@@ -783,9 +754,12 @@ fn judge(
             "the image (umoci-unpacked) as the DaemonSet runs it: its args, uid 0 with its capabilities alone and no_new_privs, a container cgroup of a kubelet pod, names the pod and counts its 200 vfs_rmdir and rmdir, no warning of a caller frame",
             (|| {
                 let proc = read(files, "image_proc.txt")?;
-                let caps = ds
-                    .cap_mask()
-                    .ok_or_else(|| format!("a capability of the DaemonSet's not known here: {:?}", ds.caps))?;
+                let caps = ds.cap_mask().ok_or_else(|| {
+                    format!(
+                        "a capability of the DaemonSet's not known here: {:?}",
+                        ds.caps
+                    )
+                })?;
                 let log = read(files, "image_serve.log")?;
                 if let Some(line) = log.lines().find(|l| l.contains(FRAME_WARNING)) {
                     return Err(format!("the frame marks not set: {line}"));
@@ -847,12 +821,12 @@ mod tests {
 
     #[test]
     fn scrapes_are_read_by_name_and_labels() {
-        let text = "# TYPE x counter\ntracer_latency_seconds_count{probe=\"vfs_rmdir\",caller=\"none\",cgroup=\"/a\"} 150\ntracer_latency_seconds_count{probe=\"vfs_rmdir\",caller=\"rmdir\",cgroup=\"/a\"} 50\ntracer_probe_attached{probe=\"a\",mode=\"kprobe\"} 1\ntracer_probe_attached{probe=\"b\",mode=\"none\"} 0\ntracer_probe_info{probe=\"b\",state=\"absent\",symbol=\"none\"} 1\n";
-        let s = samples(text);
+        let text = "# TYPE x counter\ntracer_cgroup_calls_total{probe=\"vfs_rmdir\",caller=\"none\",cgroup=\"/a\"} 150\ntracer_cgroup_calls_total{probe=\"vfs_rmdir\",caller=\"rmdir\",cgroup=\"/a\"} 50\ntracer_probe_attached{probe=\"a\",mode=\"kprobe\"} 1\ntracer_probe_attached{probe=\"b\",mode=\"none\"} 0\ntracer_probe_info{probe=\"b\",state=\"absent\",symbol=\"none\"} 1\n";
+        let s = samples(text).unwrap();
         assert!((calls(&s, "vfs_rmdir", "/a") - 200.0).abs() < f64::EPSILON);
         assert_eq!(all_attached(&s), Ok(1));
         let failed = text.replace("state=\"absent\"", "state=\"failed\"");
-        assert!(all_attached(&samples(&failed)).is_err());
+        assert!(all_attached(&samples(&failed).unwrap()).is_err());
     }
 
     #[test]

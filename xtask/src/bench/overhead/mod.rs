@@ -21,9 +21,11 @@ use crate::{
 
 mod figures;
 mod report;
+mod worst;
 
 use figures::{BootFigures, HOST_FILE, read_boot};
-use report::{Worst, goals, last_line, report};
+use report::report;
+use worst::{Worst, goals, last_line};
 
 /// What the overhead benchmark takes.
 #[derive(Debug, clap::Args)]

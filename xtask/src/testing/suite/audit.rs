@@ -19,10 +19,13 @@ use std::{
 };
 
 use super::{
-    case::{Group, Judge, On, VmCase},
+    case::{FIXTURES, Fixture, Group, Judge, Lane, On, VmCase},
     results::glob_match,
 };
-use crate::kernel;
+use crate::{
+    arch::{ARCHES, Arch},
+    kernel,
+};
 
 /// Every problem found in `groups`, or what was checked.
 ///
@@ -31,7 +34,7 @@ use crate::kernel;
 pub fn audit(groups: &[&Group]) -> Result<String, Vec<String>> {
     let mut problems = Vec::new();
     let mut sent: Vec<Sent<'_>> = Vec::new();
-    let mut read: Vec<(&VmCase, On, String)> = Vec::new();
+    let mut read: Vec<(&VmCase, Arch, On, String)> = Vec::new();
     let mut cases = 0;
     for group in groups {
         problems.extend(parses(group));
@@ -42,6 +45,7 @@ pub fn audit(groups: &[&Group]) -> Result<String, Vec<String>> {
                 continue;
             }
         };
+        fixtures(group, &functions, &mut sent, &mut problems);
         for case in group.cases {
             cases += 1;
             let name = case.heading;
@@ -52,31 +56,34 @@ pub fn audit(groups: &[&Group]) -> Result<String, Vec<String>> {
                 Ok(results) => sent.extend(results.into_iter().map(|files| Sent { case, files })),
                 Err(e) => problems.push(format!("case \"{name}\": {e}")),
             }
-            let versions = kernel::SERIES
-                .iter()
-                .filter_map(|s| kernel::version_of(s.name))
-                .filter(|v| case.on.includes(*v));
+            let lanes = ARCHES.into_iter().flat_map(|arch| {
+                kernel::SERIES
+                    .iter()
+                    .filter_map(|s| kernel::version_of(s.name))
+                    .map(move |version| Lane { arch, version })
+            });
             let mut verdicts = 0;
-            for version in versions {
-                let a = Judge::audit(case.judge, version);
+            for lane in lanes.filter(|l| case.runs_on(*l)) {
+                let a = Judge::audit(case.judge, lane);
                 verdicts += a.verdicts;
                 for u in a.undeclared {
                     problems.push(format!(
                         "case \"{name}\": its judge reads {u} without declaring it"
                     ));
                 }
-                read.extend(a.declared.into_iter().map(|d| (case, case.on, d)));
+                let on = case.on(lane.arch);
+                read.extend(a.declared.into_iter().map(|d| (case, lane.arch, on, d)));
             }
             if verdicts == 0 {
                 problems.push(format!("case \"{name}\": its judge gives no verdict"));
             }
         }
     }
-    read.sort_by(|a, b| (a.0.heading, &a.2).cmp(&(b.0.heading, &b.2)));
-    read.dedup_by(|a, b| a.0.heading == b.0.heading && a.2 == b.2);
-    for (case, on, name) in &read {
+    read.sort_by(|a, b| (a.0.heading, a.1.name(), &a.3).cmp(&(b.0.heading, b.1.name(), &b.3)));
+    read.dedup_by(|a, b| a.0.heading == b.0.heading && a.1 == b.1 && a.3 == b.3);
+    for (case, arch, on, name) in &read {
         let from_a_workload = sent.iter().any(|s| {
-            s.case.on.covers(*on) && s.files.iter().any(|f| glob_match(name, f) || name == f)
+            s.case.on(*arch).covers(*on) && s.files.iter().any(|f| glob_match(name, f) || name == f)
         });
         if !from_a_workload {
             problems.push(format!(
@@ -88,7 +95,7 @@ pub fn audit(groups: &[&Group]) -> Result<String, Vec<String>> {
     for s in &sent {
         let judged = read
             .iter()
-            .any(|(_, _, name)| s.files.iter().any(|f| glob_match(name, f) || name == f));
+            .any(|(_, _, _, name)| s.files.iter().any(|f| glob_match(name, f) || name == f));
         if !judged {
             problems.push(format!(
                 "case \"{}\": its workload sends back {}, which no judge reads",
@@ -108,43 +115,97 @@ pub fn audit(groups: &[&Group]) -> Result<String, Vec<String>> {
     }
 }
 
+/// What the fixtures of `group` send back (once a group, as from the first case declaring
+/// each), and a problem for each case whose workload uses one it does not declare.
+fn fixtures<'a>(
+    group: &'a Group,
+    functions: &BTreeMap<String, Function>,
+    sent: &mut Vec<Sent<'a>>,
+    problems: &mut Vec<String>,
+) {
+    let mut set_up: Vec<Fixture> = Vec::new();
+    for case in group.cases {
+        for fixture in case.fixtures {
+            if set_up.contains(fixture) {
+                continue;
+            }
+            set_up.push(*fixture);
+            match emits(fixture.setup(), functions) {
+                Ok(results) => sent.extend(results.into_iter().map(|files| Sent { case, files })),
+                Err(e) => problems.push(format!("fixture {}: {e}", fixture.name())),
+            }
+        }
+        for fixture in FIXTURES {
+            if !case.fixtures.contains(&fixture) && fixture.relied_on(case.workload, group.prelude)
+            {
+                problems.push(format!(
+                    "case \"{}\": its workload uses what fixture {} sets up without declaring it",
+                    case.heading,
+                    fixture.name()
+                ));
+            }
+        }
+    }
+}
+
 /// The `for` loops around a command, innermost last: each loop's variable and its words
 /// (`None`: a `while` or `until` loop; no words: a loop over what is not plain words).
 type Loops = [Option<(String, Option<Vec<String>>)>];
 
-/// Whether the script each kernel gets from `group` parses, by `sh -n`: a problem per
-/// kernel whose script does not.
+/// Whether the script each kernel gets from `group` parses, by `sh -n`, and so does the
+/// script of each case alone (`--case`; a case may not close what another opened): a
+/// problem per script that does not.
 fn parses(group: &Group) -> Vec<String> {
     let mut problems = Vec::new();
-    for s in kernel::SERIES {
+    for (arch, s) in ARCHES
+        .into_iter()
+        .flat_map(|a| kernel::SERIES.iter().map(move |s| (a, s)))
+    {
         let Some(version) = kernel::version_of(s.name) else {
             continue;
         };
-        let script = group.script(version);
-        let checked = Command::new("sh")
-            .arg("-n")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .and_then(|mut sh| {
-                if let Some(mut stdin) = sh.stdin.take() {
-                    stdin.write_all(script.as_bytes())?;
-                }
-                sh.wait_with_output()
-            });
-        match checked {
-            Ok(out) if out.status.success() => {}
-            Ok(out) => problems.push(format!(
-                "{} for {}: the guest script does not parse: {}",
-                group.script,
-                s.name,
-                String::from_utf8_lossy(&out.stderr).trim()
-            )),
-            Err(e) => problems.push(format!("{}: sh -n: {e}", group.script)),
+        let lane = Lane { arch, version };
+        if group.run(lane, |_| true).next().is_none() {
+            continue;
+        }
+        let alone = group.run(lane, |_| true).map(|c| {
+            (
+                format!(" ({} alone)", c.name),
+                group.script_of(lane, |o| o.name == c.name),
+            )
+        });
+        for (which, script) in std::iter::once((String::new(), group.script(lane))).chain(alone) {
+            if let Some(problem) = sh_n(&script) {
+                problems.push(format!(
+                    "{} for {}{which}: the guest script does not parse: {problem}",
+                    group.script,
+                    arch.lane(s.name)
+                ));
+            }
         }
     }
     problems
+}
+
+/// Why `sh -n` refuses `script`, if it does.
+fn sh_n(script: &str) -> Option<String> {
+    let checked = Command::new("sh")
+        .arg("-n")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .and_then(|mut sh| {
+            if let Some(mut stdin) = sh.stdin.take() {
+                stdin.write_all(script.as_bytes())?;
+            }
+            sh.wait_with_output()
+        });
+    match checked {
+        Ok(out) if out.status.success() => None,
+        Ok(out) => Some(String::from_utf8_lossy(&out.stderr).trim().to_owned()),
+        Err(e) => Some(format!("sh -n: {e}")),
+    }
 }
 
 /// Files one call sends back that are read together: those of one stem (`x.rc`, `x.log`,

@@ -16,23 +16,27 @@ pub(crate) mod case;
 pub(crate) mod cases;
 pub(crate) mod results;
 pub(crate) mod scale;
+pub(crate) mod select;
 pub(crate) mod views;
 
+use anyhow::Context as _;
 use std::{
     fs,
     path::{Path, PathBuf},
     time::Duration,
 };
 
-use case::{Group, Judge};
+use case::{Fixture, Group, Judge, Lane, VmCase};
 use cases::{HARDEN, SUITE};
 use results::Files;
+use select::{CaseResult, Selection};
 
 use super::{
     harness::{Tally, Verdict},
     prometheus::{Prometheus, free_port},
 };
 use crate::{
+    arch::Arch,
     kernel::{self, Kernel},
     util, vm,
 };
@@ -55,58 +59,83 @@ pub fn audit() -> Verdict {
     audit::audit(&[&SUITE, &HARDEN]).map_err(|problems| problems.join("; "))
 }
 
+/// What the guest runs that this workspace builds: the static tracer, and the root-only
+/// test binaries (libtest name and path) where a case run needs them.
+pub struct Built<'a> {
+    pub tracer: &'a Path,
+    pub guest_tests: &'a [(String, PathBuf)],
+}
+
 /// Boot `kernel`, run the guest suite (and the hardening cases after it, if `harden`),
-/// judge what comes back.
+/// judge what comes back; of `selection`'s cases alone (with the fixtures they declare,
+/// and the hardening cases it selects whatever `harden` says) when it does not select all.
+/// Each case's verdicts also go, as one JSON line, to `cases.jsonl` in the kernel's output
+/// directory, whose path is returned.
 ///
 /// # Errors
 /// When QEMU cannot be started or a program for the guest cannot be read.
 pub fn vm_suite(
     kernel: &Kernel,
-    tracer: &Path,
+    built: &Built<'_>,
     timeout: Duration,
     kvm: bool,
     harden: bool,
+    selection: &Selection,
     tally: &mut Tally,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Option<PathBuf>> {
     let scope = kernel.name.clone();
     let out_dir = util::target_dir().join("vm").join(&kernel.name);
     // Files from an earlier run must not pass for this one's.
     let _ = fs::remove_dir_all(&out_dir);
     let release = kernel.release.clone().unwrap_or_default();
     let version = kernel::version_of(&release).unwrap_or((0, 0));
-    let mut files = SUITE.guest_files(version);
-    // The DaemonSet's capabilities and arguments, and setpriv, for the node cases.
-    files.extend(cases::nodes::guest_files()?);
-    // bpftrace, the peer whose counts tracer's must equal in the same boot (setup installs it).
-    files.extend(vm::host_program(BPFTRACE)?);
-    // inotifywait, whose watches make the kernel wait for SRCU when removed.
-    if Path::new(INOTIFYWAIT).exists() {
-        files.extend(vm::host_program(INOTIFYWAIT)?);
+    let lane = Lane {
+        arch: kernel.arch,
+        version,
+    };
+    let keep = |c: &VmCase| selection.selects(c);
+    let groups = selection.groups(lane, harden);
+    if groups.is_empty() {
+        tally.skip(&scope, "the cases selected", "none runs on this kernel");
+        return Ok(None);
     }
-    // GNU rm, which removes by unlinkat(2) (busybox's rm by unlink(2) and rmdir(2)).
-    let mut rm = vm::host_program(GNU_RM)?;
-    rm[0].0 = "/bin/gnu-rm".into();
-    files.extend(rm);
+    // A boot of selected cases gets what they declare they may take; the whole suite, what
+    // it was given.
+    let timeout = if selection.is_all() {
+        timeout
+    } else {
+        timeout.min(selection.timeout(&groups, lane))
+    };
+    let wants_prometheus = groups
+        .iter()
+        .flat_map(|g| g.run(lane, keep))
+        .any(|c| c.fixtures.contains(&Fixture::Prometheus));
+    let mut files = guest_files(&groups, lane, keep)?;
+    if groups.iter().any(|g| {
+        g.run(lane, keep)
+            .any(|c| c.name == cases::guest::ROOT_ONLY.name)
+    }) {
+        files.extend(guest_tests(built.guest_tests)?);
+    }
     // The guest's `tracer serve` is scraped from here, by a Prometheus started first.
     let port = free_port()?;
-    let prometheus = Prometheus::scraping(&[format!("127.0.0.1:{port}")], &kernel.name)
-        .inspect_err(|e| eprintln!("{scope}: no Prometheus for the live cases: {e}"))
-        .ok();
+    let prometheus = wants_prometheus
+        .then(|| {
+            Prometheus::scraping(&[format!("127.0.0.1:{port}")], &kernel.name)
+                .inspect_err(|e| eprintln!("{scope}: no Prometheus for the live cases: {e}"))
+                .ok()
+        })
+        .flatten();
     // The hardening cases after the suite, in the same boot: a boot of their own would
     // cost another kernel start under emulation.
-    let command = if harden {
-        files.extend(HARDEN.guest_files(version));
-        files.extend(cases::privilege::guest_files()?);
-        format!("sh {}\nsh {}\n", SUITE.script, HARDEN.script)
-    } else {
-        format!("sh {}\n", SUITE.script)
-    };
-    // setpriv and its libraries come with both the node and the hardening cases: once.
-    let mut named = std::collections::BTreeSet::new();
-    files.retain(|(name, _, _)| named.insert(name.clone()));
+    let command = groups
+        .iter()
+        .map(|g| format!("sh {}\n", g.script))
+        .collect::<Vec<_>>()
+        .concat();
     let spec = vm::Spec {
         kernel,
-        tracer: Some(tracer),
+        tracer: Some(built.tracer),
         command,
         files,
         timeout,
@@ -117,9 +146,9 @@ pub fn vm_suite(
         max_cpus: Some(SUITE_MAX_CPUS),
         interactive: false,
         forward: Some((port, cases::live::GUEST_SERVE_PORT)),
-        out_dir,
+        out_dir: out_dir.clone(),
     };
-    let outcome = vm::boot(&spec)?;
+    let outcome = vm::boot_appending(&spec, &selection.cmdline(&groups, lane))?;
     let boot = outcome
         .boot
         .map_or_else(|| "?".into(), |b| format!("{:.1}", b.as_secs_f64()));
@@ -127,9 +156,14 @@ pub fn vm_suite(
         "{scope}: guest /init after {boot} s, VM done after {:.1} s",
         outcome.total.as_secs_f64()
     );
+    let what = if selection.is_all() {
+        "VM boots, runs the suite and powers off"
+    } else {
+        "VM boots, runs the cases selected and powers off"
+    };
     tally.record(
         &scope,
-        "VM boots, runs the suite and powers off",
+        what,
         &match &outcome.failure {
             None => Ok(format!(
                 "exit {}, {} result files",
@@ -140,12 +174,80 @@ pub fn vm_suite(
         },
     );
     let files: Files = outcome.files.into_iter().collect();
-    let j = Judge::new(&files, &scope, &release, prometheus.as_ref(), tally);
-    judge(&SUITE, &j);
-    if harden {
-        judge(&HARDEN, &j);
+    let j = Judge::new(&files, &scope, &release, prometheus.as_ref(), tally)
+        .on_arch(kernel.arch)
+        .only_mode(selection.mode.as_deref());
+    let mut results = Vec::new();
+    for group in groups {
+        let run: Vec<&VmCase> = group.run(lane, keep).collect();
+        results.extend(judge(&run, &j, &outcome.marks));
     }
-    Ok(())
+    let path = out_dir.join("cases.jsonl");
+    fs::write(&path, results.concat()).with_context(|| format!("writing {}", path.display()))?;
+    Ok(Some(path))
+}
+
+/// The files the guest needs for `groups`' cases `keep` keeps on `lane`: each script
+/// and what its cases run beside tracer.
+fn guest_files(
+    groups: &[&Group],
+    lane: Lane,
+    keep: impl Fn(&VmCase) -> bool + Copy,
+) -> anyhow::Result<Vec<(String, u32, Vec<u8>)>> {
+    let mut files = Vec::new();
+    if groups.iter().any(|g| g.script == SUITE.script) {
+        files.extend(SUITE.guest_files_of(lane, keep));
+    }
+    if lane.arch != Arch::X86_64 {
+        // The arm64 lane's cases run busybox and tracer alone but the hardening cases,
+        // which count BPF objects with bpftool (Debian's arm64 package).
+        if groups.iter().any(|g| g.script == HARDEN.script) {
+            files.extend(HARDEN.guest_files_of(lane, keep));
+            files.extend(vm::program(lane.arch, cases::privilege::BPFTOOL)?);
+        }
+        return Ok(files);
+    }
+    // The DaemonSet's capabilities and arguments, and setpriv, for the node cases.
+    files.extend(cases::nodes::guest_files()?);
+    // The ordinary work at a host's scale, made by a program of this workspace.
+    files.extend(cases::ordinary::guest_files()?);
+    // bpftrace, the peer whose counts tracer's must equal in the same boot (setup installs it).
+    files.extend(vm::host_program(BPFTRACE)?);
+    // inotifywait, whose watches make the kernel wait for SRCU when removed.
+    if Path::new(INOTIFYWAIT).exists() {
+        files.extend(vm::host_program(INOTIFYWAIT)?);
+    }
+    // GNU rm, which removes by unlinkat(2) (busybox's rm by unlink(2) and rmdir(2)).
+    let mut rm = vm::host_program(GNU_RM)?;
+    rm[0].0 = "/bin/gnu-rm".into();
+    files.extend(rm);
+    if groups.iter().any(|g| g.script == HARDEN.script) {
+        files.extend(HARDEN.guest_files_of(lane, keep));
+        files.extend(cases::privilege::guest_files()?);
+    }
+    // setpriv and its libraries come with both the node and the hardening cases: once.
+    let mut named = std::collections::BTreeSet::new();
+    files.retain(|(name, _, _)| named.insert(name.clone()));
+    Ok(files)
+}
+
+/// The root-only test binaries, in the guest's [`cases::guest::GUEST_DIR`].
+///
+/// # Errors
+/// When none was built (the case that runs them is selected, but they were not), or one
+/// cannot be read.
+pub fn guest_tests(built: &[(String, PathBuf)]) -> anyhow::Result<Vec<(String, u32, Vec<u8>)>> {
+    anyhow::ensure!(
+        !built.is_empty(),
+        "the root-only test binaries were not built"
+    );
+    built
+        .iter()
+        .map(|(name, path)| {
+            let bytes = fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+            Ok((format!("{}/{name}", cases::guest::GUEST_DIR), 0o755, bytes))
+        })
+        .collect()
 }
 
 /// Boot `kernel` with the hardening cases alone, and judge them (`cargo xtask harden-vm`).
@@ -194,15 +296,34 @@ pub fn harden_vm(
     );
     let files: Files = outcome.files.into_iter().collect();
     let j = Judge::new(&files, &scope, &release, None, tally);
-    judge(&HARDEN, &j);
+    let run: Vec<&VmCase> = HARDEN.run(j.version(), |_| true).collect();
+    judge(&run, &j, &outcome.marks);
     Ok(())
 }
 
-/// Each case of `group` the judge's kernel runs, judged.
-fn judge(group: &Group, j: &Judge<'_>) {
-    for case in group.cases.iter().filter(|c| c.on.includes(j.version())) {
-        (case.judge)(j);
-    }
+/// Each of `cases` judged, in turn; each one's verdicts as a JSON line, with its guest
+/// seconds from the console's headings `marks`.
+fn judge(cases: &[&VmCase], j: &Judge<'_>, marks: &[String]) -> Vec<String> {
+    let seconds = select::seconds(marks, cases);
+    cases
+        .iter()
+        .zip(seconds)
+        .map(|(case, seconds)| {
+            let (p0, f0, s0) = j.counts();
+            (case.judge)(j);
+            let (p1, f1, s1) = j.counts();
+            let line = CaseResult {
+                case: case.name,
+                kernel: j.kernel(),
+                passed: p1 - p0,
+                failed: f1 - f0,
+                skipped: s1 - s0,
+                seconds,
+            }
+            .json();
+            line + "\n"
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -226,10 +347,12 @@ mod tests {
     /// A case of this test's group, run on every kernel.
     const fn case(workload: &'static str, judge: fn(&Judge<'_>)) -> VmCase {
         VmCase {
+            name: "test::a_case",
             heading: "a case",
             on: On::Every,
             workload,
             judge,
+            ..VmCase::BASE
         }
     }
 
@@ -321,15 +444,58 @@ mod tests {
     /// A file sent on 6.12 alone, read by a judge of every kernel.
     const ONE_KERNEL: &[VmCase] = &[
         VmCase {
+            name: "test::on_6_12",
             heading: "on 6.12",
             on: On::Only(&[(6, 12)]),
             workload: "emit a.txt /tmp/a",
             judge: |j| j.verdict("", "x", &["a.txt"], |r| r.read("a.txt")),
+            ..VmCase::BASE
         },
         case("emit b.txt /tmp/b", |j| {
             j.verdict("", "y", &["b.txt", "a.txt"], |r| r.read("b.txt"));
         }),
     ];
+
+    /// A workload on the ext2 that does not declare it; a case that closes what the case
+    /// before it opened (the whole script parses, neither case alone does).
+    const LEANING: &[VmCase] = &[
+        case("ls /mnt/ext2 > /tmp/a; emit a.txt /tmp/a", |j| {
+            j.verdict("", "x", &["a.txt"], |r| r.read("a.txt"));
+        }),
+        VmCase {
+            name: "test::opens",
+            ..case("if true; then\nemit b.txt /tmp/b", |j| {
+                j.verdict("", "y", &["b.txt"], |r| r.read("b.txt"));
+            })
+        },
+        VmCase {
+            name: "test::closes",
+            ..case("fi\nemit c.txt /tmp/c", |j| {
+                j.verdict("", "z", &["c.txt"], |r| r.read("c.txt"));
+            })
+        },
+    ];
+
+    #[test]
+    fn a_case_that_cannot_run_alone_fails_the_audit() {
+        let p = problems(LEANING).join("\n");
+        assert!(
+            p.contains("uses what fixture ext2 sets up without declaring it"),
+            "{p}"
+        );
+        assert!(
+            p.contains("(test::opens alone): the guest script does not parse"),
+            "{p}"
+        );
+        assert!(
+            p.contains("(test::closes alone): the guest script does not parse"),
+            "{p}"
+        );
+        assert!(
+            !p.contains("for 6.12: the guest script does not parse"),
+            "{p}"
+        );
+    }
 
     #[test]
     fn a_case_on_one_kernel_cannot_feed_a_judge_on_every_kernel() {

@@ -15,7 +15,10 @@ use super::{
     case::{Judge, MODES},
     results::{Results, capture_files},
 };
-use crate::testing::harness::{CANNOT, Verdict};
+use crate::{
+    exposition,
+    testing::harness::{CANNOT, Verdict},
+};
 
 /// The budget the maps must keep within at 192 possible CPUs, default flags.
 pub const BUDGET_MIB: f64 = 32.0;
@@ -263,27 +266,19 @@ fn serve_max(files: &Results<'_>, name: &str, n: u64, max: u64) -> Verdict {
     let scrapes = field("scrapes ").ok_or("no `scrapes` line")?;
     let want = total_calls(n);
     let mut seen = Vec::new();
+    // The file's sample lines: the label sets' largest samples.
+    let calls = text
+        .lines()
+        .filter(|l| l.starts_with("tracer_cgroup_calls_total{"))
+        .map(|l| exposition::sample(l).ok_or_else(|| format!("bad line: {l}")))
+        .collect::<Result<Vec<_>, _>>()?;
     for p in PROBES {
-        let label = format!("probe=\"{}\"", p.name());
         let mut sum = 0.0;
         let mut series = 0;
         let mut other = false;
-        for line in text.lines() {
-            let Some((set, value)) = line
-                .strip_prefix("tracer_latency_seconds_count{")
-                .and_then(|r| r.split_once("} "))
-            else {
-                continue;
-            };
-            if !set.split(',').any(|l| l == label) {
-                continue;
-            }
-            other |= set.split(',').any(|l| l == "cgroup=\"other\"");
-            let v: f64 = value
-                .trim()
-                .parse()
-                .map_err(|_| format!("bad line: {line}"))?;
-            sum += v;
+        for s in calls.iter().filter(|s| s.label("probe") == Some(p.name())) {
+            other |= s.label("cgroup") == Some("other");
+            sum += s.value;
             series += 1;
         }
         #[expect(clippy::cast_precision_loss, reason = "counts far below 2^53")]

@@ -1,7 +1,5 @@
-//! What `tracer top --frames` prints and what a scrape of `tracer serve` holds, read as a
-//! user would read them: the live views' and the names' cases judge both.
-
-use std::collections::BTreeMap;
+//! What `tracer top --frames` prints, read as a user would read it: the live views' and
+//! the names' cases judge it (a scrape is read by `crate::exposition`).
 
 /// The last block of `--frames` text showing `view` (from its `──── refresh` line on).
 pub fn last_view<'a>(text: &'a str, view: &str) -> Option<Vec<&'a str>> {
@@ -31,36 +29,6 @@ pub fn first_word(row: &str) -> Option<&str> {
     row.split_whitespace().next()
 }
 
-/// The labels of a text-format sample line, `name{k="v",...} value` (values without `"`
-/// or `,`, as the names case's are).
-pub fn labels_of(line: &str) -> Option<BTreeMap<&str, &str>> {
-    let (_, rest) = line.split_once('{')?;
-    let (set, _) = rest.rsplit_once("} ")?;
-    set.strip_suffix('"')?
-        .split("\",")
-        .map(|kv| kv.split_once("=\""))
-        .collect()
-}
-
-/// The value of the sample of `metric` whose labels include every one of `labels`,
-/// summed over the rest (from a text scrape).
-pub fn scraped(text: &str, metric: &str, labels: &[&str]) -> Option<f64> {
-    let mut found = None;
-    for line in text.lines() {
-        let Some(rest) = line.strip_prefix(metric) else {
-            continue;
-        };
-        let Some((set, value)) = rest.strip_prefix('{').and_then(|r| r.split_once("} ")) else {
-            continue;
-        };
-        let have: Vec<&str> = set.split(',').collect();
-        if labels.iter().all(|l| have.contains(l)) {
-            *found.get_or_insert(0.0) += value.trim().parse::<f64>().ok()?;
-        }
-    }
-    found
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -71,24 +39,5 @@ mod tests {
         assert_eq!(last_view(text, "Cgroups").unwrap()[1], "/a 2");
         assert_eq!(last_view(text, "Slow calls").unwrap()[1], "x");
         assert!(last_view(text, "Detail").is_none());
-    }
-
-    #[test]
-    fn scraped_values_sum_over_the_labels_left_out() {
-        let text = "tracer_latency_seconds_count{probe=\"vfs_rmdir\",caller=\"rmdir\",cgroup=\"/w\"} 100\n\
-                    tracer_latency_seconds_count{probe=\"vfs_rmdir\",caller=\"none\",cgroup=\"/w\"} 20\n\
-                    tracer_latency_seconds_count{probe=\"vfs_rmdir\",caller=\"none\",cgroup=\"/x\"} 5\n";
-        assert_eq!(
-            scraped(
-                text,
-                "tracer_latency_seconds_count",
-                &["probe=\"vfs_rmdir\"", "cgroup=\"/w\""]
-            ),
-            Some(120.0)
-        );
-        assert_eq!(
-            scraped(text, "tracer_latency_seconds_count", &["cgroup=\"/y\""]),
-            None
-        );
     }
 }

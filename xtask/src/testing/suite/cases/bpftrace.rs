@@ -7,13 +7,14 @@ use crate::testing::{
     harness::{CANNOT, Verdict},
     suite::{
         capture::{parse_bpftrace, teardown_probes},
-        case::{MODES, On, VmCase},
+        case::{Fixture, MODES, On, VmCase},
         results::Results,
     },
 };
 
 /// The rmdir, unlink, tmpfs and SRCU workloads again, under bpftrace.
 pub const BPFTRACE: VmCase = VmCase {
+    name: "bpftrace::bpftrace",
     heading: "bpftrace on the same workloads",
     on: On::Every,
     workload: r#"
@@ -60,6 +61,13 @@ fi
             );
         }
     },
+    fixtures: &[
+        Fixture::RmdirDir,
+        Fixture::Ext2,
+        Fixture::TmpfsMountpoint,
+        Fixture::WatchedDir,
+    ],
+    ..VmCase::BASE
 };
 
 /// tracer's counts of `probes` in capture `name` equal bpftrace's for the same workload.

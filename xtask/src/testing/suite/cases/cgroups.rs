@@ -14,6 +14,7 @@ use crate::testing::{
 
 /// The `cgroup:cgroup_mkdir` tracepoint's format file.
 pub const CGROUP_FORMAT: VmCase = VmCase {
+    name: "cgroups::cgroup_format",
     heading: "cgroup tracepoint layout",
     on: On::Every,
     workload: r"
@@ -27,10 +28,12 @@ emit cgroup_format $tracing/events/cgroup/cgroup_mkdir/format
             cgroup_format,
         );
     },
+    ..VmCase::BASE
 };
 
 /// Three cgroups made, used and removed during one capture.
 pub const CHURN: VmCase = VmCase {
+    name: "cgroups::churn",
     heading: "cgroups made and removed during a capture (30, 40, 50 mkdir + rmdir), kprobe and fentry",
     on: On::Every,
     workload: r#"
@@ -51,13 +54,14 @@ done
             );
         }
     },
+    ..VmCase::BASE
 };
 
 /// The guest kernel's `cgroup:cgroup_mkdir` format file parses as tracer reads it.
 pub fn cgroup_format(files: &Results<'_>) -> Verdict {
     let text = files.read("cgroup_format")?;
     let [root, id, path] =
-        tracer_loader::host::tracefs::cgroup_offsets(&text).map_err(|e| e.to_string())?;
+        tracer_host::tracefs::cgroup_offsets(&text).map_err(|e| e.to_string())?;
     Ok(format!(
         "root at {root}, id (u64) at {id}, path (__data_loc) at {path}"
     ))

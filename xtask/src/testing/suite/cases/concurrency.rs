@@ -17,8 +17,10 @@ use crate::testing::{
 
 /// 37, 53 and 71 mkdir + rmdir at once, each loop in a cgroup of its own.
 pub const CONCURRENCY: VmCase = VmCase {
+    name: "concurrency::concurrency",
     heading: "concurrency (37, 53 and 71 mkdir + rmdir at once on 2 CPUs, each in a cgroup of its own)",
     on: On::Every,
+    arm64: On::Every,
     workload: r#"
 for n in 37 53 71; do mkdir -p /sys/fs/cgroup/c$n /tmp/c$n; done
 conc='sh /tmp/half.sh c37 c37 37 & a=$!; sh /tmp/half.sh c53 c53 53 & b=$!; sh /tmp/half.sh c71 c71 71 & c=$!; wait $a && wait $b && wait $c'
@@ -54,10 +56,12 @@ capture conc_auto "$conc" --verbose
             |s, v| concurrent(s, v, None),
         );
     },
+    ..VmCase::BASE
 };
 
 /// `sleep 4` under a capture.
 pub const IDLE: VmCase = VmCase {
+    name: "concurrency::idle",
     heading: "an idle command (sleep 4): attaching records no grace-period wait",
     on: On::Every,
     workload: r"
@@ -85,6 +89,7 @@ done
             );
         }
     },
+    ..VmCase::BASE
 };
 
 /// Whether Debian's build of this kernel preempts kernel code (so fentry programs, which

@@ -12,7 +12,7 @@ use crate::testing::{
     harness::Verdict,
     suite::{
         capture::attached,
-        case::{On, VmCase},
+        case::{Fixture, On, VmCase},
     },
 };
 
@@ -25,6 +25,7 @@ const UMOUNTS: u64 = 5;
 
 /// Ordinary work under one capture: no rule may fire.
 pub const ORDINARY: VmCase = VmCase {
+    name: "findings::ordinary",
     heading: "ordinary work (a build's files, 2 s idle, 5 umounts): no finding",
     on: On::Every,
     workload: r"
@@ -55,6 +56,8 @@ fi
             ordinary,
         );
     },
+    fixtures: &[Fixture::Ext2],
+    ..VmCase::BASE
 };
 
 /// The work done (its counts in its own cgroup), the findings made for this kernel, and none.
@@ -107,10 +110,10 @@ pub fn fact<'a>(facts: &'a [FactStatus], id: &str) -> Result<&'a FactStatus, Str
         .ok_or_else(|| format!("the finding names no kernel fact {id}"))
 }
 
-/// What the findings' sources say of a change not in any release through 6.19: absent up
+/// What the findings' sources say of a change not in any release through 7.3: absent up
 /// to there, not known past it.
-pub fn absent_through_6_19(version: (u32, u32)) -> Presence {
-    if version <= (6, 19) {
+pub fn absent_through_7_3(version: (u32, u32)) -> Presence {
+    if version <= (7, 3) {
         Presence::No
     } else {
         Presence::Unknown

@@ -15,6 +15,7 @@ use crate::testing::{
 
 /// Missed `vfs_rmdir` returns, then unlinks on the same thread.
 pub const HEAL: VmCase = VmCase {
+    name: "heal::heal",
     heading: "missed returns: 5 of 10 vfs_rmdir returns skipped (test knob), unlinks on the same thread after each",
     on: On::Every,
     workload: r#"
@@ -38,10 +39,12 @@ done
             healed,
         );
     },
+    ..VmCase::BASE
 };
 
 /// Missed `vfs_rmdir` returns on threads that exit straight after.
 pub const HEAL_EXIT: VmCase = VmCase {
+    name: "heal::heal_exit",
     heading: "missed returns at a thread's exit: 10 rmdirs by a process each, 5 of their vfs_rmdir returns skipped (test knob)",
     on: On::Every,
     workload: r#"
@@ -62,10 +65,12 @@ done
             healed_at_exit,
         );
     },
+    ..VmCase::BASE
 };
 
 /// Missed `namespace_unlock` returns before the superblock's teardown in task work.
 pub const HEAL_TASK_WORK: VmCase = VmCase {
+    name: "heal::heal_task_work",
     heading: "missed returns before task work: 10 umounts of tmpfs, 5 namespace_unlock returns skipped (test knob), with and without the umount(2) probe",
     on: On::Every,
     workload: r"
@@ -107,6 +112,7 @@ done
             );
         }
     },
+    ..VmCase::BASE
 };
 
 /// Removals of the missed-returns case: as many directories as files, alternately.

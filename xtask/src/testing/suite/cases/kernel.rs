@@ -13,8 +13,10 @@ use crate::testing::{
 
 /// `uname -r` in the guest.
 pub const UNAME: VmCase = VmCase {
+    name: "kernel::uname",
     heading: "uname",
     on: On::Every,
+    arm64: On::Every,
     workload: r"
 uname -r > /tmp/uname
 emit uname /tmp/uname
@@ -27,6 +29,7 @@ emit uname /tmp/uname
             |r| check_uname(r, j.release()),
         );
     },
+    ..VmCase::BASE
 };
 
 /// The guest's `uname -r` is the booted kernel's release.
@@ -48,8 +51,10 @@ const ATTACHED: &str = "tmpfs_kprobe";
 
 /// `tracer probes` in the guest: what can attach on this kernel, and why not.
 pub const PROBES: VmCase = VmCase {
+    name: "kernel::probes",
     heading: "tracer probes: what can attach on this kernel",
     on: On::Every,
+    arm64: On::Every,
     workload: r#"
 tracer probes > /tmp/probes.txt 2>&1
 echo "exit $?" >> /tmp/probes.txt
@@ -65,6 +70,7 @@ emit probes.txt /tmp/probes.txt
             probes_agree,
         );
     },
+    ..VmCase::BASE
 };
 
 /// One function line of `tracer probes`.

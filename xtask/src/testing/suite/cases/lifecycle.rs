@@ -35,6 +35,7 @@ const REC_PAIRS: u64 = 100;
 /// The lifecycle cases, after the signal cases (`objects` and `leftovers` are the
 /// prelude's).
 pub const LIFECYCLE: VmCase = VmCase {
+    name: "lifecycle::lifecycle",
     heading: "serve's lifecycle (a taken port, SIGHUP, a dead loop) and capture's recording line",
     on: On::Every,
     workload: r#"
@@ -98,6 +99,7 @@ emit lc_rec.err /tmp/lc_rec.err
 [ -f /tmp/lc_rec.json ] && emit lc_rec.json /tmp/lc_rec.json
 "#,
     judge,
+    ..VmCase::BASE
 };
 
 /// The lifecycle verdicts.
@@ -173,10 +175,17 @@ fn taken(files: &Results<'_>, l: &BTreeMap<String, String>) -> Verdict {
         return Err(format!("took {took:.2} s, expected under 1 s: {err}"));
     }
     if lines.len() != 1 || !lines[0].contains("Address already in use") {
-        return Err(format!("{} lines, expected one naming the address in use: {err}", lines.len()));
+        return Err(format!(
+            "{} lines, expected one naming the address in use: {err}",
+            lines.len()
+        ));
     }
     nothing_attached(l)?;
-    Ok(format!("{took:.2} s, \"{}\", {} objects as before", lines[0], word(l, "after")))
+    Ok(format!(
+        "{took:.2} s, \"{}\", {} objects as before",
+        lines[0],
+        word(l, "after")
+    ))
 }
 
 fn hangup(files: &Results<'_>, l: &BTreeMap<String, String>) -> Verdict {
@@ -199,7 +208,9 @@ fn hangup(files: &Results<'_>, l: &BTreeMap<String, String>) -> Verdict {
     }
     nothing_attached(l)?;
     let said = err.lines().find(|s| s.contains("SIGHUP")).unwrap_or("");
-    Ok(format!("serving on after it (\"{said}\"), exit 0 on SIGTERM, nothing left"))
+    Ok(format!(
+        "serving on after it (\"{said}\"), exit 0 on SIGTERM, nothing left"
+    ))
 }
 
 /// One scrape of the panicking serve: (uptime, `tracer_source_up`, /-/ready's status).

@@ -4,14 +4,17 @@
 
 use tracer_core::snapshot::{AttachMethod, Probe};
 
-use crate::testing::{
-    harness::{CANNOT, Verdict},
-    prometheus::{Prometheus, p99_agrees, promtool_check},
-    suite::{
-        capture::{attached_with, load_capture},
-        case::{On, SINKS_KERNEL, VmCase},
-        results::{Results, capture_files},
-        views::{last_view, rmdirs_in, scraped},
+use crate::{
+    exposition,
+    testing::{
+        harness::{CANNOT, Verdict},
+        prometheus::{Prometheus, p99_agrees, promtool_check},
+        suite::{
+            capture::{attached_with, load_capture},
+            case::{Fixture, On, SINKS_KERNEL, VmCase},
+            results::{Results, capture_files},
+            views::{last_view, rmdirs_in},
+        },
     },
 };
 
@@ -20,6 +23,7 @@ pub const GUEST_SERVE_PORT: u16 = 29110;
 
 /// `top --frames` under kprobe and fentry, then `serve` scraped from the host.
 pub const LIVE: VmCase = VmCase {
+    name: "live::live",
     heading: "live views: tracer top --frames and tracer serve while workloads run in cgroups of their own",
     on: On::Only(&[SINKS_KERNEL]),
     workload: r#"
@@ -55,7 +59,8 @@ if net-up > /tmp/net.log 2>&1; then
     snr=/tmp/serve-names C6=$(hex f6f6f6f6)
     spod=kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod66666666_6666_4666_8666_666666666666.slice/cri-containerd-$C6.scope
     mkdir -p $snr /tmp/serve_pod
-    tracer serve --listen 0.0.0.0:29110 --interval 1s --names-root $snr > /tmp/serve.log 2>&1 &
+    # With the per-cgroup histograms: the host checks the workload cgroup's own p99.
+    tracer serve --listen 0.0.0.0:29110 --interval 1s --names-root $snr --cgroup-histograms > /tmp/serve.log 2>&1 &
     srv=$!
     i=0
     while [ $i -lt 1200 ] && ! wget -q -O /tmp/serve.first http://127.0.0.1:29110/metrics 2>/dev/null; do
@@ -150,6 +155,8 @@ fi
             |r| prometheus_p99(r, prometheus),
         );
     },
+    fixtures: &[Fixture::Ext2, Fixture::Prometheus],
+    ..VmCase::BASE
 };
 
 /// mkdir + rmdir pairs each workload makes in its cgroup (as the workload above runs them).
@@ -214,11 +221,10 @@ fn serve_counts(files: &Results<'_>) -> Verdict {
     let want = SERVE_RMDIRS_F;
     let mut seen = Vec::new();
     for probe in ["rmdir", "vfs_rmdir"] {
-        let probe_label = format!("probe=\"{probe}\"");
-        let n = scraped(
+        let n = exposition::sum(
             &text,
-            "tracer_latency_seconds_count",
-            &[&probe_label, "cgroup=\"/serve_wl\""],
+            "tracer_cgroup_calls_total",
+            &[("probe", probe), ("cgroup", "/serve_wl")],
         );
         if n != Some(want) {
             return Err(format!(
@@ -238,39 +244,38 @@ fn serve_names(files: &Results<'_>) -> Verdict {
         .map_err(|e| files.with_log("serve.log", e))?;
     let id = "f6f6f6f6".repeat(8);
     let cgroup = format!(
-        "cgroup=\"/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod66666666_6666_4666_8666_666666666666.slice/cri-containerd-{id}.scope\""
+        "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod66666666_6666_4666_8666_666666666666.slice/cri-containerd-{id}.scope"
     );
-    let rmdirs = scraped(
+    let rmdirs = exposition::sum(
         &text,
-        "tracer_latency_seconds_count",
-        &["probe=\"rmdir\"", &cgroup],
+        "tracer_cgroup_calls_total",
+        &[("probe", "rmdir"), ("cgroup", &cgroup)],
     );
     if rmdirs != Some(5.0) {
         return Err(format!("rmdir _count of {cgroup} = {rmdirs:?}, expected 5"));
     }
-    let container_id = format!("container_id=\"{id}\"");
     let labels = [
-        cgroup.as_str(),
-        "namespace=\"live\"",
-        "pod=\"api-0\"",
-        "container=\"api\"",
-        &container_id,
-        "runtime=\"containerd\"",
+        ("cgroup", cgroup.as_str()),
+        ("namespace", "live"),
+        ("pod", "api-0"),
+        ("container", "api"),
+        ("container_id", &id),
+        ("runtime", "containerd"),
     ];
-    let info: Vec<&str> = text
-        .lines()
-        .filter(|l| l.starts_with("tracer_cgroup_info{") && l.contains(&cgroup))
+    let info: Vec<exposition::Sample> = exposition::samples(&text)?
+        .into_iter()
+        .filter(|s| s.name == "tracer_cgroup_info" && s.label("cgroup") == Some(&cgroup))
         .collect();
     match info.as_slice() {
-        [line]
-            if scraped(line, "tracer_cgroup_info", &labels) == Some(1.0)
-                && line.matches('=').count() == labels.len() =>
+        [sample]
+            if sample.has(&labels)
+                && sample.labels.len() == labels.len()
+                && (sample.value - 1.0).abs() < f64::EPSILON =>
         {
-            Ok(format!("{line}; 5 rmdir"))
+            Ok(format!("{sample}; 5 rmdir"))
         }
         _ => Err(format!(
-            "expected one tracer_cgroup_info{{{}}} 1, got {info:?}",
-            labels.join(",")
+            "expected one tracer_cgroup_info{labels:?} 1, got {info:?}"
         )),
     }
 }
@@ -279,8 +284,7 @@ fn prometheus_count(prometheus: Option<&Prometheus>) -> Verdict {
     let p = prometheus.ok_or("no Prometheus was started")?;
     // The guest is gone: its last samples are stale now, so ask for the largest seen (over
     // the whole boot: the scale and hardening cases run for minutes after this one).
-    let expr =
-        "max_over_time(tracer_latency_seconds_count{probe=\"rmdir\",cgroup=\"/serve_wl\"}[2h])";
+    let expr = "max_over_time(tracer_cgroup_calls_total{probe=\"rmdir\",cgroup=\"/serve_wl\"}[2h])";
     let got = p.query(expr)?;
     match got.as_slice() {
         [(_, v)] if (*v - SERVE_RMDIRS_F).abs() < 0.5 => Ok(format!("{expr} = {v}")),
@@ -311,7 +315,7 @@ fn prometheus_p99(files: &Results<'_>, prometheus: Option<&Prometheus>) -> Verdi
         ));
     }
     let own = own.quantile_ns(0.99).ok_or("no p99 in the capture")?;
-    let expr = "histogram_quantile(0.99, max_over_time(tracer_latency_seconds_bucket{probe=\"rmdir\",cgroup=\"/serve_wl\"}[2h]))";
+    let expr = "histogram_quantile(0.99, max_over_time(tracer_cgroup_latency_seconds_bucket{probe=\"rmdir\",cgroup=\"/serve_wl\"}[2h]))";
     let prom = p
         .query(expr)?
         .first()

@@ -11,14 +11,16 @@ use crate::testing::{
     harness::{CANNOT, Verdict, ms},
     suite::{
         capture::attached,
-        case::{On, VmCase},
+        case::{Fixture, On, VmCase},
     },
 };
 
 /// Lookups blocked on the parent's lock while an rmdir prunes.
 pub const LOCK_WAITS: VmCase = VmCase {
+    name: "locks::lock_waits",
     heading: "inode-lock waits: 4 lookups block on the parent's lock while rmdir prunes",
     on: On::Every,
+    arm64: On::Every,
     workload: r#"
 # lockwait.sh DIR N: rmdir DIR/victim (full of negative dentries) from cgroup /lk_rm, and
 # once it holds DIR's lock, N lookups of new names in DIR from cgroup /lk_wait: each must
@@ -59,12 +61,16 @@ fi
             lock_waits,
         );
     },
+    fixtures: &[Fixture::Ext2],
+    ..VmCase::BASE
 };
 
 /// An rmdir pruning 200000 negative dentries while `ls` reads the parent.
 pub const NEGATIVE_DENTRIES: VmCase = VmCase {
+    name: "locks::negative_dentries",
     heading: "negative dentries (200000 failed lookups), then rmdir while ls reads the parent",
     on: On::Every,
+    arm64: On::Every,
     workload: r"
 if [ -d /mnt/ext2 ]; then
     mkdir -p /mnt/ext2/es
@@ -87,6 +93,8 @@ fi
             prune_finding,
         );
     },
+    fixtures: &[Fixture::Ext2],
+    ..VmCase::BASE
 };
 
 /// The one finding of the rmdir of 200000 negative dentries: pruning under the inode lock
@@ -119,7 +127,7 @@ pub fn prune_finding(s: &Snapshot, assessed: &Assessment, version: (u32, u32)) -
         ));
     }
     let fact = findings::fact(&f.kernel.facts, "rmdir_prune_after_unlock")?;
-    let want = findings::absent_through_6_19(version);
+    let want = findings::absent_through_7_3(version);
     if fact.present != want {
         return Err(format!(
             "on {}.{} the finding says the prune after unlock is {:?}, expected {want:?}",

@@ -8,6 +8,7 @@ pub mod cgroups;
 pub mod concurrency;
 pub mod counts;
 pub mod findings;
+pub mod guest;
 pub mod heal;
 pub mod kernel;
 pub mod lifecycle;
@@ -16,7 +17,9 @@ pub mod locks;
 pub mod model;
 pub mod names;
 pub mod nodes;
+pub mod ordinary;
 pub mod privilege;
+pub mod readme;
 pub mod scale;
 pub mod serve_churn;
 pub mod shrink;
@@ -37,6 +40,7 @@ pub const SUITE: Group = Group {
     cases: &[
         kernel::UNAME,
         kernel::PROBES,
+        guest::ROOT_ONLY,
         counts::RMDIR,
         counts::UNLINK,
         counts::TMPFS,
@@ -58,6 +62,8 @@ pub const SUITE: Group = Group {
         umount::UMOUNT300,
         locks::NEGATIVE_DENTRIES,
         findings::ORDINARY,
+        ordinary::AT_SCALE,
+        readme::CAPTURE,
         shrink::SHRINK_CHURN,
         shrink::MEMCG_SHRINK,
         bpftrace::BPFTRACE,

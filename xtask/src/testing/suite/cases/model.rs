@@ -1,27 +1,37 @@
 //! The model calibrated on one capture of a boot predicts another of a different size: the
-//! calls must agree exactly; the time ratio is reported.
+//! calls must agree exactly, the total time within 2x of the measured.
 
 use tracer_core::snapshot::{Probe, Snapshot};
 
 use crate::testing::{
     harness::{Verdict, ms},
     suite::{
-        case::{On, VmCase},
+        case::{Fixture, On, VmCase},
         results::Results,
     },
 };
 
-/// Captures of 50 and 150 umounts, and of rmdirs of 5000 and 20000 negative dentries.
+/// Captures of 100 and 300 umounts, and of rmdirs of 20000 and 80000 negative dentries. The
+/// umounts were 50 and 150, whose ratio read 2.06 once on a loaded host (0.57 to 1.50 else):
+/// twice the calls average more of the host's bursts into each total. The
+/// rmdirs are one call each, timed under TCG beside another VM: a prune of 5000 (a few ms)
+/// was once predicted at 0.47 of its 20000's time, where a host's scheduling of the vCPU
+/// weighs as much as the prune; at 20000 and 80000 the prunes are tens of ms.
 pub const CALIBRATION: VmCase = VmCase {
-    heading: "calibration captures (umount of 50 and 150 tmpfs; rmdir of 5000 and 20000 negatives)",
+    name: "model::calibration",
+    heading: "calibration captures (umount of 100 and 300 tmpfs; rmdir of 20000 and 80000 negatives)",
     on: On::Every,
     workload: r#"
-for n in 50 150; do
+# Unmeasured first: the first umounts after boot pay for cold caches (a 100 read 2.15x a
+# 300's time per call once on 7.3), which no per-call fit should take for the umount's cost.
+i=0; while [ $i -lt 100 ]; do mkdir -p /mnt/cw/$i && mount -t tmpfs none /mnt/cw/$i; i=$((i+1)); done
+i=0; while [ $i -lt 100 ]; do umount /mnt/cw/$i; i=$((i+1)); done
+for n in 100 300; do
     i=0; while [ $i -lt $n ]; do mkdir -p /mnt/c$n/$i && mount -t tmpfs none /mnt/c$n/$i; i=$((i+1)); done
     capture um$n "i=0; while [ \$i -lt $n ]; do umount /mnt/c$n/\$i || exit 1; i=\$((i+1)); done"
 done
 if [ -d /mnt/ext2 ]; then
-    for n in 5000 20000; do
+    for n in 20000 80000; do
         mkdir -p /mnt/ext2/n$n
         sh -c "i=0; while [ \$i -lt $n ]; do [ -e /mnt/ext2/n$n/x\$i ]; i=\$((i+1)); done"
         capture neg$n "rmdir /mnt/ext2/n$n"
@@ -31,16 +41,16 @@ fi
     judge: |j| {
         j.verdict(
             "auto",
-            "model calibrated on 50 umounts predicts 150 (time ratio reported)",
-            &["um50.json", "um150.json"],
+            "model calibrated on 100 umounts predicts 300: calls exact, time within 2x",
+            &["um100.json", "um300.json"],
             |r| {
                 predicts(
                     r,
-                    "um50",
-                    "um150",
+                    "um100",
+                    "um300",
                     "umount-storm",
                     "expedited",
-                    "mounts=150",
+                    "mounts=300",
                     Probe::SysUmount,
                     None,
                 )
@@ -48,29 +58,31 @@ fi
         );
         j.verdict(
             "auto",
-            "model calibrated on a 5000-negative rmdir predicts 20000 (time ratio reported)",
-            &["neg5000.json", "neg20000.json"],
+            "model calibrated on a 20000-negative rmdir predicts 80000: calls exact, time within 2x",
+            &["neg20000.json", "neg80000.json"],
             |r| {
                 predicts(
                     r,
-                    "neg5000",
                     "neg20000",
+                    "neg80000",
                     "negative-dentry-rmdir",
                     "prune-under-lock",
-                    "negatives=20000",
+                    "negatives=80000",
                     Probe::ShrinkDcacheParent,
                     Some(Probe::VfsRmdir),
                 )
             },
         );
     },
+    fixtures: &[Fixture::Ext2],
+    ..VmCase::BASE
 };
 
 /// Calibrate the model on capture `fit`, predict the workload of capture `check` (the
 /// scenario with `set`), and compare the calls and total time of `probe` (under `caller`,
-/// if given). The calls must agree exactly; the time ratio is reported, with whether it is
-/// within the 2x goal, not judged: under TCG on a shared host one grace period's length
-/// varies tenfold between runs, so a timing verdict would test the host's load.
+/// if given). The calls must agree exactly and the time within [`time_within_goal`]: both
+/// captures come from one boot, so the calibration has seen the host's load the check ran
+/// under (`cargo xtask bench model-fit` shows single boots' spread: docs/benchmarks.md).
 #[expect(
     clippy::too_many_arguments,
     reason = "one call per case reads best with every knob named"
@@ -116,28 +128,114 @@ pub fn predicts(
             calls(&measured)
         ));
     }
-    let (real, model) = (total(&measured), total(&predicted));
-    if real == 0 || model == 0 {
+    let seen = time_within_goal(probe, total(&predicted), total(&measured))?;
+    Ok(format!("{seen}, {} calls each", calls(&measured)))
+}
+
+/// The model's goal: a prediction within this factor of the measured time, either way.
+pub const GOAL: f64 = 2.0;
+
+/// Whether the `predicted` total time of `probe` is within [`GOAL`] of the `measured`, in
+/// ns: the figures and their ratio, or why not.
+///
+/// # Errors
+/// A ratio outside [1/GOAL, GOAL], or a total of 0 (nothing to compare).
+pub fn time_within_goal(probe: Probe, predicted: u64, measured: u64) -> Verdict {
+    if measured == 0 || predicted == 0 {
         return Err(format!(
-            "{}: measured {real} ns, predicted {model} ns",
+            "{}: measured {measured} ns, predicted {predicted} ns",
             probe.name()
         ));
     }
     #[expect(clippy::cast_precision_loss, reason = "a ratio")]
-    let ratio = model as f64 / real as f64;
-    let verdict = format!(
+    let ratio = predicted as f64 / measured as f64;
+    let seen = format!(
         "{}: predicted {:.1} ms, measured {:.1} ms, ratio {ratio:.2}",
         probe.name(),
-        ms(model),
-        ms(real)
+        ms(predicted),
+        ms(measured)
     );
-    let goal = if (0.5..=2.0).contains(&ratio) {
-        "within"
+    if (1.0 / GOAL..=GOAL).contains(&ratio) {
+        Ok(format!("{seen}, within {GOAL}x"))
     } else {
-        "outside"
-    };
-    Ok(format!(
-        "{verdict} ({goal} the 2x goal), {} calls each",
-        calls(&measured)
-    ))
+        Err(format!("{seen}, outside {GOAL}x"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_prediction_3x_off_either_way_fails_and_one_within_2x_passes() {
+        let measured = 300_000_000;
+        let over = time_within_goal(Probe::SysUmount, 3 * measured, measured).unwrap_err();
+        assert!(over.contains("ratio 3.00, outside 2x"), "{over}");
+        let under = time_within_goal(Probe::SysUmount, measured / 3, measured).unwrap_err();
+        assert!(under.contains("ratio 0.33"), "{under}");
+        let close = time_within_goal(Probe::SysUmount, measured * 3 / 2, measured).unwrap();
+        assert!(close.contains("ratio 1.50, within 2x"), "{close}");
+        assert!(time_within_goal(Probe::SysUmount, 2 * measured, measured).is_ok());
+        assert!(time_within_goal(Probe::SysUmount, measured, 0).is_err());
+    }
+
+    /// The case's whole judge, on capture files: the model's own run of 100 umounts to
+    /// calibrate on, and a run of 300 that took what the calibrated model predicts for it,
+    /// three times that, or a third of it.
+    #[test]
+    fn the_calibration_fails_a_measured_run_3x_off_its_prediction() {
+        use tracer_core::{capture_file, snapshot::SeriesKey};
+        let dir = std::env::temp_dir().join(format!("xtask-calibration-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let model = |mounts: &str, calibrate: Option<std::path::PathBuf>| {
+            let named =
+                tracer_model::Run::named("umount-storm", Some("expedited"), &[mounts, "cpus=2"]);
+            tracer_model::run(&tracer_model::Run {
+                seed: 1,
+                calibrate,
+                ..named.unwrap()
+            })
+            .unwrap()
+        };
+        let fit = dir.join("um100.json");
+        std::fs::write(&fit, capture_file::to_string(&model("mounts=100", None))).unwrap();
+        let predicted = model("mounts=300", Some(fit.clone()));
+        let calls = predicted.probe_total(Probe::SysUmount).count();
+        assert_eq!(calls, 300);
+        let mean = predicted.probe_total(Probe::SysUmount).sum_ns() / calls;
+        let judged = |each_ns: u64| {
+            let mut measured = Snapshot::new(predicted.meta.clone());
+            measured
+                .series_mut(SeriesKey::new(Probe::SysUmount, 1))
+                .record_n(each_ns, calls);
+            let check = dir.join("um300.json");
+            std::fs::write(&check, capture_file::to_string(&measured)).unwrap();
+            let files: crate::testing::suite::results::Files = [
+                ("um100.json".to_owned(), fit.clone()),
+                ("um300.json".to_owned(), check),
+            ]
+            .into_iter()
+            .collect();
+            predicts(
+                &Results::all(&files),
+                "um100",
+                "um300",
+                "umount-storm",
+                "expedited",
+                "mounts=300",
+                Probe::SysUmount,
+                None,
+            )
+        };
+        let right = judged(mean);
+        assert!(
+            right.as_ref().is_ok_and(|s| s.contains("within 2x")),
+            "{right:?}"
+        );
+        let slow = judged(3 * mean).unwrap_err();
+        assert!(slow.contains("outside 2x"), "{slow}");
+        let fast = judged(mean / 3).unwrap_err();
+        assert!(fast.contains("outside 2x"), "{fast}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -8,18 +8,22 @@ use tracer_core::{
     snapshot::{Probe, Snapshot},
 };
 
-use crate::testing::{
-    harness::Verdict,
-    suite::{
-        case::{On, SINKS_KERNEL, VmCase},
-        results::Results,
-        views::{first_word, labels_of, last_view, rmdirs_in, scraped},
+use crate::{
+    exposition,
+    testing::{
+        harness::Verdict,
+        suite::{
+            case::{On, SINKS_KERNEL, VmCase},
+            results::Results,
+            views::{first_word, last_view, rmdirs_in},
+        },
     },
 };
 
 /// The names case: a capture, its report, then `top --frames` and `serve` over the same
 /// workload again.
 pub const NAMES: VmCase = VmCase {
+    name: "names::names",
     heading: "names (cgroups laid out as each runtime lays them out, named after they are made)",
     on: On::Only(&[SINKS_KERNEL]),
     workload: r#"
@@ -115,6 +119,7 @@ rm -rf $nr /tmp/namesw
             names_serve,
         );
     },
+    ..VmCase::BASE
 };
 
 /// A cgroup of the names case, laid out as a runtime lays it out.
@@ -310,14 +315,14 @@ pub fn names_serve(files: &Results<'_>) -> Verdict {
 fn names_in_scrape(text: &str) -> Verdict {
     use tracer_core::cgroup_names::{CgroupNames, Runtime};
     let mut seen = Vec::new();
+    let samples = exposition::samples(text)?;
     for c in named_cgroups() {
-        let path = &c.path;
-        let cgroup = format!("cgroup=\"{path}\"");
+        let path = c.path.as_str();
         for probe in ["rmdir", "vfs_rmdir"] {
-            let n = scraped(
+            let n = exposition::sum(
                 text,
-                "tracer_latency_seconds_count",
-                &[&format!("probe=\"{probe}\""), &cgroup],
+                "tracer_cgroup_calls_total",
+                &[("probe", probe), ("cgroup", path)],
             );
             #[expect(clippy::cast_precision_loss, reason = "a count under 100")]
             let want = c.rmdirs as f64;
@@ -328,9 +333,9 @@ fn names_in_scrape(text: &str) -> Verdict {
                 ));
             }
         }
-        let info: Vec<&str> = text
-            .lines()
-            .filter(|l| l.starts_with("tracer_cgroup_info{") && l.contains(&cgroup))
+        let info: Vec<&exposition::Sample> = samples
+            .iter()
+            .filter(|s| s.name == "tracer_cgroup_info" && s.label("cgroup") == Some(path))
             .collect();
         let Some(want) = c.name else {
             if !info.is_empty() {
@@ -339,14 +344,14 @@ fn names_in_scrape(text: &str) -> Verdict {
             seen.push(format!("{path}: no info, {} rmdir", c.rmdirs));
             continue;
         };
-        let [line] = info.as_slice() else {
+        let [sample] = info.as_slice() else {
             return Err(format!(
                 "{path}: {} tracer_cgroup_info series, expected one: {info:?}",
                 info.len()
             ));
         };
-        let labels = labels_of(line).ok_or_else(|| format!("{path}: labels unreadable: {line}"))?;
-        let label = |k: &str| labels.get(k).map(|v| (*v).to_owned());
+        let labels = &sample.labels;
+        let label = |k: &str| sample.label(k).map(str::to_owned);
         let got = CgroupNames {
             namespace: label("namespace"),
             pod: label("pod"),
@@ -367,14 +372,14 @@ fn names_in_scrape(text: &str) -> Verdict {
             "unit",
         ];
         if got.label(path).as_deref() != Some(want)
-            || labels.get("container_id").copied() != of_path.container_id.as_deref()
-            || labels.get("runtime").copied() != of_path.runtime.map(Runtime::name)
-            || labels.get("unit").copied() != of_path.unit.as_deref()
-            || labels.keys().any(|k| !known.contains(k))
-            || line.rsplit_once(' ').map(|(_, v)| v) != Some("1")
+            || sample.label("container_id") != of_path.container_id.as_deref()
+            || sample.label("runtime") != of_path.runtime.map(Runtime::name)
+            || sample.label("unit") != of_path.unit.as_deref()
+            || labels.keys().any(|k| !known.contains(&k.as_str()))
+            || (sample.value - 1.0).abs() > f64::EPSILON
         {
             return Err(format!(
-                "{path}: expected {want} (container id {:?}, runtime {:?}, unit {:?}), got {line}",
+                "{path}: expected {want} (container id {:?}, runtime {:?}, unit {:?}), got {sample}",
                 of_path.container_id,
                 of_path.runtime.map(Runtime::name),
                 of_path.unit
@@ -400,13 +405,13 @@ mod tests {
             let (path, n) = (&c.path, c.rmdirs);
             writeln!(
                 text,
-                "tracer_latency_seconds_count{{probe=\"rmdir\",cgroup=\"{path}\"}} {n}"
+                "tracer_cgroup_calls_total{{probe=\"rmdir\",cgroup=\"{path}\"}} {n}"
             )
             .unwrap();
             let caller = "caller=\"rmdir\"";
             writeln!(
                 text,
-                "tracer_latency_seconds_count{{probe=\"vfs_rmdir\",{caller},cgroup=\"{path}\"}} {n}"
+                "tracer_cgroup_calls_total{{probe=\"vfs_rmdir\",{caller},cgroup=\"{path}\"}} {n}"
             )
             .unwrap();
             let Some(name) = c.name else { continue };

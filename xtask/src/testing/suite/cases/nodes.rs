@@ -15,7 +15,7 @@ use crate::{
         harness::Verdict,
         manifests::daemonset,
         suite::{
-            case::{Judge, On, VmCase},
+            case::{Fixture, Judge, On, VmCase},
             results::Results,
         },
     },
@@ -72,6 +72,7 @@ pub fn guest_files() -> anyhow::Result<Vec<(String, u32, Vec<u8>)>> {
 
 /// The node cases, on one kernel (Debian's 6.1, whose config has cgroup v1).
 pub const NODES: VmCase = VmCase {
+    name: "nodes::nodes",
     heading: "nodes as clusters run them (the DaemonSet's serve: perf_event_paranoid=3, kptr_restrict=1, hybrid and v1-only cgroups)",
     on: On::Only(&[(6, 1)]),
     workload: r#"
@@ -164,6 +165,8 @@ if [ -x /usr/bin/setpriv ]; then
 fi
 "#,
     judge,
+    fixtures: &[Fixture::ScaleLibrary],
+    ..VmCase::BASE
 };
 
 /// The node verdicts.
@@ -229,7 +232,11 @@ fn paranoid(log: &str) -> Verdict {
         "/etc/sysctl.d/",
         "init container",
     ];
-    let missing: Vec<&str> = wants.iter().filter(|w| !line.contains(**w)).copied().collect();
+    let missing: Vec<&str> = wants
+        .iter()
+        .filter(|w| !line.contains(**w))
+        .copied()
+        .collect();
     let times = line.matches("perf_event_paranoid is").count();
     if exit != Some("1") || !missing.is_empty() || times != 1 {
         return Err(format!(
@@ -245,7 +252,7 @@ fn rmdirs(metrics: &str, cgroup: &str) -> u64 {
     metrics
         .lines()
         .filter(|l| {
-            l.starts_with("tracer_latency_seconds_count{")
+            l.starts_with("tracer_cgroup_calls_total{")
                 && l.contains("probe=\"vfs_rmdir\"")
                 && l.contains(&want)
         })
@@ -309,7 +316,9 @@ fn kptr(r: &Results<'_>) -> Verdict {
         ));
     };
     if !hidden.contains("CAP_SYSLOG") {
-        return Err(format!("without CAP_SYSLOG the warning does not name it: {hidden}"));
+        return Err(format!(
+            "without CAP_SYSLOG the warning does not name it: {hidden}"
+        ));
     }
     Ok(format!(
         "{n} vfs_rmdir in /nd_kptr, peak RSS {peak} MiB (limit {} MiB), warnings {warnings:?}; without CAP_SYSLOG: {hidden}",
@@ -345,13 +354,15 @@ fn layout(r: &Results<'_>, tag: &str) -> Verdict {
     match counted {
         Some(counted) if w == "0" && ready == "200" && times == 1 => Ok(format!(
             "{counted}; said once: {}",
-            log.lines().find(|l| l.contains(said_once)).unwrap_or_default()
+            log.lines()
+                .find(|l| l.contains(said_once))
+                .unwrap_or_default()
         )),
         _ => Err(format!(
             "want workload 0, ready 200, the counts, `{said_once}` once (got {times}); mounts:\n{mounts}\nlog:\n{log}\nvfs_rmdir lines:\n{}",
             metrics
                 .lines()
-                .filter(|l| l.starts_with("tracer_latency_seconds_count{") && l.contains("vfs_rmdir"))
+                .filter(|l| l.starts_with("tracer_cgroup_calls_total{") && l.contains("vfs_rmdir"))
                 .collect::<Vec<_>>()
                 .join("\n")
         )),
@@ -382,7 +393,7 @@ mod tests {
 
     #[test]
     fn rmdirs_are_summed_over_callers_of_one_cgroup() {
-        let m = "tracer_latency_seconds_count{probe=\"vfs_rmdir\",caller=\"none\",cgroup=\"/a\"} 60\ntracer_latency_seconds_count{probe=\"vfs_rmdir\",caller=\"rmdir\",cgroup=\"/a\"} 40\ntracer_latency_seconds_count{probe=\"vfs_rmdir\",caller=\"none\",cgroup=\"/\"} 7\n";
+        let m = "tracer_cgroup_calls_total{probe=\"vfs_rmdir\",caller=\"none\",cgroup=\"/a\"} 60\ntracer_cgroup_calls_total{probe=\"vfs_rmdir\",caller=\"rmdir\",cgroup=\"/a\"} 40\ntracer_cgroup_calls_total{probe=\"vfs_rmdir\",caller=\"none\",cgroup=\"/\"} 7\n";
         assert_eq!(rmdirs(m, "/a"), 100);
         assert_eq!(rmdirs(m, "/"), 7);
     }

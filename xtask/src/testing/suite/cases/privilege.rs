@@ -24,7 +24,7 @@ use crate::{
 };
 
 /// Debian's bpftool (`cargo xtask setup` installs it), which lists the kernel's BPF objects.
-const BPFTOOL: &str = "/usr/sbin/bpftool";
+pub const BPFTOOL: &str = "/usr/sbin/bpftool";
 
 /// util-linux's setpriv: a user id and capability sets for one command.
 const SETPRIV: &str = "/usr/bin/setpriv";
@@ -86,6 +86,7 @@ const READS: [&str; 13] = [
 
 /// tracer as user 65534 with no capability, some, and the three it needs.
 pub const LEAST_PRIVILEGE: VmCase = VmCase {
+    name: "privilege::least_privilege",
     heading: "least privilege (user 65534 with only the capabilities named)",
     on: On::Every,
     workload: r#"
@@ -164,10 +165,12 @@ echo "seconds $(cut -d' ' -f1 /proc/uptime) $t0" > /tmp/lp.seconds
 emit lp.seconds /tmp/lp.seconds
 "#,
     judge,
+    ..VmCase::BASE
 };
 
 /// `serve` as `deploy/systemd/tracer.service` runs it.
 pub const DEPLOY: VmCase = VmCase {
+    name: "privilege::deploy",
     heading: "serve as deploy/systemd/tracer.service runs it",
     on: On::Every,
     workload: r#"
@@ -215,6 +218,7 @@ fi
             deploy_serve,
         );
     },
+    ..VmCase::BASE
 };
 
 /// The least-privilege cases' verdicts.
@@ -339,7 +343,7 @@ fn least_serve(files: &Results<'_>) -> Verdict {
     let n: f64 = metrics
         .lines()
         .filter(|l| {
-            l.starts_with("tracer_latency_seconds_count{")
+            l.starts_with("tracer_cgroup_calls_total{")
                 && l.contains("probe=\"rmdir\"")
                 && l.contains("cgroup=\"/lp/wl\"")
         })
@@ -389,7 +393,7 @@ fn deploy_serve(files: &Results<'_>) -> Verdict {
     let n: f64 = metrics
         .lines()
         .filter(|l| {
-            l.starts_with("tracer_latency_seconds_count{")
+            l.starts_with("tracer_cgroup_calls_total{")
                 && l.contains("probe=\"vfs_rmdir\"")
                 && l.contains("cgroup=\"/deploy/wl\"")
         })

@@ -3,17 +3,19 @@
 //! at the possible CPUs the VM was booted with, calls past the maps' capacity, and on 6.12
 //! 2,000 cgroups alive at once.
 
+use std::time::Duration;
+
 use crate::testing::suite::{
-    case::{On, VmCase},
+    case::{Fixture, On, VmCase},
     scale::{self, SUITE_CGROUPS},
 };
 
 /// The maps' memory under each tool, `HIST` shrunk under 50 cgroups, and 2,000 cgroups.
 pub const SCALE: VmCase = VmCase {
+    name: "scale::scale",
     heading: "scale: the maps' kernel memory at $(cat /sys/devices/system/cpu/possible) possible CPUs, calls past the maps' capacity, many cgroups",
     on: On::Every,
     workload: r"
-. /scale.sh
 for how in kprobe fentry; do
     scale_memory $how
     # HIST shrunk by the test knob: most calls find it full.
@@ -34,4 +36,7 @@ case $(uname -r) in
 esac
 ",
     judge: |j| scale::judge(j, SUITE_CGROUPS),
+    fixtures: &[Fixture::ScaleLibrary],
+    timeout: Duration::from_mins(20),
+    ..VmCase::BASE
 };

@@ -12,7 +12,7 @@ use crate::testing::{
     prometheus::{Prometheus, TimedSeries, counted, counter_faults},
     suite::{
         capture::parse_reference,
-        case::{On, VmCase},
+        case::{Fixture, On, VmCase},
         results::Results,
     },
 };
@@ -22,8 +22,10 @@ const READS: [&str; 5] = ["sch.start", "sch.ref", "sch.phases", "sch.log", "net.
 
 /// Phases of churn under `serve --max-cgroups 2 --hold 3s`.
 pub const SERVE_CHURN: VmCase = VmCase {
+    name: "serve_churn::serve_churn",
     heading: "serve under cgroup churn: --max-cgroups 2 --hold 3s --probes vfs_rmdir,rmdir, evictions, removals past the hold, a path made again",
     on: On::Only(&[(6, 12), (7, 3)]),
+    arm64: On::Only(&[(6, 12), (7, 3)]),
     workload: r#"
 # tracer serve under cgroup churn, scraped every second by the host's Prometheus (6.12
 # and 7.3: the newest kernels, default attach). Two slots and a hold of 3 s; each phase
@@ -77,6 +79,8 @@ else
 fi
 "#,
     judge,
+    fixtures: &[Fixture::Prometheus],
+    ..VmCase::BASE
 };
 
 /// One phase of the guest's churn section: its `vfs_rmdir` calls and the label set the
@@ -312,7 +316,7 @@ fn vfs_rmdir_by_label(
     run: &Run,
     prometheus: &Prometheus,
 ) -> Result<BTreeMap<String, (f64, BTreeSet<u64>)>, String> {
-    let selector = "tracer_latency_seconds_count{probe=\"vfs_rmdir\"}";
+    let selector = "tracer_cgroup_calls_total{probe=\"vfs_rmdir\"}";
     let series = run.samples(prometheus, selector)?;
     if series.is_empty() {
         return Err(format!("{selector}: no series over the run"));

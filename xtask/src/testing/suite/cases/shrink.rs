@@ -1,9 +1,10 @@
 //! Shrinker teardown beside shrinker-heavy work: tmpfs unmounted while `drop_caches` walks
 //! every superblock's shrinker, and while memcgs reclaim their own slab. Before 6.7 each
 //! teardown (`unregister_shrinker`) takes `shrinker_rwsem` for write, which both loads hold
-//! for read; from 6.7 it is `shrinker_free` and the lock is gone. The judge holds the counts
-//! the workload fixes, and the shrinker findings where the capture passes their gates, no
-//! finding where it does not, with the figures the gates read.
+//! for read; from 6.7 it is `shrinker_free`, and the lock became `shrinker_mutex`, which
+//! `shrinker_free` takes and neither load does. The judge holds the counts the workload
+//! fixes, and the shrinker findings where the capture passes their gates, no finding where
+//! it does not, with the figures the gates read.
 
 use std::time::Duration;
 
@@ -17,7 +18,7 @@ use crate::testing::{
     harness::{Verdict, ms},
     suite::{
         capture::{attached, teardown_probes},
-        case::{On, VmCase},
+        case::{Fixture, On, VmCase},
         results::Results,
     },
 };
@@ -31,6 +32,7 @@ const MEMCGS: usize = 50;
 
 /// 200 umounts while another task drops the slab caches in a loop.
 pub const SHRINK_CHURN: VmCase = VmCase {
+    name: "shrink::shrink_churn",
     heading: "shrinker churn: 200 tmpfs unmounted while drop_caches shrinks every superblock in a loop",
     on: On::Every,
     workload: r"
@@ -58,11 +60,14 @@ fi
             |s, assessed, version| teardown(s, assessed, version, CHURN_UMOUNTS),
         );
     },
+    fixtures: &[Fixture::Ext2],
+    ..VmCase::BASE
 };
 
 /// 20 umounts while 50 memcgs reclaim their slab past `memory.high`: the umounts alone are
 /// the command, started once every memcg reclaims.
 pub const MEMCG_SHRINK: VmCase = VmCase {
+    name: "shrink::memcg_shrink",
     heading: "memcg slab shrink: 20 tmpfs unmounted while 50 memcgs reclaim their negative dentries past memory.high",
     on: On::Every,
     workload: r#"
@@ -126,6 +131,9 @@ fi
             |s, assessed, version| teardown(s, assessed, version, MEMCG_UMOUNTS),
         );
     },
+    fixtures: &[Fixture::Ext2],
+    timeout: Duration::from_mins(10),
+    ..VmCase::BASE
 };
 
 /// Each memcg's `high` events (`memory.events`) before and after the umounts: every one
@@ -138,7 +146,9 @@ fn reclaimed(files: &Results<'_>) -> Verdict {
     for line in text.lines() {
         let words: Vec<&str> = line.split_whitespace().collect();
         let [name, b, a] = words[..] else {
-            return Err(format!("not a memcg's high counts before and after: {line:?}"));
+            return Err(format!(
+                "not a memcg's high counts before and after: {line:?}"
+            ));
         };
         let count = |w: &str| {
             w.parse::<u64>()
@@ -146,13 +156,18 @@ fn reclaimed(files: &Results<'_>) -> Verdict {
         };
         let (b, a) = (count(b)?, count(a)?);
         if b == 0 {
-            return Err(format!("{name} had not gone past its memory.high when the umounts started"));
+            return Err(format!(
+                "{name} had not gone past its memory.high when the umounts started"
+            ));
         }
         before.push(b);
         during += a.saturating_sub(b);
     }
     if before.len() != MEMCGS {
-        return Err(format!("{} memcgs reported, expected {MEMCGS}", before.len()));
+        return Err(format!(
+            "{} memcgs reported, expected {MEMCGS}",
+            before.len()
+        ));
     }
     if during == 0 {
         return Err("no memcg went past its memory.high during the umounts".into());
@@ -304,7 +319,10 @@ fn rwsem_gates(
         ));
     };
     if !past {
-        return Err(format!("{seen}: under the gates, yet a finding: {}", f.summary));
+        return Err(format!(
+            "{seen}: under the gates, yet a finding: {}",
+            f.summary
+        ));
     }
     rwsem_finding(f, share, umounts).map_err(|e| format!("{seen}; {e}"))?;
     Ok(format!(
@@ -377,4 +395,3 @@ fn secs(ns: u64) -> f64 {
 fn ms_text(ns: u64) -> String {
     format!("{:.0} ms", ms(ns))
 }
-

@@ -7,6 +7,8 @@
 //! objects as the first of its kind (the next run attaches normally), and a last capture
 //! must count exactly.
 
+use std::time::Duration;
+
 use std::collections::BTreeMap;
 
 use tracer_core::snapshot::{Probe, Snapshot};
@@ -36,8 +38,10 @@ const READS: [&str; 9] = [
 
 /// Each signal to each of the three commands, once attached.
 pub const SIGNALS: VmCase = VmCase {
+    name: "signals::signals",
     heading: "signals (INT, TERM, HUP, KILL) to capture, top --frames and serve",
     on: On::Every,
+    arm64: On::Only(&[(6, 12)]),
     workload: r#"
 base=$(objects)
 echo "stats_base=$(stats) base=$base kprobe_events=$(events $tracing/kprobe_events) uprobe_events=$(events $tracing/uprobe_events)" > /tmp/signals.base
@@ -94,6 +98,8 @@ emit signals_next.log /tmp/signals_next.log
 [ -f /tmp/signals_next.json ] && emit signals_next.json /tmp/signals_next.json
 "#,
     judge,
+    timeout: Duration::from_mins(10),
+    ..VmCase::BASE
 };
 
 /// The signal cases' verdicts: one per run the guest ended by a signal, and the run after

@@ -8,13 +8,14 @@ use crate::testing::{
     harness::{Verdict, ms},
     suite::{
         capture::{attached_with, capture_sanity, exact, kernel_skipped, load_capture_file},
-        case::{MODES, On, VmCase},
+        case::{Fixture, MODES, On, VmCase},
         results::{Results, capture_files},
     },
 };
 
 /// `--slow 5ms` over a slow rmdir, `--slow 1ns` over tight loops.
 pub const SLOW: VmCase = VmCase {
+    name: "slow::slow",
     heading: "slow calls: rmdir of 20000 negative dentries over --slow 5ms; 1 ns over a tight loop",
     on: On::Every,
     workload: r#"
@@ -68,6 +69,8 @@ rmdir /sys/fs/cgroup/busy 2>/dev/null
             );
         }
     },
+    fixtures: &[Fixture::Ext2],
+    ..VmCase::BASE
 };
 
 /// `tracer capture --slow 5ms -- rmdir DIR` where DIR holds 20000 negative dentries: the

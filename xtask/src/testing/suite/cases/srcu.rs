@@ -11,17 +11,17 @@ use crate::testing::{
     harness::{Verdict, ms},
     suite::{
         capture::{attached_with, kernel_skipped, load_capture, parse_bpftrace, parse_reference},
-        case::{MODES, On, VmCase},
+        case::{Fixture, MODES, On, VmCase},
         results::{Results, capture_files},
     },
 };
 
 /// Five inotify watches set up and removed.
 pub const SRCU: VmCase = VmCase {
+    name: "srcu::srcu",
     heading: "SRCU: removing inotify watches (fsnotify marks wait for SRCU when destroyed)",
     on: On::Every,
     workload: r#"
-mkdir -p /tmp/watched
 if [ -x /usr/bin/inotifywait ]; then
     reference srcu "$srcu_workload" synchronize_srcu fsnotify_mark_destroy_workfn fsnotify_connector_destroy_workfn
     for how in kprobe fentry; do
@@ -63,6 +63,8 @@ fi
             );
         }
     },
+    fixtures: &[Fixture::WatchedDir, Fixture::Ext2],
+    ..VmCase::BASE
 };
 
 /// Waits on other SRCU domains a run may also see: the kernel's own tracing and other

@@ -8,13 +8,14 @@ use crate::testing::{
     harness::Verdict,
     suite::{
         capture::{attached_with_all, exact, load_capture, own_cgroup},
-        case::{MODES, On, VmCase},
+        case::{Fixture, MODES, On, VmCase},
         results::{Results, capture_files},
     },
 };
 
 /// `RMDIR_LOCKS` of one entry under 20 mkdir + rmdir.
 pub const RMDIR_LOCKS: VmCase = VmCase {
+    name: "voice::rmdir_locks",
     heading: "the kernel programs' own voice: RMDIR_LOCKS of 1 entry, 20 mkdir + rmdir, --verbose",
     on: On::Every,
     workload: r"
@@ -33,10 +34,12 @@ unset TRACER_MAP_ENTRIES
             voice,
         );
     },
+    ..VmCase::BASE
 };
 
 /// `HIST` and `COUNTERS` of one entry under 20 unlinks on ext2, then 30 on tmpfs.
 pub const COUNTERS: VmCase = VmCase {
+    name: "voice::counters",
     heading: "the kernel programs' own voice: HIST and COUNTERS of 1 entry, 20 unlinks on ext2 then 30 on tmpfs, --verbose",
     on: On::Every,
     workload: r#"
@@ -65,6 +68,8 @@ done
             );
         }
     },
+    fixtures: &[Fixture::Ext2],
+    ..VmCase::BASE
 };
 
 /// Rmdirs in the `voice` workload: each one's victim lock finds the one slot of
