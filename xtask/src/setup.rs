@@ -90,11 +90,32 @@ pub struct Tools {
 pub fn setup() -> anyhow::Result<Tools> {
     let cache = util::cache_dir()?;
     fs::create_dir_all(&cache).with_context(|| format!("creating {}", cache.display()))?;
-    let mut apt = Apt::default();
     step("rust-src (nightly)", rust_src)?;
-    let bpf_linker_bin = step(&format!("bpf-linker {BPF_LINKER_VERSION}"), || {
-        bpf_linker(&cache)
-    })?;
+    // bpf-linker compiles (minutes of both cores on a new machine) while the rest, mostly
+    // downloads and package installs, goes on beside it.
+    std::thread::scope(|scope| {
+        let linker = scope.spawn(|| {
+            step(&format!("bpf-linker {BPF_LINKER_VERSION}"), || {
+                bpf_linker(&cache)
+            })
+        });
+        let rest = the_rest(&cache);
+        let bpf_linker_bin = linker.join().expect("the bpf-linker install panicked")?;
+        let (kubernetes_validate, kernels, debian_rootfs) = rest?;
+        Ok(Tools {
+            bpf_linker_bin,
+            kernels,
+            kubernetes_validate,
+            debian_rootfs,
+        })
+    })
+}
+
+/// Everything setup does but bpf-linker: QEMU, the packages, the kernels, the guests'
+/// programs, the Debian root file system; (kubernetes-validate, the kernels' folder, the
+/// root file system).
+fn the_rest(cache: &Path) -> anyhow::Result<(PathBuf, PathBuf, PathBuf)> {
+    let mut apt = Apt::default();
     for arch in ARCHES {
         let (_, package) = arch.qemu();
         step(&format!("{package} 10 (bookworm-backports)"), || {
@@ -108,7 +129,7 @@ pub fn setup() -> anyhow::Result<Tools> {
         &format!("aarch64 cross build {}", CROSS_PACKAGES.join(" ")),
         || cross_packages(&mut apt),
     )?;
-    let kubernetes_validate = kubernetes_validate_step(&cache)?;
+    let kubernetes_validate = kubernetes_validate_step(cache)?;
     let kernels = cache.join("kernels");
     let kernel_apt = KernelApt {
         dir: cache.join("apt"),
@@ -125,14 +146,9 @@ pub fn setup() -> anyhow::Result<Tools> {
         fetch_guest_programs(&kernel_apt, SERIES[1], Arch::Aarch64)
     })?;
     let debian_rootfs = step("Debian 12 root file system (mmdebstrap)", || {
-        debian_rootfs(&cache)
+        debian_rootfs(cache)
     })?;
-    Ok(Tools {
-        bpf_linker_bin,
-        kernels,
-        kubernetes_validate,
-        debian_rootfs,
-    })
+    Ok((kubernetes_validate, kernels, debian_rootfs))
 }
 
 /// The packages of the release cases' Debian system besides `minbase`: systemd as init, curl
@@ -319,6 +335,9 @@ fn bpf_linker(cache: &Path) -> anyhow::Result<(PathBuf, String)> {
     run(util::cargo()
         .args([
             "install",
+            // Its compile's lines would interleave with the package installs beside it;
+            // an error still prints.
+            "--quiet",
             "bpf-linker",
             "--version",
             &format!("={BPF_LINKER_VERSION}"),
