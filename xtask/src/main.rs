@@ -43,8 +43,10 @@ enum Cmd {
         #[arg(long, value_enum, default_value_t)]
         arch: arch::Arch,
     },
-    /// The release in target/dist: the Debian package, the OCI image archive, the tarball
-    /// and SHA256SUMS, byte for byte the same for one commit.
+    /// The release in target/dist, for amd64 and arm64: a Debian package and a tarball of
+    /// each, one OCI image archive whose index holds both images, and SHA256SUMS, byte for
+    /// byte the same for one commit. Builds both tracers (arm64's on the nightly toolchain:
+    /// minutes the first time).
     Dist,
     /// Boot a kernel under QEMU with tracer in its initramfs and run a command there.
     ///
@@ -226,10 +228,13 @@ fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
         }
         Cmd::Dist => {
             let tools = setup::setup()?;
-            print!(
-                "{}",
-                dist::describe(&dist::make(&tracer_build::build(&tools)?)?)?
-            );
+            let mut tracers = Vec::new();
+            for a in arch::ARCHES {
+                println!("dist: building the {} tracer", a.debian());
+                tracers.push((a, tracer_build::build_for(&tools, a)?));
+            }
+            let bins: Vec<_> = tracers.iter().map(|(a, p)| (*a, p.as_path())).collect();
+            print!("{}", dist::describe(&dist::make(&bins)?)?);
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Vm {
@@ -280,9 +285,8 @@ fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
         }
         Cmd::ReleaseCheck { qemu } => {
             let tools = setup::setup()?;
-            let tracer = tracer_build::build(&tools)?;
             let mut tally = testing::harness::Tally::default();
-            testing::release::check(&tools, &tracer, &qemu, &mut tally)?;
+            testing::release::check(&tools, &qemu, &mut tally)?;
             Ok(exit_code(&tally))
         }
         Cmd::HardenVm { kernel, qemu } => {
@@ -463,32 +467,51 @@ fn test(
         // The arm64 tracer builds beside the host's phases, from their start: in a target
         // directory of its own with the nightly (no lock shared with the amd64 builds), on
         // the cores the host cases leave idle while they wait on scrapes and terminals.
+        // In `whole` runs it is then built a second time from nothing, for the release's
+        // second dist (byte for byte the first).
         let arm64 = arm64.then(|| {
             scope.spawn(|| {
                 let start = std::time::Instant::now();
-                (tracer_for(&tools, arch::Arch::Aarch64), start.elapsed())
+                let built = tracer_for(&tools, arch::Arch::Aarch64);
+                let took = start.elapsed();
+                let again_start = std::time::Instant::now();
+                let again = match (&built, whole) {
+                    (Ok(bin), true) => Some(testing::release::build_again(
+                        &tools,
+                        arch::Arch::Aarch64,
+                        bin,
+                    )),
+                    _ => None,
+                };
+                (built, took, again.map(|a| (a, again_start.elapsed())))
             })
         });
         let host = x86
-            .then(|| {
-                host_side(
-                    &tools,
-                    (whole, skip_unit),
-                    (&lanes, selection),
-                    &mut phases,
-                    &mut tally,
-                )
-            })
+            .then(|| host_side(&tools, (whole, skip_unit), &mut phases, &mut tally))
             .transpose();
+        let mut arm64_again = None;
         let tracer_arm64 = arm64.map(|h| {
-            let (built, took) = h.join().expect("the arm64 build panicked");
+            let (built, took, again) = h.join().expect("the arm64 build panicked");
             phases.beside("build (arm64)", took);
+            if let Some((again, took)) = again {
+                phases.beside("second build (arm64)", took);
+                arm64_again = Some(again);
+            }
             arm64_recorded(built, took, whole, &mut tally)
         });
-        let (Ok(host), Ok(tracer_arm64)) = (host, tracer_arm64.transpose()) else {
+        let (Ok(mut host), Ok(tracer_arm64)) = (host, tracer_arm64.transpose()) else {
             tally.finish();
             return Ok(ExitCode::FAILURE);
         };
+        if let Some(host) = host.as_mut().filter(|_| whole) {
+            host.made = release_side(&tools, &host.tracer, arm64_again, &mut phases, &mut tally);
+        }
+        // After the release: its second dist cleans the tracer crate's artifacts (the test
+        // binary among them) to build it again.
+        if let Some(host) = host.as_mut() {
+            let amd64 = amd64_series(&lanes);
+            host.guest_tests = guest_tests(selection, &amd64, &tools, &mut phases, &mut tally);
+        }
         let vms = Vms {
             tracer: host.as_ref().map(|h| h.tracer.as_path()),
             tracer_arm64: tracer_arm64.as_deref(),
@@ -534,16 +557,13 @@ struct Host {
     made: Option<dist::Artifacts>,
 }
 
-/// The lint, the unit tests (`whole` runs, unless `skip_unit`), amd64's tracer, the
-/// root-only test binaries where a lane runs them, and (`whole` runs) the release and the
-/// host cases, each a phase; Err when the tracer did not build (said in `tally`).
+/// The lint, the unit tests (`whole` runs, unless `skip_unit`), amd64's tracer and
+/// (`whole` runs) the host cases, each a phase; Err when the tracer did not build (said in
+/// `tally`). The release and the root-only test binaries come after, once arm64's tracer
+/// is built too.
 fn host_side(
     tools: &setup::Tools,
     (whole, skip_unit): (bool, bool),
-    (lanes, selection): (
-        &[(arch::Arch, kernel::Series)],
-        &testing::suite::select::Selection,
-    ),
     phases: &mut Phases,
     tally: &mut testing::harness::Tally,
 ) -> Result<Host, ()> {
@@ -559,22 +579,62 @@ fn host_side(
         tally.record("host", "unit tests (cargo test --workspace)", &verdict);
     }
     let tracer = build_recorded(tools, arch::Arch::X86_64, phases, tally).map_err(|_| ())?;
-    let amd64: Vec<kernel::Series> = lanes
+    if whole {
+        host_phases(tools, &tracer, phases, tally);
+    }
+    Ok(Host {
+        tracer,
+        guest_tests: Vec::new(),
+        made: None,
+    })
+}
+
+/// The amd64 kernels of `lanes`.
+fn amd64_series(lanes: &[(arch::Arch, kernel::Series)]) -> Vec<kernel::Series> {
+    lanes
         .iter()
         .filter(|(a, _)| *a == arch::Arch::X86_64)
         .map(|(_, s)| *s)
-        .collect();
-    let made = whole
-        .then(|| host_phases(tools, &tracer, phases, tally))
-        .flatten();
-    // After the host phases: the release's second dist cleans the tracer crate's artifacts
-    // (its test binary among them) to build it again.
-    let guest_tests = guest_tests(selection, &amd64, tools, phases, tally);
-    Ok(Host {
-        tracer,
-        guest_tests,
-        made,
-    })
+        .collect()
+}
+
+/// The release of both architectures (arm64's when it built: `arm64_again` holds its first
+/// build, kept, and its second), made and checked on this host, each a phase; the release,
+/// when made. amd64's tracer is rebuilt here for the second dist.
+fn release_side(
+    tools: &setup::Tools,
+    tracer: &std::path::Path,
+    arm64_again: Option<anyhow::Result<(PathBuf, PathBuf)>>,
+    phases: &mut Phases,
+    tally: &mut testing::harness::Tally,
+) -> Option<dist::Artifacts> {
+    let arm64 = match arm64_again {
+        Some(Ok(pair)) => Some(pair),
+        Some(Err(e)) => {
+            tally.record(
+                "release",
+                "the arm64 tracer builds again from nothing (for the second dist)",
+                &Err(format!("{e:#}")),
+            );
+            None
+        }
+        None => None,
+    };
+    let mut first = vec![(arch::Arch::X86_64, tracer.to_path_buf())];
+    first.extend(arm64.iter().map(|(f, _)| (arch::Arch::Aarch64, f.clone())));
+    let made = phases.time("dist", || testing::release::make_recorded(&first, tally))?;
+    phases.time("release cases", || {
+        let redo = || {
+            let mut again = vec![(
+                arch::Arch::X86_64,
+                testing::release::rebuild(tools, arch::Arch::X86_64)?,
+            )];
+            again.extend(arm64.iter().map(|(_, s)| (arch::Arch::Aarch64, s.clone())));
+            testing::release::remake(&again)
+        };
+        testing::release::host_cases(&made, redo, tally);
+    });
+    Some(made)
 }
 
 /// The arm64 tracer's build recorded, and in `whole` runs its host checks (the ELF header,
@@ -737,15 +797,13 @@ fn build_recorded(
     built
 }
 
-/// The release (made, and checked on this host here; on Debian 12 in a VM lane after) and
-/// the host cases, each a phase; the release, when made.
+/// The host cases, a phase.
 fn host_phases(
     tools: &setup::Tools,
     tracer: &std::path::Path,
     phases: &mut Phases,
     tally: &mut testing::harness::Tally,
-) -> Option<dist::Artifacts> {
-    let made = phases.time("dist", || testing::release::make_recorded(tracer, tally));
+) {
     phases.time("host cases", || {
         testing::host::host_case(tracer, tally);
         testing::host::host_fault_cases(tracer, tally);
@@ -754,11 +812,7 @@ fn host_phases(
         testing::host_harden::host_cases(tracer, tally);
         testing::host_top::top_cases(tracer, tally);
         testing::deploy::cases(&tools.kubernetes_validate, tally);
-        if let Some(made) = &made {
-            testing::release::host_cases(made, || dist::remake(tools), tally);
-        }
     });
-    made
 }
 
 /// The VM cases' workloads and judges checked against each other, before anything is set

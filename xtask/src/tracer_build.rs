@@ -93,7 +93,7 @@ pub fn build_for(tools: &Tools, arch: Arch) -> anyhow::Result<PathBuf> {
 /// nightly, std built from source) in its `arm64` folder, which shares no artifact with
 /// amd64's and no lock, so the two build at once (the suite builds arm64's beside its host
 /// phases).
-fn target_dir_for(arch: Arch) -> PathBuf {
+pub(crate) fn target_dir_for(arch: Arch) -> PathBuf {
     match arch {
         Arch::X86_64 => util::target_dir(),
         Arch::Aarch64 => util::target_dir().join("arm64"),

@@ -15,13 +15,19 @@ use super::{
     archive,
     release::{self, Contents, Release, SOURCE_URL},
 };
-use crate::util;
+use crate::{arch::Arch, util};
 
 /// Who the package names as its maintainer.
 const MAINTAINER: &str = "tracer developers <tracer@tracer-rs.invalid>";
 
-/// Build the package into `out`, staging under `stage`.
-pub fn build(c: &Contents, release: &Release, stage: &Path, out: &Path) -> anyhow::Result<()> {
+/// Build `arch`'s package into `out`, staging under `stage`.
+pub fn build(
+    c: &Contents,
+    arch: Arch,
+    release: &Release,
+    stage: &Path,
+    out: &Path,
+) -> anyhow::Result<()> {
     let deploy = util::workspace_root().join("deploy");
     let read = |p: &Path| fs::read(p).with_context(|| format!("reading {}", p.display()));
     let files = files(c, release)?;
@@ -51,6 +57,7 @@ pub fn build(c: &Contents, release: &Release, stage: &Path, out: &Path) -> anyho
     fs::set_permissions(&control_dir, fs::Permissions::from_mode(0o755))?;
     let control = String::from_utf8(read(&deploy.join("deb/control"))?)?
         .replace("@VERSION@", &release.version)
+        .replace("@ARCH@", arch.debian())
         .replace("@MAINTAINER@", MAINTAINER)
         .replace("@INSTALLED_SIZE@", &installed_kib.to_string());
     for (name, mode, data) in [
@@ -147,8 +154,9 @@ fn changelog(release: &Release) -> String {
 }
 
 /// `deploy/deb/copyright` with the version, the revision and the crates linked into the
-/// binary (`cargo tree` of the package `tracer`, normal dependencies, this target) filled in.
-pub fn copyright(release: &Release) -> anyhow::Result<String> {
+/// binary (`cargo tree` of the package `tracer`, normal dependencies, `arch`'s target) filled
+/// in.
+pub fn copyright(arch: Arch, release: &Release) -> anyhow::Result<String> {
     let root = util::workspace_root();
     let template = fs::read_to_string(root.join("deploy/deb/copyright"))
         .context("reading deploy/deb/copyright")?;
@@ -161,7 +169,7 @@ pub fn copyright(release: &Release) -> anyhow::Result<String> {
                 "-e",
                 "normal,no-proc-macro",
                 "--target",
-                "x86_64-unknown-linux-gnu",
+                arch.target(),
                 "-p",
                 "tracer",
                 "--prefix",

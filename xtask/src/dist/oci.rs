@@ -1,8 +1,9 @@
-//! The OCI image archive, written here rather than by a container engine: one layer (the
-//! static binary, its copyright and the licenses), a config whose entrypoint is
-//! `tracer serve` with the standard `org.opencontainers.image.*` labels, a manifest, an
-//! index naming the tag, all in an OCI image layout archived as a tar
-//! (`skopeo copy oci-archive:FILE docker://IMAGE:TAG` pushes it).
+//! The OCI image archive, written here rather than by a container engine: for each
+//! architecture one layer (the static binary, its copyright and the licenses), a config
+//! whose entrypoint is `tracer serve` with the standard `org.opencontainers.image.*` labels
+//! and a manifest with its platform; an image index of those manifests, named by the tag;
+//! all in an OCI image layout archived as a tar
+//! (`skopeo copy --all oci-archive:FILE docker://IMAGE:TAG` pushes both architectures).
 //!
 //! The JSON is `serde_json`'s, keys in a fixed order, and the layer and archive are
 //! [`archive`]'s: the same content gives the same digests.
@@ -11,7 +12,7 @@ use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 
 use super::{
-    archive,
+    Arch, archive,
     release::{Contents, IMAGE, Release, SOURCE_URL, hex},
 };
 
@@ -49,8 +50,14 @@ fn descriptor(media_type: &str, blob: &[u8]) -> Value {
     })
 }
 
-/// The image archive's bytes.
-pub fn archive(c: &Contents, release: &Release) -> anyhow::Result<Vec<u8>> {
+/// One architecture's image: its layer, config and manifest blobs, and the manifest's
+/// descriptor in the index, with its platform.
+fn image(
+    arch: Arch,
+    c: &Contents,
+    release: &Release,
+    blobs: &mut Vec<Vec<u8>>,
+) -> anyhow::Result<Value> {
     let mut layer = archive::Tree::default();
     layer.file("usr/bin/tracer", 0o755, c.tracer.clone());
     layer.file("usr/share/doc/tracer/copyright", 0o644, c.copyright.clone());
@@ -66,7 +73,7 @@ pub fn archive(c: &Contents, release: &Release) -> anyhow::Result<Vec<u8>> {
     let created = release.rfc3339();
     let config = serde_json::to_vec(&json!({
         "created": created,
-        "architecture": "amd64",
+        "architecture": arch.debian(),
         "os": "linux",
         "config": {
             "Entrypoint": ENTRYPOINT,
@@ -88,18 +95,40 @@ pub fn archive(c: &Contents, release: &Release) -> anyhow::Result<Vec<u8>> {
         "annotations": labels(release),
     }))?;
     let mut manifest_desc = descriptor(MANIFEST, &manifest);
-    manifest_desc["annotations"] = json!({
+    manifest_desc["platform"] = json!({ "architecture": arch.debian(), "os": "linux" });
+    blobs.extend([layer_gz, config, manifest]);
+    Ok(manifest_desc)
+}
+
+/// The image archive's bytes: an OCI layout whose `index.json` names, by the tag, one image
+/// index with an image per architecture of `images` (what `docker buildx` and
+/// `podman manifest` push as a multi-architecture image; `skopeo copy --all` keeps it whole,
+/// a plain `skopeo copy` takes this host's platform).
+pub fn archive(images: &[(Arch, Contents)], release: &Release) -> anyhow::Result<Vec<u8>> {
+    let mut blobs = Vec::new();
+    let manifests = images
+        .iter()
+        .map(|(arch, c)| image(*arch, c, release, &mut blobs))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let image_index = serde_json::to_vec(&json!({
+        "schemaVersion": 2,
+        "mediaType": INDEX,
+        "manifests": manifests,
+        "annotations": labels(release),
+    }))?;
+    let mut index_desc = descriptor(INDEX, &image_index);
+    index_desc["annotations"] = json!({
         "org.opencontainers.image.ref.name": release.version,
         "io.containerd.image.name": format!("{IMAGE}:{}", release.version),
     });
-    manifest_desc["platform"] = json!({ "architecture": "amd64", "os": "linux" });
+    blobs.push(image_index);
     let index = serde_json::to_vec(&json!({
         "schemaVersion": 2,
         "mediaType": INDEX,
-        "manifests": [manifest_desc],
+        "manifests": [index_desc],
     }))?;
     let mut out = archive::Tree::default();
-    for blob in [layer_gz, config, manifest] {
+    for blob in blobs {
         let name = format!("blobs/sha256/{}", hex(&Sha256::digest(&blob)));
         out.file(&name, 0o644, blob);
     }
@@ -110,4 +139,93 @@ pub fn archive(c: &Contents, release: &Release) -> anyhow::Result<Vec<u8>> {
         br#"{"imageLayoutVersion":"1.0.0"}"#.to_vec(),
     );
     out.tar(release.epoch)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::{collections::BTreeMap, io::Read as _};
+
+    use super::*;
+
+    fn contents(binary: &[u8]) -> Contents {
+        Contents {
+            tracer: binary.to_vec(),
+            man: Vec::new(),
+            completions: Vec::new(),
+            copyright: b"copyright".to_vec(),
+            licenses: vec![("MIT".into(), b"mit".to_vec())],
+        }
+    }
+
+    fn release() -> Release {
+        Release {
+            version: "0.1.0".into(),
+            revision: "0123".into(),
+            epoch: 1_796_409_195,
+        }
+    }
+
+    /// The archive's members by path.
+    fn members(tar: &[u8]) -> BTreeMap<String, Vec<u8>> {
+        let mut out = BTreeMap::new();
+        let mut archive = tar::Archive::new(tar);
+        for entry in archive.entries().expect("a tar") {
+            let mut entry = entry.expect("a member");
+            let path = entry.path().expect("a path").display().to_string();
+            let mut data = Vec::new();
+            entry.read_to_end(&mut data).expect("its data");
+            out.insert(path, data);
+        }
+        out
+    }
+
+    fn blob<'a>(files: &'a BTreeMap<String, Vec<u8>>, desc: &Value) -> &'a [u8] {
+        let digest = desc["digest"].as_str().expect("a digest");
+        let name = format!("blobs/sha256/{}", digest.trim_start_matches("sha256:"));
+        let data = files.get(&name).unwrap_or_else(|| panic!("no blob {name}"));
+        assert_eq!(desc["size"], data.len(), "{name}'s size");
+        assert_eq!(digest, format!("sha256:{}", hex(&Sha256::digest(data))));
+        data
+    }
+
+    #[test]
+    fn one_tag_names_an_index_of_an_image_per_architecture_each_with_its_own_binary() {
+        let images = [
+            (Arch::X86_64, contents(b"amd64 binary")),
+            (Arch::Aarch64, contents(b"arm64 binary")),
+        ];
+        let tar = archive(&images, &release()).expect("the archive");
+        let files = members(&tar);
+        let layout: Value = serde_json::from_slice(&files["index.json"]).unwrap();
+        let tagged = layout["manifests"].as_array().unwrap();
+        assert_eq!(tagged.len(), 1, "one tag: {layout}");
+        assert_eq!(tagged[0]["mediaType"], INDEX);
+        assert_eq!(
+            tagged[0]["annotations"]["org.opencontainers.image.ref.name"],
+            "0.1.0"
+        );
+        let index: Value = serde_json::from_slice(blob(&files, &tagged[0])).unwrap();
+        let manifests = index["manifests"].as_array().unwrap();
+        let platforms: Vec<&str> = manifests
+            .iter()
+            .map(|m| m["platform"]["architecture"].as_str().unwrap())
+            .collect();
+        assert_eq!(platforms, ["amd64", "arm64"]);
+        for (desc, (arch, c)) in manifests.iter().zip(&images) {
+            assert_eq!(desc["platform"]["os"], "linux");
+            let manifest: Value = serde_json::from_slice(blob(&files, desc)).unwrap();
+            let config: Value =
+                serde_json::from_slice(blob(&files, &manifest["config"])).unwrap();
+            assert_eq!(config["architecture"], arch.debian());
+            assert_eq!(config["config"]["Entrypoint"], json!(ENTRYPOINT));
+            let mut layer = Vec::new();
+            flate2::read::GzDecoder::new(blob(&files, &manifest["layers"][0]))
+                .read_to_end(&mut layer)
+                .unwrap();
+            let in_layer = members(&layer);
+            assert_eq!(in_layer["usr/bin/tracer"], c.tracer, "{}", arch.name());
+        }
+        // The same content gives the same bytes.
+        assert_eq!(tar, archive(&images, &release()).unwrap());
+    }
 }

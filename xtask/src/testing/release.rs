@@ -26,11 +26,12 @@ use super::{
     manifests::{DaemonSet, daemonset},
 };
 use crate::{
+    arch::{ARCHES, Arch},
     dist::{self, Artifacts},
     exposition::{Sample, samples},
     initramfs,
     kernel::Kernel,
-    util, vm,
+    tracer_build, util, vm,
 };
 
 const SCOPE: &str = "release";
@@ -65,25 +66,31 @@ const POD: [(&str, &str); 3] = [
     ("container", "cart"),
 ];
 
-/// The host cases; `dist` reruns the release into `made` for the reproducibility case.
+/// The host cases; `redo` makes the release again (its binaries rebuilt) for the
+/// reproducibility case.
 pub(crate) fn host_cases(
     made: &Artifacts,
     redo: impl FnOnce() -> anyhow::Result<Artifacts>,
     tally: &mut Tally,
 ) {
+    for (arch, deb) in &made.debs {
+        tally.record(
+            SCOPE,
+            &format!(
+                "lintian on the {} .deb: no error, every warning explained in docs/deploy.md",
+                arch.debian()
+            ),
+            &timed(|| lintian(deb, *arch)),
+        );
+    }
     tally.record(
         SCOPE,
-        "lintian on the .deb: no error, every warning explained in docs/deploy.md",
-        &timed(|| lintian(&made.deb)),
+        "skopeo inspect oci-archive: an index of one image per architecture made, each with its platform, the org.opencontainers.image.* labels of this build and entrypoint `tracer serve`; the DaemonSet's image its tag",
+        &timed(|| inspect(made)),
     );
     tally.record(
         SCOPE,
-        "skopeo inspect oci-archive: the org.opencontainers.image.* labels of this build, entrypoint `tracer serve`, the DaemonSet's image its tag",
-        &timed(|| inspect(&made.image, &made.release)),
-    );
-    tally.record(
-        SCOPE,
-        "a second dist, the tracer crate rebuilt: the same SHA256SUMS",
+        "a second dist, the tracer crate rebuilt for each architecture: the same SHA256SUMS",
         &timed(|| reproducible(made, redo)),
     );
 }
@@ -96,7 +103,15 @@ fn timed(case: impl FnOnce() -> Verdict) -> Verdict {
     verdict.map(|seen| format!("{seen} ({took:.0} s)"))
 }
 
-fn lintian(deb: &Path) -> Verdict {
+fn lintian(deb: &Path, arch: Arch) -> Verdict {
+    let architecture = dpkg_field(deb, "Architecture")?;
+    if architecture != arch.debian() {
+        return Err(format!(
+            "{} says Architecture: {architecture}, not {}",
+            deb.display(),
+            arch.debian()
+        ));
+    }
     let out = Command::new("lintian")
         .arg("--pedantic")
         .arg(deb)
@@ -129,14 +144,37 @@ fn lintian(deb: &Path) -> Verdict {
     }
     let seen: Vec<String> = tags.iter().map(|(k, t)| format!("{k}: {t}")).collect();
     Ok(if seen.is_empty() {
-        "no tag at all".into()
+        format!("Architecture: {architecture}; no tag at all")
     } else {
-        format!("no error; {}", seen.join(", "))
+        format!(
+            "Architecture: {architecture}; no error; {}",
+            seen.join(", ")
+        )
     })
 }
 
-fn skopeo(args: &[&str], archive: &Path) -> Result<serde_json::Value, String> {
-    let out = Command::new("skopeo")
+/// A field of the package's control file, as `dpkg-deb --field` reads it.
+fn dpkg_field(deb: &Path, field: &str) -> Result<String, String> {
+    let out = Command::new("dpkg-deb")
+        .arg("--field")
+        .arg(deb)
+        .arg(field)
+        .output()
+        .map_err(|e| format!("dpkg-deb: {e}"))?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+/// `skopeo [--override-arch ARCH] ARGS oci-archive:ARCHIVE`'s JSON: of `arch`'s image of the
+/// index, or of the index itself (`--raw`, no `arch`).
+fn skopeo(arch: Option<Arch>, args: &[&str], archive: &Path) -> Result<serde_json::Value, String> {
+    let mut skopeo = Command::new("skopeo");
+    if let Some(arch) = arch {
+        skopeo.args(["--override-arch", arch.debian()]);
+    }
+    let out = skopeo
         .args(args)
         .arg(format!("oci-archive:{}", archive.display()))
         .output()
@@ -147,9 +185,46 @@ fn skopeo(args: &[&str], archive: &Path) -> Result<serde_json::Value, String> {
     serde_json::from_slice(&out.stdout).map_err(|e| format!("skopeo's JSON: {e}"))
 }
 
-fn inspect(image: &Path, release: &dist::Release) -> Verdict {
-    let info = skopeo(&["inspect"], image)?;
-    let config = skopeo(&["inspect", "--config"], image)?;
+fn inspect(made: &Artifacts) -> Verdict {
+    let index = skopeo(None, &["inspect", "--raw"], &made.image)?;
+    let platforms: Vec<String> = index["manifests"]
+        .as_array()
+        .map(|m| {
+            m.iter()
+                .map(|d| {
+                    let p = &d["platform"];
+                    format!(
+                        "{}/{}",
+                        p["os"].as_str().unwrap_or("?"),
+                        p["architecture"].as_str().unwrap_or("?")
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let want: Vec<String> = made
+        .arches()
+        .iter()
+        .map(|a| format!("linux/{}", a.debian()))
+        .collect();
+    if platforms != want {
+        return Err(format!(
+            "the index lists {platforms:?}, want {want:?}: {index}"
+        ));
+    }
+    let mut seen = Vec::new();
+    for arch in made.arches() {
+        let one = inspect_one(made, arch).map_err(|e| format!("{}: {e}", arch.debian()))?;
+        seen.push(format!("{}: {one}", arch.debian()));
+    }
+    Ok(format!("index of {}; {}", want.join(", "), seen.join("; ")))
+}
+
+/// `arch`'s image of the index: its config's platform, labels and entrypoint.
+fn inspect_one(made: &Artifacts, arch: Arch) -> Verdict {
+    let release = &made.release;
+    let info = skopeo(Some(arch), &["inspect"], &made.image)?;
+    let config = skopeo(Some(arch), &["inspect", "--config"], &made.image)?;
     let labels = &info["Labels"];
     let want = [
         ("org.opencontainers.image.title", "tracer".to_owned()),
@@ -174,6 +249,12 @@ fn inspect(image: &Path, release: &dist::Release) -> Verdict {
         if labels[&key].as_str().is_none_or(str::is_empty) {
             wrong.push(format!("no {key}"));
         }
+    }
+    if config["architecture"].as_str() != Some(arch.debian()) || config["os"] != "linux" {
+        wrong.push(format!(
+            "its config is for {}/{}",
+            config["os"], config["architecture"]
+        ));
     }
     let entrypoint = &config["config"]["Entrypoint"];
     if *entrypoint != serde_json::json!(dist::oci::ENTRYPOINT) {
@@ -216,17 +297,31 @@ fn reproducible(made: &Artifacts, redo: impl FnOnce() -> anyhow::Result<Artifact
     }
 }
 
-/// `cargo xtask release-check`: dist, the host cases, the Debian VM.
+/// `cargo xtask release-check`: both architectures' tracers built, dist, the host cases
+/// (the second dist rebuilding each), the Debian VM.
 pub(crate) fn check(
     tools: &crate::setup::Tools,
-    tracer: &Path,
     qemu: &vm::QemuArgs,
     tally: &mut Tally,
 ) -> anyhow::Result<()> {
-    let Some(made) = make_recorded(tracer, tally) else {
+    let tracers = ARCHES
+        .iter()
+        .map(|&a| Ok((a, tracer_build::build_for(tools, a)?)))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let Some(made) = make_recorded(&tracers, tally) else {
         return Ok(());
     };
-    host_cases(&made, || dist::remake(tools), tally);
+    host_cases(
+        &made,
+        || {
+            let again = ARCHES
+                .iter()
+                .map(|&a| Ok((a, rebuild(tools, a)?)))
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            remake(&again)
+        },
+        tally,
+    );
     let kernel = crate::kernel::resolve(KERNEL, &tools.kernels)?;
     let timeout = Duration::from_secs(qemu.timeout);
     vm(
@@ -239,10 +334,39 @@ pub(crate) fn check(
     )
 }
 
-/// `dist::make`, recorded as a case: the artifacts, or None when it failed.
-pub(crate) fn make_recorded(tracer: &Path, tally: &mut Tally) -> Option<Artifacts> {
+/// `arch`'s tracer built again from nothing: the `tracer` crate, whose build script reads
+/// the revision and the date, cleaned and rebuilt (its dependencies and kernel programs
+/// kept). Its path, where the first build's binary was.
+pub(crate) fn rebuild(tools: &crate::setup::Tools, arch: Arch) -> anyhow::Result<PathBuf> {
+    dist::clean_tracer(arch)?;
+    tracer_build::build_for(tools, arch)
+}
+
+/// `bin` kept under a name of its own, then `arch`'s tracer [`rebuild`]: (the first build,
+/// the second), for a second dist that runs beside other work (the suite rebuilds arm64's
+/// while the host cases run).
+pub(crate) fn build_again(
+    tools: &crate::setup::Tools,
+    arch: Arch,
+    bin: &Path,
+) -> anyhow::Result<(PathBuf, PathBuf)> {
+    let first = bin.with_file_name("tracer.first-build");
+    fs::copy(bin, &first).with_context(|| format!("keeping {}", bin.display()))?;
+    Ok((first, rebuild(tools, arch)?))
+}
+
+/// The second dist, of `tracers` (rebuilt), into `target/dist-again`: the first stays in
+/// `target/dist` for the VM that installs it.
+pub(crate) fn remake(tracers: &[(Arch, PathBuf)]) -> anyhow::Result<Artifacts> {
+    let bins: Vec<(Arch, &Path)> = tracers.iter().map(|(a, p)| (*a, p.as_path())).collect();
+    dist::make_in(&bins, &util::target_dir().join("dist-again"))
+}
+
+/// `dist::make` of `tracers`, recorded as a case: the artifacts, or None when it failed.
+pub(crate) fn make_recorded(tracers: &[(Arch, PathBuf)], tally: &mut Tally) -> Option<Artifacts> {
     let start = std::time::Instant::now();
-    match dist::make(tracer).and_then(|made| Ok((dist::describe(&made)?, made))) {
+    let bins: Vec<(Arch, &Path)> = tracers.iter().map(|(a, p)| (*a, p.as_path())).collect();
+    match dist::make(&bins).and_then(|made| Ok((dist::describe(&made)?, made))) {
         Ok((described, made)) => {
             let took = start.elapsed().as_secs_f64();
             tally.record(
@@ -291,8 +415,11 @@ pub(crate) fn vm(
         0o644,
         CHECK_UNIT_TEXT.as_bytes(),
     )?;
-    let deb_name = made.deb.file_name().unwrap_or_default().to_string_lossy();
-    w.file(&format!("/root/{deb_name}"), 0o644, &fs::read(&made.deb)?)?;
+    let deb = made
+        .deb(Arch::X86_64)
+        .context("the release has no amd64 package for the VM")?;
+    let deb_name = deb.file_name().unwrap_or_default().to_string_lossy();
+    w.file(&format!("/root/{deb_name}"), 0o644, &fs::read(deb)?)?;
     let ds = daemonset().map_err(anyhow::Error::msg)?;
     image_files(&mut w, made, &ds, &out_dir)?;
     initramfs::finish(w)?;
@@ -365,9 +492,10 @@ fn image_files(
     let layout = out_dir.join("oci");
     let bundle = out_dir.join("bundle");
     let tag = dist::VERSION;
+    // The VM is amd64: its image of the index, as a node's runtime picks it.
     util::run(
         Command::new("skopeo")
-            .args(["copy", "--quiet"])
+            .args(["--override-arch", Arch::X86_64.debian(), "copy", "--quiet"])
             .arg(format!("oci-archive:{}", made.image.display()))
             .arg(format!("oci:{}:{tag}", layout.display())),
     )
