@@ -30,7 +30,7 @@ pub fn build(
 ) -> anyhow::Result<()> {
     let deploy = util::workspace_root().join("deploy");
     let read = |p: &Path| fs::read(p).with_context(|| format!("reading {}", p.display()));
-    let files = files(c, release)?;
+    let files = files(c, arch, release)?;
     let _ = fs::remove_dir_all(stage);
     let mut installed_kib = 0;
     let mut dirs = std::collections::BTreeSet::new();
@@ -83,7 +83,11 @@ pub fn build(
 }
 
 /// Every file of the package but its control files: path, mode, content.
-fn files(c: &Contents, release: &Release) -> anyhow::Result<Vec<(String, u32, Vec<u8>)>> {
+fn files(
+    c: &Contents,
+    arch: Arch,
+    release: &Release,
+) -> anyhow::Result<Vec<(String, u32, Vec<u8>)>> {
     let root = util::workspace_root();
     let deploy = root.join("deploy");
     let read = |p: &Path| fs::read(p).with_context(|| format!("reading {}", p.display()));
@@ -120,6 +124,16 @@ fn files(c: &Contents, release: &Release) -> anyhow::Result<Vec<(String, u32, Ve
             read(&deploy.join("prometheus/rules.yaml"))?,
         ),
     ];
+    // arm64's binary is a static executable, not a static PIE as amd64's: lintian's
+    // `statically-linked-binary` error, overridden with the reason.
+    let overrides = deploy.join(format!("deb/lintian-overrides.{}", arch.debian()));
+    if overrides.is_file() {
+        files.push((
+            "usr/share/lintian/overrides/tracer".into(),
+            0o644,
+            read(&overrides)?,
+        ));
+    }
     for (name, page) in &c.man {
         files.push((
             format!("usr/share/man/man1/{name}.gz"),
