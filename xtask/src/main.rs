@@ -8,6 +8,7 @@ mod exposition;
 mod initramfs;
 mod kernel;
 mod lint;
+mod phases;
 mod setup;
 mod testing;
 mod tracer_build;
@@ -18,6 +19,7 @@ use std::{path::PathBuf, process::ExitCode, time::Duration};
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
+use phases::{Phases, Timed};
 use vm::QemuArgs;
 
 /// Exit status of `vm` when the VM itself failed (panic, timeout, no end marker), as
@@ -898,61 +900,6 @@ impl<'a> Job<'a> {
                 ("VM release (Debian 12)".to_owned(), run)
             }
         }
-    }
-}
-
-/// Named wall times.
-type Timed = Vec<(String, Duration)>;
-
-/// Wall time per phase of a command, and of the parts run at once within a phase.
-#[derive(Default)]
-struct Phases {
-    steps: Timed,
-    within: Timed,
-    beside: Timed,
-}
-
-impl Phases {
-    fn time<T>(&mut self, name: &str, f: impl FnOnce() -> T) -> T {
-        let start = std::time::Instant::now();
-        let out = f();
-        self.steps.push((name.to_owned(), start.elapsed()));
-        out
-    }
-
-    /// Parts of the last phase that ran beside each other (not added to the total).
-    fn within(&mut self, parts: Vec<(String, Duration)>) {
-        self.within.extend(parts);
-    }
-
-    /// Work that ran beside the phases (not added to the total).
-    fn beside(&mut self, name: &str, took: Duration) {
-        self.beside.push((name.to_owned(), took));
-    }
-
-    fn summary(&self) -> String {
-        let total: Duration = self.steps.iter().map(|(_, d)| *d).sum();
-        let list = |v: &[(String, Duration)]| {
-            v.iter()
-                .map(|(n, d)| format!("{n} {:.0} s", d.as_secs_f64()))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let within = if self.within.is_empty() {
-            String::new()
-        } else {
-            format!(" (at once: {})", list(&self.within))
-        };
-        let beside = if self.beside.is_empty() {
-            String::new()
-        } else {
-            format!("; beside them: {}", list(&self.beside))
-        };
-        format!(
-            "{}{within}{beside} (total {:.0} s)",
-            list(&self.steps),
-            total.as_secs_f64()
-        )
     }
 }
 

@@ -12,9 +12,10 @@ use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 
 use super::{
-    Arch, archive,
+    archive,
     release::{Contents, IMAGE, Release, SOURCE_URL, hex},
 };
+use crate::arch::Arch;
 
 const MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
 const CONFIG: &str = "application/vnd.oci.image.config.v1+json";
@@ -214,8 +215,7 @@ mod tests {
         for (desc, (arch, c)) in manifests.iter().zip(&images) {
             assert_eq!(desc["platform"]["os"], "linux");
             let manifest: Value = serde_json::from_slice(blob(&files, desc)).unwrap();
-            let config: Value =
-                serde_json::from_slice(blob(&files, &manifest["config"])).unwrap();
+            let config: Value = serde_json::from_slice(blob(&files, &manifest["config"])).unwrap();
             assert_eq!(config["architecture"], arch.debian());
             assert_eq!(config["config"]["Entrypoint"], json!(ENTRYPOINT));
             let mut layer = Vec::new();
