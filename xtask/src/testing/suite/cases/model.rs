@@ -23,6 +23,13 @@ use crate::testing::{
 /// follow and `cargo xtask bench model-fit` measures under icount
 /// (docs/benchmarks.md#model-fit). Twice the calibration's size keeps the judge on what the
 /// model claims, with prunes of tens of ms.
+///
+/// Each pair is taken twice, one after the other, and the model judged on the first pair
+/// within 2x, both pairs' figures printed: a pair's two captures are seconds apart, and the
+/// other VM beside this one can change the host's load between them. On 2026-12-06 the
+/// expedited grace periods of a 100-umount capture took 473 µs each and its 300's about
+/// 4 ms each (an expedited grace period waits for the other vCPU's turn on the host), a
+/// ratio of 0.14 that no per-call cost could predict. A model off on both pairs fails.
 pub const CALIBRATION: VmCase = VmCase {
     name: "model::calibration",
     heading: "calibration captures (umount of 100 and 300 tmpfs; rmdir of 20000 and 40000 negatives)",
@@ -32,9 +39,14 @@ pub const CALIBRATION: VmCase = VmCase {
 # 300's time per call once on 7.3), which no per-call fit should take for the umount's cost.
 i=0; while [ $i -lt 100 ]; do mkdir -p /mnt/cw/$i && mount -t tmpfs none /mnt/cw/$i; i=$((i+1)); done
 i=0; while [ $i -lt 100 ]; do umount /mnt/cw/$i; i=$((i+1)); done
+# Two pairs of each, one after the other (see CALIBRATION's doc).
 for n in 100 300; do
     i=0; while [ $i -lt $n ]; do mkdir -p /mnt/c$n/$i && mount -t tmpfs none /mnt/c$n/$i; i=$((i+1)); done
     capture um$n "i=0; while [ \$i -lt $n ]; do umount /mnt/c$n/\$i || exit 1; i=\$((i+1)); done"
+done
+for n in 100 300; do
+    i=0; while [ $i -lt $n ]; do mkdir -p /mnt/cb$n/$i && mount -t tmpfs none /mnt/cb$n/$i; i=$((i+1)); done
+    capture umb$n "i=0; while [ \$i -lt $n ]; do umount /mnt/cb$n/\$i || exit 1; i=\$((i+1)); done"
 done
 if [ -d /mnt/ext2 ]; then
     for n in 20000 40000; do
@@ -42,18 +54,22 @@ if [ -d /mnt/ext2 ]; then
         sh -c "i=0; while [ \$i -lt $n ]; do [ -e /mnt/ext2/n$n/x\$i ]; i=\$((i+1)); done"
         capture neg$n "rmdir /mnt/ext2/n$n"
     done
+    for n in 20000 40000; do
+        mkdir -p /mnt/ext2/m$n
+        sh -c "i=0; while [ \$i -lt $n ]; do [ -e /mnt/ext2/m$n/x\$i ]; i=\$((i+1)); done"
+        capture negb$n "rmdir /mnt/ext2/m$n"
+    done
 fi
 "#,
     judge: |j| {
         j.verdict(
             "auto",
             "model calibrated on 100 umounts predicts 300: calls exact, time within 2x",
-            &["um100.json", "um300.json"],
+            &["um100.json", "um300.json", "umb100.json", "umb300.json"],
             |r| {
-                predicts(
+                either_pair(
                     r,
-                    "um100",
-                    "um300",
+                    [("um100", "um300"), ("umb100", "umb300")],
                     "umount-storm",
                     "expedited",
                     "mounts=300",
@@ -65,12 +81,16 @@ fi
         j.verdict(
             "auto",
             "model calibrated on a 20000-negative rmdir predicts 40000: calls exact, time within 2x",
-            &["neg20000.json", "neg40000.json"],
+            &[
+                "neg20000.json",
+                "neg40000.json",
+                "negb20000.json",
+                "negb40000.json",
+            ],
             |r| {
-                predicts(
+                either_pair(
                     r,
-                    "neg20000",
-                    "neg40000",
+                    [("neg20000", "neg40000"), ("negb20000", "negb40000")],
                     "negative-dentry-rmdir",
                     "prune-under-lock",
                     "negatives=40000",
@@ -83,6 +103,33 @@ fi
     fixtures: &[Fixture::Ext2],
     ..VmCase::BASE
 };
+
+/// [`predicts`] on each (fit, check) pair in turn: the first within the goal passes, with
+/// the figures of the pairs before it; none within it fails with every pair's.
+pub fn either_pair(
+    files: &Results<'_>,
+    pairs: [(&str, &str); 2],
+    scenario: &str,
+    variant: &str,
+    set: &str,
+    probe: Probe,
+    caller: Option<Probe>,
+) -> Verdict {
+    let mut off = Vec::new();
+    for (fit, check) in pairs {
+        match predicts(files, fit, check, scenario, variant, set, probe, caller) {
+            Ok(seen) if off.is_empty() => return Ok(format!("{check} from {fit}: {seen}")),
+            Ok(seen) => {
+                return Ok(format!(
+                    "{check} from {fit}: {seen} (before it {})",
+                    off.join("; ")
+                ));
+            }
+            Err(why) => off.push(format!("{check} from {fit}: {why}")),
+        }
+    }
+    Err(off.join("; "))
+}
 
 /// Calibrate the model on capture `fit`, predict the workload of capture `check` (the
 /// scenario with `set`), and compare the calls and total time of `probe` (under `caller`,
@@ -209,23 +256,23 @@ mod tests {
         let calls = predicted.probe_total(Probe::SysUmount).count();
         assert_eq!(calls, 300);
         let mean = predicted.probe_total(Probe::SysUmount).sum_ns() / calls;
-        let judged = |each_ns: u64| {
-            let mut measured = Snapshot::new(predicted.meta.clone());
-            measured
-                .series_mut(SeriesKey::new(Probe::SysUmount, 1))
-                .record_n(each_ns, calls);
-            let check = dir.join("um300.json");
-            std::fs::write(&check, capture_file::to_string(&measured)).unwrap();
-            let files: crate::testing::suite::results::Files = [
-                ("um100.json".to_owned(), fit.clone()),
-                ("um300.json".to_owned(), check),
-            ]
-            .into_iter()
-            .collect();
-            predicts(
+        // The two pairs' 300s took `first_ns` and `second_ns` a umount.
+        let judged = |first_ns: u64, second_ns: u64| {
+            let mut files = crate::testing::suite::results::Files::new();
+            for (name, each_ns) in [("um300", first_ns), ("umb300", second_ns)] {
+                let mut measured = Snapshot::new(predicted.meta.clone());
+                measured
+                    .series_mut(SeriesKey::new(Probe::SysUmount, 1))
+                    .record_n(each_ns, calls);
+                let check = dir.join(format!("{name}.json"));
+                std::fs::write(&check, capture_file::to_string(&measured)).unwrap();
+                files.insert(format!("{name}.json"), check);
+            }
+            files.insert("um100.json".to_owned(), fit.clone());
+            files.insert("umb100.json".to_owned(), fit.clone());
+            either_pair(
                 &Results::all(&files),
-                "um100",
-                "um300",
+                [("um100", "um300"), ("umb100", "umb300")],
                 "umount-storm",
                 "expedited",
                 "mounts=300",
@@ -233,15 +280,24 @@ mod tests {
                 None,
             )
         };
-        let right = judged(mean);
+        let right = judged(mean, mean);
         assert!(
-            right.as_ref().is_ok_and(|s| s.contains("within 2x")),
+            right
+                .as_ref()
+                .is_ok_and(|s| s.contains("within 2x") && !s.contains("before it")),
             "{right:?}"
         );
-        let slow = judged(3 * mean).unwrap_err();
-        assert!(slow.contains("outside 2x"), "{slow}");
-        let fast = judged(mean / 3).unwrap_err();
-        assert!(fast.contains("outside 2x"), "{fast}");
+        // 3x off on both pairs, either way: the model is off, not the host's load.
+        let slow = judged(3 * mean, 3 * mean).unwrap_err();
+        assert!(slow.matches("outside 2x").count() == 2, "{slow}");
+        let fast = judged(mean / 3, mean / 3).unwrap_err();
+        assert!(fast.matches("outside 2x").count() == 2, "{fast}");
+        // One pair off, the other right: passes, the first pair's figures shown.
+        let once = judged(3 * mean, mean).unwrap();
+        assert!(
+            once.contains("before it um300 from um100") && once.contains("outside 2x"),
+            "{once}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use crate::testing::{
-    harness::Verdict,
+    harness::{CANNOT, Verdict},
     suite::case::{On, VmCase},
 };
 
@@ -14,6 +14,12 @@ use crate::testing::{
 const README: &str = include_str!("../../../../../README.md");
 /// The sentence that introduces the example.
 const EXAMPLE_AT: &str = "A real run of `cargo xtask run`'s workload";
+/// What a report says when no rule's threshold was passed: the README's finding lines
+/// cannot be checked against it (the case is skipped, saying why). Whether the 100 umounts'
+/// grace periods pass the rule's share of the wall depends on the host under TCG: 24.9% in
+/// the README's run, 5.8% in one of the suite's (2026-12-06, expedited waits of 228 µs
+/// each against 4.7 ms).
+const NO_FINDING: &str = "none: no rule's threshold was passed";
 
 /// `cargo xtask run`'s workload, then its capture re-rendered as a report.
 pub const CAPTURE: VmCase = VmCase {
@@ -37,7 +43,17 @@ emit readme.report /tmp/readme.report
                 if rc.trim() != "0" {
                     return Err(r.with_log("readme.log", format!("tracer capture exited {}", rc.trim())));
                 }
-                matches_example(&example(README)?, &r.read("readme.report")?)
+                let report = r.read("readme.report")?;
+                if report.contains(NO_FINDING) {
+                    return Err(format!(
+                        "{CANNOT}no finding in this boot's report to set beside the README's: \
+                         its expedited grace periods were short this time (under TCG one waits \
+                         for the other vCPU's turn on the host, and the VM beside this one \
+                         sets how long); the report: {}",
+                        report.lines().take(18).collect::<Vec<_>>().join(" / ")
+                    ));
+                }
+                matches_example(&example(README)?, &report)
             },
         );
     },
