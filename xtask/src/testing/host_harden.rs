@@ -26,8 +26,7 @@ const SCOPE: &str = "host harden";
 const IDLE: usize = 1_000;
 /// The server's default limits (`--header-timeout`, `--request-timeout`): the case runs
 /// with them.
-const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+use super::host_tls::{HEADER_TIMEOUT, REQUEST_TIMEOUT};
 
 /// Kill and reap the server whatever happens.
 struct Server {

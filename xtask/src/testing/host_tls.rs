@@ -33,9 +33,9 @@ const SERVE: &str = "host serve tls";
 const HARDEN: &str = "host harden tls";
 const USER: &str = "prometheus";
 /// The server's default header timeout, which the handshake shares.
-const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
+pub(super) const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
 /// The server's default request timeout.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+pub(super) const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A directory with a certificate, its key and a web config, removed when dropped.
 struct Pki {
