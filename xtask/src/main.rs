@@ -20,6 +20,7 @@ use std::{path::PathBuf, process::ExitCode, time::Duration};
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use phases::{Phases, Timed};
+use testing::suite::case::Clock;
 use vm::QemuArgs;
 
 /// Exit status of `vm` when the VM itself failed (panic, timeout, no end marker), as
@@ -527,7 +528,7 @@ fn test(
                 kernel::Kernels::All => true,
                 kernel::Kernels::One(s) => s.name == testing::release::KERNEL,
             });
-        let queue = Job::queue(&lanes, release, &tools)?;
+        let queue = Job::queue(&lanes, release, selection, &tools)?;
         let timeout = (Duration::from_secs(qemu.timeout), qemu.kvm);
         let (written, took) = phases.time("VMs", || {
             run_vms(queue, jobs, &vms, (&tools, timeout, selection), &mut tally)
@@ -832,28 +833,47 @@ fn vm_cases_agree(tally: &mut testing::harness::Tally) -> bool {
 
 /// What a VM lane of `cargo xtask test` boots.
 enum Job<'a> {
-    /// A kernel's suite.
-    Suite(kernel::Kernel),
+    /// A kernel's suite, the boot of its guest clock's cases.
+    Suite(kernel::Kernel, Clock),
     /// Debian 12 under systemd with the release's .deb and image.
     Release(kernel::Kernel, &'a dist::Artifacts),
 }
 
 impl<'a> Job<'a> {
     /// Each kernel's suite, in `series`' order, and Debian 12 with the release second, so
-    /// that one lane takes it while the other runs the longest suite.
+    /// that one lane takes it while the other runs the longest suite; then the short boots
+    /// under icount of the kernels `selection` runs such cases on.
     fn queue(
         lanes: &[(arch::Arch, kernel::Series)],
         release: Option<&'a dist::Artifacts>,
+        selection: &testing::suite::select::Selection,
         tools: &setup::Tools,
     ) -> anyhow::Result<Vec<Job<'a>>> {
-        let mut vms = lanes
+        let kernels = lanes
             .iter()
-            .map(|(a, s)| kernel::resolve_for(s.name, &tools.kernels, *a).map(Job::Suite))
+            .map(|(a, s)| kernel::resolve_for(s.name, &tools.kernels, *a))
             .collect::<anyhow::Result<Vec<_>>>()?;
+        let counted: Vec<Job<'a>> = kernels
+            .iter()
+            .filter(|k| testing::suite::boots(selection, k, Clock::Instructions))
+            .map(|k| Job::Suite(k.clone(), Clock::Instructions))
+            .collect();
+        let mut vms: Vec<Job<'a>> = kernels
+            .into_iter()
+            // The suite's boot, unless the cases selected run only under icount: where
+            // none runs at all, it says so.
+            .filter(|k| {
+                selection.is_all()
+                    || testing::suite::boots(selection, k, Clock::Host)
+                    || !testing::suite::boots(selection, k, Clock::Instructions)
+            })
+            .map(|k| Job::Suite(k, Clock::Host))
+            .collect();
         if let Some(made) = release {
             let kernel = kernel::resolve(testing::release::KERNEL, &tools.kernels)?;
             vms.insert(1.min(vms.len()), Job::Release(kernel, made));
         }
+        vms.extend(counted);
         Ok(vms)
     }
 
@@ -869,15 +889,16 @@ impl<'a> Job<'a> {
         tally: &mut testing::harness::Tally,
     ) -> (String, anyhow::Result<Option<PathBuf>>) {
         match self {
-            Job::Suite(kernel) => {
+            Job::Suite(kernel, clock) => {
                 let harden = kernel.name == HARDEN_KERNEL;
+                let name = format!("VM {}{}", kernel.name, clock.suffix());
                 let tracer = match kernel.arch {
                     arch::Arch::X86_64 => vms.tracer,
                     arch::Arch::Aarch64 => vms.tracer_arm64,
                 };
                 let Some(tracer) = tracer else {
                     let e = anyhow::anyhow!("no tracer built for {}", kernel.name);
-                    return (format!("VM {}", kernel.name), Err(e));
+                    return (name, Err(e));
                 };
                 // The root-only tests are amd64's binaries.
                 let guest_tests = match kernel.arch {
@@ -888,10 +909,11 @@ impl<'a> Job<'a> {
                     tracer,
                     guest_tests,
                 };
+                let selection = selection.on_clock(clock);
                 let run = testing::suite::vm_suite(
-                    &kernel, &built, timeout, kvm, harden, selection, tally,
+                    &kernel, &built, timeout, kvm, harden, &selection, tally,
                 );
-                (format!("VM {}", kernel.name), run)
+                (name, run)
             }
             Job::Release(kernel, made) => {
                 let run =

@@ -61,6 +61,34 @@ pub struct VmCase {
     pub timeout: Duration,
     /// Kernel parameters its boot needs (`""`: none); a boot of several cases has them all.
     pub cmdline: &'static str,
+    /// What the guest's clocks count: the host's time, or guest instructions in a boot of
+    /// its own, for a case whose verdicts gate on shares of time that TCG's host threads
+    /// distort.
+    pub clock: Clock,
+}
+
+/// What a boot's guest clocks count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Clock {
+    /// The host's time, as TCG gives it: a vCPU waits for its host thread's turn, so a wait
+    /// on another CPU (an expedited grace period's IPI) can take milliseconds where
+    /// hardware takes microseconds. The suite's boot.
+    Host,
+    /// Guest instructions (QEMU's `-icount shift=0,sleep=off,align=off`, 1 ns each, both
+    /// vCPUs on one host thread): shares of time independent of the host's load, idle time
+    /// skipped. A boot of its own after the suite's, for the cases that declare it.
+    Instructions,
+}
+
+impl Clock {
+    /// What follows the kernel in the boot's name, its output directory's and its lines'
+    /// scope (`6.12 icount`).
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Clock::Host => "",
+            Clock::Instructions => " icount",
+        }
+    }
 }
 
 impl VmCase {
@@ -77,6 +105,7 @@ impl VmCase {
         fixtures: &[],
         timeout: Duration::from_mins(5),
         cmdline: "",
+        clock: Clock::Host,
     };
 }
 

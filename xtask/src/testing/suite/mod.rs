@@ -26,7 +26,7 @@ use std::{
     time::Duration,
 };
 
-use case::{Fixture, Group, Judge, Lane, VmCase};
+use case::{Clock, Fixture, Group, Judge, Lane, VmCase};
 use cases::{HARDEN, SUITE};
 use results::Files;
 use select::{CaseResult, Selection};
@@ -83,16 +83,12 @@ pub fn vm_suite(
     selection: &Selection,
     tally: &mut Tally,
 ) -> anyhow::Result<Option<PathBuf>> {
-    let scope = kernel.name.clone();
-    let out_dir = util::target_dir().join("vm").join(&kernel.name);
+    let scope = format!("{}{}", kernel.name, selection.clock.suffix());
+    let out_dir = util::target_dir().join("vm").join(scope.replace(' ', "-"));
     // Files from an earlier run must not pass for this one's.
     let _ = fs::remove_dir_all(&out_dir);
     let release = kernel.release.clone().unwrap_or_default();
-    let version = kernel::version_of(&release).unwrap_or((0, 0));
-    let lane = Lane {
-        arch: kernel.arch,
-        version,
-    };
+    let lane = lane_of(kernel);
     let keep = |c: &VmCase| selection.selects(c);
     let groups = selection.groups(lane, harden);
     if groups.is_empty() {
@@ -140,7 +136,7 @@ pub fn vm_suite(
         files,
         timeout,
         kvm,
-        icount: false,
+        icount: selection.clock == Clock::Instructions,
         // A large host's possible CPUs (5.10 and 6.1 honour them; 6.12 and 7.3 ignore the
         // hotplug CPUs QEMU declares): per-CPU memory is sized by them.
         max_cpus: Some(SUITE_MAX_CPUS),
@@ -185,6 +181,22 @@ pub fn vm_suite(
     let path = out_dir.join("cases.jsonl");
     fs::write(&path, results.concat()).with_context(|| format!("writing {}", path.display()))?;
     Ok(Some(path))
+}
+
+/// The lane of `kernel`: its architecture and version.
+pub fn lane_of(kernel: &Kernel) -> Lane {
+    let release = kernel.release.as_deref().unwrap_or_default();
+    Lane {
+        arch: kernel.arch,
+        version: kernel::version_of(release).unwrap_or((0, 0)),
+    }
+}
+
+/// Whether `selection` has a case of `clock` that runs on `kernel`.
+pub fn boots(selection: &Selection, kernel: &Kernel, clock: Clock) -> bool {
+    let lane = lane_of(kernel);
+    let selection = selection.on_clock(clock);
+    select::every().any(|(_, c)| c.runs_on(lane) && selection.selects(c))
 }
 
 /// The files the guest needs for `groups`' cases `keep` keeps on `lane`: each script

@@ -7,17 +7,20 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 
 use super::{
-    case::{BOOT_ALLOWANCE, Group, Lane, On, VmCase},
+    case::{BOOT_ALLOWANCE, Clock, Group, Lane, On, VmCase},
     cases::{HARDEN, SUITE},
 };
 use crate::arch::Arch;
 
 /// The VM cases a run boots.
+#[derive(Clone)]
 pub struct Selection {
     /// `--case` patterns; none: every case.
     patterns: Vec<glob::Pattern>,
     /// The one attach mode whose verdicts count (`--mode`).
     pub mode: Option<String>,
+    /// The clock of the boot these cases run in (each clock boots on its own).
+    pub clock: Clock,
 }
 
 impl Selection {
@@ -39,7 +42,16 @@ impl Selection {
         Ok(Selection {
             patterns: compiled,
             mode,
+            clock: Clock::Host,
         })
+    }
+
+    /// The same cases, of those whose boot counts `clock`.
+    pub fn on_clock(&self, clock: Clock) -> Selection {
+        Selection {
+            clock,
+            ..self.clone()
+        }
     }
 
     /// Whether every case runs, as `cargo xtask test` without `--case` runs them.
@@ -47,8 +59,13 @@ impl Selection {
         self.patterns.is_empty()
     }
 
-    /// Whether `case` is one of the cases selected.
+    /// Whether `case` is one of the cases selected, of this selection's clock.
     pub fn selects(&self, case: &VmCase) -> bool {
+        case.clock == self.clock && self.names(case)
+    }
+
+    /// Whether `case` is one of the cases selected, whatever its clock.
+    pub fn names(&self, case: &VmCase) -> bool {
         self.is_all() || self.patterns.iter().any(|p| p.matches(case.name))
     }
 
@@ -57,15 +74,10 @@ impl Selection {
     /// some (arm64's); of selected cases, each group with a case selected that runs on
     /// `lane`.
     pub fn groups(&self, lane: Lane, harden: bool) -> Vec<&'static Group> {
-        if self.is_all() && lane.arch == Arch::X86_64 {
-            return if harden {
-                vec![&SUITE, &HARDEN]
-            } else {
-                vec![&SUITE]
-            };
-        }
+        let every = self.is_all() && lane.arch == Arch::X86_64;
         [&SUITE, &HARDEN]
             .into_iter()
+            .filter(|g| !every || harden || g.script != HARDEN.script)
             .filter(|g| g.run(lane, |c| self.selects(c)).next().is_some())
             .collect()
     }
@@ -118,7 +130,7 @@ fn kernels(on: On) -> String {
 /// timeout and heading (on amd64, the arm64 kernels too of a case that runs there).
 pub fn list(selection: &Selection, arch: Arch) -> Vec<String> {
     let cases: Vec<_> = every()
-        .filter(|(_, c)| selection.selects(c))
+        .filter(|(_, c)| selection.names(c))
         .filter(|(_, c)| !matches!(c.on(arch), On::Only([])))
         .collect();
     let width = cases.iter().map(|(_, c)| c.name.len()).max().unwrap_or(0);
@@ -139,11 +151,14 @@ pub fn list(selection: &Selection, arch: Arch) -> Vec<String> {
                     .collect::<Vec<_>>()
                     .join(", ")
             };
-            let cmdline = if c.cmdline.is_empty() {
+            let mut cmdline = if c.cmdline.is_empty() {
                 String::new()
             } else {
                 format!("; kernel parameters: {}", c.cmdline)
             };
+            if c.clock == Clock::Instructions {
+                cmdline.push_str("; a boot of its own under icount");
+            }
             format!(
                 "{:width$}  {} ({kernels}; fixtures: {fixtures}; at most {} s{cmdline}): {}",
                 c.name,
@@ -264,10 +279,14 @@ mod tests {
         );
         let heal = Selection::new(&["heal::heal_?xit".into()], None).unwrap();
         assert_eq!(names(&heal), ["heal::heal_exit"]);
-        assert_eq!(
-            names(&Selection::new(&[], None).unwrap()).len(),
-            every().count()
-        );
+        // Every case, in the boot of its clock: the ordinary work's under icount.
+        let all = Selection::new(&[], None).unwrap();
+        let counted = names(&all.on_clock(Clock::Instructions));
+        assert_eq!(counted, ["ordinary::at_scale"]);
+        assert_eq!(names(&all).len() + counted.len(), every().count());
+        let ordinary = Selection::new(&["ordinary::*".into()], None).unwrap();
+        assert!(names(&ordinary).is_empty());
+        assert_eq!(names(&ordinary.on_clock(Clock::Instructions)), counted);
         assert!(Selection::new(&["counts::rmdri".into()], None).is_err());
         assert!(Selection::new(&["[".into()], None).is_err());
     }
@@ -288,6 +307,15 @@ mod tests {
             .find(|l| l.starts_with("model::calibration "))
             .unwrap();
         assert!(calibration.contains("fixtures: ext2"), "{calibration}");
+        assert!(!calibration.contains("icount"), "{calibration}");
+        let ordinary = lines
+            .iter()
+            .find(|l| l.starts_with("ordinary::at_scale "))
+            .unwrap();
+        assert!(
+            ordinary.contains("a boot of its own under icount"),
+            "{ordinary}"
+        );
     }
 
     #[test]
