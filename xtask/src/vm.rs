@@ -58,6 +58,18 @@ pub struct Spec<'a> {
     pub out_dir: PathBuf,
 }
 
+impl Spec<'_> {
+    /// The boot's name on the console: the kernel's, and `icount` after it under icount
+    /// (two boots of one kernel can run at once).
+    fn name(&self) -> String {
+        if self.icount {
+            format!("{} icount", self.kernel.name)
+        } else {
+            self.kernel.name.clone()
+        }
+    }
+}
+
 /// How a boot went.
 pub struct Outcome {
     /// The guest's exit status, from its end marker.
@@ -456,7 +468,7 @@ pub fn boot_appending(spec: &Spec<'_>, extra: &str) -> anyhow::Result<Outcome> {
     // suite ran, so booting again is safe; a second failure is reported as it is.
     eprintln!(
         "{} | {why} before the guest's /init spoke: booting once more",
-        spec.kernel.name
+        spec.name()
     );
     Ok(run_qemu(spec, &initrd, None, extra)?.0)
 }
@@ -471,7 +483,7 @@ fn run_qemu(
 ) -> anyhow::Result<(Outcome, Option<&'static str>)> {
     let results = spec.out_dir.join("results.txt");
     let _ = fs::remove_file(&results);
-    let prefix = spec.kernel.name.clone();
+    let prefix = spec.name();
 
     let mut qemu = qemu_command(spec, initrd, &results, extra);
     if let Some(p) = prebuilt {
