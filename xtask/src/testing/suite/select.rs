@@ -279,14 +279,18 @@ mod tests {
         );
         let heal = Selection::new(&["heal::heal_?xit".into()], None).unwrap();
         assert_eq!(names(&heal), ["heal::heal_exit"]);
-        // Every case, in the boot of its clock: the ordinary work's under icount.
+        // Every case, in the boot of its clock: the ordinary work's and the calibration's
+        // under icount.
         let all = Selection::new(&[], None).unwrap();
         let counted = names(&all.on_clock(Clock::Instructions));
-        assert_eq!(counted, ["ordinary::at_scale"]);
+        assert_eq!(counted, ["ordinary::at_scale", "model::calibration"]);
         assert_eq!(names(&all).len() + counted.len(), every().count());
         let ordinary = Selection::new(&["ordinary::*".into()], None).unwrap();
         assert!(names(&ordinary).is_empty());
-        assert_eq!(names(&ordinary.on_clock(Clock::Instructions)), counted);
+        assert_eq!(
+            names(&ordinary.on_clock(Clock::Instructions)),
+            ["ordinary::at_scale"]
+        );
         assert!(Selection::new(&["counts::rmdri".into()], None).is_err());
         assert!(Selection::new(&["[".into()], None).is_err());
     }
@@ -307,7 +311,12 @@ mod tests {
             .find(|l| l.starts_with("model::calibration "))
             .unwrap();
         assert!(calibration.contains("fixtures: ext2"), "{calibration}");
-        assert!(!calibration.contains("icount"), "{calibration}");
+        assert!(calibration.contains("under icount"), "{calibration}");
+        let rmdir = lines
+            .iter()
+            .find(|l| l.starts_with("counts::rmdir "))
+            .unwrap();
+        assert!(!rmdir.contains("icount"), "{rmdir}");
         let ordinary = lines
             .iter()
             .find(|l| l.starts_with("ordinary::at_scale "))
