@@ -128,7 +128,7 @@ echo 2 > /proc/sys/vm/drop_caches
     // time under icount (3 minutes of 6.12's under TCG).
     timeout: std::time::Duration::from_mins(15),
     // The rules gate on shares of the wall, and under TCG an expedited grace period's IPI
-    // waits for the other vCPU's host thread: 600 umounts' waits took 3.4 to 4.1 ms each
+    // waits for the other vCPU's host thread: 600 umounts' waits took 3.4 to 5.5 ms each
     // with two guests on the host (58.6% of the pods' wall once), 0.46 ms under icount. A
     // host's hardware is nearer the instruction count than the loaded host's threads.
     clock: Clock::Instructions,
