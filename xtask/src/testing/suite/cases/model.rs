@@ -68,17 +68,7 @@ fi
             "auto",
             "model calibrated on 100 umounts predicts 300: calls exact, time within 2x",
             &["um100.json", "um300.json", "umb100.json", "umb300.json"],
-            |r| {
-                either_pair(
-                    r,
-                    [("um100", "um300"), ("umb100", "umb300")],
-                    "umount-storm",
-                    "expedited",
-                    "mounts=300",
-                    Probe::SysUmount,
-                    None,
-                )
-            },
+            umounts_predicted,
         );
         j.verdict(
             "auto",
@@ -90,15 +80,12 @@ fi
                 "negb40000.json",
             ],
             |r| {
-                either_pair(
-                    r,
-                    [("neg20000", "neg40000"), ("negb20000", "negb40000")],
-                    "negative-dentry-rmdir",
-                    "prune-under-lock",
-                    "negatives=40000",
-                    Probe::ShrinkDcacheParent,
-                    Some(Probe::VfsRmdir),
-                )
+                let pairs = [("neg20000", "neg40000"), ("negb20000", "negb40000")];
+                either_pair(pairs, |fit, check| {
+                    let (scenario, variant) = ("negative-dentry-rmdir", "prune-under-lock");
+                    let (probe, caller) = (Probe::ShrinkDcacheParent, Some(Probe::VfsRmdir));
+                    predicts(r, fit, check, scenario, variant, "negatives=40000", probe, caller)
+                })
             },
         );
     },
@@ -110,20 +97,30 @@ fi
     ..VmCase::BASE
 };
 
-/// [`predicts`] on each (fit, check) pair in turn: the first within the goal passes, with
-/// the figures of the pairs before it; none within it fails with every pair's.
-pub fn either_pair(
-    files: &Results<'_>,
-    pairs: [(&str, &str); 2],
-    scenario: &str,
-    variant: &str,
-    set: &str,
-    probe: Probe,
-    caller: Option<Probe>,
-) -> Verdict {
+/// The model calibrated on 100 umounts predicts 300's, on either pair.
+fn umounts_predicted(r: &Results<'_>) -> Verdict {
+    either_pair([("um100", "um300"), ("umb100", "umb300")], |fit, check| {
+        let set = "mounts=300";
+        predicts(
+            r,
+            fit,
+            check,
+            "umount-storm",
+            "expedited",
+            set,
+            Probe::SysUmount,
+            None,
+        )
+    })
+}
+
+/// `predict` (a [`predicts`] of fit and check) on each (fit, check) pair in turn: the first
+/// within the goal passes, with the figures of the pairs before it; none within it fails
+/// with every pair's.
+pub fn either_pair(pairs: [(&str, &str); 2], predict: impl Fn(&str, &str) -> Verdict) -> Verdict {
     let mut off = Vec::new();
     for (fit, check) in pairs {
-        match predicts(files, fit, check, scenario, variant, set, probe, caller) {
+        match predict(fit, check) {
             Ok(seen) if off.is_empty() => return Ok(format!("{check} from {fit}: {seen}")),
             Ok(seen) => {
                 return Ok(format!(
@@ -276,15 +273,7 @@ mod tests {
             }
             files.insert("um100.json".to_owned(), fit.clone());
             files.insert("umb100.json".to_owned(), fit.clone());
-            either_pair(
-                &Results::all(&files),
-                [("um100", "um300"), ("umb100", "umb300")],
-                "umount-storm",
-                "expedited",
-                "mounts=300",
-                Probe::SysUmount,
-                None,
-            )
+            umounts_predicted(&Results::all(&files))
         };
         let right = judged(mean, mean);
         assert!(
