@@ -19,15 +19,14 @@ use std::{
 };
 
 use super::{harness::Tally, prometheus::free_port, scraper::Scraper};
+// The server's default limits (`--header-timeout`, `--request-timeout`): the case runs
+// with them.
+use super::host_tls::{HEADER_TIMEOUT, REQUEST_TIMEOUT};
 use crate::bench::serve_load as bench_serve;
 
 const SCOPE: &str = "host harden";
 /// Idle connections held open at once.
 const IDLE: usize = 1_000;
-/// The server's default limits (`--header-timeout`, `--request-timeout`): the case runs
-/// with them.
-use super::host_tls::{HEADER_TIMEOUT, REQUEST_TIMEOUT};
-
 /// Kill and reap the server whatever happens.
 struct Server {
     child: Child,
