@@ -249,90 +249,6 @@ pub fn rows_for(scenario: Scenario) -> Vec<Row> {
     rows
 }
 
-/// A path `cargo xtask bench model-fit` checked: the model calibrated on one capture of a
-/// VM's kernel predicted another of another size and parallelism (50 umounts one after
-/// the other, then 4 tasks x 100; a rmdir of 5,000 negative dentries, then one of 50,000
-/// beside 3 readers). The median of 5 pairs' predicted/measured, and their spread, as
-/// docs/benchmarks.md records them (model-fit); a test checks the two agree.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ModelFit {
-    /// The path, as the docs' table names it.
-    pub path: &'static str,
-    /// The kernel booted.
-    pub kernel: Kernel,
-    /// Median predicted/measured.
-    pub median: f64,
-    /// The lowest and highest of the 5.
-    pub spread: (f64, f64),
-}
-
-/// Every path and kernel of the model-fit table.
-pub const MODEL_FIT: &[ModelFit] = &[
-    fit("umount(2), 4 tasks x 100", Kernel::V6_1, 0.72, (0.35, 1.06)),
-    fit(
-        "umount(2), 4 tasks x 100",
-        Kernel::V6_12,
-        0.74,
-        (0.64, 1.39),
-    ),
-    fit("`namespace_unlock`", Kernel::V6_1, 0.78, (0.39, 1.28)),
-    fit("`namespace_unlock`", Kernel::V6_12, 0.83, (0.68, 1.53)),
-    fit(MODEL_FIT_EXPEDITED, Kernel::V6_1, 0.80, (0.40, 1.32)),
-    fit(MODEL_FIT_EXPEDITED, Kernel::V6_12, 0.84, (0.69, 1.55)),
-    fit(
-        "`deactivate_locked_super`",
-        Kernel::V6_1,
-        0.76,
-        (0.63, 1.17),
-    ),
-    fit(
-        "`deactivate_locked_super`",
-        Kernel::V6_12,
-        0.93,
-        (0.62, 1.80),
-    ),
-    fit(
-        "rmdir(2), 50,000 negatives, 3 readers",
-        Kernel::V6_1,
-        0.69,
-        (0.54, 0.93),
-    ),
-    fit(
-        "rmdir(2), 50,000 negatives, 3 readers",
-        Kernel::V6_12,
-        0.88,
-        (0.83, 1.59),
-    ),
-    fit(MODEL_FIT_PRUNE, Kernel::V6_1, 0.66, (0.64, 1.00)),
-    fit(MODEL_FIT_PRUNE, Kernel::V6_12, 0.87, (0.84, 1.64)),
-    fit(MODEL_FIT_LOCK_WAIT, Kernel::V6_1, 1.00, (0.69, 1.10)),
-    fit(MODEL_FIT_LOCK_WAIT, Kernel::V6_12, 0.98, (0.83, 1.70)),
-];
-
-/// The model-fit path of umount's expedited wait.
-pub const MODEL_FIT_EXPEDITED: &str = "`synchronize_rcu_expedited` from `namespace_unlock`";
-/// The model-fit path of the pruning under the inode locks.
-pub const MODEL_FIT_PRUNE: &str = "`prune_under_inode_lock`";
-/// The model-fit path of the readers' waits for the inode lock.
-pub const MODEL_FIT_LOCK_WAIT: &str = "`inode_lock_wait`";
-
-const fn fit(path: &'static str, kernel: Kernel, median: f64, spread: (f64, f64)) -> ModelFit {
-    ModelFit {
-        path,
-        kernel,
-        median,
-        spread,
-    }
-}
-
-/// The model-fit figure of `path` on `kernel`, where one was measured.
-#[must_use]
-pub fn model_fit(path: &str, kernel: Kernel) -> Option<&'static ModelFit> {
-    MODEL_FIT
-        .iter()
-        .find(|f| f.path == path && f.kernel == kernel)
-}
-
 /// The table against `seeds`: fitted rows fit to theirs, predicted rows never read theirs
 /// except to compare.
 #[must_use]
@@ -756,41 +672,6 @@ mod tests {
         );
         let one = (get(&slow, "1 CPU") / get(&fast, "1 CPU") - 1.0).abs();
         assert!(one < 0.05, "1-CPU prediction moved by {one}");
-    }
-
-    #[test]
-    fn the_model_fit_figures_are_the_benchmarks_docs() {
-        let docs = include_str!("../../docs/benchmarks.md");
-        let table = docs
-            .split("\n## model-fit\n")
-            .nth(1)
-            .and_then(|s| s.split("\n## ").next())
-            .expect("docs/benchmarks.md has a model-fit section");
-        for f in MODEL_FIT {
-            let row = table
-                .lines()
-                .find(|l| l.starts_with(&format!("| {} |", f.path)))
-                .unwrap_or_else(|| panic!("no row {} in the model-fit table", f.path));
-            // The shared-host columns hold the medians and spreads MODEL_FIT carries.
-            let header = format!("{}, shared host (spread)", f.kernel);
-            let column = table
-                .lines()
-                .find(|l| l.starts_with("| path |"))
-                .and_then(|h| h.split('|').position(|c| c.trim() == header))
-                .unwrap_or_else(|| panic!("the model-fit table has a column {header:?}"));
-            let cell = row.split('|').nth(column).unwrap().trim();
-            assert_eq!(
-                cell,
-                format!("{:.2} ({:.2}-{:.2})", f.median, f.spread.0, f.spread.1),
-                "{}",
-                f.path
-            );
-        }
-        assert_eq!(
-            MODEL_FIT.len(),
-            2 * 7,
-            "the paths a prediction cites, on both kernels"
-        );
     }
 
     #[test]

@@ -21,6 +21,7 @@ pub mod calibrate;
 pub mod engine;
 pub mod fidelity;
 pub mod kernel;
+pub mod model_fit;
 pub mod params;
 pub mod paths;
 pub mod predict;

@@ -22,8 +22,9 @@ use tracer_core::{
 
 use crate::{
     calibrate::{self, Calibration},
-    fidelity::{self, Kind, MODEL_FIT_EXPEDITED, MODEL_FIT_LOCK_WAIT, MODEL_FIT_PRUNE, claims},
+    fidelity::{self, Kind, claims},
     kernel::{self, Kernel},
+    model_fit,
     params::Setup,
     rcu::Gp,
     scenarios::{
@@ -160,7 +161,7 @@ fn umount_fidelity(seen: Gp, kinds: &[Gp], kernel: Kernel) -> Vec<String> {
     }
     if seen == Gp::Expedited {
         fidelity.push(model_fit_fidelity(
-            MODEL_FIT_EXPEDITED,
+            model_fit::EXPEDITED,
             kernel,
             "this kernel's own expedited waits at another size or parallelism",
         ));
@@ -535,12 +536,12 @@ impl<'a> Plan<'a> {
                 "the `ls` beside a prune after the locks are dropped",
             ),
             model_fit_fidelity(
-                MODEL_FIT_PRUNE,
+                model_fit::PRUNE,
                 self.kernel,
                 "this kernel's prune under the locks at another size",
             ),
             model_fit_fidelity(
-                MODEL_FIT_LOCK_WAIT,
+                model_fit::LOCK_WAIT,
                 self.kernel,
                 "this kernel's readers' waits beside it",
             ),
@@ -777,13 +778,38 @@ fn row_fidelity(scenario: Scenario, claim: &str, what: &str) -> String {
 /// A model-fit path on `kernel`'s profile, as a sentence; "not measured" where the runs
 /// booted no such kernel.
 fn model_fit_fidelity(path: &str, kernel: Kernel, what: &str) -> String {
-    match fidelity::model_fit(path, kernel) {
+    match model_fit::model_fit(path, kernel) {
         Some(f) => format!(
             "{what}: calibrated on one capture of Linux {kernel} and run for another of \
-             another size, the model gave {:.2} of the measured {path} (median of 5 pairs; \
-             {:.2} to {:.2}; docs/benchmarks.md, model-fit)",
-            f.median, f.spread.0, f.spread.1
+             another size, the model gave {:.2} of the measured {path} (median of {} pairs; \
+             {:.2} to {:.2}; {}, docs/benchmarks.md's model-fit)",
+            f.median,
+            f.pairs,
+            f.spread.0,
+            f.spread.1,
+            model_fit::OF_RECORD.0
         ),
         None => format!("{what}: not measured on Linux {kernel}'s profile"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_model_fit_sentence_cites_the_record_s_figure_its_pairs_and_the_file() {
+        let said = model_fit_fidelity(model_fit::EXPEDITED, Kernel::V6_1, "the wait");
+        for part in [
+            "gave 0.80 of the measured",
+            "median of 5 pairs; 0.40 to 1.32",
+            "results/model-fit/2026-12-01.json",
+        ] {
+            assert!(said.contains(part), "{part:?} not in {said:?}");
+        }
+        assert_eq!(
+            model_fit_fidelity(model_fit::EXPEDITED, Kernel::V7_3, "the wait"),
+            "the wait: not measured on Linux 7.3's profile"
+        );
     }
 }

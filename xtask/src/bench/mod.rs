@@ -82,6 +82,10 @@ pub struct ModelFitArgs {
     /// (every pair within 2x, each path's median within 1.25x; not with --kvm).
     #[arg(long)]
     icount: bool,
+    /// Boot no VM: write docs/benchmarks.md's model-fit tables again from the records
+    /// (results/model-fit/*.json, which every run writes) their marker lines name.
+    #[arg(long, conflicts_with_all = ["saved", "icount"])]
+    docs: bool,
 }
 /// Run one benchmark.
 pub fn run(bench: &Bench) -> anyhow::Result<ExitCode> {
@@ -108,6 +112,9 @@ pub fn run(bench: &Bench) -> anyhow::Result<ExitCode> {
     if let Bench::ModelFit(a) = bench {
         // Refused before anything is set up or built.
         model_fit::check(a.icount, a.vm.qemu.kvm)?;
+        if a.docs {
+            return model_fit::write_docs();
+        }
         if a.saved {
             return model_fit::model_fit_saved(a.vm.kernel, a.vm.runs.max(1), a.icount);
         }

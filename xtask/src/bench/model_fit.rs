@@ -22,6 +22,7 @@ use std::{
 
 use anyhow::Context as _;
 use tracer_core::snapshot::{Probe, Snapshot};
+use tracer_model::model_fit::{Boot, PathFit, Record};
 
 use crate::{kernel, util, vm};
 
@@ -78,6 +79,22 @@ const PAIRS: &[Pair] = &[
         timed: &[(Probe::InodeLockWait, None)],
     },
 ];
+
+/// A path as the record and the docs' tables name it: the syscalls by the pair's
+/// workload, the teardown whichever the kernel has, a caller where the probe has others.
+fn shown(probe: Probe, caller: Option<Probe>) -> String {
+    match (probe, caller) {
+        (Probe::SysUmount, _) => "umount(2), 4 tasks x 100".into(),
+        (Probe::SysRmdir, _) => "rmdir(2), 50,000 negatives, 3 readers".into(),
+        (Probe::UnregisterShrinker | Probe::ShrinkerFree, _) => {
+            "shrinker teardown (`unregister_shrinker` / `shrinker_free`)".into()
+        }
+        (Probe::SynchronizeRcuExpedited | Probe::ShrinkDcacheParent, Some(c)) => {
+            format!("`{}` from `{}`", probe.name(), c.name())
+        }
+        _ => format!("`{}`", probe.name()),
+    }
+}
 
 /// The shrinker teardown the kernel has, which every umount pays once.
 fn teardown(version: (u32, u32)) -> Probe {
@@ -204,8 +221,11 @@ pub fn model_fit(
     let goals = Goals { icount };
     let mut ok = true;
     let mut tallies = Vec::new();
+    let mut boots = Vec::new();
     for s in which.series() {
         let kernel = kernel::resolve(s.name, kernels)?;
+        // What the host was doing as the boot began: under icount it moves no figure.
+        let load = (!icount).then(host_load);
         let out_dir = kept(&kernel.name);
         let prev = kept(&format!("{}.prev", kernel.name));
         let _ = fs::remove_dir_all(&prev);
@@ -245,11 +265,18 @@ pub fn model_fit(
             ok = false;
         }
         let files: BTreeMap<String, PathBuf> = outcome.files.into_iter().collect();
-        let (pass, tally) = report_kernel(&kernel.name, &files, runs, goals);
+        let (pass, tally, boot) = report_kernel((&kernel.name, load), &files, runs, goals);
         ok &= pass;
         tallies.push((kernel.name.clone(), goals, tally));
+        boots.push(boot);
     }
     println!("{}", summary(&tallies));
+    let command = format!(
+        "cargo xtask bench model-fit --kernel {} --runs {runs}{}",
+        kernels_word(which),
+        if icount { " --icount" } else { "" }
+    );
+    write_record(&records_dir(), &command, icount, boots)?;
     Ok(if ok {
         ExitCode::SUCCESS
     } else {
@@ -270,6 +297,8 @@ pub fn model_fit_saved(
 ) -> anyhow::Result<ExitCode> {
     let mut ok = true;
     let mut tallies = Vec::new();
+    let mut boots = Vec::new();
+    let mut all_icount = true;
     for s in which.series() {
         let dir = kept(s.name);
         if which == kernel::Kernels::All && !dir.is_dir() {
@@ -296,11 +325,20 @@ pub fn model_fit_saved(
             if goals.icount { " under icount" } else { "" },
             dir.display()
         );
-        let (pass, tally) = report_kernel(s.name, &files, runs, goals);
+        let (pass, tally, boot) = report_kernel((s.name, None), &files, runs, goals);
+        all_icount &= goals.icount;
+        boots.push(boot);
         ok &= pass;
         tallies.push((s.name.to_owned(), goals, tally));
     }
     println!("{}", summary(&tallies));
+    if !boots.is_empty() {
+        let command = format!(
+            "cargo xtask bench model-fit --saved --kernel {} --runs {runs}",
+            kernels_word(which)
+        );
+        write_record(&records_dir(), &command, all_icount, boots)?;
+    }
     Ok(if ok {
         ExitCode::SUCCESS
     } else {
@@ -308,21 +346,139 @@ pub fn model_fit_saved(
     })
 }
 
+/// `--kernel`'s word for `which`.
+fn kernels_word(which: kernel::Kernels) -> &'static str {
+    match which {
+        kernel::Kernels::All => "all",
+        kernel::Kernels::One(s) => s.name,
+    }
+}
+
+/// The host's load average over the last minute, as `/proc/loadavg` gives it.
+fn host_load() -> String {
+    let avg = fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    format!(
+        "load {}",
+        avg.split_whitespace().next().unwrap_or("unknown")
+    )
+}
+
+/// Where the bench's records are kept.
+fn records_dir() -> PathBuf {
+    util::workspace_root().join("results/model-fit")
+}
+
+/// Write the run's record as `results/model-fit/DATE[-icount][-N].json` (N where the day
+/// already has one), the figures predictions cite once it is made the run of record
+/// (`tracer_model::model_fit::OF_RECORD`).
+fn write_record(
+    dir: &Path,
+    command: &str,
+    icount: bool,
+    boots: Vec<Boot>,
+) -> anyhow::Result<PathBuf> {
+    let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let date = now.get(..10).unwrap_or(&now).to_owned();
+    let record = Record {
+        bench: "model-fit".into(),
+        date: date.clone(),
+        command: command.into(),
+        clock: if icount { "icount" } else { "tcg" }.into(),
+        note: String::new(),
+        boots,
+    };
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let stem = format!("{date}{}", if icount { "-icount" } else { "" });
+    let path = (1..=u32::MAX)
+        .map(|n| match n {
+            1 => dir.join(format!("{stem}.json")),
+            n => dir.join(format!("{stem}-{n}.json")),
+        })
+        .find(|p| !p.exists())
+        .context("no free name for the record")?;
+    let text = serde_json::to_string_pretty(&record)? + "\n";
+    fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    println!(
+        "the run's record: {} (docs/benchmarks.md shows a record's table where a marker names \
+         it: cargo xtask bench model-fit --docs writes them)",
+        path.display()
+    );
+    Ok(path)
+}
+
+/// `cargo xtask bench model-fit --docs`: each table of docs/benchmarks.md that a marker
+/// line names a record for, written again from that record.
+///
+/// # Errors
+/// When the docs or a record named cannot be read or written.
+pub fn write_docs() -> anyhow::Result<ExitCode> {
+    let docs = util::workspace_root().join("docs/benchmarks.md");
+    let text = fs::read_to_string(&docs).with_context(|| format!("reading {}", docs.display()))?;
+    let (out, tables) = with_tables(&text, |file| {
+        let path = util::workspace_root().join(file);
+        let json =
+            fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+        let record: Record =
+            serde_json::from_str(&json).with_context(|| format!("reading {}", path.display()))?;
+        Ok(record.table())
+    })?;
+    if out == text {
+        println!("docs/benchmarks.md: {tables} tables, each already its record's");
+    } else {
+        fs::write(&docs, out).with_context(|| format!("writing {}", docs.display()))?;
+        println!("docs/benchmarks.md: {tables} tables written again from their records");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `text` with the table after each marker line replaced by `table(file)`; how many.
+fn with_tables(
+    text: &str,
+    table: impl Fn(&str) -> anyhow::Result<String>,
+) -> anyhow::Result<(String, usize)> {
+    const OPEN: &str = "<!-- the table of ";
+    const CLOSE: &str = " (cargo xtask bench model-fit --docs) -->";
+    let mut out = String::new();
+    let mut lines = text.split_inclusive('\n').peekable();
+    let mut tables = 0;
+    while let Some(line) = lines.next() {
+        out += line;
+        let Some(file) = line
+            .trim_end()
+            .strip_prefix(OPEN)
+            .and_then(|l| l.strip_suffix(CLOSE))
+        else {
+            continue;
+        };
+        out += &table(file)?;
+        tables += 1;
+        while lines.next_if(|l| l.starts_with('|')).is_some() {}
+    }
+    Ok((out, tables))
+}
+
 /// Every pair of one kernel's captures: whether the structure held, and its times against
 /// the goals, which its own line (the kernel's last) says.
 fn report_kernel(
-    name: &str,
+    (name, host): (&str, Option<String>),
     files: &BTreeMap<String, PathBuf>,
     runs: usize,
     goals: Goals,
-) -> (bool, Tally) {
+) -> (bool, Tally, Boot) {
     let version = kernel_version(files);
     let mut ok = true;
     let mut tally = Tally::default();
+    let mut boot = Boot {
+        kernel: name.to_owned(),
+        host,
+        pairs: Some(runs),
+        paths: Vec::new(),
+    };
     for pair in PAIRS {
-        let (pass, t) = report(pair, files, runs, version, goals);
+        let (pass, t, fits) = report(pair, files, runs, version, goals);
         ok &= pass;
         tally += t;
+        boot.paths.extend(fits);
     }
     println!(
         "  {name}: {}: {}",
@@ -333,7 +489,7 @@ fn report_kernel(
             "GOAL MISSED"
         }
     );
-    (ok, tally)
+    (ok, tally, boot)
 }
 
 /// The last line: each kernel's times against its goals.
@@ -374,14 +530,15 @@ fn own(s: &Snapshot, probe: Probe, caller: Option<Probe>) -> (u64, u64) {
 }
 
 /// One pair over every run: structure verdicts, then the median time ratio per path and
-/// its spread against the goals; returns whether the structure held and the times' tally.
+/// its spread against the goals; returns whether the structure held, the times' tally and
+/// each path's figures for the record.
 fn report(
     pair: &Pair,
     files: &BTreeMap<String, PathBuf>,
     runs: usize,
     version: (u32, u32),
     goals: Goals,
-) -> (bool, Tally) {
+) -> (bool, Tally, Vec<PathFit>) {
     println!("  {}", pair.name);
     let mut ok = true;
     let mut fixed: Vec<(Probe, Option<Probe>)> = pair.fixed.to_vec();
@@ -423,6 +580,7 @@ fn report(
         }
     }
     let mut tally = Tally::default();
+    let mut fits = Vec::new();
     for (&(probe, caller), r) in paths.iter().zip(&mut ratios) {
         let name = format!(
             "{} from {}",
@@ -431,10 +589,22 @@ fn report(
         );
         if r.is_empty() {
             println!("    {name:<52} no time on both sides");
+            fits.push(PathFit {
+                path: shown(probe, caller),
+                median: None,
+                spread: None,
+                none: Some("no time on both sides".into()),
+            });
             continue;
         }
         r.sort_by(f64::total_cmp);
         let median = r[r.len() / 2];
+        fits.push(PathFit {
+            path: shown(probe, caller),
+            median: Some(median),
+            spread: Some([r[0], r[r.len() - 1]]),
+            none: None,
+        });
         tally.paths += 1;
         let mut goal = if within(median, goals.median()) {
             tally.medians += 1;
@@ -460,7 +630,7 @@ fn report(
             r[r.len() - 1]
         );
     }
-    (ok, tally)
+    (ok, tally, fits)
 }
 
 /// Calibrate on `{fit}{run}.json`, run the model for `{check}{run}.json`.
@@ -525,6 +695,82 @@ mod tests {
         let tcg = Goals { icount: false };
         assert!(tally(10, 10, 29, 30).met(tcg));
         assert_eq!(tally(10, 10, 29, 30).line(tcg), "10 of 10 paths within 2x");
+    }
+
+    #[test]
+    fn docs_tables_are_replaced_after_their_markers_only() {
+        let text = "intro\n<!-- the table of a.json (cargo xtask bench model-fit --docs) -->\n| old |\n|---|\n| row |\n\nafter\n| other table |\n";
+        let (out, n) = with_tables(text, |f| Ok(format!("| {f} |\n"))).unwrap();
+        assert_eq!(n, 1);
+        assert_eq!(
+            out,
+            "intro\n<!-- the table of a.json (cargo xtask bench model-fit --docs) -->\n| a.json |\n\nafter\n| other table |\n"
+        );
+        assert!(with_tables(text, |_| anyhow::bail!("no such record")).is_err());
+    }
+
+    #[test]
+    fn the_docs_tables_are_their_records() {
+        let text = fs::read_to_string(util::workspace_root().join("docs/benchmarks.md")).unwrap();
+        let (out, n) = with_tables(&text, |file| {
+            let json = fs::read_to_string(util::workspace_root().join(file))?;
+            Ok(serde_json::from_str::<Record>(&json)?.table())
+        })
+        .unwrap();
+        assert_eq!(n, 2, "the model-fit tables of 2026-12-01 and under icount");
+        assert!(
+            out == text,
+            "cargo xtask bench model-fit --docs would change docs/benchmarks.md"
+        );
+    }
+
+    #[test]
+    fn a_path_is_named_as_the_docs_name_it() {
+        assert_eq!(
+            shown(Probe::SynchronizeRcuExpedited, Some(Probe::NamespaceUnlock)),
+            tracer_model::model_fit::EXPEDITED
+        );
+        assert_eq!(
+            shown(Probe::PruneUnderInodeLock, Some(Probe::VfsRmdir)),
+            tracer_model::model_fit::PRUNE
+        );
+        assert_eq!(
+            shown(Probe::InodeLockWait, None),
+            tracer_model::model_fit::LOCK_WAIT
+        );
+        assert_eq!(
+            shown(Probe::ShrinkerFree, Some(Probe::DeactivateLockedSuper)),
+            shown(
+                Probe::UnregisterShrinker,
+                Some(Probe::DeactivateLockedSuper)
+            )
+        );
+    }
+
+    #[test]
+    fn a_record_is_written_under_a_name_of_its_own_and_reads_back() {
+        let dir = std::env::temp_dir().join(format!("model-fit-records-{}", std::process::id()));
+        let boot = Boot {
+            kernel: "6.12".into(),
+            host: Some("load 0.50".into()),
+            pairs: Some(5),
+            paths: vec![PathFit {
+                path: tracer_model::model_fit::EXPEDITED.into(),
+                median: Some(0.84),
+                spread: Some([0.69, 1.55]),
+                none: None,
+            }],
+        };
+        let first = write_record(&dir, "cmd", true, vec![boot.clone()]).unwrap();
+        let second = write_record(&dir, "cmd", true, vec![boot.clone()]).unwrap();
+        assert_ne!(first, second, "a day's second run keeps the first");
+        assert!(
+            second.to_string_lossy().ends_with("-icount-2.json"),
+            "{second:?}"
+        );
+        let back: Record = serde_json::from_str(&fs::read_to_string(&first).unwrap()).unwrap();
+        assert_eq!((back.clock.as_str(), back.boots), ("icount", vec![boot]));
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
