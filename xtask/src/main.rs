@@ -427,15 +427,10 @@ fn test_command(args: TestArgs) -> anyhow::Result<ExitCode> {
 /// run with `--arch aarch64 --kernel K`. docs/tests.md says why.
 const ARM64_IN_WHOLE_RUN: &[&str] = &["6.12"];
 
-/// The kernels by how long their suites' boots take, longest first: a lane that is free
-/// takes the longest boot left, so that the lanes end together. amd64's in the whole run of
-/// 2026-12-06: 6.12 2,144 s (it also runs the hardening cases), 6.1 1,015, 7.3 918, 5.10
-/// 891.
-const LONGEST_FIRST: [&str; 4] = [HARDEN_KERNEL, "6.1", "7.3", "5.10"];
-
 /// The lanes `--kernel` and `--arch` name: amd64's kernels without `--arch`, and with
-/// every kernel, [`ARM64_IN_WHOLE_RUN`] too. Each architecture's [`LONGEST_FIRST`], arm64's
-/// after amd64's, in the time the lane that ends first would idle.
+/// every kernel, [`ARM64_IN_WHOLE_RUN`] too. The longest boot (the hardening cases') first,
+/// so that the lanes end together; arm64's last, in the time the lane that ends first would
+/// idle.
 fn lanes(which: kernel::Kernels, arch: Option<arch::Arch>) -> Vec<(arch::Arch, kernel::Series)> {
     let series = which.series();
     let of = |a: arch::Arch| series.iter().map(move |s| (a, *s));
@@ -447,13 +442,7 @@ fn lanes(which: kernel::Kernels, arch: Option<arch::Arch>) -> Vec<(arch::Arch, k
             }))
             .collect(),
     };
-    lanes.sort_by_key(|(a, s)| {
-        let rank = LONGEST_FIRST.iter().position(|n| *n == s.name);
-        (
-            *a != arch::Arch::X86_64,
-            rank.unwrap_or(LONGEST_FIRST.len()),
-        )
-    });
+    lanes.sort_by_key(|(a, s)| (*a != arch::Arch::X86_64, s.name != HARDEN_KERNEL));
     lanes
 }
 
@@ -854,9 +843,9 @@ enum Job<'a> {
 }
 
 impl<'a> Job<'a> {
-    /// Each kernel's suite, in `lanes`' order (longest first), and Debian 12 with the
-    /// release last, the shortest; and apart, the boots under icount of the kernels
-    /// `selection` runs such cases on, in the same order.
+    /// Each kernel's suite, in `series`' order, and Debian 12 with the release second, so
+    /// that one lane takes it while the other runs the longest suite; and apart, the short
+    /// boots under icount of the kernels `selection` runs such cases on.
     fn queue(
         lanes: &[(arch::Arch, kernel::Series)],
         release: Option<&'a dist::Artifacts>,
@@ -885,7 +874,7 @@ impl<'a> Job<'a> {
             .collect();
         if let Some(made) = release {
             let kernel = kernel::resolve(testing::release::KERNEL, &tools.kernels)?;
-            vms.push(Job::Release(kernel, made));
+            vms.insert(1.min(vms.len()), Job::Release(kernel, made));
         }
         Ok((vms, counted))
     }
@@ -997,7 +986,6 @@ mod tests {
             l.into_iter().map(|(a, s)| a.lane(s.name)).collect()
         };
         let whole = names(lanes(kernel::Kernels::All, None));
-        assert_eq!(whole[..4], ["6.12", "6.1", "7.3", "5.10"], "longest first");
         assert_eq!(whole[0], HARDEN_KERNEL);
         assert!(
             whole[..4].iter().all(|n| !n.starts_with("arm64")),
@@ -1013,7 +1001,7 @@ mod tests {
         assert_eq!(names(lanes(twelve, None)), ["6.12"]);
         assert_eq!(
             names(lanes(kernel::Kernels::All, Some(arch::Arch::Aarch64))),
-            ["arm64-6.12", "arm64-6.1", "arm64-7.3", "arm64-5.10"]
+            ["arm64-6.12", "arm64-5.10", "arm64-6.1", "arm64-7.3"]
         );
     }
 }
