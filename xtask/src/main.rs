@@ -7,7 +7,6 @@ mod dist;
 mod exposition;
 mod initramfs;
 mod kernel;
-mod lanes;
 mod lint;
 mod phases;
 mod setup;
@@ -185,11 +184,9 @@ struct TestArgs {
     /// fixtures, timeout, heading; nothing runs.
     #[arg(long)]
     list: bool,
-    /// Kernels' VMs booted at once under TCG. A TCG guest keeps under one host core busy
-    /// on average (its cases wait on sleeps, scrapes and refreshes), so two share a 2-core
-    /// host with little loss: a 6.12 suite used 21 CPU-minutes in 25.5 minutes. With 2 or
-    /// more, the boots under icount run one at a time beside them, from the start: their
-    /// clock counts instructions, so the host's load moves none of their figures.
+    /// Kernels' VMs booted at once. A TCG guest keeps under one host core busy on
+    /// average (its cases wait on sleeps, scrapes and refreshes), so two share a 2-core
+    /// host with little loss: a 6.12 suite used 21 CPU-minutes in 25.5 minutes.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=4))]
     jobs: u8,
     #[command(flatten)]
@@ -666,11 +663,10 @@ fn arm64_recorded(
     Ok(bin)
 }
 
-/// Boot the `queue`'s VMs (those under TCG, those under icount), `jobs` under TCG at once
-/// and one under icount beside them ([`lanes`]); the per-case results files they wrote,
-/// and each VM's time.
+/// Boot the `queue`'s VMs, `jobs` at once; the per-case results files they wrote, and each
+/// VM's time.
 fn run_vms(
-    queue: (Vec<Job<'_>>, Vec<Job<'_>>),
+    queue: Vec<Job<'_>>,
     jobs: usize,
     vms: &Vms<'_>,
     (tools, timeout, selection): (
@@ -680,39 +676,40 @@ fn run_vms(
     ),
     tally: &mut testing::harness::Tally,
 ) -> anyhow::Result<(Vec<PathBuf>, Timed)> {
-    type Lane = (
-        testing::harness::Tally,
-        Timed,
-        Vec<PathBuf>,
-        anyhow::Result<()>,
-    );
-    let init = || -> Lane {
-        (
-            testing::harness::Tally::default(),
-            Vec::new(),
-            Vec::new(),
-            Ok(()),
-        )
-    };
-    let step = |(tally, took, written, failed): &mut Lane, job: Job<'_>| {
-        let start = std::time::Instant::now();
-        let (name, run) = job.run(vms, tools, timeout, selection, tally);
-        took.push((name, start.elapsed()));
-        match run {
-            Ok(path) => {
-                written.extend(path);
-                true
-            }
-            Err(e) => {
-                *failed = Err(e);
-                false
-            }
-        }
-    };
+    let lanes = jobs.min(queue.len()).max(1);
+    let queue = std::sync::Mutex::new(queue.into_iter());
+    let done = std::thread::scope(|scope| {
+        let lanes: Vec<_> = (0..lanes)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut tally = testing::harness::Tally::default();
+                    let mut took = Vec::new();
+                    let mut written = Vec::new();
+                    loop {
+                        let next = queue.lock().map(|mut q| q.next()).ok().flatten();
+                        let start = std::time::Instant::now();
+                        let Some(job) = next else { break };
+                        let (name, run) = job.run(vms, tools, timeout, selection, &mut tally);
+                        took.push((name, start.elapsed()));
+                        match run {
+                            Ok(Some(path)) => written.push(path),
+                            Ok(None) => {}
+                            Err(e) => return (tally, took, written, Err(e)),
+                        }
+                    }
+                    (tally, took, written, Ok(()))
+                })
+            })
+            .collect();
+        lanes
+            .into_iter()
+            .map(|l| l.join().expect("a VM lane panicked"))
+            .collect::<Vec<_>>()
+    });
     let mut failure = None;
     let mut written = Vec::new();
     let mut took_all = Vec::new();
-    for (lane, took, paths, run) in lanes::run(queue, jobs, init, step) {
+    for (lane, took, paths, run) in done {
         tally.merge(&lane);
         took_all.extend(took);
         written.extend(paths);
@@ -844,14 +841,14 @@ enum Job<'a> {
 
 impl<'a> Job<'a> {
     /// Each kernel's suite, in `series`' order, and Debian 12 with the release second, so
-    /// that one lane takes it while the other runs the longest suite; and apart, the short
-    /// boots under icount of the kernels `selection` runs such cases on.
+    /// that one lane takes it while the other runs the longest suite; then the short boots
+    /// under icount of the kernels `selection` runs such cases on.
     fn queue(
         lanes: &[(arch::Arch, kernel::Series)],
         release: Option<&'a dist::Artifacts>,
         selection: &testing::suite::select::Selection,
         tools: &setup::Tools,
-    ) -> anyhow::Result<(Vec<Job<'a>>, Vec<Job<'a>>)> {
+    ) -> anyhow::Result<Vec<Job<'a>>> {
         let kernels = lanes
             .iter()
             .map(|(a, s)| kernel::resolve_for(s.name, &tools.kernels, *a))
@@ -876,7 +873,8 @@ impl<'a> Job<'a> {
             let kernel = kernel::resolve(testing::release::KERNEL, &tools.kernels)?;
             vms.insert(1.min(vms.len()), Job::Release(kernel, made));
         }
-        Ok((vms, counted))
+        vms.extend(counted);
+        Ok(vms)
     }
 
     /// Boot and judge with the tracer of the kernel's architecture (amd64's, and arm64's
