@@ -56,6 +56,9 @@ pub struct VmCase {
     /// What it needs that other cases use too, set up (once a boot) before the workload of
     /// the first case run that declares it: so that any case runs alone.
     pub fixtures: &'static [Fixture],
+    /// The cases whose result files its judge reads too (by name): `--case` runs them with
+    /// it.
+    pub needs: &'static [&'static str],
     /// Guest time its workload may take, its fixtures' setup included: a boot of selected
     /// cases (`--case`) is given the sum, with [`BOOT_ALLOWANCE`].
     pub timeout: Duration,
@@ -103,6 +106,7 @@ impl VmCase {
         workload: "",
         judge: |_| {},
         fixtures: &[],
+        needs: &[],
         timeout: Duration::from_mins(5),
         cmdline: "",
         clock: Clock::Host,

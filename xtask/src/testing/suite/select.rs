@@ -64,9 +64,13 @@ impl Selection {
         case.clock == self.clock && self.names(case)
     }
 
-    /// Whether `case` is one of the cases selected, whatever its clock.
+    /// Whether `case` is one of the cases selected, whatever its clock: named by a
+    /// pattern, or needed by a case that is.
     pub fn names(&self, case: &VmCase) -> bool {
-        self.is_all() || self.patterns.iter().any(|p| p.matches(case.name))
+        let named = |c: &VmCase| self.patterns.iter().any(|p| p.matches(c.name));
+        self.is_all()
+            || named(case)
+            || every().any(|(_, c)| named(c) && c.needs.contains(&case.name))
     }
 
     /// The groups whose scripts a boot of a kernel of `lane` runs: the suite, and the
@@ -232,6 +236,31 @@ mod tests {
     use std::collections::BTreeSet;
 
     use super::*;
+
+    #[test]
+    fn a_case_alone_runs_with_the_cases_it_needs_which_run_wherever_it_does() {
+        let probes = Selection::new(&["kernel::probes".to_owned()], None).unwrap();
+        let names: Vec<_> = every()
+            .filter(|(_, c)| probes.names(c))
+            .map(|(_, c)| c.name)
+            .collect();
+        assert_eq!(names.len(), 2, "{names:?}");
+        assert!(names.contains(&"counts::tmpfs"), "{names:?}");
+        for (_, case) in every() {
+            for need in case.needs {
+                let (_, needed) = every()
+                    .find(|(_, c)| c.name == *need)
+                    .unwrap_or_else(|| panic!("{} needs {need}: no such case", case.name));
+                assert!(
+                    needed.clock == case.clock
+                        && needed.on.covers(case.on)
+                        && needed.arm64.covers(case.arm64),
+                    "{} needs {need}, which does not run in each boot it runs in",
+                    case.name
+                );
+            }
+        }
+    }
 
     #[test]
     fn every_case_has_a_unique_lower_case_name_of_the_file_that_declares_it() {

@@ -70,6 +70,7 @@ emit probes.txt /tmp/probes.txt
             probes_agree,
         );
     },
+    needs: &["counts::tmpfs"],
     ..VmCase::BASE
 };
 
