@@ -14,14 +14,15 @@ mod testing;
 mod tracer_build;
 mod util;
 mod vm;
+mod vm_lanes;
 
 use std::{path::PathBuf, process::ExitCode, time::Duration};
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
-use phases::{Phases, Timed};
-use testing::suite::case::Clock;
+use phases::Phases;
 use vm::QemuArgs;
+use vm_lanes::HARDEN_KERNEL;
 
 /// Exit status of `vm` when the VM itself failed (panic, timeout, no end marker), as
 /// opposed to the guest command's own status.
@@ -396,10 +397,6 @@ fn boot(
     Ok(outcome)
 }
 
-/// The kernel whose suite boot runs the hardening cases too (signals, least privilege):
-/// one kernel is enough for what they check, and each boot of them costs minutes.
-const HARDEN_KERNEL: &str = "6.12";
-
 /// `cargo xtask test`: the list of `--list`, or the run.
 fn test_command(args: TestArgs) -> anyhow::Result<ExitCode> {
     let selection = testing::suite::select::Selection::new(&args.cases, args.mode)?;
@@ -466,75 +463,91 @@ fn test(
         whole || wants(arch::Arch::X86_64),
         whole || wants(arch::Arch::Aarch64),
     );
+    // Filled while the VM lanes already run; every path below fills both, so that no boot
+    // waits for ever.
+    let tracer_arm64: vm_lanes::Later<PathBuf> = std::sync::OnceLock::new();
+    let release: vm_lanes::Later<dist::Artifacts> = std::sync::OnceLock::new();
     std::thread::scope(|scope| {
         // The arm64 tracer builds beside the host's phases, from their start: in a target
         // directory of its own with the nightly (no lock shared with the amd64 builds), on
-        // the cores the host cases leave idle while they wait on scrapes and terminals.
-        // In `whole` runs it is then built a second time from nothing, for the release's
-        // second dist (byte for byte the first).
-        let arm64 = arm64.then(|| {
-            scope.spawn(|| {
-                let start = std::time::Instant::now();
-                let built = tracer_for(&tools, arch::Arch::Aarch64);
-                let took = start.elapsed();
-                let again_start = std::time::Instant::now();
-                let again = match (&built, whole) {
-                    (Ok(bin), true) => Some(testing::release::build_again(
-                        &tools,
-                        arch::Arch::Aarch64,
-                        bin,
-                    )),
-                    _ => None,
-                };
-                (built, took, again.map(|a| (a, again_start.elapsed())))
-            })
-        });
+        // the cores the host's phases leave idle. In `whole` runs it is then built a second
+        // time from nothing, for the release's second dist (byte for byte the first).
+        let arm64 = arm64.then(|| scope.spawn(|| arm64_builds(&tools, whole)));
         let host = x86
             .then(|| host_side(&tools, (whole, skip_unit), &mut phases, &mut tally))
             .transpose();
-        let mut arm64_again = None;
-        let tracer_arm64 = arm64.map(|h| {
-            let (built, took, again) = h.join().expect("the arm64 build panicked");
-            phases.beside("build (arm64)", took);
-            if let Some((again, took)) = again {
-                phases.beside("second build (arm64)", took);
-                arm64_again = Some(again);
+        let Ok(mut host) = host else {
+            if let Some(h) = arm64 {
+                let _ = h.join();
             }
-            arm64_recorded(built, took, whole, &mut tally)
-        });
-        let (Ok(mut host), Ok(tracer_arm64)) = (host, tracer_arm64.transpose()) else {
             tally.finish();
             return Ok(ExitCode::FAILURE);
         };
-        if let Some(host) = host.as_mut().filter(|_| whole) {
-            host.made = release_side(&tools, &host.tracer, arm64_again, &mut phases, &mut tally);
-        }
-        // After the release: its second dist cleans the tracer crate's artifacts (the test
-        // binary among them) to build it again.
         if let Some(host) = host.as_mut() {
             let amd64 = amd64_series(&lanes);
             host.guest_tests = guest_tests(selection, &amd64, &tools, &mut phases, &mut tally);
         }
-        let vms = Vms {
-            tracer: host.as_ref().map(|h| h.tracer.as_path()),
-            tracer_arm64: tracer_arm64.as_deref(),
-            guest_tests: host.as_ref().map_or(&[][..], |h| &h.guest_tests),
-        };
-        // The release's VM boots Debian 12's own kernel: with every kernel, or with that one.
-        let release = host
-            .as_ref()
-            .and_then(|h| h.made.as_ref())
-            .filter(|_| match which {
+        // The release's Debian 12 boots Debian 12's own kernel: with every kernel, or with
+        // that one.
+        let with_release = whole
+            && host.is_some()
+            && match which {
                 kernel::Kernels::All => true,
                 kernel::Kernels::One(s) => s.name == testing::release::KERNEL,
-            });
-        let queue = Job::queue(&lanes, release, selection, &tools)?;
+            };
+        let queue = vm_lanes::Job::queue(&lanes, with_release, selection, &tools);
+        // The VMs boot a copy: the release's second build rewrites the tracer in place
+        // while they run.
+        let copy = host
+            .as_ref()
+            .map(|h| vm_lanes::kept_copy(&h.tracer))
+            .transpose();
+        let (queue, copy) = match (queue, copy) {
+            (Ok(queue), Ok(copy)) => (queue, copy),
+            (Err(e), _) | (_, Err(e)) => {
+                let _ = (tracer_arm64.set(None), release.set(None));
+                return Err(e);
+            }
+        };
+        let vms = vm_lanes::Vms {
+            tracer: copy.as_deref(),
+            tracer_arm64: &tracer_arm64,
+            guest_tests: host.as_ref().map_or(&[][..], |h| &h.guest_tests),
+            release: &release,
+        };
         let timeout = (Duration::from_secs(qemu.timeout), qemu.kvm);
-        let (written, took) = phases.time("VMs", || {
-            run_vms(queue, jobs, &vms, (&tools, timeout, selection), &mut tally)
-        })?;
-        phases.within(took);
-        for path in written {
+        // The VM lanes start now; the host cases and the release run beside them (waiting
+        // on scrapes and terminals, they leave the cores to the guests).
+        let mut beside = Phases::default();
+        let (done, took) = std::thread::scope(|inner| {
+            let _filled = vm_lanes::FillOnDrop(&tracer_arm64, &release);
+            let booted = inner.spawn(|| {
+                let start = std::time::Instant::now();
+                let done = vm_lanes::run(queue, jobs, &vms, (&tools, timeout, selection));
+                (done, start.elapsed())
+            });
+            if let Some(host) = host.as_ref().filter(|_| whole) {
+                host_phases(&tools, &host.tracer, &mut beside, &mut tally);
+            }
+            let (built_arm64, arm64_again) = arm64.map_or((None, None), |h| {
+                let builds = h.join().expect("the arm64 build panicked");
+                arm64_recorded(builds, whole, &mut phases, &mut tally)
+            });
+            let _ = tracer_arm64.set(built_arm64);
+            let made = host.as_ref().filter(|_| with_release).and_then(|host| {
+                release_side(&tools, &host.tracer, arm64_again, &mut beside, &mut tally)
+            });
+            let _ = release.set(made);
+            booted.join().expect("the VM lanes panicked")
+        });
+        phases.record("VMs", took);
+        phases.within(done.took);
+        phases.beside_all(beside);
+        tally.merge(&done.tally);
+        if let Some(e) = done.failure {
+            return Err(e);
+        }
+        for path in done.written {
             println!(
                 "per-case results (one JSON line a case): {}",
                 path.display()
@@ -545,25 +558,15 @@ fn test(
     })
 }
 
-/// What the VM lanes boot with: each architecture's tracer (where built) and amd64's
-/// root-only test binaries.
-struct Vms<'a> {
-    tracer: Option<&'a std::path::Path>,
-    tracer_arm64: Option<&'a std::path::Path>,
-    guest_tests: &'a [(String, PathBuf)],
-}
-
-/// What the host side made: amd64's tracer, its root-only test binaries and the release.
+/// What the host side made: amd64's tracer and its root-only test binaries.
 struct Host {
     tracer: PathBuf,
     guest_tests: Vec<(String, PathBuf)>,
-    made: Option<dist::Artifacts>,
 }
 
-/// The lint, the unit tests (`whole` runs, unless `skip_unit`), amd64's tracer and
-/// (`whole` runs) the host cases, each a phase; Err when the tracer did not build (said in
-/// `tally`). The release and the root-only test binaries come after, once arm64's tracer
-/// is built too.
+/// The lint, amd64's tracer and the unit tests (`whole` runs, unless `skip_unit`), each a
+/// phase; Err when the tracer did not build (said in `tally`). The host cases and the
+/// release come after, beside the VM lanes.
 fn host_side(
     tools: &setup::Tools,
     (whole, skip_unit): (bool, bool),
@@ -577,18 +580,15 @@ fn host_side(
             }
         });
     }
-    if whole && !skip_unit {
-        let verdict = phases.time("unit tests", testing::host::unit_tests);
-        tally.record("host", "unit tests (cargo test --workspace)", &verdict);
-    }
     let tracer = build_recorded(tools, arch::Arch::X86_64, phases, tally).map_err(|_| ())?;
-    if whole {
-        host_phases(tools, &tracer, phases, tally);
+    // After the build: the unit tests are built as the tracer is, on its dependencies.
+    if whole && !skip_unit {
+        let verdict = phases.time("unit tests", || testing::host::unit_tests(tools));
+        tally.record("host", "unit tests (cargo test --workspace)", &verdict);
     }
     Ok(Host {
         tracer,
         guest_tests: Vec::new(),
-        made: None,
     })
 }
 
@@ -640,14 +640,45 @@ fn release_side(
     Some(made)
 }
 
-/// The arm64 tracer's build recorded, and in `whole` runs its host checks (the ELF header,
-/// `--version` under user-mode emulation).
+/// arm64's tracer built (with its time), and in `whole` runs built again from nothing for
+/// the release's second dist, kept beside the first build (with its time).
+type Arm64Builds = (
+    anyhow::Result<PathBuf>,
+    Duration,
+    Option<(anyhow::Result<(PathBuf, PathBuf)>, Duration)>,
+);
+
+/// [`Arm64Builds`]: run beside the host's phases.
+fn arm64_builds(tools: &setup::Tools, whole: bool) -> Arm64Builds {
+    let start = std::time::Instant::now();
+    let built = tracer_for(tools, arch::Arch::Aarch64);
+    let took = start.elapsed();
+    let again_start = std::time::Instant::now();
+    let again = match (&built, whole) {
+        (Ok(bin), true) => Some(testing::release::build_again(
+            tools,
+            arch::Arch::Aarch64,
+            bin,
+        )),
+        _ => None,
+    };
+    (built, took, again.map(|a| (a, again_start.elapsed())))
+}
+
+/// The arm64 tracer's builds timed and recorded, and in `whole` runs its host checks (the
+/// ELF header, `--version` under user-mode emulation): the tracer, where it built, and the
+/// second build for the release.
 fn arm64_recorded(
-    built: anyhow::Result<PathBuf>,
-    took: Duration,
+    (built, took, again): Arm64Builds,
     whole: bool,
+    phases: &mut Phases,
     tally: &mut testing::harness::Tally,
-) -> anyhow::Result<PathBuf> {
+) -> (Option<PathBuf>, Option<anyhow::Result<(PathBuf, PathBuf)>>) {
+    phases.beside("build (arm64)", took);
+    let again = again.map(|(again, took)| {
+        phases.beside("second build (arm64)", took);
+        again
+    });
     tally.record(
         "host",
         "static arm64 tracer builds (beside the host phases)",
@@ -656,66 +687,13 @@ fn arm64_recorded(
             .map(|bin| format!("{} in {:.0} s", bin.display(), took.as_secs_f64()))
             .map_err(|e| format!("{e:#}")),
     );
-    let bin = built?;
+    let Ok(bin) = built else {
+        return (None, again);
+    };
     if whole {
         testing::host_arm64::check(&bin, took, tally);
     }
-    Ok(bin)
-}
-
-/// Boot the `queue`'s VMs, `jobs` at once; the per-case results files they wrote, and each
-/// VM's time.
-fn run_vms(
-    queue: Vec<Job<'_>>,
-    jobs: usize,
-    vms: &Vms<'_>,
-    (tools, timeout, selection): (
-        &setup::Tools,
-        (Duration, bool),
-        &testing::suite::select::Selection,
-    ),
-    tally: &mut testing::harness::Tally,
-) -> anyhow::Result<(Vec<PathBuf>, Timed)> {
-    let lanes = jobs.min(queue.len()).max(1);
-    let queue = std::sync::Mutex::new(queue.into_iter());
-    let done = std::thread::scope(|scope| {
-        let lanes: Vec<_> = (0..lanes)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut tally = testing::harness::Tally::default();
-                    let mut took = Vec::new();
-                    let mut written = Vec::new();
-                    loop {
-                        let next = queue.lock().map(|mut q| q.next()).ok().flatten();
-                        let start = std::time::Instant::now();
-                        let Some(job) = next else { break };
-                        let (name, run) = job.run(vms, tools, timeout, selection, &mut tally);
-                        took.push((name, start.elapsed()));
-                        match run {
-                            Ok(Some(path)) => written.push(path),
-                            Ok(None) => {}
-                            Err(e) => return (tally, took, written, Err(e)),
-                        }
-                    }
-                    (tally, took, written, Ok(()))
-                })
-            })
-            .collect();
-        lanes
-            .into_iter()
-            .map(|l| l.join().expect("a VM lane panicked"))
-            .collect::<Vec<_>>()
-    });
-    let mut failure = None;
-    let mut written = Vec::new();
-    let mut took_all = Vec::new();
-    for (lane, took, paths, run) in done {
-        tally.merge(&lane);
-        took_all.extend(took);
-        written.extend(paths);
-        failure = failure.or(run.err());
-    }
-    failure.map_or(Ok((written, took_all)), Err)
+    (Some(bin), again)
 }
 
 /// The root-only test binaries (libtest name, path), built where a boot of `series` runs
@@ -829,100 +807,6 @@ fn vm_cases_agree(tally: &mut testing::harness::Tally) -> bool {
         &verdict,
     );
     verdict.is_ok()
-}
-
-/// What a VM lane of `cargo xtask test` boots.
-enum Job<'a> {
-    /// A kernel's suite, the boot of its guest clock's cases.
-    Suite(kernel::Kernel, Clock),
-    /// Debian 12 under systemd with the release's .deb and image.
-    Release(kernel::Kernel, &'a dist::Artifacts),
-}
-
-impl<'a> Job<'a> {
-    /// Each kernel's suite, in `series`' order, and Debian 12 with the release second, so
-    /// that one lane takes it while the other runs the longest suite; then the short boots
-    /// under icount of the kernels `selection` runs such cases on.
-    fn queue(
-        lanes: &[(arch::Arch, kernel::Series)],
-        release: Option<&'a dist::Artifacts>,
-        selection: &testing::suite::select::Selection,
-        tools: &setup::Tools,
-    ) -> anyhow::Result<Vec<Job<'a>>> {
-        let kernels = lanes
-            .iter()
-            .map(|(a, s)| kernel::resolve_for(s.name, &tools.kernels, *a))
-            .collect::<anyhow::Result<Vec<_>>>()?;
-        let counted: Vec<Job<'a>> = kernels
-            .iter()
-            .filter(|k| testing::suite::boots(selection, k, Clock::Instructions))
-            .map(|k| Job::Suite(k.clone(), Clock::Instructions))
-            .collect();
-        let mut vms: Vec<Job<'a>> = kernels
-            .into_iter()
-            // The suite's boot, unless the cases selected run only under icount: where
-            // none runs at all, it says so.
-            .filter(|k| {
-                selection.is_all()
-                    || testing::suite::boots(selection, k, Clock::Host)
-                    || !testing::suite::boots(selection, k, Clock::Instructions)
-            })
-            .map(|k| Job::Suite(k, Clock::Host))
-            .collect();
-        if let Some(made) = release {
-            let kernel = kernel::resolve(testing::release::KERNEL, &tools.kernels)?;
-            vms.insert(1.min(vms.len()), Job::Release(kernel, made));
-        }
-        vms.extend(counted);
-        Ok(vms)
-    }
-
-    /// Boot and judge with the tracer of the kernel's architecture (amd64's, and arm64's
-    /// where built), QEMU's timeout and whether with KVM; the lane's name for the timing
-    /// line, and whether the VM could run, with the per-case results file it wrote.
-    fn run(
-        self,
-        vms: &Vms<'_>,
-        tools: &setup::Tools,
-        (timeout, kvm): (Duration, bool),
-        selection: &testing::suite::select::Selection,
-        tally: &mut testing::harness::Tally,
-    ) -> (String, anyhow::Result<Option<PathBuf>>) {
-        match self {
-            Job::Suite(kernel, clock) => {
-                let harden = kernel.name == HARDEN_KERNEL;
-                let name = format!("VM {}{}", kernel.name, clock.suffix());
-                let tracer = match kernel.arch {
-                    arch::Arch::X86_64 => vms.tracer,
-                    arch::Arch::Aarch64 => vms.tracer_arm64,
-                };
-                let Some(tracer) = tracer else {
-                    let e = anyhow::anyhow!("no tracer built for {}", kernel.name);
-                    return (name, Err(e));
-                };
-                // The root-only tests are amd64's binaries.
-                let guest_tests = match kernel.arch {
-                    arch::Arch::X86_64 => vms.guest_tests,
-                    arch::Arch::Aarch64 => &[],
-                };
-                let built = testing::suite::Built {
-                    tracer,
-                    guest_tests,
-                };
-                let selection = selection.on_clock(clock);
-                let run = testing::suite::vm_suite(
-                    &kernel, &built, timeout, kvm, harden, &selection, tally,
-                );
-                (name, run)
-            }
-            Job::Release(kernel, made) => {
-                let run =
-                    testing::release::vm(&kernel, made, &tools.debian_rootfs, timeout, kvm, tally)
-                        .map(|()| None);
-                ("VM release (Debian 12)".to_owned(), run)
-            }
-        }
-    }
 }
 
 /// The README's main job: tracer on this host, or where it cannot attach, in a VM.

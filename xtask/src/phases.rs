@@ -22,6 +22,17 @@ impl Phases {
         out
     }
 
+    /// A phase timed elsewhere (another thread's).
+    pub fn record(&mut self, name: &str, took: Duration) {
+        self.steps.push((name.to_owned(), took));
+    }
+
+    /// The phases of `other`, which ran beside these (not added to the total).
+    pub fn beside_all(&mut self, other: Phases) {
+        self.beside.extend(other.steps);
+        self.beside.extend(other.beside);
+    }
+
     /// Parts of the last phase that ran beside each other (not added to the total).
     pub fn within(&mut self, parts: Vec<(String, Duration)>) {
         self.within.extend(parts);

@@ -202,8 +202,9 @@ const X86_TARGET: &str = Arch::X86_64.target();
 pub const GUEST_TEST_CRATES: [&str; 2] = ["tracer-loader", "tracer"];
 
 /// Build the unit-test binaries of [`GUEST_TEST_CRATES`] as the tracer is built: static,
-/// with the kernel programs embedded (`cargo test --no-run`, the same flags). Returns each
-/// binary's libtest name (`tracer_loader`) and path, as cargo's JSON messages name them.
+/// with the kernel programs embedded (`cargo test --no-run`, the same flags; after the unit
+/// tests, which built them). Returns each binary's libtest name (`tracer_loader`), as cargo's
+/// JSON messages name it, and its copy in `target/guest-tests`.
 pub fn guest_tests(tools: &Tools) -> anyhow::Result<Vec<(String, PathBuf)>> {
     let mut cmd = util::cargo();
     cmd.args([
@@ -234,15 +235,51 @@ pub fn guest_tests(tools: &Tools) -> anyhow::Result<Vec<(String, PathBuf)>> {
             GUEST_TEST_CRATES.len()
         );
     }
-    for (_, bin) in &tests {
-        if !util::is_static_elf(bin)? {
+    // Kept out of cargo's own folders: the release's second build cleans the tracer
+    // crate's artifacts, this binary among them.
+    let kept = util::target_dir().join("guest-tests");
+    fs::create_dir_all(&kept).with_context(|| format!("creating {}", kept.display()))?;
+    let mut copies = Vec::new();
+    for (name, bin) in tests {
+        if !util::is_static_elf(&bin)? {
             bail!(
                 "{} is dynamically linked: the VM has no libraries",
                 bin.display()
             );
         }
+        let copy = kept.join(&name);
+        fs::copy(&bin, &copy).with_context(|| format!("copying {}", bin.display()))?;
+        copies.push((name, copy));
     }
-    Ok(tests)
+    Ok(copies)
+}
+
+/// `cargo test` of the workspace (the kernel crate and xtask aside) built as the tracer is
+/// built: release, static, for amd64's target, with the kernel programs embedded. Every
+/// dependency is then the one the tracer's build compiled, where a debug build would
+/// compile the whole tree a second time; the tests run the code as it ships.
+pub fn workspace_tests(tools: &Tools) -> std::process::Command {
+    let mut cmd = util::cargo();
+    cmd.args([
+        "test",
+        "--release",
+        "--workspace",
+        "--exclude",
+        "tracer-ebpf",
+        "--exclude",
+        "xtask",
+        "--lib",
+        "--bins",
+        "--tests",
+        "--target",
+        X86_TARGET,
+        "--config",
+    ])
+    .arg(static_flags())
+    .envs(tracer_env(tools).iter().map(|(k, v)| (k, v)))
+    .env("CARGO_TARGET_DIR", util::target_dir())
+    .current_dir(util::workspace_root());
+    cmd
 }
 
 /// Run tracer's `live` bench (`tracer/benches/live.rs`), built as the static tracer is

@@ -14,30 +14,31 @@ use std::{
 use tracer_core::snapshot::{AttachState, Probe};
 
 use super::harness::{Tally, Verdict, ms};
-use crate::util;
+use crate::{setup::Tools, tracer_build, util};
 
-/// `cargo test --workspace` (the kernel crate aside: it only builds for BPF), without the
-/// doc tests: no crate has an example in its docs, and rustdoc's pass over six crates to
-/// find none took 23 s.
-pub fn unit_tests() -> Verdict {
-    let mut cmd = util::cargo();
-    cmd.args([
-        "test",
-        "--workspace",
-        "--exclude",
-        "tracer-ebpf",
-        "--lib",
-        "--bins",
-        "--tests",
-    ])
-    .env("CARGO_TARGET_DIR", util::target_dir())
-    .current_dir(util::workspace_root());
-    println!("test: {}", util::describe(&cmd));
-    match cmd.stdin(Stdio::null()).status() {
-        Ok(s) if s.success() => Ok("all passed".into()),
-        Ok(s) => Err(format!("cargo test failed ({s})")),
-        Err(e) => Err(format!("cannot run cargo test: {e}")),
+/// The workspace's unit tests (the kernel crate aside: it only builds for BPF), without
+/// the doc tests (no crate has an example in its docs, and rustdoc's pass over six crates
+/// to find none took 23 s): the product's crates as the tracer is built
+/// ([`tracer_build::workspace_tests`], after the build, so they compile only the tests),
+/// then xtask's own, in the debug build `cargo xtask` already made.
+pub fn unit_tests(tools: &Tools) -> Verdict {
+    let mut xtask = util::cargo();
+    xtask
+        .args(["test", "-p", "xtask", "--bins", "--tests"])
+        .env("CARGO_TARGET_DIR", util::target_dir())
+        .current_dir(util::workspace_root());
+    for (what, mut cmd) in [
+        ("the product's crates", tracer_build::workspace_tests(tools)),
+        ("xtask", xtask),
+    ] {
+        println!("test: {}", util::describe(&cmd));
+        match cmd.stdin(Stdio::null()).status() {
+            Ok(s) if s.success() => {}
+            Ok(s) => return Err(format!("cargo test of {what} failed ({s})")),
+            Err(e) => return Err(format!("cannot run cargo test: {e}")),
+        }
     }
+    Ok("all passed".into())
 }
 /// Whether this host can attach kprobes, and if not, why.
 pub fn host_kprobes() -> Result<(), String> {
