@@ -495,22 +495,15 @@ fn test(
                 kernel::Kernels::All => true,
                 kernel::Kernels::One(s) => s.name == testing::release::KERNEL,
             };
-        let queue = vm_lanes::Job::queue(&lanes, with_release, selection, &tools);
-        // The VMs boot a copy: the release's second build rewrites the tracer in place
-        // while they run.
-        let copy = host
-            .as_ref()
-            .map(|h| vm_lanes::kept_copy(&h.tracer))
-            .transpose();
-        let (queue, copy) = match (queue, copy) {
-            (Ok(queue), Ok(copy)) => (queue, copy),
-            (Err(e), _) | (_, Err(e)) => {
+        let queue = match vm_lanes::Job::queue(&lanes, with_release, selection, &tools) {
+            Ok(queue) => queue,
+            Err(e) => {
                 let _ = (tracer_arm64.set(None), release.set(None));
                 return Err(e);
             }
         };
         let vms = vm_lanes::Vms {
-            tracer: copy.as_deref(),
+            tracer: host.as_ref().map(|h| h.tracer.as_path()),
             tracer_arm64: &tracer_arm64,
             guest_tests: host.as_ref().map_or(&[][..], |h| &h.guest_tests),
             release: &release,
@@ -558,6 +551,17 @@ fn test(
     })
 }
 
+/// A copy of amd64's tracer as built, at `target/tracer-kept/tracer` (copied, then renamed:
+/// nothing reads a half-written file).
+fn kept_copy(tracer: &std::path::Path) -> anyhow::Result<PathBuf> {
+    let dir = util::target_dir().join("tracer-kept");
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let (partial, kept) = (dir.join("tracer.partial"), dir.join("tracer"));
+    std::fs::copy(tracer, &partial).with_context(|| format!("copying {}", tracer.display()))?;
+    std::fs::rename(&partial, &kept).with_context(|| format!("keeping {}", kept.display()))?;
+    Ok(kept)
+}
+
 /// What the host side made: amd64's tracer and its root-only test binaries.
 struct Host {
     tracer: PathBuf,
@@ -580,7 +584,13 @@ fn host_side(
             }
         });
     }
-    let tracer = build_recorded(tools, arch::Arch::X86_64, phases, tally).map_err(|_| ())?;
+    let built = build_recorded(tools, arch::Arch::X86_64, phases, tally).map_err(|_| ())?;
+    // What every later step runs and ships is a copy of this build: the unit tests' build
+    // writes cargo's file again (the tests' dependencies unify other features), and the
+    // release's second build rewrites it while the VMs run.
+    let tracer = kept_copy(&built).map_err(|e| {
+        tally.record("host", "the static tracer kept", &Err(format!("{e:#}")));
+    })?;
     // After the build: the unit tests are built as the tracer is, on its dependencies.
     if whole && !skip_unit {
         let verdict = phases.time("unit tests", || testing::host::unit_tests(tools));

@@ -11,12 +11,9 @@ use std::{
     time::{Duration, Instant},
 };
 
-use anyhow::Context as _;
-
 use crate::{
     arch, dist, kernel, setup,
     testing::{self, harness::Tally, suite::case::Clock, suite::select::Selection},
-    util,
 };
 
 /// The kernel whose suite boot runs the hardening cases too (signals, least privilege):
@@ -44,17 +41,6 @@ pub struct Vms<'a> {
     pub tracer_arm64: &'a Later<PathBuf>,
     pub guest_tests: &'a [(String, PathBuf)],
     pub release: &'a Later<dist::Artifacts>,
-}
-
-/// A copy of amd64's tracer at `target/vm/tracer`, for the VMs (copied, then renamed: a
-/// boot never reads a half-written file).
-pub fn kept_copy(tracer: &Path) -> anyhow::Result<PathBuf> {
-    let dir = util::target_dir().join("vm");
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let (partial, kept) = (dir.join("tracer.partial"), dir.join("tracer"));
-    std::fs::copy(tracer, &partial).with_context(|| format!("copying {}", tracer.display()))?;
-    std::fs::rename(&partial, &kept).with_context(|| format!("keeping {}", kept.display()))?;
-    Ok(kept)
 }
 
 /// What a VM lane boots.
