@@ -255,8 +255,9 @@ pub fn guest_tests(tools: &Tools) -> anyhow::Result<Vec<(String, PathBuf)>> {
 }
 
 /// `cargo test` of the workspace (the kernel crate and xtask aside) built as the tracer is
-/// built: release, static, for amd64's target, with the kernel programs embedded. Every
-/// dependency is then the one the tracer's build compiled, where a debug build would
+/// built: release, static, for amd64's target, with the kernel programs embedded. Most
+/// dependencies are then the ones the tracer's build compiled (the tests' dev-dependencies
+/// unify other features of some 15 crates, compiled again), where a debug build would
 /// compile the whole tree a second time; the tests run the code as it ships.
 pub fn workspace_tests(tools: &Tools) -> std::process::Command {
     let mut cmd = util::cargo();
