@@ -1,6 +1,7 @@
 //! The VM cases checked against each other before any VM boots, in a second: the guest
 //! script each kernel gets parses (`sh -n`), every file a workload sends back is read by a
-//! judge, every file a judge reads is sent back by a workload of the same kernels, every
+//! judge, every file a judge reads is sent back by a workload of the same kernels that runs
+//! whenever its case does (its own, a fixture's it declares, or a case it `needs`), every
 //! judge reads only what it declares, and every case has both a workload that sends
 //! something and a judge that gives a verdict. A misspelt result name or an `if` left open
 //! fails here, not after a boot of the suite.
@@ -53,7 +54,11 @@ pub fn audit(groups: &[&Group]) -> Result<String, Vec<String>> {
                 Ok(results) if results.is_empty() => {
                     problems.push(format!("case \"{name}\": its workload sends nothing back"));
                 }
-                Ok(results) => sent.extend(results.into_iter().map(|files| Sent { case, files })),
+                Ok(results) => sent.extend(results.into_iter().map(|files| Sent {
+                    case,
+                    fixture: None,
+                    files,
+                })),
                 Err(e) => problems.push(format!("case \"{name}\": {e}")),
             }
             let lanes = ARCHES.into_iter().flat_map(|arch| {
@@ -82,13 +87,22 @@ pub fn audit(groups: &[&Group]) -> Result<String, Vec<String>> {
     read.sort_by(|a, b| (a.0.heading, a.1.name(), &a.3).cmp(&(b.0.heading, b.1.name(), &b.3)));
     read.dedup_by(|a, b| a.0.heading == b.0.heading && a.1 == b.1 && a.3 == b.3);
     for (case, arch, on, name) in &read {
-        let from_a_workload = sent.iter().any(|s| {
-            s.case.on(*arch).covers(*on) && s.files.iter().any(|f| glob_match(name, f) || name == f)
-        });
-        if !from_a_workload {
+        let senders: Vec<&Sent<'_>> = sent
+            .iter()
+            .filter(|s| {
+                s.case.on(*arch).covers(*on)
+                    && s.files.iter().any(|f| glob_match(name, f) || name == f)
+            })
+            .collect();
+        if senders.is_empty() {
             problems.push(format!(
                 "case \"{}\": its judge reads {name}, which no workload of its kernels sends back",
                 case.heading
+            ));
+        } else if !senders.iter().any(|s| s.runs_with(case)) {
+            problems.push(format!(
+                "case \"{}\": its judge reads {name}, which {} sends back: name it in the case's `needs`, so that `--case` runs it too",
+                case.heading, senders[0].case.name
             ));
         }
     }
@@ -131,7 +145,11 @@ fn fixtures<'a>(
             }
             set_up.push(*fixture);
             match emits(fixture.setup(), functions) {
-                Ok(results) => sent.extend(results.into_iter().map(|files| Sent { case, files })),
+                Ok(results) => sent.extend(results.into_iter().map(|files| Sent {
+                    case,
+                    fixture: Some(*fixture),
+                    files,
+                })),
                 Err(e) => problems.push(format!("fixture {}: {e}", fixture.name())),
             }
         }
@@ -211,8 +229,24 @@ fn sh_n(script: &str) -> Option<String> {
 /// Files one call sends back that are read together: those of one stem (`x.rc`, `x.log`,
 /// `x.json`).
 struct Sent<'a> {
+    /// The case whose workload sends them, or the first that declares the fixture that does.
     case: &'a VmCase,
+    fixture: Option<Fixture>,
     files: Vec<String>,
+}
+
+impl Sent<'_> {
+    /// Whether these files are sent in every boot that runs `reader`: by its own workload,
+    /// a fixture it declares, or a case of its boot's clock that it `needs`.
+    fn runs_with(&self, reader: &VmCase) -> bool {
+        match self.fixture {
+            Some(fixture) => reader.fixtures.contains(&fixture),
+            None => {
+                std::ptr::eq(self.case, reader)
+                    || (self.case.clock == reader.clock && reader.needs.contains(&self.case.name))
+            }
+        }
+    }
 }
 
 /// A shell function of a group's prelude or libraries: where each of its parameters comes

@@ -509,6 +509,52 @@ mod tests {
         );
     }
 
+    /// A judge reading another case's file: without `needs`, with it, and with it from a
+    /// boot of another clock.
+    const READS_ANOTHER: &[VmCase] = &[
+        VmCase {
+            name: "test::sender",
+            heading: "sender",
+            ..case("emit a.txt /tmp/a", |j| {
+                j.verdict("", "x", &["a.txt"], |r| r.read("a.txt"));
+            })
+        },
+        VmCase {
+            name: "test::unnamed",
+            heading: "unnamed",
+            ..case("emit b.txt /tmp/b", |j| {
+                j.verdict("", "y", &["b.txt", "a.txt"], |r| r.read("b.txt"));
+            })
+        },
+        VmCase {
+            name: "test::named",
+            heading: "named",
+            needs: &["test::sender"],
+            ..case("emit c.txt /tmp/c", |j| {
+                j.verdict("", "z", &["c.txt", "a.txt"], |r| r.read("c.txt"));
+            })
+        },
+        VmCase {
+            name: "test::counted",
+            heading: "counted",
+            needs: &["test::sender"],
+            clock: Clock::Instructions,
+            ..case("emit d.txt /tmp/d", |j| {
+                j.verdict("", "w", &["d.txt", "a.txt"], |r| r.read("d.txt"));
+            })
+        },
+    ];
+
+    #[test]
+    fn a_judge_reading_another_case_s_file_names_it_in_needs() {
+        let p = problems(READS_ANOTHER).join("\n");
+        let needs =
+            |c: &str| format!("case \"{c}\": its judge reads a.txt, which test::sender sends back");
+        assert!(p.contains(&needs("unnamed")), "{p}");
+        assert!(!p.contains(&needs("named")), "{p}");
+        assert!(p.contains(&needs("counted")), "{p}");
+    }
+
     #[test]
     fn a_case_on_one_kernel_cannot_feed_a_judge_on_every_kernel() {
         let p = problems(ONE_KERNEL).join("\n");

@@ -67,6 +67,7 @@ fi
         Fixture::TmpfsMountpoint,
         Fixture::WatchedDir,
     ],
+    needs: &["counts::rmdir", "counts::tmpfs", "counts::unlink"],
     ..VmCase::BASE
 };
 

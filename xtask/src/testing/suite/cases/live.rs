@@ -156,6 +156,7 @@ fi
         );
     },
     fixtures: &[Fixture::Ext2, Fixture::Prometheus],
+    needs: &["cgroups::churn"],
     ..VmCase::BASE
 };
 

@@ -64,6 +64,7 @@ fi
         }
     },
     fixtures: &[Fixture::WatchedDir, Fixture::Ext2],
+    needs: &["bpftrace::bpftrace"],
     ..VmCase::BASE
 };
 
