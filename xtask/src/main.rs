@@ -463,8 +463,8 @@ fn test(
         whole || wants(arch::Arch::X86_64),
         whole || wants(arch::Arch::Aarch64),
     );
-    // Filled while the VM lanes already run; every path below fills both, so that no boot
-    // waits for ever.
+    // Filled while the VM lanes already run: both, on every path once the lanes start
+    // (`FillOnDrop`), so that no boot waits for ever.
     let tracer_arm64: vm_lanes::Later<PathBuf> = std::sync::OnceLock::new();
     let release: vm_lanes::Later<dist::Artifacts> = std::sync::OnceLock::new();
     std::thread::scope(|scope| {
@@ -495,13 +495,7 @@ fn test(
                 kernel::Kernels::All => true,
                 kernel::Kernels::One(s) => s.name == testing::release::KERNEL,
             };
-        let queue = match vm_lanes::Job::queue(&lanes, with_release, selection, &tools) {
-            Ok(queue) => queue,
-            Err(e) => {
-                let _ = (tracer_arm64.set(None), release.set(None));
-                return Err(e);
-            }
-        };
+        let queue = vm_lanes::Job::queue(&lanes, with_release, selection, &tools)?;
         let vms = vm_lanes::Vms {
             tracer: host.as_ref().map(|h| h.tracer.as_path()),
             tracer_arm64: &tracer_arm64,
