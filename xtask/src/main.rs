@@ -18,6 +18,7 @@ mod vm_lanes;
 
 use std::{path::PathBuf, process::ExitCode, time::Duration};
 
+use crate::testing::harness::wrong;
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use phases::Phases;
@@ -574,7 +575,7 @@ fn host_side(
     if whole {
         phases.time("lint", || {
             if let Err(e) = lint::lint(tally) {
-                tally.record("lint", "cargo xtask lint runs", &Err(format!("{e:#}")));
+                tally.record("lint", "cargo xtask lint runs", &Err(wrong!("{e:#}")));
             }
         });
     }
@@ -583,7 +584,7 @@ fn host_side(
     // writes cargo's file again (the tests' dependencies unify other features), and the
     // release's second build rewrites it while the VMs run.
     let tracer = kept_copy(&built).map_err(|e| {
-        tally.record("host", "the static tracer kept", &Err(format!("{e:#}")));
+        tally.record("host", "the static tracer kept", &Err(wrong!("{e:#}")));
     })?;
     // After the build: the unit tests are built as the tracer is, on its dependencies.
     if whole && !skip_unit {
@@ -621,7 +622,7 @@ fn release_side(
             tally.record(
                 "release",
                 "the arm64 tracer builds again from nothing (for the second dist)",
-                &Err(format!("{e:#}")),
+                &Err(wrong!("{e:#}")),
             );
             None
         }

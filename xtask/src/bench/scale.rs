@@ -12,7 +12,7 @@ use std::{
 use crate::{
     kernel,
     testing::{
-        harness::Tally,
+        harness::{Fail, Tally},
         suite::{case::Judge, results::Results, scale},
     },
     util, vm,
@@ -115,7 +115,7 @@ pub fn run(kernels: &Path, tracer: &Path, args: &ScaleArgs) -> anyhow::Result<Ex
             tally.record(
                 &kernel.name,
                 "VM boots and runs the scale script",
-                &Err(why.clone()),
+                &Err(Fail::Wrong(why.clone())),
             );
             continue;
         }

@@ -23,7 +23,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::source::{Crate, Import};
-use crate::testing::harness::Verdict;
+use crate::testing::harness::{Fail, Verdict};
 
 /// Module -> module uses, by the modules' display names, with where each is first written
 /// (`file:line`).
@@ -142,11 +142,13 @@ pub fn acyclic(uses: &Uses) -> Verdict {
             modules.len()
         ));
     }
-    Err(found
-        .iter()
-        .map(|c| describe_cycle(c, uses))
-        .collect::<Vec<_>>()
-        .join("; "))
+    Err(Fail::Wrong(
+        found
+            .iter()
+            .map(|c| describe_cycle(c, uses))
+            .collect::<Vec<_>>()
+            .join("; "),
+    ))
 }
 
 /// The strongly connected sets of two or more modules (Tarjan's algorithm), each sorted.
@@ -272,6 +274,7 @@ mod tests {
         assert!(
             acyclic(&u)
                 .unwrap_err()
+                .to_string()
                 .starts_with("import cycle between x::a, x::b, x::c")
         );
     }
@@ -290,7 +293,9 @@ mod tests {
         ]);
         assert_eq!(
             acyclic(&u).unwrap_err(),
-            "import cycle between x::a, x::b: x::a -> x::b (src/a.rs:2), x::b -> x::a (src/b.rs:3)"
+            Fail::from(
+                "import cycle between x::a, x::b: x::a -> x::b (src/a.rs:2), x::b -> x::a (src/b.rs:3)"
+            )
         );
     }
 

@@ -38,7 +38,7 @@ pub const FORBIDDEN: [(&str, &str, &str); 1] = [(
 )];
 
 use super::source::{self, Read};
-use crate::testing::harness::Verdict;
+use crate::testing::harness::{Verdict, wrong};
 
 /// One package, as `cargo metadata` describes it.
 #[derive(Debug)]
@@ -115,7 +115,7 @@ pub fn unused(package: &Package, read: Read<'_>) -> Verdict {
             package.dependencies.len()
         ))
     } else {
-        Err(format!(
+        Err(wrong!(
             "declared in Cargo.toml, named by no code of {}: {}",
             package.name,
             unused.join(", ")
@@ -134,7 +134,7 @@ pub fn forbidden(package: &Package, members: &[Package]) -> Vec<(String, Verdict
             let what = format!("{} does not depend on {banned}", package.name);
             let verdict = match path_to(package, banned, members) {
                 None => Ok(format!("{banned} is not among its dependencies")),
-                Some(path) => Err(format!(
+                Some(path) => Err(wrong!(
                     "{} depends on {banned} ({}): {why}",
                     package.name,
                     path.join(" -> ")
@@ -250,6 +250,7 @@ pub fn packages(metadata: &serde_json::Value) -> Result<Vec<Package>, String> {
 #[cfg(test)]
 mod tests {
     use super::{super::source::tests::files, *};
+    use crate::testing::harness::Fail;
 
     fn package(deps: &[(&str, Kind)]) -> Package {
         let target = |name: &str, kind: &str, root: &str| Target {
@@ -315,8 +316,10 @@ mod tests {
         ]);
         assert_eq!(
             unused(&unused_ones, &read).unwrap_err(),
-            "declared in Cargo.toml, named by no code of p: rand, only-tests (named only by \
+            Fail::from(
+                "declared in Cargo.toml, named by no code of p: rand, only-tests (named only by \
              tests: a dev-dependency), anyhow (build), criterion (dev)"
+            )
         );
     }
 
@@ -332,6 +335,7 @@ mod tests {
         assert!(
             unused(&p, &read)
                 .unwrap_err()
+                .to_string()
                 .contains("tracer-ebpf (build)")
         );
         p.name = "tracer-loader".into();
@@ -422,10 +426,14 @@ mod tests {
         let direct = members(&[("xtask", &[("tracer-loader", None, None)]), host, loader]);
         let said = xtask_verdict(&direct).unwrap_err();
         assert!(
-            said.starts_with("xtask depends on tracer-loader (xtask -> tracer-loader): "),
+            said.to_string()
+                .starts_with("xtask depends on tracer-loader (xtask -> tracer-loader): "),
             "{said}"
         );
-        assert!(said.contains("builds the kernel programs"), "{said}");
+        assert!(
+            said.to_string().contains("builds the kernel programs"),
+            "{said}"
+        );
         // `loader = { package = "tracer-loader", ... }`, and in [build-dependencies].
         let renamed = members(&[
             ("xtask", &[("tracer-loader", Some("loader"), Some("build"))]),
@@ -443,7 +451,11 @@ mod tests {
             loader,
         ]);
         assert_eq!(
-            xtask_verdict(&through).unwrap_err().split(": ").next(),
+            xtask_verdict(&through)
+                .unwrap_err()
+                .to_string()
+                .split(": ")
+                .next(),
             Some("xtask depends on tracer-loader (xtask -> tracer -> tracer-loader)")
         );
         // xtask's own tests would build it; a member's tests are not built for xtask.

@@ -23,7 +23,10 @@ use std::path::Path;
 
 use anyhow::Context as _;
 
-use crate::{testing::harness::Tally, util};
+use crate::{
+    testing::harness::{Fail, Tally},
+    util,
+};
 
 /// `cargo xtask lint`: each case printed and counted in `tally`.
 ///
@@ -43,6 +46,7 @@ pub fn lint(tally: &mut Tally) -> anyhow::Result<()> {
     for package in &packages {
         for t in package.targets.iter().filter(|t| is_crate(&t.kind)) {
             let verdict = source::load(&t.name.replace('-', "_"), &t.root, &read)
+                .map_err(Fail::from)
                 .and_then(|c| cycles::acyclic(&cycles::uses(&c, &root)));
             tally.record(
                 "lint",

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::testing::harness::Verdict;
+use crate::testing::harness::{Fail, Verdict, wrong};
 
 /// The most lines a source file holds before its `#[cfg(test)]` module.
 pub const MAX_SOURCE_LINES: usize = 1_000;
@@ -51,7 +51,7 @@ pub fn sizes(root: &Path) -> Verdict {
         .output()
         .map_err(|e| format!("git ls-files: {e}"))?;
     if !listed.status.success() {
-        return Err(format!(
+        return Err(wrong!(
             "git ls-files: {}",
             String::from_utf8_lossy(&listed.stderr).trim()
         ));
@@ -69,7 +69,7 @@ pub fn sizes(root: &Path) -> Verdict {
             files.len()
         ))
     } else {
-        Err(too_long.join("; "))
+        Err(Fail::Wrong(too_long.join("; ")))
     }
 }
 

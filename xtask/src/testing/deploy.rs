@@ -11,7 +11,7 @@ use std::{
     process::Command,
 };
 
-use super::harness::{Tally, Verdict};
+use super::harness::{Fail, Tally, Verdict, wrong};
 use crate::util;
 
 const SCOPE: &str = "host deploy";
@@ -43,7 +43,7 @@ pub(crate) fn cases(kubernetes_validate: &Path, tally: &mut Tally) {
     tally.record(
         SCOPE,
         "tracer.service hides nothing tracer reads (/proc/kallsyms, other processes) and keeps its capabilities",
-        &read(&unit).and_then(|text| unit_keeps_what_tracer_needs(&text)),
+        &read(&unit).map_err(Fail::from).and_then(|text| unit_keeps_what_tracer_needs(&text)),
     );
     tally.record(
         SCOPE,
@@ -80,7 +80,7 @@ fn promtool(dir: &Path, args: &[&str]) -> Result<(bool, String), String> {
 fn check_rules(dir: &Path) -> Verdict {
     let (ok, said) = promtool(dir, &["check", "rules", "rules.yaml"])?;
     if !ok {
-        return Err(said);
+        return Err(Fail::Wrong(said));
     }
     // "SUCCESS: 15 rules found"
     Ok(said
@@ -100,7 +100,7 @@ fn test_rules(dir: &Path) -> Verdict {
         return Err("rules.yaml defines no alert".into());
     }
     if !untested.is_empty() {
-        return Err(format!(
+        return Err(wrong!(
             "rules.test.yaml never expects these alerts to fire: {untested:?}"
         ));
     }
@@ -111,7 +111,7 @@ fn test_rules(dir: &Path) -> Verdict {
             alerts.len()
         ))
     } else {
-        Err(said)
+        Err(Fail::Wrong(said))
     }
 }
 
@@ -172,7 +172,7 @@ fn verify_unit(unit: &Path) -> Verdict {
     write_executable(&stub)?;
     let from = format!("ExecStart={UNIT_EXEC} ");
     if !text.lines().any(|l| l.starts_with(&from)) {
-        return Err(format!("no `{from}...` line in {}", unit.display()));
+        return Err(wrong!("no `{from}...` line in {}", unit.display()));
     }
     let copy = text.replace(&from, &format!("ExecStart={} ", stub.display()));
     let checked = scratch.0.join("tracer.service");
@@ -187,8 +187,8 @@ fn verify_unit(unit: &Path) -> Verdict {
         (true, true) => Ok(format!(
             "no error, no warning (ExecStart={UNIT_EXEC} stood in for by a stub)"
         )),
-        (true, false) => Err(format!("warnings: {said}")),
-        (false, _) => Err(said),
+        (true, false) => Err(wrong!("warnings: {said}")),
+        (false, _) => Err(Fail::Wrong(said)),
     }
 }
 
@@ -240,7 +240,7 @@ fn unit_keeps_what_tracer_needs(text: &str) -> Verdict {
             NEEDED.join(", ")
         ))
     } else {
-        Err(format!("breaks tracer: {breaking:?}; missing: {missing:?}"))
+        Err(wrong!("breaks tracer: {breaking:?}; missing: {missing:?}"))
     }
 }
 
@@ -269,7 +269,7 @@ fn unit_security(unit: &Path) -> Verdict {
     if exposure <= MAX_EXPOSURE && matches!(rating.as_str(), "PERFECT" | "SAFE" | "OK") {
         Ok(format!("exposure {exposure:.1} {rating}"))
     } else {
-        Err(format!(
+        Err(wrong!(
             "exposure {exposure:.1} {rating}, above {MAX_EXPOSURE} (\"OK\"); what counts: {}",
             exposed_settings(&out).join("; ")
         ))
@@ -303,7 +303,7 @@ fn validate_manifests(kubernetes_validate: &Path, dir: &Path) -> Verdict {
         .collect();
     files.sort();
     if files.is_empty() {
-        return Err(format!("no manifests in {}", dir.display()));
+        return Err(wrong!("no manifests in {}", dir.display()));
     }
     let (ok, out, err) = run_in(
         Command::new(kubernetes_validate)
@@ -322,10 +322,10 @@ fn validate_manifests(kubernetes_validate: &Path, dir: &Path) -> Verdict {
         .collect();
     let errors: Vec<&str> = said.lines().filter(|l| l.starts_with("ERROR")).collect();
     if !errors.is_empty() {
-        return Err(errors.join("\n"));
+        return Err(Fail::Wrong(errors.join("\n")));
     }
     if !ok || passed + unknown.len() < files.len() {
-        return Err(format!(
+        return Err(wrong!(
             "{} of {} files passed: {}",
             passed,
             files.len(),
@@ -369,6 +369,7 @@ mod tests {
         assert!(
             unit_keeps_what_tracer_needs(&bad)
                 .unwrap_err()
+                .to_string()
                 .contains("kallsyms")
         );
         assert!(unit_keeps_what_tracer_needs("NoNewPrivileges=yes\n").is_err());

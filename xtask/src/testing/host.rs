@@ -13,7 +13,7 @@ use std::{
 
 use tracer_core::snapshot::{AttachState, Probe};
 
-use super::harness::{Tally, Verdict, ms};
+use super::harness::{Fail, Tally, Verdict, ms, wrong};
 use crate::{setup::Tools, tracer_build, util};
 
 /// The workspace's unit tests (the kernel crate aside: it only builds for BPF), without
@@ -34,8 +34,8 @@ pub fn unit_tests(tools: &Tools) -> Verdict {
         println!("test: {}", util::describe(&cmd));
         match cmd.stdin(Stdio::null()).status() {
             Ok(s) if s.success() => {}
-            Ok(s) => return Err(format!("cargo test of {what} failed ({s})")),
-            Err(e) => return Err(format!("cannot run cargo test: {e}")),
+            Ok(s) => return Err(wrong!("cargo test of {what} failed ({s})")),
+            Err(e) => return Err(wrong!("cannot run cargo test: {e}")),
         }
     }
     Ok("all passed".into())
@@ -64,6 +64,7 @@ pub fn host_case(tracer: &Path, tally: &mut Tally) {
         Command::new(tracer).args(["capture", "--attach", "kprobe", "--duration", "1s"]),
         Duration::from_mins(1),
     )
+    .map_err(Fail::from)
     .and_then(|(code, stderr)| check_no_kprobes_message(code, &stderr));
     tally.record("host", STRICT, &verdict);
     tally.record("host", DEGRADED, &degraded_capture(tracer));
@@ -153,7 +154,7 @@ fn sigterm_case(tracer: &Path) -> Verdict {
             "exit 143; the report says `sleep 60` ran {:.1} s and was stopped by SIGTERM",
             ms(cmd.wall_ns) / 1000.0
         )),
-        (code, sig) => Err(format!("exit {code:?}, command signal {sig:?}")),
+        (code, sig) => Err(wrong!("exit {code:?}, command signal {sig:?}")),
     }
 }
 /// `tracer capture -- sh -c 'mkdir D; rmdir D'` on a host without kprobes.
@@ -173,11 +174,11 @@ fn degraded_capture(tracer: &Path) -> Verdict {
     let _ = fs::remove_file(&json);
     let snap = snap?;
     if stderr.contains("panicked") || code != Some(0) {
-        return Err(format!("exit {code:?}: {}", stderr.trim()));
+        return Err(wrong!("exit {code:?}: {}", stderr.trim()));
     }
     for needed in ["CONFIG_KPROBES", "tracer model"] {
         if !stderr.contains(needed) {
-            return Err(format!(
+            return Err(wrong!(
                 "stderr does not mention {needed}: {}",
                 stderr.trim()
             ));
@@ -186,7 +187,7 @@ fn degraded_capture(tracer: &Path) -> Verdict {
     match snap.probes.get(&Probe::VfsRmdir).map(|s| &s.state) {
         Some(AttachState::Failed { reason }) if reason.contains("CONFIG_KPROBES") => {}
         other => {
-            return Err(format!(
+            return Err(wrong!(
                 "vfs_rmdir should have failed naming CONFIG_KPROBES: {other:?}"
             ));
         }
@@ -196,7 +197,7 @@ fn degraded_capture(tracer: &Path) -> Verdict {
         .total_where(|k| k.probe == Probe::SysRmdir && Some(k.cgroup) == own)
         .count();
     if own.is_none() || rmdirs != 1 {
-        return Err(format!(
+        return Err(wrong!(
             "expected 1 rmdir syscall in the command's own cgroup, got {rmdirs} (cgroup {own:?})"
         ));
     }
@@ -209,12 +210,12 @@ pub fn check_no_kprobes_message(code: Option<i32>, stderr: &str) -> Verdict {
         .find(|l| !l.trim().is_empty())
         .unwrap_or("(nothing on stderr)");
     if stderr.contains("panicked") {
-        return Err(format!("it panicked: {}", stderr.trim()));
+        return Err(wrong!("it panicked: {}", stderr.trim()));
     }
     match code {
-        Some(0) => Err(format!("exit code 0; stderr: {first}")),
+        Some(0) => Err(wrong!("exit code 0; stderr: {first}")),
         None => Err("killed by a signal".into()),
-        Some(_) if !stderr.contains("CONFIG_KPROBES") => Err(format!(
+        Some(_) if !stderr.contains("CONFIG_KPROBES") => Err(wrong!(
             "stderr does not name CONFIG_KPROBES: {}",
             stderr.trim()
         )),

@@ -10,7 +10,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use super::harness::{Tally, Verdict};
+use super::harness::{Tally, Verdict, wrong};
 use crate::{
     setup::Tools,
     tracer_build::{self, Arch},
@@ -26,7 +26,7 @@ pub fn cases(tools: &Tools, tally: &mut Tally) {
     let started = Instant::now();
     match tracer_build::build_for(tools, Arch::Aarch64) {
         Ok(bin) => check(&bin, started.elapsed(), tally),
-        Err(e) => tally.record("host", "arm64 tracer builds", &Err(format!("{e:#}"))),
+        Err(e) => tally.record("host", "arm64 tracer builds", &Err(wrong!("{e:#}"))),
     }
 }
 
@@ -49,10 +49,10 @@ pub fn check(bin: &Path, took: Duration, tally: &mut Tally) {
 fn elf_case(bin: &Path, took_s: f64) -> Verdict {
     let facts = util::elf_facts(bin).map_err(|e| format!("{e:#}"))?;
     if facts.machine != object::Architecture::Aarch64 {
-        return Err(format!("{} is for {:?}", bin.display(), facts.machine));
+        return Err(wrong!("{} is for {:?}", bin.display(), facts.machine));
     }
     if !facts.is_static {
-        return Err(format!(
+        return Err(wrong!(
             "{} has a program interpreter: dynamically linked",
             bin.display()
         ));
@@ -74,7 +74,7 @@ fn version_case(bin: &Path) -> Verdict {
         })?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() {
-        return Err(format!(
+        return Err(wrong!(
             "exit {:?}: {}",
             out.status.code(),
             String::from_utf8_lossy(&out.stderr).trim()
@@ -96,7 +96,7 @@ fn names_architecture(version: &str, machine: &str) -> Verdict {
     let arch = field("architecture")
         .ok_or_else(|| format!("no architecture line in --version: {}", version.trim()))?;
     if arch.split_whitespace().next() != Some(machine) {
-        return Err(format!("architecture {arch}, not {machine}"));
+        return Err(wrong!("architecture {arch}, not {machine}"));
     }
     let toolchain = field("toolchain")
         .ok_or_else(|| format!("no toolchain line in --version: {}", version.trim()))?;
@@ -128,7 +128,7 @@ mod tests {
         let me = std::env::current_exe().unwrap();
         if cfg!(target_arch = "x86_64") {
             let e = elf_case(&me, 0.0).unwrap_err();
-            assert!(e.contains("X86_64"), "{e}");
+            assert!(e.to_string().contains("X86_64"), "{e}");
         }
     }
 }

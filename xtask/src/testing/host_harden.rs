@@ -18,7 +18,11 @@ use std::{
     time::{Duration, Instant},
 };
 
-use super::{harness::Tally, prometheus::free_port, scraper::Scraper};
+use super::{
+    harness::{Fail, Tally, Verdict, wrong},
+    prometheus::free_port,
+    scraper::Scraper,
+};
 // The server's default limits (`--header-timeout`, `--request-timeout`): the case runs
 // with them.
 use super::host_tls::{HEADER_TIMEOUT, REQUEST_TIMEOUT};
@@ -128,7 +132,7 @@ fn closed_within(s: &TcpStream, limit: Duration) -> bool {
 
 /// 1,000 connections that send nothing: held until the server cuts them at its header
 /// timeout, while the scraper goes on.
-fn idle(server: &Server) -> Result<String, String> {
+fn idle(server: &Server) -> Verdict {
     let background = scraper(server.addr);
     let mut conns = Vec::with_capacity(IDLE);
     let mut fds_held = 0;
@@ -151,7 +155,7 @@ fn idle(server: &Server) -> Result<String, String> {
     let waited = start.elapsed();
     let scrapes = background.finish()?;
     if cut != IDLE {
-        return Err(format!("{cut} of {IDLE} idle connections cut"));
+        return Err(wrong!("{cut} of {IDLE} idle connections cut"));
     }
     Ok(format!(
         "{IDLE} idle connections: the server had up to {fds_held} fds open, all cut {:.1} s after the last connected; {scrapes}",
@@ -161,7 +165,7 @@ fn idle(server: &Server) -> Result<String, String> {
 
 /// 50 clients sending a request head one byte every 200 ms, and 50 that send a whole
 /// request and never read the answer: each cut off by the server.
-fn slow(server: &Server) -> Result<String, String> {
+fn slow(server: &Server) -> Verdict {
     let background = scraper(server.addr);
     let mut drips: Vec<TcpStream> = Vec::new();
     let mut readers: Vec<TcpStream> = Vec::new();
@@ -197,10 +201,10 @@ fn slow(server: &Server) -> Result<String, String> {
         .count();
     let scrapes = background.finish()?;
     let Some(drip_cut_at) = drip_cut_at else {
-        return Err(format!("{dripping} of 50 slow-drip clients never cut off"));
+        return Err(wrong!("{dripping} of 50 slow-drip clients never cut off"));
     };
     if readers_cut != readers.len() {
-        return Err(format!("{readers_cut} of 50 non-reading clients cut off"));
+        return Err(wrong!("{readers_cut} of 50 non-reading clients cut off"));
     }
     Ok(format!(
         "50 slow-drip clients cut after {:.1} s, 50 non-reading clients cut; {scrapes}",
@@ -209,7 +213,7 @@ fn slow(server: &Server) -> Result<String, String> {
 }
 
 /// Oversized heads, bodies, other paths and methods: each gets its status.
-fn hostile_requests(server: &Server) -> Result<String, String> {
+fn hostile_requests(server: &Server) -> Verdict {
     let background = scraper(server.addr);
     let big_header = {
         let mut r = b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: ".to_vec();
@@ -272,7 +276,7 @@ fn hostile_requests(server: &Server) -> Result<String, String> {
     let scrapes = background.finish()?;
     if !wrong.is_empty() {
         wrong.dedup();
-        return Err(format!(
+        return Err(wrong!(
             "{} of {sent} answered wrong: {}",
             wrong.len(),
             wrong.join("; ")
@@ -313,7 +317,7 @@ fn as_nobody(tracer: &Path, caps: &str, args: &[&str]) -> Result<Command, String
 
 /// Without root or capabilities: exit 1 and one message naming `CAP_BPF` and `CAP_PERFMON`;
 /// with only them: the tracepoints fail naming `CAP_DAC_READ_SEARCH`, which tracefs needs.
-fn without_privileges(tracer: &Path) -> Result<String, String> {
+fn without_privileges(tracer: &Path) -> Verdict {
     let out = as_nobody(tracer, "", &["capture", "-d", "1s"])?
         .output()
         .map_err(|e| format!("setpriv: {e}"))?;
@@ -323,7 +327,7 @@ fn without_privileges(tracer: &Path) -> Result<String, String> {
         || lines.len() != 1
         || !(stderr.contains("CAP_BPF") && stderr.contains("CAP_PERFMON"))
     {
-        return Err(format!("exit {:?}: {stderr}", out.status.code()));
+        return Err(wrong!("exit {:?}: {stderr}", out.status.code()));
     }
     let out = as_nobody(
         tracer,
@@ -334,7 +338,7 @@ fn without_privileges(tracer: &Path) -> Result<String, String> {
     .map_err(|e| format!("setpriv: {e}"))?;
     let partial = String::from_utf8_lossy(&out.stderr);
     if !(partial.contains("CAP_DAC_READ_SEARCH") && partial.contains("cannot be read")) {
-        return Err(format!(
+        return Err(wrong!(
             "with CAP_BPF and CAP_PERFMON only, exit {:?}, no word of CAP_DAC_READ_SEARCH: {partial}",
             out.status.code()
         ));
@@ -347,7 +351,7 @@ fn without_privileges(tracer: &Path) -> Result<String, String> {
 
 /// As nobody with `CAP_BPF`, `CAP_PERFMON` and `CAP_DAC_READ_SEARCH`, `tracer serve` attaches
 /// the syscall tracepoints, then holds no capability in any thread and still counts.
-fn serve_least_privilege(tracer: &Path) -> Result<String, String> {
+fn serve_least_privilege(tracer: &Path) -> Verdict {
     let port = free_port().map_err(|e| e.to_string())?;
     let addr: SocketAddr = format!("127.0.0.1:{port}")
         .parse()
@@ -368,7 +372,7 @@ fn serve_least_privilege(tracer: &Path) -> Result<String, String> {
     while bench_serve::scrape(addr).is_err() {
         if start.elapsed() > Duration::from_secs(30) {
             let said = std::fs::read_to_string(&log).unwrap_or_default();
-            return Err(format!("never answered: {said}"));
+            return Err(wrong!("never answered: {said}"));
         }
         thread::sleep(Duration::from_millis(200));
     }
@@ -400,10 +404,10 @@ fn serve_least_privilege(tracer: &Path) -> Result<String, String> {
     let counted = count_rmdirs(addr, Duration::from_secs(10));
     let _ = std::fs::remove_file(&log);
     if !held.is_empty() {
-        return Err(format!("still held: {}; said: {said}", held.join(", ")));
+        return Err(wrong!("still held: {}; said: {said}", held.join(", ")));
     }
     if counted < 20 {
-        return Err(format!("only {counted} rmdir calls counted after dropping"));
+        return Err(wrong!("only {counted} rmdir calls counted after dropping"));
     }
     Ok(format!(
         "{threads} threads hold no capability; {counted} rmdir calls counted after; said \"{}\"",
@@ -448,7 +452,7 @@ fn exchange_body(addr: SocketAddr) -> String {
 /// `--btf PATH`: a file that is not BTF (as on a kernel without `CONFIG_DEBUG_INFO_BTF`)
 /// makes the probes that need struct offsets say so, naming the file, while the syscall
 /// probes run; the kernel's own BTF given as a file gives no such warning.
-fn btf_file(tracer: &Path) -> Result<String, String> {
+fn btf_file(tracer: &Path) -> Verdict {
     let junk = std::env::temp_dir().join(format!("tracer-harden-{}.btf", std::process::id()));
     std::fs::write(&junk, b"not BTF at all").map_err(|e| e.to_string())?;
     let run = |btf: &Path| {
@@ -478,12 +482,12 @@ fn btf_file(tracer: &Path) -> Result<String, String> {
         && said.contains("inode_lock_wait: needs the kernel's BTF")
         && rmdir_attached)
     {
-        return Err(format!("exit {:?}: {said}", bad.status.code()));
+        return Err(wrong!("exit {:?}: {said}", bad.status.code()));
     }
     let good = run(Path::new("/sys/kernel/btf/vmlinux"))?;
     let said_good = String::from_utf8_lossy(&good.stderr);
     if said_good.contains("struct offsets") {
-        return Err(format!("with the kernel's own BTF: {said_good}"));
+        return Err(wrong!("with the kernel's own BTF: {said_good}"));
     }
     Ok(
         "not BTF: the offset probes say so naming the file, rmdir attached; \
@@ -517,7 +521,11 @@ pub fn host_cases(tracer: &Path, tally: &mut Tally) {
     let server = match start(tracer) {
         Ok(s) => s,
         Err(e) => {
-            tally.record(SCOPE, "tracer serve --synthetic starts", &Err(e));
+            tally.record(
+                SCOPE,
+                "tracer serve --synthetic starts",
+                &Err(Fail::Wrong(e)),
+            );
             return;
         }
     };

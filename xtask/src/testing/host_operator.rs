@@ -24,7 +24,7 @@ use tracer_core::{
 };
 
 use super::{
-    harness::{Tally, Verdict},
+    harness::{Tally, Verdict, wrong},
     host_serve::{
         CGROUP_HISTOGRAM_FAMILY, CGROUP_HISTOGRAMS, SETTINGS, Setting, Target, model_capture,
         start_serve,
@@ -58,7 +58,7 @@ pub(crate) fn host_cases(tracer: &Path, tally: &mut Tally) {
 
 /// The case, with the target serving in `setting`.
 fn host_case(tracer: &Path, setting: &Setting, tally: &mut Tally) {
-    let verdict = (|| {
+    let verdict = (|| -> Verdict {
         let pm = podmonitor()?;
         // kube-prometheus-stack's Prometheus selects the PodMonitors labelled with its
         // release alone.
@@ -67,7 +67,7 @@ fn host_case(tracer: &Path, setting: &Setting, tally: &mut Tally) {
             .iter()
             .any(|(k, v)| k == "release" && !v.is_empty())
         {
-            return Err(format!(
+            return Err(wrong!(
                 "the PodMonitor has no `release` label, which kube-prometheus-stack selects on: {:?}",
                 pm.labels
             ));
@@ -304,7 +304,7 @@ fn judge(prometheus: &Prometheus, pm: &PodMonitor, setting: &Setting) -> Verdict
     let mut waited = 0;
     while prometheus.query(&ready)?.is_empty() {
         if waited >= 120 {
-            return Err(format!(
+            return Err(wrong!(
                 "after {waited} s: no two scrapes and rules yet ({ready})"
             ));
         }
@@ -319,7 +319,7 @@ fn judge(prometheus: &Prometheus, pm: &PodMonitor, setting: &Setting) -> Verdict
     // not its pod.
     let up = prometheus.query("up")?;
     let [(labels, value)] = up.as_slice() else {
-        return Err(format!("expected one target, got {up:?}"));
+        return Err(wrong!("expected one target, got {up:?}"));
     };
     if labels["job"] != job.as_str()
         || labels["node"] != NODE
@@ -329,7 +329,7 @@ fn judge(prometheus: &Prometheus, pm: &PodMonitor, setting: &Setting) -> Verdict
             .iter()
             .any(|l| !labels[*l].is_null())
     {
-        return Err(format!(
+        return Err(wrong!(
             "up: want job {job}, node {NODE}, endpoint {}, no namespace/pod/container, 1: {}",
             pm.port,
             show(labels)
@@ -346,7 +346,7 @@ fn judge(prometheus: &Prometheus, pm: &PodMonitor, setting: &Setting) -> Verdict
     ] {
         let found = prometheus.query(&expr)?;
         if let Some((labels, _)) = found.first() {
-            return Err(format!(
+            return Err(wrong!(
                 "{expr}: {} series, e.g. {}",
                 found.len(),
                 show(labels)
@@ -363,7 +363,7 @@ fn judge(prometheus: &Prometheus, pm: &PodMonitor, setting: &Setting) -> Verdict
     match (pod_info, unit_info) {
         (Some(_), Some((unit, _))) if unit["pod"].is_null() && unit["namespace"].is_null() => {}
         _ => {
-            return Err(format!(
+            return Err(wrong!(
                 "tracer_cgroup_info: want shop/cart-7d9f/cart on {NODE} and {UNIT} without a pod: {}",
                 info.iter()
                     .map(|(l, _)| show(l))
@@ -378,7 +378,7 @@ fn judge(prometheus: &Prometheus, pm: &PodMonitor, setting: &Setting) -> Verdict
         let expr = "namespace_pod:tracer_negative_dentries:rate5m";
         let rs = prometheus.query(expr)?;
         if rs.len() != 1 || !names_the_workload(&rs[0].0, false) {
-            return Err(format!(
+            return Err(wrong!(
                 "{expr}: want one series of shop/cart-7d9f: {}",
                 rs.iter()
                     .map(|(l, _)| show(l))
@@ -393,7 +393,7 @@ fn judge(prometheus: &Prometheus, pm: &PodMonitor, setting: &Setting) -> Verdict
     ] {
         let rs = prometheus.query(expr)?;
         if rs.is_empty() || !rs.iter().all(|(l, _)| names_the_workload(l, false)) {
-            return Err(format!(
+            return Err(wrong!(
                 "{expr}: want series of shop/cart-7d9f alone: {}",
                 rs.iter()
                     .map(|(l, _)| show(l))
@@ -407,7 +407,7 @@ fn judge(prometheus: &Prometheus, pm: &PodMonitor, setting: &Setting) -> Verdict
     if !per_cgroup_histograms {
         let rs = prometheus.query(gated)?;
         if !rs.is_empty() {
-            return Err(format!(
+            return Err(wrong!(
                 "{gated}: {} series without {CGROUP_HISTOGRAMS}",
                 rs.len()
             ));
@@ -425,7 +425,7 @@ fn judge(prometheus: &Prometheus, pm: &PodMonitor, setting: &Setting) -> Verdict
     {
         let rs = prometheus.query(expr)?;
         if rs.is_empty() || rs.iter().any(|(l, _)| l["node"] != NODE) {
-            return Err(format!(
+            return Err(wrong!(
                 "{expr}: want series of node {NODE} alone: {}",
                 rs.iter()
                     .map(|(l, _)| show(l))
@@ -443,7 +443,7 @@ fn judge(prometheus: &Prometheus, pm: &PodMonitor, setting: &Setting) -> Verdict
     let pods =
         prometheus.label_values("pod", &format!("tracer_cgroup_info{{node=~\"{NODE}\"}}"))?;
     if nodes != [NODE] || pods != [WORKLOAD[1].1] {
-        return Err(format!(
+        return Err(wrong!(
             "the dashboard's variables: node {nodes:?} (want [{NODE}]), pod {pods:?} (want [{}])",
             WORKLOAD[1].1
         ));
@@ -457,7 +457,7 @@ fn judge(prometheus: &Prometheus, pm: &PodMonitor, setting: &Setting) -> Verdict
         let rs = prometheus.query(expr)?;
         if !per_cgroup_histograms && expr.contains(CGROUP_HISTOGRAM_FAMILY) {
             if !rs.is_empty() {
-                return Err(format!(
+                return Err(wrong!(
                     "dashboard: {expr}: {} series without {CGROUP_HISTOGRAMS}",
                     rs.len()
                 ));
@@ -466,7 +466,7 @@ fn judge(prometheus: &Prometheus, pm: &PodMonitor, setting: &Setting) -> Verdict
             continue;
         }
         if rs.is_empty() || !rs.iter().all(|(l, _)| names_the_workload(l, false)) {
-            return Err(format!(
+            return Err(wrong!(
                 "dashboard: {expr}: want series of shop/cart-7d9f: {}",
                 rs.iter()
                     .map(|(l, _)| show(l))

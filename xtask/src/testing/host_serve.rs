@@ -23,7 +23,7 @@ use std::{
 use tracer_core::snapshot::Probe;
 
 use super::{
-    harness::Tally,
+    harness::{Fail, Tally, Verdict, wrong},
     prometheus::{
         Guard, Prometheus, counter_faults, free_port, get, native_p99_agrees, p99_agrees,
         promtool_check, wait_for,
@@ -124,7 +124,7 @@ pub(crate) fn start_serve(
 
 /// `promtool check metrics` on a scrape in the classic text format (promtool 2.42 reads
 /// no other).
-fn promtool(target: &Target) -> Result<String, String> {
+fn promtool(target: &Target) -> Verdict {
     let text = get(
         &format!("http://{}/metrics", target.addr),
         "text/plain;version=0.0.4",
@@ -371,7 +371,7 @@ fn host_cases_in(tracer: &Path, setting: &Setting, tally: &mut Tally) {
                 &format!("promtool check metrics passes on a scrape ({})", t.name),
                 &promtool(t),
             ),
-            Err(e) => tally.record(scope, "tracer serve starts", &Err(e.clone())),
+            Err(e) => tally.record(scope, "tracer serve starts", &Err(Fail::Wrong(e.clone()))),
         }
     }
     let up: Vec<&Target> = all.iter().filter_map(|t| t.as_ref().ok()).collect();
@@ -386,7 +386,11 @@ fn host_cases_in(tracer: &Path, setting: &Setting, tally: &mut Tally) {
     let prometheus = match start_prometheus(&up, false) {
         Ok(p) => p,
         Err(e) => {
-            tally.record(scope, "Prometheus scrapes tracer serve", &Err(e));
+            tally.record(
+                scope,
+                "Prometheus scrapes tracer serve",
+                &Err(Fail::Wrong(e)),
+            );
             return;
         }
     };
@@ -441,7 +445,7 @@ fn with_native_histograms(
         Err(e) => tally.record(
             setting.scope,
             "Prometheus with native histograms scrapes tracer serve",
-            &Err(e),
+            &Err(Fail::Wrong(e)),
         ),
     }
 }
@@ -510,7 +514,7 @@ const CHURN_SECONDS: u64 = 30;
 /// Every counter sample (histogram `_count`s and `_bucket`s, `_total`s) of the target at
 /// `addr`, raw (a range selector, not `increase()`, which extrapolates), over the last
 /// [`CHURN_SECONDS`]: none is below the one before it.
-fn never_decreases(prometheus: &Prometheus, addr: &str) -> Result<String, String> {
+fn never_decreases(prometheus: &Prometheus, addr: &str) -> Verdict {
     let expr = format!(
         "{{__name__=~\"tracer_.*(_count|_bucket|_total)\",instance=\"{addr}\"}}[{CHURN_SECONDS}s]"
     );
@@ -522,7 +526,7 @@ fn never_decreases(prometheus: &Prometheus, addr: &str) -> Result<String, String
         .filter_map(|(labels, _)| labels["cgroup"].as_str())
         .collect();
     if series.is_empty() {
-        Err(format!("{expr}: no series"))
+        Err(wrong!("{expr}: no series"))
     } else if drops.is_empty() {
         Ok(format!(
             "{} series, {samples} samples, {} cgroup label values over {CHURN_SECONDS} s: none decreased",
@@ -530,16 +534,16 @@ fn never_decreases(prometheus: &Prometheus, addr: &str) -> Result<String, String
             cgroups.len()
         ))
     } else {
-        Err(drops.join("; "))
+        Err(Fail::Wrong(drops.join("; ")))
     }
 }
 
 /// Each expression of `dashboards/*.json`, and of the recording rules, has a series in
 /// `prometheus`; but one on the per-cgroup histograms has none unless the targets serve
 /// them (`setting`).
-fn dashboards(prometheus: &Prometheus, setting: &Setting) -> Result<String, String> {
+fn dashboards(prometheus: &Prometheus, setting: &Setting) -> Verdict {
     let rules = recording_rule_exprs()?;
-    dashboard_exprs().and_then(|mut exprs| {
+    dashboard_exprs().map_err(Fail::from).and_then(|mut exprs| {
         exprs.extend(rules);
         let mut wrong = Vec::new();
         let mut gated = 0;
@@ -569,7 +573,7 @@ fn dashboards(prometheus: &Prometheus, setting: &Setting) -> Result<String, Stri
                 exprs.len()
             ))
         } else {
-            Err(wrong.join("; "))
+            Err(Fail::Wrong(wrong.join("; ")))
         }
     })
 }
@@ -651,6 +655,7 @@ fn replay_checks(
     let verdict = own
         .quantile_ns(0.99)
         .ok_or_else(|| format!("no {} calls", probe.name()))
+        .map_err(Fail::from)
         .and_then(|own| {
             let prom = prometheus
                 .query(&p99_expr)?

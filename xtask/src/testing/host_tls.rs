@@ -24,7 +24,7 @@ use std::{
 use rustls::pki_types::{CertificateDer, ServerName, pem::PemObject as _};
 
 use super::{
-    harness::Tally,
+    harness::{Fail, Tally, Verdict, wrong},
     prometheus::{Prometheus, free_port},
     scraper::Scraper,
 };
@@ -215,7 +215,7 @@ impl Drop for Killed {
 
 /// A malformed web config: exit 1, one line on stderr naming the file, the port never
 /// bound, and the live source never opened (no "recording since").
-fn malformed(tracer: &Path) -> Result<String, String> {
+fn malformed(tracer: &Path) -> Verdict {
     let pki = Pki::new("malformed", "x")?;
     pki.write(
         "web.yml",
@@ -249,7 +249,7 @@ fn malformed(tracer: &Path) -> Result<String, String> {
         {
             Ok(format!("exit 1, port {port} never bound: {line}"))
         }
-        (code, _) => Err(format!(
+        (code, _) => Err(wrong!(
             "exit {code:?}, port bound: {bound}, {} lines on stderr: {}",
             lines.len(),
             said.trim()
@@ -274,7 +274,7 @@ pub fn serve_cases(tracer: &Path, tally: &mut Tally) {
             tally.record(
                 SERVE,
                 "tracer serve starts with TLS and basic auth",
-                &Err(e),
+                &Err(Fail::Wrong(e)),
             );
             return;
         }
@@ -303,7 +303,7 @@ pub fn serve_cases(tracer: &Path, tally: &mut Tally) {
         match Prometheus::with_config("tls", &config, &[("ca.crt", pki.cert.as_str())], false) {
             Ok(p) => p,
             Err(e) => {
-                tally.record(SERVE, "Prometheus scrapes over TLS", &Err(e));
+                tally.record(SERVE, "Prometheus scrapes over TLS", &Err(Fail::Wrong(e)));
                 return;
             }
         };
@@ -386,7 +386,7 @@ fn closed_within(s: &TcpStream, limit: Duration) -> bool {
 /// 200 ms, 50 request heads dripped the same way after a handshake: all cut by the header
 /// timeout; 50 clients that send a request and never read the answer, cut by the request
 /// timeout; while the scraper goes on.
-fn slow(addr: SocketAddr, client: &Arc<rustls::ClientConfig>) -> Result<String, String> {
+fn slow(addr: SocketAddr, client: &Arc<rustls::ClientConfig>) -> Verdict {
     let background = scraper(addr, client, "right");
     let idle: Vec<TcpStream> = (0..500)
         .map(|_| TcpStream::connect(addr).map_err(|e| format!("connect: {e}")))
@@ -454,18 +454,18 @@ fn slow(addr: SocketAddr, client: &Arc<rustls::ClientConfig>) -> Result<String, 
         .count();
     let scrapes = background.finish()?;
     if readers_cut != readers.len() {
-        return Err(format!(
+        return Err(wrong!(
             "{readers_cut} of 50 non-reading clients cut; {scrapes}"
         ));
     }
     let Some(cut_at) = cut_at else {
-        return Err(format!(
+        return Err(wrong!(
             "dripped handshakes or heads still open after {:?}",
             HEADER_TIMEOUT * 5
         ));
     };
     if idle_cut != idle.len() {
-        return Err(format!(
+        return Err(wrong!(
             "{idle_cut} of 500 connections without a handshake cut"
         ));
     }
@@ -477,7 +477,7 @@ fn slow(addr: SocketAddr, client: &Arc<rustls::ClientConfig>) -> Result<String, 
 
 /// 400 requests with wrong passwords from 8 clients at once, and hostile requests over TLS:
 /// each gets its status, while the scraper (whose password passed once) goes on.
-fn hostile(addr: SocketAddr, client: &Arc<rustls::ClientConfig>) -> Result<String, String> {
+fn hostile(addr: SocketAddr, client: &Arc<rustls::ClientConfig>) -> Verdict {
     let background = scraper(addr, client, "right");
     let wrong: Vec<thread::JoinHandle<Vec<String>>> = (0..8)
         .map(|i| {
@@ -555,7 +555,7 @@ fn hostile(addr: SocketAddr, client: &Arc<rustls::ClientConfig>) -> Result<Strin
             cases.len()
         ))
     } else {
-        Err(format!("{}; {scrapes}", faults.join("; ")))
+        Err(wrong!("{}; {scrapes}", faults.join("; ")))
     }
 }
 
@@ -572,7 +572,7 @@ pub fn harden_cases(tracer: &Path, tally: &mut Tally) {
             tally.record(
                 HARDEN,
                 "tracer serve starts with TLS and basic auth",
-                &Err(e),
+                &Err(Fail::Wrong(e)),
             );
             return;
         }

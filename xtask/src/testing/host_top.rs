@@ -11,7 +11,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use super::harness::{Tally, Verdict};
+use super::harness::{Fail, Tally, Verdict, wrong};
 
 const SCOPE: &str = "host";
 /// Longest wait for a screen to show what a step expects.
@@ -131,7 +131,7 @@ impl Tmux {
         let start = Instant::now();
         while self.format("#{alternate_on}")? != "0" || self.child_pid().is_ok() {
             if start.elapsed() > WAIT {
-                return Err(format!(
+                return Err(wrong!(
                     "tracer still runs or the alternate screen is still on:\n{}",
                     self.screen()?
                 ));
@@ -171,7 +171,7 @@ impl Tmux {
         if wrong.is_empty() {
             Ok(format!("{exit}, cursor shown, echo and icanon on"))
         } else {
-            Err(format!("{}:\n{s}", wrong.join(", ")))
+            Err(wrong!("{}:\n{s}", wrong.join(", ")))
         }
     }
 }
@@ -229,7 +229,7 @@ fn no_terminal(tracer: &Path) -> Verdict {
     let stderr = String::from_utf8_lossy(&out.stderr);
     match out.status.code() {
         Some(2) if stderr.contains("--frames") => Ok(format!("exit 2: {}", stderr.trim())),
-        code => Err(format!("exit {code:?}: {}", stderr.trim())),
+        code => Err(wrong!("exit {code:?}: {}", stderr.trim())),
     }
 }
 
@@ -268,8 +268,8 @@ fn model_cases(tracer: &Path, tally: &mut Tally) {
     let mut failed = None;
     for (case, step) in MODEL_STEPS {
         let verdict = match (&tmux, &failed) {
-            (Err(why), _) => Err(why.clone()),
-            (Ok(_), Some(earlier)) => Err(format!("not run: `{earlier}` failed")),
+            (Err(why), _) => Err(Fail::Wrong(why.clone())),
+            (Ok(_), Some(earlier)) => Err(wrong!("not run: `{earlier}` failed")),
             (Ok(t), None) => step(t, tracer),
         };
         if verdict.is_err() && failed.is_none() {
@@ -292,7 +292,7 @@ fn start_on_model(t: &Tmux, tracer: &Path) -> Verdict {
     })?;
     let rate = calls_per_s(&s, "namespace_unlock").unwrap_or(0.0);
     if !s.contains("← namespace_unlock") {
-        return Err(format!("no grace-period wait under namespace_unlock:\n{s}"));
+        return Err(wrong!("no grace-period wait under namespace_unlock:\n{s}"));
     }
     Ok(format!("namespace_unlock {rate}/s, with its caller rows"))
 }
@@ -307,7 +307,7 @@ fn sort_cgroups(t: &Tmux, _: &Path) -> Verdict {
     if has_row(&s, "/") {
         Ok("header `gp p99▼`, root cgroup row `/`".into())
     } else {
-        Err(format!("no `/` row:\n{s}"))
+        Err(wrong!("no `/` row:\n{s}"))
     }
 }
 
@@ -319,7 +319,7 @@ fn filter_probes(t: &Tmux, _: &Path) -> Verdict {
         s.contains("filter: namespace") && !has_row(s, "umount")
     })?;
     if !has_row(&s, "namespace_unlock") || has_row(&s, "deactivate_locked_super") {
-        return Err(format!("filtered rows wrong:\n{s}"));
+        return Err(wrong!("filtered rows wrong:\n{s}"));
     }
     t.keys(&["Escape"])?;
     t.wait_for("every row back after Esc", |s| has_row(s, "umount"))?;
@@ -332,7 +332,7 @@ fn detail(t: &Tmux, _: &Path) -> Verdict {
         s.contains("· all callers · all cgroups") && s.contains("latency, last 60 s")
     })?;
     if !s.contains("model predicts") || !s.contains('█') {
-        return Err(format!("no histogram bars or no model column:\n{s}"));
+        return Err(wrong!("no histogram bars or no model column:\n{s}"));
     }
     let title = s
         .lines()
@@ -409,7 +409,7 @@ fn replay(tracer: &Path, file: &PathBuf) -> Verdict {
         .output()
         .map_err(|e| format!("cannot run tracer model: {e}"))?;
     if !out.status.success() {
-        return Err(format!(
+        return Err(wrong!(
             "tracer model failed: {}",
             String::from_utf8_lossy(&out.stderr).trim()
         ));
@@ -426,14 +426,14 @@ fn replay(tracer: &Path, file: &PathBuf) -> Verdict {
         s.contains("LIVE #") && has_row(s, "vfs_rmdir")
     })?;
     if !s.contains("replay") {
-        return Err(format!("the header does not say it is a replay:\n{s}"));
+        return Err(wrong!("the header does not say it is a replay:\n{s}"));
     }
     let pid = t.child_pid()?;
     let killed = Command::new("kill")
         .args(["-TERM", &pid.to_string()])
         .status();
     if !killed.is_ok_and(|s| s.success()) {
-        return Err(format!("cannot send SIGTERM to {pid}"));
+        return Err(wrong!("cannot send SIGTERM to {pid}"));
     }
     t.terminal_restored(143)
         .map(|seen| format!("vfs_rmdir rows shown; after SIGTERM: {seen}"))
@@ -457,7 +457,7 @@ fn sighup_case(tracer: &Path, tally: &mut Tally) {
         let start = Instant::now();
         while Path::new(&format!("/proc/{pid}")).exists() {
             if start.elapsed() > WAIT {
-                return Err(format!(
+                return Err(wrong!(
                     "tracer {pid} still runs {} s after SIGHUP",
                     WAIT.as_secs()
                 ));

@@ -1,6 +1,7 @@
 //! A real Prometheus (Debian's) on loopback and `promtool`, for the exporter's cases on this
 //! host and in the VM; and the free port a server under test listens on.
 
+use crate::testing::harness::{Fail, Verdict, wrong};
 use std::{
     fmt::Write as _,
     net::TcpListener,
@@ -68,7 +69,7 @@ pub(crate) fn wait_for(url: &str, needle: &str, limit: Duration) -> Result<(), S
 }
 
 /// `promtool check metrics` on the scrape `text` of target `name`.
-pub(crate) fn promtool_check(name: &str, text: &str) -> Result<String, String> {
+pub(crate) fn promtool_check(name: &str, text: &str) -> Verdict {
     let mut child = Command::new("promtool")
         .args(["check", "metrics"])
         .stdin(Stdio::piped())
@@ -96,7 +97,7 @@ pub(crate) fn promtool_check(name: &str, text: &str) -> Result<String, String> {
             text.lines().count()
         ))
     } else {
-        Err(format!("{name}: {}", said.trim()))
+        Err(wrong!("{name}: {}", said.trim()))
     }
 }
 
@@ -351,7 +352,7 @@ pub(crate) fn counted(values: &[f64], born: bool) -> f64 {
 
 /// Prometheus' p99 (`prom_ns`, interpolated in the exposed buckets) and tracer's own (from
 /// the kernel's fine buckets) agree within one exposed bucket.
-pub(crate) fn p99_agrees(prom_ns: f64, own_ns: u64) -> Result<String, String> {
+pub(crate) fn p99_agrees(prom_ns: f64, own_ns: u64) -> Verdict {
     #[expect(
         clippy::cast_precision_loss,
         reason = "nanoseconds, compared by bucket"
@@ -366,13 +367,13 @@ pub(crate) fn p99_agrees(prom_ns: f64, own_ns: u64) -> Result<String, String> {
     if a.abs_diff(b) <= 1 {
         Ok(seen)
     } else {
-        Err(seen)
+        Err(Fail::Wrong(seen))
     }
 }
 
 /// Prometheus' p99 of a native histogram (`prom_ns`) and tracer's own agree within one
 /// schema-3 bucket.
-pub(crate) fn native_p99_agrees(prom_ns: f64, own_ns: u64) -> Result<String, String> {
+pub(crate) fn native_p99_agrees(prom_ns: f64, own_ns: u64) -> Verdict {
     use tracer_core::native_histogram::{index_of, index_of_ns};
     let (a, b) = (index_of(prom_ns / 1e9), index_of_ns(own_ns));
     #[expect(clippy::cast_precision_loss, reason = "nanoseconds, for display")]
@@ -384,7 +385,7 @@ pub(crate) fn native_p99_agrees(prom_ns: f64, own_ns: u64) -> Result<String, Str
     if a.abs_diff(b) <= 1 {
         Ok(seen)
     } else {
-        Err(seen)
+        Err(Fail::Wrong(seen))
     }
 }
 

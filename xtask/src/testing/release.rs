@@ -22,7 +22,7 @@ use std::{
 use anyhow::Context as _;
 
 use super::{
-    harness::{Tally, Verdict},
+    harness::{Fail, Tally, Verdict, wrong},
     manifests::{DaemonSet, daemonset},
 };
 use crate::{
@@ -106,7 +106,7 @@ fn timed(case: impl FnOnce() -> Verdict) -> Verdict {
 fn lintian(deb: &Path, arch: Arch) -> Verdict {
     let architecture = dpkg_field(deb, "Architecture")?;
     if architecture != arch.debian() {
-        return Err(format!(
+        return Err(wrong!(
             "{} says Architecture: {architecture}, not {}",
             deb.display(),
             arch.debian()
@@ -130,7 +130,7 @@ fn lintian(deb: &Path, arch: Arch) -> Verdict {
         .collect();
     let errors: Vec<&str> = said.lines().filter(|l| l.starts_with("E:")).collect();
     if !errors.is_empty() {
-        return Err(format!("errors:\n{}", errors.join("\n")));
+        return Err(wrong!("errors:\n{}", errors.join("\n")));
     }
     let unexplained: Vec<&str> = tags
         .iter()
@@ -138,7 +138,7 @@ fn lintian(deb: &Path, arch: Arch) -> Verdict {
         .map(|(_, tag)| *tag)
         .collect();
     if !unexplained.is_empty() {
-        return Err(format!(
+        return Err(wrong!(
             "not explained in docs/deploy.md: {unexplained:?}\n{said}"
         ));
     }
@@ -208,7 +208,7 @@ fn inspect(made: &Artifacts) -> Verdict {
         .map(|a| format!("linux/{}", a.debian()))
         .collect();
     if platforms != want {
-        return Err(format!(
+        return Err(wrong!(
             "the index lists {platforms:?}, want {want:?}: {index}"
         ));
     }
@@ -275,7 +275,7 @@ fn inspect_one(made: &Artifacts, arch: Arch) -> Verdict {
             info["Layers"].as_array().map_or(0, Vec::len)
         ))
     } else {
-        Err(wrong.join("; "))
+        Err(Fail::Wrong(wrong.join("; ")))
     }
 }
 
@@ -293,7 +293,7 @@ fn reproducible(made: &Artifacts, redo: impl FnOnce() -> anyhow::Result<Artifact
             .collect();
         Ok(format!("equal: {}", list.join(", ")))
     } else {
-        Err(format!("first:\n{first}second:\n{second}"))
+        Err(wrong!("first:\n{first}second:\n{second}"))
     }
 }
 
@@ -372,7 +372,7 @@ pub(crate) fn make_recorded(tracers: &[(Arch, PathBuf)], tally: &mut Tally) -> O
             tally.record(
                 SCOPE,
                 "cargo xtask dist",
-                &Ok(format!(
+                &Verdict::Ok(format!(
                     "{} ({took:.0} s)",
                     described.trim().replace('\n', "; ")
                 )),
@@ -380,7 +380,7 @@ pub(crate) fn make_recorded(tracers: &[(Arch, PathBuf)], tally: &mut Tally) -> O
             Some(made)
         }
         Err(e) => {
-            tally.record(SCOPE, "cargo xtask dist", &Err(format!("{e:#}")));
+            tally.record(SCOPE, "cargo xtask dist", &Verdict::Err(wrong!("{e:#}")));
             None
         }
     }
@@ -470,7 +470,7 @@ pub(crate) fn vm(
                     .boot
                     .map_or_else(|| "?".into(), |b| format!("{:.0} s", b.as_secs_f64()))
             )),
-            Some(why) => Err(why.clone()),
+            Some(why) => Err(Fail::Wrong(why.clone())),
         },
     );
     let files: BTreeMap<String, PathBuf> = outcome.files.into_iter().collect();
@@ -651,7 +651,7 @@ fn judge(
     vec![
         (
             "apt-get install ./tracer_*.deb: installed, perf_event_paranoid 2, tracer.service enabled and started, --version names this build",
-            (|| {
+            (|| -> Verdict {
                 let log = read(files, "install.log")?;
                 let want = [
                     "exit 0",
@@ -669,7 +669,7 @@ fn judge(
                     .find(|l| l.starts_with("version "))
                     .unwrap_or("");
                 if !missing.is_empty() || !version.contains(short_rev) {
-                    return Err(format!(
+                    return Err(wrong!(
                         "missing {missing:?} or revision {short_rev} in:\n{log}"
                     ));
                 }
@@ -686,11 +686,11 @@ fn judge(
                 .into_iter()
                 .find(|l| l.contains("recording"))
                 .map(str::to_owned)
-                .ok_or_else(|| format!("no line with `recording` from tracer:\n{journal}")),
+                .ok_or_else(|| wrong!("no line with `recording` from tracer:\n{journal}")),
         ),
         (
             "200 mkdir+rmdir in a cgroup of their own: a loopback scrape counts vfs_rmdir 200 and rmdir 200 there, every probe this kernel has attached, tracer_build_info this revision",
-            (|| {
+            (|| -> Verdict {
                 let s = metrics("workload.metrics")?;
                 let (v, r) = (
                     calls(&s, "vfs_rmdir", "/release-wl"),
@@ -704,7 +704,7 @@ fn judge(
                     .cloned()
                     .unwrap_or_default();
                 if (v, r) != (200.0, 200.0) || build != short_rev {
-                    return Err(format!(
+                    return Err(wrong!(
                         "vfs_rmdir {v}, rmdir {r}, build revision {build:?} (want {short_rev})"
                     ));
                 }
@@ -715,7 +715,7 @@ fn judge(
         ),
         (
             "systemd-analyze security tracer.service on the running system: OK or better",
-            (|| {
+            (|| -> Verdict {
                 let out = read(files, "security.txt")?;
                 let line = out
                     .lines()
@@ -728,13 +728,13 @@ fn judge(
                 if exposure <= 4.9 && matches!(rating, "PERFECT" | "SAFE" | "OK") {
                     Ok(format!("exposure {exposure:.1} {rating}"))
                 } else {
-                    Err(line.to_owned())
+                    Err(Fail::Wrong(line.to_owned()))
                 }
             })(),
         ),
         (
             "systemctl restart tracer: a new process, serving again",
-            (|| {
+            (|| -> Verdict {
                 let before = unit_state(files, "before_restart.state")?;
                 let after = unit_state(files, "after_restart.state")?;
                 let log = read(files, "restart.log")?;
@@ -746,13 +746,13 @@ fn judge(
                 {
                     Ok(format!("pid {b} -> {a}, tracer_source_up 1"))
                 } else {
-                    Err(format!("before {before:?}, after {after:?}\n{log}"))
+                    Err(wrong!("before {before:?}, after {after:?}\n{log}"))
                 }
             })(),
         ),
         (
             "systemctl kill -s HUP tracer: it logs the signal and carries on serving (docs/deploy.md)",
-            (|| {
+            (|| -> Verdict {
                 let before = unit_state(files, "before_hup.state")?;
                 let after = unit_state(files, "after_hup.state")?;
                 let s = metrics("hup.metrics")?;
@@ -772,7 +772,7 @@ fn judge(
                         "same pid {}, still serving; said: {line}",
                         after["MainPID"]
                     )),
-                    _ => Err(format!(
+                    _ => Err(wrong!(
                         "before {before:?}, after {after:?}, serving {up}, no line naming SIGHUP from tracer"
                     )),
                 }
@@ -780,7 +780,7 @@ fn judge(
         ),
         (
             "systemctl stop tracer: it stops cleanly and leaves no BPF program or link of tracer's (bpftool)",
-            (|| {
+            (|| -> Verdict {
                 let stopped = unit_state(files, "stopped.state")?;
                 let mut left = Vec::new();
                 let mut tracers = 0;
@@ -799,7 +799,7 @@ fn judge(
                     || stopped.get("Result").map(String::as_str) != Some("success")
                     || !left.is_empty()
                 {
-                    return Err(format!("state {stopped:?}; left: {left:?}"));
+                    return Err(wrong!("state {stopped:?}; left: {left:?}"));
                 }
                 Ok(format!(
                     "inactive, result success; {tracers} programs and links while running, none left"
@@ -808,7 +808,7 @@ fn judge(
         ),
         (
             "journalctl -u tracer: no entry at warning or above, every warning of tracer's quoted and explained in docs/deploy.md, and none of a caller frame (CAP_SYSLOG shows it the kernel's addresses)",
-            (|| {
+            (|| -> Verdict {
                 let warnings = read(files, "journal_warnings.txt")?;
                 let flagged: Vec<&str> =
                     warnings.lines().filter(|l| !l.starts_with("-- ")).collect();
@@ -834,7 +834,7 @@ fn judge(
                     .copied()
                     .collect();
                 if !flagged.is_empty() || !unexplained.is_empty() || !frames.is_empty() {
-                    return Err(format!(
+                    return Err(wrong!(
                         "at warning or above: {flagged:?}; not in docs/deploy.md: {unexplained:?}; \
                          the frame marks not set: {frames:?}"
                     ));
@@ -852,7 +852,7 @@ fn judge(
         ),
         (
             "apt-get purge tracer: no file of the package left, no path the system did not have before",
-            (|| {
+            (|| -> Verdict {
                 let log = read(files, "purge.log")?;
                 let listed = read(files, "package_files.txt")?;
                 let left = read(files, "leftover_files.txt")?;
@@ -870,7 +870,7 @@ fn judge(
                     || !left.trim().is_empty()
                     || !new.is_empty()
                 {
-                    return Err(format!("left: {left}; new paths: {new:?}\n{log}"));
+                    return Err(wrong!("left: {left}; new paths: {new:?}\n{log}"));
                 }
                 Ok(format!(
                     "{} paths of the package gone, dpkg: not installed, no new path",
@@ -880,7 +880,7 @@ fn judge(
         ),
         (
             "the image (umoci-unpacked) as the DaemonSet runs it: its args, uid 0 with its capabilities alone and no_new_privs, a container cgroup of a kubelet pod, names the pod and counts its 200 vfs_rmdir and rmdir, no warning of a caller frame",
-            (|| {
+            (|| -> Verdict {
                 let proc = read(files, "image_proc.txt")?;
                 let caps = ds.cap_mask().ok_or_else(|| {
                     format!(
@@ -890,7 +890,7 @@ fn judge(
                 })?;
                 let log = read(files, "image_serve.log")?;
                 if let Some(line) = log.lines().find(|l| l.contains(FRAME_WARNING)) {
-                    return Err(format!("the frame marks not set: {line}"));
+                    return Err(wrong!("the frame marks not set: {line}"));
                 }
                 let cgroup = read(files, "image_cgroup.txt")?;
                 let cgroup = format!("/{}", cgroup.trim());
@@ -908,7 +908,7 @@ fn judge(
                     || bnd & !caps != 0
                     || cmdline != want_cmd
                 {
-                    return Err(format!(
+                    return Err(wrong!(
                         "want uid 0, NoNewPrivs 1, CapBnd within {caps:x}, `{want_cmd}`:\n{proc}"
                     ));
                 }
@@ -922,7 +922,7 @@ fn judge(
                         .all(|(k, v)| i.labels.get(*k).map(String::as_str) == Some(*v))
                 });
                 if (v, r) != (200.0, 200.0) || !named {
-                    return Err(format!(
+                    return Err(wrong!(
                         "vfs_rmdir {v}, rmdir {r} in {cgroup}; names {:?}",
                         info.map(|i| &i.labels)
                     ));

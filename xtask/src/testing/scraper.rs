@@ -2,6 +2,7 @@
 //! or over TLS with basic auth ([`super::host_tls`]): it asks every 100 ms until stopped, at
 //! least once, and says how its scrapes went.
 
+use crate::testing::harness::{Verdict, wrong};
 use std::{
     sync::{
         Arc, Mutex, PoisonError,
@@ -58,7 +59,7 @@ impl Scraper {
 
     /// Stop, and say how the scrapes went: all answered, with their p50 and max; else the
     /// same figures and the first failure.
-    pub(crate) fn finish(mut self) -> Result<String, String> {
+    pub(crate) fn finish(mut self) -> Verdict {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
@@ -69,7 +70,7 @@ impl Scraper {
 }
 
 /// How `seen` went: every scrape answered (and at least one made), with the figures.
-fn verdict(what: &str, seen: &[Result<Duration, String>]) -> Result<String, String> {
+fn verdict(what: &str, seen: &[Result<Duration, String>]) -> Verdict {
     let failed: Vec<&String> = seen.iter().filter_map(|r| r.as_ref().err()).collect();
     let mut ok: Vec<Duration> = seen
         .iter()
@@ -85,8 +86,8 @@ fn verdict(what: &str, seen: &[Result<Duration, String>]) -> Result<String, Stri
     );
     match failed.first() {
         None if !ok.is_empty() => Ok(figures),
-        None => Err(format!("no scrape was made ({what})")),
-        Some(first) => Err(format!("{figures}; first failure: {first}")),
+        None => Err(wrong!("no scrape was made ({what})")),
+        Some(first) => Err(wrong!("{figures}; first failure: {first}")),
     }
 }
 
@@ -100,8 +101,11 @@ mod tests {
         let ok = verdict("scrapes", &[Ok(ms(3)), Ok(ms(1)), Ok(ms(2))]).unwrap();
         assert_eq!(ok, "scrapes answered 3/3, p50 2.0 ms, max 3.0 ms");
         let failed = verdict("scrapes", &[Ok(ms(1)), Err("status 500".into())]).unwrap_err();
-        assert!(failed.contains("answered 1/2"), "{failed}");
-        assert!(failed.ends_with("first failure: status 500"), "{failed}");
+        assert!(failed.to_string().contains("answered 1/2"), "{failed}");
+        assert!(
+            failed.to_string().ends_with("first failure: status 500"),
+            "{failed}"
+        );
         assert!(verdict("scrapes", &[]).is_err());
     }
 

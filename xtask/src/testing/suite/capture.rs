@@ -13,17 +13,17 @@ use tracer_core::snapshot::{
 };
 
 use super::results::Results;
-use crate::testing::harness::{CANNOT, Verdict};
+use crate::testing::harness::{Fail, Verdict, wrong};
 
 /// Every function probe the capture attached, attached with `method` (none with another),
 /// and `needs` among them.
-pub fn attached_with_all(s: &Snapshot, method: AttachMethod, needs: Probe) -> Result<(), String> {
+pub fn attached_with_all(s: &Snapshot, method: AttachMethod, needs: Probe) -> Result<(), Fail> {
     for (probe, st) in &s.probes {
         if let AttachState::Attached { method: m, .. } = &st.state
             && matches!(m, AttachMethod::Kprobe | AttachMethod::Fentry)
             && *m != method
         {
-            return Err(format!(
+            return Err(wrong!(
                 "{} attached with {m:?}, not {method:?}",
                 probe.name()
             ));
@@ -61,7 +61,7 @@ pub fn callers(s: &Snapshot, want: Callers<'_>) -> Verdict {
             .count();
         let from = caller.map_or("(none)", Probe::name);
         if got != n || all != n {
-            return Err(format!(
+            return Err(wrong!(
                 "{} from {from}: {got} of {all}, expected {n} of {n}",
                 probe.name()
             ));
@@ -72,7 +72,7 @@ pub fn callers(s: &Snapshot, want: Callers<'_>) -> Verdict {
         if let Some(c) = k.caller
             && (c.is_grace_period() && k.probe.is_grace_period() || c.kind() != ProbeKind::Function)
         {
-            return Err(format!(
+            return Err(wrong!(
                 "{} has caller {} (cgroup {})",
                 k.probe.name(),
                 c.name(),
@@ -94,7 +94,7 @@ pub fn dentries(s: &Snapshot, negative: u64, dropped: u64) -> Verdict {
     if (n, d) == (negative, dropped) {
         Ok(format!("negative_dentries = {n}, dropped_dentries = {d}"))
     } else {
-        Err(format!(
+        Err(wrong!(
             "negative_dentries = {n}, dropped_dentries = {d}; expected {negative} and {dropped}"
         ))
     }
@@ -126,16 +126,16 @@ pub fn rmdirs_by_path<'a>(
 }
 
 /// `probe` attached with `method`.
-pub fn attached_with(s: &Snapshot, probe: Probe, method: AttachMethod) -> Result<(), String> {
+pub fn attached_with(s: &Snapshot, probe: Probe, method: AttachMethod) -> Result<(), Fail> {
     match s.probes.get(&probe).map(|st| &st.state) {
         Some(AttachState::Attached { method: m, .. }) if *m == method => Ok(()),
         // Debian's 5.10: the calls go to vfs_rmdir.part.0, which fentry cannot attach to.
         Some(AttachState::Failed { reason })
             if method == AttachMethod::Fentry && reason.contains("compiler clone") =>
         {
-            Err(format!("{CANNOT}{}: {reason}", probe.name()))
+            Err(Fail::Cannot(format!("{}: {reason}", probe.name())))
         }
-        other => Err(format!(
+        other => Err(wrong!(
             "{} should be attached with {method:?}: {other:?}",
             probe.name()
         )),
@@ -195,15 +195,15 @@ pub fn exact(s: &Snapshot, probe: Probe, want: u64) -> Verdict {
     if n == want {
         Ok(format!("{} = {n} (attached to {symbol})", probe.name()))
     } else {
-        Err(format!("{} = {n}, expected exactly {want}", probe.name()))
+        Err(wrong!("{} = {n}, expected exactly {want}", probe.name()))
     }
 }
 
-pub fn attached(s: &Snapshot, probe: Probe) -> Result<String, String> {
+pub fn attached(s: &Snapshot, probe: Probe) -> Verdict {
     match s.probes.get(&probe).map(|st| &st.state) {
         Some(AttachState::Attached { symbol, .. }) => Ok(symbol.clone()),
-        Some(other) => Err(format!("{} is not attached: {other:?}", probe.name())),
-        None => Err(format!("the capture has no status for {}", probe.name())),
+        Some(other) => Err(wrong!("{} is not attached: {other:?}", probe.name())),
+        None => Err(wrong!("the capture has no status for {}", probe.name())),
     }
 }
 
@@ -258,9 +258,9 @@ pub fn check_capture(
     // Both verdicts, so a failure of one does not hide what the other saw.
     match (specific(&snapshot, version), capture_sanity(&snapshot)) {
         (Ok(seen), Ok(())) => Ok(seen),
-        (Ok(seen), Err(why)) => Err(format!("{seen}, but {why}")),
+        (Ok(seen), Err(why)) => Err(wrong!("{seen}, but {why}")),
         (Err(why), Ok(())) => Err(why),
-        (Err(why), Err(also)) => Err(format!("{why}; also {also}")),
+        (Err(why), Err(also)) => Err(wrong!("{why}; also {also}")),
     }
 }
 
@@ -287,8 +287,8 @@ pub fn parse_bpftrace(text: &str) -> BTreeMap<String, u64> {
 pub fn ref_exact(hits: &BTreeMap<String, u64>, symbol: &str, want: u64) -> Verdict {
     match hits.get(symbol) {
         Some(&n) if n == want => Ok(format!("{symbol} = {n}")),
-        Some(&n) => Err(format!("{symbol} = {n}, expected exactly {want}")),
-        None => Err(format!("no kprobe event on {symbol}")),
+        Some(&n) => Err(wrong!("{symbol} = {n}, expected exactly {want}")),
+        None => Err(wrong!("no kprobe event on {symbol}")),
     }
 }
 
@@ -351,7 +351,12 @@ pub mod tests {
         assert!(capture_sanity(&s).is_ok());
         assert!(exact(&s, Probe::VfsRmdir, 200).is_ok());
         calls(&mut s, Probe::VfsRmdir, 1, 5_000);
-        assert!(exact(&s, Probe::VfsRmdir, 200).unwrap_err().contains("201"));
+        assert!(
+            exact(&s, Probe::VfsRmdir, 200)
+                .unwrap_err()
+                .to_string()
+                .contains("201")
+        );
     }
 
     #[test]
@@ -367,6 +372,7 @@ pub mod tests {
         assert!(
             exact(&s, Probe::DDelete, 100)
                 .unwrap_err()
+                .to_string()
                 .contains("not attached")
         );
     }

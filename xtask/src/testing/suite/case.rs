@@ -26,7 +26,7 @@ use super::{
 use crate::{
     arch::Arch,
     testing::{
-        harness::{Tally, Verdict},
+        harness::{Fail, Tally, Verdict},
         prometheus::Prometheus,
     },
 };
@@ -524,7 +524,12 @@ impl<'a> Judge<'a> {
     /// `auto`, `reference`) follows the kernel in its scope, when not empty.
     /// A verdict of `fentry` on a kernel that cannot take it ([`no_fentry`]) is counted as
     /// skipped, with why.
-    pub fn record(&self, mode: &str, name: &str, verdict: &Verdict) {
+    pub fn record<E: Clone + Into<Fail>>(
+        &self,
+        mode: &str,
+        name: &str,
+        verdict: &Result<String, E>,
+    ) {
         if self.only_mode.is_some_and(|m| m != mode) {
             return;
         }
@@ -623,9 +628,8 @@ impl<'a> Judge<'a> {
         let (refs, log) = (format!("{stem}.ref"), format!("{stem}.ref.log"));
         let version = self.version;
         self.verdict("reference", name, &[&refs, &log], |r| {
-            r.read(&refs)
-                .and_then(|text| f(&parse_reference(&text), version))
-                .map_err(|e| r.with_log(&log, e))
+            let text = r.read(&refs).map_err(|e| r.with_log(&log, e))?;
+            f(&parse_reference(&text), version).map_err(|e| e.map(|e| r.with_log(&log, e)))
         });
     }
 }
@@ -639,7 +643,7 @@ mod tests {
             Ok(String::new())
         });
         if j.has("x.pid") {
-            j.verdict("", "a file", &["x.pid", "x.*"], |r| r.read("y.txt"));
+            j.verdict("", "a file", &["x.pid", "x.*"], |r| Ok(r.read("y.txt")?));
         }
     }
 
@@ -704,8 +708,8 @@ mod tests {
             &mut tally,
         )
         .on_arch(Arch::Aarch64);
-        j.record("fentry", "a count", &Err("refused".into()));
-        j.record("kprobe", "a count", &Ok(String::new()));
+        j.record("fentry", "a count", &Verdict::Err("refused".into()));
+        j.record("kprobe", "a count", &Verdict::Ok(String::new()));
         drop(j);
         assert_eq!(tally.counts(), (1, 0, 1));
     }

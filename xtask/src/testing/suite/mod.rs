@@ -32,7 +32,7 @@ use results::Files;
 use select::{CaseResult, Selection};
 
 use super::{
-    harness::{Tally, Verdict},
+    harness::{Fail, Tally, Verdict},
     prometheus::{Prometheus, free_port},
 };
 use crate::{
@@ -56,7 +56,7 @@ const GNU_RM: &str = "/usr/bin/rm";
 /// Each case whose workload sends a file no judge reads, whose judge reads a file no
 /// workload sends, or that misses a workload or a judge.
 pub fn audit() -> Verdict {
-    audit::audit(&[&SUITE, &HARDEN]).map_err(|problems| problems.join("; "))
+    audit::audit(&[&SUITE, &HARDEN]).map_err(|problems| Fail::Wrong(problems.join("; ")))
 }
 
 /// What the guest runs that this workspace builds: the static tracer, and the root-only
@@ -166,7 +166,7 @@ pub fn vm_suite(
                 outcome.exit.unwrap_or(-1),
                 outcome.files.len()
             )),
-            Some(why) => Err(why.clone()),
+            Some(why) => Err(Fail::Wrong(why.clone())),
         },
     );
     let files: Files = outcome.files.into_iter().collect();
@@ -399,19 +399,19 @@ mod tests {
     const ORPHANS: &[VmCase] = &[
         case("emit extra.txt /tmp/x", |_| {}),
         case("true", |j| {
-            j.verdict("", "x", &["extra.txt"], |r| r.read("extra.txt"));
+            j.verdict("", "x", &["extra.txt"], |r| Ok(r.read("extra.txt")?));
         }),
     ];
 
     /// A workload that leaves an `if` open: the script after it would not run.
     const OPEN_IF: &[VmCase] = &[case("if true; then\nemit a.txt /tmp/a", |j| {
-        j.verdict("", "x", &["a.txt"], |r| r.read("a.txt"));
+        j.verdict("", "x", &["a.txt"], |r| Ok(r.read("a.txt")?));
     })];
 
     /// A read the verdict did not declare; a name the audit cannot tell.
     const SLOPPY: &[VmCase] = &[
         case("emit a.txt /tmp/a", |j| {
-            j.verdict("", "x", &["a.txt"], |r| r.read("b.txt"));
+            j.verdict("", "x", &["a.txt"], |r| Ok(r.read("b.txt")?));
         }),
         case("emit $name.txt /tmp/a", |j| {
             j.verdict("", "y", &["a.txt"], |_| Ok(String::new()));
@@ -460,11 +460,11 @@ mod tests {
             heading: "on 6.12",
             on: On::Only(&[(6, 12)]),
             workload: "emit a.txt /tmp/a",
-            judge: |j| j.verdict("", "x", &["a.txt"], |r| r.read("a.txt")),
+            judge: |j| j.verdict("", "x", &["a.txt"], |r| Ok(r.read("a.txt")?)),
             ..VmCase::BASE
         },
         case("emit b.txt /tmp/b", |j| {
-            j.verdict("", "y", &["b.txt", "a.txt"], |r| r.read("b.txt"));
+            j.verdict("", "y", &["b.txt", "a.txt"], |r| Ok(r.read("b.txt")?));
         }),
     ];
 
@@ -472,18 +472,18 @@ mod tests {
     /// before it opened (the whole script parses, neither case alone does).
     const LEANING: &[VmCase] = &[
         case("ls /mnt/ext2 > /tmp/a; emit a.txt /tmp/a", |j| {
-            j.verdict("", "x", &["a.txt"], |r| r.read("a.txt"));
+            j.verdict("", "x", &["a.txt"], |r| Ok(r.read("a.txt")?));
         }),
         VmCase {
             name: "test::opens",
             ..case("if true; then\nemit b.txt /tmp/b", |j| {
-                j.verdict("", "y", &["b.txt"], |r| r.read("b.txt"));
+                j.verdict("", "y", &["b.txt"], |r| Ok(r.read("b.txt")?));
             })
         },
         VmCase {
             name: "test::closes",
             ..case("fi\nemit c.txt /tmp/c", |j| {
-                j.verdict("", "z", &["c.txt"], |r| r.read("c.txt"));
+                j.verdict("", "z", &["c.txt"], |r| Ok(r.read("c.txt")?));
             })
         },
     ];
@@ -516,14 +516,14 @@ mod tests {
             name: "test::sender",
             heading: "sender",
             ..case("emit a.txt /tmp/a", |j| {
-                j.verdict("", "x", &["a.txt"], |r| r.read("a.txt"));
+                j.verdict("", "x", &["a.txt"], |r| Ok(r.read("a.txt")?));
             })
         },
         VmCase {
             name: "test::unnamed",
             heading: "unnamed",
             ..case("emit b.txt /tmp/b", |j| {
-                j.verdict("", "y", &["b.txt", "a.txt"], |r| r.read("b.txt"));
+                j.verdict("", "y", &["b.txt", "a.txt"], |r| Ok(r.read("b.txt")?));
             })
         },
         VmCase {
@@ -531,7 +531,7 @@ mod tests {
             heading: "named",
             needs: &["test::sender"],
             ..case("emit c.txt /tmp/c", |j| {
-                j.verdict("", "z", &["c.txt", "a.txt"], |r| r.read("c.txt"));
+                j.verdict("", "z", &["c.txt", "a.txt"], |r| Ok(r.read("c.txt")?));
             })
         },
         VmCase {
@@ -540,7 +540,7 @@ mod tests {
             needs: &["test::sender"],
             clock: Clock::Instructions,
             ..case("emit d.txt /tmp/d", |j| {
-                j.verdict("", "w", &["d.txt", "a.txt"], |r| r.read("d.txt"));
+                j.verdict("", "w", &["d.txt", "a.txt"], |r| Ok(r.read("d.txt")?));
             })
         },
     ];

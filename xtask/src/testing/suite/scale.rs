@@ -17,7 +17,7 @@ use super::{
 };
 use crate::{
     exposition,
-    testing::harness::{CANNOT, Verdict},
+    testing::harness::{Fail, Verdict, wrong},
 };
 
 /// The budget the maps must keep within at 192 possible CPUs, default flags.
@@ -137,7 +137,7 @@ fn memory(files: &Results<'_>, tool: &str, how: &str, version: (u32, u32)) -> Ve
     let (cpus, formula) = estimated(&text)
         .ok_or_else(|| files.with_log(&log, "no \"maps sized for\" line in --verbose".into()))?;
     if cpus != possible {
-        return Err(format!(
+        return Err(wrong!(
             "tracer sized the maps for {cpus} CPUs, the VM has {possible} possible"
         ));
     }
@@ -146,10 +146,10 @@ fn memory(files: &Results<'_>, tool: &str, how: &str, version: (u32, u32)) -> Ve
         "{measured:.1} MiB at {possible} possible CPUs ({source}); tracer's formula {formula:.1} MiB"
     );
     if measured > BUDGET_MIB {
-        return Err(format!("{seen}: over the {BUDGET_MIB} MiB budget"));
+        return Err(wrong!("{seen}: over the {BUDGET_MIB} MiB budget"));
     }
     if (measured - formula).abs() > formula / 4.0 {
-        return Err(format!("{seen}: the formula is off by more than a quarter"));
+        return Err(wrong!("{seen}: the formula is off by more than a quarter"));
     }
     Ok(seen)
 }
@@ -186,7 +186,7 @@ pub fn every_cgroup(s: &Snapshot, n: u64) -> Verdict {
     }
     if !wrong.is_empty() {
         let shown: Vec<&String> = wrong.iter().take(5).collect();
-        return Err(format!(
+        return Err(wrong!(
             "{} of {} counts wrong: {shown:?}",
             wrong.len(),
             n * 3
@@ -195,7 +195,7 @@ pub fn every_cgroup(s: &Snapshot, n: u64) -> Verdict {
     no_losses(s)?;
     let folded: u64 = s.probes.values().map(|st| st.folded).sum();
     if folded > 0 {
-        return Err(format!(
+        return Err(wrong!(
             "{folded} calls folded into `other`: the maps were too small"
         ));
     }
@@ -228,7 +228,7 @@ pub fn past_capacity(s: &Snapshot, n: u64) -> Verdict {
     for p in PROBES {
         let total = s.probe_total(p).count();
         if total != want {
-            return Err(format!("{} = {total} in all, expected {want}", p.name()));
+            return Err(wrong!("{} = {total} in all, expected {want}", p.name()));
         }
         let folded = s.probes.get(&p).map_or(0, |st| st.folded);
         let other: u64 = s
@@ -238,7 +238,7 @@ pub fn past_capacity(s: &Snapshot, n: u64) -> Verdict {
             .map(|(_, l)| l.count())
             .sum();
         if folded == 0 || other != folded {
-            return Err(format!(
+            return Err(wrong!(
                 "{}: {folded} reported folded, {other} calls under `other`",
                 p.name()
             ));
@@ -284,18 +284,18 @@ fn serve_max(files: &Results<'_>, name: &str, n: u64, max: u64) -> Verdict {
         #[expect(clippy::cast_precision_loss, reason = "counts far below 2^53")]
         let want_f = want as f64;
         if (sum - want_f).abs() > 0.5 {
-            return Err(format!(
+            return Err(wrong!(
                 "{}: the sum over its {series} label sets' largest samples is {sum}, expected {want}",
                 p.name()
             ));
         }
         if !other {
-            return Err(format!("{}: no `other` label set", p.name()));
+            return Err(wrong!("{}: no `other` label set", p.name()));
         }
         seen.push(format!("{} {want} over {series} label sets", p.name()));
     }
     if named > max {
-        return Err(format!(
+        return Err(wrong!(
             "a scrape named {named} workload cgroups, more than --max-cgroups {max}"
         ));
     }
@@ -303,7 +303,7 @@ fn serve_max(files: &Results<'_>, name: &str, n: u64, max: u64) -> Verdict {
     if let Ok(losses) = files.read(&format!("{name}.losses")) {
         let lost: Vec<&str> = losses.lines().filter(|l| !l.trim().is_empty()).collect();
         if !lost.is_empty() {
-            return Err(format!("tracer reported losses: {}", lost.join("; ")));
+            return Err(wrong!("tracer reported losses: {}", lost.join("; ")));
         }
     }
     Ok(format!(
@@ -337,7 +337,7 @@ pub fn judge(j: &Judge<'_>, n: u64) {
             &format!("HIST of {SHRUNK_HIST} entries, {OVERFLOW_CGROUPS} cgroups: totals exact, calls past capacity folded into `other`, nothing lost"),
             &reads.iter().map(String::as_str).collect::<Vec<_>>(),
             |r| {
-                load_capture(r, &name).and_then(|s| {
+                load_capture(r, &name).map_err(Fail::from).and_then(|s| {
                     attached_with_all(&s, method, Probe::VfsRmdir)?;
                     past_capacity(&s, OVERFLOW_CGROUPS)
                 })
@@ -352,7 +352,7 @@ pub fn judge(j: &Judge<'_>, n: u64) {
                 &format!("{n} cgroups alive at once: capture counts every cgroup's calls exactly, nothing lost"),
                 &reads.iter().map(String::as_str).collect::<Vec<_>>(),
                 |r| {
-                    load_capture_file(r, &name).and_then(|s| {
+                    load_capture_file(r, &name).map_err(Fail::from).and_then(|s| {
                         attached_with_all(&s, method, Probe::VfsRmdir)?;
                         let took = r.read(&format!("{name}.took")).unwrap_or_default();
                         every_cgroup(&s, n).map(|v| format!("{v} (the run took {})", took.trim()))
@@ -454,26 +454,26 @@ fn threads_case(
     name: &str,
     entries: u64,
     made: u64,
-) -> Result<ThreadsLosses, String> {
+) -> Result<ThreadsLosses, Fail> {
     let log = files.read(&format!("{name}.log"))?;
     if !log.contains(&format!("map THREADS holds {entries} entries")) {
-        return Err(files.with_log(
+        return Err(Fail::Wrong(files.with_log(
             &format!("{name}.log"),
             format!("tracer does not say THREADS holds {entries} entries"),
-        ));
+        )));
     }
     if !log.lines().any(|l| l.trim() == "left 0") {
-        return Err(files.with_log(
+        return Err(Fail::Wrong(files.with_log(
             &format!("{name}.log"),
             "the workload left directories behind".into(),
-        ));
+        )));
     }
     let s = load_capture(files, name)?;
     // The calls held in flight are the `rmdir(2)` syscalls (by fentry on their functions);
     // `vfs_rmdir` is judged too where fentry can attach it (not Debian's 5.10, whose calls
     // go to a compiler clone).
     match attached_with_all(&s, AttachMethod::Fentry, Probe::VfsRmdir) {
-        Err(why) if !why.starts_with(CANNOT) => return Err(why),
+        Err(why) if !why.cannot() => return Err(why),
         _ => {}
     }
     let mut seen = Vec::new();
@@ -481,7 +481,7 @@ fn threads_case(
         let st = s.probes.get(&p).ok_or_else(|| format!("no {}", p.name()))?;
         if !matches!(st.state, AttachState::Attached { .. }) {
             if p == Probe::SysRmdir {
-                return Err(format!("rmdir not attached: {:?}", st.state));
+                return Err(wrong!("rmdir not attached: {:?}", st.state));
             }
             seen.push(format!("{} not attached", p.name()));
             continue;
@@ -511,7 +511,7 @@ fn threads_case(
 
 /// One `THREADS` case judged (`fit`: sized as tracer sizes it, else shrunk): what it lost,
 /// and what it was, for the verdicts.
-fn threads_run(files: &Results<'_>, fit: bool) -> Result<(ThreadsLosses, String, u64), String> {
+fn threads_run(files: &Results<'_>, fit: bool) -> Result<(ThreadsLosses, String, u64), Fail> {
     let (n, online, fit_entries, shrunk_entries) = threads_sizes(files)?;
     let (name, entries) = if fit {
         ("threads_fit", fit_entries)
@@ -544,7 +544,7 @@ pub fn threads_losses(files: &Results<'_>) -> Option<(u64, u64, u64)> {
 pub fn threads_fit(files: &Results<'_>) -> Verdict {
     let (l, what, _) = threads_run(files, true)?;
     if l.calls > l.skipped || l.other > 0 {
-        return Err(what);
+        return Err(Fail::Wrong(what));
     }
     Ok(what)
 }
@@ -555,7 +555,7 @@ pub fn threads_fit(files: &Results<'_>) -> Verdict {
 pub fn threads_shrunk(files: &Results<'_>) -> Verdict {
     let (l, what, _) = threads_run(files, false)?;
     if l.calls <= l.skipped {
-        return Err(format!("no state evicted: {what}"));
+        return Err(wrong!("no state evicted: {what}"));
     }
     Ok(format!("{} evicted: {what}", l.calls - l.skipped))
 }
@@ -616,9 +616,7 @@ pub fn made(files: &Results<'_>, n: u64) -> u64 {
             let probes = load_capture_file(files, &format!("scale_{how}")).map_or(3, |s| {
                 PROBES
                     .iter()
-                    .filter(|p| {
-                        !attached_with(&s, **p, *method).is_err_and(|why| why.starts_with(CANNOT))
-                    })
+                    .filter(|p| !attached_with(&s, **p, *method).is_err_and(|why| why.cannot()))
                     .count() as u64
             });
             probes * total_calls(n)

@@ -4,7 +4,7 @@
 use tracer_core::snapshot::{AttachState, Probe};
 
 use crate::testing::{
-    harness::{CANNOT, Verdict},
+    harness::{Fail, Verdict, wrong},
     suite::{
         capture::{parse_bpftrace, teardown_probes},
         case::{Fixture, MODES, On, VmCase},
@@ -80,7 +80,7 @@ pub fn agrees_with_bpftrace(
 ) -> Verdict {
     let text = files.read(&format!("{bt_name}.bt"))?;
     if !text.contains("exit 0") {
-        return Err(format!(
+        return Err(wrong!(
             "bpftrace failed:\n    {}",
             text.trim().replace('\n', "\n    ")
         ));
@@ -97,12 +97,12 @@ pub fn agrees_with_bpftrace(
         if let Some(AttachState::Failed { reason }) = ours.probes.get(probe).map(|st| &st.state)
             && reason.contains("compiler clone")
         {
-            return Err(format!("{CANNOT}{}: {reason}", probe.name()));
+            return Err(Fail::Cannot(format!("{}: {reason}", probe.name())));
         }
         let mine = ours.probe_total(*probe).count();
         let bt = theirs.get(probe.name()).copied().unwrap_or(0);
         if mine != bt {
-            return Err(format!("{}: tracer {mine}, bpftrace {bt}", probe.name()));
+            return Err(wrong!("{}: tracer {mine}, bpftrace {bt}", probe.name()));
         }
         seen.push(format!("{} = {mine}", probe.name()));
     }

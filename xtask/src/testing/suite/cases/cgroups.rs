@@ -4,7 +4,7 @@
 use tracer_core::snapshot::{AttachMethod, GONE_CGROUP, Probe, Snapshot};
 
 use crate::testing::{
-    harness::Verdict,
+    harness::{Verdict, wrong},
     suite::{
         capture::{attached_with, rmdirs_by_path},
         case::{MODES, On, VmCase},
@@ -78,7 +78,7 @@ pub fn churn(s: &Snapshot, method: AttachMethod) -> Verdict {
             .collect();
     let gone = s.total_where(|k| k.cgroup == GONE_CGROUP).count();
     if gone > 0 {
-        return Err(format!("{gone} calls reported from (gone) cgroups"));
+        return Err(wrong!("{gone} calls reported from (gone) cgroups"));
     }
     Ok(format!(
         "vfs_rmdir and rmdir: {}; none (gone)",

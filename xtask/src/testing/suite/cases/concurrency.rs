@@ -7,7 +7,7 @@ use tracer_common::maps::COST_RUN_CAP_NS;
 use tracer_core::snapshot::{AttachMethod, AttachState, Probe, ProbeStatus, Snapshot};
 
 use crate::testing::{
-    harness::{Verdict, ms},
+    harness::{Verdict, ms, wrong},
     suite::{
         capture::{attached_with_all, kernel_skipped, rmdirs_by_path},
         case::{MODES, On, VmCase},
@@ -136,9 +136,11 @@ pub fn concurrent(s: &Snapshot, version: (u32, u32), method: Option<AttachMethod
         .ok_or("no vfs_rmdir status")?;
     if let Ok(seen) = rmdirs_by_path(s, &LOOPS) {
         if st.exits_without_entry > 0 || st.entries != st.exits {
-            return Err(format!(
+            return Err(wrong!(
                 "vfs_rmdir: {} entries, {} exits, {} exits without entry",
-                st.entries, st.exits, st.exits_without_entry
+                st.entries,
+                st.exits,
+                st.exits_without_entry
             ));
         }
         let seen: Vec<String> = seen
@@ -166,14 +168,14 @@ pub fn concurrent(s: &Snapshot, version: (u32, u32), method: Option<AttachMethod
                 .total_where(|k| k.probe == probe && k.cgroup == id)
                 .count();
             if n > want {
-                return Err(format!("{path}: {} = {n}, expected {want}", probe.name()));
+                return Err(wrong!("{path}: {} = {n}, expected {want}", probe.name()));
             }
             short += want - n;
             seen.push(format!("{path}: {} = {n}/{want}", probe.name()));
         }
     }
     if strict {
-        return Err(format!(
+        return Err(wrong!(
             "vfs_rmdir by {how}: {}: {short} calls missing ({missed} program runs the kernel \
              skipped), where this scheme should lose none",
             seen.join(", ")
@@ -188,7 +190,7 @@ pub fn concurrent(s: &Snapshot, version: (u32, u32), method: Option<AttachMethod
             .map(ProbeStatus::unmatched_entries)
             .sum();
         if short != unreturned {
-            return Err(format!(
+            return Err(wrong!(
                 "{}: {short} calls missing, but {unreturned} entries without a return reported",
                 seen.join(", ")
             ));
@@ -200,7 +202,7 @@ pub fn concurrent(s: &Snapshot, version: (u32, u32), method: Option<AttachMethod
         ));
     }
     if short > missed {
-        return Err(format!(
+        return Err(wrong!(
             "{}: {short} calls missing, only {missed} program runs reported skipped",
             seen.join(", ")
         ));
@@ -234,10 +236,10 @@ pub fn sampled_cost(files: &Results<'_>, name: &str) -> Verdict {
         .filter_map(|w| w.parse().ok())
         .collect();
     let [estimate, runs, timed, 1, one_in, exact, _] = numbers[..] else {
-        return Err(format!("unreadable: {line}"));
+        return Err(wrong!("unreadable: {line}"));
     };
     if runs < 500 {
-        return Err(format!(
+        return Err(wrong!(
             "only {runs} runs recorded a call: too few to judge ({line})"
         ));
     }
@@ -249,14 +251,14 @@ pub fn sampled_cost(files: &Results<'_>, name: &str) -> Verdict {
     let expected = runs as f64 / one_in as f64;
     let (below, above) = poisson_tails(expected, timed);
     if below < SAMPLING_ODDS || above < SAMPLING_ODDS {
-        return Err(format!(
+        return Err(wrong!(
             "{timed} of {runs} runs timed themselves, expected about {expected:.0} (1 in {one_in}): odds {:.1e}",
             below.min(above)
         ));
     }
     let bound = estimate_bound(exact, runs, timed);
     if estimate == 0 || estimate > bound {
-        return Err(format!(
+        return Err(wrong!(
             "estimated {estimate} ns, the kernel's statistics {exact} ns, at most {bound} ns allowed: {line}"
         ));
     }
@@ -331,7 +333,7 @@ pub fn idle(s: &Snapshot, _: (u32, u32)) -> Verdict {
         })
         .collect();
     if !waits.is_empty() {
-        return Err(format!("grace-period waits recorded: {}", waits.join(", ")));
+        return Err(wrong!("grace-period waits recorded: {}", waits.join(", ")));
     }
     let unmatched: Vec<String> = s
         .probes
@@ -340,10 +342,7 @@ pub fn idle(s: &Snapshot, _: (u32, u32)) -> Verdict {
         .map(|(p, st)| format!("{} x{}", p.name(), st.exits_without_entry))
         .collect();
     if !unmatched.is_empty() {
-        return Err(format!(
-            "returns without an entry: {}",
-            unmatched.join(", ")
-        ));
+        return Err(wrong!("returns without an entry: {}", unmatched.join(", ")));
     }
     Ok("no grace-period wait, no return without an entry".to_owned())
 }
@@ -353,7 +352,7 @@ pub fn idle(s: &Snapshot, _: (u32, u32)) -> Verdict {
 pub fn settled(files: &Results<'_>, name: &str) -> Verdict {
     let log = files.read(&format!("{name}.log"))?;
     if let Some(line) = log.lines().find(|l| l.contains("still starting")) {
-        return Err(format!("{name}: {}", line.trim()));
+        return Err(wrong!("{name}: {}", line.trim()));
     }
     Ok("settled before the cap".to_owned())
 }

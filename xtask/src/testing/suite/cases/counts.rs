@@ -9,7 +9,7 @@ use tracer_core::snapshot::{AttachState, Probe, Snapshot};
 use crate::{
     arch::Arch,
     testing::{
-        harness::{Verdict, ms},
+        harness::{Verdict, ms, wrong},
         suite::{
             capture::{
                 Callers, attached, callers, dentries, exact, parse_reference, ref_exact,
@@ -92,9 +92,9 @@ fi
             "unlink x100 (ext2): kprobe events count d_delete = 100",
             &["unlink.ref", "unlink.ref.log", "ext2.log"],
             |r| {
-                r.read("unlink.ref")
-                    .and_then(|text| ref_exact(&parse_reference(&text), "d_delete", 100))
-                    .map_err(|e| r.with_log("ext2.log", r.with_log("unlink.ref.log", e)))
+                let logs = |e| r.with_log("ext2.log", r.with_log("unlink.ref.log", e));
+                let text = r.read("unlink.ref").map_err(logs)?;
+                ref_exact(&parse_reference(&text), "d_delete", 100).map_err(|e| e.map(logs))
             },
         );
         j.each_mode(
@@ -221,7 +221,7 @@ pub fn ref_rmdir_syscalls(hits: &BTreeMap<String, u64>, arch: Arch) -> Verdict {
     let idle = format!("{prefix}{idle}");
     match hits.get(&idle).copied().unwrap_or(0) {
         0 => Ok(format!("{called}, {idle} 0")),
-        n => Err(format!("{called}, but {idle} {n} (expected 0)")),
+        n => Err(wrong!("{called}, but {idle} {n} (expected 0)")),
     }
 }
 
@@ -261,9 +261,10 @@ pub fn own_cost(s: &Snapshot, _: (u32, u32)) -> Verdict {
         .bpf
         .ok_or("the capture has no BPF statistics (BPF_ENABLE_STATS refused?)")?;
     if b.runs < 800 || b.run_ns == 0 {
-        return Err(format!(
+        return Err(wrong!(
             "{} runs, {} ns; expected at least 800 runs and some time",
-            b.runs, b.run_ns
+            b.runs,
+            b.run_ns
         ));
     }
     Ok(format!(
@@ -278,7 +279,7 @@ pub fn ref_tmpfs(hits: &BTreeMap<String, u64>, version: (u32, u32)) -> Verdict {
     let (present, absent) = teardown_probes(version);
     let teardown = ref_exact(hits, present.name(), 50)?;
     if hits.contains_key(absent.name()) {
-        return Err(format!(
+        return Err(wrong!(
             "{} exists on this kernel; expected only {}",
             absent.name(),
             present.name()
@@ -304,7 +305,7 @@ pub fn tmpfs(s: &Snapshot, version: (u32, u32)) -> Verdict {
     match s.probes.get(&absent).map(|st| &st.state) {
         Some(AttachState::Absent { .. }) => {}
         other => {
-            return Err(format!(
+            return Err(wrong!(
                 "{} should be Absent on this kernel, is {other:?}",
                 absent.name()
             ));
@@ -315,7 +316,7 @@ pub fn tmpfs(s: &Snapshot, version: (u32, u32)) -> Verdict {
         .probe_by_caller(Probe::SynchronizeRcuExpedited, Some(Probe::NamespaceUnlock))
         .count();
     if expedited != 50 {
-        return Err(format!(
+        return Err(wrong!(
             "{teardown}, but synchronize_rcu_expedited from namespace_unlock = {expedited}, expected 50"
         ));
     }
@@ -356,6 +357,7 @@ mod tests {
         assert!(
             tmpfs(&old, (6, 1))
                 .unwrap_err()
+                .to_string()
                 .contains("synchronize_rcu_expedited")
         );
         for _ in 0..50 {

@@ -9,7 +9,7 @@ use tracer_core::{
 };
 
 use crate::testing::{
-    harness::Verdict,
+    harness::{Fail, Verdict, wrong},
     suite::{
         capture::attached,
         case::{Fixture, On, VmCase},
@@ -63,7 +63,7 @@ fi
 /// The work done (its counts in its own cgroup), the findings made for this kernel, and none.
 fn ordinary(s: &Snapshot, assessed: &Assessment, version: (u32, u32)) -> Verdict {
     let own = s.command.as_ref().and_then(|c| c.cgroup);
-    let count = |probe: Probe| -> Result<u64, String> {
+    let count = |probe: Probe| -> Result<u64, Fail> {
         attached(s, probe)?;
         Ok(
             s.total_where(|k| k.probe == probe && (own.is_none() || Some(k.cgroup) == own))
@@ -73,21 +73,22 @@ fn ordinary(s: &Snapshot, assessed: &Assessment, version: (u32, u32)) -> Verdict
     // rm -r removes the DIRS directories and the build directory itself.
     let (rmdirs, umounts) = (count(Probe::VfsRmdir)?, count(Probe::SysUmount)?);
     if (rmdirs, umounts) != (DIRS + 1, UMOUNTS) {
-        return Err(format!(
+        return Err(wrong!(
             "vfs_rmdir = {rmdirs}, umount(2) = {umounts}: expected {} and {UMOUNTS}",
             DIRS + 1
         ));
     }
     let release = assessed.kernel.release.as_deref().unwrap_or("none");
     if assessed.kernel.version.map(|v| (v.major, v.minor)) != Some(version) {
-        return Err(format!(
+        return Err(wrong!(
             "the findings were made for kernel {release}, not the guest's {}.{}",
-            version.0, version.1
+            version.0,
+            version.1
         ));
     }
     if let Some(f) = assessed.findings.first() {
         let all: Vec<&str> = assessed.findings.iter().map(|f| f.id.as_str()).collect();
-        return Err(format!(
+        return Err(wrong!(
             "{} finding(s) on ordinary work: {all:?}; the first: {}",
             all.len(),
             f.summary

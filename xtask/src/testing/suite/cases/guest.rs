@@ -8,7 +8,7 @@
 //! /guest-tests/tracer_loader --ignored forget`.
 
 use crate::testing::{
-    harness::Verdict,
+    harness::{Fail, Verdict, wrong},
     suite::case::{On, VmCase},
 };
 
@@ -47,7 +47,11 @@ done
                         &overall,
                     );
                 }
-                Err(e) => j.record("", &format!("root-only {what} tests in the guest"), &Err(e)),
+                Err(e) => j.record(
+                    "",
+                    &format!("root-only {what} tests in the guest"),
+                    &Err(Fail::Wrong(e)),
+                ),
             }
         }
     },
@@ -73,12 +77,12 @@ fn judge_run(list: &str, out: &str) -> (Vec<(String, Verdict)>, Verdict) {
         .unwrap_or("missing");
     let passed = tests.iter().filter(|(_, v)| v.is_ok()).count();
     let overall = if names.is_empty() {
-        Err(format!(
+        Err(wrong!(
             "no root-only test listed (`--list --ignored` printed: {})",
             first_lines(list, 5)
         ))
     } else if passed < names.len() || exit != "0" {
-        Err(format!(
+        Err(wrong!(
             "{passed} of {} passed, exit {exit}{}",
             names.len(),
             summary(out).map_or_else(String::new, |s| format!(" ({s})"))
@@ -104,8 +108,8 @@ fn outcome(out: &str, name: &str) -> Verdict {
         .unwrap_or("no result");
     match result {
         "ok" => Ok("ok".into()),
-        "FAILED" => Err(failure(out, name)),
-        other => Err(format!("{other} (with --ignored)")),
+        "FAILED" => Err(Fail::Wrong(failure(out, name))),
+        other => Err(wrong!("{other} (with --ignored)")),
     }
 }
 
@@ -164,13 +168,15 @@ mod tests {
         assert_eq!(tests[0].1, Ok("ok".into()));
         let why = tests[1].1.clone().unwrap_err();
         assert!(
-            why.contains("rings.rs:345:9") && why.contains("made and removed"),
+            why.to_string().contains("rings.rs:345:9")
+                && why.to_string().contains("made and removed"),
             "{why}"
         );
-        assert!(why.contains("left: 1 / right: 2"), "{why}");
+        assert!(why.to_string().contains("left: 1 / right: 2"), "{why}");
         let why = overall.unwrap_err();
         assert!(
-            why.starts_with("1 of 2 passed, exit 101 (FAILED. 1 passed; 1 failed"),
+            why.to_string()
+                .starts_with("1 of 2 passed, exit 101 (FAILED. 1 passed; 1 failed"),
             "{why}"
         );
     }
@@ -184,15 +190,21 @@ mod tests {
         assert_eq!(overall, Err("1 of 2 passed, exit 139".into()));
         // Never started: every test unreported.
         let (tests, overall) = judge_run(LIST, "sh: /guest-tests/tracer: not found\nexit 127\n");
-        assert!(
-            tests
-                .iter()
-                .all(|(_, v)| v.as_ref().unwrap_err().contains("never reported"))
-        );
+        assert!(tests.iter().all(|(_, v)| {
+            v.as_ref()
+                .unwrap_err()
+                .to_string()
+                .contains("never reported")
+        }));
         assert!(overall.is_err());
         // Nothing marked root-only.
         let (_, overall) = judge_run("\n0 tests, 0 benchmarks\n", "exit 0\n");
-        assert!(overall.unwrap_err().starts_with("no root-only test listed"));
+        assert!(
+            overall
+                .unwrap_err()
+                .to_string()
+                .starts_with("no root-only test listed")
+        );
         // A child's output between the name and the result.
         let out =
             "test forget::kernel::a ... rmdir: x\nok\ntest read::rings::kernel::b ... ok\nexit 0\n";

@@ -6,7 +6,7 @@
 use tracer_core::snapshot::{Probe, Snapshot};
 
 use crate::testing::{
-    harness::{Verdict, ms},
+    harness::{Verdict, ms, wrong},
     suite::{
         capture::{attached_with_all, callers, exact, teardown_probes},
         case::{MODES, On, VmCase},
@@ -155,7 +155,7 @@ pub fn healed(s: &Snapshot, _version: (u32, u32)) -> Verdict {
     };
     let (none, rmdir) = (by_caller(None), by_caller(Some(Probe::VfsRmdir)));
     if (none, rmdir) != (n, n) {
-        return Err(format!(
+        return Err(wrong!(
             "d_delete: {none} without a caller and {rmdir} in vfs_rmdir, expected {n} and {n}: a stale frame gave a later call the wrong caller"
         ));
     }
@@ -174,7 +174,7 @@ pub fn healed(s: &Snapshot, _version: (u32, u32)) -> Verdict {
     .unwrap_or(0);
     let span = s.meta.duration_ns;
     if worst >= span {
-        return Err(format!(
+        return Err(wrong!(
             "a call of {worst} ns in a capture of {span} ns: timed from a stale start"
         ));
     }
@@ -205,7 +205,7 @@ pub fn healed_at_exit(s: &Snapshot, _version: (u32, u32)) -> Verdict {
         .total_where(|k| k.probe == Probe::DDelete && k.caller == Some(Probe::VfsRmdir))
         .count();
     if in_rmdir != n {
-        return Err(format!("d_delete in vfs_rmdir: {in_rmdir}, expected {n}"));
+        return Err(wrong!("d_delete in vfs_rmdir: {in_rmdir}, expected {n}"));
     }
     exact(s, Probe::SysRmdir, n)?;
     Ok(format!(

@@ -3,7 +3,7 @@
 use tracer_core::snapshot::{AttachState, Probe, ProbeKind};
 
 use crate::testing::{
-    harness::Verdict,
+    harness::{Verdict, wrong},
     suite::{
         capture::load_capture,
         case::{On, VmCase},
@@ -41,7 +41,7 @@ pub fn check_uname(files: &Results<'_>, release: &str) -> Verdict {
     } else if got == release {
         Ok(got.to_owned())
     } else {
-        Err(format!("guest says {got}, expected {release}"))
+        Err(wrong!("guest says {got}, expected {release}"))
     }
 }
 
@@ -116,7 +116,7 @@ fn probe_line(line: &str) -> Option<Result<Listed, String>> {
 fn probes_agree(files: &Results<'_>) -> Verdict {
     let text = files.read("probes.txt")?;
     if text.lines().last() != Some("exit 0") {
-        return Err(format!("tracer probes did not exit 0:\n{}", text.trim()));
+        return Err(wrong!("tracer probes did not exit 0:\n{}", text.trim()));
     }
     let listed = text
         .lines()
@@ -129,7 +129,7 @@ fn probes_agree(files: &Results<'_>) -> Verdict {
         .filter(|p| p.kind() == ProbeKind::Function)
         .count();
     if listed.len() != functions {
-        return Err(format!(
+        return Err(wrong!(
             "tracer probes lists {} kernel functions, the capture has {functions}:\n{}",
             listed.len(),
             text.trim()
@@ -143,7 +143,7 @@ fn probes_agree(files: &Results<'_>) -> Verdict {
     } in listed
     {
         if !loaded {
-            return Err(format!(
+            return Err(wrong!(
                 "{}: its programs were rejected:\n{}",
                 probe.name(),
                 text.trim()
@@ -160,7 +160,7 @@ fn probes_agree(files: &Results<'_>) -> Verdict {
             }
             (None, Some(AttachState::Absent { .. })) => absent.push(probe.name()),
             _ => {
-                return Err(format!(
+                return Err(wrong!(
                     "{}: tracer probes says {}, the capture {state:?}",
                     probe.name(),
                     symbol.as_deref().unwrap_or("absent")
@@ -287,6 +287,7 @@ exit 0
         assert!(
             judge(ON_6_12, &s)
                 .unwrap_err()
+                .to_string()
                 .starts_with("shrinker_free: tracer probes says shrinker_free")
         );
         attach(&mut s, Probe::ShrinkerFree);
@@ -296,7 +297,12 @@ exit 0
             "d_delete                                 load ok",
             "d_delete                                 rejected: EPERM",
         );
-        assert!(judge(&rejected, &s).unwrap_err().contains("rejected"));
+        assert!(
+            judge(&rejected, &s)
+                .unwrap_err()
+                .to_string()
+                .contains("rejected")
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use tracer_core::snapshot::{Probe, Snapshot};
 
 use crate::testing::{
-    harness::Verdict,
+    harness::{Fail, Verdict, wrong},
     suite::{
         capture::exact,
         case::{Judge, On, VmCase},
@@ -108,19 +108,27 @@ fn judge(j: &Judge<'_>) {
         "",
         "serve with its port taken: exits 1 in under a second, one line, nothing attached",
         &READS,
-        |r| line(r, "taken").and_then(|l| taken(r, &l)),
+        |r| {
+            line(r, "taken")
+                .map_err(Fail::from)
+                .and_then(|l| taken(r, &l))
+        },
     );
     j.verdict(
         "",
         "serve after SIGHUP: still serving and ready; SIGTERM then ends it, exit 0, nothing left",
         &READS,
-        |r| line(r, "hup").and_then(|l| hangup(r, &l)),
+        |r| {
+            line(r, "hup")
+                .map_err(Fail::from)
+                .and_then(|l| hangup(r, &l))
+        },
     );
     j.verdict(
         "",
         "serve whose live loop panics: tracer_source_up 0 and /-/ready 503 within two intervals, then exit 1",
         &READS,
-        |r| line(r, "panic").and_then(|l| panicked(r, &l)),
+        |r| line(r, "panic").map_err(Fail::from).and_then(|l| panicked(r, &l)),
     );
     j.verdict(
         "",
@@ -169,13 +177,13 @@ fn taken(files: &Results<'_>, l: &BTreeMap<String, String>) -> Verdict {
     let err = files.read("lc_taken.err").unwrap_or_default();
     let lines: Vec<&str> = err.lines().filter(|s| !s.trim().is_empty()).collect();
     if word(l, "rc") != "1" {
-        return Err(format!("exit {}, expected 1: {err}", word(l, "rc")));
+        return Err(wrong!("exit {}, expected 1: {err}", word(l, "rc")));
     }
     if took >= 1.0 {
-        return Err(format!("took {took:.2} s, expected under 1 s: {err}"));
+        return Err(wrong!("took {took:.2} s, expected under 1 s: {err}"));
     }
     if lines.len() != 1 || !lines[0].contains("Address already in use") {
-        return Err(format!(
+        return Err(wrong!(
             "{} lines, expected one naming the address in use: {err}",
             lines.len()
         ));
@@ -204,7 +212,7 @@ fn hangup(files: &Results<'_>, l: &BTreeMap<String, String>) -> Verdict {
         None
     };
     if let Some(w) = wrong {
-        return Err(format!("{w}: {l:?}\n{err}"));
+        return Err(wrong!("{w}: {l:?}\n{err}"));
     }
     nothing_attached(l)?;
     let said = err.lines().find(|s| s.contains("SIGHUP")).unwrap_or("");
@@ -243,18 +251,18 @@ fn panicked(files: &Results<'_>, l: &BTreeMap<String, String>) -> Verdict {
         .map(|s| s.0)
         .ok_or_else(|| format!("never up 0 and not ready after being up: {seen:?}\n{err}"))?;
     if down - last_up > 2.0 * INTERVAL_S {
-        return Err(format!(
+        return Err(wrong!(
             "down {:.1} s after the last up scrape, more than two intervals",
             down - last_up
         ));
     }
     let rc = word(l, "rc");
     if rc == "0" || rc.is_empty() {
-        return Err(format!("exit {rc}, expected non-zero: {err}"));
+        return Err(wrong!("exit {rc}, expected non-zero: {err}"));
     }
     let exited = secs(l, "exited")? - down;
     if !err.contains("panicked") {
-        return Err(format!("stderr does not say the loop panicked: {err}"));
+        return Err(wrong!("stderr does not say the loop panicked: {err}"));
     }
     Ok(format!(
         "down {:.1} s after the last up scrape, exit {rc} {exited:.1} s later",
@@ -266,7 +274,7 @@ fn recording(files: &Results<'_>) -> Verdict {
     let log = files.read("lc_rec.log")?;
     let err = files.read("lc_rec.err").unwrap_or_default();
     if !log.contains("workload 0") || !log.contains("exit 0") {
-        return Err(format!("{log}\n{err}"));
+        return Err(wrong!("{log}\n{err}"));
     }
     let said = err
         .lines()

@@ -7,7 +7,7 @@ use tracer_core::snapshot::{AttachMethod, Probe};
 use crate::{
     exposition,
     testing::{
-        harness::{CANNOT, Verdict},
+        harness::{Fail, Verdict, wrong},
         prometheus::{Prometheus, p99_agrees, promtool_check},
         suite::{
             capture::{attached_with, load_capture},
@@ -124,9 +124,10 @@ fi
             "serve in the VM: promtool check metrics passes on a live scrape",
             &["serve.metrics", "net.log"],
             |r| {
-                r.read("serve.metrics")
-                    .map_err(|e| r.with_log("net.log", e))
-                    .and_then(|text| promtool_check("serve in the VM", &text))
+                let text = r
+                    .read("serve.metrics")
+                    .map_err(|e| r.with_log("net.log", e))?;
+                promtool_check("serve in the VM", &text)
             },
         );
         j.verdict(
@@ -183,7 +184,7 @@ fn top_cgroup(files: &Results<'_>, how: &str) -> Verdict {
     if rmdirs_in(row) == Some(want) {
         Ok(format!("/{cg}: {want} rmdirs in the last frame"))
     } else {
-        Err(format!(
+        Err(wrong!(
             "/{cg}: expected {want} rmdirs, the row reads: {row}"
         ))
     }
@@ -208,7 +209,7 @@ fn top_slow(files: &Results<'_>, how: &str) -> Verdict {
             "slow call: {}",
             l.split_whitespace().collect::<Vec<_>>().join(" ")
         )),
-        None => Err(format!(
+        None => Err(wrong!(
             "no vfs_rmdir of pid {pid} in /{cg} among the slow calls:\n{}",
             block.join("\n")
         )),
@@ -228,7 +229,7 @@ fn serve_counts(files: &Results<'_>) -> Verdict {
             &[("probe", probe), ("cgroup", "/serve_wl")],
         );
         if n != Some(want) {
-            return Err(format!(
+            return Err(wrong!(
                 "{probe} _count of /serve_wl = {n:?}, expected {want}"
             ));
         }
@@ -253,7 +254,7 @@ fn serve_names(files: &Results<'_>) -> Verdict {
         &[("probe", "rmdir"), ("cgroup", &cgroup)],
     );
     if rmdirs != Some(5.0) {
-        return Err(format!("rmdir _count of {cgroup} = {rmdirs:?}, expected 5"));
+        return Err(wrong!("rmdir _count of {cgroup} = {rmdirs:?}, expected 5"));
     }
     let labels = [
         ("cgroup", cgroup.as_str()),
@@ -275,7 +276,7 @@ fn serve_names(files: &Results<'_>) -> Verdict {
         {
             Ok(format!("{sample}; 5 rmdir"))
         }
-        _ => Err(format!(
+        _ => Err(wrong!(
             "expected one tracer_cgroup_info{labels:?} 1, got {info:?}"
         )),
     }
@@ -289,7 +290,7 @@ fn prometheus_count(prometheus: Option<&Prometheus>) -> Verdict {
     let got = p.query(expr)?;
     match got.as_slice() {
         [(_, v)] if (*v - SERVE_RMDIRS_F).abs() < 0.5 => Ok(format!("{expr} = {v}")),
-        other => Err(format!(
+        other => Err(wrong!(
             "{expr}: {:?}, expected one series of {SERVE_RMDIRS}",
             other.iter().map(|(_, v)| *v).collect::<Vec<_>>()
         )),
@@ -310,7 +311,7 @@ fn prometheus_p99(files: &Results<'_>, prometheus: Option<&Prometheus>) -> Verdi
             && capture.cgroup_name(k.cgroup) == "/serve_wl"
     });
     if own.count() != SERVE_RMDIRS {
-        return Err(format!(
+        return Err(wrong!(
             "the capture saw {} rmdir calls in /serve_wl, expected {SERVE_RMDIRS}",
             own.count()
         ));
@@ -327,9 +328,9 @@ fn prometheus_p99(files: &Results<'_>, prometheus: Option<&Prometheus>) -> Verdi
 
 /// Why fentry cannot trace `vfs_rmdir` in this boot, if it cannot: what the fentry churn
 /// capture of the same boot says.
-pub fn fentry_rmdir_blocked(files: &Results<'_>) -> Option<String> {
+pub fn fentry_rmdir_blocked(files: &Results<'_>) -> Option<Fail> {
     let s = load_capture(files, "churn_fentry").ok()?;
     attached_with(&s, Probe::VfsRmdir, AttachMethod::Fentry)
         .err()
-        .filter(|why| why.starts_with(CANNOT))
+        .filter(Fail::cannot)
 }

@@ -8,7 +8,7 @@ use tracer_core::{
 
 use super::findings;
 use crate::testing::{
-    harness::{CANNOT, Verdict, ms},
+    harness::{Fail, Verdict, ms, wrong},
     suite::{
         capture::attached,
         case::{Fixture, On, VmCase},
@@ -104,7 +104,7 @@ fi
 pub fn prune_finding(s: &Snapshot, assessed: &Assessment, version: (u32, u32)) -> Verdict {
     let ids: Vec<&str> = assessed.findings.iter().map(|f| f.id.as_str()).collect();
     if ids != ["rmdir-prune-under-inode-lock"] {
-        return Err(format!(
+        return Err(wrong!(
             "findings {ids:?}; expected rmdir-prune-under-inode-lock alone"
         ));
     }
@@ -120,7 +120,7 @@ pub fn prune_finding(s: &Snapshot, assessed: &Assessment, version: (u32, u32)) -
         _ => None,
     });
     if shown != Some((prune.count(), prune.max_ns())) {
-        return Err(format!(
+        return Err(wrong!(
             "the finding shows prune_under_inode_lock as {shown:?} (calls, longest); the capture has ({}, {:?})",
             prune.count(),
             prune.max_ns()
@@ -129,9 +129,11 @@ pub fn prune_finding(s: &Snapshot, assessed: &Assessment, version: (u32, u32)) -
     let fact = findings::fact(&f.kernel.facts, "rmdir_prune_after_unlock")?;
     let want = findings::absent_through_7_3(version);
     if fact.present != want {
-        return Err(format!(
+        return Err(wrong!(
             "on {}.{} the finding says the prune after unlock is {:?}, expected {want:?}",
-            version.0, version.1, fact.present
+            version.0,
+            version.1,
+            fact.present
         ));
     }
     let Some(Prediction {
@@ -139,7 +141,7 @@ pub fn prune_finding(s: &Snapshot, assessed: &Assessment, version: (u32, u32)) -
         ..
     }) = &f.prediction
     else {
-        return Err(format!("no prediction: {:?}", f.prediction));
+        return Err(wrong!("no prediction: {:?}", f.prediction));
     };
     // The remedy's point: the readers' wait. Without lock:contention tracepoints (5.19)
     // there is no wait to predict, and the rmdir's own length is the figure.
@@ -149,13 +151,13 @@ pub fn prune_finding(s: &Snapshot, assessed: &Assessment, version: (u32, u32)) -
         "negative dentries, the longest"
     };
     let Some(figure) = figures.iter().find(|g| g.what.contains(wanted)) else {
-        return Err(format!("no figure of the {wanted:?}: {figures:?}"));
+        return Err(wrong!("no figure of the {wanted:?}: {figures:?}"));
     };
     if version >= (5, 19)
         && !(matches!(figure.variant, Value::Predicted { .. })
             && figure.variant.ns() < figure.against.ns() / 2)
     {
-        return Err(format!(
+        return Err(wrong!(
             "the readers' wait is not predicted to shrink by half or more with the prune after unlock: {figure:?}"
         ));
     }
@@ -179,7 +181,7 @@ pub fn lock_waits(s: &Snapshot, _: (u32, u32)) -> Verdict {
     if let Some(AttachState::Absent { symbol }) =
         s.probes.get(&Probe::InodeLockWait).map(|st| &st.state)
     {
-        return Err(format!("{CANNOT}inode_lock_wait: absent: {symbol}"));
+        return Err(Fail::Cannot(format!("inode_lock_wait: absent: {symbol}")));
     }
     let id = |path: &str| {
         s.cgroups
@@ -194,7 +196,7 @@ pub fn lock_waits(s: &Snapshot, _: (u32, u32)) -> Verdict {
     let elsewhere = s.total_where(|k| k.probe == Probe::InodeLockWait && k.cgroup != wait);
     let (Some(hold_ns), Some(min), Some(max)) = (hold.max_ns(), waits.min_ns(), waits.max_ns())
     else {
-        return Err(format!(
+        return Err(wrong!(
             "inode_lock_hold x{} in /lk_rm, inode_lock_wait x{} in /lk_wait",
             hold.count(),
             waits.count()
@@ -212,10 +214,10 @@ pub fn lock_waits(s: &Snapshot, _: (u32, u32)) -> Verdict {
     // The waiters start 0.1 s after rmdir(1) is exec'd and the pruning takes 0.3-0.6 s under
     // TCG: a wait cut short by another lock's contention_end would last microseconds.
     if hold.count() != 1 || waits.count() != 4 || elsewhere.count() != 0 {
-        return Err(format!("{seen}; expected 1 hold, 4 waits, none elsewhere"));
+        return Err(wrong!("{seen}; expected 1 hold, 4 waits, none elsewhere"));
     }
     if min < hold_ns / 5 || max > hold_ns {
-        return Err(format!(
+        return Err(wrong!(
             "{seen}; each wait should be between 1/5 of the hold and the hold"
         ));
     }
@@ -228,7 +230,7 @@ pub fn lock_waits(s: &Snapshot, _: (u32, u32)) -> Verdict {
     };
     let (by_rm, by_wait) = (blocked(rm), blocked(wait));
     if by_rm != 4 || by_wait != 0 {
-        return Err(format!(
+        return Err(wrong!(
             "{seen}; waiters blocked: {by_rm} in /lk_rm, {by_wait} in /lk_wait, expected 4 and 0"
         ));
     }
@@ -242,7 +244,7 @@ pub fn negdentry(s: &Snapshot, _: (u32, u32)) -> Verdict {
     let under = s.probe_total(Probe::PruneUnderInodeLock);
     let hold = s.probe_total(Probe::InodeLockHold);
     if prune.count() != 1 || under.count() != 1 || hold.count() != 1 {
-        return Err(format!(
+        return Err(wrong!(
             "shrink_dcache_parent in vfs_rmdir = {}, prune_under_inode_lock = {}, inode_lock_hold = {}; expected 1 each",
             prune.count(),
             under.count(),
@@ -250,7 +252,7 @@ pub fn negdentry(s: &Snapshot, _: (u32, u32)) -> Verdict {
         ));
     }
     if under.sum_ns() != prune.sum_ns() || hold.sum_ns() < under.sum_ns() {
-        return Err(format!(
+        return Err(wrong!(
             "pruning {} ns, under the lock {} ns, lock held {} ns: expected pruning = under <= held",
             prune.sum_ns(),
             under.sum_ns(),
@@ -261,9 +263,10 @@ pub fn negdentry(s: &Snapshot, _: (u32, u32)) -> Verdict {
     // The removed directory's own dentry turns negative as the 200000 go.
     let gone = start.nr_negative.saturating_sub(end.nr_negative) + 1;
     if start.nr_negative < 200_000 || gone < 200_000 {
-        return Err(format!(
+        return Err(wrong!(
             "nr_negative {} -> {}: expected at least 200000 negative dentries, all pruned",
-            start.nr_negative, end.nr_negative
+            start.nr_negative,
+            end.nr_negative
         ));
     }
     let wait = s.probe_total(Probe::InodeLockWait);

@@ -4,7 +4,7 @@
 use tracer_core::snapshot::{Probe, Snapshot};
 
 use crate::testing::{
-    harness::{Verdict, ms},
+    harness::{Fail, Verdict, ms, wrong},
     suite::{
         case::{Clock, Fixture, On, VmCase},
         results::Results,
@@ -131,7 +131,7 @@ pub fn either_pair(pairs: [(&str, &str); 2], predict: impl Fn(&str, &str) -> Ver
             Err(why) => off.push(format!("{check} from {fit}: {why}")),
         }
     }
-    Err(off.join("; "))
+    Err(Fail::Wrong(off.join("; ")))
 }
 
 /// Calibrate the model on capture `fit`, predict the workload of capture `check` (the
@@ -177,7 +177,7 @@ pub fn predicts(
         None => s.probe_total(probe).count(),
     };
     if calls(&measured) != calls(&predicted) {
-        return Err(format!(
+        return Err(wrong!(
             "{}: the model made {} calls, the kernel {}",
             probe.name(),
             calls(&predicted),
@@ -198,7 +198,7 @@ pub const GOAL: f64 = 2.0;
 /// A ratio outside [1/GOAL, GOAL], or a total of 0 (nothing to compare).
 pub fn time_within_goal(probe: Probe, predicted: u64, measured: u64) -> Verdict {
     if measured == 0 || predicted == 0 {
-        return Err(format!(
+        return Err(wrong!(
             "{}: measured {measured} ns, predicted {predicted} ns",
             probe.name()
         ));
@@ -214,7 +214,7 @@ pub fn time_within_goal(probe: Probe, predicted: u64, measured: u64) -> Verdict 
     if (1.0 / GOAL..=GOAL).contains(&ratio) {
         Ok(format!("{seen}, within {GOAL}x"))
     } else {
-        Err(format!("{seen}, outside {GOAL}x"))
+        Err(wrong!("{seen}, outside {GOAL}x"))
     }
 }
 
@@ -226,9 +226,12 @@ mod tests {
     fn a_prediction_3x_off_either_way_fails_and_one_within_2x_passes() {
         let measured = 300_000_000;
         let over = time_within_goal(Probe::SysUmount, 3 * measured, measured).unwrap_err();
-        assert!(over.contains("ratio 3.00, outside 2x"), "{over}");
+        assert!(
+            over.to_string().contains("ratio 3.00, outside 2x"),
+            "{over}"
+        );
         let under = time_within_goal(Probe::SysUmount, measured / 3, measured).unwrap_err();
-        assert!(under.contains("ratio 0.33"), "{under}");
+        assert!(under.to_string().contains("ratio 0.33"), "{under}");
         let close = time_within_goal(Probe::SysUmount, measured * 3 / 2, measured).unwrap();
         assert!(close.contains("ratio 1.50, within 2x"), "{close}");
         assert!(time_within_goal(Probe::SysUmount, 2 * measured, measured).is_ok());
@@ -284,9 +287,15 @@ mod tests {
         );
         // 3x off on both pairs, either way: the model is off, not the host's load.
         let slow = judged(3 * mean, 3 * mean).unwrap_err();
-        assert!(slow.matches("outside 2x").count() == 2, "{slow}");
+        assert!(
+            slow.to_string().matches("outside 2x").count() == 2,
+            "{slow}"
+        );
         let fast = judged(mean / 3, mean / 3).unwrap_err();
-        assert!(fast.matches("outside 2x").count() == 2, "{fast}");
+        assert!(
+            fast.to_string().matches("outside 2x").count() == 2,
+            "{fast}"
+        );
         // One pair off, the other right: passes, the first pair's figures shown.
         let once = judged(3 * mean, mean).unwrap();
         assert!(

@@ -11,7 +11,7 @@ use tracer_core::{
 use crate::{
     exposition,
     testing::{
-        harness::Verdict,
+        harness::{Verdict, wrong},
         suite::{
             case::{On, SINKS_KERNEL, VmCase},
             results::Results,
@@ -213,18 +213,18 @@ pub fn names(s: &Snapshot, _version: (u32, u32)) -> Verdict {
             .total_where(|k| k.probe == Probe::VfsRmdir && k.cgroup == id)
             .count();
         if n != c.rmdirs {
-            return Err(format!("{path}: vfs_rmdir = {n}, expected {}", c.rmdirs));
+            return Err(wrong!("{path}: vfs_rmdir = {n}, expected {}", c.rmdirs));
         }
         let names = s.cgroup_names.get(&id);
         let got = names.and_then(|n| n.label(path));
         if got.as_deref() != c.name {
-            return Err(format!(
+            return Err(wrong!(
                 "{path}: named {got:?}, expected {:?} (names: {names:?})",
                 c.name
             ));
         }
         if names.and_then(|n| n.qos) != c.qos {
-            return Err(format!("{path}: QoS class {names:?}, expected {:?}", c.qos));
+            return Err(wrong!("{path}: QoS class {names:?}, expected {:?}", c.qos));
         }
         seen.push(format!("{} = {n}", c.name.unwrap_or(path)));
     }
@@ -247,13 +247,13 @@ pub fn names_in_report(files: &Results<'_>) -> Verdict {
         .filter(|w| !table.lines().any(|l| l.trim_start().starts_with(w)))
         .collect();
     if !missing.is_empty() {
-        return Err(format!("no row of {missing:?} in:\n{table}"));
+        return Err(wrong!("no row of {missing:?} in:\n{table}"));
     }
     if let Some(l) = table
         .lines()
         .find(|l| l.contains("kubepods") || l.contains(".scope"))
     {
-        return Err(format!("a container shown by its path: {l}"));
+        return Err(wrong!("a container shown by its path: {l}"));
     }
     Ok(format!("{} cgroups, each a row by its name", wanted.len()))
 }
@@ -284,7 +284,7 @@ fn names_in_frame(block: &[&str]) -> Verdict {
                 )
             })?;
         if rmdirs_in(row) != Some(c.rmdirs) {
-            return Err(format!(
+            return Err(wrong!(
                 "{shown}: expected {} rmdirs, the row reads: {row}",
                 c.rmdirs
             ));
@@ -292,7 +292,7 @@ fn names_in_frame(block: &[&str]) -> Verdict {
         if c.name.is_some()
             && let Some(l) = block.iter().find(|l| first_word(l) == Some(&c.path))
         {
-            return Err(format!("{shown} shown by its path too: {l}"));
+            return Err(wrong!("{shown} shown by its path too: {l}"));
         }
         seen.push(format!("{shown} {}", c.rmdirs));
     }
@@ -327,7 +327,7 @@ fn names_in_scrape(text: &str) -> Verdict {
             #[expect(clippy::cast_precision_loss, reason = "a count under 100")]
             let want = c.rmdirs as f64;
             if n != Some(want) {
-                return Err(format!(
+                return Err(wrong!(
                     "{probe} _count of {path} = {n:?}, expected {}",
                     c.rmdirs
                 ));
@@ -339,13 +339,13 @@ fn names_in_scrape(text: &str) -> Verdict {
             .collect();
         let Some(want) = c.name else {
             if !info.is_empty() {
-                return Err(format!("the plain cgroup has {info:?}"));
+                return Err(wrong!("the plain cgroup has {info:?}"));
             }
             seen.push(format!("{path}: no info, {} rmdir", c.rmdirs));
             continue;
         };
         let [sample] = info.as_slice() else {
-            return Err(format!(
+            return Err(wrong!(
                 "{path}: {} tracer_cgroup_info series, expected one: {info:?}",
                 info.len()
             ));
@@ -378,7 +378,7 @@ fn names_in_scrape(text: &str) -> Verdict {
             || labels.keys().any(|k| !known.contains(&k.as_str()))
             || (sample.value - 1.0).abs() > f64::EPSILON
         {
-            return Err(format!(
+            return Err(wrong!(
                 "{path}: expected {want} (container id {:?}, runtime {:?}, unit {:?}), got {sample}",
                 of_path.container_id,
                 of_path.runtime.map(Runtime::name),

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use crate::{
     testing::{
-        harness::Verdict,
+        harness::{Verdict, wrong},
         manifests::daemonset,
         suite::{
             case::{Fixture, Judge, On, VmCase},
@@ -220,11 +220,11 @@ fn paranoid(log: &str) -> Verdict {
         return if refused.is_empty() {
             Ok((*rec).to_owned())
         } else {
-            Err(format!("{rec}, and not attached: {refused:?}"))
+            Err(wrong!("{rec}, and not attached: {refused:?}"))
         };
     }
     let [line] = lines.as_slice() else {
-        return Err(format!("want one line, got {}:\n{log}", lines.len()));
+        return Err(wrong!("want one line, got {}:\n{log}", lines.len()));
     };
     let wants = [
         "kernel.perf_event_paranoid is 3",
@@ -239,7 +239,7 @@ fn paranoid(log: &str) -> Verdict {
         .collect();
     let times = line.matches("perf_event_paranoid is").count();
     if exit != Some("1") || !missing.is_empty() || times != 1 {
-        return Err(format!(
+        return Err(wrong!(
             "want exit 1 and {missing:?} in one sentence (said {times} times): {log}"
         ));
     }
@@ -303,7 +303,7 @@ fn kptr(r: &Results<'_>) -> Verdict {
         || n != PAIRS
         || peak.is_none_or(|p| p >= limit)
     {
-        return Err(format!(
+        return Err(wrong!(
             "want workload 0, ready 200, no warning but shrinker_free's, {PAIRS} vfs_rmdir in /nd_kptr (got {n}), a peak RSS under the limit {} MiB:\n{log}",
             limit >> 20
         ));
@@ -311,12 +311,12 @@ fn kptr(r: &Results<'_>) -> Verdict {
     let peak = peak.unwrap_or_default() >> 20;
     let without = r.read("nd_nosyslog.err")?;
     let Some(hidden) = without.lines().find(|l| l.contains(FRAME_WARNING)) else {
-        return Err(format!(
+        return Err(wrong!(
             "without CAP_SYSLOG no warning of the frame marks (so the case cannot tell):\n{without}"
         ));
     };
     if !hidden.contains("CAP_SYSLOG") {
-        return Err(format!(
+        return Err(wrong!(
             "without CAP_SYSLOG the warning does not name it: {hidden}"
         ));
     }
@@ -333,7 +333,7 @@ fn layout(r: &Results<'_>, tag: &str) -> Verdict {
     let (w, ready, _) = status(&log)?;
     let own = format!("/nd_{tag}");
     if let Some(error) = log.lines().find(|l| l.contains("error")) {
-        return Err(format!("{error}\n{log}"));
+        return Err(wrong!("{error}\n{log}"));
     }
     let (said_once, counted) = if tag == "hybrid" {
         let n = rmdirs(&metrics, &own);
@@ -358,7 +358,7 @@ fn layout(r: &Results<'_>, tag: &str) -> Verdict {
                 .find(|l| l.contains(said_once))
                 .unwrap_or_default()
         )),
-        _ => Err(format!(
+        _ => Err(wrong!(
             "want workload 0, ready 200, the counts, `{said_once}` once (got {times}); mounts:\n{mounts}\nlog:\n{log}\nvfs_rmdir lines:\n{}",
             metrics
                 .lines()

@@ -27,7 +27,7 @@ use tracer_core::{
 };
 
 use crate::testing::{
-    harness::Verdict,
+    harness::{Fail, Verdict, wrong},
     suite::{
         capture::{attached, load_assessed, own_cgroup},
         case::{Clock, On, VmCase},
@@ -105,7 +105,7 @@ echo 2 > /proc/sys/vm/drop_caches
                 let log = r.read("ord_setup.log")?;
                 log.contains("build-tree: 40 include directories")
                     .then(|| log.trim().to_owned())
-                    .ok_or_else(|| format!("the tree was not made: {log}"))
+                    .ok_or_else(|| wrong!("the tree was not made: {log}"))
             },
         );
         for (stem, name, check) in WORKLOADS {
@@ -120,7 +120,7 @@ echo 2 > /proc/sys/vm/drop_caches
             |r| {
                 let span = work_span(&r.read("ord_serve.span")?)?;
                 serve_silent(&r.read("ord_serve.findings")?, span)
-                    .map_err(|e| r.with_log("ord_serve.log", e))
+                    .map_err(|e| e.map(|e| r.with_log("ord_serve.log", e)))
             },
         );
     },
@@ -177,18 +177,18 @@ fn judge_workload(r: &Results<'_>, stem: &str, check: Check) -> Verdict {
 }
 
 /// Calls of `probe` in the workload's own cgroup.
-fn own(s: &Snapshot, probe: Probe) -> Result<u64, String> {
+fn own(s: &Snapshot, probe: Probe) -> Result<u64, Fail> {
     attached(s, probe)?;
     let cg = own_cgroup(s)?;
     Ok(s.total_where(|k| k.probe == probe && k.cgroup == cg)
         .count())
 }
 
-fn expect(what: &str, got: u64, want: u64) -> Result<String, String> {
+fn expect(what: &str, got: u64, want: u64) -> Verdict {
     if got == want {
         Ok(format!("{what} = {got}"))
     } else {
-        Err(format!("{what} = {got}, expected {want}"))
+        Err(wrong!("{what} = {got}, expected {want}"))
     }
 }
 
@@ -204,7 +204,7 @@ fn build(s: &Snapshot, log: &str) -> Verdict {
     let lookups = printed(log, "failed lookups")
         .ok_or_else(|| format!("guest-work printed no build line: {log}"))?;
     if lookups < BUILD_LOOKUPS {
-        return Err(format!(
+        return Err(wrong!(
             "{lookups} failed lookups, fewer than {BUILD_LOOKUPS}"
         ));
     }
@@ -236,17 +236,17 @@ fn unpack(s: &Snapshot, _log: &str) -> Verdict {
 fn idle(s: &Snapshot, _log: &str) -> Verdict {
     let wall = s.command.as_ref().map_or(0, |c| c.wall_ns);
     if wall < 60_000_000_000 {
-        return Err(format!("the idle minute lasted {wall} ns"));
+        return Err(wrong!("the idle minute lasted {wall} ns"));
     }
     Ok("a minute".into())
 }
 
 /// No finding above info; each info finding's evidence is what the snapshot measured.
-fn silent(s: &Snapshot, assessed: &Assessment) -> Result<String, String> {
+fn silent(s: &Snapshot, assessed: &Assessment) -> Verdict {
     let mut said = String::new();
     for f in &assessed.findings {
         if f.severity > Severity::Info {
-            return Err(format!(
+            return Err(wrong!(
                 "{} {} on ordinary work: {}",
                 f.severity.name(),
                 f.id,
@@ -364,7 +364,7 @@ fn serve_silent(text: &str, (begin, end): (f64, f64)) -> Verdict {
         && times.last().is_some_and(|&t| t >= end)
         && gap <= SCRAPE_GAP_S;
     if !covered || up * 10 < scrapes * 9 {
-        return Err(format!(
+        return Err(wrong!(
             "{scrapes} scrapes from {:.1} s to {:.1} s of uptime (longest gap {gap:.1} s), the \
              source up in {up}, the work from {begin:.1} s to {end:.1} s: tracer serve did not \
              watch the work",
@@ -375,7 +375,7 @@ fn serve_silent(text: &str, (begin, end): (f64, f64)) -> Verdict {
     let mut infos = std::collections::BTreeSet::new();
     for l in text.lines().filter(|l| l.starts_with("tracer_finding{")) {
         if l.contains("severity=\"warning\"") || l.contains("severity=\"critical\"") {
-            return Err(format!("a scrape during ordinary work: {l}"));
+            return Err(wrong!("a scrape during ordinary work: {l}"));
         }
         infos.insert(l.split(' ').next().unwrap_or(l).to_owned());
     }
@@ -439,6 +439,7 @@ mod tests {
         assert!(
             serve_silent(&warn)
                 .unwrap_err()
+                .to_string()
                 .contains("umount-rcu-grace-period")
         );
         // A serve that was not up, or scraped too few times, watched nothing.
@@ -447,11 +448,17 @@ mod tests {
         assert!(serve_silent(&down).is_err());
         // Scrapes that stop before the work ends, or leave a gap a window could miss.
         let early = at(&mut (10..=138).step_by(2), 1);
-        assert!(serve_silent(&early).unwrap_err().contains("did not watch"));
+        assert!(
+            serve_silent(&early)
+                .unwrap_err()
+                .to_string()
+                .contains("did not watch")
+        );
         let gap = at(&mut (10..=50).step_by(2).chain((82..=148).step_by(2)), 1);
         assert!(
             serve_silent(&gap)
                 .unwrap_err()
+                .to_string()
                 .contains("longest gap 32.0 s")
         );
         let late = at(&mut (42..=148).step_by(2), 1);

@@ -13,7 +13,7 @@ use tracer_core::snapshot::Probe;
 use super::signals::seconds;
 use crate::{
     testing::{
-        harness::Verdict,
+        harness::{Fail, Verdict, wrong},
         suite::{
             capture::exact,
             case::{Judge, On, VmCase},
@@ -228,7 +228,7 @@ fn judge(j: &Judge<'_>) {
         j.record(
             "",
             "least privilege: the cases ran",
-            &Err(format!("no results (is {SETPRIV} on this host?)")),
+            &Err(wrong!("no results (is {SETPRIV} on this host?)")),
         );
         return;
     }
@@ -288,13 +288,10 @@ fn refused(files: &Results<'_>, name: &str) -> Verdict {
     let lines: Vec<&str> = text.lines().collect();
     let (said, status) = lines.split_at(lines.len().saturating_sub(1));
     if status != ["exit 1"] || said.len() != 1 {
-        return Err(format!("expected one line and exit 1: {text}"));
+        return Err(wrong!("expected one line and exit 1: {text}"));
     }
     if !(said[0].contains("CAP_BPF") && said[0].contains("CAP_PERFMON")) {
-        return Err(format!(
-            "does not name CAP_BPF and CAP_PERFMON: {}",
-            said[0]
-        ));
+        return Err(wrong!("does not name CAP_BPF and CAP_PERFMON: {}", said[0]));
     }
     Ok(format!("exit 1: \"{}\"", said[0]))
 }
@@ -323,7 +320,7 @@ fn least_capture(files: &Results<'_>, how: &str) -> Verdict {
         .ok_or_else(|| files.with_log(&log, "the command had no cgroup of its own".into()))?;
     let own = s.total_where(|k| k.probe == Probe::SysRmdir && k.cgroup == cgroup);
     if own.count() != 50 {
-        return Err(format!(
+        return Err(wrong!(
             "{} rmdir calls in the command's cgroup, expected 50",
             own.count()
         ));
@@ -350,10 +347,10 @@ fn least_serve(files: &Results<'_>) -> Verdict {
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum();
     if (n - 30.0).abs() > 0.5 {
-        return Err(files.with_log(
+        return Err(Fail::Wrong(files.with_log(
             "lp_serve.err",
             format!("rmdir _count of /lp/wl = {n}, expected 30"),
-        ));
+        )));
     }
     let caps = files.read("lp_serve.caps")?;
     let mut threads = 0;
@@ -364,7 +361,7 @@ fn least_serve(files: &Results<'_>) -> Verdict {
             if let [name, value] = pair
                 && !value.trim_start_matches('0').is_empty()
             {
-                return Err(format!("a thread still holds {name} {value}: {line}"));
+                return Err(wrong!("a thread still holds {name} {value}: {line}"));
             }
         }
     }
@@ -373,7 +370,7 @@ fn least_serve(files: &Results<'_>) -> Verdict {
     }
     let err = files.read("lp_serve.err").unwrap_or_default();
     if !err.lines().any(|l| l.trim() == "exit 0") {
-        return Err(format!("did not stop cleanly on SIGTERM: {err}"));
+        return Err(wrong!("did not stop cleanly on SIGTERM: {err}"));
     }
     Ok(format!(
         "30 rmdir calls in /lp/wl; {threads} threads with CapEff/CapPrm/CapInh/CapAmb all 0; said \"{}\"",
@@ -400,14 +397,14 @@ fn deploy_serve(files: &Results<'_>) -> Verdict {
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum();
     if (n - 200.0).abs() > 0.5 {
-        return Err(files.with_log(
+        return Err(Fail::Wrong(files.with_log(
             "deploy_serve.err",
             format!("vfs_rmdir _count of /deploy/wl = {n}, expected 200"),
-        ));
+        )));
     }
     let paranoid = files.read("deploy.paranoid").unwrap_or_default();
     if !paranoid.starts_with("perf_event_paranoid 2 ") {
-        return Err(format!("99-tracer.conf did not apply: {}", paranoid.trim()));
+        return Err(wrong!("99-tracer.conf did not apply: {}", paranoid.trim()));
     }
     let status = files.read("deploy_serve.status").unwrap_or_default();
     let field = |name: &str| {
@@ -418,11 +415,11 @@ fn deploy_serve(files: &Results<'_>) -> Verdict {
             .unwrap_or_default()
     };
     if !field("Uid:").starts_with("61234 ") || field("NoNewPrivs:") != "1" {
-        return Err(format!("not run as the unit runs it: {}", status.trim()));
+        return Err(wrong!("not run as the unit runs it: {}", status.trim()));
     }
     let err = files.read("deploy_serve.err").unwrap_or_default();
     if !err.lines().any(|l| l.trim() == "exit 0") {
-        return Err(format!("did not stop cleanly on SIGTERM: {err}"));
+        return Err(wrong!("did not stop cleanly on SIGTERM: {err}"));
     }
     Ok(format!(
         "200 vfs_rmdir calls in /deploy/wl; uid 61234, NoNewPrivs 1, CapBnd {}, capabilities {}",

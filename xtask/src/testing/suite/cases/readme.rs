@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use crate::testing::{
-    harness::{CANNOT, Verdict},
+    harness::{Fail, Verdict},
     suite::case::{On, VmCase},
 };
 
@@ -41,17 +41,17 @@ emit readme.report /tmp/readme.report
             |r| {
                 let rc = r.read("readme.rc")?;
                 if rc.trim() != "0" {
-                    return Err(r.with_log("readme.log", format!("tracer capture exited {}", rc.trim())));
+                    return Err(Fail::Wrong(r.with_log("readme.log", format!("tracer capture exited {}", rc.trim()))));
                 }
                 let report = r.read("readme.report")?;
                 if report.contains(NO_FINDING) {
-                    return Err(format!(
-                        "{CANNOT}no finding in this boot's report to set beside the README's: \
+                    return Err(Fail::Cannot(format!(
+                        "no finding in this boot's report to set beside the README's: \
                          its expedited grace periods were short this time (under TCG one waits \
                          for the other vCPU's turn on the host, and the VM beside this one \
                          sets how long); the report: {}",
                         report.lines().take(18).collect::<Vec<_>>().join(" / ")
-                    ));
+                    )));
                 }
                 matches_example(&example(README)?, &report)
             },
@@ -61,7 +61,7 @@ emit readme.report /tmp/readme.report
 };
 
 /// The README's example: the indented block after the sentence that introduces it.
-fn example(readme: &str) -> Result<String, String> {
+fn example(readme: &str) -> Verdict {
     let at = readme
         .find(EXAMPLE_AT)
         .ok_or_else(|| format!("README.md has no \"{EXAMPLE_AT}\""))?;

@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::testing::{
-    harness::Verdict,
+    harness::{Fail, Verdict, wrong},
     prometheus::{Prometheus, TimedSeries, counted, counter_faults},
     suite::{
         capture::parse_reference,
@@ -282,7 +282,7 @@ fn reference(files: &Results<'_>) -> Verdict {
     if hits == want {
         Ok(format!("vfs_rmdir = {hits}"))
     } else {
-        Err(format!("vfs_rmdir = {hits}, expected exactly {want}"))
+        Err(wrong!("vfs_rmdir = {hits}, expected exactly {want}"))
     }
 }
 
@@ -297,7 +297,7 @@ fn monotonic(run: &Run, prometheus: &Prometheus) -> Verdict {
     let faults = counter_faults(&series);
     let samples: usize = series.iter().map(|(_, v)| v.len()).sum();
     if series.is_empty() {
-        Err(format!("{selector}: no series over the run"))
+        Err(wrong!("{selector}: no series over the run"))
     } else if faults.is_empty() {
         Ok(format!(
             "{} series, {samples} samples over {} scrapes in {:.0} s: none decreased",
@@ -306,7 +306,7 @@ fn monotonic(run: &Run, prometheus: &Prometheus) -> Verdict {
             run.last() - run.first()
         ))
     } else {
-        Err(faults.join("; "))
+        Err(Fail::Wrong(faults.join("; ")))
     }
 }
 
@@ -352,7 +352,7 @@ fn sum(files: &Results<'_>, labels: &BTreeMap<String, (f64, BTreeSet<u64>)>) -> 
             each.join(", ")
         ))
     } else {
-        Err(format!(
+        Err(wrong!(
             "the label sets count {total} ({}), the kernel's kprobe events {hits}",
             each.join(", ")
         ))
@@ -382,8 +382,8 @@ fn label_counts(
             "{n} calls over its {} scrapes (last - first, + first when born in the run)",
             seen.len()
         )),
-        Some((n, _)) => Err(format!("counted {n}, expected {want}")),
-        None => Err(format!(
+        Some((n, _)) => Err(wrong!("counted {n}, expected {want}")),
+        None => Err(wrong!(
             "no series of cgroup=\"{label}\" over the run, expected {want} calls; seen: {:?}",
             labels.keys().collect::<Vec<_>>()
         )),
@@ -409,7 +409,7 @@ fn comings(run: &Run, labels: &BTreeMap<String, (f64, BTreeSet<u64>)>) -> Verdic
     if wrong.is_empty() {
         Ok(seen.join(", "))
     } else {
-        Err(wrong.join("; "))
+        Err(Fail::Wrong(wrong.join("; ")))
     }
 }
 
@@ -436,7 +436,7 @@ fn judge(j: &crate::testing::suite::case::Judge<'_>) {
         &format!("{what}: Prometheus scraped it every second; no raw sample of any counter decreases (evictions, removals past the hold, a path made again)"),
         &run.as_ref()
             .map_err(Clone::clone)
-            .and_then(|(p, r)| monotonic(r, p)),
+            .map_err(Fail::from).and_then(|(p, r)| monotonic(r, p)),
     );
     let labels = run
         .as_ref()
@@ -445,7 +445,7 @@ fn judge(j: &crate::testing::suite::case::Judge<'_>) {
     j.record(
         "auto",
         &format!("{what}: vfs_rmdir summed over label sets (raw samples: last - first, + first for a series born in the run) = the kernel's kprobe event hits"),
-        &labels.as_ref().map_err(Clone::clone).and_then(|l| sum(&files, l)),
+        &labels.as_ref().map_err(Clone::clone).map_err(Fail::from).and_then(|l| sum(&files, l)),
     );
     for (label, phases) in expected() {
         let parts: Vec<String> = phases
@@ -461,6 +461,7 @@ fn judge(j: &crate::testing::suite::case::Judge<'_>) {
             &labels
                 .as_ref()
                 .map_err(Clone::clone)
+                .map_err(Fail::from)
                 .and_then(|l| label_counts(l, label, &phases)),
         );
     }
@@ -469,12 +470,10 @@ fn judge(j: &crate::testing::suite::case::Judge<'_>) {
         &format!(
             "{what}: a label set leaves the scrape when its slot goes and comes back with its path"
         ),
-        &run.as_ref().map_err(Clone::clone).and_then(|(_, r)| {
-            labels
-                .as_ref()
-                .map_err(Clone::clone)
-                .and_then(|l| comings(r, l))
-        }),
+        &(|| -> Verdict {
+            let (_, r) = run.as_ref().map_err(Clone::clone)?;
+            comings(r, labels.as_ref().map_err(Clone::clone)?)
+        })(),
     );
 }
 

@@ -15,7 +15,7 @@ use tracer_core::{
 
 use super::findings::fact;
 use crate::testing::{
-    harness::{Verdict, ms},
+    harness::{Verdict, ms, wrong},
     suite::{
         capture::{attached, teardown_probes},
         case::{Fixture, On, VmCase},
@@ -146,7 +146,7 @@ fn reclaimed(files: &Results<'_>) -> Verdict {
     for line in text.lines() {
         let words: Vec<&str> = line.split_whitespace().collect();
         let [name, b, a] = words[..] else {
-            return Err(format!(
+            return Err(wrong!(
                 "not a memcg's high counts before and after: {line:?}"
             ));
         };
@@ -156,7 +156,7 @@ fn reclaimed(files: &Results<'_>) -> Verdict {
         };
         let (b, a) = (count(b)?, count(a)?);
         if b == 0 {
-            return Err(format!(
+            return Err(wrong!(
                 "{name} had not gone past its memory.high when the umounts started"
             ));
         }
@@ -164,7 +164,7 @@ fn reclaimed(files: &Results<'_>) -> Verdict {
         during += a.saturating_sub(b);
     }
     if before.len() != MEMCGS {
-        return Err(format!(
+        return Err(wrong!(
             "{} memcgs reported, expected {MEMCGS}",
             before.len()
         ));
@@ -204,9 +204,10 @@ fn lock_waited_ns() -> Result<u64, String> {
 fn teardown(s: &Snapshot, assessed: &Assessment, version: (u32, u32), umounts: u64) -> Verdict {
     let release = assessed.kernel.release.as_deref().unwrap_or("none");
     if assessed.kernel.version.map(|v| (v.major, v.minor)) != Some(version) {
-        return Err(format!(
+        return Err(wrong!(
             "the findings were made for kernel {release}, not the guest's {}.{}",
-            version.0, version.1
+            version.0,
+            version.1
         ));
     }
     let (path, gone) = teardown_probes(version);
@@ -218,7 +219,7 @@ fn teardown(s: &Snapshot, assessed: &Assessment, version: (u32, u32), umounts: u
         own(s, gone).count(),
     );
     if (n_umount, n_teardown, n_gone) != (umounts, umounts, 0) {
-        return Err(format!(
+        return Err(wrong!(
             "umount(2) = {n_umount}, {} = {n_teardown}, {} = {n_gone} in the command's cgroup: expected {umounts}, {umounts} and 0",
             path.name(),
             gone.name()
@@ -232,7 +233,7 @@ fn teardown(s: &Snapshot, assessed: &Assessment, version: (u32, u32), umounts: u
             )
     });
     if waits.count() > 0 || assessed.get("shrinker-teardown-grace-period").is_some() {
-        return Err(format!(
+        return Err(wrong!(
             "{} grace-period waits under the shrinker teardown, finding {}: no released kernel waits there",
             waits.count(),
             assessed.get("shrinker-teardown-grace-period").is_some()
@@ -254,7 +255,7 @@ fn teardown(s: &Snapshot, assessed: &Assessment, version: (u32, u32), umounts: u
     if version >= (6, 7) {
         // No unregister_shrinker, no shrinker_rwsem: the rule has nothing to read.
         if let Some(f) = assessed.get("shrinker-rwsem-contention") {
-            return Err(format!(
+            return Err(wrong!(
                 "{counts}; a shrinker_rwsem finding on a kernel without the lock: {}",
                 f.summary
             ));
@@ -312,14 +313,14 @@ fn rwsem_gates(
             && own_ns >= findings::NOTICEABLE_NS * 6 / 5
             && mean >= least_mean * 6 / 5
         {
-            return Err(format!("{seen}: past the gates, yet no finding"));
+            return Err(wrong!("{seen}: past the gates, yet no finding"));
         }
         return Ok(format!(
             "{seen}: under the gates, no finding; others {others:?}"
         ));
     };
     if !past {
-        return Err(format!(
+        return Err(wrong!(
             "{seen}: under the gates, yet a finding: {}",
             f.summary
         ));

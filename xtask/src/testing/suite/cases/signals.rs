@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use tracer_core::snapshot::{Probe, Snapshot};
 
 use crate::testing::{
-    harness::Verdict,
+    harness::{Fail, Verdict, wrong},
     suite::{
         capture::exact,
         case::{Judge, On, VmCase},
@@ -114,7 +114,11 @@ fn judge(j: &Judge<'_>) {
     let base_text = match files.read("signals.base") {
         Ok(t) => t,
         Err(e) => {
-            j.record("", "signals: the guest sent its results", &Err(e));
+            j.record(
+                "",
+                "signals: the guest sent its results",
+                &Err(Fail::Wrong(e)),
+            );
             return;
         }
     };
@@ -124,7 +128,7 @@ fn judge(j: &Judge<'_>) {
         j.record(
             "",
             "signals: bpftool lists the kernel's BPF objects",
-            &Err(format!("no baseline: {base_text}")),
+            &Err(wrong!("no baseline: {base_text}")),
         );
         return;
     };
@@ -152,7 +156,7 @@ fn judge(j: &Judge<'_>) {
         let key = (command.to_owned(), how.to_owned());
         let earlier = first.get(&key).map(|&j| &runs[j]);
         let verdict = signal_case(run, earlier, base, base_events, base_stats)
-            .map_err(|e| files.with_log(&format!("{}.err", run.name), e));
+            .map_err(|e| e.map(|e| files.with_log(&format!("{}.err", run.name), e)));
         first.entry(key).or_insert(i);
         let shown = if command == "top" {
             "top --frames"
@@ -166,12 +170,17 @@ fn judge(j: &Judge<'_>) {
         );
     }
     if runs.is_empty() {
-        j.record("", "signals: the cases ran", &Err(base_text.clone()));
+        j.record(
+            "",
+            "signals: the cases ran",
+            &Err(Fail::Wrong(base_text.clone())),
+        );
     }
     let next = files
         .get("signals_next.json")
         .ok_or_else(|| files.with_log("signals_next.log", "no capture file".into()))
         .and_then(|p| tracer_core::capture_file::load(p).map_err(|e| format!("{e:#}")))
+        .map_err(Fail::from)
         .and_then(|s: Snapshot| {
             Ok(format!(
                 "{}, {}",
@@ -276,7 +285,7 @@ fn nothing_left(run: &SignalRun, base: [u64; 3], base_events: (&str, &str)) -> V
             run.get("uprobe_events")
         ))
     } else {
-        Err(wrong.join("; "))
+        Err(Fail::Wrong(wrong.join("; ")))
     }
 }
 
@@ -294,16 +303,18 @@ fn stats_switch(command: &str, run: &SignalRun, base: &str) -> Verdict {
         .ok_or_else(|| format!("no statistics reading while it ran: {run:?}"))?;
     let want_fds = if command == "capture" { fds + 1 } else { fds };
     if during != (sysctl, want_fds) {
-        return Err(format!(
+        return Err(wrong!(
             "while it ran: kernel.bpf_stats_enabled {}, {} BPF_ENABLE_STATS fds; expected {sysctl} and {want_fds}",
-            during.0, during.1
+            during.0,
+            during.1
         ));
     }
     let after = parse(run.get("stats")).ok_or_else(|| format!("no statistics after: {run:?}"))?;
     if after != (sysctl, fds) {
-        return Err(format!(
+        return Err(wrong!(
             "after: kernel.bpf_stats_enabled {}, {} BPF_ENABLE_STATS fds; {sysctl} and {fds} before",
-            after.0, after.1
+            after.0,
+            after.1
         ));
     }
     Ok(format!(
@@ -329,20 +340,23 @@ fn signal_case(
     let want = expected_rc(command, sig).ok_or_else(|| format!("unknown signal {sig}"))?;
     let rc = run.get("rc");
     if rc != want.to_string() {
-        return Err(format!("exit status {rc}, expected {want}"));
+        return Err(wrong!("exit status {rc}, expected {want}"));
     }
     let during = objects(run.get("during"))
         .ok_or_else(|| format!("no object count while it ran: {run:?}"))?;
     if during[0] <= base[0] || during[1] <= base[1] {
-        return Err(format!(
+        return Err(wrong!(
             "while it ran bpftool listed {}/{} programs/links, no more than before ({}/{}): it did not attach",
-            during[0], during[1], base[0], base[1]
+            during[0],
+            during[1],
+            base[0],
+            base[1]
         ));
     }
     if let Some(first) = first
         && first.get("during") != run.get("during")
     {
-        return Err(format!(
+        return Err(wrong!(
             "attached {} programs/links/maps, the first run of it {}",
             run.get("during"),
             first.get("during")
@@ -361,7 +375,7 @@ fn signal_case(
         ("capture", "KILL", [one]) if *one == own => {
             format!("{one} left (SIGKILL: its command still runs in it)")
         }
-        _ => return Err(format!("capture cgroups left: {cgroups:?} ({left})")),
+        _ => return Err(wrong!("capture cgroups left: {cgroups:?} ({left})")),
     };
     Ok(format!(
         "exit {rc}; while running {} programs/links/maps; {stats}; {left}; {cgroup_note}",
@@ -381,17 +395,17 @@ fn stale_case(files: &Results<'_>, how: &str, run: Option<&SignalRun>) -> Verdic
         .ok_or_else(|| format!("the next capture said nothing of the cgroup left: {busy}"))?;
     if !(busy_line.contains("cannot be removed yet") && busy_line.contains("processes still in it"))
     {
-        return Err(format!("the next capture said: {busy_line}"));
+        return Err(wrong!("the next capture said: {busy_line}"));
     }
     let clean_line = clean
         .lines()
         .find(|l| l.contains("left by an earlier run"))
         .ok_or_else(|| format!("the capture after the command ended said nothing: {clean}"))?;
     if !clean_line.contains("removed cgroup") {
-        return Err(format!("once empty: {clean_line}"));
+        return Err(wrong!("once empty: {clean_line}"));
     }
     if !run.get("cgroups").is_empty() {
-        return Err(format!("left after: {}", run.get("cgroups")));
+        return Err(wrong!("left after: {}", run.get("cgroups")));
     }
     Ok(format!(
         "next run: \"{busy_line}\"; the one after: \"{clean_line}\""
@@ -428,6 +442,7 @@ mod tests {
         assert!(
             signal_case(&left, Some(&ok), base, ev, "0,0")
                 .unwrap_err()
+                .to_string()
                 .contains("1/1/2")
         );
         let event = run(
@@ -436,6 +451,7 @@ mod tests {
         assert!(
             signal_case(&event, None, base, ev, "0,0")
                 .unwrap_err()
+                .to_string()
                 .contains("kprobe_events")
         );
         let cgroup = run(
@@ -464,6 +480,7 @@ mod tests {
         assert!(
             signal_case(&none, None, base, ("0", "0"), "0,0")
                 .unwrap_err()
+                .to_string()
                 .contains("did not attach")
         );
         let wrong_rc = run(
@@ -498,7 +515,11 @@ mod tests {
             ev,
             "0,0",
         );
-        assert!(held.unwrap_err().contains("1 BPF_ENABLE_STATS fds"));
+        assert!(
+            held.unwrap_err()
+                .to_string()
+                .contains("1 BPF_ENABLE_STATS fds")
+        );
         let top = signal_case(
             &line("top_kprobe_KILL", "0,1", "0,0"),
             None,
@@ -514,7 +535,7 @@ mod tests {
             ev,
             "0,0",
         );
-        assert!(left.unwrap_err().contains("after"));
+        assert!(left.unwrap_err().to_string().contains("after"));
         // capture holds one for its span, and only then.
         let capture = |during: &str| {
             run(&format!(

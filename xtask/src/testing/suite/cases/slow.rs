@@ -5,7 +5,7 @@
 use tracer_core::snapshot::{AttachMethod, Loss, Probe, ProbeStatus, Snapshot};
 
 use crate::testing::{
-    harness::{Verdict, ms},
+    harness::{Verdict, ms, wrong},
     suite::{
         capture::{attached_with, capture_sanity, exact, kernel_skipped, load_capture_file},
         case::{Fixture, MODES, On, VmCase},
@@ -103,18 +103,18 @@ pub fn slow_rmdir(files: &Results<'_>, name: &str, method: AttachMethod) -> Verd
             )
         })?;
     if call.pid != pid || call.tid != pid || call.comm != "rmdir" || call.cgroup != own {
-        return Err(format!(
+        return Err(wrong!(
             "slow call {call:?}; expected pid {pid}, comm rmdir, cgroup {own}"
         ));
     }
     if call.latency_ns < 5_000_000 {
-        return Err(format!("a slow call of {} ns, under 5 ms", call.latency_ns));
+        return Err(wrong!("a slow call of {} ns, under 5 ms", call.latency_ns));
     }
     let pruned = call
         .pruned_under_lock_ns
         .ok_or("the slow call does not say how long it pruned")?;
     if pruned == 0 || pruned > call.latency_ns {
-        return Err(format!(
+        return Err(wrong!(
             "pruned {pruned} ns in a call of {} ns",
             call.latency_ns
         ));
@@ -159,7 +159,7 @@ pub fn rate_limited_busy(s: &Snapshot, method: AttachMethod) -> Verdict {
         .count();
     let all = s.probe_total(Probe::VfsRmdir).count();
     if all <= mine {
-        return Err(format!(
+        return Err(wrong!(
             "vfs_rmdir: {all} in all, {mine} of them the command's: the loop beside it was not seen"
         ));
     }
@@ -171,7 +171,7 @@ pub fn rate_limited_busy(s: &Snapshot, method: AttachMethod) -> Verdict {
             .get(&Probe::VfsRmdir)
             .map_or(0, ProbeStatus::unmatched_entries);
     if mine > 300 || 300 - mine > missed {
-        return Err(format!(
+        return Err(wrong!(
             "vfs_rmdir: {mine} in the command's cgroup, expected 300 ({missed} reported missed)"
         ));
     }
@@ -201,7 +201,7 @@ fn slow_accounting(s: &Snapshot) -> Verdict {
         .map(|(_, st)| st.exits)
         .sum();
     if sent + limited + full != exits {
-        return Err(format!(
+        return Err(wrong!(
             "{sent} sent + {limited} rate-limited + {full} dropped != {exits} calls returned"
         ));
     }
@@ -210,7 +210,7 @@ fn slow_accounting(s: &Snapshot) -> Verdict {
     let earned = s.meta.duration_ns / 10_000_000;
     let allowed = 2 * (100 + earned);
     if sent > allowed {
-        return Err(format!(
+        return Err(wrong!(
             "{sent} sent in {} of recording: more than the {allowed} the limit allows on 2 CPUs",
             tracer_core::units::ns(s.meta.duration_ns)
         ));

@@ -8,7 +8,7 @@ use tracer_core::snapshot::{AttachMethod, Probe};
 
 use super::heal::HEAL_MISSED;
 use crate::testing::{
-    harness::{Verdict, ms},
+    harness::{Fail, Verdict, ms, wrong},
     suite::{
         capture::{attached_with, kernel_skipped, load_capture, parse_bpftrace, parse_reference},
         case::{Fixture, MODES, On, VmCase},
@@ -40,7 +40,7 @@ fi
         j.reference(
             "inotify watch removed x5: kprobe events count synchronize_srcu = its callers' runs",
             "srcu",
-            |hits, _| ref_srcu(hits).map(|(seen, _)| seen),
+            |hits, _| Ok(ref_srcu(hits)?.0),
         );
         for (mode, method) in MODES {
             let stem = format!("srcu_{mode}");
@@ -122,10 +122,10 @@ pub fn srcu(files: &Results<'_>, name: &str, method: AttachMethod) -> Verdict {
         count("synchronize_srcu")
     );
     if theirs != runs || ours.count() < runs || ours.count() > runs + SRCU_ELSEWHERE {
-        return Err(seen);
+        return Err(Fail::Wrong(seen));
     }
     if outside.count() > 0 {
-        return Err(format!("{seen}; {} with a traced caller", outside.count()));
+        return Err(wrong!("{seen}; {} with a traced caller", outside.count()));
     }
     Ok(format!(
         "{seen}, all from kernel workers with no traced caller"
@@ -168,22 +168,22 @@ pub fn srcu_healed(files: &Results<'_>, name: &str, method: AttachMethod) -> Ver
         || st.exits_without_entry > skipped
         || st.start_drops != 0
     {
-        return Err(seen);
+        return Err(Fail::Wrong(seen));
     }
     let timed = s.probe_total(Probe::SynchronizeSrcu);
     if timed.count() != exits {
-        return Err(format!("{seen}; {} timed", timed.count()));
+        return Err(wrong!("{seen}; {} timed", timed.count()));
     }
     let worst = timed.max_ns().unwrap_or(0);
     if worst >= 1_000_000_000 {
-        return Err(format!(
+        return Err(wrong!(
             "{seen}; the slowest wait took {:.1} ms: timed from a stale start",
             ms(worst)
         ));
     }
     let outside = s.total_where(|k| k.probe == Probe::SynchronizeSrcu && k.caller.is_some());
     if outside.count() > 0 {
-        return Err(format!("{seen}; {} with a traced caller", outside.count()));
+        return Err(wrong!("{seen}; {} with a traced caller", outside.count()));
     }
     Ok(format!(
         "{seen}; slowest later wait {:.2} ms, none with a traced caller",

@@ -11,7 +11,7 @@ use tracer_core::{
 
 use super::findings::fact;
 use crate::testing::{
-    harness::Verdict,
+    harness::{Verdict, wrong},
     suite::{
         capture::{attached, load_assessed, teardown_probes},
         case::{MODES, On, VmCase},
@@ -95,7 +95,7 @@ pub fn umount300(s: &Snapshot, version: (u32, u32)) -> Verdict {
     attached(s, teardown)?;
     let n = own_count(s, teardown);
     if n != 300 {
-        return Err(format!(
+        return Err(wrong!(
             "{} = {n} in the command's cgroup, expected 300",
             teardown.name()
         ));
@@ -107,7 +107,7 @@ pub fn umount300(s: &Snapshot, version: (u32, u32)) -> Verdict {
             && Some(k.cgroup) == own
     });
     if waits.count() != 300 {
-        return Err(format!(
+        return Err(wrong!(
             "grace-period waits under namespace_unlock = {}, expected 300",
             waits.count()
         ));
@@ -116,9 +116,7 @@ pub fn umount300(s: &Snapshot, version: (u32, u32)) -> Verdict {
     #[expect(clippy::cast_precision_loss, reason = "a share for display")]
     let share = waits.sum_ns() as f64 / wall as f64;
     if !(share > 0.0 && share < 1.0) {
-        return Err(format!(
-            "grace-period waits are {share:.3} of the wall time"
-        ));
+        return Err(wrong!("grace-period waits are {share:.3} of the wall time"));
     }
     Ok(format!(
         "{} = 300, 300 grace-period waits under namespace_unlock = {:.1}% of {:.2} s",
@@ -159,7 +157,7 @@ pub fn expedited_finding(s: &Snapshot, assessed: &Assessment) -> Verdict {
         if percent >= findings::NOTABLE_PERCENT * 1.2
             && waits.sum_ns() >= findings::NOTICEABLE_NS * 6 / 5
         {
-            return Err(format!("{seen}, past the rule's gates, yet no finding"));
+            return Err(wrong!("{seen}, past the rule's gates, yet no finding"));
         }
         return Ok(format!(
             "{seen}: under the gates, no finding; others {others:?}"
@@ -167,9 +165,10 @@ pub fn expedited_finding(s: &Snapshot, assessed: &Assessment) -> Verdict {
     };
     let fact = fact(&f.kernel.facts, "namespace_unlock_expedited")?;
     if (fact.present, fact.basis) != (Presence::Yes, Basis::Seen) {
-        return Err(format!(
+        return Err(wrong!(
             "{seen}; the finding says the expedited wait is {:?} ({:?}), expected seen present",
-            fact.present, fact.basis
+            fact.present,
+            fact.basis
         ));
     }
     let want = if percent >= findings::DOMINANT_PERCENT {
@@ -179,7 +178,7 @@ pub fn expedited_finding(s: &Snapshot, assessed: &Assessment) -> Verdict {
     };
     let left = f.kernel.left.as_deref().unwrap_or("");
     if f.severity != want || !left.contains("expedited grace period") {
-        return Err(format!(
+        return Err(wrong!(
             "{seen}; the finding is {} (expected {}), what is left: {left:?}",
             f.severity.name(),
             want.name()
@@ -212,14 +211,14 @@ pub fn rcu_normal(files: &Results<'_>) -> Verdict {
     let (slow, assessed) = load_assessed(files, "umount300_normal")?;
     let (fast, _) = load_assessed(files, "umount300_kprobe")?;
     if assessed.kernel.features.rcu_normal != Some(true) {
-        return Err(format!(
+        return Err(wrong!(
             "tracer capture read rcu_normal as {:?}, not set",
             assessed.kernel.features.rcu_normal
         ));
     }
     let (normal, expedited) = (own_waits(&slow), own_waits(&fast));
     if (normal.count(), expedited.count()) != (300, 300) {
-        return Err(format!(
+        return Err(wrong!(
             "grace-period waits under namespace_unlock: {} with rcu_normal, {} without; expected 300 each",
             normal.count(),
             expedited.count()
@@ -232,13 +231,13 @@ pub fn rcu_normal(files: &Results<'_>) -> Verdict {
         units::ns(mean(&expedited))
     );
     if mean(&normal) <= mean(&expedited) {
-        return Err(format!("{means}: rcu_normal did not make them longer"));
+        return Err(wrong!("{means}: rcu_normal did not make them longer"));
     }
     let wall = slow.command.as_ref().map_or(0, |c| c.wall_ns);
     #[expect(clippy::cast_precision_loss, reason = "a share")]
     let percent = normal.sum_ns() as f64 * 100.0 / wall.max(1) as f64;
     let Some(f) = assessed.get("umount-rcu-grace-period") else {
-        return Err(format!(
+        return Err(wrong!(
             "{means}, {percent:.1}% of the wall time, and no grace-period finding"
         ));
     };
@@ -440,6 +439,6 @@ mod tests {
     fn a_kernel_that_waits_normal_grace_periods_fails_the_verdict() {
         let (s, a) = assessed(Kernel::V4_14, &[]);
         let why = expedited_finding(&s, &a).unwrap_err();
-        assert!(why.contains("expected seen present"), "{why}");
+        assert!(why.to_string().contains("expected seen present"), "{why}");
     }
 }

@@ -5,7 +5,7 @@
 use tracer_core::snapshot::{AttachMethod, Counter, Loss, OTHER_CGROUP, Probe, Snapshot};
 
 use crate::testing::{
-    harness::Verdict,
+    harness::{Fail, Verdict, wrong},
     suite::{
         capture::{attached_with_all, exact, load_capture, own_cgroup},
         case::{Fixture, MODES, On, VmCase},
@@ -114,7 +114,7 @@ pub fn voice_counters(files: &Results<'_>, file: &str, method: AttachMethod) -> 
         s.counter_total(Counter::DroppedDentries),
     );
     if (negative, dropped) != (VOICE_KEPT, VOICE_DROPPED) {
-        return Err(format!(
+        return Err(wrong!(
             "negative_dentries = {negative}, dropped_dentries = {dropped} in all; expected \
              {VOICE_KEPT} and {VOICE_DROPPED}"
         ));
@@ -131,7 +131,7 @@ pub fn voice_counters(files: &Results<'_>, file: &str, method: AttachMethod) -> 
             get(Counter::DroppedDentries),
         );
         if n + d != calls {
-            return Err(format!(
+            return Err(wrong!(
                 "{name}: d_delete = {calls}, but negative_dentries = {n} and dropped_dentries \
                  = {d}: an outcome is not where its call is"
             ));
@@ -145,20 +145,20 @@ pub fn voice_counters(files: &Results<'_>, file: &str, method: AttachMethod) -> 
         .total_where(|k| k.probe == Probe::DDelete && k.cgroup == OTHER_CGROUP)
         .count();
     if folded == 0 || folded != other {
-        return Err(format!(
+        return Err(wrong!(
             "d_delete folded = {folded}, d_delete under `other` = {other}: HIST of one entry \
              must fold calls, each under `other`; {}",
             seen.join("; ")
         ));
     }
     if let Some(n) = s.losses.get(&Loss::CounterDrops) {
-        return Err(format!(
+        return Err(wrong!(
             "counter_drops = {n}: an event past capacity was lost"
         ));
     }
     let log = files.read(&format!("{file}.log"))?;
     if let Some(l) = log.lines().find(|l| l.contains("tracer::kernel]")) {
-        return Err(format!(
+        return Err(wrong!(
             "the kernel programs spoke of a loss there is not: {l}"
         ));
     }
@@ -167,17 +167,17 @@ pub fn voice_counters(files: &Results<'_>, file: &str, method: AttachMethod) -> 
 
 /// The one message the kernel programs (target `tracer::kernel`) wrote in `log`, which
 /// must contain `want`.
-fn said_once(files: &Results<'_>, log: &str, want: &str) -> Result<String, String> {
+fn said_once(files: &Results<'_>, log: &str, want: &str) -> Verdict {
     let text = files.read(log)?;
     let said: Vec<&str> = text
         .lines()
         .filter(|l| l.contains("tracer::kernel]"))
         .collect();
     if said.len() != 1 || !said[0].contains(want) {
-        return Err(files.with_log(
+        return Err(Fail::Wrong(files.with_log(
             log,
             format!("expected the kernel programs to say once {want:?}, they said {said:?}"),
-        ));
+        )));
     }
     Ok(said[0].trim().to_owned())
 }
