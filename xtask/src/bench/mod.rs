@@ -6,6 +6,7 @@ mod marks;
 mod model;
 mod model_fit;
 mod overhead;
+mod records;
 mod scale;
 pub(crate) mod serve_load;
 mod soak;

@@ -24,6 +24,7 @@ use anyhow::Context as _;
 use tracer_core::snapshot::{Probe, Snapshot};
 use tracer_model::model_fit::{Boot, PathFit, Record};
 
+use super::records;
 use crate::{kernel, util, vm};
 
 /// One prediction: what to calibrate on, what to predict, and how the model is asked.
@@ -365,7 +366,7 @@ fn host_load() -> String {
 
 /// Where the bench's records are kept.
 fn records_dir() -> PathBuf {
-    util::workspace_root().join("results/model-fit")
+    records::dir("model-fit")
 }
 
 /// Write the run's record as `results/model-fit/DATE[-icount][-N].json` (N where the day
@@ -377,8 +378,7 @@ fn write_record(
     icount: bool,
     boots: Vec<Boot>,
 ) -> anyhow::Result<PathBuf> {
-    let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
-    let date = now.get(..10).unwrap_or(&now).to_owned();
+    let date = records::today();
     let record = Record {
         bench: "model-fit".into(),
         date: date.clone(),
@@ -387,17 +387,8 @@ fn write_record(
         note: String::new(),
         boots,
     };
-    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let stem = format!("{date}{}", if icount { "-icount" } else { "" });
-    let path = (1..=u32::MAX)
-        .map(|n| match n {
-            1 => dir.join(format!("{stem}.json")),
-            n => dir.join(format!("{stem}-{n}.json")),
-        })
-        .find(|p| !p.exists())
-        .context("no free name for the record")?;
-    let text = serde_json::to_string_pretty(&record)? + "\n";
-    fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    let path = records::write(dir, &stem, &(serde_json::to_string_pretty(&record)? + "\n"))?;
     println!(
         "the run's record: {} (docs/benchmarks.md shows a record's table where a marker names \
          it: cargo xtask bench model-fit --docs writes them)",

@@ -14,12 +14,14 @@ use std::{
 
 use anyhow::Context as _;
 
+use super::records;
 use crate::{
     kernel::{self, Kernel},
     util, vm,
 };
 
 mod figures;
+mod goals;
 mod report;
 mod worst;
 
@@ -184,6 +186,17 @@ pub fn run(args: &OverheadArgs, kernels: &Path, tracer: &Path) -> anyhow::Result
     }
     if worst.icount {
         print!("{}", goals(&worst));
+        let command = std::iter::once("cargo xtask".to_owned())
+            .chain(std::env::args().skip(1))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let date = records::today();
+        let json = goals::record_json(&date, &command, ok, &worst.figures)?;
+        let path = records::write(&records::dir("overhead-icount"), &date, &json)?;
+        println!(
+            "the run's record (every figure the goals judge, and their verdicts): {}",
+            path.display()
+        );
     }
     println!("{}", last_line(&worst));
     Ok(if ok {

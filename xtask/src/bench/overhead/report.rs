@@ -1,18 +1,19 @@
 //! The report of one kernel's boots (a table per attach mode and workload: each program's
 //! cost per call beside its peers', each function's entry and exit together, the
 //! workloads' guest time); the worst figures it finds go to [`super::worst`], for the last
-//! line.
+//! line, and under icount every figure a goal can judge (`super::goals`).
 
 use std::{
     collections::{BTreeMap, BTreeSet},
     fmt::Write as _,
 };
 
-use super::figures::{
-    BootFigures, FIRST, ModeFigures, Point, Row, SYSCALLS, WORKLOADS, clocksource_problem,
-};
-use super::worst::{
-    MAX_SPREAD, MIN_CALLS, Reproduced, WITH_FIRST_CALLS, Worst, judged_per_call, keep_max,
+use super::{
+    figures::{
+        BootFigures, FIRST, ModeFigures, Point, Row, SYSCALLS, WORKLOADS, clocksource_problem,
+    },
+    goals::{Figure, MAX_SPREAD, Measure, Side, judged_per_call},
+    worst::{Reproduced, Worst, keep_max},
 };
 use crate::bench::stats::stats_of;
 
@@ -386,14 +387,13 @@ impl<'a> Report<'a> {
             show_ratio(ratios.median),
             show_spread(max_spread(&[tracer, peer]))
         );
-        if workload == FIRST
-            && self.counts()
-            && let Some(r) = ratios.median
-        {
-            keep_max(&mut worst.first, r, || {
-                format!("{workload} on {}, {mode}", self.kernel)
-            });
-        }
+        self.figure(
+            worst,
+            Measure::Programs,
+            ratios.median,
+            (workload, None, None),
+            mode,
+        );
     }
 
     /// The workload's guest time per run, under each tool, over the boots: instructions
@@ -455,19 +455,16 @@ impl<'a> Report<'a> {
         if !(self.icount && self.exact) {
             return;
         }
-        let at = || format!("{workload} on {}, {mode}", self.kernel);
-        if let Some(a) = added.median {
-            match workload {
-                SYSCALLS => {}
-                FIRST => keep_max(&mut worst.first_workload, a, at),
-                _ => keep_max(&mut worst.added, a, at),
-            }
-        }
-        if workload == "rmdir"
-            && let Some(r) = ratios[0].median
+        if workload == FIRST
+            && let Some(a) = added.median
         {
-            keep_max(&mut worst.rmdir, r, at);
+            keep_max(&mut worst.first_workload, a, || {
+                format!("{workload} on {}, {mode}", self.kernel)
+            });
         }
+        let whole = (workload, None, None);
+        self.figure(worst, Measure::Added, added.median, whole, mode);
+        self.figure(worst, Measure::Traced, ratios[0].median, whole, mode);
     }
 
     /// Under icount: the workload's instructions per run untraced, under tracer and under
@@ -569,6 +566,33 @@ impl<'a> Report<'a> {
     }
 
     /// A figure as the table shows it: a whole number in ns, one decimal in instructions.
+    /// A figure for the goals, where they judge: under icount, with the instructions
+    /// counted exactly.
+    fn figure(
+        &self,
+        worst: &mut Worst,
+        measure: Measure,
+        value: Option<f64>,
+        (workload, function, calls): (&str, Option<(&str, Side)>, Option<u64>),
+        mode: &str,
+    ) {
+        let Some(value) = value else {
+            return;
+        };
+        if !(self.icount && self.exact) {
+            return;
+        }
+        worst.figures.push(Figure {
+            measure,
+            value,
+            workload: workload.to_owned(),
+            function: function.map(|(f, side)| (f.to_owned(), side)),
+            calls,
+            kernel: self.kernel.to_owned(),
+            mode: mode.to_owned(),
+        });
+    }
+
     fn fig(&self, v: Option<f64>) -> String {
         let digits = usize::from(self.icount);
         v.map_or_else(|| "-".to_owned(), |v| format!("{v:.digits$}"))
@@ -621,40 +645,10 @@ impl<'a> Report<'a> {
         {
             worst.program(r, calls, point, self.kernel, mode);
         }
-        // Entries of threads that have their state, against the peer's (lock waits are
-        // judged against the empty program).
-        if let Some(r) = r
-            && self.icount
-            && self.exact
-            && !point.exit
-            && calls >= MIN_CALLS
-            && judged_per_call(workload)
-            && point.target != "lock_contention"
-            && !WITH_FIRST_CALLS.contains(&(workload, point.target.as_str()))
-        {
-            keep_max(&mut worst.entry, r, || {
-                format!(
-                    "{} in {workload}, kernel {}, mode {mode}",
-                    point.show(),
-                    self.kernel
-                )
-            });
-        }
-        // Every lock-wait row, however few its calls: the program's cost is flat per call
-        // (no lock registered, no work), and the workloads of one thread contend rarely.
-        if point.target == "lock_contention"
-            && self.icount
-            && self.exact
-            && let Some(x) = ratio(mine, floor)
-        {
-            keep_max(&mut worst.lock, x, || {
-                format!(
-                    "{} in {workload}, kernel {}, mode {mode}",
-                    point.show(),
-                    self.kernel
-                )
-            });
-        }
+        let side = if point.exit { Side::Exit } else { Side::Entry };
+        let row = (workload, Some((point.target.as_str(), side)), Some(calls));
+        self.figure(worst, Measure::PerCall, r, row, mode);
+        self.figure(worst, Measure::OverEmpty, ratio(mine, floor), row, mode);
         if let Some(s) = row_spread
             && self.counts()
         {
@@ -728,30 +722,19 @@ impl<'a> Report<'a> {
         if self.counts() {
             self.reproduced.add(workload, calls, pair_spread);
         }
-        if self.icount && self.exact {
-            if let Some(s) = pair_spread {
-                worst.one_thread(workload, s, figs[0].spread, calls, || {
-                    format!(
-                        "{target} entry+exit in {workload}, kernel {}, mode {mode}",
-                        self.kernel
-                    )
-                });
-            }
-            // Lock waits are judged against the empty program, not the peer; the two-vCPU
-            // workloads' calls are reported, not judged; the one-call threads' are judged
-            // as a whole life, on their own row.
-            if let Some(net) = net
-                && target != "lock_contention"
-                && judged_per_call(workload)
-            {
-                worst.net(
-                    net,
-                    calls,
-                    &format!("{target} entry+exit in {workload}"),
-                    self.kernel,
-                    mode,
-                );
-            }
+        let pair = (workload, Some((target, Side::Both)), Some(calls));
+        self.figure(worst, Measure::PairSpread, pair_spread, pair, mode);
+        self.figure(worst, Measure::NetPerCall, net, pair, mode);
+        if self.icount
+            && self.exact
+            && let Some(tracer) = figs[0].spread
+        {
+            worst.one_thread_tracer(workload, tracer, calls, || {
+                format!(
+                    "{target} entry+exit in {workload}, kernel {}, mode {mode}",
+                    self.kernel
+                )
+            });
         }
         if let Some(r) = r
             && self.icount

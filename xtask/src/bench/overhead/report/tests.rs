@@ -1,7 +1,42 @@
 use super::*;
-use crate::bench::overhead::worst::{
-    NET_PER_CALL_GOAL, TWO_CPU_WORKLOADS, goals, judge, last_line,
+use crate::bench::overhead::{
+    goals::{Outcome, TWO_CPU_WORKLOADS, goal, judge},
+    worst::{goals, last_line},
 };
+
+/// The worst figure goal `id` judges, and where.
+fn worst_of(w: &Worst, id: &str) -> Option<(f64, String)> {
+    judge(goal(id), &w.figures).worst.map(|f| (f.value, f.at()))
+}
+
+/// A figure of a whole workload.
+fn whole(measure: Measure, value: f64, workload: &str, kernel: &str, mode: &str) -> Figure {
+    Figure {
+        measure,
+        value,
+        workload: workload.to_owned(),
+        function: None,
+        calls: None,
+        kernel: kernel.to_owned(),
+        mode: mode.to_owned(),
+    }
+}
+
+/// A figure of one function's side.
+fn of_function(
+    measure: Measure,
+    value: f64,
+    (function, side, calls): (&str, Side, u64),
+    workload: &str,
+    kernel: &str,
+    mode: &str,
+) -> Figure {
+    Figure {
+        function: Some((function.to_owned(), side)),
+        calls: Some(calls),
+        ..whole(measure, value, workload, kernel, mode)
+    }
+}
 
 #[test]
 fn spread_is_max_minus_min_over_the_median_in_percent() {
@@ -63,15 +98,13 @@ fn the_last_line_under_icount() {
         last_line(&w),
         "overhead: worst net tracer/bpftrace per call ? (program ?, kernel ?, mode ?); first call not measured; worst workload added-instruction ratio ? (?); one-thread rows within ?%"
     );
-    w.net = Some((
-        0.8765,
-        "vfs_rmdir entry+exit in rmdir".to_owned(),
-        "6.12".to_owned(),
-        "fentry".to_owned(),
-    ));
-    w.added = Some((0.4321, "unlink on 6.12, kprobe".to_owned()));
-    w.first = Some((0.614, "first on 6.12, fentry".to_owned()));
-    w.one_thread = Some((0.126, "vfs_rmdir entry+exit in rmdir".to_owned()));
+    let pair = ("vfs_rmdir", Side::Both, 2000);
+    w.figures = vec![
+        of_function(Measure::NetPerCall, 0.8765, pair, "rmdir", "6.12", "fentry"),
+        whole(Measure::Added, 0.4321, "unlink", "6.12", "kprobe"),
+        whole(Measure::Programs, 0.614, FIRST, "6.12", "fentry"),
+        of_function(Measure::PairSpread, 0.126, pair, "rmdir", "6.12", "fentry"),
+    ];
     // The raw figures are not the last line's.
     w.function = Some((
         9.0,
@@ -109,25 +142,34 @@ fn the_net_ratio_leaves_out_the_floor_both_pay() {
 
 #[test]
 fn goals_are_met_at_their_limit_and_say_what_was_not_measured() {
-    assert_eq!(judge(Some(0.50), NET_PER_CALL_GOAL), "met");
-    assert_eq!(judge(Some(0.501), NET_PER_CALL_GOAL), "NOT met");
-    assert_eq!(judge(None, NET_PER_CALL_GOAL), "not measured");
+    let pair = ("vfs_rmdir", Side::Both, 2000);
+    let net = |v| of_function(Measure::NetPerCall, v, pair, "rmdir", "6.1", "kprobe");
+    let per_call = goal("net-per-call");
+    assert_eq!(judge(per_call, &[net(0.50)]).met, Outcome::Met);
+    assert_eq!(
+        judge(per_call, &[net(0.50), net(0.501)]).met,
+        Outcome::NotMet
+    );
+    assert_eq!(judge(per_call, &[]).met, Outcome::NotMeasured);
+    // A figure of another measure, or one the goal does not select, is not its.
+    let few = ("vfs_rmdir", Side::Both, 99);
+    let others = [
+        whole(Measure::Added, 0.9, "unlink", "6.1", "kprobe"),
+        of_function(Measure::NetPerCall, 0.9, few, "rmdir", "6.1", "kprobe"),
+        of_function(Measure::NetPerCall, 0.9, pair, "lock", "6.1", "kprobe"),
+    ];
+    assert_eq!(judge(per_call, &others).met, Outcome::NotMeasured);
     let mut w = Worst {
         icount: true,
         ..Worst::default()
     };
-    w.net = Some((
-        0.62,
-        "vfs_rmdir entry+exit in rmdir".to_owned(),
-        "6.1".to_owned(),
-        "kprobe".to_owned(),
-    ));
-    w.added = Some((0.30, "unlink on 6.1, fentry".to_owned()));
-    w.rmdir = Some((1.151, "rmdir on 6.1, kprobe".to_owned()));
-    w.lock = Some((
-        1.1,
-        "lock_contention entry in lock, kernel 6.1, mode fentry".to_owned(),
-    ));
+    let wait = ("lock_contention", Side::Entry, 40);
+    w.figures = vec![
+        net(0.62),
+        whole(Measure::Added, 0.30, "unlink", "6.1", "fentry"),
+        whole(Measure::Traced, 1.151, "rmdir", "6.1", "kprobe"),
+        of_function(Measure::OverEmpty, 1.1, wait, "lock", "6.1", "fentry"),
+    ];
     let text = goals(&w);
     let line = |start: &str| {
         text.lines()
@@ -152,7 +194,8 @@ fn goals_are_met_at_their_limit_and_say_what_was_not_measured() {
         line("one-call thread's whole life").starts_with("  not measured: "),
         "{text}"
     );
-    w.first = Some((1.01, "first on 6.1, fentry".to_owned()));
+    w.figures
+        .push(whole(Measure::Programs, 1.01, FIRST, "6.1", "fentry"));
     assert!(
         goals(&w)
             .contains("  NOT met: a one-call thread's whole life (its programs' entries, exits, state made and freed): tracer at most 1.00x bpftrace's: worst 1.01 (first on 6.1, fentry)"),
@@ -297,7 +340,7 @@ fn entries_are_judged_where_threads_have_their_state() {
     let (text, ok) = report("6.1", &[boot], &mut w);
     assert!(ok, "{text}");
     assert_eq!(
-        w.entry,
+        worst_of(&w, "entry"),
         Some((
             0.9,
             "synchronize_rcu_expedited entry in umount, kernel 6.1, mode kprobe".to_owned()
@@ -319,7 +362,7 @@ fn workloads_are_judged_on_added_instructions_and_lock_waits_on_the_empty_progra
     let (text, ok) = report("6.1", &[judged_boot()], &mut w);
     assert!(ok, "{text}");
     assert_eq!(
-        w.lock,
+        worst_of(&w, "lock"),
         Some((
             1.3,
             "lock_contention exit in lock, kernel 6.1, mode kprobe".to_owned()
@@ -327,12 +370,15 @@ fn workloads_are_judged_on_added_instructions_and_lock_waits_on_the_empty_progra
     );
     // unlink's 4,000 added against 10,000, lock's 1,000 against 2,000; the syscalls
     // workload (10x) and the one-call threads are not the goal's workloads.
-    assert_eq!(w.added, Some((0.5, "lock on 6.1, kprobe".to_owned())));
+    assert_eq!(
+        worst_of(&w, "added"),
+        Some((0.5, "lock on 6.1, kprobe".to_owned()))
+    );
     // The one entry of 100 calls or more in a workload of one thread that has its
     // state: mkdir+rmdir's vfs_rmdir (unlink's d_delete has 99, `first`'s are first
     // calls, the lock waits are judged against the empty program).
     assert_eq!(
-        w.entry,
+        worst_of(&w, "entry"),
         Some((
             0.6,
             "vfs_rmdir entry in rmdir, kernel 6.1, mode kprobe".to_owned()
@@ -341,7 +387,10 @@ fn workloads_are_judged_on_added_instructions_and_lock_waits_on_the_empty_progra
     // Per thread, tracer's programs 900 + 300 + 440 (330 exits of 400 over 300
     // threads), the peer's 500 + 500: judged on those, not on the workload's noisier
     // added guest time (3,000 against 5,000 per thread), which is printed for reference.
-    assert_eq!(w.first, Some((1.64, "first on 6.1, kprobe".to_owned())));
+    assert_eq!(
+        worst_of(&w, "first-call"),
+        Some((1.64, "first on 6.1, kprobe".to_owned()))
+    );
     assert_eq!(
         w.first_workload,
         Some((0.6, "first on 6.1, kprobe".to_owned()))
@@ -374,12 +423,10 @@ fn workloads_are_judged_on_added_instructions_and_lock_waits_on_the_empty_progra
     // is judged against the empty program, not the peer; the two writers' d_delete, 10x
     // the peer, and the one-call threads' sys_rmdir, 1.2x, are not judged, raw or net.
     assert_eq!(
-        w.net,
+        worst_of(&w, "net-per-call"),
         Some((
             0.5,
-            "vfs_rmdir entry+exit in rmdir".to_owned(),
-            "6.1".to_owned(),
-            "kprobe".to_owned()
+            "vfs_rmdir entry+exit in rmdir, kernel 6.1, mode kprobe".to_owned()
         ))
     );
     assert!(
@@ -471,14 +518,14 @@ fn a_report_of_boots_takes_medians_and_spreads_and_fails_without_the_tsc() {
     assert!((r - 1004.0 / 2000.0).abs() < 1e-9);
     assert_eq!(p, "vfs_rmdir entry+exit in rmdir");
     // Net of the empty program's 100 + 100.
-    let (net, what, kernel, mode) = w.net.clone().unwrap();
+    let (net, at) = worst_of(&w, "net-per-call").unwrap();
     assert!((net - 804.0 / 1800.0).abs() < 1e-9, "{net}");
     assert_eq!(
-        (what.as_str(), kernel.as_str(), mode.as_str()),
-        ("vfs_rmdir entry+exit in rmdir", "6.12", "fentry")
+        at,
+        "vfs_rmdir entry+exit in rmdir, kernel 6.12, mode fentry"
     );
     // The pair's tracer figures 1000, 1004, 1008, the peer's 2000: 0.8% apart.
-    let (spread, pair) = w.one_thread.clone().unwrap();
+    let (spread, pair) = worst_of(&w, "reproduced").unwrap();
     assert!((spread - 8.0 / 1004.0 * 100.0).abs() < 1e-9);
     // Tracer's own figure moved as much: the spread is tracer's, and said where.
     let (own, at) = w.one_thread_tracer.clone().unwrap();
@@ -488,9 +535,12 @@ fn a_report_of_boots_takes_medians_and_spreads_and_fails_without_the_tsc() {
         "vfs_rmdir entry+exit in rmdir, kernel 6.12, mode fentry"
     );
     assert_eq!(pair, at);
-    assert_eq!(w.rmdir, Some((1.1, "rmdir on 6.12, fentry".to_owned())));
+    assert_eq!(
+        worst_of(&w, "rmdir"),
+        Some((1.1, "rmdir on 6.12, fentry".to_owned()))
+    );
     // No peer timed: no added ratio.
-    assert_eq!(w.added, None);
+    assert_eq!(worst_of(&w, "added"), None);
     assert_eq!(w.workload, Some((1.1, "rmdir on 6.12".to_owned())));
     // vfs_rmdir entry: (408 - 400) / 404.
     assert!((w.spread.unwrap() - 8.0 / 404.0 * 100.0).abs() < 1e-9);
@@ -512,5 +562,5 @@ fn a_report_of_boots_takes_medians_and_spreads_and_fails_without_the_tsc() {
     let (text, ok) = report("6.12", &boots, &mut w);
     assert!(!ok);
     assert!(text.contains("NOT instruction counts"), "{text}");
-    assert!(w.function.is_none() && w.workload.is_none());
+    assert!(w.function.is_none() && w.workload.is_none() && w.figures.is_empty());
 }
