@@ -9,14 +9,15 @@ use std::{
     process::Command,
 };
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 
 mod apt;
 mod debian;
+mod rootfs;
 
 use apt::{apt_get, apt_source_files, debian_source, doing, require_root};
 pub use debian::guest_root;
-use debian::{KernelApt, fetch_guest_programs, fetch_kernel, machine_mirrors, sources_for};
+use debian::{KernelApt, fetch_guest_programs, fetch_kernel};
 
 use crate::{
     arch::{ARCHES, Arch},
@@ -61,11 +62,14 @@ const APT_PACKAGES: [&str; 15] = [
 ];
 /// What `cargo xtask build --arch aarch64` needs beyond the nightly's rust-src: Debian's
 /// cross C compiler (the linker), the C library for arm64 (linked in statically), and
-/// qemu-user-static, which runs the arm64 binary on this host for the suite's quick checks.
-pub const CROSS_PACKAGES: [&str; 3] = [
+/// qemu-user-static, which runs the arm64 binary on this host for the suite's quick checks
+/// and arm64's package scripts when setup makes the arm64 Debian system (mmdebstrap asks for
+/// arch-test to check that it can).
+pub const CROSS_PACKAGES: [&str; 4] = [
     "gcc-aarch64-linux-gnu",
     "libc6-dev-arm64-cross",
     "qemu-user-static",
+    "arch-test",
 ];
 /// The suite QEMU 10 comes from.
 const BACKPORTS: &str = "bookworm-backports";
@@ -81,9 +85,23 @@ pub struct Tools {
     pub kernels: PathBuf,
     /// The `kubernetes-validate` executable the deploy cases run.
     pub kubernetes_validate: PathBuf,
-    /// A Debian 12 root file system with systemd, as a `newc` cpio archive, for the release
-    /// cases' VM.
-    pub debian_rootfs: PathBuf,
+    /// Debian 12 root file systems with systemd, as `newc` cpio archives, for the release
+    /// cases' VMs: one for each architecture the release ships.
+    pub debian_systems: DebianSystems,
+}
+
+/// Each architecture's Debian 12 root file system.
+type DebianSystems = Vec<(Arch, PathBuf)>;
+
+impl Tools {
+    /// `arch`'s Debian 12 root file system.
+    pub fn debian_rootfs(&self, arch: Arch) -> anyhow::Result<&Path> {
+        self.debian_systems
+            .iter()
+            .find(|(a, _)| *a == arch)
+            .map(|(_, p)| p.as_path())
+            .with_context(|| format!("setup made no Debian 12 system for {}", arch.debian()))
+    }
 }
 
 /// Every step the builds, VMs and benchmarks need; cheap when all is present.
@@ -101,20 +119,20 @@ pub fn setup() -> anyhow::Result<Tools> {
         });
         let rest = the_rest(&cache);
         let bpf_linker_bin = linker.join().expect("the bpf-linker install panicked")?;
-        let (kubernetes_validate, kernels, debian_rootfs) = rest?;
+        let (kubernetes_validate, kernels, debian_systems) = rest?;
         Ok(Tools {
             bpf_linker_bin,
             kernels,
             kubernetes_validate,
-            debian_rootfs,
+            debian_systems,
         })
     })
 }
 
 /// Everything setup does but bpf-linker: QEMU, the packages, the kernels, the guests'
-/// programs, the Debian root file system; (kubernetes-validate, the kernels' folder, the
-/// root file system).
-fn the_rest(cache: &Path) -> anyhow::Result<(PathBuf, PathBuf, PathBuf)> {
+/// programs, the Debian root file systems; (kubernetes-validate, the kernels' folder, the
+/// root file systems).
+fn the_rest(cache: &Path) -> anyhow::Result<(PathBuf, PathBuf, DebianSystems)> {
     let mut apt = Apt::default();
     for arch in ARCHES {
         let (_, package) = arch.qemu();
@@ -145,75 +163,16 @@ fn the_rest(cache: &Path) -> anyhow::Result<(PathBuf, PathBuf, PathBuf)> {
     step("arm64 guest programs (Debian's arm64 packages)", || {
         fetch_guest_programs(&kernel_apt, SERIES[1], Arch::Aarch64)
     })?;
-    let debian_rootfs = step("Debian 12 root file system (mmdebstrap)", || {
-        debian_rootfs(cache)
-    })?;
-    Ok((kubernetes_validate, kernels, debian_rootfs))
-}
-
-/// The packages of the release cases' Debian system besides `minbase`: systemd as init, curl
-/// to scrape, bpftool to list BPF objects, libcap2-bin's capsh to start a container's
-/// process with the `DaemonSet`'s capabilities.
-const DEBIAN_ROOTFS_PACKAGES: &str =
-    "systemd,systemd-sysv,dbus,curl,bpftool,procps,iproute2,kmod,libcap2-bin";
-
-/// A Debian 12 root file system from the machine's Debian mirror, made once by mmdebstrap
-/// and kept under the cache as a cpio archive the kernel unpacks as its initramfs, with
-/// systemd as its `/init`. Named by what it holds, so a change of the package list makes a
-/// new one.
-fn debian_rootfs(cache: &Path) -> anyhow::Result<(PathBuf, String)> {
-    let dir = cache.join("debian-rootfs");
-    let tag: u32 = DEBIAN_ROOTFS_PACKAGES
-        .bytes()
-        .fold(0, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b)));
-    let archive = dir.join(format!("bookworm-{tag:08x}.cpio"));
-    if archive.is_file() {
-        return Ok((archive, "already cached".into()));
+    let mut systems = Vec::new();
+    for arch in ARCHES {
+        let name = format!(
+            "Debian 12 root file system for {} (mmdebstrap)",
+            arch.debian()
+        );
+        let rootfs = step(&name, || rootfs::debian_rootfs(cache, arch))?;
+        systems.push((arch, rootfs));
     }
-    require_root("making a root file system")?;
-    doing(
-        "Debian 12 root file system (mmdebstrap)",
-        "making it (about 2 min: its packages are downloaded)",
-    );
-    let work = dir.join(".work");
-    let _ = fs::remove_dir_all(&work);
-    fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
-    let mirrors = machine_mirrors()?;
-    let sources = work.join("debian.sources");
-    fs::write(
-        &sources,
-        sources_for(
-            &mirrors,
-            &["bookworm", "bookworm-updates", "bookworm-security"],
-            Arch::X86_64,
-        )?,
-    )?;
-    let root = work.join("root");
-    run(Command::new("mmdebstrap")
-        .args(["--quiet", "--variant=minbase"])
-        .arg(format!("--include={DEBIAN_ROOTFS_PACKAGES}"))
-        .arg("bookworm")
-        .arg(&root)
-        .arg(&sources))?;
-    // The kernel runs /init of the initramfs: systemd, which then boots the system as it
-    // would from a disk.
-    symlink("/lib/systemd/systemd", root.join("init"))?;
-    let partial = work.join("root.cpio");
-    let out = fs::File::create(&partial)?;
-    let status = Command::new("sh")
-        .args(["-c", "find . | LC_ALL=C sort | busybox cpio -o -H newc"])
-        .current_dir(&root)
-        .stdout(out)
-        .stderr(std::process::Stdio::null())
-        .status()
-        .context("running busybox cpio")?;
-    if !status.success() {
-        bail!("archiving the root file system failed ({status})");
-    }
-    fs::rename(&partial, &archive)?;
-    fs::remove_dir_all(&work).with_context(|| format!("removing {}", work.display()))?;
-    let size = fs::metadata(&archive)?.len() >> 20;
-    Ok((archive, format!("made ({size} MiB)")))
+    Ok((kubernetes_validate, kernels, systems))
 }
 
 /// Only the steps `cargo xtask deploy-check` needs: the packages (promtool, systemd-analyze,

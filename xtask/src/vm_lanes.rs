@@ -47,7 +47,8 @@ pub struct Vms<'a> {
 pub enum Job {
     /// A kernel's suite, the boot of its guest clock's cases.
     Suite(kernel::Kernel, Clock),
-    /// Debian 12 under systemd with the release's .deb and image.
+    /// Debian 12 under systemd with the release's .deb and image, on the kernel's
+    /// architecture.
     Release(kernel::Kernel),
 }
 
@@ -84,6 +85,13 @@ impl Job {
         if release {
             let kernel = kernel::resolve(testing::release::KERNEL, &tools.kernels)?;
             vms.insert(1.min(vms.len()), Job::Release(kernel));
+            // arm64's after the suites, before the boots under icount.
+            let arm64 = kernel::resolve_for(
+                testing::release::KERNEL,
+                &tools.kernels,
+                arch::Arch::Aarch64,
+            )?;
+            vms.push(Job::Release(arm64));
         }
         vms.extend(counted);
         Ok(vms)
@@ -146,15 +154,18 @@ impl Job {
                 (name, run)
             }
             Job::Release(kernel) => {
-                let name = "VM release (Debian 12)".to_owned();
+                let name = match kernel.arch {
+                    arch::Arch::X86_64 => "VM release (Debian 12)".to_owned(),
+                    arch::Arch::Aarch64 => "VM release (Debian 12 arm64)".to_owned(),
+                };
                 // Not made: its failure is said where it was made.
                 let Some(made) = vms.release.wait() else {
                     return (name, Ok(None));
                 };
-                let run =
-                    testing::release::vm(&kernel, made, &tools.debian_rootfs, timeout, kvm, tally)
-                        .map(|()| None);
-                (name, run)
+                let run = tools.debian_rootfs(kernel.arch).and_then(|rootfs| {
+                    testing::release::vm(&kernel, made, rootfs, timeout, kvm, tally)
+                });
+                (name, run.map(|()| None))
             }
         }
     }

@@ -2,14 +2,16 @@
 # The release cases' guest half, on Debian 12 booted with systemd (xtask/src/testing/release/):
 # the .deb installed with apt and its service run as shipped, then the image run as the
 # DaemonSet runs it. Run by release-check.service once the system is up; every file it
-# makes goes to the host on /dev/ttyS1 (framed as /bin/emit frames them in the suite's VMs),
-# and the host judges them. Nothing here decides a verdict.
+# makes goes to the host on the second serial port /release-port names (/dev/ttyS1,
+# /dev/ttyAMA1 on arm64; framed as /bin/emit frames them in the suite's VMs), and the host
+# judges them. Nothing here decides a verdict.
 
 r=/tmp/r
 mkdir -p $r
-stty -F /dev/ttyS1 raw -echo
+port=$(cat /release-port)
+stty -F $port raw -echo
 # The line the host times the boot by, on the console without the journal's prefix.
-echo "init: up after $(cut -d' ' -f1 /proc/uptime) s on $(uname -r)" > /dev/ttyS0
+echo "init: up after $(cut -d' ' -f1 /proc/uptime) s on $(uname -r)" > /dev/console
 say() { echo "release: $*"; }
 emit() {
     {
@@ -17,7 +19,7 @@ emit() {
         cat "$2"
         [ -n "$(tail -c1 "$2")" ] && echo
         echo "=== END $1 ==="
-    } > /dev/ttyS1
+    } > $port
 }
 scrape() { curl -s --max-time 10 http://127.0.0.1:29110/metrics; }
 # wait_up FILE: until the service scrapes tracer_source_up 1 (300 s at most); the scrape to FILE.

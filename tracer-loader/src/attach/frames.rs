@@ -20,6 +20,10 @@ const RETHOOK_SYMBOLS: [&str; 3] = [
     "kretprobe_trampoline",
 ];
 
+/// The symbols of the kernel's text an address of which gives arm64's VA size: one shown
+/// as text (`t`, `T`) is enough.
+const TEXT_SYMBOLS: [&str; 3] = ["_text", "_stext", "_etext"];
+
 /// Why the programs get no frame marks (and trust frames as before).
 #[derive(Debug, thiserror::Error)]
 pub(super) enum MarkError {
@@ -31,7 +35,7 @@ pub(super) enum MarkError {
     NoAddress(String),
     /// arm64: the kernel's VA size, which its return addresses are signed above, not known.
     #[error(
-        "/proc/kallsyms shows no kernel text address (_text, _etext) to read arm64's \
+        "/proc/kallsyms shows no kernel text address (_text, _stext, _etext) to read arm64's \
          virtual address size from, which signed return addresses are stripped by"
     )]
     NoVaSize,
@@ -177,12 +181,13 @@ fn frame_marks(
 /// compared with a kernel address: on arm64, whose kernels sign return addresses
 /// (`ARM64_PTR_AUTH_KERNEL`), every bit above the VA size that the kernel's text shows
 /// (`tracer_common::ptrauth`); on a kernel that signs nothing those bits are set already
-/// and stripping changes nothing. 0 elsewhere.
+/// and stripping changes nothing. 0 elsewhere. The text's bounds as the kernel names them:
+/// Debian's arm64 6.1 shows no `_text` and its `_etext` as data (`D`), but `_stext` as text.
 fn pac_mask(arch: Option<Arch>, kallsyms: &Kallsyms) -> Result<u64, MarkError> {
     if arch != Some(Arch::Aarch64) {
         return Ok(0);
     }
-    let text: Vec<u64> = ["_text", "_etext"]
+    let text: Vec<u64> = TEXT_SYMBOLS
         .iter()
         .filter_map(|s| kallsyms.address(s))
         .collect();
@@ -404,6 +409,14 @@ mod tests {
         // On x86-64 nothing is signed, and no mask is written.
         let x86 = frame_marks(Some(Arch::X86_64), &k, &states).unwrap();
         assert_eq!(x86[maps::FRAME_MARK_PAC_MASK], 0);
+        // Debian's arm64 6.1: no `_text`, `_etext` shown as data, `_stext` as text (and a
+        // randomized base): the same 48 bits.
+        let debian_6_1 = Kallsyms::parse(
+            "ffffb1bf99410000 T _stext\nffffb1bf99fe0000 D _etext\n\
+             ffffb1bf99a1c000 T vfs_rmdir\nffffb1bf99420300 T arch_rethook_trampoline\n",
+        );
+        let marks = frame_marks(Some(Arch::Aarch64), &debian_6_1, &states).unwrap();
+        assert_eq!(marks[maps::FRAME_MARK_PAC_MASK], 0xffff_0000_0000_0000);
         // No text address to read the VA size from: why.
         let no_text = Kallsyms::parse(
             "ffff800008a1c000 T vfs_rmdir\nffff800008020300 T arch_rethook_trampoline\n",

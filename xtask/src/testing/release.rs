@@ -39,9 +39,11 @@ const SCOPE: &str = "release";
 pub const KERNEL: &str = "6.1";
 /// The unit the guest's systemd is asked to start (`systemd.wants=`), which runs the cases.
 const CHECK_UNIT: &str = "release-check.service";
-/// The unit that runs `vm/release.sh` once the system is up; the end marker and the power-off
-/// come after it, whatever its status.
-const CHECK_UNIT_TEXT: &str = "[Unit]
+/// The unit that runs `vm/release.sh` once the system is up; the end marker, on the results
+/// port `port`, and the power-off come after it, whatever its status.
+fn check_unit(port: &str) -> String {
+    format!(
+        "[Unit]
 Description=tracer's release cases
 After=multi-user.target
 
@@ -49,10 +51,12 @@ After=multi-user.target
 Type=oneshot
 TimeoutStartSec=infinity
 ExecStart=/bin/sh /release.sh
-ExecStopPost=/bin/sh -c 'echo \"=== EXIT $EXIT_STATUS ===\" > /dev/ttyS1; systemctl poweroff --force --force'
+ExecStopPost=/bin/sh -c 'echo \"=== EXIT $EXIT_STATUS ===\" > {port}; systemctl poweroff --force --force'
 StandardOutput=journal+console
 StandardError=journal+console
-";
+"
+    )
+}
 /// What systemd itself makes at the first start of a `DynamicUser=` unit and keeps, empty,
 /// until the next boot: no file of the package, nor its state.
 const SYSTEMD_RUNTIME: [&str; 1] = ["/run/systemd/dynamic-uid"];
@@ -322,16 +326,13 @@ pub(crate) fn check(
         },
         tally,
     );
-    let kernel = crate::kernel::resolve(KERNEL, &tools.kernels)?;
     let timeout = Duration::from_secs(qemu.timeout);
-    vm(
-        &kernel,
-        &made,
-        &tools.debian_rootfs,
-        timeout,
-        qemu.kvm,
-        tally,
-    )
+    for arch in ARCHES {
+        let kernel = crate::kernel::resolve_for(KERNEL, &tools.kernels, arch)?;
+        let rootfs = tools.debian_rootfs(arch)?;
+        vm(&kernel, &made, rootfs, timeout, qemu.kvm, tally)?;
+    }
+    Ok(())
 }
 
 /// `arch`'s tracer built again from nothing: the `tracer` crate, whose build script reads
@@ -386,7 +387,8 @@ pub(crate) fn make_recorded(tracers: &[(Arch, PathBuf)], tally: &mut Tally) -> O
     }
 }
 
-/// Boot Debian 12 with the release's .deb and image, and judge what comes back.
+/// Boot Debian 12 with the release's .deb and image for `kernel`'s architecture, and judge
+/// what comes back.
 pub(crate) fn vm(
     kernel: &Kernel,
     made: &Artifacts,
@@ -409,19 +411,26 @@ pub(crate) fn vm(
     ] {
         w.dir(dir)?;
     }
+    let arch = kernel.arch;
     w.file("/release.sh", 0o755, include_bytes!("../../vm/release.sh"))?;
+    // Where release.sh sends its files.
+    w.file(
+        "/release-port",
+        0o644,
+        format!("{}\n", arch.results_port()).as_bytes(),
+    )?;
     w.file(
         &format!("/etc/systemd/system/{CHECK_UNIT}"),
         0o644,
-        CHECK_UNIT_TEXT.as_bytes(),
+        check_unit(arch.results_port()).as_bytes(),
     )?;
     let deb = made
-        .deb(Arch::X86_64)
-        .context("the release has no amd64 package for the VM")?;
+        .deb(arch)
+        .with_context(|| format!("the release has no {} package for the VM", arch.debian()))?;
     let deb_name = deb.file_name().unwrap_or_default().to_string_lossy();
     w.file(&format!("/root/{deb_name}"), 0o644, &fs::read(deb)?)?;
     let ds = daemonset().map_err(anyhow::Error::msg)?;
-    image_files(&mut w, made, &ds, &out_dir)?;
+    image_files(&mut w, made, arch, &ds, &out_dir)?;
     initramfs::finish(w)?;
     let initrd = out_dir.join("initrd.cpio");
     {
@@ -429,9 +438,13 @@ pub(crate) fn vm(
         std::io::copy(&mut fs::File::open(rootfs)?, &mut f)?;
         f.write_all(&fs::read(&extra)?)?;
     }
-    // Its console lines say `debian-12 |`, apart from the same kernel's suite in the other lane.
+    // Its console lines say `debian-12 |` (`debian-12-arm64 |`), apart from the same
+    // kernel's suite in the other lane.
     let debian = Kernel {
-        name: "debian-12".into(),
+        name: match arch {
+            Arch::X86_64 => "debian-12".into(),
+            Arch::Aarch64 => "debian-12-arm64".into(),
+        },
         ..kernel.clone()
     };
     let spec = vm::Spec {
@@ -447,7 +460,10 @@ pub(crate) fn vm(
         forward: None,
         out_dir: out_dir.clone(),
     };
-    let append = format!("console=ttyS0 rdinit=/init panic=-1 quiet systemd.wants={CHECK_UNIT}");
+    let append = format!(
+        "console={} rdinit=/init panic=-1 quiet systemd.wants={CHECK_UNIT}",
+        arch.console()
+    );
     let outcome = vm::boot_prebuilt(
         &spec,
         &vm::Prebuilt {
@@ -457,7 +473,7 @@ pub(crate) fn vm(
         },
     )?;
     let _ = fs::remove_file(&initrd);
-    let scope = format!("{SCOPE} debian-12 {}", kernel.name);
+    let scope = format!("{SCOPE} {} {}", debian.name, kernel.name);
     tally.record(
         &scope,
         "Debian 12 boots with systemd, runs the release cases and powers off",
@@ -486,16 +502,17 @@ pub(crate) fn vm(
 fn image_files(
     w: &mut initramfs::GzFile,
     made: &Artifacts,
+    arch: Arch,
     ds: &DaemonSet,
     out_dir: &Path,
 ) -> anyhow::Result<()> {
     let layout = out_dir.join("oci");
     let bundle = out_dir.join("bundle");
     let tag = dist::VERSION;
-    // The VM is amd64: its image of the index, as a node's runtime picks it.
+    // The VM's architecture's image of the index, as a node's runtime picks it.
     util::run(
         Command::new("skopeo")
-            .args(["--override-arch", Arch::X86_64.debian(), "copy", "--quiet"])
+            .args(["--override-arch", arch.debian(), "copy", "--quiet"])
             .arg(format!("oci-archive:{}", made.image.display()))
             .arg(format!("oci:{}:{tag}", layout.display())),
     )
