@@ -397,7 +397,12 @@ pub(crate) fn vm(
     kvm: bool,
     tally: &mut Tally,
 ) -> anyhow::Result<()> {
-    let out_dir = util::target_dir().join("vm").join("release");
+    let arch = kernel.arch;
+    // A folder of each architecture's: two lanes can boot both at once.
+    let out_dir = util::target_dir().join("vm").join(match arch {
+        Arch::X86_64 => "release",
+        Arch::Aarch64 => "release-arm64",
+    });
     let _ = fs::remove_dir_all(&out_dir);
     fs::create_dir_all(&out_dir)?;
     let extra = out_dir.join("release.cpio.gz");
@@ -411,7 +416,6 @@ pub(crate) fn vm(
     ] {
         w.dir(dir)?;
     }
-    let arch = kernel.arch;
     w.file("/release.sh", 0o755, include_bytes!("../../vm/release.sh"))?;
     // Where release.sh sends its files.
     w.file(
