@@ -4,8 +4,6 @@
 //! clones (`*.constprop.N`); a name may also exist several times. Like libbpf-tools, prefer
 //! the exact name, else a single suffixed clone.
 
-use std::collections::BTreeMap;
-
 /// Where a probe can attach on this kernel.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Resolution {
@@ -20,12 +18,27 @@ pub enum Resolution {
     Ambiguous(usize),
 }
 
-/// The text symbols of a kernel, by name, with how often each name occurs.
+/// The text symbols of a kernel, sorted by name (a name occurs as often as the kernel has
+/// functions of that name), with the address of each.
+///
+/// A kernel has 100,000 to 200,000 of them, and they are read at every start: they are kept
+/// as one string of names and a sorted index into it, not a map of owned names, so reading
+/// them costs a sort rather than two allocations and two tree insertions per symbol (in a
+/// small VM under emulation, a second and a half of tracer's start).
 #[derive(Debug, Default)]
 pub struct Kallsyms {
-    text: BTreeMap<String, usize>,
-    /// The address of each name, as last seen (meaningful for names seen once).
-    addresses: BTreeMap<String, u64>,
+    /// The names, one after another.
+    names: String,
+    /// Each text symbol, by name.
+    symbols: Vec<Symbol>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Symbol {
+    /// Where the name is in `names`.
+    start: u32,
+    end: u32,
+    address: u64,
 }
 
 impl Kallsyms {
@@ -41,7 +54,8 @@ impl Kallsyms {
     /// are kept, and `__pfx_` padding symbols (Linux >= 6.2) are skipped.
     #[must_use]
     pub fn parse(text: &str) -> Self {
-        let mut syms = Kallsyms::default();
+        let mut names = String::with_capacity(text.len() / 2);
+        let mut symbols = Vec::with_capacity(text.len() / 40);
         for line in text.lines() {
             let mut fields = line.split_ascii_whitespace();
             let (Some(addr), Some(kind), Some(name)) =
@@ -52,18 +66,59 @@ impl Kallsyms {
             if !matches!(kind, "t" | "T") || name.starts_with("__pfx_") {
                 continue;
             }
-            *syms.text.entry(name.to_owned()).or_default() += 1;
-            if let Ok(a) = u64::from_str_radix(addr, 16) {
-                syms.addresses.insert(name.to_owned(), a);
-            }
+            let (Ok(start), Ok(end)) = (
+                u32::try_from(names.len()),
+                u32::try_from(names.len() + name.len()),
+            ) else {
+                break; // 4 GiB of names: no kernel has them
+            };
+            names.push_str(name);
+            symbols.push(Symbol {
+                start,
+                end,
+                address: u64::from_str_radix(addr, 16).unwrap_or(0),
+            });
         }
-        syms
+        let mut k = Self { names, symbols };
+        let mut symbols = std::mem::take(&mut k.symbols);
+        symbols.sort_unstable_by(|a, b| k.name(a).cmp(k.name(b)));
+        k.symbols = symbols;
+        k
+    }
+
+    fn name(&self, s: &Symbol) -> &str {
+        &self.names[s.start as usize..s.end as usize]
+    }
+
+    /// The symbols named `name`.
+    fn named(&self, name: &str) -> &[Symbol] {
+        let from = self.symbols.partition_point(|s| self.name(s) < name);
+        let len = self.symbols[from..].partition_point(|s| self.name(s) == name);
+        &self.symbols[from..from + len]
+    }
+
+    /// Each name that begins with `prefix`, with how often it occurs, in order.
+    fn names_from<'a>(&'a self, prefix: &'a str) -> impl Iterator<Item = (&'a str, usize)> + 'a {
+        let from = self.symbols.partition_point(|s| self.name(s) < prefix);
+        let mut rest = self.symbols[from..]
+            .iter()
+            .map(|s| self.name(s))
+            .take_while(move |n| n.starts_with(prefix))
+            .peekable();
+        std::iter::from_fn(move || {
+            let name = rest.next()?;
+            let mut count = 1;
+            while rest.next_if(|n| *n == name).is_some() {
+                count += 1;
+            }
+            Some((name, count))
+        })
     }
 
     /// Whether the text has any symbols at all.
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.text.is_empty()
+        self.symbols.is_empty()
     }
 
     /// Where to attach for a function whose body the compiler may split off into
@@ -74,15 +129,13 @@ impl Kallsyms {
     #[must_use]
     pub fn resolve_split(&self, name: &str) -> Resolution {
         let prefix = format!("{name}.part.");
-        let parts: Vec<&String> = self
-            .text
-            .range(prefix.clone()..)
-            .take_while(|(k, _)| k.starts_with(&prefix))
-            .filter(|(k, n)| **n == 1 && k[prefix.len()..].bytes().all(|b| b.is_ascii_digit()))
+        let parts: Vec<&str> = self
+            .names_from(&prefix)
+            .filter(|(k, n)| *n == 1 && k[prefix.len()..].bytes().all(|b| b.is_ascii_digit()))
             .map(|(k, _)| k)
             .collect();
         match parts.as_slice() {
-            [one] => Resolution::Clone((*one).clone()),
+            [one] => Resolution::Clone((*one).to_owned()),
             _ => self.resolve(name),
         }
     }
@@ -90,45 +143,43 @@ impl Kallsyms {
     /// Whether the kernel has the text symbol `name` (exactly that name).
     #[must_use]
     pub fn has(&self, name: &str) -> bool {
-        self.text.contains_key(name)
+        !self.named(name).is_empty()
     }
 
     /// The address of the text symbol `name`, when it exists exactly once and the kernel
     /// shows addresses (`kernel.kptr_restrict` shows zeros to those it hides them from).
     #[must_use]
     pub fn address(&self, name: &str) -> Option<u64> {
-        if self.text.get(name) != Some(&1) {
-            return None;
+        match self.named(name) {
+            [one] => Some(one.address).filter(|a| *a != 0),
+            _ => None,
         }
-        self.addresses.get(name).copied().filter(|a| *a != 0)
     }
 
     /// Whether the kernel showed this process any address (it shows zeros to a reader it
     /// hides them from: see [`why_hidden`]).
     #[must_use]
     pub fn shows_addresses(&self) -> bool {
-        self.addresses.values().any(|a| *a != 0)
+        self.symbols.iter().any(|s| s.address != 0)
     }
 
     /// Where to attach for the function `name`.
     #[must_use]
     pub fn resolve(&self, name: &str) -> Resolution {
-        match self.text.get(name) {
-            Some(1) => return Resolution::Exact(name.to_owned()),
-            Some(&n) => return Resolution::Ambiguous(n),
-            None => {}
+        match self.named(name).len() {
+            0 => {}
+            1 => return Resolution::Exact(name.to_owned()),
+            n => return Resolution::Ambiguous(n),
         }
         let prefix = format!("{name}.");
-        let clones: Vec<&String> = self
-            .text
-            .range(prefix.clone()..)
-            .take_while(|(k, _)| k.starts_with(&prefix))
-            .filter(|(k, n)| **n == 1 && is_clone_suffix(&k[prefix.len()..]))
+        let clones: Vec<&str> = self
+            .names_from(&prefix)
+            .filter(|(k, n)| *n == 1 && is_clone_suffix(&k[prefix.len()..]))
             .map(|(k, _)| k)
             .collect();
         match clones.as_slice() {
             [] => Resolution::Absent,
-            [one] => Resolution::Clone((*one).clone()),
+            [one] => Resolution::Clone((*one).to_owned()),
             many => Resolution::Ambiguous(many.len()),
         }
     }
@@ -294,6 +345,26 @@ ffffffffc0000000 t loop_configure\t[loop]
             "{none}"
         );
         assert!(why_hidden(None, None).contains("CAP_SYSLOG"));
+    }
+
+    #[test]
+    fn names_are_found_whatever_order_the_kernel_lists_them_in() {
+        // The kernel lists symbols by address: the same name far apart, clones before
+        // their function, module symbols last.
+        let k = Kallsyms::parse(
+            "ffffffff81000300 t dup_static\nffffffff81000100 T zz_last\n\
+             ffffffff81000200 t namespace_unlock.isra.0\nffffffff81000400 t aa_first\n\
+             ffffffff81000500 t dup_static\nffffffffc0000000 t dup_static\t[loop]\n",
+        );
+        assert_eq!(k.resolve("dup_static"), Resolution::Ambiguous(3));
+        assert_eq!(k.address("dup_static"), None);
+        assert_eq!(
+            k.resolve("namespace_unlock"),
+            Resolution::Clone("namespace_unlock.isra.0".into())
+        );
+        assert_eq!(k.address("aa_first"), Some(0xffff_ffff_8100_0400));
+        assert_eq!(k.address("zz_last"), Some(0xffff_ffff_8100_0100));
+        assert!(!k.has("namespace_unlock") && !k.has("aa") && !k.has("zz_last_"));
     }
 
     #[test]

@@ -7,7 +7,7 @@ use aya::{
 };
 use tracer_common::Probe;
 
-use super::{error::AttachError, program};
+use super::{error::AttachError, program, timed::timed};
 
 /// Load and attach `<name>_fentry`/`_fexit`; on failure nothing stays attached.
 ///
@@ -23,19 +23,19 @@ pub(super) fn attach_function(
     let entry = format!("{}_fentry", probe.name());
     let exit = format!("{}_fexit", probe.name());
     let program: &mut FExit = program::typed(ebpf, &exit)?;
-    program
-        .load(probe.name(), btf)
-        .map_err(|e| AttachError::refused("fexit refused", &e))?;
-    let link = program
-        .attach()
+    timed(&format!("loading {exit}"), || {
+        program.load(probe.name(), btf)
+    })
+    .map_err(|e| AttachError::refused("fexit refused", &e))?;
+    let link = timed(&format!("attaching {exit}"), || program.attach())
         .map_err(|e| AttachError::refused("fexit attach refused", &e))?;
     let result = (|| -> Result<(), AttachError> {
         let program: &mut FEntry = program::typed(ebpf, &entry)?;
-        program
-            .load(probe.name(), btf)
-            .map_err(|e| AttachError::refused("refused", &e))?;
-        program
-            .attach()
+        timed(&format!("loading {entry}"), || {
+            program.load(probe.name(), btf)
+        })
+        .map_err(|e| AttachError::refused("refused", &e))?;
+        timed(&format!("attaching {entry}"), || program.attach())
             .map_err(|e| AttachError::refused("attach refused", &e))?;
         Ok(())
     })();

@@ -8,7 +8,7 @@ use aya::{
 };
 use tracer_common::Probe;
 
-use super::{error::AttachError, program};
+use super::{error::AttachError, program, timed::timed};
 use tracer_host::{kallsyms::Kallsyms, possible_cpus};
 
 use crate::kprobe_links::KprobeLink;
@@ -60,12 +60,12 @@ fn attach_pair(
         let name = name.to_owned();
         let result = (|| -> Result<(), AttachError> {
             let program: &mut KProbe = program::typed(ebpf, &name)?;
-            program
-                .load()
+            timed(&format!("loading {name}"), || program.load())
                 .map_err(|e| AttachError::refused(format!("loading {name}"), &e))?;
-            let link = program
-                .attach(symbol, 0)
-                .map_err(|e| AttachError::refused(format!("kprobe on {symbol}"), &e))?;
+            let link = timed(&format!("attaching {name} to {symbol}"), || {
+                program.attach(symbol, 0)
+            })
+            .map_err(|e| AttachError::refused(format!("kprobe on {symbol}"), &e))?;
             links.push((name.clone(), link));
             Ok(())
         })();

@@ -4,7 +4,7 @@
 use aya::{Ebpf, EbpfLoader};
 use tracer_common::{Probe, maps};
 
-use super::{error::LoadError, mode::AttachMode};
+use super::{error::LoadError, mode::AttachMode, timed::timed};
 use tracer_host::{
     btf::{self, BtfError},
     layout::kernel_layout,
@@ -60,18 +60,34 @@ pub(super) fn load(
     if let Err(e) = &tracefs {
         warnings.push(e.to_string());
     }
-    // One read of the kernel's BTF serves both our offsets and aya's fentry attach.
-    let raw_btf = btf::read_sys_fs();
+    // One read of the kernel's BTF serves our offsets, aya's fentry attach and aya's
+    // loader, and each parses all of it (about 5 MB, a second in a small VM under
+    // emulation): the three parses run at once.
+    let raw_btf = timed("reading the kernel's BTF", btf::read_sys_fs);
+    let raw_btf = raw_btf.as_deref();
     let cgroup_layout = tracefs::cgroup_layout();
     let test_misses = test_knobs::test_miss_from_env(warnings);
-    let (mut ebpf, offsets_valid) = load_object(
-        raw_btf.as_deref(),
-        cgroup_layout.as_ref().ok(),
-        &mut sizes,
-        cpus,
-        test_misses.map(|(p, _)| p),
-        warnings,
-    )?;
+    let (ebpf, offsets_valid, aya_btf) = std::thread::scope(|s| {
+        let parse_for_fentry = || {
+            raw_btf.ok().and_then(|raw| {
+                timed("fentry's BTF (parsing the kernel's BTF)", || {
+                    aya::Btf::parse(raw, aya::Endianness::Little).ok()
+                })
+            })
+        };
+        let for_fentry = (mode != AttachMode::Kprobe).then(|| beside(s, parse_for_fentry));
+        let (ebpf, offsets_valid) = load_object(
+            raw_btf,
+            cgroup_layout.as_ref().ok(),
+            &mut sizes,
+            cpus,
+            test_misses.map(|(p, _)| p),
+            warnings,
+        )?;
+        let aya_btf = for_fentry.and_then(|started| joined(started, parse_for_fentry));
+        Ok::<_, LoadError>((ebpf, offsets_valid, aya_btf))
+    })?;
+    let mut ebpf = ebpf;
     let kernel_log = KernelLog::open(&mut ebpf);
     if let Some((_, n)) = test_misses {
         switches::set_test_misses(&mut ebpf, n).map_err(LoadError::Record)?;
@@ -80,13 +96,6 @@ pub(super) fn load(
         switches::set_slow_threshold(&mut ebpf, slow_threshold_ns)
             .map_err(LoadError::SlowThreshold)?;
     }
-    let aya_btf = match mode {
-        AttachMode::Kprobe => None,
-        _ => raw_btf
-            .as_deref()
-            .ok()
-            .and_then(|raw| aya::Btf::parse(raw, aya::Endianness::Little).ok()),
-    };
     Ok(Loaded {
         ebpf,
         kernel_log,
@@ -111,7 +120,16 @@ fn load_object(
 ) -> Result<(Ebpf, bool), LoadError> {
     // Before the loader, which borrows the sizes it is given.
     let knob = test_knobs::map_entries_from_env(warnings);
-    let mut loader = EbpfLoader::new();
+    let find_layout = || {
+        timed("the struct offsets (parsing the kernel's BTF)", || {
+            kernel_layout(raw_btf)
+        })
+    };
+    let (mut loader, layout) = std::thread::scope(|s| {
+        let layout = beside(s, find_layout);
+        let loader = timed("aya's loader (parsing the kernel's BTF)", EbpfLoader::new);
+        (loader, joined(layout, find_layout))
+    });
     crate::kernel_log::configure(&mut loader);
     let miss_probe = test_miss.map_or(0, |p| u32::from(p.id()) + 1);
     if let Some(p) = test_miss {
@@ -147,7 +165,6 @@ fn load_object(
         loader.override_global(maps::CGROUP_TP_ID, id, true);
         loader.override_global(maps::CGROUP_TP_PATH, path, true);
     }
-    let layout = kernel_layout(raw_btf);
     let valid: u32 = match &layout {
         Ok(layout) => {
             for (name, value) in &layout.globals {
@@ -183,7 +200,31 @@ fn load_object(
         chosen.threads,
         sizing::mib(chosen.bytes)
     );
-    Ok((loader.load(EBPF_OBJECT)?, valid == 1))
+    let ebpf = timed("the object's maps made", || loader.load(EBPF_OBJECT))?;
+    Ok((ebpf, valid == 1))
+}
+
+/// `f` started on a thread of `scope`, to be had by [`joined`]; `None` when no thread could
+/// be started (the caller then runs it itself).
+fn beside<'scope, T: Send + 'scope>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    f: impl FnOnce() -> T + Send + 'scope,
+) -> Option<std::thread::ScopedJoinHandle<'scope, T>> {
+    std::thread::Builder::new()
+        .name("tracer-btf".into())
+        .spawn_scoped(scope, f)
+        .ok()
+}
+
+/// What [`beside`] started, once done, or `f`'s value where it could not start: a panic on
+/// the thread goes on here.
+fn joined<T>(started: Option<std::thread::ScopedJoinHandle<'_, T>>, f: impl FnOnce() -> T) -> T {
+    match started {
+        Some(handle) => handle
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+        None => f(),
+    }
 }
 
 /// This process's `comm` (what the kernel programs' `bpf_get_current_comm` returns for it

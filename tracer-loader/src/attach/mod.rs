@@ -19,6 +19,7 @@ pub mod mode;
 pub(crate) mod program;
 pub mod select;
 mod syscalls;
+mod timed;
 mod tracepoint;
 
 use std::collections::BTreeMap;
@@ -42,6 +43,7 @@ use crate::{
 };
 use load::Loaded;
 use syscalls::SyscallsBy;
+use timed::timed;
 
 /// Check what tracing needs before touching the kernel, so the error names the real cause.
 ///
@@ -138,18 +140,20 @@ pub fn attach_with_slow(
     // emulation, so they are done at once, and the first attach comes that much sooner.
     let kallsyms = std::thread::Builder::new()
         .name("tracer-kallsyms".into())
-        .spawn(Kallsyms::read);
+        .spawn(|| timed("reading /proc/kallsyms (beside loading)", Kallsyms::read));
 
     let mut warnings = Vec::new();
     let preempts = Preemption::of_this_kernel();
     let mode = mode::effective_mode(mode, &preempts, kprobes.is_ok(), reads, &mut warnings);
-    let mut loaded = load::load(sizes, cpus, mode, slow_threshold_ns, &mut warnings)?;
-    let kallsyms = match kallsyms {
+    let mut loaded = timed("loading the object", || {
+        load::load(sizes, cpus, mode, slow_threshold_ns, &mut warnings)
+    })?;
+    let kallsyms = timed("waiting for kallsyms", || match kallsyms {
         Ok(reader) => reader
             .join()
             .unwrap_or_else(|_| Err(std::io::Error::other("the reading thread panicked"))),
         Err(_) => Kallsyms::read(),
-    }
+    })
     .map_err(LoadError::Kallsyms)?;
 
     let probes = Probes {
@@ -157,8 +161,9 @@ pub fn attach_with_slow(
         mode,
         no_kprobes: kprobes.is_err(),
     };
-    let (states, kprobe_links, cgroup_events) =
-        attach_probes(&mut loaded, &kallsyms, &probes, &mut warnings);
+    let (states, kprobe_links, cgroup_events) = timed("attaching the probes", || {
+        attach_probes(&mut loaded, &kallsyms, &probes, &mut warnings)
+    });
     judge(
         &states,
         &kallsyms,
@@ -167,13 +172,15 @@ pub fn attach_with_slow(
         &probes,
         &mut warnings,
     )?;
-    let frames = match frames::set(
-        &mut loaded.ebpf,
-        &kallsyms,
-        &states,
-        &preempts,
-        loaded.misses_returns,
-    ) {
+    let frames = match timed("setting the frame marks", || {
+        frames::set(
+            &mut loaded.ebpf,
+            &kallsyms,
+            &states,
+            &preempts,
+            loaded.misses_returns,
+        )
+    }) {
         Ok(set) => {
             if let Some(why) =
                 frames::unchecked_frames(tracer_host::arch::Arch::THIS, &states, set.1)
@@ -243,15 +250,17 @@ fn attach_probes(
     let mut kprobe_links = Vec::new();
     for &probe in FUNCTIONS {
         let state = if wanted.contains(&probe) {
-            functions::attach_function(
-                ebpf,
-                kallsyms,
-                loaded.aya_btf.as_ref(),
-                mode,
-                no_kprobes,
-                probe,
-                &mut kprobe_links,
-            )
+            timed(probe.name(), || {
+                functions::attach_function(
+                    ebpf,
+                    kallsyms,
+                    loaded.aya_btf.as_ref(),
+                    mode,
+                    no_kprobes,
+                    probe,
+                    &mut kprobe_links,
+                )
+            })
         } else {
             AttachState::NotRequested
         };
@@ -264,17 +273,24 @@ fn attach_probes(
             None => SyscallsBy::Tracepoints,
         },
     };
-    syscalls::attach_syscalls(
-        ebpf,
-        wanted,
-        syscalls_by,
-        loaded.tracefs.as_ref().err(),
-        &mut states,
-        &mut kprobe_links,
-    );
-    functions::attach_derived(ebpf, wanted, loaded.offsets_valid, &mut states);
+    timed("the syscalls", || {
+        syscalls::attach_syscalls(
+            ebpf,
+            wanted,
+            syscalls_by,
+            loaded.tracefs.as_ref().err(),
+            &mut states,
+            &mut kprobe_links,
+        );
+    });
+    timed("the spans derived from vfs_rmdir", || {
+        functions::attach_derived(ebpf, wanted, loaded.offsets_valid, &mut states);
+    });
     let cgroup_events = match &loaded.cgroup_layout {
-        Ok(_) => tracepoint::attach_cgroup_events(ebpf).map_err(|e| e.to_string()),
+        Ok(_) => timed("the cgroup events", || {
+            tracepoint::attach_cgroup_events(ebpf)
+        })
+        .map_err(|e| e.to_string()),
         Err(e) => Err(e.to_string()),
     };
     let cgroup_events = match cgroup_events {
@@ -287,7 +303,9 @@ fn attach_probes(
             false
         }
     };
-    tracepoint::attach_thread_exits(ebpf, warnings);
+    timed("the thread exits", || {
+        tracepoint::attach_thread_exits(ebpf, warnings);
+    });
     for (p, s) in &states {
         log::debug!("{}: {s:?}", p.name());
     }
