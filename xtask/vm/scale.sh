@@ -71,30 +71,10 @@ scale_memory() {
     emit mem_serve_$how.log /tmp/mem_serve_$how.log
 }
 
-# The workload: cgroup i (of N, made beforehand under /sys/fs/cgroup/sc) makes and removes
-# k = 1 + i mod 7 directories (k vfs_rmdir, k rmdir(2)) and creates and unlinks k files on
-# tmpfs (k unlink), 3 processes per cgroup. The shell moves itself from one cgroup to the
-# next, so every cgroup is alive throughout.
-cat > /tmp/scale_work.sh <<'WORK'
-n=$1
-i=0
-while [ $i -lt $n ]; do
-    k=$((1 + i % 7))
-    d=/tmp/sc/g$i
-    echo $$ > /sys/fs/cgroup/sc/g$i/cgroup.procs || exit 1
-    dirs= files=
-    j=0
-    while [ $j -lt $k ]; do
-        dirs="$dirs $d/d$j"
-        files="$files $d/f$j"
-        : > $d/f$j
-        j=$((j+1))
-    done
-    mkdir $dirs && rmdir $dirs && rm $files || exit 1
-    i=$((i+1))
-done
-echo $$ > /sys/fs/cgroup/cgroup.procs
-WORK
+# The workload (`guest-work cgroups`): cgroup i (of N, made beforehand under
+# /sys/fs/cgroup/sc) gets a process of its own that makes and removes k = 1 + i mod 7
+# directories (k vfs_rmdir, k rmdir(2)) and creates and unlinks k files on tmpfs (k unlink),
+# then exits. Every cgroup is alive throughout.
 
 # scale_make N / scale_remove N: the N cgroups and their directories.
 scale_make() {
@@ -114,7 +94,7 @@ scale_cgroups() {
     shift 2
     scale_make $n
     start=$(date +%s)
-    timeout 900 tracer capture "$@" --format json -o /tmp/$name.json -- sh /tmp/scale_work.sh $n \
+    timeout 900 tracer capture "$@" --format json -o /tmp/$name.json -- guest-work cgroups $cg/sc /tmp/sc $n \
         > /tmp/$name.log 2>&1
     echo $? > /tmp/$name.rc
     echo "$(($(date +%s) - start)) s" > /tmp/$name.took
@@ -155,7 +135,7 @@ scale_serve() {
         done
     ) &
     scraper=$!
-    sh /tmp/scale_work.sh $n >> /tmp/$name.log 2>&1
+    guest-work cgroups $cg/sc /tmp/sc $n >> /tmp/$name.log 2>&1
     echo "workload exit $?" >> /tmp/$name.log
     # Until the scrapes have seen every call of the workload on each probe (the sum over
     # series of each one's largest sample, as the host judges it), 120 s at most: a refresh

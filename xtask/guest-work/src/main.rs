@@ -16,6 +16,12 @@
 //!   a cgroup, three tmpfs volumes (secret, configmap, token) filled by writes renamed into
 //!   place, a process in the cgroup that writes and unlinks files in the pod's emptyDir,
 //!   then the umounts, the pod's directories and the cgroup removed.
+//! - `guest-work cgroups CGROUPS DIRS N`: the suite's scale workload, over N cgroups made
+//!   beforehand as CGROUPS/g0.. (and directories DIRS/g0..): for cgroup i, a process in it
+//!   creates k = 1 + i mod 7 files and k directories in DIRS/gi, then removes the
+//!   directories (k rmdir) and unlinks the files (k unlink), and exits. Every cgroup stays
+//!   alive throughout; one process per cgroup, forked without an exec (a shell's three
+//!   programs per cgroup made 2,000 cgroups take a minute under TCG).
 //! - `guest-work unpack DIR FILES`: a package of FILES files installed, then upgraded as
 //!   dpkg does: each new file written as `NAME.dpkg-new`, the old one kept as
 //!   `NAME.dpkg-tmp` by a hard link, the new renamed over the old, the backups unlinked.
@@ -244,8 +250,8 @@ fn pod_process(cgroup: &str, pod: &str) -> Result<()> {
     Ok(())
 }
 
-/// Run `work` in a child process and wait for it.
-fn in_child(work: impl FnOnce() -> Result<()>) -> Result<()> {
+/// Run `work` in a child process (`who`, in its messages) and wait for it.
+fn in_child(who: &str, work: impl FnOnce() -> Result<()>) -> Result<()> {
     // SAFETY: this process has one thread, so the child may run any code.
     match unsafe { libc::fork() } {
         -1 => Err(os_error("fork")),
@@ -253,7 +259,7 @@ fn in_child(work: impl FnOnce() -> Result<()>) -> Result<()> {
             let code = match work() {
                 Ok(()) => 0,
                 Err(e) => {
-                    eprintln!("guest-work: the pod's process: {e}");
+                    eprintln!("guest-work: {who}: {e}");
                     1
                 }
             };
@@ -269,7 +275,7 @@ fn in_child(work: impl FnOnce() -> Result<()>) -> Result<()> {
             if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
                 Ok(())
             } else {
-                Err(format!("the pod's process ended with status {status:#x}"))
+                Err(format!("{who} ended with status {status:#x}"))
             }
         }
     }
@@ -290,7 +296,7 @@ fn pod(base: &str, i: u64) -> Result<()> {
             rename(&format!("{dir}/.key{k}.tmp"), &format!("{dir}/key{k}"))?;
         }
     }
-    in_child(|| pod_process(&cgroup, &pod))?;
+    in_child("the pod's process", || pod_process(&cgroup, &pod))?;
     for (vol, _) in VOLUMES {
         umount(&format!("{pod}/volumes/{vol}"))?;
     }
@@ -311,6 +317,43 @@ fn pods(base: &str, first: u64, count: u64) -> Result<String> {
     Ok(format!(
         "pods: {count} pods from {first}, each {} tmpfs volumes mounted and unmounted, {POD_FILES} files written and unlinked by its process, 6 directories and its cgroup removed",
         VOLUMES.len()
+    ))
+}
+
+/// Files, directories and removals of cgroup `i` of the scale workload.
+fn scale_calls(i: u64) -> u64 {
+    1 + i % 7
+}
+
+fn cgroups(cgroups: &str, dirs: &str, n: u64) -> Result<String> {
+    for i in 0..n {
+        let cgroup = format!("{cgroups}/g{i}");
+        let dir = format!("{dirs}/g{i}");
+        in_child(&format!("the process of {cgroup}"), || {
+            write(
+                &format!("{cgroup}/cgroup.procs"),
+                std::process::id().to_string().as_bytes(),
+            )?;
+            let k = scale_calls(i);
+            for j in 0..k {
+                write(&format!("{dir}/f{j}"), b"")?;
+            }
+            for j in 0..k {
+                fs::create_dir(format!("{dir}/d{j}"))
+                    .map_err(|e| fail(format_args!("mkdir {dir}/d{j}"), &e))?;
+            }
+            for j in 0..k {
+                rmdir(&format!("{dir}/d{j}"))?;
+            }
+            for j in 0..k {
+                unlink(&format!("{dir}/f{j}"))?;
+            }
+            Ok(())
+        })?;
+    }
+    let calls: u64 = (0..n).map(scale_calls).sum();
+    Ok(format!(
+        "cgroups: {n} cgroups, a process in each: {calls} directories made and removed, {calls} files made and unlinked"
     ))
 }
 
@@ -396,6 +439,7 @@ fn run(args: &[String]) -> Result<String> {
         ["pods", base, first, count] => {
             pods(base, number("FIRST", first)?, number("COUNT", count)?)
         }
+        ["cgroups", base, dirs, n] => cgroups(base, dirs, number("N", n)?),
         ["unpack", dir, files] => unpack(dir, number("FILES", files)?),
         ["logrotate", dir, logs, rotations] => logrotate(
             dir,
@@ -403,7 +447,7 @@ fn run(args: &[String]) -> Result<String> {
             number("ROTATIONS", rotations)?,
         ),
         _ => Err(
-            "usage: guest-work build-tree TREE SYSINC | build TREE SYSINC | pods BASE FIRST COUNT | unpack DIR FILES | logrotate DIR LOGS ROTATIONS"
+            "usage: guest-work build-tree TREE SYSINC | build TREE SYSINC | pods BASE FIRST COUNT | cgroups CGROUPS DIRS N | unpack DIR FILES | logrotate DIR LOGS ROTATIONS"
                 .into(),
         ),
     }
@@ -466,6 +510,31 @@ mod tests {
         );
         assert!(!Path::new(&format!("{}.dpkg-tmp", package_file(&dir, 0))).exists());
         let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn each_cgroup_gets_a_process_of_its_own_that_leaves_its_directory_empty() {
+        let (groups, dirs) = (scratch("cgroups"), scratch("cgroup-dirs"));
+        for i in 0..10 {
+            mkdir_p(&format!("{groups}/g{i}")).unwrap();
+            mkdir_p(&format!("{dirs}/g{i}")).unwrap();
+        }
+        let line = cgroups(&groups, &dirs, 10).unwrap();
+        // 1 + i mod 7 each: 1..7, then 1, 2, 3.
+        assert!(
+            line.contains("34 directories made and removed, 34 files made and unlinked"),
+            "{line}"
+        );
+        let mut pids = std::collections::BTreeSet::new();
+        for i in 0..10 {
+            assert_eq!(fs::read_dir(format!("{dirs}/g{i}")).unwrap().count(), 0);
+            pids.insert(fs::read_to_string(format!("{groups}/g{i}/cgroup.procs")).unwrap());
+        }
+        assert_eq!(pids.len(), 10, "a process per cgroup");
+        assert!(!pids.contains(&std::process::id().to_string()));
+        // A cgroup that is not there: the child's failure is the run's.
+        assert!(cgroups(&groups, &dirs, 11).is_err());
+        let _ = (fs::remove_dir_all(&groups), fs::remove_dir_all(&dirs));
     }
 
     #[test]

@@ -92,11 +92,15 @@ pub fn run(kernels: &Path, tracer: &Path, args: &ScaleArgs) -> anyhow::Result<Ex
             kernel: &kernel,
             tracer: Some(tracer),
             command,
-            files: vec![(
+            // The workload's program beside the script.
+            files: [(
                 "/scale.sh".into(),
                 0o644,
                 include_bytes!("../../vm/scale.sh").to_vec(),
-            )],
+            )]
+            .into_iter()
+            .chain(crate::testing::suite::cases::ordinary::guest_files()?)
+            .collect(),
             timeout: Duration::from_secs(args.qemu.timeout),
             kvm: args.qemu.kvm,
             icount: false,
