@@ -101,7 +101,7 @@ pub(crate) fn fentry_place(ctx: &FEntryContext, args: u64, probe: Probe) -> Fram
         // SAFETY: an in-bounds write of the global; a race writes the same value.
         unsafe { core::ptr::write_volatile(&mut (*marks)[FRAME_MARK_FENTRY_RETURN], layout) };
     }
-    // Masked (either value passes): the verifier bounds what is added to a context pointer.
+    // Masked (either value passes): the offset is one of the two, whatever the global holds.
     let at = past_args + (layout & (FENTRY_CALLED | FENTRY_JUMPED));
     // A function that encloses no traced call is never checked as a caller: its place
     // only bounds what may enclose it, and needs no word.
