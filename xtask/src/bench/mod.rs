@@ -18,14 +18,14 @@ use std::{path::Path, process::ExitCode};
 
 use crate::{setup, tracer_build};
 
-use startup::{Mode, VmArgs, vm_bench};
+use startup::{Mode, StartupArgs, VmArgs, vm_bench};
 
 /// The benchmarks.
 #[derive(Debug, clap::Subcommand)]
 pub enum Bench {
     /// Capture start-up in a VM: from command start to probes attached, tracer vs bpftrace
     /// attaching the same kernel functions, in one boot per kernel.
-    Startup(VmArgs),
+    Startup(StartupArgs),
     /// What each of tracer's kernel programs costs per call in a VM (the kernel's run-time
     /// statistics), against a bpftrace program doing the same job, bpftrace's bare `count()`
     /// and an empty program; and each workload's rate untraced and traced.
@@ -109,6 +109,15 @@ pub fn run(bench: &Bench) -> anyhow::Result<ExitCode> {
     {
         // Judging saved result files needs no set-up and no build.
         return scale::run(Path::new(""), Path::new(""), args);
+    }
+    if let Bench::Startup(a) = bench {
+        // Re-reporting saved boots, or the docs' tables from the records: no set-up, no build.
+        if a.docs {
+            return startup::write_docs();
+        }
+        if !a.from.is_empty() {
+            return vm_bench(Mode::Startup, a, Path::new(""), Path::new(""));
+        }
     }
     if let Bench::ModelFit(a) = bench {
         // Refused before anything is set up or built.

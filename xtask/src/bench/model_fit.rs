@@ -403,49 +403,9 @@ fn write_record(
 /// # Errors
 /// When the docs or a record named cannot be read or written.
 pub fn write_docs() -> anyhow::Result<ExitCode> {
-    let docs = util::workspace_root().join("docs/benchmarks.md");
-    let text = fs::read_to_string(&docs).with_context(|| format!("reading {}", docs.display()))?;
-    let (out, tables) = with_tables(&text, |file| {
-        let path = util::workspace_root().join(file);
-        let json =
-            fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-        let record: Record =
-            serde_json::from_str(&json).with_context(|| format!("reading {}", path.display()))?;
-        Ok(record.table())
-    })?;
-    if out == text {
-        println!("docs/benchmarks.md: {tables} tables, each already its record's");
-    } else {
-        fs::write(&docs, out).with_context(|| format!("writing {}", docs.display()))?;
-        println!("docs/benchmarks.md: {tables} tables written again from their records");
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// `text` with the table after each marker line replaced by `table(file)`; how many.
-fn with_tables(
-    text: &str,
-    table: impl Fn(&str) -> anyhow::Result<String>,
-) -> anyhow::Result<(String, usize)> {
-    const OPEN: &str = "<!-- the table of ";
-    const CLOSE: &str = " (cargo xtask bench model-fit --docs) -->";
-    let mut out = String::new();
-    let mut lines = text.split_inclusive('\n').peekable();
-    let mut tables = 0;
-    while let Some(line) = lines.next() {
-        out += line;
-        let Some(file) = line
-            .trim_end()
-            .strip_prefix(OPEN)
-            .and_then(|l| l.strip_suffix(CLOSE))
-        else {
-            continue;
-        };
-        out += &table(file)?;
-        tables += 1;
-        while lines.next_if(|l| l.starts_with('|')).is_some() {}
-    }
-    Ok((out, tables))
+    records::write_docs("model-fit", |json| {
+        Ok(serde_json::from_str::<Record>(json)?.table())
+    })
 }
 
 /// Every pair of one kernel's captures: whether the structure held, and its times against
@@ -691,21 +651,29 @@ mod tests {
     #[test]
     fn docs_tables_are_replaced_after_their_markers_only() {
         let text = "intro\n<!-- the table of a.json (cargo xtask bench model-fit --docs) -->\n| old |\n|---|\n| row |\n\nafter\n| other table |\n";
-        let (out, n) = with_tables(text, |f| Ok(format!("| {f} |\n"))).unwrap();
+        let (out, n) =
+            records::with_tables(text, "model-fit", |f| Ok(format!("| {f} |\n"))).unwrap();
         assert_eq!(n, 1);
         assert_eq!(
             out,
             "intro\n<!-- the table of a.json (cargo xtask bench model-fit --docs) -->\n| a.json |\n\nafter\n| other table |\n"
         );
-        assert!(with_tables(text, |_| anyhow::bail!("no such record")).is_err());
+        assert!(
+            records::with_tables(text, "model-fit", |_| anyhow::bail!("no such record")).is_err()
+        );
+        // Another bench's marker is not this one's.
+        assert_eq!(
+            records::with_tables(text, "startup", |_| unreachable!())
+                .unwrap()
+                .1,
+            0
+        );
     }
 
     #[test]
     fn the_docs_tables_are_their_records() {
-        let text = fs::read_to_string(util::workspace_root().join("docs/benchmarks.md")).unwrap();
-        let (out, n) = with_tables(&text, |file| {
-            let json = fs::read_to_string(util::workspace_root().join(file))?;
-            Ok(serde_json::from_str::<Record>(&json)?.table())
+        let (text, out, n) = records::docs_tables("model-fit", |json| {
+            Ok(serde_json::from_str::<Record>(json)?.table())
         })
         .unwrap();
         assert_eq!(n, 2, "the model-fit tables of 2026-12-01 and under icount");

@@ -1,9 +1,12 @@
 //! Where a bench keeps its runs' records: `results/BENCH/DATE[-N].json`, one a run, never
-//! written over.
+//! written over; and the tables of docs/benchmarks.md made from them, each after a marker
+//! line that names its record (`<!-- the table of results/BENCH/DATE.json (cargo xtask
+//! bench BENCH --docs) -->`), which `--docs` writes again and a unit test checks.
 
 use std::{
     fs,
     path::{Path, PathBuf},
+    process::ExitCode,
 };
 
 use anyhow::Context as _;
@@ -37,6 +40,76 @@ pub fn write(dir: &Path, stem: &str, json: &str) -> anyhow::Result<PathBuf> {
         .context("no free name for the record")?;
     fs::write(&path, json).with_context(|| format!("writing {}", path.display()))?;
     Ok(path)
+}
+
+/// `text` with the table after each of `bench`'s marker lines replaced by `table(file)`, the
+/// record the marker names; how many.
+///
+/// # Errors
+/// What `table` says of a record.
+pub fn with_tables(
+    text: &str,
+    bench: &str,
+    table: impl Fn(&str) -> anyhow::Result<String>,
+) -> anyhow::Result<(String, usize)> {
+    const OPEN: &str = "<!-- the table of ";
+    let close = format!(" (cargo xtask bench {bench} --docs) -->");
+    let mut out = String::new();
+    let mut lines = text.split_inclusive('\n').peekable();
+    let mut tables = 0;
+    while let Some(line) = lines.next() {
+        out += line;
+        let Some(file) = line
+            .trim_end()
+            .strip_prefix(OPEN)
+            .and_then(|l| l.strip_suffix(close.as_str()))
+        else {
+            continue;
+        };
+        out += &table(file)?;
+        tables += 1;
+        while lines.next_if(|l| l.starts_with('|')).is_some() {}
+    }
+    Ok((out, tables))
+}
+
+/// docs/benchmarks.md with `bench`'s tables made again from the records their markers name
+/// (`table` of each record's text): the text and how many tables.
+///
+/// # Errors
+/// When the docs or a record cannot be read, or `table` refuses a record.
+pub fn docs_tables(
+    bench: &str,
+    table: impl Fn(&str) -> anyhow::Result<String>,
+) -> anyhow::Result<(String, String, usize)> {
+    let docs = util::workspace_root().join("docs/benchmarks.md");
+    let text = fs::read_to_string(&docs).with_context(|| format!("reading {}", docs.display()))?;
+    let (out, tables) = with_tables(&text, bench, |file| {
+        let path = util::workspace_root().join(file);
+        let json =
+            fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+        table(&json).with_context(|| format!("reading {}", path.display()))
+    })?;
+    Ok((text, out, tables))
+}
+
+/// `cargo xtask bench BENCH --docs`: [`docs_tables`] written to docs/benchmarks.md.
+///
+/// # Errors
+/// As [`docs_tables`], and when the docs cannot be written.
+pub fn write_docs(
+    bench: &str,
+    table: impl Fn(&str) -> anyhow::Result<String>,
+) -> anyhow::Result<ExitCode> {
+    let (text, out, tables) = docs_tables(bench, table)?;
+    if out == text {
+        println!("docs/benchmarks.md: {tables} {bench} tables, each already its record's");
+    } else {
+        let docs = util::workspace_root().join("docs/benchmarks.md");
+        fs::write(&docs, out).with_context(|| format!("writing {}", docs.display()))?;
+        println!("docs/benchmarks.md: {tables} {bench} tables written again from their records");
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(test)]
