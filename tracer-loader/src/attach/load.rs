@@ -4,10 +4,15 @@
 use aya::{Ebpf, EbpfLoader};
 use tracer_common::{Probe, maps};
 
-use super::{error::LoadError, mode::AttachMode, timed::timed};
+use super::{
+    beside::{beside, joined},
+    error::LoadError,
+    mode::AttachMode,
+    timed::timed,
+};
 use tracer_host::{
     btf::{self, BtfError},
-    layout::kernel_layout,
+    layout::{KernelLayout, kernel_layout},
     tracefs::{self, FormatError, TracefsError},
 };
 
@@ -68,6 +73,11 @@ pub(super) fn load(
     let cgroup_layout = tracefs::cgroup_layout();
     let test_misses = test_knobs::test_miss_from_env(warnings);
     let (ebpf, offsets_valid, aya_btf) = std::thread::scope(|s| {
+        let find_layout = || {
+            timed("the struct offsets (parsing the kernel's BTF)", || {
+                kernel_layout(raw_btf)
+            })
+        };
         let parse_for_fentry = || {
             raw_btf.ok().and_then(|raw| {
                 timed("fentry's BTF (parsing the kernel's BTF)", || {
@@ -75,9 +85,11 @@ pub(super) fn load(
                 })
             })
         };
-        let for_fentry = (mode != AttachMode::Kprobe).then(|| beside(s, parse_for_fentry));
+        let layout = beside(s, "tracer-btf", find_layout);
+        let for_fentry =
+            (mode != AttachMode::Kprobe).then(|| beside(s, "tracer-btf", parse_for_fentry));
         let (ebpf, offsets_valid) = load_object(
-            raw_btf,
+            || joined(layout, find_layout),
             cgroup_layout.as_ref().ok(),
             &mut sizes,
             cpus,
@@ -108,10 +120,11 @@ pub(super) fn load(
     })
 }
 
-/// Load the object with the kernel's struct offsets and our own pid set; whether the
-/// offsets were found (else a warning says what is lost).
+/// Load the object with the kernel's struct offsets (`layout`, had once aya's loader is made:
+/// each parses the kernel's BTF, at once) and our own pid set; whether the offsets were
+/// found (else a warning says what is lost).
 fn load_object(
-    raw_btf: Result<&[u8], &BtfError>,
+    layout: impl FnOnce() -> Result<KernelLayout, BtfError>,
     cgroup_layout: Option<&[u32; 3]>,
     chosen: &mut Sizes,
     cpus: u32,
@@ -120,16 +133,8 @@ fn load_object(
 ) -> Result<(Ebpf, bool), LoadError> {
     // Before the loader, which borrows the sizes it is given.
     let knob = test_knobs::map_entries_from_env(warnings);
-    let find_layout = || {
-        timed("the struct offsets (parsing the kernel's BTF)", || {
-            kernel_layout(raw_btf)
-        })
-    };
-    let (mut loader, layout) = std::thread::scope(|s| {
-        let layout = beside(s, find_layout);
-        let loader = timed("aya's loader (parsing the kernel's BTF)", EbpfLoader::new);
-        (loader, joined(layout, find_layout))
-    });
+    let mut loader = timed("aya's loader (parsing the kernel's BTF)", EbpfLoader::new);
+    let layout = layout();
     crate::kernel_log::configure(&mut loader);
     let miss_probe = test_miss.map_or(0, |p| u32::from(p.id()) + 1);
     if let Some(p) = test_miss {
@@ -202,29 +207,6 @@ fn load_object(
     );
     let ebpf = timed("the object's maps made", || loader.load(EBPF_OBJECT))?;
     Ok((ebpf, valid == 1))
-}
-
-/// `f` started on a thread of `scope`, to be had by [`joined`]; `None` when no thread could
-/// be started (the caller then runs it itself).
-fn beside<'scope, T: Send + 'scope>(
-    scope: &'scope std::thread::Scope<'scope, '_>,
-    f: impl FnOnce() -> T + Send + 'scope,
-) -> Option<std::thread::ScopedJoinHandle<'scope, T>> {
-    std::thread::Builder::new()
-        .name("tracer-btf".into())
-        .spawn_scoped(scope, f)
-        .ok()
-}
-
-/// What [`beside`] started, once done, or `f`'s value where it could not start: a panic on
-/// the thread goes on here.
-fn joined<T>(started: Option<std::thread::ScopedJoinHandle<'_, T>>, f: impl FnOnce() -> T) -> T {
-    match started {
-        Some(handle) => handle
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-        None => f(),
-    }
 }
 
 /// This process's `comm` (what the kernel programs' `bpf_get_current_comm` returns for it

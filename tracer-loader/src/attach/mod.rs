@@ -9,6 +9,7 @@
 //! (`fentry`, `kprobe`, `tracepoint`), and `frames` (what tells a caller's frame still
 //! active). [`select`] parses `--probes`.
 
+mod beside;
 mod error;
 mod fentry;
 pub(crate) mod frames;
@@ -135,26 +136,25 @@ pub fn attach_with_slow(
         return Err(e);
     }
     memlock::raise_limit();
-    // The kernel writes out its symbols (megabytes of text) while the BTF is parsed and the
-    // object loaded, which need none of them: each takes seconds in a small VM under
-    // emulation, so they are done at once, and the first attach comes that much sooner.
-    let kallsyms = std::thread::Builder::new()
-        .name("tracer-kallsyms".into())
-        .spawn(|| timed("reading /proc/kallsyms (beside loading)", Kallsyms::read));
-
     let mut warnings = Vec::new();
     let preempts = Preemption::of_this_kernel();
     let mode = mode::effective_mode(mode, &preempts, kprobes.is_ok(), reads, &mut warnings);
-    let mut loaded = timed("loading the object", || {
-        load::load(sizes, cpus, mode, slow_threshold_ns, &mut warnings)
-    })?;
-    let kallsyms = timed("waiting for kallsyms", || match kallsyms {
-        Ok(reader) => reader
-            .join()
-            .unwrap_or_else(|_| Err(std::io::Error::other("the reading thread panicked"))),
-        Err(_) => Kallsyms::read(),
-    })
-    .map_err(LoadError::Kallsyms)?;
+    // The kernel writes out its symbols (megabytes of text) while the BTF is parsed and the
+    // object loaded, which need none of them: each takes seconds in a small VM under
+    // emulation, so they are done at once, and the first attach comes that much sooner.
+    let read_kallsyms = || timed("reading /proc/kallsyms", Kallsyms::read);
+    let (loaded, kallsyms) = std::thread::scope(|s| {
+        let reading = beside::beside(s, "tracer-kallsyms", read_kallsyms);
+        let loaded = timed("loading the object", || {
+            load::load(sizes, cpus, mode, slow_threshold_ns, &mut warnings)
+        });
+        let kallsyms = timed("waiting for kallsyms", || {
+            beside::joined(reading, read_kallsyms)
+        });
+        (loaded, kallsyms)
+    });
+    let mut loaded = loaded?;
+    let kallsyms = kallsyms.map_err(LoadError::Kallsyms)?;
 
     let probes = Probes {
         wanted,
