@@ -60,16 +60,33 @@ pub struct StartupArgs {
 /// tracer's), in every row of tracer's.
 const GOAL: f64 = 3.0;
 
-/// The rows, in the order shown, and what the docs' table calls each.
-const ROWS: [(&str, &str); 5] = [
-    ("none", "command alone"),
-    ("tracer-kprobe", "tracer, kprobe"),
+/// The rows, in the order shown: each tool, what the docs' table calls it, and what it runs.
+const ROWS: [(&str, &str, &str); 5] = [
+    (
+        "none",
+        "command alone",
+        "no tool: the command alone (the measuring floor)",
+    ),
+    (
+        "tracer-kprobe",
+        "tracer, kprobe",
+        "tracer capture --attach kprobe (every probe and tracepoint)",
+    ),
     (
         "tracer-kprobe-same",
         "tracer, kprobe, bpftrace's functions only",
+        "tracer capture --attach kprobe --probes <the functions above>",
     ),
-    ("tracer-auto", "tracer, auto (fentry)"),
-    ("bpftrace", "bpftrace"),
+    (
+        "tracer-auto",
+        "tracer, auto (fentry)",
+        "tracer capture --attach auto (fentry/fexit)",
+    ),
+    (
+        "bpftrace",
+        "bpftrace",
+        "bpftrace, kprobe + kretprobe counting each function",
+    ),
 ];
 
 /// One row's figures, in microseconds, over its timed runs.
@@ -154,7 +171,7 @@ impl Record {
         out.push_str("\n|---|");
         out.push_str(&"---|---|".repeat(self.kernels.len()));
         out.push('\n');
-        for (tool, shown) in ROWS {
+        for (tool, shown, _) in ROWS {
             let _ = write!(out, "| {shown} |");
             for k in &self.kernels {
                 match k.rows.iter().find(|r| r.tool == tool) {
@@ -474,25 +491,13 @@ fn spans(
     out
 }
 
-/// What each row of the VM benchmarks runs.
-fn describe_row(row: &str) -> &'static str {
-    match row {
-        "none" => "no tool: the command alone (the measuring floor)",
-        "tracer-kprobe" => "tracer capture --attach kprobe (every probe and tracepoint)",
-        "tracer-kprobe-same" => "tracer capture --attach kprobe --probes <the functions above>",
-        "tracer-auto" => "tracer capture --attach auto (fentry/fexit)",
-        "bpftrace" => "bpftrace, kprobe + kretprobe counting each function",
-        _ => "?",
-    }
-}
-
 /// Each row's figures: start-up (command start to probes attached) and the whole run.
 fn startup_rows(marks: &[Mark], failures: &BTreeMap<String, Vec<u32>>) -> Vec<Row> {
     let attach = spans(marks, "start", "attached", failures);
     let whole = spans(marks, "start", "end", failures);
     let bpftrace = attach.get("bpftrace").and_then(|v| stats(v));
     ROWS.iter()
-        .filter_map(|(row, _)| {
+        .filter_map(|(row, _, _)| {
             let samples = attach.get(*row)?;
             let s = stats(samples)?;
             Some(Row {
@@ -522,7 +527,7 @@ fn startup_table(rows: &[Row]) -> String {
         "{:<20} {:>10} {:>10} {:>10} {:>12} {:>16}",
         "tool", "median", "min", "max", "whole (med)", "bpftrace/tool"
     );
-    for (row, _) in ROWS {
+    for (row, _, _) in ROWS {
         let Some(r) = rows.iter().find(|r| r.tool == row) else {
             let _ = writeln!(out, "{row:<20} (no successful run)");
             continue;
@@ -540,8 +545,8 @@ fn startup_table(rows: &[Row]) -> String {
         );
     }
     let _ = writeln!(out, "rows:");
-    for (row, _) in ROWS {
-        let _ = writeln!(out, "  {row:<20} {}", describe_row(row));
+    for (row, _, what) in ROWS {
+        let _ = writeln!(out, "  {row:<20} {what}");
     }
     out
 }
