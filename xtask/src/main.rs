@@ -92,8 +92,9 @@ enum Cmd {
     /// No import cycle between the modules of any workspace crate, and no dependency its
     /// code does not name (read from the sources: seconds, nothing to install).
     Lint,
-    /// The lint, unit tests, the host cases (with the checks of `deploy/`), then the VM suite on each kernel (on 6.12 with
-    /// the hardening cases in the same boot).
+    /// The lint and the static build, then the VM suite on each kernel (on 6.12 with the
+    /// hardening cases in the same boot), with the host cases (and the checks of `deploy/`),
+    /// the release and the unit tests beside it.
     ///
     /// With `--case`, only the VM cases named, in one boot per kernel, with the fixtures
     /// they declare (the cases' audit, setup and the static tracer's build still run first):
@@ -475,7 +476,7 @@ fn test(
         // time from nothing, for the release's second dist (byte for byte the first).
         let arm64 = arm64.then(|| scope.spawn(|| arm64_builds(&tools, whole)));
         let host = x86
-            .then(|| host_side(&tools, (whole, skip_unit), &mut phases, &mut tally))
+            .then(|| host_side(&tools, whole, &mut phases, &mut tally))
             .transpose();
         let Ok(mut host) = host else {
             if let Some(h) = arm64 {
@@ -504,8 +505,9 @@ fn test(
             release: &release,
         };
         let timeout = (Duration::from_secs(qemu.timeout), qemu.kvm);
-        // The VM lanes start now; the host cases and the release run beside them (waiting
-        // on scrapes and terminals, they leave the cores to the guests).
+        // The VM lanes start now; the host cases, the release and the unit tests run beside
+        // them: the host cases wait on scrapes and terminals, and what only builds takes
+        // the cores the guests leave (`util::Idle`).
         let mut beside = Phases::default();
         let (done, took) = std::thread::scope(|inner| {
             let _filled = vm_lanes::FillOnDrop(&tracer_arm64, &release);
@@ -522,10 +524,16 @@ fn test(
                 arm64_recorded(builds, whole, &mut phases, &mut tally)
             });
             let _ = tracer_arm64.set(built_arm64);
-            let made = host.as_ref().filter(|_| with_release).and_then(|host| {
-                release_side(&tools, &host.tracer, arm64_again, &mut beside, &mut tally)
-            });
-            let _ = release.set(made);
+            if let Some(host) = host.as_ref().filter(|_| with_release) {
+                let release = (&release, arm64_again);
+                release_side(&tools, &host.tracer, release, &mut beside, &mut tally);
+            }
+            // The unit tests last: built on what the lanes leave (no boot waits for them),
+            // run as the host cases are.
+            if whole && !skip_unit && host.is_some() {
+                let verdict = beside.time("unit tests", || testing::host::unit_tests(&tools));
+                tally.record("host", "unit tests (cargo test --workspace)", &verdict);
+            }
             booted.join().expect("the VM lanes panicked")
         });
         phases.record("VMs", took);
@@ -563,12 +571,12 @@ struct Host {
     guest_tests: Vec<(String, PathBuf)>,
 }
 
-/// The lint, amd64's tracer and the unit tests (`whole` runs, unless `skip_unit`), each a
-/// phase; Err when the tracer did not build (said in `tally`). The host cases and the
-/// release come after, beside the VM lanes.
+/// The lint (`whole` runs) and amd64's tracer, each a phase; Err when the tracer did not
+/// build (said in `tally`). The host cases, the release and the unit tests come after,
+/// beside the VM lanes.
 fn host_side(
     tools: &setup::Tools,
-    (whole, skip_unit): (bool, bool),
+    whole: bool,
     phases: &mut Phases,
     tally: &mut testing::harness::Tally,
 ) -> Result<Host, ()> {
@@ -582,15 +590,10 @@ fn host_side(
     let built = build_recorded(tools, arch::Arch::X86_64, phases, tally).map_err(|_| ())?;
     // What every later step runs and ships is a copy of this build: the unit tests' build
     // writes cargo's file again (the tests' dependencies unify other features), and the
-    // release's second build rewrites it while the VMs run.
+    // release's second build rewrites it, both while the VMs run.
     let tracer = kept_copy(&built).map_err(|e| {
         tally.record("host", "the static tracer kept", &Err(wrong!("{e:#}")));
     })?;
-    // After the build: the unit tests are built as the tracer is, on its dependencies.
-    if whole && !skip_unit {
-        let verdict = phases.time("unit tests", || testing::host::unit_tests(tools));
-        tally.record("host", "unit tests (cargo test --workspace)", &verdict);
-    }
     Ok(Host {
         tracer,
         guest_tests: Vec::new(),
@@ -607,15 +610,16 @@ fn amd64_series(lanes: &[(arch::Arch, kernel::Series)]) -> Vec<kernel::Series> {
 }
 
 /// The release of both architectures (arm64's when it built: `arm64_again` holds its first
-/// build, kept, and its second), made and checked on this host, each a phase; the release,
-/// when made. amd64's tracer is rebuilt here for the second dist.
+/// build, kept, and its second), made and checked on this host, each a phase. The release
+/// goes into its slot once made, for the boots that install it, before its host cases:
+/// those (amd64's tracer is rebuilt for the second dist) run on what the VM lanes leave.
 fn release_side(
     tools: &setup::Tools,
     tracer: &std::path::Path,
-    arm64_again: Option<anyhow::Result<(PathBuf, PathBuf)>>,
+    (slot, arm64_again): (&vm_lanes::Later<dist::Artifacts>, Option<Arm64Again>),
     phases: &mut Phases,
     tally: &mut testing::harness::Tally,
-) -> Option<dist::Artifacts> {
+) {
     let arm64 = match arm64_again {
         Some(Ok(pair)) => Some(pair),
         Some(Err(e)) => {
@@ -630,7 +634,13 @@ fn release_side(
     };
     let mut first = vec![(arch::Arch::X86_64, tracer.to_path_buf())];
     first.extend(arm64.iter().map(|(f, _)| (arch::Arch::Aarch64, f.clone())));
-    let made = phases.time("dist", || testing::release::make_recorded(&first, tally))?;
+    let made = phases.time("dist", || testing::release::make_recorded(&first, tally));
+    let _ = slot.set(made);
+    let Some(Some(made)) = slot.get() else {
+        return;
+    };
+    // The rebuilds for the second dist, lintian and skopeo: nothing waits for them.
+    let _idle = util::Idle::start("the release's host cases");
     phases.time("release cases", || {
         let redo = || {
             let mut again = vec![(
@@ -640,21 +650,21 @@ fn release_side(
             again.extend(arm64.iter().map(|(_, s)| (arch::Arch::Aarch64, s.clone())));
             testing::release::remake(&again)
         };
-        testing::release::host_cases(&made, redo, tally);
+        testing::release::host_cases(made, redo, tally);
     });
-    Some(made)
 }
 
 /// arm64's tracer built (with its time), and in `whole` runs built again from nothing for
 /// the release's second dist, kept beside the first build (with its time).
-type Arm64Builds = (
-    anyhow::Result<PathBuf>,
-    Duration,
-    Option<(anyhow::Result<(PathBuf, PathBuf)>, Duration)>,
-);
+type Arm64Builds = (anyhow::Result<PathBuf>, Duration, Option<(Arm64Again, Duration)>);
+
+/// arm64's tracer's first build, kept, and its second, for the release's second dist.
+type Arm64Again = anyhow::Result<(PathBuf, PathBuf)>;
 
 /// [`Arm64Builds`]: run beside the host's phases.
 fn arm64_builds(tools: &setup::Tools, whole: bool) -> Arm64Builds {
+    // No boot of the whole run waits for it before amd64's suites are through.
+    let _idle = util::Idle::start("arm64's builds");
     let start = std::time::Instant::now();
     let built = tracer_for(tools, arch::Arch::Aarch64);
     let took = start.elapsed();
@@ -678,7 +688,7 @@ fn arm64_recorded(
     whole: bool,
     phases: &mut Phases,
     tally: &mut testing::harness::Tally,
-) -> (Option<PathBuf>, Option<anyhow::Result<(PathBuf, PathBuf)>>) {
+) -> (Option<PathBuf>, Option<Arm64Again>) {
     phases.beside("build (arm64)", took);
     let again = again.map(|(again, took)| {
         phases.beside("second build (arm64)", took);

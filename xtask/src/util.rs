@@ -47,6 +47,46 @@ pub fn is_root() -> bool {
     std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
 }
 
+/// The calling thread, and every process it starts meanwhile, under `SCHED_IDLE` until
+/// dropped: it runs only on cores nothing else wants. The suite's builds that no boot waits
+/// for run so, on the time its VM lanes leave (a TCG guest keeps under one core busy on
+/// average), and take none from them. Where the kernel refuses, the thread runs as before,
+/// and says so on standard error.
+pub struct Idle(bool);
+
+impl Idle {
+    pub fn start(what: &str) -> Self {
+        let idle = set_policy(libc::SCHED_IDLE);
+        if let Err(e) = &idle {
+            eprintln!("xtask: {what} at normal priority: SCHED_IDLE refused ({e})");
+        }
+        Self(idle.is_ok())
+    }
+}
+
+impl Drop for Idle {
+    fn drop(&mut self) {
+        if self.0
+            && let Err(e) = set_policy(libc::SCHED_OTHER)
+        {
+            eprintln!("xtask: this thread stays under SCHED_IDLE: {e}");
+        }
+    }
+}
+
+/// The calling thread's scheduling policy (pid 0 is the calling thread: Linux schedules
+/// threads, and a process started from one inherits its policy).
+fn set_policy(policy: libc::c_int) -> std::io::Result<()> {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: sched_setscheduler only reads `param`, which outlives the call.
+    let rc = unsafe { libc::sched_setscheduler(0, policy, &raw const param) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
 /// The command line, for error messages.
 pub fn describe(cmd: &Command) -> String {
     let mut s = cmd.get_program().to_string_lossy().into_owned();

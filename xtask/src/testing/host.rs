@@ -20,26 +20,44 @@ use crate::{setup::Tools, tracer_build, util};
 /// the doc tests (no crate has an example in its docs, and rustdoc's pass over six crates
 /// to find none took 23 s): the product's crates as the tracer is built
 /// ([`tracer_build::workspace_tests`], after the build, so they compile only the tests),
-/// then xtask's own, in the debug build `cargo xtask` already made.
+/// then xtask's own, in the debug build `cargo xtask` already made. Each is built first
+/// under [`util::Idle`] (the suite builds them while its VM lanes run), then run as the host
+/// cases are: some of them time their own work.
 pub fn unit_tests(tools: &Tools) -> Verdict {
-    let mut xtask = util::cargo();
-    xtask
-        .args(["test", "-p", "xtask", "--bins", "--tests"])
-        .env("CARGO_TARGET_DIR", util::target_dir())
-        .current_dir(util::workspace_root());
-    for (what, mut cmd) in [
-        ("the product's crates", tracer_build::workspace_tests(tools)),
-        ("xtask", xtask),
-    ] {
-        println!("test: {}", util::describe(&cmd));
-        match cmd.stdin(Stdio::null()).status() {
-            Ok(s) if s.success() => {}
-            Ok(s) => return Err(wrong!("cargo test of {what} failed ({s})")),
-            Err(e) => return Err(wrong!("cannot run cargo test: {e}")),
-        }
+    let xtask = || {
+        let mut xtask = util::cargo();
+        xtask
+            .args(["test", "-p", "xtask", "--bins", "--tests"])
+            .env("CARGO_TARGET_DIR", util::target_dir())
+            .current_dir(util::workspace_root());
+        xtask
+    };
+    let product = || tracer_build::workspace_tests(tools);
+    let suites: [(&str, &dyn Fn() -> Command); 2] =
+        [("the product's crates", &product), ("xtask", &xtask)];
+    for (what, cargo_test) in suites {
+        let mut no_run = cargo_test();
+        no_run.arg("--no-run");
+        let compiled = {
+            let _idle = util::Idle::start("the unit tests' build");
+            status(&mut no_run)
+        };
+        compiled.map_err(|e| wrong!("cargo test of {what} did not build: {e}"))?;
+        status(&mut cargo_test()).map_err(|e| wrong!("cargo test of {what} failed: {e}"))?;
     }
     Ok("all passed".into())
 }
+
+/// Run `cmd` (said first) with no input: Err with its exit status unless it exits 0.
+fn status(cmd: &mut Command) -> Result<(), String> {
+    println!("test: {}", util::describe(cmd));
+    match cmd.stdin(Stdio::null()).status() {
+        Ok(s) if s.success() => Ok(()),
+        Ok(s) => Err(s.to_string()),
+        Err(e) => Err(format!("cannot run it: {e}")),
+    }
+}
+
 /// Whether this host can attach kprobes, and if not, why.
 pub fn host_kprobes() -> Result<(), String> {
     if Path::new("/sys/bus/event_source/devices/kprobe").exists() {
