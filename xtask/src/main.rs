@@ -465,8 +465,9 @@ fn test(
         whole || wants(arch::Arch::X86_64),
         whole || wants(arch::Arch::Aarch64),
     );
-    // Filled while the VM lanes already run: both, on every path once the lanes start
+    // Filled while the VM lanes already run: each, on every path once the lanes start
     // (`FillOnDrop`), so that no boot waits for ever.
+    let guest_tests: vm_lanes::Later<vm_lanes::GuestTests> = std::sync::OnceLock::new();
     let tracer_arm64: vm_lanes::Later<PathBuf> = std::sync::OnceLock::new();
     let release: vm_lanes::Later<dist::Artifacts> = std::sync::OnceLock::new();
     std::thread::scope(|scope| {
@@ -478,17 +479,13 @@ fn test(
         let host = x86
             .then(|| host_side(&tools, whole, &mut phases, &mut tally))
             .transpose();
-        let Ok(mut host) = host else {
+        let Ok(host) = host else {
             if let Some(h) = arm64 {
                 let _ = h.join();
             }
             tally.finish();
             return Ok(ExitCode::FAILURE);
         };
-        if let Some(host) = host.as_mut() {
-            let amd64 = amd64_series(&lanes);
-            host.guest_tests = guest_tests(selection, &amd64, &tools, &mut phases, &mut tally);
-        }
         // The release's Debian 12 boots Debian 12's own kernel: with every kernel, or with
         // that one.
         let with_release = whole
@@ -499,9 +496,9 @@ fn test(
             };
         let queue = vm_lanes::Job::queue(&lanes, with_release, selection, &tools)?;
         let vms = vm_lanes::Vms {
-            tracer: host.as_ref().map(|h| h.tracer.as_path()),
+            tracer: host.as_deref(),
+            guest_tests: &guest_tests,
             tracer_arm64: &tracer_arm64,
-            guest_tests: host.as_ref().map_or(&[][..], |h| &h.guest_tests),
             release: &release,
         };
         let timeout = (Duration::from_secs(qemu.timeout), qemu.kvm);
@@ -510,23 +507,29 @@ fn test(
         // the cores the guests leave (`util::Idle`).
         let mut beside = Phases::default();
         let (done, took) = std::thread::scope(|inner| {
-            let _filled = vm_lanes::FillOnDrop(&tracer_arm64, &release);
+            let _filled = vm_lanes::FillOnDrop(&vms);
             let booted = inner.spawn(|| {
                 let start = std::time::Instant::now();
                 let done = vm_lanes::run(queue, jobs, &vms, (&tools, timeout, selection));
                 (done, start.elapsed())
             });
-            if let Some(host) = host.as_ref().filter(|_| whole) {
-                host_phases(&tools, &host.tracer, &mut beside, &mut tally);
+            // First what the 6.12 boot waits for (the lanes take other boots meanwhile).
+            if host.is_some() {
+                let amd64 = amd64_series(&lanes);
+                let built = guest_tests_for(selection, &amd64, &tools, &mut beside, &mut tally);
+                let _ = guest_tests.set(Some(built));
+            }
+            if let Some(tracer) = host.as_deref().filter(|_| whole) {
+                host_phases(&tools, tracer, &mut beside, &mut tally);
             }
             let (built_arm64, arm64_again) = arm64.map_or((None, None), |h| {
                 let builds = h.join().expect("the arm64 build panicked");
                 arm64_recorded(builds, whole, &mut phases, &mut tally)
             });
             let _ = tracer_arm64.set(built_arm64);
-            if let Some(host) = host.as_ref().filter(|_| with_release) {
+            if let Some(tracer) = host.as_deref().filter(|_| with_release) {
                 let release = (&release, arm64_again);
-                release_side(&tools, &host.tracer, release, &mut beside, &mut tally);
+                release_side(&tools, tracer, release, &mut beside, &mut tally);
             }
             // The unit tests last: built on what the lanes leave (no boot waits for them),
             // run as the host cases are.
@@ -565,21 +568,15 @@ fn kept_copy(tracer: &std::path::Path) -> anyhow::Result<PathBuf> {
     Ok(kept)
 }
 
-/// What the host side made: amd64's tracer and its root-only test binaries.
-struct Host {
-    tracer: PathBuf,
-    guest_tests: Vec<(String, PathBuf)>,
-}
-
-/// The lint (`whole` runs) and amd64's tracer, each a phase; Err when the tracer did not
-/// build (said in `tally`). The host cases, the release and the unit tests come after,
-/// beside the VM lanes.
+/// The lint (`whole` runs) and amd64's tracer, each a phase: a copy of the tracer, or Err
+/// when it did not build (said in `tally`). The root-only test binaries, the host cases,
+/// the release and the unit tests come after, beside the VM lanes.
 fn host_side(
     tools: &setup::Tools,
     whole: bool,
     phases: &mut Phases,
     tally: &mut testing::harness::Tally,
-) -> Result<Host, ()> {
+) -> Result<PathBuf, ()> {
     if whole {
         phases.time("lint", || {
             if let Err(e) = lint::lint(tally) {
@@ -594,10 +591,7 @@ fn host_side(
     let tracer = kept_copy(&built).map_err(|e| {
         tally.record("host", "the static tracer kept", &Err(wrong!("{e:#}")));
     })?;
-    Ok(Host {
-        tracer,
-        guest_tests: Vec::new(),
-    })
+    Ok(tracer)
 }
 
 /// The amd64 kernels of `lanes`.
@@ -656,7 +650,11 @@ fn release_side(
 
 /// arm64's tracer built (with its time), and in `whole` runs built again from nothing for
 /// the release's second dist, kept beside the first build (with its time).
-type Arm64Builds = (anyhow::Result<PathBuf>, Duration, Option<(Arm64Again, Duration)>);
+type Arm64Builds = (
+    anyhow::Result<PathBuf>,
+    Duration,
+    Option<(Arm64Again, Duration)>,
+);
 
 /// arm64's tracer's first build, kept, and its second, for the release's second dist.
 type Arm64Again = anyhow::Result<(PathBuf, PathBuf)>;
@@ -713,7 +711,7 @@ fn arm64_recorded(
 
 /// The root-only test binaries (libtest name, path), built where a boot of `series` runs
 /// the case that runs them; none else, or when they do not build (said in `tally`).
-fn guest_tests(
+fn guest_tests_for(
     selection: &testing::suite::select::Selection,
     series: &[kernel::Series],
     tools: &setup::Tools,

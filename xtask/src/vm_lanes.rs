@@ -1,9 +1,9 @@
 //! The VM lanes of `cargo xtask test`: a queue of boots, taken by a few lanes at once.
 //!
-//! The lanes start as soon as amd64's tracer and its root-only test binaries are built. What
-//! comes later (arm64's tracer, the release) is handed over in a [`Later`] slot: a boot that
-//! needs it waits for it, and a lane takes the first boot in the queue whose slot is filled
-//! before one that would wait.
+//! The lanes start as soon as amd64's tracer is built. What comes later (amd64's root-only
+//! test binaries, arm64's tracer, the release) is handed over in a [`Later`] slot: a boot
+//! that needs it waits for it, and a lane takes the first boot in the queue whose slots are
+//! filled before one that would wait.
 
 use std::{
     path::{Path, PathBuf},
@@ -24,13 +24,21 @@ pub const HARDEN_KERNEL: &str = "6.12";
 /// waited for by the boots that need it.
 pub type Later<T> = OnceLock<Option<T>>;
 
-/// Fills both slots with None when dropped, unless filled before: a host phase that
-/// panics still lets the boots waiting on them go on (and the lanes end).
-pub struct FillOnDrop<'a>(pub &'a Later<PathBuf>, pub &'a Later<dist::Artifacts>);
+/// amd64's root-only test binaries: (libtest name, path), none where they did not build.
+pub type GuestTests = Vec<(String, PathBuf)>;
+
+/// Fills the slots of [`Vms`] with None when dropped, unless filled before: a host phase
+/// that panics still lets the boots waiting on them go on (and the lanes end).
+pub struct FillOnDrop<'a>(pub &'a Vms<'a>);
 
 impl Drop for FillOnDrop<'_> {
     fn drop(&mut self) {
-        let _ = (self.0.set(None), self.1.set(None));
+        let vms = self.0;
+        let _ = (
+            vms.guest_tests.set(None),
+            vms.tracer_arm64.set(None),
+            vms.release.set(None),
+        );
     }
 }
 
@@ -38,8 +46,8 @@ impl Drop for FillOnDrop<'_> {
 /// binaries, and the release.
 pub struct Vms<'a> {
     pub tracer: Option<&'a Path>,
+    pub guest_tests: &'a Later<GuestTests>,
     pub tracer_arm64: &'a Later<PathBuf>,
-    pub guest_tests: &'a [(String, PathBuf)],
     pub release: &'a Later<dist::Artifacts>,
 }
 
@@ -98,11 +106,15 @@ impl Job {
     }
 
     /// Whether what the boot needs is there (it need not wait).
-    fn ready(&self, vms: &Vms<'_>) -> bool {
+    fn ready(&self, vms: &Vms<'_>, selection: &Selection) -> bool {
         match self {
-            Job::Suite(kernel, _) => {
-                kernel.arch == arch::Arch::X86_64 || vms.tracer_arm64.get().is_some()
-            }
+            Job::Suite(kernel, clock) => match kernel.arch {
+                arch::Arch::X86_64 => {
+                    !testing::suite::runs_root_only(selection, kernel, *clock)
+                        || vms.guest_tests.get().is_some()
+                }
+                arch::Arch::Aarch64 => vms.tracer_arm64.get().is_some(),
+            },
             Job::Release(_) => vms.release.get().is_some(),
         }
     }
@@ -138,10 +150,11 @@ impl Job {
                     let e = anyhow::anyhow!("no tracer built for {}", kernel.name);
                     return (name, Err(e));
                 };
-                // The root-only tests are amd64's binaries.
-                let guest_tests = match kernel.arch {
-                    arch::Arch::X86_64 => vms.guest_tests,
-                    arch::Arch::Aarch64 => &[],
+                // Not built: said where they were built, and by the case that runs them.
+                let guest_tests = if testing::suite::runs_root_only(selection, &kernel, clock) {
+                    vms.guest_tests.wait().as_deref().unwrap_or_default()
+                } else {
+                    &[]
                 };
                 let built = testing::suite::Built {
                     tracer,
@@ -173,12 +186,15 @@ impl Job {
 
 /// The next boot for a lane: the first whose inputs are there, else the first (which
 /// waits for them).
-fn next(queue: &Mutex<Vec<Job>>, vms: &Vms<'_>) -> Option<Job> {
+fn next(queue: &Mutex<Vec<Job>>, vms: &Vms<'_>, selection: &Selection) -> Option<Job> {
     let mut queue = queue.lock().ok()?;
     if queue.is_empty() {
         return None;
     }
-    let at = queue.iter().position(|j| j.ready(vms)).unwrap_or(0);
+    let at = queue
+        .iter()
+        .position(|j| j.ready(vms, selection))
+        .unwrap_or(0);
     Some(queue.remove(at))
 }
 
@@ -207,7 +223,7 @@ pub fn run(
                     let mut tally = Tally::default();
                     let mut took = Vec::new();
                     let mut written = Vec::new();
-                    while let Some(job) = next(&queue, vms) {
+                    while let Some(job) = next(&queue, vms, selection) {
                         let start = Instant::now();
                         let (name, run) = job.run(vms, tools, timeout, selection, &mut tally);
                         took.push((name, start.elapsed()));

@@ -192,6 +192,15 @@ pub fn lane_of(kernel: &Kernel) -> Lane {
     }
 }
 
+/// Whether `kernel`'s boot of `clock` runs the root-only test binaries (amd64's: arm64's
+/// boots have none).
+pub fn runs_root_only(selection: &Selection, kernel: &Kernel, clock: Clock) -> bool {
+    let root_only = &cases::guest::ROOT_ONLY;
+    kernel.arch == crate::arch::Arch::X86_64
+        && root_only.runs_on(lane_of(kernel))
+        && selection.on_clock(clock).selects(root_only)
+}
+
 /// Whether `selection` has a case of `clock` that runs on `kernel`.
 pub fn boots(selection: &Selection, kernel: &Kernel, clock: Clock) -> bool {
     let lane = lane_of(kernel);

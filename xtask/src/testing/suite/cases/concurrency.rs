@@ -4,10 +4,10 @@
 //! capture tracer's own attaching must not show as anyone's wait.
 
 use tracer_common::maps::COST_RUN_CAP_NS;
-use tracer_core::snapshot::{AttachMethod, AttachState, Probe, ProbeStatus, Snapshot};
+use tracer_core::snapshot::{AttachMethod, AttachState, CgroupId, Probe, ProbeStatus, Snapshot};
 
 use crate::testing::{
-    harness::{Verdict, ms, wrong},
+    harness::{Fail, Verdict, ms, wrong},
     suite::{
         capture::{attached_with_all, kernel_skipped, rmdirs_by_path},
         case::{MODES, On, VmCase},
@@ -109,6 +109,37 @@ fn kretprobes_per_cpu(version: (u32, u32)) -> bool {
     version < (6, 0)
 }
 
+/// The three loops' cgroups and their mkdir + rmdir each.
+const LOOPS: [(&str, u64); 3] = [("/c37", 37), ("/c53", 53), ("/c71", 71)];
+
+/// The id of the cgroup at `path`.
+fn cgroup_of(s: &Snapshot, path: &str) -> Result<CgroupId, String> {
+    s.cgroups
+        .iter()
+        .find(|(_, p)| p.as_str() == path)
+        .map(|(id, _)| *id)
+        .ok_or_else(|| format!("no cgroup {path} in the capture"))
+}
+
+/// No unlink counted in the loops' cgroups: they remove directories alone, so an rmdir(2)
+/// counted as an unlink (its `AT_REMOVEDIR` flag read as 0) would otherwise pass for a
+/// call lost.
+fn no_unlinks(s: &Snapshot, loops: &[(&str, u64)]) -> Result<(), Fail> {
+    for (path, _) in loops {
+        let id = cgroup_of(s, path)?;
+        let unlinks = s
+            .total_where(|k| k.probe == Probe::SysUnlink && k.cgroup == id)
+            .count();
+        if unlinks > 0 {
+            return Err(wrong!(
+                "{path}: {} = {unlinks}, expected 0 (the loop makes no unlink: an rmdir taken for one?)",
+                Probe::SysUnlink.name()
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Three loops at once in /c37, /c53, /c71: each cgroup's exact counts. Strict where the
 /// attach scheme is lossless: kprobes (handlers run with preemption off; syscalls are
 /// counted by kprobes too) where kretprobes hold enough calls, the default (kprobes where
@@ -117,7 +148,6 @@ fn kretprobes_per_cpu(version: (u32, u32)) -> bool {
 /// reported as a loss; kprobes on 5.10 may miss returns, each one reported as an entry
 /// without a return.
 pub fn concurrent(s: &Snapshot, version: (u32, u32), method: Option<AttachMethod>) -> Verdict {
-    const LOOPS: [(&str, u64); 3] = [("/c37", 37), ("/c53", 53), ("/c71", 71)];
     let kretprobes_short = method == Some(AttachMethod::Kprobe) && kretprobes_per_cpu(version);
     let strict =
         (method != Some(AttachMethod::Fentry) || !preempts_programs(version)) && !kretprobes_short;
@@ -134,6 +164,7 @@ pub fn concurrent(s: &Snapshot, version: (u32, u32), method: Option<AttachMethod
         .probes
         .get(&Probe::VfsRmdir)
         .ok_or("no vfs_rmdir status")?;
+    no_unlinks(s, &LOOPS)?;
     if let Ok(seen) = rmdirs_by_path(s, &LOOPS) {
         if st.exits_without_entry > 0 || st.entries != st.exits {
             return Err(wrong!(
@@ -157,12 +188,7 @@ pub fn concurrent(s: &Snapshot, version: (u32, u32), method: Option<AttachMethod
     let mut short = 0;
     let mut seen = Vec::new();
     for (path, want) in LOOPS {
-        let id = s
-            .cgroups
-            .iter()
-            .find(|(_, p)| p.as_str() == path)
-            .map(|(id, _)| *id)
-            .ok_or_else(|| format!("no cgroup {path} in the capture"))?;
+        let id = cgroup_of(s, path)?;
         for probe in [Probe::VfsRmdir, Probe::SysRmdir] {
             let n = s
                 .total_where(|k| k.probe == probe && k.cgroup == id)
@@ -360,6 +386,27 @@ pub fn settled(files: &Results<'_>, name: &str) -> Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unlink_counted_in_a_loop_s_cgroup_fails_the_loops() {
+        use tracer_core::snapshot::SeriesKey;
+        let mut s = crate::testing::suite::capture::tests::snapshot("5.10.0-32-cloud-arm64", 1);
+        for (id, (path, n)) in (1..).zip(LOOPS) {
+            s.cgroups.insert(id, path.to_owned());
+            for _ in 0..n {
+                s.record(SeriesKey::new(Probe::SysRmdir, id), 1_000);
+            }
+        }
+        assert!(no_unlinks(&s, &LOOPS).is_ok());
+        // One of /c53's 53 rmdir(2) counted as an unlink.
+        s.record(SeriesKey::new(Probe::SysUnlink, 2), 1_000);
+        let e = no_unlinks(&s, &LOOPS).unwrap_err().to_string();
+        assert!(e.contains("/c53") && e.contains("= 1, expected 0"), "{e}");
+        // A cgroup of the loops missing from the capture is said.
+        s.cgroups.remove(&2);
+        let e = no_unlinks(&s, &LOOPS).unwrap_err().to_string();
+        assert!(e.contains("no cgroup /c53 in the capture"), "{e}");
+    }
 
     #[test]
     fn poisson_tails_match_known_values() {
