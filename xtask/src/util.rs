@@ -48,10 +48,10 @@ pub fn is_root() -> bool {
 }
 
 /// The calling thread, and every process it starts meanwhile, under `SCHED_IDLE` until
-/// dropped: it runs only on cores nothing else wants. The suite's builds that no boot waits
-/// for run so, on the time its VM lanes leave (a TCG guest keeps under one core busy on
-/// average), and take none from them. Where the kernel refuses, the thread runs as before,
-/// and says so on standard error.
+/// dropped: the scheduler gives it a core only when nothing else wants one. The suite's
+/// builds that no boot waits for run so, on the time its VM lanes leave (a TCG guest keeps
+/// under one core busy on average). They still share the cores' caches with the guests.
+/// Where the kernel refuses, the thread runs as before, and says so on standard error.
 pub struct Idle(bool);
 
 impl Idle {
