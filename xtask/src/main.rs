@@ -495,6 +495,7 @@ fn test(
                 kernel::Kernels::One(s) => s.name == testing::release::KERNEL,
             };
         let queue = vm_lanes::Job::queue(&lanes, with_release, selection, &tools)?;
+        let root_only = queue.iter().any(|j| j.runs_root_only(selection));
         let vms = vm_lanes::Vms {
             tracer: host.as_deref(),
             guest_tests: &guest_tests,
@@ -515,8 +516,7 @@ fn test(
             });
             // First what the 6.12 boot waits for (the lanes take other boots meanwhile).
             if host.is_some() {
-                let amd64 = amd64_series(&lanes);
-                let built = guest_tests_for(selection, &amd64, &tools, &mut beside, &mut tally);
+                let built = guest_tests_for(root_only, &tools, &mut beside, &mut tally);
                 let _ = guest_tests.set(Some(built));
             }
             if let Some(tracer) = host.as_deref().filter(|_| whole) {
@@ -592,15 +592,6 @@ fn host_side(
         tally.record("host", "the static tracer kept", &Err(wrong!("{e:#}")));
     })?;
     Ok(tracer)
-}
-
-/// The amd64 kernels of `lanes`.
-fn amd64_series(lanes: &[(arch::Arch, kernel::Series)]) -> Vec<kernel::Series> {
-    lanes
-        .iter()
-        .filter(|(a, _)| *a == arch::Arch::X86_64)
-        .map(|(_, s)| *s)
-        .collect()
 }
 
 /// The release of both architectures (arm64's when it built: `arm64_again` holds its first
@@ -709,20 +700,15 @@ fn arm64_recorded(
     (Some(bin), again)
 }
 
-/// The root-only test binaries (libtest name, path), built where a boot of `series` runs
-/// the case that runs them; none else, or when they do not build (said in `tally`).
+/// The root-only test binaries (libtest name, path), built when a boot of the queue runs
+/// them (`wanted`); none else, or when they do not build (said in `tally`).
 fn guest_tests_for(
-    selection: &testing::suite::select::Selection,
-    series: &[kernel::Series],
+    wanted: bool,
     tools: &setup::Tools,
     phases: &mut Phases,
     tally: &mut testing::harness::Tally,
 ) -> Vec<(String, PathBuf)> {
-    let root_only = &testing::suite::cases::guest::ROOT_ONLY;
-    let runs = series
-        .iter()
-        .any(|s| kernel::version_of(s.name).is_some_and(|v| root_only.on.includes(v)));
-    if !selection.selects(root_only) || !runs {
+    if !wanted {
         return Vec::new();
     }
     let built = phases.time("test binaries", || tracer_build::guest_tests(tools));

@@ -105,13 +105,18 @@ impl Job {
         Ok(vms)
     }
 
+    /// Whether the boot runs amd64's root-only test binaries.
+    pub fn runs_root_only(&self, selection: &Selection) -> bool {
+        matches!(self, Job::Suite(kernel, clock)
+            if testing::suite::runs_root_only(selection, kernel, *clock))
+    }
+
     /// Whether what the boot needs is there (it need not wait).
     fn ready(&self, vms: &Vms<'_>, selection: &Selection) -> bool {
         match self {
-            Job::Suite(kernel, clock) => match kernel.arch {
+            Job::Suite(kernel, _) => match kernel.arch {
                 arch::Arch::X86_64 => {
-                    !testing::suite::runs_root_only(selection, kernel, *clock)
-                        || vms.guest_tests.get().is_some()
+                    !self.runs_root_only(selection) || vms.guest_tests.get().is_some()
                 }
                 arch::Arch::Aarch64 => vms.tracer_arm64.get().is_some(),
             },
@@ -130,6 +135,7 @@ impl Job {
         selection: &Selection,
         tally: &mut Tally,
     ) -> (String, anyhow::Result<Option<PathBuf>>) {
+        let root_only = self.runs_root_only(selection);
         match self {
             Job::Suite(kernel, clock) => {
                 let harden = kernel.name == HARDEN_KERNEL;
@@ -151,7 +157,7 @@ impl Job {
                     return (name, Err(e));
                 };
                 // Not built: said where they were built, and by the case that runs them.
-                let guest_tests = if testing::suite::runs_root_only(selection, &kernel, clock) {
+                let guest_tests = if root_only {
                     vms.guest_tests.wait().as_deref().unwrap_or_default()
                 } else {
                     &[]
