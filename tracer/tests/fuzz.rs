@@ -505,9 +505,69 @@ fn btf_blobs() {
     });
     fuzz("BTF blobs", 5_000, &blob, |data| {
         if let Ok(btf) = Btf::parse(&data) {
-            let _ = btf.offset_of("dentry", "d_inode");
-            let _ = btf.offset_of("dentry", "d_hash.pprev");
+            ask(&btf);
         }
         Ok(())
     });
+    // Well-formed types of every kind, whose names, member types and ids point anywhere
+    // (cycles, ids past the last, `void`), in a string section holding the names asked for.
+    let strings = b"\0dentry\0d_inode\0d_hash\0pprev\0vfs_rmdir\0DCACHE_OP_DELETE\0";
+    let name = 0..u32::try_from(strings.len()).unwrap() + 4;
+    let word = prop_oneof![0..12u32, any::<u32>()];
+    let one = (
+        1..=19u32,
+        0..4u32,
+        any::<bool>(),
+        name.clone(),
+        word.clone(),
+    );
+    let types = proptest::collection::vec(
+        (
+            one,
+            proptest::collection::vec((name, word.clone(), word), 4),
+        ),
+        1..12,
+    );
+    let typed_blob = types.prop_map(move |types| {
+        let mut words: Vec<u32> = Vec::new();
+        for ((kind, vlen, flag, name, size_or_type), fill) in types {
+            words.extend([
+                name,
+                (u32::from(flag) << 31) | (kind << 24) | vlen,
+                size_or_type,
+            ]);
+            // The words that follow each kind (the kernel's Documentation/bpf/btf.rst).
+            let trailing = match kind {
+                1 | 14 | 17 => 1,
+                3 => 3,
+                4 | 5 | 15 | 19 => 3 * vlen,
+                6 | 13 => 2 * vlen,
+                _ => 0,
+            };
+            let fill = fill.iter().flat_map(|&(a, b, c)| [a, b, c]).cycle();
+            words.extend(fill.take(trailing as usize));
+        }
+        let types: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let mut b = vec![0x9f, 0xeb, 1, 0];
+        let (t, s) = (types.len(), strings.len());
+        for w in [24, 0, t, t, s] {
+            b.extend(u32::try_from(w).unwrap().to_le_bytes());
+        }
+        b.extend(types);
+        b.extend(strings);
+        b
+    });
+    fuzz("BTF blobs, well-formed types", 5_000, &typed_blob, |data| {
+        let btf = Btf::parse(&data).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        ask(&btf);
+        Ok(())
+    });
+}
+
+/// What the loader asks of the kernel's BTF.
+fn ask(btf: &Btf) {
+    let _ = btf.offset_of("dentry", "d_inode");
+    let _ = btf.offset_of("dentry", "d_hash.pprev");
+    let _ = btf.enum_value("DCACHE_OP_DELETE");
+    let _ = btf.parameters("vfs_rmdir");
 }

@@ -66,15 +66,15 @@ pub(super) fn load(
         warnings.push(e.to_string());
     }
     // One read of the kernel's BTF serves our offsets, aya's fentry attach and aya's
-    // loader, and each parses all of it (about 5 MB, a second in a small VM under
-    // emulation): the three parses run at once.
+    // loader. aya's two parse all of it (about 5 MB, a third of a second each in a small VM
+    // under emulation) and run at once; our offsets take milliseconds, beside them.
     let raw_btf = timed("reading the kernel's BTF", btf::read_sys_fs);
     let raw_btf = raw_btf.as_deref();
     let cgroup_layout = tracefs::cgroup_layout();
     let test_misses = test_knobs::test_miss_from_env(warnings);
     let (ebpf, offsets_valid, aya_btf) = std::thread::scope(|s| {
         let find_layout = || {
-            timed("the struct offsets (parsing the kernel's BTF)", || {
+            timed("the struct offsets (read from the kernel's BTF)", || {
                 kernel_layout(raw_btf)
             })
         };
@@ -121,7 +121,7 @@ pub(super) fn load(
 }
 
 /// Load the object with the kernel's struct offsets (`layout`, had once aya's loader is made:
-/// each parses the kernel's BTF, at once) and our own pid set; whether the offsets were
+/// each reads the kernel's BTF, at once) and our own pid set; whether the offsets were
 /// found (else a warning says what is lost).
 fn load_object(
     layout: impl FnOnce() -> Result<KernelLayout, BtfError>,

@@ -195,11 +195,12 @@ pub fn copyright(arch: Arch, release: &Release) -> anyhow::Result<String> {
     )
     .context("cargo tree: the crates linked into tracer")?;
     let crates = linked_crates(&tree);
-    let btf_rs = crates
-        .iter()
-        .find(|(name, _, _)| name == "btf-rs")
-        .map(|(_, v, _)| v.clone())
-        .context("btf-rs is not among the crates linked into tracer")?;
+    if let Some((name, version, license)) = crates.iter().find(|(_, _, l)| gpl_only(l)) {
+        anyhow::bail!(
+            "{name} {version} ({license}) is linked into tracer, and deploy/deb/copyright says \
+             how the terms of a GPL-family licence are met for the C library alone"
+        );
+    }
     let mut list = String::new();
     for (name, version, license) in &crates {
         let _ = writeln!(list, "  {name} {version}: {license}");
@@ -207,8 +208,13 @@ pub fn copyright(arch: Arch, release: &Release) -> anyhow::Result<String> {
     Ok(template
         .replace("@VERSION@", &release.version)
         .replace("@REVISION@", &release.revision)
-        .replace("@BTF_RS@", &btf_rs)
         .replace("@CRATES@\n", &list))
+}
+
+/// Whether a crate's licence expression offers only GPL-family licences (LGPL among them),
+/// whose terms the copyright's words must meet for that crate by name.
+fn gpl_only(license: &str) -> bool {
+    license.split(" OR ").all(|l| l.contains("GPL"))
 }
 
 /// (name, version, license) of each crate of `cargo tree`'s lines `NAME vVERSION[ (PATH)]
@@ -260,5 +266,13 @@ mod tests {
                 ("btf-rs".into(), "2.1.0".into(), "LGPL-2.1-or-later".into()),
             ]
         );
+    }
+
+    #[test]
+    fn a_crate_only_under_a_gpl_family_licence_is_told_apart() {
+        assert!(gpl_only("LGPL-2.1-or-later"));
+        assert!(gpl_only("GPL-2.0 OR LGPL-2.1"));
+        assert!(!gpl_only("MIT OR Apache-2.0 OR LGPL-2.1-or-later"));
+        assert!(!gpl_only("Unlicense OR MIT"));
     }
 }
