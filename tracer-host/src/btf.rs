@@ -310,7 +310,7 @@ impl<'a> Btf<'a> {
     }
 
     /// Every type of these kinds, in order of id: its id and common part. (A kind is told
-    /// from one word, so the walk over the other types is short.)
+    /// from one byte, so the walk over the other types is short.)
     fn of_kind(&self, kinds: &[u32]) -> impl Iterator<Item = (u32, Head)> {
         let types = &self.data[self.types.clone()];
         (1..).zip(&self.starts).filter_map(move |(id, &at)| {
