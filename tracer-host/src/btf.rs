@@ -6,8 +6,9 @@
 //!
 //! The BTF is read by a walk of its type section that decodes only the types asked about
 //! (the format: the kernel's `Documentation/bpf/btf.rst`). tracer asks ten questions of
-//! about 5 MB and 150,000 types at every start; a parser that builds every type and string
-//! first (btf-rs, which this replaced) took most of a second of a small VM's CPU for them.
+//! about 5 MB and over 100,000 types at every start; a parser that builds every type and
+//! string first (btf-rs, which this replaced) took most of a second of a small VM's CPU for
+//! them.
 //! The tests hold this walk to btf-rs's answers over the host's own BTF.
 
 use std::{borrow::Cow, ops::Range, path::PathBuf};
@@ -183,6 +184,11 @@ impl<'a> Btf<'a> {
             return Err(cut());
         }
         let header = word(4).ok_or_else(cut)? as usize;
+        if header < 24 {
+            return Err(bad(format!(
+                "a {header}-byte header, shorter than BTF's 24"
+            )));
+        }
         let section = |off_at: usize, what: &str| -> Result<Range<usize>, BtfError> {
             let (off, len) = (
                 word(off_at).ok_or_else(cut)?,
@@ -200,11 +206,6 @@ impl<'a> Btf<'a> {
                     ))
                 })
         };
-        if header < 24 {
-            return Err(bad(format!(
-                "a {header}-byte header, shorter than BTF's 24"
-            )));
-        }
         let (type_range, strings) = (section(8, "type")?, section(16, "string")?);
         let types = &data[type_range.clone()];
         // Kernels' types average about 40 bytes.
@@ -247,7 +248,7 @@ impl<'a> Btf<'a> {
         let mut total = 0u32;
         for part in member.split('.') {
             let (bits, type_id) = self
-                .find(id, part, 0)
+                .find(id, part)
                 .ok_or_else(|| BtfError::NoMember(name.into(), member.into()))?;
             total = total.saturating_add(bits);
             // Members descended into are plain structs in the kernel's layouts used here;
@@ -364,12 +365,12 @@ impl<'a> Btf<'a> {
 
     /// Depth-first search for a named member, through anonymous ones: its bit offset (a
     /// bitfield's too) and type id.
-    fn find(&self, id: u32, member: &str, depth: u32) -> Option<(u32, u32)> {
+    fn find(&self, id: u32, member: &str) -> Option<(u32, u32)> {
         // A kernel's anonymous members nest a few deep and are few; a `--btf` file could nest
         // them in a cycle, or fan each out 65,535 ways: the search is bounded in depth and in
         // members looked at.
         let mut budget = 1 << 20;
-        self.find_within(id, member, depth, &mut budget)
+        self.find_within(id, member, 0, &mut budget)
     }
 
     fn find_within(
@@ -741,11 +742,7 @@ mod tests {
                 continue;
             };
             for (name, _, _) in fields.iter().filter(|(n, _, _)| !n.is_empty()) {
-                assert_eq!(
-                    ours.find(id, name, 0),
-                    theirs.find(id, name, 0),
-                    "{id}.{name}"
-                );
+                assert_eq!(ours.find(id, name), theirs.find(id, name, 0), "{id}.{name}");
                 checked += 1;
             }
             if let Ok(btf_rs::Type::Struct(s)) = theirs.0.resolve_type_by_id(id) {
