@@ -4,7 +4,7 @@
 use tracer_core::snapshot::{Probe, Snapshot};
 
 use crate::testing::{
-    harness::{Fail, Verdict, ms, wrong},
+    harness::{Verdict, ms, wrong},
     suite::{
         case::{Clock, Fixture, On, VmCase},
         results::Results,
@@ -25,13 +25,12 @@ use crate::testing::{
 /// model claims, with prunes of tens of ms.
 ///
 /// The case runs in the boot under icount (`clock`), where a pair's times count guest
-/// instructions. Each pair is still taken twice, one after the other, and the model judged
-/// on the first pair within 2x, both pairs' figures printed: under TCG a pair's two captures
-/// are seconds apart, and the other VM beside this one can change the host's load between
-/// them. On 2026-12-06 the
-/// expedited grace periods of a 100-umount capture took 473 µs each and its 300's about
-/// 4 ms each (an expedited grace period waits for the other vCPU's turn on the host), a
-/// ratio of 0.14 that no per-call cost could predict. A model off on both pairs fails.
+/// instructions, so the other VM beside this one cannot change them: each pair is taken once.
+/// Under TCG it was taken twice and judged on the first pair within 2x, since the host's load
+/// could change between a pair's captures (on 2026-12-06 the expedited grace periods of a
+/// 100-umount capture took 473 µs each and its 300's about 4 ms each, a ratio of 0.14 that no
+/// per-call cost could predict). Under icount every kernel's first pair read 0.90 to 1.09 in
+/// the whole run of 2026-12-07, its second never needed.
 pub const CALIBRATION: VmCase = VmCase {
     name: "model::calibration",
     heading: "calibration captures (umount of 100 and 300 tmpfs; rmdir of 20000 and 40000 negatives)",
@@ -41,14 +40,9 @@ pub const CALIBRATION: VmCase = VmCase {
 # 300's time per call once on 7.3), which no per-call fit should take for the umount's cost.
 i=0; while [ $i -lt 100 ]; do mkdir -p /mnt/cw/$i && mount -t tmpfs none /mnt/cw/$i; i=$((i+1)); done
 i=0; while [ $i -lt 100 ]; do umount /mnt/cw/$i; i=$((i+1)); done
-# Two pairs of each, one after the other (see CALIBRATION's doc).
 for n in 100 300; do
     i=0; while [ $i -lt $n ]; do mkdir -p /mnt/c$n/$i && mount -t tmpfs none /mnt/c$n/$i; i=$((i+1)); done
     capture um$n "i=0; while [ \$i -lt $n ]; do umount /mnt/c$n/\$i || exit 1; i=\$((i+1)); done"
-done
-for n in 100 300; do
-    i=0; while [ $i -lt $n ]; do mkdir -p /mnt/cb$n/$i && mount -t tmpfs none /mnt/cb$n/$i; i=$((i+1)); done
-    capture umb$n "i=0; while [ \$i -lt $n ]; do umount /mnt/cb$n/\$i || exit 1; i=\$((i+1)); done"
 done
 if [ -d /mnt/ext2 ]; then
     for n in 20000 40000; do
@@ -56,36 +50,26 @@ if [ -d /mnt/ext2 ]; then
         sh -c "i=0; while [ \$i -lt $n ]; do [ -e /mnt/ext2/n$n/x\$i ]; i=\$((i+1)); done"
         capture neg$n "rmdir /mnt/ext2/n$n"
     done
-    for n in 20000 40000; do
-        mkdir -p /mnt/ext2/m$n
-        sh -c "i=0; while [ \$i -lt $n ]; do [ -e /mnt/ext2/m$n/x\$i ]; i=\$((i+1)); done"
-        capture negb$n "rmdir /mnt/ext2/m$n"
-    done
 fi
 "#,
     judge: |j| {
         j.verdict(
             "auto",
             "model calibrated on 100 umounts predicts 300: calls exact, time within 2x",
-            &["um100.json", "um300.json", "umb100.json", "umb300.json"],
+            &["um100.json", "um300.json"],
             umounts_predicted,
         );
         j.verdict(
             "auto",
             "model calibrated on a 20000-negative rmdir predicts 40000: calls exact, time within 2x",
-            &[
-                "neg20000.json",
-                "neg40000.json",
-                "negb20000.json",
-                "negb40000.json",
-            ],
+            &["neg20000.json", "neg40000.json"],
             |r| {
-                let pairs = [("neg20000", "neg40000"), ("negb20000", "negb40000")];
-                either_pair(pairs, |fit, check| {
-                    let (scenario, variant) = ("negative-dentry-rmdir", "prune-under-lock");
-                    let (probe, caller) = (Probe::ShrinkDcacheParent, Some(Probe::VfsRmdir));
-                    predicts(r, fit, check, scenario, variant, "negatives=40000", probe, caller)
-                })
+                let (scenario, variant) = ("negative-dentry-rmdir", "prune-under-lock");
+                let (probe, caller) = (Probe::ShrinkDcacheParent, Some(Probe::VfsRmdir));
+                let (fit, check) = ("neg20000", "neg40000");
+                let seen =
+                    predicts(r, fit, check, scenario, variant, "negatives=40000", probe, caller)?;
+                Ok(format!("{check} from {fit}: {seen}"))
             },
         );
     },
@@ -97,41 +81,21 @@ fi
     ..VmCase::BASE
 };
 
-/// The model calibrated on 100 umounts predicts 300's, on either pair.
+/// The model calibrated on 100 umounts predicts 300's.
 fn umounts_predicted(r: &Results<'_>) -> Verdict {
-    either_pair([("um100", "um300"), ("umb100", "umb300")], |fit, check| {
-        let set = "mounts=300";
-        predicts(
-            r,
-            fit,
-            check,
-            "umount-storm",
-            "expedited",
-            set,
-            Probe::SysUmount,
-            None,
-        )
-    })
-}
-
-/// `predict` (a [`predicts`] of fit and check) on each (fit, check) pair in turn: the first
-/// within the goal passes, with the figures of the pairs before it; none within it fails
-/// with every pair's.
-pub fn either_pair(pairs: [(&str, &str); 2], predict: impl Fn(&str, &str) -> Verdict) -> Verdict {
-    let mut off = Vec::new();
-    for (fit, check) in pairs {
-        match predict(fit, check) {
-            Ok(seen) if off.is_empty() => return Ok(format!("{check} from {fit}: {seen}")),
-            Ok(seen) => {
-                return Ok(format!(
-                    "{check} from {fit}: {seen} (before it {})",
-                    off.join("; ")
-                ));
-            }
-            Err(why) => off.push(format!("{check} from {fit}: {why}")),
-        }
-    }
-    Err(Fail::Wrong(off.join("; ")))
+    let (scenario, variant, set) = ("umount-storm", "expedited", "mounts=300");
+    let (fit, check) = ("um100", "um300");
+    let seen = predicts(
+        r,
+        fit,
+        check,
+        scenario,
+        variant,
+        set,
+        Probe::SysUmount,
+        None,
+    )?;
+    Ok(format!("{check} from {fit}: {seen}"))
 }
 
 /// Calibrate the model on capture `fit`, predict the workload of capture `check` (the
@@ -262,46 +226,34 @@ mod tests {
         let calls = predicted.probe_total(Probe::SysUmount).count();
         assert_eq!(calls, 300);
         let mean = predicted.probe_total(Probe::SysUmount).sum_ns() / calls;
-        // The two pairs' 300s took `first_ns` and `second_ns` a umount.
-        let judged = |first_ns: u64, second_ns: u64| {
+        // The 300 took `each_ns` a umount.
+        let judged = |each_ns: u64| {
             let mut files = crate::testing::suite::results::Files::new();
-            for (name, each_ns) in [("um300", first_ns), ("umb300", second_ns)] {
-                let mut measured = Snapshot::new(predicted.meta.clone());
-                measured
-                    .series_mut(SeriesKey::new(Probe::SysUmount, 1))
-                    .record_n(each_ns, calls);
-                let check = dir.join(format!("{name}.json"));
-                std::fs::write(&check, capture_file::to_string(&measured)).unwrap();
-                files.insert(format!("{name}.json"), check);
-            }
+            let mut measured = Snapshot::new(predicted.meta.clone());
+            measured
+                .series_mut(SeriesKey::new(Probe::SysUmount, 1))
+                .record_n(each_ns, calls);
+            let check = dir.join("um300.json");
+            std::fs::write(&check, capture_file::to_string(&measured)).unwrap();
+            files.insert("um300.json".to_owned(), check);
             files.insert("um100.json".to_owned(), fit.clone());
-            files.insert("umb100.json".to_owned(), fit.clone());
             umounts_predicted(&Results::all(&files))
         };
-        let right = judged(mean, mean);
+        let right = judged(mean);
         assert!(
             right
                 .as_ref()
-                .is_ok_and(|s| s.contains("within 2x") && !s.contains("before it")),
+                .is_ok_and(|s| s.contains("um300 from um100") && s.contains("within 2x")),
             "{right:?}"
         );
-        // 3x off on both pairs, either way: the model is off, not the host's load.
-        let slow = judged(3 * mean, 3 * mean).unwrap_err();
-        assert!(
-            slow.to_string().matches("outside 2x").count() == 2,
-            "{slow}"
-        );
-        let fast = judged(mean / 3, mean / 3).unwrap_err();
-        assert!(
-            fast.to_string().matches("outside 2x").count() == 2,
-            "{fast}"
-        );
-        // One pair off, the other right: passes, the first pair's figures shown.
-        let once = judged(3 * mean, mean).unwrap();
-        assert!(
-            once.contains("before it um300 from um100") && once.contains("outside 2x"),
-            "{once}"
-        );
+        // 3x off either way fails, with the figures.
+        for off in [3 * mean, mean / 3] {
+            let why = judged(off).unwrap_err().to_string();
+            assert!(
+                why.contains("outside 2x") && why.contains("umount: predicted"),
+                "{why}"
+            );
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
