@@ -119,6 +119,10 @@ struct Cache {
     frame: Option<Arc<Frame>>,
     /// Indexed by [`slot`].
     bodies: [Option<Bytes>; SLOTS],
+    /// The slots scrapes asked for since the last encoding began: only those are encoded
+    /// with the next frame, so a format asked once (a person's `curl`, the other
+    /// Prometheus of a pair that has moved on) is not encoded at every refresh after.
+    asked: [bool; SLOTS],
     /// What `/proc/self` said when `frame` was first encoded: its other encodings say
     /// the same.
     proc: Option<ProcSelf>,
@@ -263,8 +267,9 @@ impl Exporter {
     /// The latest frame in `format` (gzipped when `gzip`).
     ///
     /// A frame is encoded once, when the first scrape after it was published asks, in the
-    /// background: until that encoding lands, scrapes get the previous refresh's bytes
-    /// instead of all waiting on it. Bytes older than that are not served: a scrape waits
+    /// background, in each format asked since the previous encoding began: until that
+    /// encoding lands, scrapes get the previous refresh's bytes instead of all waiting on
+    /// it. Bytes older than that are not served: a scrape waits
     /// for the latest frame's encoding when what is cached is older, or is the "no frame
     /// yet" answer while a frame exists (the cache is only as recent as the last scrape,
     /// and one scrape every 15 s, or a probe before the first refresh, would otherwise
@@ -305,12 +310,9 @@ impl Exporter {
                 let cached = cache.bodies[want].clone();
                 let past_bound = asked.elapsed() >= self.stale_after;
                 let have = cached.clone().filter(|_| recent || past_bound);
+                cache.asked[want] = true;
                 if !cache.busy && (!current || have.is_none()) {
-                    let mut wanted = [false; SLOTS];
-                    for (w, b) in wanted.iter_mut().zip(&cache.bodies) {
-                        *w = b.is_some();
-                    }
-                    wanted[want] = true;
+                    let wanted = std::mem::take(&mut cache.asked);
                     cache.busy = true;
                     let proc = if current { cache.proc } else { None };
                     self.encode_later(latest, wanted, proc, source_down);
@@ -358,7 +360,9 @@ impl Exporter {
                     .take()
                 {
                     assert!(fault != TestFault::Panic, "test hook: this encoding panics");
-                    return Err(metrics::EncodeError("test hook: this encoding fails".into()));
+                    return Err(metrics::EncodeError(
+                        "test hook: this encoding fails".into(),
+                    ));
                 }
                 encode(frame.as_ref(), wanted, &ctx)
             }));

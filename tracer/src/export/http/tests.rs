@@ -139,6 +139,42 @@ fn refresh(seq: u64, calls: u32) -> Arc<crate::live::Frame> {
     Arc::new(f)
 }
 
+/// The slots the cache holds bodies in: which formats the last encoding made.
+fn encoded_slots(exporter: &Exporter) -> Vec<usize> {
+    let cache = exporter.cache();
+    (0..super::SLOTS)
+        .filter(|&i| cache.bodies[i].is_some())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_format_asked_once_is_not_encoded_at_every_refresh_after() {
+    use super::{Format, slot};
+    let (tx, rx) = watch::channel(Some(refresh(1, 1)));
+    let exporter = Arc::new(Exporter::new(rx));
+    // A person's text scrape, then Prometheus' gzipped OpenMetrics, on refresh 1.
+    exporter.scrape(Format::Text, false).await.unwrap();
+    exporter.scrape(Format::OpenMetrics, true).await.unwrap();
+    // Refresh 5 (too far from refresh 1 for its bytes to answer: the scrape waits for the
+    // encoding): Prometheus scrapes again, and only its format is encoded.
+    tx.send_replace(Some(refresh(5, 2)));
+    let om = exporter.scrape(Format::OpenMetrics, true).await.unwrap();
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&om[..]), &mut text).unwrap();
+    let labels = [("probe", "vfs_rmdir"), ("caller", "none")];
+    assert_eq!(
+        sample(&text, "tracer_latency_seconds_count", &labels),
+        Some(2.0)
+    );
+    assert_eq!(
+        encoded_slots(&exporter),
+        [slot(Format::OpenMetrics, true)],
+        "the text format, asked once on refresh 1, is not encoded for refresh 5"
+    );
+    // Asked again, text is encoded afresh: refresh 5, not refresh 1's bytes.
+    assert_eq!(scraped(&exporter).await, (Some(2.0), Some(1.0)));
+}
+
 #[tokio::test]
 async fn a_panic_while_encoding_answers_500_once_and_the_next_scrape_is_fresh() {
     a_failed_encoding_answers_500_once_and_the_next_scrape_is_fresh(TestFault::Panic).await;
@@ -169,7 +205,10 @@ async fn a_failed_encoding_answers_500_once_and_the_next_scrape_is_fresh(fault: 
     exporter.fail_next_encoding(fault);
     let failed = exchange(addr, get).await;
     assert_eq!(status(&failed), Some(500), "{failed}");
-    assert!(body(&failed).contains("encoding the metrics failed"), "{failed}");
+    assert!(
+        body(&failed).contains("encoding the metrics failed"),
+        "{failed}"
+    );
 
     // The next scrape encodes refresh 5 afresh: neither refresh 1's bytes nor a hang.
     let labels = [("probe", "vfs_rmdir"), ("caller", "none")];
