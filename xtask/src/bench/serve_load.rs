@@ -5,7 +5,9 @@
 //! headers and 1,000 idle connections. Two settings: each binary at its defaults, and the
 //! per-cgroup histograms on (this build's `--cgroup-histograms`; the previous release had
 //! them always). In each, every format a Prometheus asks for (text, `OpenMetrics`, protobuf,
-//! and `OpenMetrics` gzipped as Prometheus 2.x scrapes), the two binaries' turns
+//! and gzipped: `OpenMetrics` as Prometheus 2.x scrapes, protobuf as it scrapes with native
+//! histograms on; Prometheus asks for gzip unless a job sets `enable_compression: false`),
+//! the two binaries' turns
 //! interleaved: series, bytes, p50 and p99 of each, and this build's over the previous
 //! release's. The last line is `serve: defaults p99 X ms (Yx the previous release), ...`
 //! with the goals held or not; the exit status is non-zero when one is not.
@@ -51,7 +53,7 @@ const PROMETHEUS_ACCEPT: &str = "application/openmetrics-text;version=1.0.0,appl
 /// Options of `bench serve`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServeArgs {
-    /// Seconds of load per binary, setting and format (2 x 2 x 4 turns).
+    /// Seconds of load per binary, setting and format (2 x 2 x 5 turns).
     #[arg(long, default_value_t = 60)]
     pub seconds: u64,
     /// Cgroups replaced per second in the synthetic load.
@@ -77,14 +79,17 @@ pub(crate) enum Ask {
     Protobuf,
     /// What Prometheus 2.x asks for, with the `Accept-Encoding: gzip` it always sends.
     OpenMetricsGzip,
+    /// What Prometheus asks for with native histograms on, with its `Accept-Encoding: gzip`.
+    ProtobufGzip,
 }
 
 /// Every format, in the order they are measured and shown.
-const ASKS: [Ask; 4] = [
+const ASKS: [Ask; 5] = [
     Ask::Text,
     Ask::OpenMetrics,
     Ask::Protobuf,
     Ask::OpenMetricsGzip,
+    Ask::ProtobufGzip,
 ];
 
 impl Ask {
@@ -94,6 +99,7 @@ impl Ask {
             Ask::OpenMetrics => "openmetrics",
             Ask::Protobuf => "protobuf",
             Ask::OpenMetricsGzip => "openmetrics+gzip",
+            Ask::ProtobufGzip => "protobuf+gzip",
         }
     }
 
@@ -101,14 +107,14 @@ impl Ask {
         match self {
             Ask::Text => "text/plain;version=0.0.4",
             Ask::OpenMetrics | Ask::OpenMetricsGzip => PROMETHEUS_ACCEPT,
-            Ask::Protobuf => {
+            Ask::Protobuf | Ask::ProtobufGzip => {
                 "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited"
             }
         }
     }
 
     fn gzip(self) -> bool {
-        self == Ask::OpenMetricsGzip
+        matches!(self, Ask::OpenMetricsGzip | Ask::ProtobufGzip)
     }
 
     /// The media type an answer must have: a server that answered another format would be
@@ -117,7 +123,7 @@ impl Ask {
         match self {
             Ask::Text => "text/plain",
             Ask::OpenMetrics | Ask::OpenMetricsGzip => "application/openmetrics-text",
-            Ask::Protobuf => "application/vnd.google.protobuf",
+            Ask::Protobuf | Ask::ProtobufGzip => "application/vnd.google.protobuf",
         }
     }
 }
@@ -237,16 +243,20 @@ pub(crate) fn percentile(sorted: &[Duration], q: f64) -> f64 {
 /// format every metric is one (a histogram is one native histogram). None when the body is
 /// not whole: an `OpenMetrics` one without its `# EOF`, a protobuf one cut inside a message.
 fn series(ask: Ask, body: &[u8]) -> Option<usize> {
+    let mut bytes = Vec::new();
+    let body = if ask.gzip() {
+        flate2::read::GzDecoder::new(body)
+            .read_to_end(&mut bytes)
+            .ok()?;
+        &bytes
+    } else {
+        body
+    };
     let text = match ask {
-        Ask::Protobuf => return protobuf_metrics(body),
-        Ask::OpenMetricsGzip => {
-            let mut text = String::new();
-            flate2::read::GzDecoder::new(body)
-                .read_to_string(&mut text)
-                .ok()?;
-            text
+        Ask::Protobuf | Ask::ProtobufGzip => return protobuf_metrics(body),
+        Ask::Text | Ask::OpenMetrics | Ask::OpenMetricsGzip => {
+            String::from_utf8(body.to_vec()).ok()?
         }
-        Ask::Text | Ask::OpenMetrics => String::from_utf8(body.to_vec()).ok()?,
     };
     if ask != Ask::Text && !text.ends_with("# EOF\n") {
         return None;
@@ -844,6 +854,13 @@ mod tests {
         assert_eq!(series(Ask::Protobuf, &body), Some(4));
         // Cut inside the last message: not whole.
         assert_eq!(series(Ask::Protobuf, &body[..body.len() - 3]), None);
+        // Gzipped, as Prometheus asks for it with native histograms on: the same count.
+        let mut zipped = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        zipped.write_all(&body).expect("gzip");
+        let zipped = zipped.finish().expect("gzip");
+        assert_eq!(series(Ask::ProtobufGzip, &zipped), Some(4));
+        // Not a gzip stream: not whole.
+        assert_eq!(series(Ask::ProtobufGzip, &body), None);
     }
 
     #[test]
