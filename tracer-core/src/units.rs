@@ -162,7 +162,10 @@ pub fn utc(unix_ns: u64) -> String {
     let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(unix_ns / 1_000_000_000);
     // `YYYY-MM-DDTHH:MM:SSZ`, as a report line reads it.
     let rfc3339 = humantime::format_rfc3339_seconds(at).to_string();
-    format!("{} UTC", rfc3339.trim_end_matches('Z').replacen('T', " ", 1))
+    format!(
+        "{} UTC",
+        rfc3339.trim_end_matches('Z').replacen('T', " ", 1)
+    )
 }
 
 /// Why a duration was refused; each message quotes what was typed.

@@ -128,7 +128,11 @@ impl KernelArgs {
 }
 
 /// `recording since T: K of N probes attached in A s, settled in S s`.
-fn recording_line(attached: &tracer_loader::attached::Attached, wanted: usize, begun: Instant) -> String {
+fn recording_line(
+    attached: &tracer_loader::attached::Attached,
+    wanted: usize,
+    begun: Instant,
+) -> String {
     let since = &attached.recording_since;
     let ready = attached
         .states

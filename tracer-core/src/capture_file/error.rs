@@ -163,4 +163,3 @@ pub enum RecordError {
         count: u64,
     },
 }
-

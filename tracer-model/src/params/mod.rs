@@ -104,7 +104,6 @@ mod value;
 
 pub use value::{Named, Value, ValueError};
 
-
 /// One group of parameters, its defaults and how `--set` reaches them.
 pub trait Group {
     /// Every parameter of the group, in declaration order.

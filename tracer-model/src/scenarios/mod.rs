@@ -8,8 +8,8 @@ use super::{kernel::Kernel, params::Setup};
 pub mod memcg_shrink;
 pub mod negative_dentry;
 pub mod ramfs_stress;
-pub mod umount;
 mod spec;
+pub mod umount;
 mod variant;
 
 pub use spec::{Ctx, Figure, Outcome, Runner, Spec};

@@ -36,12 +36,14 @@ pub const DEFAULT_LISTEN: SocketAddr = SocketAddr::new(
 
 /// `tracer serve`: where the numbers come from, and how they are served.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Lifecycle: the port is bound first, then the probes attach \
+#[command(
+    after_help = "Lifecycle: the port is bound first, then the probes attach \
     (\"recording since ...\" on stderr), then every capability is dropped. /-/ready answers 200 \
     while the source refreshes, /-/healthy unless it is dead. SIGINT and SIGTERM stop it \
     (exit 0); SIGHUP is logged and changes nothing. Late refreshes make /-/ready fail until \
     they come; a source that fails, or stays silent for ten intervals (at least 2 min), makes \
-    tracer exit 1 shortly after, for systemd or the kubelet to restart it.")]
+    tracer exit 1 shortly after, for systemd or the kubelet to restart it."
+)]
 pub struct Args {
     /// The source, as for `tracer top`.
     #[command(flatten)]

@@ -180,9 +180,9 @@ pub fn open(args: &LiveArgs, who: &str) -> anyhow::Result<(Box<dyn Source>, Opti
         let wanted = args.kernel.wanted();
         let hierarchy = args.kernel.prepare_host()?;
         opts.kernel_features = tracer_host::kernel_info().features;
-        let attached = args
-            .kernel
-            .attach(who, &wanted, tracer_loader::attach::MapReads::EveryInterval)?;
+        let attached =
+            args.kernel
+                .attach(who, &wanted, tracer_loader::attach::MapReads::EveryInterval)?;
         Box::new(super::kernel::KernelSource::new(
             attached,
             hierarchy,
@@ -239,7 +239,9 @@ mod tests {
             Duration::from_mins(10),
             "the loop runs at the interval asked, not a bound of its own"
         );
-        let err = Cli::try_parse_from(["serve", "--interval", "61m"]).err().unwrap();
+        let err = Cli::try_parse_from(["serve", "--interval", "61m"])
+            .err()
+            .unwrap();
         assert!(err.to_string().contains("from 10ms to 1h"), "{err}");
     }
 

@@ -454,6 +454,9 @@ mod tests {
         let mut l = Labels::new(1);
         l.reset();
         l.reset();
-        assert_eq!(l.max_parked, PARKED_PER_SLOT, "slots, not the parked bound, again");
+        assert_eq!(
+            l.max_parked, PARKED_PER_SLOT,
+            "slots, not the parked bound, again"
+        );
     }
 }

@@ -31,11 +31,11 @@ pub mod window;
 
 pub use args::{LiveArgs, open};
 pub use engine::{Handle, Live, TEST_PANIC_ENV, spawn};
-pub use health::{Health, Liveness, STALL_FLOOR, hung_after};
 pub use frame::{
     CgroupEntry, Control, Cost, DEFAULT_INTERVAL, DEFAULT_MAX_CGROUPS, Frame, GONE_GRACE, History,
     MAX_HOLD, MAX_INTERVAL, MIN_HOLD, MIN_INTERVAL, Options,
 };
+pub use health::{Health, Liveness, STALL_FLOOR, hung_after};
 pub use source::{Delta, Source, SourceInfo, SourceKindLive};
 pub use tracer_core::snapshot::OTHER_CGROUP;
 pub use tracer_core::units::unix_now_ns;

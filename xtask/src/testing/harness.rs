@@ -136,8 +136,16 @@ mod tests {
     fn only_a_typed_cannot_skips() {
         let mut tally = Tally::default();
         tally.record("k", "seen", &Verdict::Ok("300 calls".into()));
-        tally.record("k", "no fentry", &Verdict::Err(Fail::Cannot("no BTF".into())));
-        tally.record("k", "wrong", &Verdict::Err(wrong!("{} calls, expected 300", 299)));
+        tally.record(
+            "k",
+            "no fentry",
+            &Verdict::Err(Fail::Cannot("no BTF".into())),
+        );
+        tally.record(
+            "k",
+            "wrong",
+            &Verdict::Err(wrong!("{} calls, expected 300", 299)),
+        );
         tally.record(
             "k",
             "a message",

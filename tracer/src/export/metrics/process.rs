@@ -56,7 +56,11 @@ impl ProcSelf {
 
 /// The standard process metrics (as the Go and Python clients name them): CPU time and
 /// resident memory from the frame's cost, the rest from `proc`.
-pub(super) fn encode_process(frame: &Frame, proc: &ProcSelf, encoder: &mut DescriptorEncoder) -> fmt::Result {
+pub(super) fn encode_process(
+    frame: &Frame,
+    proc: &ProcSelf,
+    encoder: &mut DescriptorEncoder,
+) -> fmt::Result {
     // Registered without `_total`: the encoder adds it to a counter's samples.
     encoder
         .encode_descriptor(
@@ -116,4 +120,3 @@ pub(super) fn encode_process(frame: &Frame, proc: &ProcSelf, encoder: &mut Descr
     }
     Ok(())
 }
-

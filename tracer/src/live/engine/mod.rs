@@ -381,9 +381,9 @@ impl Live {
             .filter(|&id| id != OTHER_CGROUP && id != GONE_CGROUP)
             .collect();
         let labels = &self.labels;
-        let decisions =
-            self.table
-                .interval(self.seq, &active, now_unix_ns, |path| labels.may_hold(path));
+        let decisions = self
+            .table
+            .interval(self.seq, &active, now_unix_ns, |path| labels.may_hold(path));
         // Label sets left without a slot go before this interval's calls are filed: a
         // slot that changed hands is then filed under its new holder's label set.
         let released: Vec<(CgroupId, bool)> = decisions

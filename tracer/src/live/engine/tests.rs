@@ -633,7 +633,11 @@ mod lifecycle {
         assert_eq!(f.cumulative.meta.started_unix_ns, t - SEC);
         assert_eq!(f.totals.started_unix_ns, t - SEC);
         let (f, _) = l.apply(interval_of(&[(7, "/a")], 1), t + SEC);
-        assert_eq!(f.cumulative.meta.started_unix_ns, t - SEC, "fixed from then on");
+        assert_eq!(
+            f.cumulative.meta.started_unix_ns,
+            t - SEC,
+            "fixed from then on"
+        );
     }
 
     /// More alive cgroups than the parked label sets can hold take turns at two slots, so
@@ -701,9 +705,13 @@ mod lifecycle {
             .sum();
         assert_eq!(shown, calls, "every call in some label set");
         assert!(l.labels.forgotten_total() > 0, "label sets were forgotten");
-        assert!(parked_and_back > 0, "parked label sets came back with their totals");
         assert!(
-            seen.get(&("other".to_owned(), "calls")).is_some_and(|&n| n > 0),
+            parked_and_back > 0,
+            "parked label sets came back with their totals"
+        );
+        assert!(
+            seen.get(&("other".to_owned(), "calls"))
+                .is_some_and(|&n| n > 0),
             "forgotten paths' calls went to other"
         );
     }
@@ -721,7 +729,11 @@ mod lifecycle {
         }
         fn poll(&mut self, _elapsed: Duration) -> anyhow::Result<Delta> {
             self.polls += 1;
-            assert!(self.panic_at != Some(self.polls), "a bug in poll {}", self.polls);
+            assert!(
+                self.panic_at != Some(self.polls),
+                "a bug in poll {}",
+                self.polls
+            );
             if let Some((from, stall)) = self.stall_from
                 && self.polls >= from
             {
@@ -762,10 +774,17 @@ mod lifecycle {
     fn a_loop_that_panics_is_down_at_once_and_says_why() {
         let h = faulty(Some(3), None, 20);
         let why = wait_down(&h.health, Duration::from_secs(10)).expect("down");
-        assert!(why.contains("panicked") && why.contains("a bug in poll 3"), "{why}");
+        assert!(
+            why.contains("panicked") && why.contains("a bug in poll 3"),
+            "{why}"
+        );
         let frame = h.frames.borrow().clone().expect("two refreshes before it");
         assert_eq!(frame.seq, 2);
-        assert_eq!(frame.error.as_deref(), Some(why.as_str()), "the frame says so too");
+        assert_eq!(
+            frame.error.as_deref(),
+            Some(why.as_str()),
+            "the frame says so too"
+        );
         h.stop();
     }
 
@@ -807,12 +826,21 @@ mod lifecycle {
         assert_eq!(at(2.0), Liveness::Up, "two intervals are not late yet");
         assert!(matches!(at(2.1), Liveness::Stalled(why) if why.contains("no refresh for 2.1 s")));
         assert!(matches!(at(119.0), Liveness::Stalled(_)));
-        assert!(matches!(at(120.0), Liveness::Dead(_)), "ten intervals, at least 2 min");
+        assert!(
+            matches!(at(120.0), Liveness::Dead(_)),
+            "ten intervals, at least 2 min"
+        );
         // A longer interval: ten of them.
         health.refreshed(Duration::from_mins(1));
         let t2 = health.state().last_sign;
-        assert!(matches!(health.at(t2 + Duration::from_mins(9)), Liveness::Stalled(_)));
-        assert!(matches!(health.at(t2 + Duration::from_mins(10)), Liveness::Dead(_)));
+        assert!(matches!(
+            health.at(t2 + Duration::from_mins(9)),
+            Liveness::Stalled(_)
+        ));
+        assert!(matches!(
+            health.at(t2 + Duration::from_mins(10)),
+            Liveness::Dead(_)
+        ));
         health.died("gone".into());
         assert_eq!(health.at(Instant::now()), Liveness::Dead("gone".into()));
     }

@@ -54,7 +54,12 @@ pub(super) fn render(app: &App, frame: &Frame, area: Rect, buf: &mut Buffer, the
     // with its first line, the severity and what, in the severity's style.
     let mut lines: Vec<Line> = Vec::new();
     if frame.findings.is_empty() {
-        lines.extend(text::render(&[], false).lines().skip(1).map(|l| Line::from(l.to_owned())));
+        lines.extend(
+            text::render(&[], false)
+                .lines()
+                .skip(1)
+                .map(|l| Line::from(l.to_owned())),
+        );
     }
     for (i, f) in frame.findings.iter().enumerate() {
         if i > 0 {
@@ -71,8 +76,8 @@ pub(super) fn render(app: &App, frame: &Frame, area: Rect, buf: &mut Buffer, the
         }
     }
     // Drawing never writes the state: the scroll asked for is kept within the text here.
-    let last = u16::try_from(lines.len().saturating_sub(usize::from(body.height)))
-        .unwrap_or(u16::MAX);
+    let last =
+        u16::try_from(lines.len().saturating_sub(usize::from(body.height))).unwrap_or(u16::MAX);
     Paragraph::new(lines)
         .scroll((app.findings_scroll.min(last), 0))
         .render(body, buf);

@@ -613,7 +613,6 @@ fn cgroups_show_their_pod_or_unit_where_named_and_filter_by_either() {
     assert_eq!(names, ["shop/cart-7d9f/cart"]);
 }
 
-
 #[test]
 fn the_header_says_what_is_wrong_over_the_last_minute() {
     for (w, h) in SIZES {
@@ -641,18 +640,30 @@ fn the_header_says_what_is_wrong_over_the_last_minute() {
 fn the_findings_view_shows_each_finding_whole_and_scrolls() {
     let mut app = app_on(View::Findings);
     let s = screen(&mut app, 120, 40);
-    line(&s, "1 finding over the last 60 s, every cgroup, evaluated each refresh");
+    line(
+        &s,
+        "1 finding over the last 60 s, every cgroup, evaluated each refresh",
+    );
     let first = line(&s, "umount waits an expedited RCU grace period");
     assert!(first.starts_with("  warning  "), "{first}");
-    line(&s, "synchronize_rcu_expedited ← namespace_unlock     85  1.04 s");
+    line(
+        &s,
+        "synchronize_rcu_expedited ← namespace_unlock     85  1.04 s",
+    );
     line(&s, "impact    1.04 s lost: 85 umount(2) calls on the host");
     line(&s, "remedy    A lazy umount (umount -l)");
     // On a screen too low for it, Down scrolls the text a line; End shows its last line,
     // and no further; Home its first.
     press(&mut app, KeyCode::Down);
     let s = screen(&mut app, 120, 20);
-    assert!(!s.iter().any(|l| l.contains("umount waits an expedited")), "{s:#?}");
-    line(&s, "(synchronize_rcu_expedited), once per unmounted filesystem");
+    assert!(
+        !s.iter().any(|l| l.contains("umount waits an expedited")),
+        "{s:#?}"
+    );
+    line(
+        &s,
+        "(synchronize_rcu_expedited), once per unmounted filesystem",
+    );
     press(&mut app, KeyCode::End);
     let s = screen(&mut app, 120, 20);
     assert_eq!(s[s.len() - 2], "              time would leave", "{s:#?}");
