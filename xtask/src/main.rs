@@ -456,7 +456,7 @@ fn test(
     }
     // Phase times, printed at the end: the budget is 60 min from a fresh machine.
     let mut phases = Phases::default();
-    let tools = phases.time("setup", setup::setup)?;
+    let tools = phases.time("setup", setup::setup_beside)?;
     // Cases by name, or the arm64 lane (`--arch aarch64`): their VMs alone, after the tracer
     // they run is built.
     let whole = selection.is_all() && arch != Some(arch::Arch::Aarch64);

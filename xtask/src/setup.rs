@@ -18,6 +18,7 @@ mod rootfs;
 use apt::{apt_get, apt_source_files, debian_source, doing, require_root};
 pub use debian::guest_root;
 use debian::{KernelApt, fetch_guest_programs, fetch_kernel};
+pub use rootfs::DebianSystems;
 
 use crate::{
     arch::{ARCHES, Arch},
@@ -90,13 +91,14 @@ pub struct Tools {
     pub debian_systems: DebianSystems,
 }
 
-/// Each architecture's Debian 12 root file system.
-type DebianSystems = Vec<(Arch, PathBuf)>;
-
 impl Tools {
-    /// `arch`'s Debian 12 root file system.
+    /// `arch`'s Debian 12 root file system, once made.
+    ///
+    /// # Errors
+    /// When setup could not make it.
     pub fn debian_rootfs(&self, arch: Arch) -> anyhow::Result<&Path> {
         self.debian_systems
+            .wait()?
             .iter()
             .find(|(a, _)| *a == arch)
             .map(|(_, p)| p.as_path())
@@ -106,6 +108,24 @@ impl Tools {
 
 /// Every step the builds, VMs and benchmarks need; cheap when all is present.
 pub fn setup() -> anyhow::Result<Tools> {
+    setup_with(Debian::Wait)
+}
+
+/// As [`setup`], but the Debian 12 root file systems (minutes on a new machine, and only
+/// the release cases' boots need them) are still being made when it returns: what needs
+/// them waits for them ([`Tools::debian_rootfs`]).
+pub fn setup_beside() -> anyhow::Result<Tools> {
+    setup_with(Debian::Beside)
+}
+
+/// Whether setup returns before the Debian root file systems are made.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Debian {
+    Wait,
+    Beside,
+}
+
+fn setup_with(debian: Debian) -> anyhow::Result<Tools> {
     let cache = util::cache_dir()?;
     fs::create_dir_all(&cache).with_context(|| format!("creating {}", cache.display()))?;
     step("rust-src (nightly)", rust_src)?;
@@ -117,7 +137,7 @@ pub fn setup() -> anyhow::Result<Tools> {
                 bpf_linker(&cache)
             })
         });
-        let rest = the_rest(&cache);
+        let rest = the_rest(&cache, debian);
         let bpf_linker_bin = linker.join().expect("the bpf-linker install panicked")?;
         let (kubernetes_validate, kernels, debian_systems) = rest?;
         Ok(Tools {
@@ -130,9 +150,10 @@ pub fn setup() -> anyhow::Result<Tools> {
 }
 
 /// Everything setup does but bpf-linker: QEMU, the packages, the kernels, the guests'
-/// programs, the Debian root file systems; (kubernetes-validate, the kernels' folder, the
-/// root file systems).
-fn the_rest(cache: &Path) -> anyhow::Result<(PathBuf, PathBuf, DebianSystems)> {
+/// programs, the Debian root file systems (made beside the kernels' downloads, once
+/// mmdebstrap and QEMU's user emulation are installed; waited for as `debian` says);
+/// (kubernetes-validate, the kernels' folder, the root file systems).
+fn the_rest(cache: &Path, debian: Debian) -> anyhow::Result<(PathBuf, PathBuf, DebianSystems)> {
     let mut apt = Apt::default();
     for arch in ARCHES {
         let (_, package) = arch.qemu();
@@ -147,6 +168,18 @@ fn the_rest(cache: &Path) -> anyhow::Result<(PathBuf, PathBuf, DebianSystems)> {
         &format!("aarch64 cross build {}", CROSS_PACKAGES.join(" ")),
         || cross_packages(&mut apt),
     )?;
+    let dir = cache.to_path_buf();
+    let systems = DebianSystems::start(move || {
+        let mut systems = Vec::new();
+        for arch in ARCHES {
+            let name = format!(
+                "Debian 12 root file system for {} (mmdebstrap)",
+                arch.debian()
+            );
+            systems.push((arch, step(&name, || rootfs::debian_rootfs(&dir, arch))?));
+        }
+        Ok(systems)
+    });
     let kubernetes_validate = kubernetes_validate_step(cache)?;
     let kernels = cache.join("kernels");
     let kernel_apt = KernelApt {
@@ -163,14 +196,8 @@ fn the_rest(cache: &Path) -> anyhow::Result<(PathBuf, PathBuf, DebianSystems)> {
     step("arm64 guest programs (Debian's arm64 packages)", || {
         fetch_guest_programs(&kernel_apt, SERIES[1], Arch::Aarch64)
     })?;
-    let mut systems = Vec::new();
-    for arch in ARCHES {
-        let name = format!(
-            "Debian 12 root file system for {} (mmdebstrap)",
-            arch.debian()
-        );
-        let rootfs = step(&name, || rootfs::debian_rootfs(cache, arch))?;
-        systems.push((arch, rootfs));
+    if debian == Debian::Wait {
+        systems.wait()?;
     }
     Ok((kubernetes_validate, kernels, systems))
 }

@@ -7,6 +7,8 @@ use std::{
     os::unix::fs::symlink,
     path::{Path, PathBuf},
     process::Command,
+    sync::{Mutex, OnceLock, PoisonError},
+    thread::JoinHandle,
 };
 
 use anyhow::{Context as _, bail};
@@ -16,6 +18,74 @@ use super::{
     debian::{machine_mirrors, sources_for},
 };
 use crate::{arch::Arch, util::run};
+
+/// Each architecture's Debian 12 root file system, made on a thread of its own: on a new
+/// machine that is minutes of downloads and package scripts, which only the release cases'
+/// boots need, so the build and the other boots go on beside it.
+pub struct DebianSystems {
+    /// The thread making them, until one waits for it.
+    making: Mutex<Option<JoinHandle<anyhow::Result<Systems>>>>,
+    /// What it made, or why it could not.
+    made: OnceLock<Result<Systems, String>>,
+}
+
+pub(super) type Systems = Vec<(Arch, PathBuf)>;
+
+impl DebianSystems {
+    /// Start making them: `work` (setup's steps, each architecture's [`debian_rootfs`]) on a
+    /// thread of its own, its result kept for whoever waits.
+    pub(super) fn start(work: impl FnOnce() -> anyhow::Result<Systems> + Send + 'static) -> Self {
+        let made = OnceLock::new();
+        let handle = std::thread::Builder::new()
+            .name("debian-rootfs".into())
+            .spawn(work)
+            .map_err(|e| made.set(Err(format!("starting its thread: {e}"))))
+            .ok();
+        Self {
+            making: Mutex::new(handle),
+            made,
+        }
+    }
+
+    /// Wait until they are made: each architecture's archive, or why setup could not make
+    /// them.
+    ///
+    /// # Errors
+    /// When making them failed.
+    pub fn wait(&self) -> anyhow::Result<&[(Arch, PathBuf)]> {
+        let made = self.made.get_or_init(|| {
+            let handle = self
+                .making
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take();
+            match handle.map(JoinHandle::join) {
+                Some(Ok(made)) => made.map_err(|e| format!("{e:#}")),
+                Some(Err(_)) => Err("the thread making them panicked".into()),
+                None => Err("nothing was making them".into()),
+            }
+        });
+        made.as_deref().map_err(|e| anyhow::anyhow!("{e}"))
+    }
+}
+
+impl Drop for DebianSystems {
+    /// Never exit with mmdebstrap half done: its work directory would be made again next
+    /// time, but its packages would be unpacked for nothing.
+    fn drop(&mut self) {
+        let handle = self
+            .making
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(handle) = handle {
+            if !handle.is_finished() {
+                println!("setup: waiting for the Debian 12 root file systems being made");
+            }
+            let _ = handle.join();
+        }
+    }
+}
 
 /// The packages of the release cases' Debian system besides `minbase`: systemd as init, curl
 /// to scrape, bpftool to list BPF objects, libcap2-bin's capsh to start a container's
@@ -124,4 +194,54 @@ fn arm64_interpreter() -> anyhow::Result<()> {
         bail!("binfmt_misc did not take QEMU's arm64 interpreter ({BINFMT_AARCH64})");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::{
+        sync::{
+            Arc,
+            atomic::{AtomicBool, Ordering},
+        },
+        time::Duration,
+    };
+
+    use super::*;
+
+    #[test]
+    fn every_waiter_gets_what_the_thread_made_or_why_it_could_not() {
+        let systems = DebianSystems::start(|| {
+            std::thread::sleep(Duration::from_millis(50));
+            Ok(vec![(Arch::X86_64, PathBuf::from("amd64.cpio"))])
+        });
+        // The two release boots wait at once: both get the one result.
+        std::thread::scope(|s| {
+            let a = s.spawn(|| systems.wait().map(<[_]>::to_vec).unwrap());
+            let b = s.spawn(|| systems.wait().map(<[_]>::to_vec).unwrap());
+            assert_eq!(a.join().unwrap(), b.join().unwrap());
+        });
+        assert_eq!(systems.wait().unwrap()[0].1, PathBuf::from("amd64.cpio"));
+
+        let failed = DebianSystems::start(|| anyhow::bail!("mmdebstrap: no mirror"));
+        for _ in 0..2 {
+            let e = failed.wait().unwrap_err().to_string();
+            assert!(e.contains("no mirror"), "{e}");
+        }
+    }
+
+    #[test]
+    fn dropping_them_waits_for_the_thread_making_them() {
+        let done = Arc::new(AtomicBool::new(false));
+        let flag = done.clone();
+        let systems = DebianSystems::start(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            flag.store(true, Ordering::SeqCst);
+            Ok(Vec::new())
+        });
+        drop(systems);
+        assert!(
+            done.load(Ordering::SeqCst),
+            "an exit would have cut it short"
+        );
+    }
 }
