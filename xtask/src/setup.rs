@@ -170,6 +170,10 @@ fn the_rest(cache: &Path, debian: Debian) -> anyhow::Result<(PathBuf, PathBuf, D
     )?;
     let dir = cache.to_path_buf();
     let systems = DebianSystems::start(move || {
+        // Beside the build, on the cores it leaves: the build is what the boots wait for,
+        // the systems only the release boots, half an hour later (mmdebstrap and its
+        // package scripts inherit this thread's policy).
+        let _idle = (debian == Debian::Beside).then(|| util::Idle::start("the Debian systems"));
         let mut systems = Vec::new();
         for arch in ARCHES {
             let name = format!(
