@@ -70,8 +70,8 @@ impl DebianSystems {
 }
 
 impl Drop for DebianSystems {
-    /// Never exit with mmdebstrap half done: its work directory would be made again next
-    /// time, but its packages would be unpacked for nothing.
+    /// Never exit while mmdebstrap runs: it would go on orphaned, and the next setup would
+    /// remove its work directory under it.
     fn drop(&mut self) {
         let handle = self
             .making
