@@ -254,14 +254,12 @@ fn series(ask: Ask, body: &[u8]) -> Option<usize> {
     };
     let text = match ask {
         Ask::Protobuf | Ask::ProtobufGzip => return protobuf_metrics(body),
-        Ask::Text | Ask::OpenMetrics | Ask::OpenMetricsGzip => {
-            String::from_utf8(body.to_vec()).ok()?
-        }
+        Ask::Text | Ask::OpenMetrics | Ask::OpenMetricsGzip => std::str::from_utf8(body).ok()?,
     };
     if ask != Ask::Text && !text.ends_with("# EOF\n") {
         return None;
     }
-    crate::exposition::samples(&text).ok().map(|s| s.len())
+    crate::exposition::samples(text).ok().map(|s| s.len())
 }
 
 /// A protobuf varint at `*at`, moving `*at` past it.
