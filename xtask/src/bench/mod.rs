@@ -9,6 +9,7 @@ mod overhead;
 mod records;
 mod scale;
 pub(crate) mod serve_load;
+mod serve_record;
 mod soak;
 mod startup;
 mod stats;
@@ -53,7 +54,9 @@ pub enum Bench {
     /// `tracer serve`, this build against the previous release in one run, under 50
     /// concurrent scrapers and hostile clients, 500 cgroups x 10 probes, at the defaults and
     /// with the per-cgroup histograms, in each format Prometheus asks for: series, bytes,
-    /// p50/p99, and this build's over the previous release's.
+    /// p50/p99, and this build's over the previous release's; then a scrape every 2.5 s, each
+    /// waiting for its frame's encoding as Prometheus's do. The run's record goes to
+    /// results/serve/DATE.json.
     Serve(serve_load::ServeArgs),
     /// The model calibrated on one capture predicts another of another size and parallelism
     /// in a VM: structure checked, predicted/measured time per path (median over runs).

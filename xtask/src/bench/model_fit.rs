@@ -672,15 +672,7 @@ mod tests {
 
     #[test]
     fn the_docs_tables_are_their_records() {
-        let (text, out, n) = records::docs_tables("model-fit", |json| {
-            Ok(serde_json::from_str::<Record>(json)?.table())
-        })
-        .unwrap();
-        assert_eq!(n, 2, "the model-fit tables of 2026-12-01 and under icount");
-        assert!(
-            out == text,
-            "cargo xtask bench model-fit --docs would change docs/benchmarks.md"
-        );
+        records::assert_docs_current("model-fit", 2, Record::table);
     }
 
     #[test]

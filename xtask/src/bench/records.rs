@@ -112,6 +112,26 @@ pub fn write_docs(
     Ok(ExitCode::SUCCESS)
 }
 
+/// For the benches' unit tests: `bench`'s tables of docs/benchmarks.md, `tables` of them,
+/// are each what `table` makes of its record, as `--docs` would write them.
+///
+/// # Panics
+/// When a record cannot be read, the count differs, or a table is not its record's.
+#[cfg(test)]
+pub fn assert_docs_current<R: serde::de::DeserializeOwned>(
+    bench: &str,
+    tables: usize,
+    table: impl Fn(&R) -> String,
+) {
+    let (text, out, n) =
+        docs_tables(bench, |json| Ok(table(&serde_json::from_str::<R>(json)?))).unwrap();
+    assert_eq!(n, tables, "docs/benchmarks.md's {bench} tables");
+    assert!(
+        out == text,
+        "cargo xtask bench {bench} --docs would change docs/benchmarks.md"
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

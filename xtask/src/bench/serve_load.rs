@@ -9,8 +9,11 @@
 //! histograms on; Prometheus asks for gzip unless a job sets `enable_compression: false`),
 //! the two binaries' turns
 //! interleaved: series, bytes, p50 and p99 of each, and this build's over the previous
-//! release's. The last line is `serve: defaults p99 X ms (Yx the previous release), ...`
-//! with the goals held or not; the exit status is non-zero when one is not.
+//! release's. Then, per setting and binary, a paced turn: a scrape every 2.5 s, each
+//! waiting for its own frame's encoding, as a Prometheus scraping every 15 s does. The last
+//! line is `serve: defaults p99 X ms (Yx the previous release, ...)` with the goals held or
+//! not; the exit status is non-zero when one is not. The run's record, every turn's figures,
+//! goes to `results/serve/DATE.json` ([`serve_record`]).
 
 use std::{
     fmt::Write as _,
@@ -29,6 +32,10 @@ use std::{
 use anyhow::{Context as _, bail};
 use tracer_host::stat::{Stat, ticks_per_second};
 
+use super::{
+    records,
+    serve_record::{self, Figures, FormatRecord, Paced, Record, SettingRecord, ratio_of},
+};
 use crate::{
     setup,
     tracer_build::{self, PREVIOUS_RELEASE},
@@ -47,6 +54,8 @@ const PROBES: usize = 10;
 const GOAL_DEFAULTS: f64 = 0.25;
 /// The issue's goal with the per-cgroup histograms on.
 const GOAL_CGROUP_HISTOGRAMS: f64 = 0.8;
+/// The format the goals are judged in: what Prometheus 2.x asks for, gzipped.
+const JUDGED: Ask = Ask::OpenMetricsGzip;
 /// What Prometheus 2.x sends.
 const PROMETHEUS_ACCEPT: &str = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
 
@@ -66,6 +75,10 @@ pub struct ServeArgs {
     /// repository's history, once; kept under target/previous/COMMIT).
     #[arg(long)]
     pub previous: Option<PathBuf>,
+    /// Run nothing: write docs/benchmarks.md's serve table again from the record
+    /// (results/serve/*.json, which every run writes) its marker line names.
+    #[arg(long, conflicts_with_all = ["seconds", "churn", "tracer", "previous"])]
+    pub docs: bool,
 }
 
 /// A format a scrape asks for, as a Prometheus asks for it.
@@ -430,6 +443,26 @@ struct Turn {
     hostile: [u64; 3],
 }
 
+impl Turn {
+    /// What the run's record keeps of the turn.
+    fn figures(&self) -> Figures {
+        Figures {
+            series: self.series,
+            bytes: self.bytes,
+            p50_ms: self.p50,
+            p99_ms: self.p99,
+            max_ms: self.max,
+            scrapes: self.scrapes,
+            per_second: self.per_second,
+            failed: self.errors.len(),
+            server_cpu_percent: self.cpu_percent,
+            slow_drips_cut: self.hostile[0],
+            refused_431: self.hostile[1],
+            idle_closed: self.hostile[2],
+        }
+    }
+}
+
 /// `seconds` of [`SCRAPERS`] scrapers asking for `ask` at the server `pid` serving at
 /// `addr`, with the hostile clients pushing at it.
 fn turn(addr: SocketAddr, pid: u32, ask: Ask, seconds: u64) -> anyhow::Result<Turn> {
@@ -469,7 +502,7 @@ fn measure(
     binaries: [(Build, &Path); 2],
     setting: Setting,
     args: &ServeArgs,
-) -> anyhow::Result<Turns> {
+) -> anyhow::Result<(Turns, [Paced; 2])> {
     let mut servers = Vec::new();
     for (build, path) in binaries {
         let flags = setting.flags(build);
@@ -513,7 +546,56 @@ fn measure(
         };
         turns.push((ask, previous, this));
     }
-    Ok(turns)
+    let mut paced = Vec::new();
+    for (k, (_, addr, _)) in servers.iter().enumerate() {
+        let p = paced_turn(*addr);
+        println!(
+            "serve: {} {} {}, one scrape a frame: p50 {:.1} ms, max {:.1} ms, {} scrapes, {} failed",
+            setting.name(),
+            build_name(binaries[k].0),
+            JUDGED.name(),
+            p.p50_ms,
+            p.max_ms,
+            p.scrapes,
+            p.failed
+        );
+        paced.push(p);
+    }
+    let [previous, this] = <[Paced; 2]>::try_from(paced).expect("two binaries");
+    Ok((turns, [previous, this]))
+}
+
+/// Scrapes of a paced turn.
+const PACED: usize = 20;
+/// Between the starts of two paced scrapes: more than two refreshes (1 s each), so what is
+/// cached is older than the refresh before the latest and each scrape waits for its own
+/// frame's encoding, as a Prometheus scraping every 15 s does (bytes of the refresh just
+/// before answer at once). The back-to-back turns measure the other case, bytes already
+/// encoded.
+const PACE: Duration = Duration::from_millis(2_500);
+
+/// [`PACED`] scrapes in the judged format, one every [`PACE`], the hostile clients pushing.
+fn paced_turn(addr: SocketAddr) -> Paced {
+    let hostile = Hostile::start(addr);
+    thread::sleep(Duration::from_secs(1));
+    let mut times = Vec::new();
+    let mut failed = 0;
+    for _ in 0..PACED {
+        let start = Instant::now();
+        match scrape_as(addr, JUDGED) {
+            Ok((t, _)) => times.push(t),
+            Err(_) => failed += 1,
+        }
+        thread::sleep(PACE.saturating_sub(start.elapsed()));
+    }
+    hostile.stop();
+    times.sort();
+    Paced {
+        scrapes: times.len(),
+        p50_ms: percentile(&times, 0.5),
+        max_ms: percentile(&times, 1.0),
+        failed,
+    }
 }
 
 fn build_name(build: Build) -> String {
@@ -528,6 +610,9 @@ fn build_name(build: Build) -> String {
 /// # Errors
 /// When a binary cannot be built, a server cannot be started or never serves the load.
 pub fn main(args: &ServeArgs) -> anyhow::Result<std::process::ExitCode> {
+    if args.docs {
+        return serve_record::write_docs();
+    }
     let tools = if args.tracer.is_none() || args.previous.is_none() {
         Some(setup::setup()?)
     } else {
@@ -559,17 +644,37 @@ pub fn run(
     raise_fd_limit();
     let binaries = [(Build::Previous, previous), (Build::This, tracer)];
     let mut verdicts = Vec::new();
+    let mut settings = Vec::new();
     for setting in [Setting::Defaults, Setting::CgroupHistograms] {
-        let turns = measure(binaries, setting, args)?;
+        let (turns, paced) = measure(binaries, setting, args)?;
         print_table(setting, &turns);
-        verdicts.push((setting, verdict(setting, &turns)));
+        let v = verdict(setting, &turns);
+        let paced_ratio = paced[1].max_ms / paced[0].max_ms;
+        settings.push(SettingRecord {
+            setting: setting.name().to_owned(),
+            judged: JUDGED.name().to_owned(),
+            goal: setting.goal(),
+            p99_ratio: v.ratio,
+            held: v.held,
+            formats: turns
+                .iter()
+                .map(|(ask, previous, this)| FormatRecord {
+                    format: ask.name().to_owned(),
+                    previous: previous.figures(),
+                    this: this.figures(),
+                })
+                .collect(),
+            paced,
+        });
+        verdicts.push((setting, v, paced_ratio));
     }
     let mut line = String::from("serve:");
     let mut held = true;
-    for (i, (setting, v)) in verdicts.iter().enumerate() {
+    for (i, (setting, v, paced_ratio)) in verdicts.iter().enumerate() {
         let _ = write!(
             line,
-            "{} {} p99 {:.1} ms ({:.2}x the previous release, goal {}x: {})",
+            "{} {} p99 {:.1} ms ({:.2}x the previous release, goal {}x: {}; one scrape a \
+             frame: max {paced_ratio:.2}x)",
             if i == 0 { "" } else { "," },
             setting.name(),
             v.p99,
@@ -579,7 +684,7 @@ pub fn run(
         );
         held &= v.held;
     }
-    if let Some((_, v)) = verdicts.first() {
+    if let Some((_, v, _)) = verdicts.first() {
         let _ = write!(
             line,
             ", series {} ({:.2}x), failed scrapes {}",
@@ -587,6 +692,21 @@ pub fn run(
         );
     }
     println!("{line}");
+    let command = std::env::args().skip(1).collect::<Vec<_>>().join(" ");
+    let record = Record {
+        bench: "serve".into(),
+        date: records::today(),
+        command: format!("cargo xtask {command}"),
+        seconds: args.seconds,
+        previous: format!("{} ({})", PREVIOUS_RELEASE.version, PREVIOUS_RELEASE.commit),
+        settings,
+    };
+    let json = serde_json::to_string_pretty(&record)? + "\n";
+    let path = records::write(&records::dir("serve"), &record.date, &json)?;
+    let shown = path
+        .strip_prefix(crate::util::workspace_root())
+        .unwrap_or(&path);
+    println!("the run's record: {}", shown.display());
     Ok(if held {
         std::process::ExitCode::SUCCESS
     } else {
@@ -610,7 +730,7 @@ fn verdict(setting: Setting, turns: &Turns) -> Verdict {
     let failed = turns.iter().map(|(_, _, t)| t.errors.len()).sum();
     let (_, previous, this) = turns
         .iter()
-        .find(|(ask, _, _)| *ask == Ask::OpenMetricsGzip)
+        .find(|(ask, _, _)| *ask == JUDGED)
         .expect("every format was measured");
     let ratio = this.p99 / previous.p99;
     Verdict {
@@ -621,11 +741,6 @@ fn verdict(setting: Setting, turns: &Turns) -> Verdict {
         failed,
         held: ratio <= setting.goal() && failed == 0,
     }
-}
-
-fn ratio_of(a: usize, b: usize) -> f64 {
-    let f = |n: usize| f64::from(u32::try_from(n).unwrap_or(u32::MAX));
-    f(a) / f(b)
 }
 
 /// A setting's figures as a markdown table: per format, each binary's row and this

@@ -671,15 +671,7 @@ mod tests {
 
     #[test]
     fn the_docs_table_is_its_record() {
-        let (text, out, n) = records::docs_tables("startup", |json| {
-            Ok(serde_json::from_str::<Record>(json)?.table())
-        })
-        .unwrap();
-        assert_eq!(n, 1, "docs/benchmarks.md's start-up table");
-        assert!(
-            out == text,
-            "cargo xtask bench startup --docs would change docs/benchmarks.md"
-        );
+        records::assert_docs_current("startup", 1, Record::table);
     }
 
     #[test]
