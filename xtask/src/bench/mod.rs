@@ -36,6 +36,10 @@ pub enum Bench {
         /// Simulated seconds per second: one refresh per simulated second, this many a second.
         #[arg(long, default_value_t = 4)]
         speed: u32,
+        /// Run nothing: write docs/benchmarks.md's top table again from the record
+        /// (results/top/*.json, which every run writes) its marker line names.
+        #[arg(long, conflicts_with = "speed")]
+        docs: bool,
     },
     /// A refresh of the live loop at 1,000 cgroups x 10 probes, in-process: the findings'
     /// evaluation against the 10 s window's work on the same second, a refresh's apply
@@ -93,6 +97,10 @@ pub struct ModelFitArgs {
 }
 /// Run one benchmark.
 pub fn run(bench: &Bench) -> anyhow::Result<ExitCode> {
+    if let Bench::Top { docs: true, .. } = bench {
+        // The docs' table from its record: no set-up, no build.
+        return top_cost::write_docs();
+    }
     if let Bench::Serve(args) = bench {
         // Sets up and builds only what it is not given.
         return serve_load::main(args);
@@ -143,7 +151,7 @@ pub fn run(bench: &Bench) -> anyhow::Result<ExitCode> {
         Bench::Overhead(args) => overhead::run(args, &tools.kernels, &tracer),
         Bench::Model { runs } => model::model(&tracer, (*runs).max(1)),
         Bench::Live { .. } | Bench::Serve(_) => unreachable!("run above"),
-        Bench::Top { speed } => top_cost::top(&tracer, *speed).map(|()| ExitCode::SUCCESS),
+        Bench::Top { speed, .. } => top_cost::top(&tracer, *speed).map(|()| ExitCode::SUCCESS),
         Bench::Soak(a) => soak::run(&tracer, &tools.kernels, a),
         Bench::Scale(a) => scale::run(&tools.kernels, &tracer, a),
         Bench::ModelFit(a) => model_fit::model_fit(

@@ -5,18 +5,22 @@
 //! Printed: CPU per refresh (the whole process: live loop, tables, drawing, printing),
 //! the same for the live loop alone (`--view none`, the peer measured in the same run), and
 //! resident memory at the start, middle and end. Goals from the design: under 2% of one
-//! core at 1 Hz, under 100 MiB and flat. Decides nothing: prints what it saw.
+//! core at 1 Hz, under 100 MiB and flat. Decides nothing: prints what it saw, and writes the
+//! run's record to `results/top/DATE[-N].json`, from which `--docs` makes docs/benchmarks.md's
+//! table.
 
 use std::{
     io::{BufRead as _, BufReader},
     path::Path,
-    process::{Command, Stdio},
+    process::{Command, ExitCode, Stdio},
     time::Instant,
 };
 
 use anyhow::{Context as _, bail};
+use serde::{Deserialize, Serialize};
 use tracer_host::stat::{Stat, ticks_per_second};
 
+use super::records;
 use crate::util;
 
 /// Cgroups alive at any time.
@@ -163,8 +167,72 @@ fn per_refresh_ms(short: &Run, long: &Run) -> f64 {
     (long.cpu_s - short.cpu_s).max(0.0) * 1e3 / refreshes
 }
 
+/// One run's figures and the goals' verdicts, as its record keeps them.
+#[derive(Debug, Serialize, Deserialize)]
+struct Record {
+    bench: String,
+    date: String,
+    command: String,
+    /// Simulated seconds per second.
+    speed: u32,
+    /// CPU per refresh, the whole process, ms.
+    per_refresh_ms: f64,
+    /// CPU per refresh of the live loop alone (`--view none`), ms.
+    loop_ms: f64,
+    /// `per_refresh_ms` at 1 Hz, in % of one core.
+    core_percent: f64,
+    /// RSS at refresh 1, the middle one and the last, MiB.
+    rss_mib: [f64; 3],
+    /// The highest RSS of minutes 2-5 and of minutes 6-10, MiB.
+    peaks_mib: [f64; 2],
+    /// Under 2% of a core; RSS under 100 MiB; the end within 10% of the middle; the later
+    /// peak within 10% of the earlier.
+    held: [bool; 4],
+}
+
+impl Record {
+    /// docs/benchmarks.md's table: one row.
+    fn table(&self) -> String {
+        let [start, mid, end] = self.rss_mib;
+        let [first, second] = self.peaks_mib;
+        let goals = if self.held.iter().all(|h| *h) {
+            "all held".to_owned()
+        } else {
+            let names = [
+                "CPU",
+                "RSS under 100 MiB",
+                "end within 10%",
+                "later peak within 10%",
+            ];
+            let not: Vec<&str> = names
+                .iter()
+                .zip(self.held)
+                .filter(|(_, h)| !h)
+                .map(|(n, _)| *n)
+                .collect();
+            format!("NOT held: {}", not.join(", "))
+        };
+        format!(
+            "| cpu per refresh | live loop alone | % of a core at 1 Hz | RSS start/mid/end | RSS peak, minutes 2-5 / 6-10 | goals |\n\
+             |---|---|---|---|---|---|\n\
+             | {:.2} ms | {:.1} ms | {:.2}% | {start:.1}/{mid:.1}/{end:.1} MiB | {first:.1}/{second:.1} MiB | {goals} |\n",
+            self.per_refresh_ms, self.loop_ms, self.core_percent
+        )
+    }
+}
+
+/// `cargo xtask bench top --docs`.
+///
+/// # Errors
+/// As [`records::write_docs`].
+pub fn write_docs() -> anyhow::Result<ExitCode> {
+    records::write_docs("top", |json| {
+        Ok(serde_json::from_str::<Record>(json)?.table())
+    })
+}
+
 /// Run the benchmark, `speed` simulated seconds per second, and print its figures, the
-/// last line as the design asks.
+/// last line as the design asks; the run's record goes to results/top/.
 pub fn top(tracer: &Path, speed: u32) -> anyhow::Result<()> {
     let speed = speed.clamp(1, 100);
     let pinned = super::model::can_pin();
@@ -217,25 +285,53 @@ pub fn top(tracer: &Path, speed: u32) -> anyhow::Result<()> {
          (the allocator keeps and returns memory in steps, so one sample moves by some 10%; \
          growth shows as a higher peak later)"
     );
+    let verdicts = [
+        core_percent < 2.0,
+        end < 100.0 && mid < 100.0 && start < 100.0,
+        (end - mid).abs() <= mid * 0.1,
+        second_peak <= first_peak * 1.1,
+    ];
     let held = |ok: bool| if ok { "held" } else { "NOT held" };
     println!(
         "goal under 2% of a core at 1 Hz: {}; RSS under 100 MiB: {}; RSS flat: end within 10% \
          of mid: {}, peak of minutes 6-10 within 10% of minutes 2-5: {}",
-        held(core_percent < 2.0),
-        held(end < 100.0 && mid < 100.0 && start < 100.0),
-        held((end - mid).abs() <= mid * 0.1),
-        held(second_peak <= first_peak * 1.1),
+        held(verdicts[0]),
+        held(verdicts[1]),
+        held(verdicts[2]),
+        held(verdicts[3]),
     );
     println!(
         "top: cpu per refresh {per_refresh_ms:.2} ms ({core_percent:.2}% of a core at 1 Hz), \
          rss start/mid/end {start:.1}/{mid:.1}/{end:.1} MiB"
     );
+    let command = std::env::args().skip(1).collect::<Vec<_>>().join(" ");
+    let record = Record {
+        bench: "top".into(),
+        date: records::today(),
+        command: format!("cargo xtask {command}"),
+        speed,
+        per_refresh_ms,
+        loop_ms,
+        core_percent,
+        rss_mib: [start, mid, end],
+        peaks_mib: [first_peak, second_peak],
+        held: verdicts,
+    };
+    let json = serde_json::to_string_pretty(&record)? + "\n";
+    let path = records::write(&records::dir("top"), &record.date, &json)?;
+    let shown = path.strip_prefix(util::workspace_root()).unwrap_or(&path);
+    println!("the run's record: {}", shown.display());
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_docs_table_is_its_record() {
+        records::assert_docs_current("top", 1, Record::table);
+    }
 
     #[test]
     fn output_lines_parse() {
