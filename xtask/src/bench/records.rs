@@ -42,6 +42,34 @@ pub fn write(dir: &Path, stem: &str, json: &str) -> anyhow::Result<PathBuf> {
     Ok(path)
 }
 
+/// A figure of a record, read back: JSON has no NaN, so `serde_json` writes a figure that
+/// could not be measured (no scrape answered, no sample) as `null`; read as NaN again, so
+/// a record of a run that went wrong still makes its table (`--docs`).
+///
+/// # Errors
+/// When the value is neither a number nor `null`.
+pub fn figure<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    use serde::Deserialize as _;
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
+/// As [`figure`], for a fixed number of figures.
+///
+/// # Errors
+/// When a value is neither a number nor `null`, or there are not `N` of them.
+pub fn figures<'de, D: serde::Deserializer<'de>, const N: usize>(
+    d: D,
+) -> Result<[f64; N], D::Error> {
+    use serde::Deserialize as _;
+    let v: Vec<f64> = Vec::<Option<f64>>::deserialize(d)?
+        .into_iter()
+        .map(|x| x.unwrap_or(f64::NAN))
+        .collect();
+    let n = v.len();
+    v.try_into()
+        .map_err(|_| serde::de::Error::invalid_length(n, &"the figures the record keeps"))
+}
+
 /// `text` with the table after each of `bench`'s marker lines replaced by `table(file)`, the
 /// record the marker names; how many.
 ///

@@ -548,16 +548,17 @@ fn measure(
     }
     let mut paced = Vec::new();
     for (k, (_, addr, _)) in servers.iter().enumerate() {
-        let p = paced_turn(*addr);
+        let (p, first_failure) = paced_turn(*addr);
         println!(
-            "serve: {} {} {}, one scrape a frame: p50 {:.1} ms, max {:.1} ms, {} scrapes, {} failed",
+            "serve: {} {} {}, one scrape a frame: p50 {:.1} ms, max {:.1} ms, {} scrapes, {} failed{}",
             setting.name(),
             build_name(binaries[k].0),
             JUDGED.name(),
             p.p50_ms,
             p.max_ms,
             p.scrapes,
-            p.failed
+            p.failed,
+            first_failure.map_or_else(String::new, |e| format!(" (the first: {e})"))
         );
         paced.push(p);
     }
@@ -574,28 +575,30 @@ const PACED: usize = 20;
 /// encoded.
 const PACE: Duration = Duration::from_millis(2_500);
 
-/// [`PACED`] scrapes in the judged format, one every [`PACE`], the hostile clients pushing.
-fn paced_turn(addr: SocketAddr) -> Paced {
+/// [`PACED`] scrapes in the judged format, one every [`PACE`], the hostile clients pushing:
+/// the figures, and the first failure's message if any failed.
+fn paced_turn(addr: SocketAddr) -> (Paced, Option<String>) {
     let hostile = Hostile::start(addr);
     thread::sleep(Duration::from_secs(1));
     let mut times = Vec::new();
-    let mut failed = 0;
+    let mut errors = Vec::new();
     for _ in 0..PACED {
         let start = Instant::now();
         match scrape_as(addr, JUDGED) {
             Ok((t, _)) => times.push(t),
-            Err(_) => failed += 1,
+            Err(e) => errors.push(e),
         }
         thread::sleep(PACE.saturating_sub(start.elapsed()));
     }
     hostile.stop();
     times.sort();
-    Paced {
+    let paced = Paced {
         scrapes: times.len(),
         p50_ms: percentile(&times, 0.5),
         max_ms: percentile(&times, 1.0),
-        failed,
-    }
+        failed: errors.len(),
+    };
+    (paced, errors.into_iter().next())
 }
 
 fn build_name(build: Build) -> String {

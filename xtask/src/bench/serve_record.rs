@@ -30,6 +30,7 @@ pub(super) struct SettingRecord {
     pub(super) judged: String,
     /// The judged format's p99, this build's over the previous release's, at most this.
     pub(super) goal: f64,
+    #[serde(deserialize_with = "records::figure")]
     pub(super) p99_ratio: f64,
     /// The goal held and no scrape of this build failed.
     pub(super) held: bool,
@@ -43,7 +44,9 @@ pub(super) struct SettingRecord {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(super) struct Paced {
     pub(super) scrapes: usize,
+    #[serde(deserialize_with = "records::figure")]
     pub(super) p50_ms: f64,
+    #[serde(deserialize_with = "records::figure")]
     pub(super) max_ms: f64,
     pub(super) failed: usize,
 }
@@ -61,13 +64,18 @@ pub(super) struct FormatRecord {
 pub(super) struct Figures {
     pub(super) series: usize,
     pub(super) bytes: usize,
+    #[serde(deserialize_with = "records::figure")]
     pub(super) p50_ms: f64,
+    #[serde(deserialize_with = "records::figure")]
     pub(super) p99_ms: f64,
+    #[serde(deserialize_with = "records::figure")]
     pub(super) max_ms: f64,
     pub(super) scrapes: usize,
+    #[serde(deserialize_with = "records::figure")]
     pub(super) per_second: f64,
     pub(super) failed: usize,
     /// The server's CPU over the turn, in % of one core.
+    #[serde(deserialize_with = "records::figure")]
     pub(super) server_cpu_percent: f64,
     /// What the hostile clients saw: slow drips cut off, oversized requests refused (431),
     /// idle connections closed.

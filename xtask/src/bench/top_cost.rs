@@ -176,14 +176,19 @@ struct Record {
     /// Simulated seconds per second.
     speed: u32,
     /// CPU per refresh, the whole process, ms.
+    #[serde(deserialize_with = "records::figure")]
     per_refresh_ms: f64,
     /// CPU per refresh of the live loop alone (`--view none`), ms.
+    #[serde(deserialize_with = "records::figure")]
     loop_ms: f64,
     /// `per_refresh_ms` at 1 Hz, in % of one core.
+    #[serde(deserialize_with = "records::figure")]
     core_percent: f64,
     /// RSS at refresh 1, the middle one and the last, MiB.
+    #[serde(deserialize_with = "records::figures")]
     rss_mib: [f64; 3],
     /// The highest RSS of minutes 2-5 and of minutes 6-10, MiB.
+    #[serde(deserialize_with = "records::figures")]
     peaks_mib: [f64; 2],
     /// Under 2% of a core; RSS under 100 MiB; the end within 10% of the middle; the later
     /// peak within 10% of the earlier.
@@ -331,6 +336,28 @@ mod tests {
     #[test]
     fn the_docs_table_is_its_record() {
         records::assert_docs_current("top", 1, Record::table);
+    }
+
+    #[test]
+    fn a_record_of_figures_not_measured_still_makes_its_table() {
+        let json = r#"{"bench":"top","date":"2026-12-08","command":"c","speed":4,
+            "per_refresh_ms":null,"loop_ms":8.7,"core_percent":null,
+            "rss_mib":[25.9,null,41.3],"peaks_mib":[null,null],"held":[false,true,false,false]}"#;
+        let table = serde_json::from_str::<Record>(json).unwrap().table();
+        assert!(
+            table.contains("| NaN ms | 8.7 ms | NaN% | 25.9/NaN/41.3 MiB |"),
+            "{table}"
+        );
+        assert!(
+            table.contains("NOT held: CPU, end within 10%, later peak within 10%"),
+            "{table}"
+        );
+        // Too few figures is a broken record, said so.
+        let short = json.replace("[25.9,null,41.3]", "[25.9]");
+        let err = serde_json::from_str::<Record>(&short)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("invalid length 1"), "{err}");
     }
 
     #[test]
