@@ -62,7 +62,8 @@ const PROMETHEUS_ACCEPT: &str = "application/openmetrics-text;version=1.0.0,appl
 /// Options of `bench serve`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServeArgs {
-    /// Seconds of load per binary, setting and format (2 x 2 x 5 turns).
+    /// Seconds of load per binary, setting and format (2 x 2 x 5 turns; then a paced turn of
+    /// 20 scrapes 2.5 s apart, about 50 s, per binary and setting).
     #[arg(long, default_value_t = 60)]
     pub seconds: u64,
     /// Cgroups replaced per second in the synthetic load.
@@ -428,39 +429,11 @@ fn wait_for(addr: SocketAddr, family: &str) -> anyhow::Result<()> {
     }
 }
 
-/// One binary's turn in one setting and format.
+/// One binary's turn in one setting and format: its figures, as the run's record keeps
+/// them, and each failed scrape's message.
 struct Turn {
-    series: usize,
-    bytes: usize,
-    scrapes: usize,
-    per_second: f64,
-    p50: f64,
-    p99: f64,
-    max: f64,
+    fig: Figures,
     errors: Vec<String>,
-    cpu_percent: f64,
-    /// What the hostile clients saw: see [`Hostile::stop`].
-    hostile: [u64; 3],
-}
-
-impl Turn {
-    /// What the run's record keeps of the turn.
-    fn figures(&self) -> Figures {
-        Figures {
-            series: self.series,
-            bytes: self.bytes,
-            p50_ms: self.p50,
-            p99_ms: self.p99,
-            max_ms: self.max,
-            scrapes: self.scrapes,
-            per_second: self.per_second,
-            failed: self.errors.len(),
-            server_cpu_percent: self.cpu_percent,
-            slow_drips_cut: self.hostile[0],
-            refused_431: self.hostile[1],
-            idle_closed: self.hostile[2],
-        }
-    }
 }
 
 /// `seconds` of [`SCRAPERS`] scrapers asking for `ask` at the server `pid` serving at
@@ -477,19 +450,24 @@ fn turn(addr: SocketAddr, pid: u32, ask: Ask, seconds: u64) -> anyhow::Result<Tu
     let (mut times, errors) = scrape_for(addr, ask, wall + Duration::from_secs(seconds));
     let elapsed = wall.elapsed().as_secs_f64();
     let cpu_percent = (cpu_seconds(pid)? - cpu_before) / elapsed * 100.0;
-    let hostile = hostile.stop();
+    let [slow_drips_cut, refused_431, idle_closed] = hostile.stop();
     times.sort();
     Ok(Turn {
-        series,
-        bytes: body.len(),
-        scrapes: times.len(),
-        per_second: f64::from(u32::try_from(times.len()).unwrap_or(u32::MAX)) / elapsed,
-        p50: percentile(&times, 0.5),
-        p99: percentile(&times, 0.99),
-        max: percentile(&times, 1.0),
+        fig: Figures {
+            series,
+            bytes: body.len(),
+            p50_ms: percentile(&times, 0.5),
+            p99_ms: percentile(&times, 0.99),
+            max_ms: percentile(&times, 1.0),
+            scrapes: times.len(),
+            per_second: f64::from(u32::try_from(times.len()).unwrap_or(u32::MAX)) / elapsed,
+            failed: errors.len(),
+            server_cpu_percent: cpu_percent,
+            slow_drips_cut,
+            refused_431,
+            idle_closed,
+        },
         errors,
-        cpu_percent,
-        hostile,
     })
 }
 
@@ -532,11 +510,11 @@ fn measure(
                 setting.name(),
                 build_name(binaries[k].0),
                 ask.name(),
-                t.series,
-                t.bytes,
-                t.p50,
-                t.p99,
-                t.scrapes,
+                t.fig.series,
+                t.fig.bytes,
+                t.fig.p50_ms,
+                t.fig.p99_ms,
+                t.fig.scrapes,
                 t.errors.len()
             );
             pair[k] = Some(t);
@@ -660,11 +638,11 @@ pub fn run(
             p99_ratio: v.ratio,
             held: v.held,
             formats: turns
-                .iter()
+                .into_iter()
                 .map(|(ask, previous, this)| FormatRecord {
                     format: ask.name().to_owned(),
-                    previous: previous.figures(),
-                    this: this.figures(),
+                    previous: previous.fig,
+                    this: this.fig,
                 })
                 .collect(),
             paced,
@@ -735,12 +713,12 @@ fn verdict(setting: Setting, turns: &Turns) -> Verdict {
         .iter()
         .find(|(ask, _, _)| *ask == JUDGED)
         .expect("every format was measured");
-    let ratio = this.p99 / previous.p99;
+    let ratio = this.fig.p99_ms / previous.fig.p99_ms;
     Verdict {
-        p99: this.p99,
+        p99: this.fig.p99_ms,
         ratio,
-        series: this.series,
-        series_ratio: ratio_of(this.series, previous.series),
+        series: this.fig.series,
+        series_ratio: ratio_of(this.fig.series, previous.fig.series),
         failed,
         held: ratio <= setting.goal() && failed == 0,
     }
@@ -760,29 +738,29 @@ fn print_table(setting: Setting, turns: &Turns) {
                 "| {} | {} | {} | {} | {:.1} ms | {:.1} ms | {:.0} ms | {:.0} | {} | {:.0}% | {} | {} | {} |",
                 ask.name(),
                 build_name(build),
-                t.series,
-                t.bytes,
-                t.p50,
-                t.p99,
-                t.max,
-                t.per_second,
+                t.fig.series,
+                t.fig.bytes,
+                t.fig.p50_ms,
+                t.fig.p99_ms,
+                t.fig.max_ms,
+                t.fig.per_second,
                 t.errors.len(),
-                t.cpu_percent,
-                t.hostile[0],
-                t.hostile[1],
-                t.hostile[2]
+                t.fig.server_cpu_percent,
+                t.fig.slow_drips_cut,
+                t.fig.refused_431,
+                t.fig.idle_closed
             );
         }
         println!(
             "| {} | new/old | {:.3}x | {:.3}x | {:.2}x | {:.2}x | {:.2}x | {:.2}x | | {:.2}x | | | |",
             ask.name(),
-            ratio_of(this.series, previous.series),
-            ratio_of(this.bytes, previous.bytes),
-            this.p50 / previous.p50,
-            this.p99 / previous.p99,
-            this.max / previous.max,
-            this.per_second / previous.per_second,
-            this.cpu_percent / previous.cpu_percent
+            ratio_of(this.fig.series, previous.fig.series),
+            ratio_of(this.fig.bytes, previous.fig.bytes),
+            this.fig.p50_ms / previous.fig.p50_ms,
+            this.fig.p99_ms / previous.fig.p99_ms,
+            this.fig.max_ms / previous.fig.max_ms,
+            this.fig.per_second / previous.fig.per_second,
+            this.fig.server_cpu_percent / previous.fig.server_cpu_percent
         );
     }
     for (ask, previous, this) in turns {

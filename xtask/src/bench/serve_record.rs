@@ -41,7 +41,7 @@ pub(super) struct SettingRecord {
 }
 
 /// What a paced turn measured: a scrape a refresh, as a Prometheus scrapes.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(super) struct Paced {
     pub(super) scrapes: usize,
     #[serde(deserialize_with = "records::figure")]
@@ -60,7 +60,7 @@ pub(super) struct FormatRecord {
 }
 
 /// What one turn measured.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(super) struct Figures {
     pub(super) series: usize,
     pub(super) bytes: usize,
